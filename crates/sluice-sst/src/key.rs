@@ -1,0 +1,191 @@
+//! Internal keys: a user key followed by an 8-byte trailer.
+//!
+//! ```text
+//! internal key = user_key bytes || trailer (fixed64, little-endian)
+//! trailer      = (sequence_number << 8) | kind
+//! ```
+//!
+//! Internal keys sort by user key ascending (bytewise), then by trailer *descending*, so the
+//! newest version of a user key comes first. A lookup for `(user_key, snapshot)` seeks to
+//! `user_key || pack(snapshot, KIND_FOR_SEEK)` and lands on the newest version visible to the
+//! snapshot.
+
+use std::cmp::Ordering;
+
+use crate::coding::{get_fixed64, put_fixed64};
+
+/// A sequence number: every write gets the next one. Only the low 56 bits are usable.
+pub type SeqNo = u64;
+
+/// Largest sequence number that fits in a trailer.
+pub const MAX_SEQ: SeqNo = (1 << 56) - 1;
+
+/// Length of the trailer appended to every user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// What an entry means.
+///
+/// These values are written to disk (SSTables, WAL batches): they are frozen and must never be
+/// renumbered. New kinds may only take new numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum ValueKind {
+    /// A tombstone: the key was deleted at this sequence number.
+    Deletion = 0,
+    /// A value.
+    Value = 1,
+}
+
+/// The kind used when building seek keys: the largest, so a seek key sorts before every entry
+/// of the same user key and sequence number.
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::Value;
+
+impl ValueKind {
+    /// Decodes a kind byte; `None` for an unknown value (corrupt data).
+    pub fn from_u8(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(ValueKind::Deletion),
+            1 => Some(ValueKind::Value),
+            _ => None,
+        }
+    }
+}
+
+/// Packs a sequence number and kind into a trailer.
+#[inline]
+pub fn pack_trailer(seq: SeqNo, kind: ValueKind) -> u64 {
+    debug_assert!(seq <= MAX_SEQ, "sequence number {seq} overflows 56 bits");
+    (seq << 8) | kind as u64
+}
+
+/// Appends the internal key for `(user_key, seq, kind)` to `dst`.
+#[inline]
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seq: SeqNo, kind: ValueKind) {
+    dst.reserve(user_key.len() + TRAILER_LEN);
+    dst.extend_from_slice(user_key);
+    put_fixed64(dst, pack_trailer(seq, kind));
+}
+
+/// Builds the internal key for `(user_key, seq, kind)`.
+pub fn make_internal_key(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    append_internal_key(&mut k, user_key, seq, kind);
+    k
+}
+
+/// The key to seek to in order to find the newest version of `user_key` visible at `snapshot`.
+pub fn seek_key(user_key: &[u8], snapshot: SeqNo) -> Vec<u8> {
+    make_internal_key(user_key, snapshot, KIND_FOR_SEEK)
+}
+
+/// An internal key split into its parts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParsedInternalKey<'a> {
+    /// The user's key.
+    pub user_key: &'a [u8],
+    /// The sequence number of the write.
+    pub seq: SeqNo,
+    /// Value or tombstone.
+    pub kind: ValueKind,
+}
+
+/// Splits an internal key; `None` if it is shorter than the trailer or has an unknown kind.
+#[inline]
+pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
+    let split = ikey.len().checked_sub(TRAILER_LEN)?;
+    let (user_key, trailer) = ikey.split_at(split);
+    let trailer = get_fixed64(trailer)?;
+    Some(ParsedInternalKey {
+        user_key,
+        seq: trailer >> 8,
+        kind: ValueKind::from_u8(trailer as u8)?,
+    })
+}
+
+/// The user-key part of an internal key. Keys shorter than a trailer (which only corrupt data
+/// produces, and decoders reject first) yield the whole slice rather than panicking.
+#[inline]
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    ikey.get(..ikey.len().saturating_sub(TRAILER_LEN))
+        .unwrap_or(ikey)
+}
+
+/// The trailer of an internal key (0 if it is too short).
+#[inline]
+fn trailer(ikey: &[u8]) -> u64 {
+    ikey.len()
+        .checked_sub(TRAILER_LEN)
+        .and_then(|s| get_fixed64(&ikey[s..]))
+        .unwrap_or(0)
+}
+
+/// Orders internal keys: user key ascending, then trailer (sequence, kind) descending.
+#[inline]
+pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
+    user_key(a)
+        .cmp(user_key(b))
+        .then_with(|| trailer(b).cmp(&trailer(a)))
+}
+
+/// An owned internal key that sorts in internal-key order (for `BTreeMap`s, heaps, skiplists).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct InternalKey(pub Vec<u8>);
+
+impl InternalKey {
+    /// Builds the key for `(user_key, seq, kind)`.
+    pub fn new(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Self {
+        InternalKey(make_internal_key(user_key, seq, kind))
+    }
+
+    /// The encoded bytes.
+    pub fn encoded(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The user-key part.
+    pub fn user_key(&self) -> &[u8] {
+        user_key(&self.0)
+    }
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_version_sorts_first() {
+        let old = make_internal_key(b"k", 5, ValueKind::Value);
+        let new = make_internal_key(b"k", 9, ValueKind::Deletion);
+        assert_eq!(compare_internal(&new, &old), Ordering::Less);
+        let other = make_internal_key(b"ka", 100, ValueKind::Value);
+        assert_eq!(compare_internal(&old, &other), Ordering::Less);
+        // A seek key at snapshot 7 lands between them.
+        let seek = seek_key(b"k", 7);
+        assert_eq!(compare_internal(&new, &seek), Ordering::Less);
+        assert_eq!(compare_internal(&seek, &old), Ordering::Less);
+    }
+
+    #[test]
+    fn parse_round_trips_and_rejects_bad_input() {
+        let k = make_internal_key(b"hello", 42, ValueKind::Value);
+        let p = parse_internal_key(&k).unwrap();
+        assert_eq!((p.user_key, p.seq, p.kind), (&b"hello"[..], 42, ValueKind::Value));
+        assert!(parse_internal_key(b"short").is_none());
+        let mut bad = k.clone();
+        let n = bad.len();
+        bad[n - 8] = 7; // unknown kind
+        assert!(parse_internal_key(&bad).is_none());
+    }
+}

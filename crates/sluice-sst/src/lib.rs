@@ -1,0 +1,23 @@
+//! Sluice's on-disk formats and the merge that rewrites them.
+//!
+//! This crate has no threads and knows nothing of the version set: it encodes and decodes keys,
+//! blocks, filters and tables, merges iterators, and provides the seven compaction step functions
+//! (S1 read .. S7 write) that every executor schedules in its own way.
+
+pub mod block;
+pub mod cache;
+pub mod checksum;
+pub mod coding;
+pub mod compaction_iter;
+pub mod compression;
+pub mod error;
+pub mod filter;
+pub mod format;
+pub mod iter;
+pub mod key;
+pub mod merge;
+pub mod properties;
+pub mod table;
+
+pub use error::{Error, IoContext, Result};
+pub use iter::InternalIterator;
