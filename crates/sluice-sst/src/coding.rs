@@ -118,7 +118,10 @@ mod tests {
         assert_eq!(get_varint32(&[0x80]), None);
         assert_eq!(get_varint32(&[0xff, 0xff, 0xff, 0xff, 0x1f]), None);
         assert_eq!(get_varint64(&[0xff; 11]), None);
-        assert_eq!(get_varint32(&[0xff, 0xff, 0xff, 0xff, 0x0f]), Some((u32::MAX, 5)));
+        assert_eq!(
+            get_varint32(&[0xff, 0xff, 0xff, 0xff, 0x0f]),
+            Some((u32::MAX, 5))
+        );
     }
 
     #[test]

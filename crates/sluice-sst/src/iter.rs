@@ -86,7 +86,11 @@ impl InternalIterator for VecIterator {
         Ok(())
     }
     fn seek_to_last(&mut self) -> Result<()> {
-        self.pos = self.entries.len().checked_sub(1).unwrap_or(self.entries.len());
+        self.pos = self
+            .entries
+            .len()
+            .checked_sub(1)
+            .unwrap_or(self.entries.len());
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {

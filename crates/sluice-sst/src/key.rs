@@ -181,7 +181,10 @@ mod tests {
     fn parse_round_trips_and_rejects_bad_input() {
         let k = make_internal_key(b"hello", 42, ValueKind::Value);
         let p = parse_internal_key(&k).unwrap();
-        assert_eq!((p.user_key, p.seq, p.kind), (&b"hello"[..], 42, ValueKind::Value));
+        assert_eq!(
+            (p.user_key, p.seq, p.kind),
+            (&b"hello"[..], 42, ValueKind::Value)
+        );
         assert!(parse_internal_key(b"short").is_none());
         let mut bad = k.clone();
         let n = bad.len();

@@ -8,6 +8,7 @@ pub mod block;
 pub mod cache;
 pub mod checksum;
 pub mod coding;
+pub mod compact;
 pub mod compaction_iter;
 pub mod compression;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod format;
 pub mod iter;
 pub mod key;
 pub mod merge;
+pub mod profile;
 pub mod properties;
 pub mod table;
 

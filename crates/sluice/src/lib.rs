@@ -1,8 +1,42 @@
-//! Sluice: an embeddable LSM-tree key-value store.
+//! Sluice: an embeddable LSM-tree key-value store whose compaction runs as fast as the
+//! hardware allows.
+//!
+//! The data path, one module per step:
+//!
+//! ```text
+//! put/delete/write ─▶ db::write (group commit) ─▶ wal ─▶ memtable
+//!        flush ─▶ L0 table ─▶ version (edit, MANIFEST, set)
+//!        compaction::picker ─▶ compaction::run (executor) ─▶ compaction::install
+//! get/iter ◀─ memtables + L0 (newest first) + L1..L6 (table cache, block cache, bloom)
+//! ```
+//!
+//! ```no_run
+//! use sluice::{Db, Options};
+//! let db = Db::open("/tmp/sluice-example", Options::default())?;
+//! db.put(b"hello", b"world")?;
+//! assert_eq!(db.get(b"hello")?.as_deref(), Some(&b"world"[..]));
+//! # Ok::<(), sluice::Error>(())
+//! ```
 
+mod background;
 pub mod batch;
 pub mod compaction;
+mod db;
+pub mod filename;
+mod flush;
+pub mod iter;
+pub mod memtable;
+pub mod metrics;
+pub mod options;
+pub mod snapshot;
+mod table_cache;
 pub mod version;
 pub mod wal;
 
+pub use batch::WriteBatch;
+pub use db::{CheckReport, Db, DbIterator};
+pub use metrics::Metrics;
+pub use options::{CompressionType, Options, ReadOptions, WriteOptions};
+pub use sluice_sst::error::IoContext;
 pub use sluice_sst::{Error, Result};
+pub use snapshot::Snapshot;

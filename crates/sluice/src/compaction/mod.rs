@@ -1,0 +1,70 @@
+//! Compaction: deciding what to compact (picker), running it (executor) and committing the
+//! result (install). The three are kept apart: the picker returns a [`Compaction`] value, the
+//! executor only produces files, and `install` alone turns them into a version edit.
+
+pub mod install;
+pub mod manual;
+pub mod picker;
+pub mod run;
+
+use std::sync::Arc;
+
+use crate::version::Version;
+use crate::version::edit::FileMetaData;
+
+/// Why a compaction was chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// L0 has too many files.
+    L0FileCount,
+    /// A level holds more bytes than its target.
+    LevelSize,
+    /// `compact_range` asked for it.
+    Manual,
+}
+
+/// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1`.
+#[derive(Clone, Debug)]
+pub struct Compaction {
+    /// The upper input level.
+    pub level: usize,
+    /// `inputs[0]` from `level`, `inputs[1]` from `level + 1`.
+    pub inputs: [Vec<Arc<FileMetaData>>; 2],
+    /// Files of `level + 2` overlapping the output, used to cut outputs so that a later
+    /// compaction of one output file does not rewrite too much of the grandparent level.
+    pub grandparents: Vec<Arc<FileMetaData>>,
+    /// No level below the output holds data in this compaction's key range, so tombstones that
+    /// no snapshot needs can be dropped.
+    pub bottommost: bool,
+    /// Why it was picked.
+    pub reason: Reason,
+    /// The version the inputs were chosen from.
+    pub version: Arc<Version>,
+}
+
+impl Compaction {
+    /// The level outputs are written to.
+    pub fn output_level(&self) -> usize {
+        self.level + 1
+    }
+
+    /// All input files.
+    pub fn all_inputs(&self) -> impl Iterator<Item = &Arc<FileMetaData>> {
+        self.inputs.iter().flatten()
+    }
+
+    /// Total bytes of the input files.
+    pub fn input_bytes(&self) -> u64 {
+        self.all_inputs().map(|f| f.file_size).sum()
+    }
+
+    /// A single input file with nothing to merge against, and little grandparent overlap: it
+    /// can move down a level by editing the MANIFEST only.
+    pub fn is_trivial_move(&self, max_grandparent_overlap_bytes: u64) -> bool {
+        self.reason != Reason::Manual
+            && self.inputs[0].len() == 1
+            && self.inputs[1].is_empty()
+            && self.grandparents.iter().map(|f| f.file_size).sum::<u64>()
+                <= max_grandparent_overlap_bytes
+    }
+}

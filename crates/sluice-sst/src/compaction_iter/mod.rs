@@ -1,0 +1,384 @@
+//! The compaction iterator: the filter between the merged input and the table builder that
+//! decides which versions a compaction must keep.
+//!
+//! # Snapshot stripes
+//!
+//! A reader at sequence number `S` (a live snapshot, or "latest" for everyone else) sees, for
+//! each user key, the newest version with `seq <= S`; a tombstone there means "not found". Sort
+//! the live snapshots `s_0 < s_1 < ... < s_{n-1}` and cut the sequence space into *stripes*:
+//! stripe `i` holds `(s_{i-1}, s_i]` (with `s_{-1} = -inf`), and stripe `n`, "latest", holds
+//! everything newer than `s_{n-1}`. An entry belongs to the stripe of the smallest snapshot
+//! `>= seq`.
+//!
+//! Every reader's bound falls on a stripe boundary or above all data: a snapshot `s_i` is the
+//! top of stripe `i`, and "latest" is above everything. So for any reader and any user key,
+//! the versions with `seq <= S` are exactly the versions in all stripes up to some `j`, and the
+//! newest of them is the newest version of the highest non-empty stripe `<= j`. **Only the
+//! newest version of each stripe can ever be returned to anyone**; the older versions of the
+//! same stripe are *shadowed* and dropping them changes no reader's answer. That is why they
+//! are dropped no matter what lies outside the compaction (any older version elsewhere has a
+//! smaller sequence number, so it is shadowed by what we keep, exactly as before).
+//!
+//! # Tombstones
+//!
+//! A kept tombstone is still needed if something older than it could become visible without
+//! it: an older kept version in this compaction, or any version of the key in a level below the
+//! output. When `bottommost` is false the second case is unknowable, so every stripe's newest
+//! tombstone is kept. When `bottommost` is true (no data for these keys exists below the output
+//! level) the only older versions are the ones in this input, and:
+//!
+//! * a tombstone in stripe 0 (no snapshot is below its sequence number) is dropped at once:
+//!   every older version is also in stripe 0, hence shadowed and dropped, so every reader that
+//!   saw the tombstone ("not found") now finds nothing at all ("not found");
+//! * a tombstone in a higher stripe is dropped unless the next kept version of the same key is a
+//!   value. If there is no next kept version, readers that saw the tombstone now find nothing.
+//!   If the next kept version is a tombstone `T2`, then readers that saw the first tombstone now
+//!   see `T2` (if it is kept) or, by the same rule applied to `T2`, nothing older that is a
+//!   value. In both cases the answer stays "not found". Deciding this needs one version of
+//!   look-ahead, so the tombstone is copied into a buffer while the input moves on; this is rare
+//!   (only tombstones protected by a snapshot) and costs one key copy.
+//!
+//! Values are always kept as the newest of their stripe, and sequence numbers are preserved.
+//!
+//! # Sub-tasks
+//!
+//! A compaction may be split into sub-tasks over user-key ranges `[lo, hi)`: seek to
+//! `seek_key(lo, MAX_SEQ)` and set `hi` as the upper bound. Because every version of a user key
+//! falls in one sub-task, each sub-task sees whole version chains and the rules above hold per
+//! sub-task.
+//!
+//! # Errors
+//!
+//! A key that does not parse as an internal key, or input that is not in internal-key order, is
+//! reported as [`Error::Corruption`] naming the pseudo-file [`MERGE_INPUT`] at offset 0: this
+//! iterator only sees the merged stream, so callers that know which table fed the entry should
+//! wrap or replace the error with the real file and offset. Nothing is ever skipped silently.
+
+#[cfg(test)]
+mod tests;
+
+use crate::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, parse_internal_key};
+use crate::{Error, InternalIterator, Result};
+
+/// The file name used in corruption errors raised by this iterator, which does not know which
+/// input table held the bad entry.
+pub const MERGE_INPUT: &str = "<merge input>";
+
+/// Counters describing what a compaction iterator consumed and produced.
+///
+/// Once the input is exhausted, `entries_in == entries_out + shadowed_dropped +
+/// tombstones_dropped`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactionIterStats {
+    /// Input entries examined (within the upper bound).
+    pub entries_in: u64,
+    /// Entries yielded to the caller.
+    pub entries_out: u64,
+    /// Versions dropped because a newer version of the same key is in the same stripe.
+    pub shadowed_dropped: u64,
+    /// Tombstones dropped because nothing they hide can be visible to anyone.
+    pub tombstones_dropped: u64,
+    /// Sum of the internal-key lengths of the examined entries, in bytes.
+    pub input_key_bytes: u64,
+    /// Sum of the value lengths of the examined entries, in bytes.
+    pub input_value_bytes: u64,
+}
+
+/// Where the current output entry lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Position {
+    /// Not positioned on an output entry.
+    Invalid,
+    /// On the input iterator's current entry.
+    AtInput,
+    /// On the buffered tombstone; the input is already on the next, not yet examined, entry.
+    AtPending,
+}
+
+/// Filters a merged, internal-key-ordered input down to the entries a compaction must write.
+/// See the module documentation for the rules and why they are safe. Forward-only.
+pub struct CompactionIterator<I: InternalIterator> {
+    input: I,
+    /// Live snapshots, ascending, without duplicates.
+    snapshots: Vec<SeqNo>,
+    bottommost: bool,
+    /// Exclusive user-key upper bound.
+    upper_bound: Option<Vec<u8>>,
+    position: Position,
+    /// User key of the version chain being processed; valid when `has_current_key`.
+    current_key: Vec<u8>,
+    has_current_key: bool,
+    /// Trailer of the last examined entry of `current_key` (input order check).
+    last_trailer: u64,
+    /// Stripe of the newest version kept (or dropped as a tombstone) in the current chain.
+    last_stripe: usize,
+    /// A tombstone awaiting the look-ahead verdict (bottommost, stripe > 0), copied here
+    /// because the input has moved past it. Meaningful when `pending` is true or `position`
+    /// is `AtPending`.
+    pending: bool,
+    pending_key: Vec<u8>,
+    pending_value: Vec<u8>,
+    stats: CompactionIterStats,
+}
+
+impl<I: InternalIterator> CompactionIterator<I> {
+    /// Wraps `input`, a merged stream in internal-key order. `snapshots` are the live snapshot
+    /// sequence numbers in any order (duplicates allowed). `bottommost` promises that no data
+    /// for these keys exists below the output level. The iterator starts unpositioned.
+    pub fn new(input: I, mut snapshots: Vec<SeqNo>, bottommost: bool) -> Self {
+        snapshots.sort_unstable();
+        snapshots.dedup();
+        // A snapshot at or above MAX_SEQ is "latest" and needs no stripe of its own.
+        snapshots.retain(|&s| s < MAX_SEQ);
+        CompactionIterator {
+            input,
+            snapshots,
+            bottommost,
+            upper_bound: None,
+            position: Position::Invalid,
+            current_key: Vec::new(),
+            has_current_key: false,
+            last_trailer: 0,
+            last_stripe: 0,
+            pending: false,
+            pending_key: Vec::new(),
+            pending_value: Vec::new(),
+            stats: CompactionIterStats::default(),
+        }
+    }
+
+    /// Sets the exclusive user-key upper bound: an entry whose user key is `>= bound` makes the
+    /// iterator invalid. Takes effect at the next movement.
+    pub fn set_upper_bound(&mut self, bound: Option<Vec<u8>>) {
+        self.upper_bound = bound;
+    }
+
+    /// Positions on the first entry to keep.
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.reset();
+        let result = self.input.seek_to_first();
+        self.settle_after(result)
+    }
+
+    /// Positions on the first entry to keep at or after internal key `target`.
+    ///
+    /// REQUIRES: `target` is at or before the newest version of its user key (for a sub-task
+    /// starting at user key `lo`, use `seek_key(lo, MAX_SEQ)`); otherwise the first versions
+    /// seen would be taken for the newest of their key.
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.reset();
+        let result = self.input.seek(target);
+        self.settle_after(result)
+    }
+
+    /// True when positioned on an entry to keep.
+    pub fn valid(&self) -> bool {
+        self.position != Position::Invalid
+    }
+
+    /// The current internal key (sequence number preserved). REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        debug_assert!(self.valid());
+        match self.position {
+            Position::AtPending => &self.pending_key,
+            _ => self.input.key(),
+        }
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        debug_assert!(self.valid());
+        match self.position {
+            Position::AtPending => &self.pending_value,
+            _ => self.input.value(),
+        }
+    }
+
+    /// Advances to the next entry to keep. REQUIRES: `valid()`.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a fallible cursor step like InternalIterator::next, not std::iter::Iterator"
+    )]
+    pub fn next(&mut self) -> Result<()> {
+        debug_assert!(self.valid(), "CompactionIterator::next requires valid()");
+        let result = match self.position {
+            Position::AtInput => self.input.next(),
+            // The input already sits on the entry after the buffered tombstone.
+            Position::AtPending => Ok(()),
+            Position::Invalid => return Ok(()),
+        };
+        self.settle_after(result)
+    }
+
+    /// What has been consumed and produced so far.
+    pub fn stats(&self) -> CompactionIterStats {
+        self.stats
+    }
+
+    /// Forgets the version chain in progress (before a seek).
+    fn reset(&mut self) {
+        self.position = Position::Invalid;
+        self.has_current_key = false;
+        self.pending = false;
+    }
+
+    /// Finishes a movement: finds the next output entry, or records the failure.
+    fn settle_after(&mut self, moved: Result<()>) -> Result<()> {
+        let result = moved.and_then(|()| self.settle());
+        if result.is_err() {
+            self.position = Position::Invalid;
+            self.pending = false;
+        }
+        result
+    }
+
+    /// Consumes input until it reaches an entry to output (or the end / upper bound).
+    /// REQUIRES: the input is on an entry not yet examined, or invalid.
+    fn settle(&mut self) -> Result<()> {
+        loop {
+            if !self.input.valid() {
+                self.finish();
+                return Ok(());
+            }
+            let ikey = self.input.key();
+            let Some(parsed) = parse_internal_key(ikey) else {
+                return Err(corrupt(format!(
+                    "unparseable internal key of {} bytes",
+                    ikey.len()
+                )));
+            };
+            if let Some(bound) = &self.upper_bound
+                && parsed.user_key >= bound.as_slice()
+            {
+                self.finish();
+                return Ok(());
+            }
+            let trailer = pack_trailer(parsed.seq, parsed.kind);
+            let same_key = self.has_current_key && parsed.user_key == self.current_key.as_slice();
+            if same_key {
+                // Versions must arrive newest first. An identical key (possible only from
+                // duplicated input) is tolerated: it falls in the same stripe and is shadowed.
+                if trailer > self.last_trailer {
+                    return Err(corrupt(format!(
+                        "input out of order: sequence {} after a newer-sorting version",
+                        parsed.seq
+                    )));
+                }
+            } else if self.has_current_key && parsed.user_key < self.current_key.as_slice() {
+                return Err(corrupt("input out of order: user key went backwards"));
+            }
+
+            let stripe = self.snapshots.partition_point(|&s| s < parsed.seq);
+            let shadowed = same_key && stripe == self.last_stripe;
+            if self.pending && !shadowed {
+                // This entry is the next kept version after the pending tombstone, or the
+                // start of another key: the verdict on the tombstone is in.
+                self.pending = false;
+                if same_key && parsed.kind == ValueKind::Value {
+                    // The tombstone hides this value from newer readers: emit it first. The
+                    // current entry stays unexamined for the next call.
+                    self.position = Position::AtPending;
+                    self.stats.entries_out += 1;
+                    return Ok(());
+                }
+                self.stats.tombstones_dropped += 1;
+            }
+
+            let value_len = self.input.value().len();
+            self.stats.entries_in += 1;
+            self.stats.input_key_bytes += ikey.len() as u64;
+            self.stats.input_value_bytes += value_len as u64;
+            self.last_trailer = trailer;
+
+            if shadowed {
+                self.stats.shadowed_dropped += 1;
+                self.input.next()?;
+                continue;
+            }
+            if !same_key {
+                self.current_key.clear();
+                self.current_key.extend_from_slice(parsed.user_key);
+                self.has_current_key = true;
+            }
+            self.last_stripe = stripe;
+
+            if parsed.kind == ValueKind::Deletion && self.bottommost {
+                if stripe == 0 {
+                    self.stats.tombstones_dropped += 1;
+                } else {
+                    self.pending_key.clear();
+                    self.pending_key.extend_from_slice(ikey);
+                    self.pending_value.clear();
+                    self.pending_value.extend_from_slice(self.input.value());
+                    self.pending = true;
+                }
+                self.input.next()?;
+                continue;
+            }
+            self.position = Position::AtInput;
+            self.stats.entries_out += 1;
+            return Ok(());
+        }
+    }
+
+    /// The input is exhausted or past the upper bound: a pending tombstone has no older kept
+    /// version below it and is dropped.
+    fn finish(&mut self) {
+        if self.pending {
+            self.pending = false;
+            self.stats.tombstones_dropped += 1;
+        }
+        self.position = Position::Invalid;
+    }
+}
+
+/// Lets the compaction iterator feed code written against [`InternalIterator`] (the block
+/// builder step). It is forward-only: `seek_to_last` and `prev` return
+/// [`Error::InvalidArgument`] and leave it invalid.
+impl<I: InternalIterator> InternalIterator for CompactionIterator<I> {
+    fn valid(&self) -> bool {
+        CompactionIterator::valid(self)
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        CompactionIterator::seek_to_first(self)
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.reset();
+        Err(Error::InvalidArgument(
+            "the compaction iterator is forward-only: seek_to_last is unsupported".into(),
+        ))
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        CompactionIterator::seek(self, target)
+    }
+    fn next(&mut self) -> Result<()> {
+        CompactionIterator::next(self)
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.reset();
+        Err(Error::InvalidArgument(
+            "the compaction iterator is forward-only: prev is unsupported".into(),
+        ))
+    }
+    fn key(&self) -> &[u8] {
+        CompactionIterator::key(self)
+    }
+    fn value(&self) -> &[u8] {
+        CompactionIterator::value(self)
+    }
+}
+
+impl<I: InternalIterator> std::fmt::Debug for CompactionIterator<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactionIterator")
+            .field("snapshots", &self.snapshots)
+            .field("bottommost", &self.bottommost)
+            .field("position", &self.position)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+fn corrupt(reason: impl Into<String>) -> Error {
+    Error::corruption(MERGE_INPUT, 0, reason)
+}

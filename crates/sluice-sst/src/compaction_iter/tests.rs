@@ -1,0 +1,512 @@
+use proptest::prelude::*;
+
+use super::*;
+use crate::iter::VecIterator;
+use crate::key::{make_internal_key, seek_key};
+use crate::merge::MergingIterator;
+
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+fn put(user_key: &[u8], seq: SeqNo) -> (Vec<u8>, Vec<u8>) {
+    let value = format!("{}@{seq}", String::from_utf8_lossy(user_key)).into_bytes();
+    (make_internal_key(user_key, seq, ValueKind::Value), value)
+}
+
+fn del(user_key: &[u8], seq: SeqNo) -> (Vec<u8>, Vec<u8>) {
+    (
+        make_internal_key(user_key, seq, ValueKind::Deletion),
+        Vec::new(),
+    )
+}
+
+fn sorted(mut entries: Entries) -> Entries {
+    entries.sort_by(|a, b| crate::key::compare_internal(&a.0, &b.0));
+    entries
+}
+
+/// Runs a whole compaction over `entries` and returns the kept entries and the stats.
+fn compact(
+    entries: Entries,
+    snapshots: &[SeqNo],
+    bottommost: bool,
+) -> (Entries, CompactionIterStats) {
+    let mut it = CompactionIterator::new(
+        VecIterator::new(sorted(entries)),
+        snapshots.to_vec(),
+        bottommost,
+    );
+    it.seek_to_first().unwrap();
+    let out = drain(&mut it);
+    (out, it.stats())
+}
+
+fn drain<I: InternalIterator>(it: &mut CompactionIterator<I>) -> Entries {
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap();
+    }
+    out
+}
+
+/// `(user key, seq, kind)` of each entry, for readable assertions.
+fn shape(entries: &Entries) -> Vec<(String, SeqNo, ValueKind)> {
+    entries
+        .iter()
+        .map(|(k, _)| {
+            let p = parse_internal_key(k).unwrap();
+            (
+                String::from_utf8_lossy(p.user_key).into_owned(),
+                p.seq,
+                p.kind,
+            )
+        })
+        .collect()
+}
+
+use ValueKind::{Deletion as D, Value as V};
+
+#[test]
+fn no_snapshots_keeps_only_newest_version() {
+    let input = vec![
+        put(b"a", 3),
+        put(b"a", 7),
+        put(b"a", 5),
+        del(b"b", 4),
+        put(b"b", 2),
+        put(b"c", 1),
+    ];
+    let (out, stats) = compact(input.clone(), &[], false);
+    assert_eq!(
+        shape(&out),
+        [("a".into(), 7, V), ("b".into(), 4, D), ("c".into(), 1, V)]
+    );
+    assert_eq!(out[0].1, b"a@7");
+    assert_eq!(stats.entries_in, 6);
+    assert_eq!(stats.entries_out, 3);
+    assert_eq!(stats.shadowed_dropped, 3);
+    assert_eq!(stats.tombstones_dropped, 0);
+
+    // Bottommost: the tombstone and everything it hid vanish.
+    let (out, stats) = compact(input, &[], true);
+    assert_eq!(shape(&out), [("a".into(), 7, V), ("c".into(), 1, V)]);
+    assert_eq!((stats.shadowed_dropped, stats.tombstones_dropped), (3, 1));
+}
+
+#[test]
+fn snapshots_keep_the_newest_version_of_each_stripe() {
+    // Stripes for snapshots {4, 8}: [..4], (4..8], (8..].
+    let input = vec![
+        put(b"k", 1),
+        put(b"k", 3),
+        put(b"k", 4),
+        put(b"k", 6),
+        put(b"k", 9),
+        put(b"k", 12),
+    ];
+    let (out, stats) = compact(input, &[8, 4, 8], false);
+    assert_eq!(
+        shape(&out),
+        [("k".into(), 12, V), ("k".into(), 6, V), ("k".into(), 4, V)]
+    );
+    assert_eq!(stats.shadowed_dropped, 3);
+}
+
+#[test]
+fn tombstone_protected_by_snapshot_is_kept_only_if_it_hides_a_value() {
+    // Snapshot 5 still sees k@3; the tombstone at 7 hides it from newer readers.
+    let (out, _) = compact(vec![del(b"k", 7), put(b"k", 3)], &[5], true);
+    assert_eq!(shape(&out), [("k".into(), 7, D), ("k".into(), 3, V)]);
+
+    // Nothing older than the tombstone: snapshot 5 and latest both find nothing without it.
+    let (out, stats) = compact(vec![del(b"k", 7), put(b"z", 1)], &[5], true);
+    assert_eq!(shape(&out), [("z".into(), 1, V)]);
+    assert_eq!(stats.tombstones_dropped, 1);
+
+    // Not bottommost: something below may be hidden, so the tombstone stays.
+    let (out, _) = compact(vec![del(b"k", 7)], &[5], false);
+    assert_eq!(shape(&out), [("k".into(), 7, D)]);
+
+    // A tombstone in the earliest stripe goes even when the key has older versions.
+    let (out, stats) = compact(vec![del(b"k", 4), put(b"k", 2)], &[5], true);
+    assert!(out.is_empty());
+    assert_eq!((stats.tombstones_dropped, stats.shadowed_dropped), (1, 1));
+}
+
+#[test]
+fn chained_tombstones_collapse_at_bottommost() {
+    // Snapshots {5, 10}: V@3 in stripe 0, T@8 in stripe 1, T@12 in the latest stripe.
+    let input = vec![del(b"k", 12), del(b"k", 8), put(b"k", 3)];
+    let (out, stats) = compact(input.clone(), &[5, 10], true);
+    assert_eq!(shape(&out), [("k".into(), 8, D), ("k".into(), 3, V)]);
+    assert_eq!(stats.tombstones_dropped, 1);
+    assert_eq!(
+        stats.entries_in,
+        stats.entries_out + stats.shadowed_dropped + stats.tombstones_dropped
+    );
+
+    let (out, _) = compact(input, &[5, 10], false);
+    assert_eq!(
+        out.len(),
+        3,
+        "not bottommost: every stripe's newest version stays"
+    );
+
+    // Without the value, every tombstone goes.
+    let (out, stats) = compact(
+        vec![del(b"k", 12), del(b"k", 8), del(b"k", 7)],
+        &[5, 10],
+        true,
+    );
+    assert!(out.is_empty());
+    assert_eq!((stats.tombstones_dropped, stats.shadowed_dropped), (2, 1));
+}
+
+#[test]
+fn upper_bound_and_seek_delimit_a_sub_task() {
+    let input: Entries = [b"a", b"b", b"c", b"d"]
+        .iter()
+        .flat_map(|k| [put(*k, 9), put(*k, 2)])
+        .collect();
+    let mut it = CompactionIterator::new(VecIterator::new(sorted(input)), vec![], false);
+    it.set_upper_bound(Some(b"d".to_vec()));
+    it.seek(&seek_key(b"b", MAX_SEQ)).unwrap();
+    let out = drain(&mut it);
+    assert_eq!(shape(&out), [("b".into(), 9, V), ("c".into(), 9, V)]);
+    assert_eq!(
+        it.stats().entries_in,
+        4,
+        "entries at or past the bound are not consumed"
+    );
+    // Seeking again starts a fresh chain; lifting the bound reaches the end.
+    it.set_upper_bound(None);
+    it.seek_to_first().unwrap();
+    assert_eq!(drain(&mut it).len(), 4);
+}
+
+#[test]
+fn identical_keys_from_two_sources_are_shadowed_not_corrupt() {
+    let dup = put(b"k", 5);
+    let children: Vec<Box<dyn InternalIterator>> = vec![
+        Box::new(VecIterator::new(vec![dup.clone()])),
+        Box::new(VecIterator::new(vec![dup.clone()])),
+    ];
+    let mut it = CompactionIterator::new(MergingIterator::new(children), vec![], false);
+    it.seek_to_first().unwrap();
+    assert_eq!(drain(&mut it), vec![dup]);
+    assert_eq!(it.stats().shadowed_dropped, 1);
+}
+
+/// Yields entries in the order given, sorted or not: for corruption tests.
+struct RawIterator {
+    entries: Entries,
+    pos: usize,
+}
+
+impl InternalIterator for RawIterator {
+    fn valid(&self) -> bool {
+        self.pos < self.entries.len()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.pos = 0;
+        Ok(())
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.pos = self.entries.len().saturating_sub(1);
+        Ok(())
+    }
+    fn seek(&mut self, _target: &[u8]) -> Result<()> {
+        self.pos = 0;
+        Ok(())
+    }
+    fn next(&mut self) -> Result<()> {
+        self.pos += 1;
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.pos = self.pos.checked_sub(1).unwrap_or(self.entries.len());
+        Ok(())
+    }
+    fn key(&self) -> &[u8] {
+        &self.entries[self.pos].0
+    }
+    fn value(&self) -> &[u8] {
+        &self.entries[self.pos].1
+    }
+}
+
+/// Compacts raw (possibly unsorted or garbage) input; returns the entries produced before the
+/// first error, and the error.
+fn compact_raw(
+    entries: Entries,
+    snapshots: Vec<SeqNo>,
+    bottommost: bool,
+) -> (Entries, Option<Error>) {
+    let mut it = CompactionIterator::new(RawIterator { entries, pos: 0 }, snapshots, bottommost);
+    let mut out = Vec::new();
+    let mut step = it.seek_to_first();
+    while step.is_ok() && it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        step = it.next();
+    }
+    if step.is_err() {
+        assert!(!it.valid(), "invalid after an error");
+    }
+    (out, step.err())
+}
+
+fn assert_merge_corruption(err: Option<Error>, reason_part: &str) {
+    match err {
+        Some(Error::Corruption {
+            file,
+            offset,
+            reason,
+        }) => {
+            assert_eq!(file.to_str(), Some(MERGE_INPUT));
+            assert_eq!(offset, 0);
+            assert!(reason.contains(reason_part), "{reason}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn corrupt_keys_are_errors_never_skipped() {
+    let mut bad_kind = make_internal_key(b"b", 5, ValueKind::Value);
+    let n = bad_kind.len();
+    bad_kind[n - 8] = 0x7f;
+    let (out, err) = compact_raw(
+        vec![put(b"a", 1), (bad_kind, vec![]), put(b"c", 1)],
+        vec![],
+        false,
+    );
+    assert_eq!(shape(&out), [("a".into(), 1, V)]);
+    assert_merge_corruption(err, "unparseable");
+
+    let (out, err) = compact_raw(vec![(b"short".to_vec(), vec![])], vec![], false);
+    assert!(out.is_empty());
+    assert_merge_corruption(err, "unparseable");
+
+    let (_, err) = compact_raw(vec![put(b"b", 1), put(b"a", 1)], vec![], false);
+    assert_merge_corruption(err, "user key went backwards");
+
+    let (_, err) = compact_raw(vec![put(b"a", 1), put(b"a", 2)], vec![], false);
+    assert_merge_corruption(err, "out of order");
+
+    // A pending tombstone is never emitted past a corrupt successor.
+    let (out, err) = compact_raw(vec![del(b"a", 9), (b"bad".to_vec(), vec![])], vec![1], true);
+    assert!(out.is_empty());
+    assert!(err.is_some());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model test: visibility at every snapshot is unchanged by compaction.
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Lookup {
+    Found(Vec<u8>),
+    Deleted,
+    Missing,
+}
+
+/// The answer a reader at `snapshot` gets for `user_key` from `entries`.
+fn lookup(entries: &Entries, user_key: &[u8], snapshot: SeqNo) -> Lookup {
+    entries
+        .iter()
+        .filter_map(|(k, v)| {
+            let p = parse_internal_key(k).unwrap();
+            (p.user_key == user_key && p.seq <= snapshot).then_some((p.seq, p.kind, v))
+        })
+        .max_by_key(|&(seq, _, _)| seq)
+        .map_or(Lookup::Missing, |(_, kind, v)| match kind {
+            ValueKind::Value => Lookup::Found(v.clone()),
+            ValueKind::Deletion => Lookup::Deleted,
+        })
+}
+
+/// At the bottommost level "deleted" and "never written" are the same answer.
+fn lookup_bottom(entries: &Entries, user_key: &[u8], snapshot: SeqNo) -> Option<Vec<u8>> {
+    match lookup(entries, user_key, snapshot) {
+        Lookup::Found(v) => Some(v),
+        Lookup::Deleted | Lookup::Missing => None,
+    }
+}
+
+const KEYS: u8 = 5;
+
+fn readers(snapshots: &[SeqNo]) -> Vec<SeqNo> {
+    snapshots.iter().copied().chain([MAX_SEQ]).collect()
+}
+
+fn stripe_of(snapshots: &[SeqNo], seq: SeqNo) -> usize {
+    let mut s = snapshots.to_vec();
+    s.sort_unstable();
+    s.dedup();
+    s.iter().filter(|&&x| x < seq).count()
+}
+
+fn input_strategy() -> impl Strategy<Value = (Entries, Vec<u8>)> {
+    prop::collection::btree_map((0..KEYS, 1u64..40), any::<bool>(), 0..40).prop_flat_map(|m| {
+        let entries: Entries = m
+            .into_iter()
+            .map(|((k, seq), is_value)| {
+                let uk = [b'a' + k];
+                if is_value {
+                    put(&uk, seq)
+                } else {
+                    del(&uk, seq)
+                }
+            })
+            .collect();
+        let n = entries.len();
+        (Just(sorted(entries)), prop::collection::vec(0u8..3, n))
+    })
+}
+
+/// Splits `entries` into up to three sorted runs and merges them back, so the compaction
+/// iterator is tested on a real merged stream.
+fn merged(entries: &Entries, run_of: &[u8]) -> MergingIterator {
+    let mut runs: Vec<Entries> = vec![Vec::new(); 3];
+    for (e, &r) in entries.iter().zip(run_of) {
+        runs[usize::from(r)].push(e.clone());
+    }
+    MergingIterator::new(
+        runs.into_iter()
+            .map(|r| Box::new(VecIterator::new(r)) as Box<dyn InternalIterator>)
+            .collect(),
+    )
+}
+
+proptest! {
+    #[test]
+    fn compaction_preserves_every_readers_view(
+        (input, run_of) in input_strategy(),
+        snapshots in prop::collection::vec(0u64..45, 0..5),
+        bottommost: bool,
+        split in 0..KEYS,
+    ) {
+        let mut it = CompactionIterator::new(merged(&input, &run_of), snapshots.clone(), bottommost);
+        it.seek_to_first().unwrap();
+        let out = drain(&mut it);
+        let stats = it.stats();
+
+        // Output is a subsequence of the input, byte for byte (sequence numbers preserved).
+        let mut rest = input.iter();
+        for e in &out {
+            prop_assert!(rest.any(|i| i == e), "output entry not in input order: {:?}", e);
+        }
+
+        // Every reader sees what it saw before.
+        for k in 0..KEYS {
+            let uk = [b'a' + k];
+            for s in readers(&snapshots) {
+                if bottommost {
+                    prop_assert_eq!(lookup_bottom(&out, &uk, s), lookup_bottom(&input, &uk, s),
+                        "key {} at {}", k, s);
+                } else {
+                    // Data below may exist: "deleted" must stay distinguishable from "missing".
+                    prop_assert_eq!(lookup(&out, &uk, s), lookup(&input, &uk, s), "key {} at {}", k, s);
+                }
+            }
+        }
+
+        // At most one version per key and stripe.
+        let mut stripes: Vec<(Vec<u8>, usize)> = shape(&out)
+            .into_iter()
+            .map(|(k, seq, _)| (k.into_bytes(), stripe_of(&snapshots, seq)))
+            .collect();
+        let n = stripes.len();
+        stripes.dedup();
+        prop_assert_eq!(stripes.len(), n);
+        if snapshots.is_empty() {
+            let mut keys: Vec<String> = shape(&out).into_iter().map(|e| e.0).collect();
+            keys.dedup();
+            prop_assert_eq!(keys.len(), out.len(), "a user key appears twice without snapshots");
+            if bottommost {
+                prop_assert!(shape(&out).iter().all(|e| e.2 == ValueKind::Value));
+            }
+        }
+
+        // At the bottommost level every surviving tombstone is needed by some reader.
+        if bottommost {
+            for (i, e) in out.iter().enumerate() {
+                if parse_internal_key(&e.0).unwrap().kind != ValueKind::Deletion {
+                    continue;
+                }
+                let uk = crate::key::user_key(&e.0).to_vec();
+                let mut without = out.clone();
+                without.remove(i);
+                let needed = readers(&snapshots)
+                    .into_iter()
+                    .any(|s| lookup_bottom(&without, &uk, s) != lookup_bottom(&out, &uk, s));
+                prop_assert!(needed, "tombstone {:?} is needed by no reader", shape(&vec![e.clone()]));
+            }
+        }
+
+        // Stats add up.
+        prop_assert_eq!(stats.entries_in, input.len() as u64);
+        prop_assert_eq!(stats.entries_out, out.len() as u64);
+        prop_assert_eq!(stats.entries_in,
+            stats.entries_out + stats.shadowed_dropped + stats.tombstones_dropped);
+        prop_assert_eq!(stats.input_key_bytes, input.iter().map(|e| e.0.len() as u64).sum::<u64>());
+        prop_assert_eq!(stats.input_value_bytes, input.iter().map(|e| e.1.len() as u64).sum::<u64>());
+
+        // Two sub-tasks split at a user key produce the same output as one task.
+        let bound = vec![b'a' + split];
+        let mut lo = CompactionIterator::new(merged(&input, &run_of), snapshots.clone(), bottommost);
+        lo.set_upper_bound(Some(bound.clone()));
+        lo.seek_to_first().unwrap();
+        let mut parts = drain(&mut lo);
+        let mut hi = CompactionIterator::new(merged(&input, &run_of), snapshots.clone(), bottommost);
+        hi.seek(&seek_key(&bound, MAX_SEQ)).unwrap();
+        parts.extend(drain(&mut hi));
+        prop_assert_eq!(&parts, &out);
+        prop_assert_eq!(lo.stats().entries_in + hi.stats().entries_in, stats.entries_in);
+        prop_assert_eq!(lo.stats().tombstones_dropped + hi.stats().tombstones_dropped,
+            stats.tombstones_dropped);
+    }
+
+    /// Arbitrary bytes as keys, in arbitrary order: never a panic, only output or corruption.
+    #[test]
+    fn garbage_input_never_panics(
+        keys in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..14), 0..20),
+        snapshots in prop::collection::vec(any::<u64>(), 0..4),
+        bottommost: bool,
+    ) {
+        let entries: Entries = keys.into_iter().map(|k| (k, vec![1, 2])).collect();
+        let total = entries.len();
+        let (out, err) = compact_raw(entries, snapshots, bottommost);
+        prop_assert!(out.len() <= total);
+        if let Some(e) = err {
+            prop_assert!(e.is_corruption());
+        }
+        prop_assert!(out.iter().all(|e| parse_internal_key(&e.0).is_some()));
+    }
+}
+
+#[test]
+fn usable_as_a_forward_only_internal_iterator() {
+    fn walk(it: &mut dyn InternalIterator) -> Vec<Vec<u8>> {
+        let mut keys = Vec::new();
+        it.seek_to_first().unwrap();
+        while it.valid() {
+            keys.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        keys
+    }
+    let input = vec![put(b"a", 2), put(b"a", 1), put(b"b", 1)];
+    let mut it = CompactionIterator::new(VecIterator::new(sorted(input)), vec![], false);
+    assert_eq!(walk(&mut it).len(), 2);
+    InternalIterator::seek_to_first(&mut it).unwrap();
+    assert!(matches!(
+        InternalIterator::prev(&mut it),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(!InternalIterator::valid(&it));
+    assert!(matches!(
+        InternalIterator::seek_to_last(&mut it),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(!InternalIterator::valid(&it));
+}

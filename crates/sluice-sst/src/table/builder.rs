@@ -1,0 +1,77 @@
+//! The single-threaded table writer used by flushes: S4..S7 on the caller's thread.
+
+use std::path::Path;
+
+use super::{TableContentBuilder, TableFileWriter, TableOptions, TableSummary, encode_block};
+use crate::format::MAX_ENTRY_BYTES;
+use crate::key::TRAILER_LEN;
+use crate::{Error, Result};
+
+/// Writes a table from entries in key order, on one thread.
+///
+/// After an error from [`TableBuilder::add`] the builder must not be used further except for
+/// [`TableBuilder::abandon`].
+#[derive(Debug)]
+pub struct TableBuilder {
+    opts: TableOptions,
+    content: TableContentBuilder,
+    writer: TableFileWriter,
+}
+
+impl TableBuilder {
+    /// Validates `opts` and creates the file at `path`.
+    pub fn create(path: &Path, opts: &TableOptions) -> Result<Self> {
+        opts.validate()?;
+        Ok(TableBuilder {
+            opts: opts.clone(),
+            content: TableContentBuilder::new(opts),
+            writer: TableFileWriter::create(path)?,
+        })
+    }
+
+    /// Adds an entry and writes any block it completes.
+    ///
+    /// REQUIRES: `ikey` sorts strictly after the previous key (checked in debug builds).
+    /// Entries larger than [`MAX_ENTRY_BYTES`] and keys without a trailer are rejected.
+    pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
+        if ikey.len() < TRAILER_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "internal key of {} bytes has no trailer",
+                ikey.len()
+            )));
+        }
+        if ikey.len() + value.len() > MAX_ENTRY_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "entry of {} bytes exceeds the {MAX_ENTRY_BYTES}-byte limit",
+                ikey.len() + value.len()
+            )));
+        }
+        self.content.add(ikey, value);
+        while let Some(sealed) = self.content.take_sealed() {
+            self.writer
+                .append_data_block(&encode_block(sealed, &self.opts))?;
+        }
+        Ok(())
+    }
+
+    /// Bytes written so far plus the uncompressed size of the block being built.
+    pub fn estimated_file_size(&self) -> u64 {
+        self.writer.file_size() + self.content.current_block_size() as u64
+    }
+
+    /// Entries added so far.
+    pub fn num_entries(&self) -> u64 {
+        self.content.num_entries()
+    }
+
+    /// Writes the last block, the meta blocks and the footer, and fsyncs.
+    pub fn finish(self) -> Result<TableSummary> {
+        let tail = self.content.finish();
+        self.writer.finish(tail, &self.opts)
+    }
+
+    /// Deletes the partial file.
+    pub fn abandon(self) {
+        self.writer.abandon();
+    }
+}

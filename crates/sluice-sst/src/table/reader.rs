@@ -1,0 +1,427 @@
+//! An open table: footer, index, filter and properties read and checked once at open and pinned
+//! in memory; data blocks read on demand through the shared block cache.
+//!
+//! Thread-safety: a `Table` is immutable after open and shared as `Arc<Table>`; reads use
+//! positioned I/O (`pread`), so any number of threads read one table without locking. The
+//! counters are relaxed atomics.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::TableIter;
+use super::read::{
+    decompress_raw_block, decompress_raw_contents, read_raw_block_at, verify_raw_block,
+};
+use crate::block::{Block, BlockIter};
+use crate::cache::BlockCache;
+use crate::filter::BloomFilter;
+use crate::format::{BlockHandle, FOOTER_LEN, Footer};
+use crate::iter::InternalIterator;
+use crate::key::{compare_internal, user_key};
+use crate::properties::TableProperties;
+use crate::{Error, IoContext, Result};
+
+use super::RawBlock;
+
+/// How a table is read.
+#[derive(Clone, Debug)]
+pub struct TableReadOptions {
+    /// Shared cache of decompressed blocks; `None` reads every block from the file.
+    pub cache: Option<Arc<BlockCache>>,
+    /// Verify data block checksums on every read from the file (the footer, index, filter and
+    /// properties are always verified at open; compaction and `check` always verify).
+    pub verify_checksums: bool,
+}
+
+impl Default for TableReadOptions {
+    fn default() -> Self {
+        TableReadOptions {
+            cache: None,
+            verify_checksums: true,
+        }
+    }
+}
+
+/// Outcome of [`Table::verify_all`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Blocks read and verified (data blocks and meta blocks).
+    pub blocks: u64,
+    /// Bytes read, trailers and footer included.
+    pub bytes: u64,
+}
+
+/// What the bloom filter saved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BloomStats {
+    /// Lookups the filter answered "absent" (no block read).
+    pub useful: u64,
+    /// Lookups the filter let through.
+    pub passed: u64,
+    /// Lookups the filter let through that found no entry for the key.
+    pub false_positives: u64,
+}
+
+/// The decoded index: each data block's last key and handle. Keys live in one buffer.
+#[derive(Debug, Default)]
+struct TableIndex {
+    keys: Vec<u8>,
+    /// `(end of key in keys, handle)`; a key starts where the previous one ends.
+    entries: Vec<(usize, BlockHandle)>,
+}
+
+impl TableIndex {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = match i.checked_sub(1) {
+            Some(p) => self.entries.get(p).map_or(0, |e| e.0),
+            None => 0,
+        };
+        let end = self.entries.get(i).map_or(start, |e| e.0);
+        self.keys.get(start..end).unwrap_or_default()
+    }
+
+    fn handle(&self, i: usize) -> Option<BlockHandle> {
+        self.entries.get(i).map(|e| e.1)
+    }
+
+    /// Index of the first block whose last key is `>= target` (`len()` if none).
+    fn find(&self, target: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if compare_internal(self.key(mid), target).is_lt() {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// An open, immutable table file.
+#[derive(Debug)]
+pub struct Table {
+    file: File,
+    path: Arc<Path>,
+    file_number: u64,
+    file_size: u64,
+    footer: Footer,
+    index: TableIndex,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+    cache: Option<Arc<BlockCache>>,
+    verify_checksums: bool,
+    bloom_useful: AtomicU64,
+    bloom_passed: AtomicU64,
+    bloom_false_positives: AtomicU64,
+}
+
+impl Table {
+    /// Opens the table at `path`, whose blocks are cached under `file_number`.
+    ///
+    /// Reads and verifies the footer, index, filter and properties. A short file, a bad magic
+    /// number, a bad checksum or an inconsistent index is `Corruption` naming the path and the
+    /// offset of the bad bytes.
+    pub fn open(path: &Path, file_number: u64, opts: TableReadOptions) -> Result<Arc<Table>> {
+        let file = File::open(path).with_path(path)?;
+        let file_size = file.metadata().with_path(path)?.len();
+        let path: Arc<Path> = Arc::from(path);
+        let corrupt = |offset: u64, reason: String| Error::corruption(&*path, offset, reason);
+        let Some(footer_offset) = file_size.checked_sub(FOOTER_LEN as u64) else {
+            return Err(corrupt(
+                0,
+                format!("file of {file_size} bytes is shorter than the {FOOTER_LEN}-byte footer"),
+            ));
+        };
+        let mut footer_bytes = [0u8; FOOTER_LEN];
+        file.read_exact_at(&mut footer_bytes, footer_offset)
+            .with_path(&path)?;
+        let footer = Footer::decode(&footer_bytes, &path, footer_offset)?;
+
+        // Meta blocks lie between the data blocks and the footer.
+        let metas = [Some(footer.index), footer.filter, Some(footer.properties)];
+        let mut data_end = footer_offset;
+        for h in metas.into_iter().flatten() {
+            if h.end_with_trailer().is_none_or(|end| end > footer_offset) {
+                return Err(corrupt(
+                    footer_offset,
+                    format!(
+                        "footer names a block at {} of {} bytes, past the footer",
+                        h.offset, h.size
+                    ),
+                ));
+            }
+            data_end = data_end.min(h.offset);
+        }
+
+        let read_meta = |h: BlockHandle| -> Result<RawBlock> {
+            let raw = read_raw_block_at(&file, &path, h)?;
+            verify_raw_block(&raw)?;
+            Ok(raw)
+        };
+        let properties_raw = read_meta(footer.properties)?;
+        let properties = TableProperties::decode(
+            &decompress_raw_contents(properties_raw)?,
+            &path,
+            footer.properties.offset,
+        )?;
+        let filter = match footer.filter {
+            Some(h) => {
+                let bytes = decompress_raw_contents(read_meta(h)?)?;
+                Some(
+                    BloomFilter::new(bytes)
+                        .map_err(|e| corrupt(h.offset, format!("bad filter: {e}")))?,
+                )
+            }
+            None => None,
+        };
+        let index_block = Arc::new(decompress_raw_block(read_meta(footer.index)?)?);
+        let index = decode_index(&index_block, data_end)?;
+        if index.len() as u64 != properties.num_data_blocks {
+            return Err(corrupt(
+                footer.index.offset,
+                format!(
+                    "index has {} entries but the properties count {} data blocks",
+                    index.len(),
+                    properties.num_data_blocks
+                ),
+            ));
+        }
+        Ok(Arc::new(Table {
+            file,
+            path,
+            file_number,
+            file_size,
+            footer,
+            index,
+            filter,
+            properties,
+            cache: opts.cache,
+            verify_checksums: opts.verify_checksums,
+            bloom_useful: AtomicU64::new(0),
+            bloom_passed: AtomicU64::new(0),
+            bloom_false_positives: AtomicU64::new(0),
+        }))
+    }
+
+    /// The number the table's blocks are cached under.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// The table's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Size of the file in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The properties recorded when the table was written.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The decoded footer.
+    pub fn footer(&self) -> &Footer {
+        &self.footer
+    }
+
+    /// The open file, for positioned reads by executors.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// True when the table has a bloom filter.
+    pub fn has_filter(&self) -> bool {
+        self.filter.is_some()
+    }
+
+    /// Bloom filter counters since open.
+    pub fn bloom_stats(&self) -> BloomStats {
+        BloomStats {
+            useful: self.bloom_useful.load(Ordering::Relaxed),
+            passed: self.bloom_passed.load(Ordering::Relaxed),
+            false_positives: self.bloom_false_positives.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Number of data blocks.
+    pub fn num_data_blocks(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Every data block's last internal key and handle, in key order (for compaction planning).
+    pub fn index_entries(&self) -> Vec<(Vec<u8>, BlockHandle)> {
+        (0..self.index.len())
+            .filter_map(|i| Some((self.index.key(i).to_vec(), self.index.handle(i)?)))
+            .collect()
+    }
+
+    /// Handle of data block `i` and its last key, if `i` is in range.
+    pub(super) fn index_entry(&self, i: usize) -> Option<(&[u8], BlockHandle)> {
+        Some((self.index.key(i), self.index.handle(i)?))
+    }
+
+    /// Index of the first data block whose last key is `>= target` (`num_data_blocks()` if none).
+    pub(super) fn find_block(&self, target: &[u8]) -> usize {
+        self.index.find(target)
+    }
+
+    /// The newest entry for the lookup key's user key at or below its sequence number: the first
+    /// entry `>= lookup_ikey` if it has the same user key. Consults the bloom filter first.
+    pub fn get(&self, lookup_ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let uk = user_key(lookup_ikey);
+        if let Some(filter) = &self.filter {
+            if !filter.may_contain(uk) {
+                self.bloom_useful.fetch_add(1, Ordering::Relaxed);
+                return Ok(None);
+            }
+            self.bloom_passed.fetch_add(1, Ordering::Relaxed);
+        }
+        let found = match self.index.handle(self.index.find(lookup_ikey)) {
+            Some(handle) => {
+                let block = self.read_block(handle)?;
+                // Room for neighbouring keys, which are usually about as long as the lookup's.
+                let mut it = BlockIter::with_key_capacity(block, lookup_ikey.len() + 16);
+                it.seek(lookup_ikey)?;
+                (it.valid() && user_key(it.key()) == uk).then(|| it.take_entry())
+            }
+            None => None,
+        };
+        if found.is_none() && self.filter.is_some() {
+            self.bloom_false_positives.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(found)
+    }
+
+    /// A two-level iterator over the whole table, unpositioned.
+    pub fn iter(self: &Arc<Self>) -> TableIter {
+        TableIter::new(Arc::clone(self))
+    }
+
+    /// S1 for block `handle` of this table (no cache, no verification).
+    pub fn read_raw(&self, handle: BlockHandle) -> Result<RawBlock> {
+        read_raw_block_at(&self.file, &self.path, handle)
+    }
+
+    /// The decompressed block at `handle`: from the cache, or read (S1), verified if the read
+    /// options say so (S2), decompressed (S3) and cached.
+    pub fn read_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        if let Some(cache) = &self.cache
+            && let Some(block) = cache.get(self.file_number, handle.offset)
+        {
+            return Ok(block);
+        }
+        let raw = self.read_raw(handle)?;
+        if self.verify_checksums {
+            verify_raw_block(&raw)?;
+        }
+        let block = Arc::new(decompress_raw_block(raw)?);
+        if let Some(cache) = &self.cache {
+            cache.insert(self.file_number, handle.offset, Arc::clone(&block));
+        }
+        Ok(block)
+    }
+
+    /// Reads every block from the file (bypassing the cache), verifies its checksum, decodes
+    /// every entry, and checks that entries are in order and each data block ends with its index
+    /// key. Used by `sluice check`.
+    pub fn verify_all(&self) -> Result<VerifyReport> {
+        let mut report = VerifyReport {
+            blocks: 0,
+            bytes: FOOTER_LEN as u64,
+        };
+        let metas = [
+            Some(self.footer.properties),
+            self.footer.filter,
+            Some(self.footer.index),
+        ];
+        for h in metas.into_iter().flatten() {
+            let raw = self.read_raw(h)?;
+            verify_raw_block(&raw)?;
+            report.blocks += 1;
+            report.bytes += raw.stored_len() as u64;
+        }
+        let mut prev_last: Option<&[u8]> = None;
+        for i in 0..self.index.len() {
+            let Some((index_key, handle)) = self.index_entry(i) else {
+                break;
+            };
+            let raw = self.read_raw(handle)?;
+            verify_raw_block(&raw)?;
+            report.blocks += 1;
+            report.bytes += raw.stored_len() as u64;
+            let mut it = BlockIter::new(Arc::new(decompress_raw_block(raw)?));
+            it.seek_to_first()?;
+            let mut last: Vec<u8> = Vec::new();
+            while it.valid() {
+                let out_of_order = match (last.is_empty(), prev_last) {
+                    (false, _) => !compare_internal(&last, it.key()).is_lt(),
+                    (true, Some(p)) => !compare_internal(p, it.key()).is_lt(),
+                    (true, None) => false,
+                };
+                if out_of_order {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        handle.offset,
+                        "entries out of order",
+                    ));
+                }
+                last.clear();
+                last.extend_from_slice(it.key());
+                it.next()?;
+            }
+            if last != index_key {
+                return Err(Error::corruption(
+                    &*self.path,
+                    handle.offset,
+                    "block's last key differs from its index entry",
+                ));
+            }
+            prev_last = Some(index_key);
+        }
+        Ok(report)
+    }
+}
+
+/// Decodes the index block, checking that keys increase and that handles are in order, do not
+/// overlap, and end before `data_end`.
+fn decode_index(block: &Arc<Block>, data_end: u64) -> Result<TableIndex> {
+    let corrupt = |reason: String| Error::corruption(&**block.file(), block.offset(), reason);
+    let mut index = TableIndex::default();
+    let mut it = block.iter();
+    it.seek_to_first()?;
+    let mut next_free = 0u64;
+    while it.valid() {
+        let n = index.len();
+        let handle = match BlockHandle::decode(it.value()) {
+            Some((h, used)) if used == it.value().len() => h,
+            _ => return Err(corrupt(format!("index entry {n}: bad block handle"))),
+        };
+        if handle.offset < next_free || handle.end_with_trailer().is_none_or(|end| end > data_end) {
+            return Err(corrupt(format!(
+                "index entry {n}: block at {} of {} bytes overlaps another or leaves the data area",
+                handle.offset, handle.size
+            )));
+        }
+        if n > 0 && !compare_internal(index.key(n - 1), it.key()).is_lt() {
+            return Err(corrupt(format!("index entry {n}: keys out of order")));
+        }
+        next_free = handle.end_with_trailer().unwrap_or(u64::MAX);
+        index.keys.extend_from_slice(it.key());
+        index.entries.push((index.keys.len(), handle));
+        it.next()?;
+    }
+    Ok(index)
+}

@@ -1,0 +1,173 @@
+//! S7: appends encoded data blocks to the file, then writes the filter, properties and index
+//! blocks and the footer, and syncs.
+//!
+//! ```text
+//! data blocks (with trailers) | filter | properties | index | footer (64 bytes)
+//! index entry = key: the data block's last internal key
+//!               value: BlockHandle (varint64 offset, varint64 size excluding trailer)
+//! ```
+//!
+//! The index block uses restart interval 1 (every key stored whole) and, like the filter and
+//! properties blocks, is stored uncompressed: it is read once at open and pinned.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::{TableOptions, TableTail, encode_block};
+use crate::block::BlockBuilder;
+use crate::compression::CompressionType;
+use crate::format::{BLOCK_TRAILER_LEN, BlockHandle, FORMAT_VERSION, Footer, block_trailer};
+use crate::properties::TableProperties;
+use crate::{IoContext, Result};
+
+use super::EncodedBlock;
+
+/// Size of the write buffer in front of the file.
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
+/// What a finished table holds; the version edit that installs it is built from this.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Final size of the file.
+    pub file_size: u64,
+    /// Smallest internal key (empty for an empty table).
+    pub smallest_key: Vec<u8>,
+    /// Largest internal key (empty for an empty table).
+    pub largest_key: Vec<u8>,
+    /// Everything recorded in the properties block.
+    pub properties: TableProperties,
+}
+
+/// Writes one table file: data blocks as they come, meta blocks at the end.
+///
+/// Not thread-safe; `Send`, so a writer thread may own it. After any error the file is
+/// unusable: call [`TableFileWriter::abandon`].
+#[derive(Debug)]
+pub struct TableFileWriter {
+    path: PathBuf,
+    file: BufWriter<File>,
+    /// Bytes appended so far (the offset of the next block).
+    offset: u64,
+    index: BlockBuilder,
+    handle_buf: Vec<u8>,
+    num_data_blocks: u64,
+    data_bytes: u64,
+}
+
+impl TableFileWriter {
+    /// Creates (or truncates) the file at `path`.
+    pub fn create(path: &Path) -> Result<Self> {
+        let file = File::create(path).with_path(path)?;
+        Ok(TableFileWriter {
+            path: path.to_path_buf(),
+            file: BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+            offset: 0,
+            index: BlockBuilder::new(1),
+            handle_buf: Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN),
+            num_data_blocks: 0,
+            data_bytes: 0,
+        })
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a data block and records its index entry.
+    ///
+    /// REQUIRES: blocks arrive in key order (each `last_key` above the previous one).
+    pub fn append_data_block(&mut self, block: &EncodedBlock) -> Result<()> {
+        debug_assert!(
+            block.bytes.len() >= BLOCK_TRAILER_LEN,
+            "block has no trailer"
+        );
+        debug_assert!(
+            self.index.is_empty()
+                || crate::key::compare_internal(self.index.last_key(), &block.last_key).is_lt(),
+            "data blocks must be appended in key order"
+        );
+        let handle = BlockHandle::new(
+            self.offset,
+            block.bytes.len().saturating_sub(BLOCK_TRAILER_LEN) as u64,
+        );
+        self.file.write_all(&block.bytes).with_path(&self.path)?;
+        self.offset += block.bytes.len() as u64;
+        self.num_data_blocks += 1;
+        self.data_bytes += block.bytes.len() as u64;
+        self.handle_buf.clear();
+        handle.encode_to(&mut self.handle_buf);
+        self.index.add(&block.last_key, &self.handle_buf);
+        Ok(())
+    }
+
+    /// Bytes appended so far.
+    pub fn file_size(&self) -> u64 {
+        self.offset
+    }
+
+    /// Writes any sealed blocks left in `tail`, then the filter, properties and index blocks and
+    /// the footer, and fsyncs the file. Syncing the directory entry is the caller's job (it
+    /// happens before the version edit that names the file is committed).
+    pub fn finish(mut self, mut tail: TableTail, opts: &TableOptions) -> Result<TableSummary> {
+        while let Some(sealed) = tail.take_sealed() {
+            self.append_data_block(&encode_block(sealed, opts))?;
+        }
+        let filter = match tail.filter.take() {
+            Some(f) => Some(self.write_meta_block(&f.finish())?),
+            None => None,
+        };
+        let index_contents = self.index.finish(0);
+        let mut props = tail.props;
+        props.num_data_blocks = self.num_data_blocks;
+        props.data_bytes = self.data_bytes;
+        props.filter_bytes = filter.map_or(0, |h| h.size + BLOCK_TRAILER_LEN as u64);
+        props.index_bytes = (index_contents.len() + BLOCK_TRAILER_LEN) as u64;
+        props.compression = opts.compression;
+        let properties = self.write_meta_block(&props.encode())?;
+        let index = self.write_meta_block(&index_contents)?;
+        let footer = Footer {
+            index,
+            filter,
+            properties,
+            format_version: FORMAT_VERSION,
+        };
+        let footer = footer.encode();
+        self.file.write_all(&footer).with_path(&self.path)?;
+        self.offset += footer.len() as u64;
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .with_path(&self.path)?;
+        // Durable once this returns; if we crash before, the file is not yet referenced by any
+        // version and is deleted as garbage on recovery.
+        file.sync_all().with_path(&self.path)?;
+        Ok(TableSummary {
+            file_size: self.offset,
+            smallest_key: props.smallest_key.clone(),
+            largest_key: props.largest_key.clone(),
+            properties: props,
+        })
+    }
+
+    /// Writes an uncompressed meta block with its trailer.
+    fn write_meta_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
+        let handle = BlockHandle::new(self.offset, contents.len() as u64);
+        self.file.write_all(contents).with_path(&self.path)?;
+        self.file
+            .write_all(&block_trailer(contents, CompressionType::None))
+            .with_path(&self.path)?;
+        self.offset += (contents.len() + BLOCK_TRAILER_LEN) as u64;
+        Ok(handle)
+    }
+
+    /// Drops buffered data and deletes the file, best effort: a file left behind is not named by
+    /// any version and is removed as garbage when the database next opens.
+    pub fn abandon(self) {
+        let (file, _unwritten) = self.file.into_parts();
+        drop(file);
+        let _ = std::fs::remove_file(&self.path);
+    }
+}

@@ -1,0 +1,111 @@
+//! Running a picked compaction: turning it into a [`CompactionSpec`] the executor understands
+//! and handing out output file numbers. The executor only produces files; `install` commits.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_sst::compact::runner::GrandparentFile;
+use sluice_sst::compact::{CompactionOutput, CompactionSpec, run_sequential};
+
+use super::Compaction;
+use crate::Result;
+use crate::db::DbInner;
+
+impl DbInner {
+    /// Picks and runs one automatic compaction, if any level needs one.
+    pub(crate) fn run_automatic_compaction(&self) -> Result<()> {
+        let picked = {
+            let st = self.state.lock();
+            super::picker::pick(
+                st.versions.current(),
+                &self.options,
+                &st.versions.compact_pointers,
+            )
+        };
+        let Some(c) = picked else {
+            return Ok(());
+        };
+        self.run_compaction(&c)?;
+        // `c` pins the version its inputs came from; release it so they can be deleted.
+        drop(c);
+        self.delete_obsolete_files();
+        Ok(())
+    }
+
+    /// Runs `c` and installs its outputs (or moves its file, for a trivial move). The caller
+    /// deletes the obsolete inputs once it has dropped `c`, which pins them.
+    pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
+        let max_overlap = self.max_grandparent_overlap_bytes();
+        if c.is_trivial_move(max_overlap) {
+            return self.install_trivial_move(c);
+        }
+        let spec = self.compaction_spec(c)?;
+        let mut reserved = Vec::new();
+        let mut new_output = || -> Result<(u64, PathBuf)> {
+            let number = {
+                let mut st = self.state.lock();
+                let n = st.versions.new_file_number();
+                st.pending_outputs.insert(n);
+                n
+            };
+            reserved.push(number);
+            Ok((number, self.table_cache.table_path(0, number)))
+        };
+        let outcome = run_sequential(&spec, &mut new_output);
+        let installed = outcome.and_then(|out: CompactionOutput| self.install_compaction(c, &out));
+        let mut st = self.state.lock();
+        for n in reserved {
+            st.pending_outputs.remove(&n);
+        }
+        drop(st);
+        installed
+    }
+
+    pub(crate) fn max_grandparent_overlap_bytes(&self) -> u64 {
+        self.options
+            .max_grandparent_overlap_factor
+            .saturating_mul(self.options.target_file_size_base)
+    }
+
+    /// The executor's view of `c`: open tables, snapshots and output limits.
+    fn compaction_spec(&self, c: &Compaction) -> Result<CompactionSpec> {
+        let mut inputs = Vec::new();
+        if c.level == 0 {
+            // Each L0 file is its own sorted run; newest first.
+            for f in &c.inputs[0] {
+                inputs.push(vec![self.table_cache.get(f)?]);
+            }
+        } else if !c.inputs[0].is_empty() {
+            inputs.push(self.open_all(&c.inputs[0])?);
+        }
+        if !c.inputs[1].is_empty() {
+            inputs.push(self.open_all(&c.inputs[1])?);
+        }
+        Ok(CompactionSpec {
+            inputs,
+            snapshots: self.snapshots.sequences(),
+            bottommost: c.bottommost,
+            table: self.options.table_options(),
+            target_file_size: self.options.target_file_size_base,
+            grandparents: c
+                .grandparents
+                .iter()
+                .map(|f| GrandparentFile {
+                    smallest: f.smallest.clone(),
+                    largest: f.largest.clone(),
+                    size: f.file_size,
+                })
+                .collect(),
+            max_grandparent_overlap_bytes: self.max_grandparent_overlap_bytes(),
+            lower: None,
+            upper: None,
+        })
+    }
+
+    fn open_all(
+        &self,
+        files: &[Arc<crate::version::edit::FileMetaData>],
+    ) -> Result<Vec<Arc<sluice_sst::table::Table>>> {
+        files.iter().map(|f| self.table_cache.get(f)).collect()
+    }
+}

@@ -1,0 +1,131 @@
+//! Committing version edits (the only place the MANIFEST is written) and deleting files no
+//! version needs any more.
+
+use std::sync::Arc;
+
+use super::{DbInner, DbState};
+use crate::filename::{FileType, parse_file_name};
+use crate::version::Version;
+use crate::version::edit::VersionEdit;
+use crate::version::manifest::ManifestWriter;
+use crate::{Error, IoContext, Result};
+
+/// Start a fresh MANIFEST once the current one grows past this, so recovery stays fast.
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+impl DbInner {
+    /// Durably records `edit` and makes the resulting version current.
+    ///
+    /// The MANIFEST append and its fsync happen with the state lock released (readers and
+    /// writers keep going); the manifest lock serializes installs so the version the edit was
+    /// computed against is still current when it is installed.
+    pub(crate) fn log_and_apply(&self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        let mut manifest = self.manifest.lock();
+        let (version, rollover) = {
+            let mut st = self.state.lock();
+            Self::check_bg_error(&st)?;
+            let new_number =
+                (manifest.file_size() > MAX_MANIFEST_BYTES).then(|| st.versions.new_file_number());
+            let version = st.versions.prepare(&mut edit, self.latest_seq())?;
+            let rollover = new_number.map(|n| (n, st.versions.snapshot_edit_for(&version, &edit)));
+            (version, rollover)
+        };
+        let result = match rollover {
+            None => manifest.append(&edit),
+            // A new MANIFEST describing the new version in full. If we crash before `create`
+            // switches CURRENT, the old MANIFEST is current and lacks this edit, whose output
+            // files are then unreferenced garbage: safe.
+            Some((number, snapshot)) => {
+                ManifestWriter::create(&self.dir, number, &snapshot).map(|w| *manifest = w)
+            }
+        };
+        let mut st = self.state.lock();
+        if let Err(e) = result {
+            // The MANIFEST may now end in a partial record; further edits could not be trusted.
+            self.set_bg_error(&mut st, &e);
+            return Err(e);
+        }
+        // The edit is durable: if we crash from here on, recovery rebuilds this version.
+        st.versions.manifest_number = manifest.number();
+        st.versions.install(version, &edit);
+        let current = Arc::clone(st.versions.current());
+        drop(st);
+        drop(manifest);
+        Ok(current)
+    }
+
+    /// Deletes table, WAL, MANIFEST and temporary files that no live version, pending job or
+    /// recovery needs. Errors are logged, not returned: a leftover file wastes space but is
+    /// harmless, and it is retried after the next install.
+    pub(crate) fn delete_obsolete_files(&self) {
+        let (live, pending, log_number, manifest_number) = {
+            let mut st = self.state.lock();
+            let live = st.versions.live_table_numbers();
+            let pending = st.pending_outputs.clone();
+            let log_number = st
+                .imm
+                .front()
+                .map_or(st.mem.log_number(), |m| m.log_number())
+                .min(st.versions.log_number);
+            (live, pending, log_number, st.versions.manifest_number)
+        };
+        let mut dirs = vec![self.dir.clone()];
+        dirs.extend(self.options.data_dirs.iter().cloned());
+        for dir in dirs {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some((kind, number)) = name.to_str().and_then(parse_file_name) else {
+                    continue;
+                };
+                let obsolete = match kind {
+                    FileType::Table => !live.contains(&number) && !pending.contains(&number),
+                    FileType::Log => number < log_number,
+                    FileType::Manifest => number < manifest_number,
+                    FileType::Temp => !pending.contains(&number),
+                    FileType::Current | FileType::Lock => false,
+                };
+                if !obsolete {
+                    continue;
+                }
+                if kind == FileType::Table {
+                    self.table_cache.evict(number);
+                }
+                let path = entry.path();
+                match std::fs::remove_file(&path).with_path(&path) {
+                    Ok(()) => tracing::debug!(file = %path.display(), "deleted obsolete file"),
+                    Err(e) => tracing::warn!(error = %e, "could not delete obsolete file"),
+                }
+            }
+        }
+    }
+
+    /// Waits until no memtable awaits flush and no compaction is needed or running.
+    pub(crate) fn wait_for_quiet(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            Self::check_bg_error(&st)?;
+            if st.closing {
+                return Err(Error::Closed);
+            }
+            let busy = !st.imm.is_empty()
+                || st.flush_running
+                || st.compaction_running
+                || st.manual_waiting > 0
+                || self.needs_compaction(&st);
+            if !busy {
+                return Ok(());
+            }
+            self.bg_work.notify_all();
+            self.bg_done.wait(&mut st);
+        }
+    }
+
+    /// True when automatic compaction has work. REQUIRES: the state lock.
+    pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
+        !self.options.disable_auto_compactions
+            && crate::compaction::picker::needs_compaction(st.versions.current(), &self.options)
+    }
+}

@@ -1,0 +1,203 @@
+//! The database handle and the state shared by foreground and background threads.
+//!
+//! Locks, in the order they may be taken (never the reverse):
+//! 1. `commit.queue`: the group-commit queue (held only briefly, never across I/O);
+//! 2. `wal`: the active WAL writer, touched only by the group-commit leader;
+//! 3. `manifest`: the MANIFEST writer; held across the MANIFEST fsync so that installs are
+//!    serialized, while `state` is released;
+//! 4. `state`: memtables, version set, background flags and counters.
+//!
+//! Background failures are sticky: once a flush or compaction fails, `state.bg_error` is set and
+//! every later write fails with `Error::Background` until the database is reopened.
+
+mod admin;
+mod commit;
+mod install;
+mod open;
+mod read;
+mod write;
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+use sluice_sst::key::SeqNo;
+
+use crate::memtable::MemTable;
+use crate::metrics::{JobMetrics, LevelCounters};
+use crate::options::Options;
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::table_cache::TableCache;
+use crate::version::manifest::ManifestWriter;
+use crate::version::set::VersionSet;
+use crate::wal::LogWriter;
+use crate::{Error, Result};
+
+pub use admin::CheckReport;
+pub use read::DbIterator;
+
+/// An open database. Cheap to share across threads (`&Db` is enough; wrap it in an `Arc` to
+/// move it into threads).
+pub struct Db {
+    inner: Arc<DbInner>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// Everything guarded by the state mutex.
+pub(crate) struct DbState {
+    /// The memtable receiving writes.
+    pub mem: Arc<MemTable>,
+    /// Frozen memtables waiting for flush, oldest first.
+    pub imm: VecDeque<Arc<MemTable>>,
+    /// The tree of files and the persistent counters.
+    pub versions: VersionSet,
+    /// The first background failure; sticky.
+    pub bg_error: Option<String>,
+    /// Set by `close`: background threads exit.
+    pub closing: bool,
+    /// A flush is being written.
+    pub flush_running: bool,
+    /// A compaction (automatic or manual) is running.
+    pub compaction_running: bool,
+    /// Manual compactions waiting to run; automatic compactions yield to them.
+    pub manual_waiting: usize,
+    /// Table numbers being written: not yet in a version, but not garbage either.
+    pub pending_outputs: BTreeSet<u64>,
+    /// Per-level traffic counters.
+    pub level_counters: LevelCounters,
+    /// Flush totals.
+    pub flush_metrics: JobMetrics,
+    /// Compaction totals.
+    pub compaction_metrics: JobMetrics,
+    /// Trivial moves performed.
+    pub trivial_moves: u64,
+}
+
+/// Foreground counters updated without the state lock.
+#[derive(Default)]
+pub(crate) struct WriteCounters {
+    pub user_bytes: AtomicU64,
+    pub wal_bytes: AtomicU64,
+    pub wal_syncs: AtomicU64,
+    pub slowdowns: AtomicU64,
+    pub stall_micros: AtomicU64,
+}
+
+/// State shared by the handle and the background threads.
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub state: Mutex<DbState>,
+    /// Signalled (with `state`) whenever background work finishes or fails.
+    pub bg_done: Condvar,
+    /// Signalled (with `state`) when there may be background work to do.
+    pub bg_work: Condvar,
+    pub commit: commit::CommitQueue,
+    /// The active WAL. Only the group-commit leader locks it.
+    pub wal: Mutex<LogWriter>,
+    /// The MANIFEST writer; see the lock order above.
+    pub manifest: Mutex<ManifestWriter>,
+    /// Highest sequence number visible to readers. Published after the memtable insert.
+    pub visible_seq: AtomicU64,
+    pub snapshots: Arc<SnapshotList>,
+    pub table_cache: Arc<TableCache>,
+    pub counters: WriteCounters,
+    /// Held for the lifetime of the database so two processes cannot open it at once.
+    _lock_file: File,
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `path`, recovering from
+    /// the MANIFEST and replaying the WAL.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(open::open_inner(path.as_ref(), options)?);
+        let background = crate::background::start(&inner)?;
+        Ok(Db {
+            inner,
+            background: Mutex::new(background),
+        })
+    }
+
+    /// The options the database was opened with.
+    pub fn options(&self) -> &Options {
+        &self.inner.options
+    }
+
+    /// The database directory.
+    pub fn path(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Pins the current state; reads through the snapshot see exactly it.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner
+            .snapshots
+            .acquire(self.inner.visible_seq.load(Ordering::Acquire))
+    }
+
+    /// Freezes the memtable (if it holds anything) and waits until every frozen memtable is
+    /// written to L0.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush_and_wait()
+    }
+
+    /// Waits until no flush or compaction is pending or running.
+    pub fn wait_for_background_work(&self) -> Result<()> {
+        self.inner.wait_for_quiet()
+    }
+
+    /// Stops background work and closes the database. Writes acknowledged without `sync` are
+    /// in the WAL file (written to the OS) and will be replayed on the next open.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&self) -> Result<()> {
+        {
+            let mut st = self.inner.state.lock();
+            st.closing = true;
+            self.inner.bg_work.notify_all();
+            self.inner.bg_done.notify_all();
+        }
+        for handle in self.background.lock().drain(..) {
+            let _ = handle.join();
+        }
+        self.inner.wal.lock().flush()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::warn!(error = %e, "error while closing database");
+        }
+    }
+}
+
+impl DbInner {
+    /// Fails with the sticky background error, if any. REQUIRES: the state lock.
+    pub fn check_bg_error(st: &DbState) -> Result<()> {
+        match &st.bg_error {
+            Some(e) => Err(Error::Background(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a background failure (the first one wins) and wakes everyone waiting.
+    pub fn set_bg_error(&self, st: &mut DbState, err: &Error) {
+        tracing::error!(error = %err, "background error; database is now read-only");
+        if st.bg_error.is_none() {
+            st.bg_error = Some(err.to_string());
+        }
+        self.bg_done.notify_all();
+    }
+
+    /// The sequence number reads see by default.
+    pub fn latest_seq(&self) -> SeqNo {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,216 @@
+//! Opening a database: locking the directory, recovering the version set from the MANIFEST,
+//! replaying WAL files into L0 tables, and starting a fresh WAL and MANIFEST.
+//!
+//! Crash ordering: replayed WAL data is written to new L0 tables, then one new MANIFEST that
+//! lists them and the new WAL number is made current. Only then are the old WALs deleted. A
+//! crash anywhere before the CURRENT switch leaves the old MANIFEST and old WALs in charge, and
+//! the half-done tables are unreferenced garbage removed on the next open.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use parking_lot::{Condvar, Mutex};
+use sluice_sst::cache::BlockCache;
+use sluice_sst::key::SeqNo;
+
+use super::{DbInner, DbState, WriteCounters, commit::CommitQueue};
+use crate::batch::WriteBatch;
+use crate::filename::{
+    FileType, current_file_name, lock_file_name, log_file_name, parse_file_name,
+};
+use crate::flush::write_level0_table;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::snapshot::SnapshotList;
+use crate::table_cache::TableCache;
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::manifest::ManifestWriter;
+use crate::version::set::VersionSet;
+use crate::wal::{LogReader, LogWriter};
+use crate::{Error, IoContext, Result};
+
+pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
+    options.validate()?;
+    if !dir.exists() {
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} does not exist (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        std::fs::create_dir_all(dir).with_path(dir)?;
+    }
+    for data_dir in &options.data_dirs {
+        std::fs::create_dir_all(data_dir).with_path(data_dir)?;
+    }
+    let lock_file = lock_directory(dir)?;
+    let exists = current_file_name(dir).exists();
+    if exists && options.error_if_exists {
+        return Err(Error::InvalidArgument(format!(
+            "{} already holds a database (error_if_exists is true)",
+            dir.display()
+        )));
+    }
+    if !exists && !options.create_if_missing {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds no database (create_if_missing is false)",
+            dir.display()
+        )));
+    }
+    let mut versions = if exists {
+        VersionSet::recover(dir)?
+    } else {
+        VersionSet::new_empty()
+    };
+
+    let mut dirs = vec![dir.to_path_buf()];
+    dirs.extend(options.data_dirs.iter().cloned());
+    let block_cache = (options.block_cache_bytes > 0)
+        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let table_cache = Arc::new(TableCache::new(
+        dirs,
+        options.max_open_files,
+        block_cache,
+        options.verify_checksums,
+    ));
+    for f in versions.current().live_files() {
+        let path = table_cache.table_path(f.dir_index, f.number);
+        if !path.exists() {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "table file listed in the MANIFEST is missing",
+            ));
+        }
+    }
+
+    let (new_files, last_seq) = replay_wals(dir, &options, &mut versions, &table_cache)?;
+
+    // Start a new WAL and a new MANIFEST that records the replayed tables.
+    let log_number = versions.new_file_number();
+    let log_path = log_file_name(dir, log_number);
+    let log_file = File::create(&log_path).with_path(&log_path)?;
+    let manifest_number = versions.new_file_number();
+    let mut edit = VersionEdit {
+        log_number: Some(log_number),
+        ..VersionEdit::default()
+    };
+    for f in new_files {
+        edit.new_files.push((0, f));
+    }
+    let version = versions.prepare(&mut edit, last_seq)?;
+    versions.install(version, &edit);
+    versions.manifest_number = manifest_number;
+    let manifest = ManifestWriter::create(dir, manifest_number, &versions.snapshot_edit())?;
+    // Durable from here: the old WALs are no longer needed.
+
+    let inner = DbInner {
+        dir: dir.to_path_buf(),
+        state: Mutex::new(DbState {
+            mem: Arc::new(MemTable::new(log_number)),
+            imm: VecDeque::new(),
+            versions,
+            bg_error: None,
+            closing: false,
+            flush_running: false,
+            compaction_running: false,
+            manual_waiting: 0,
+            pending_outputs: Default::default(),
+            level_counters: Default::default(),
+            flush_metrics: Default::default(),
+            compaction_metrics: Default::default(),
+            trivial_moves: 0,
+        }),
+        bg_done: Condvar::new(),
+        bg_work: Condvar::new(),
+        commit: CommitQueue::default(),
+        wal: Mutex::new(LogWriter::new(log_file, log_path, 0)),
+        manifest: Mutex::new(manifest),
+        visible_seq: AtomicU64::new(last_seq),
+        snapshots: Arc::new(SnapshotList::default()),
+        table_cache,
+        counters: WriteCounters::default(),
+        options,
+        _lock_file: lock_file,
+    };
+    inner.delete_obsolete_files();
+    Ok(inner)
+}
+
+/// Takes an exclusive lock on `dir/LOCK` so two processes never open one database.
+fn lock_directory(dir: &Path) -> Result<File> {
+    let path = lock_file_name(dir);
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_path(&path)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::InvalidArgument(format!(
+            "{} is locked: another process has the database open",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Replays every WAL at or after the version set's log number, writing what it holds to new L0
+/// tables. Returns the tables and the highest sequence number seen.
+fn replay_wals(
+    dir: &Path,
+    options: &Options,
+    versions: &mut VersionSet,
+    table_cache: &TableCache,
+) -> Result<(Vec<FileMetaData>, SeqNo)> {
+    let mut logs: Vec<u64> = std::fs::read_dir(dir)
+        .with_path(dir)?
+        .flatten()
+        .filter_map(|e| parse_file_name(e.file_name().to_str()?))
+        .filter(|&(kind, n)| kind == FileType::Log && n >= versions.log_number)
+        .map(|(_, n)| n)
+        .collect();
+    logs.sort_unstable();
+    let mut last_seq = versions.last_sequence;
+    let mut tables = Vec::new();
+    let mut mem = MemTable::new(0);
+    for &log in &logs {
+        versions.next_file_number = versions.next_file_number.max(log + 1);
+        let path = log_file_name(dir, log);
+        let file = File::open(&path).with_path(&path)?;
+        let mut reader = LogReader::new(file, path.clone(), options.wal_recovery_mode);
+        while let Some(record) = reader.read_record()? {
+            let batch = WriteBatch::from_wal_record(record, &path, reader.last_record_offset())?;
+            let mut seq = batch.sequence();
+            for entry in batch.iter() {
+                let entry = entry?;
+                mem.add(seq, entry.kind, entry.key, entry.value);
+                seq += 1;
+            }
+            last_seq = last_seq.max(seq.saturating_sub(1));
+            if mem.approximate_bytes() >= options.write_buffer_size {
+                let number = versions.new_file_number();
+                let (meta, _) = write_level0_table(&mem, table_cache, number, options)?;
+                tables.extend(meta);
+                mem = MemTable::new(0);
+            }
+        }
+        if reader.dropped_bytes() > 0 {
+            tracing::warn!(
+                wal = %path.display(),
+                dropped_bytes = reader.dropped_bytes(),
+                "WAL ended in a torn record; recovered up to the last complete one"
+            );
+        }
+    }
+    if !mem.is_empty() {
+        let number = versions.new_file_number();
+        let (meta, _) = write_level0_table(&mem, table_cache, number, options)?;
+        tables.extend(meta);
+    }
+    Ok((tables, last_seq))
+}

@@ -1,0 +1,223 @@
+//! The write path: validation, group commit, WAL append, memtable insert, and the stalls that
+//! keep L0 and the memtables from growing without bound.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use sluice_sst::key::MAX_SEQ;
+
+use super::commit::{Group, Turn};
+use super::{Db, DbInner};
+use crate::batch::WriteBatch;
+use crate::filename::log_file_name;
+use crate::memtable::MemTable;
+use crate::options::WriteOptions;
+use crate::wal::LogWriter;
+use crate::{Error, IoContext, Result};
+
+impl Db {
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_opt(&WriteOptions::default(), key, value)
+    }
+
+    /// Sets `key` to `value` with explicit write options.
+    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put(key, value);
+        self.write(opts, batch)
+    }
+
+    /// Deletes `key` (a no-op if absent).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.delete_opt(&WriteOptions::default(), key)
+    }
+
+    /// Deletes `key` with explicit write options.
+    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete(key);
+        self.write(opts, batch)
+    }
+
+    /// Applies `batch` atomically: after a crash either all of it or none of it is present.
+    pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write(opts, batch)
+    }
+}
+
+impl DbInner {
+    fn validate_batch(&self, batch: &WriteBatch) -> Result<u64> {
+        let mut user_bytes = 0u64;
+        for entry in batch.iter() {
+            let entry = entry?;
+            if entry.key.len() > self.options.max_key_size {
+                return Err(Error::InvalidArgument(format!(
+                    "key of {} bytes exceeds max_key_size ({})",
+                    entry.key.len(),
+                    self.options.max_key_size
+                )));
+            }
+            if entry.value.len() > self.options.max_value_size {
+                return Err(Error::InvalidArgument(format!(
+                    "value of {} bytes exceeds max_value_size ({})",
+                    entry.value.len(),
+                    self.options.max_value_size
+                )));
+            }
+            user_bytes += (entry.key.len() + entry.value.len()) as u64;
+        }
+        Ok(user_bytes)
+    }
+
+    pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let user_bytes = self.validate_batch(&batch)?;
+        match self.commit.join(batch, opts.sync) {
+            Turn::Done(outcome) => outcome?,
+            Turn::Lead(group) => {
+                let outcome = self.commit_group(&group);
+                self.commit.finish(&group, &outcome);
+                outcome?;
+            }
+        }
+        self.counters
+            .user_bytes
+            .fetch_add(user_bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Leader only: logs and applies a group. Runs without the state lock except to make room.
+    fn commit_group(&self, group: &Group) -> Result<()> {
+        let mem = self.make_room_for_write(false)?;
+        let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
+        let mut combined = WriteBatch::new();
+        for b in &group.batches {
+            combined.append(b);
+        }
+        let count = combined.count() as u64;
+        if first_seq + count > MAX_SEQ {
+            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+        }
+        combined.set_sequence(first_seq);
+        {
+            let mut wal = self.wal.lock();
+            let before = wal.len();
+            // If the process dies after this write reaches the OS, recovery replays the whole
+            // group; if it dies before, none of it was acknowledged.
+            let logged = wal.add_record(combined.data()).and_then(|()| {
+                if group.sync {
+                    self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                    wal.sync()
+                } else {
+                    wal.flush()
+                }
+            });
+            self.counters
+                .wal_bytes
+                .fetch_add(wal.len().saturating_sub(before), Ordering::Relaxed);
+            if let Err(e) = logged {
+                // A WAL we failed to write may hold a partial record: refuse further writes.
+                let mut st = self.state.lock();
+                self.set_bg_error(&mut st, &e);
+                return Err(e);
+            }
+        }
+        for (seq, entry) in (first_seq..).zip(combined.iter()) {
+            let entry = entry?;
+            mem.add(seq, entry.kind, entry.key, entry.value);
+        }
+        self.visible_seq
+            .store(first_seq + count - 1, Ordering::Release);
+        Ok(())
+    }
+
+    /// Returns the memtable to write into, first waiting or switching memtables as needed.
+    /// `force` freezes the current memtable even if it has room (used by `flush`).
+    pub(crate) fn make_room_for_write(&self, mut force: bool) -> Result<Arc<MemTable>> {
+        let mut slowed = false;
+        let mut st = self.state.lock();
+        loop {
+            Self::check_bg_error(&st)?;
+            if st.closing {
+                return Err(Error::Closed);
+            }
+            let l0_files = st.versions.current().num_files(0);
+            let l0_stalls = !self.options.disable_auto_compactions;
+            if l0_stalls && !slowed && l0_files >= self.options.l0_slowdown_writes_trigger {
+                // Delay this write by a millisecond rather than stopping later for seconds:
+                // it hands the CPU to compaction and spreads the delay over many writes.
+                let start = Instant::now();
+                drop(st);
+                std::thread::sleep(Duration::from_millis(1));
+                self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
+                self.note_stall(start);
+                slowed = true;
+                st = self.state.lock();
+                continue;
+            }
+            let full = st.mem.approximate_bytes() >= self.options.write_buffer_size;
+            if !force && !full {
+                return Ok(Arc::clone(&st.mem));
+            }
+            if force && st.mem.is_empty() {
+                return Ok(Arc::clone(&st.mem));
+            }
+            if st.imm.len() + 1 >= self.options.max_write_buffer_number {
+                let start = Instant::now();
+                tracing::debug!("memtables full; waiting for flush");
+                self.bg_done.wait(&mut st);
+                self.note_stall(start);
+                continue;
+            }
+            if l0_stalls && l0_files >= self.options.l0_stop_writes_trigger {
+                let start = Instant::now();
+                tracing::debug!(l0_files, "too many L0 files; waiting for compaction");
+                self.bg_work.notify_all();
+                self.bg_done.wait(&mut st);
+                self.note_stall(start);
+                continue;
+            }
+            // Switch to a new memtable and WAL. Creating the file happens under the state lock;
+            // it is a single open(2), and only the group-commit leader ever gets here.
+            let log_number = st.versions.new_file_number();
+            let path = log_file_name(&self.dir, log_number);
+            let file = std::fs::File::create(&path).with_path(&path)?;
+            let new_wal = LogWriter::new(file, path, 0);
+            let old_wal = std::mem::replace(&mut *self.wal.lock(), new_wal);
+            drop(old_wal); // flushed to the OS on each group already
+            let frozen = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(log_number)));
+            st.imm.push_back(frozen);
+            force = false;
+            self.bg_work.notify_all();
+        }
+    }
+
+    fn note_stall(&self, start: Instant) {
+        self.counters
+            .stall_micros
+            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+
+    /// Freezes the memtable and waits for all frozen memtables to reach L0.
+    pub(crate) fn flush_and_wait(&self) -> Result<()> {
+        // Lead an empty group so no leader is mid-insert into the memtable we freeze.
+        let group = self.commit.join_barrier();
+        let outcome = self.make_room_for_write(true).map(|_| ());
+        self.commit.finish(&group, &outcome);
+        outcome?;
+        let mut st = self.state.lock();
+        while !st.imm.is_empty() {
+            Self::check_bg_error(&st)?;
+            if st.closing {
+                return Err(Error::Closed);
+            }
+            self.bg_work.notify_all();
+            self.bg_done.wait(&mut st);
+        }
+        Self::check_bg_error(&st)
+    }
+}

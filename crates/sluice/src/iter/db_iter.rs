@@ -1,0 +1,326 @@
+//! The user-facing iterator: turns the merged stream of internal entries from every source into
+//! the user's view at one sequence number: newest visible version per key, tombstones and
+//! shadowed versions hidden, within optional bounds.
+//!
+//! Direction handling follows LevelDB's `DBIter`: moving forward, the internal iterator sits on
+//! the entry being returned; moving backward, it sits just before all entries of the returned
+//! user key, and the key and value are saved copies.
+
+use std::sync::Arc;
+
+use sluice_sst::iter::InternalIterator;
+use sluice_sst::key::{
+    KIND_FOR_SEEK, MAX_SEQ, SeqNo, ValueKind, make_internal_key, parse_internal_key,
+};
+use sluice_sst::merge::MergingIterator;
+
+use crate::version::Version;
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over the database as of one sequence number.
+///
+/// Movement methods return `Result`: they may read blocks from disk. Keys and values are only
+/// available while [`DbIterator::valid`] is true.
+pub struct DbIterator {
+    inner: MergingIterator,
+    seq: SeqNo,
+    lower: Option<Vec<u8>>,
+    upper: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    /// Reverse direction: the current user key and value. Forward: scratch for skipping.
+    saved_key: Vec<u8>,
+    saved_value: Vec<u8>,
+    /// Keeps the files read by `inner` alive.
+    _version: Arc<Version>,
+}
+
+fn corrupt_key(key: &[u8]) -> Error {
+    Error::corruption(
+        "<iterator>",
+        0,
+        format!("unparseable internal key of {} bytes", key.len()),
+    )
+}
+
+impl DbIterator {
+    pub(crate) fn new(
+        inner: MergingIterator,
+        seq: SeqNo,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+        version: Arc<Version>,
+    ) -> Self {
+        DbIterator {
+            inner,
+            seq,
+            lower,
+            upper,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            _version: version,
+        }
+    }
+
+    /// True when positioned on an entry.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current user key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        match self.direction {
+            Direction::Forward => sluice_sst::key::user_key(self.inner.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> &[u8] {
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// Positions on the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) -> Result<()> {
+        self.direction = Direction::Forward;
+        match self.lower.clone() {
+            Some(lower) => self
+                .inner
+                .seek(&make_internal_key(&lower, self.seq, KIND_FOR_SEEK))?,
+            None => self.inner.seek_to_first()?,
+        }
+        self.find_next_user_entry(false)
+    }
+
+    /// Positions on the first key `>= key` (and at or after the lower bound).
+    pub fn seek(&mut self, key: &[u8]) -> Result<()> {
+        self.direction = Direction::Forward;
+        let target = match &self.lower {
+            Some(lower) if lower.as_slice() > key => lower.clone(),
+            _ => key.to_vec(),
+        };
+        self.inner
+            .seek(&make_internal_key(&target, self.seq, KIND_FOR_SEEK))?;
+        self.find_next_user_entry(false)
+    }
+
+    /// Positions on the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) -> Result<()> {
+        self.direction = Direction::Reverse;
+        match self.upper.clone() {
+            Some(upper) => {
+                self.inner
+                    .seek(&make_internal_key(&upper, MAX_SEQ, KIND_FOR_SEEK))?;
+                if self.inner.valid() {
+                    self.inner.prev()?;
+                } else {
+                    self.inner.seek_to_last()?;
+                }
+            }
+            None => self.inner.seek_to_last()?,
+        }
+        self.find_prev_user_entry()
+    }
+
+    /// Positions on the last key `<= key` (and before the upper bound).
+    pub fn seek_for_prev(&mut self, key: &[u8]) -> Result<()> {
+        self.seek(key)?;
+        if self.valid && self.key() == key {
+            return Ok(());
+        }
+        if self.valid {
+            self.prev()
+        } else {
+            self.seek_to_last()
+        }
+    }
+
+    /// Advances to the next key. REQUIRES: `valid()`.
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "a cursor method returning Result, like InternalIterator::next; `entries()` gives the Iterator"
+    )]
+    pub fn next(&mut self) -> Result<()> {
+        debug_assert!(self.valid);
+        if self.direction == Direction::Reverse {
+            self.direction = Direction::Forward;
+            // The internal iterator is just before the entries of saved_key: step into them,
+            // then skip past them all.
+            if self.inner.valid() {
+                self.inner.next()?;
+            } else {
+                self.inner.seek_to_first()?;
+            }
+            if !self.inner.valid() {
+                self.valid = false;
+                return Ok(());
+            }
+            // saved_key already holds the user key to skip.
+        } else {
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
+            self.inner.next()?;
+        }
+        self.find_next_user_entry(true)
+    }
+
+    /// Moves to the previous key. REQUIRES: `valid()`.
+    pub fn prev(&mut self) -> Result<()> {
+        debug_assert!(self.valid);
+        if self.direction == Direction::Forward {
+            // Back up to just before every entry of the current user key.
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
+            loop {
+                self.inner.prev()?;
+                if !self.inner.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    return Ok(());
+                }
+                if sluice_sst::key::user_key(self.inner.key()) < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry()
+    }
+
+    /// Forward: from the internal position, find the next visible entry. With `skipping`,
+    /// entries of user keys `<= saved_key` are hidden.
+    fn find_next_user_entry(&mut self, mut skipping: bool) -> Result<()> {
+        while self.inner.valid() {
+            let ikey = self.inner.key();
+            let parsed = parse_internal_key(ikey).ok_or_else(|| corrupt_key(ikey))?;
+            if self
+                .upper
+                .as_deref()
+                .is_some_and(|upper| parsed.user_key >= upper)
+            {
+                break;
+            }
+            if parsed.seq <= self.seq {
+                let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
+                if !hidden {
+                    match parsed.kind {
+                        ValueKind::Deletion => {
+                            // Every older entry of this key is hidden by the tombstone.
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(parsed.user_key);
+                            skipping = true;
+                        }
+                        ValueKind::Value => {
+                            self.valid = true;
+                            self.saved_key.clear();
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            self.inner.next()?;
+        }
+        self.valid = false;
+        self.saved_key.clear();
+        Ok(())
+    }
+
+    /// Reverse: collect the newest visible version of the user key just before the internal
+    /// position, leaving the internal iterator before all of that key's entries.
+    fn find_prev_user_entry(&mut self) -> Result<()> {
+        let mut value_kind = ValueKind::Deletion;
+        while self.inner.valid() {
+            let ikey = self.inner.key();
+            let parsed = parse_internal_key(ikey).ok_or_else(|| corrupt_key(ikey))?;
+            if parsed.seq <= self.seq {
+                if value_kind != ValueKind::Deletion && parsed.user_key < self.saved_key.as_slice()
+                {
+                    // Passed all entries of the saved key, which has a visible value.
+                    break;
+                }
+                value_kind = parsed.kind;
+                match parsed.kind {
+                    ValueKind::Deletion => {
+                        self.saved_key.clear();
+                        self.saved_value.clear();
+                    }
+                    ValueKind::Value => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(parsed.user_key);
+                        self.saved_value.clear();
+                        self.saved_value.extend_from_slice(self.inner.value());
+                    }
+                }
+            }
+            self.inner.prev()?;
+        }
+        if value_kind == ValueKind::Deletion {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+            return Ok(());
+        }
+        if self
+            .lower
+            .as_deref()
+            .is_some_and(|lower| self.saved_key.as_slice() < lower)
+        {
+            self.valid = false;
+            return Ok(());
+        }
+        self.valid = true;
+        Ok(())
+    }
+
+    /// Consumes the iterator into a Rust iterator of `(key, value)` pairs from the first key.
+    pub fn entries(mut self) -> Entries {
+        let first = self.seek_to_first();
+        Entries {
+            it: self,
+            pending_error: first.err(),
+            started: false,
+        }
+    }
+}
+
+/// Owned `(key, value)` pairs in key order; see [`DbIterator::entries`].
+pub struct Entries {
+    it: DbIterator,
+    pending_error: Option<Error>,
+    started: bool,
+}
+
+impl Iterator for Entries {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.pending_error.take() {
+            return Some(Err(e));
+        }
+        if self.started
+            && self.it.valid()
+            && let Err(e) = self.it.next()
+        {
+            return Some(Err(e));
+        }
+        self.started = true;
+        self.it
+            .valid()
+            .then(|| Ok((self.it.key().to_vec(), self.it.value().to_vec())))
+    }
+}

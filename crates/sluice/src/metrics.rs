@@ -1,0 +1,201 @@
+//! What the database reports about itself: the per-level table of Pebble's `db.Metrics()`,
+//! flush and compaction totals, and the cumulative stage profile.
+
+use serde::Serialize;
+use sluice_sst::profile::{StageProfile, Step};
+
+use crate::version::edit::NUM_LEVELS;
+
+/// Figures for one level.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LevelMetrics {
+    /// Level number.
+    pub level: usize,
+    /// Number of table files.
+    pub files: usize,
+    /// Bytes of table files.
+    pub size_bytes: u64,
+    /// Compaction score: L0 files over the trigger, or level bytes over the target.
+    pub score: f64,
+    /// Bytes that arrived in this level: flushed bytes for L0, upper-level input bytes of
+    /// compactions into this level otherwise.
+    pub bytes_in: u64,
+    /// Bytes read by compactions that wrote into this level (both input levels).
+    pub bytes_read: u64,
+    /// Bytes written into this level by flushes and compactions.
+    pub bytes_written: u64,
+    /// Bytes moved into this level by trivial moves (no rewrite).
+    pub bytes_moved: u64,
+    /// Compactions (or flushes, for L0) that wrote into this level.
+    pub compactions: u64,
+    /// `bytes_written / bytes_in` (0 when nothing arrived).
+    pub write_amp: f64,
+}
+
+/// Totals of one kind of background job.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct JobMetrics {
+    /// Jobs completed.
+    pub count: u64,
+    /// Input bytes (memtable bytes for flushes, table bytes for compactions).
+    pub input_bytes: u64,
+    /// Bytes written to table files.
+    pub output_bytes: u64,
+    /// Entries read.
+    pub entries_in: u64,
+    /// Entries written.
+    pub entries_out: u64,
+    /// Wall seconds, summed over jobs.
+    pub seconds: f64,
+    /// CPU seconds of the threads that ran the jobs.
+    pub cpu_seconds: f64,
+    /// Seconds per step S1..S7, summed over jobs.
+    pub stage_profile: StageSeconds,
+}
+
+impl JobMetrics {
+    /// Input bytes per wall second in MB/s.
+    pub fn bandwidth_mb_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.input_bytes as f64 / self.seconds / 1e6
+        } else {
+            0.0
+        }
+    }
+
+    /// Adds one job's profile.
+    pub fn record(&mut self, input_bytes: u64, profile: &StageProfile) {
+        self.count += 1;
+        self.input_bytes += input_bytes;
+        self.output_bytes += profile.bytes_written;
+        self.entries_in += profile.entries_in;
+        self.entries_out += profile.entries_out;
+        self.seconds += profile.wall_seconds();
+        self.cpu_seconds += profile.cpu_nanos as f64 / 1e9;
+        self.stage_profile.add(profile);
+    }
+}
+
+/// Seconds spent in each of the seven steps.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct StageSeconds {
+    /// S1.
+    pub read: f64,
+    /// S2.
+    pub checksum: f64,
+    /// S3.
+    pub decompress: f64,
+    /// S4.
+    pub merge: f64,
+    /// S5.
+    pub compress: f64,
+    /// S6.
+    pub rechecksum: f64,
+    /// S7.
+    pub write: f64,
+}
+
+impl StageSeconds {
+    /// Adds a profile's step times.
+    pub fn add(&mut self, p: &StageProfile) {
+        self.read += p.step_seconds(Step::Read);
+        self.checksum += p.step_seconds(Step::Checksum);
+        self.decompress += p.step_seconds(Step::Decompress);
+        self.merge += p.step_seconds(Step::Merge);
+        self.compress += p.step_seconds(Step::Compress);
+        self.rechecksum += p.step_seconds(Step::Rechecksum);
+        self.write += p.step_seconds(Step::Write);
+    }
+
+    /// `(name, seconds)` for each step in order.
+    pub fn entries(&self) -> [(&'static str, f64); 7] {
+        [
+            ("read", self.read),
+            ("checksum", self.checksum),
+            ("decompress", self.decompress),
+            ("merge", self.merge),
+            ("compress", self.compress),
+            ("rechecksum", self.rechecksum),
+            ("write", self.write),
+        ]
+    }
+
+    /// Sum over steps.
+    pub fn total(&self) -> f64 {
+        self.entries().iter().map(|(_, s)| s).sum()
+    }
+}
+
+/// A point-in-time report of the database, returned by [`crate::Db::metrics`].
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Metrics {
+    /// One row per level, L0..L6.
+    pub levels: Vec<LevelMetrics>,
+    /// Flush totals.
+    pub flush: JobMetrics,
+    /// Compaction totals (trivial moves excluded).
+    pub compaction: JobMetrics,
+    /// Trivial moves performed.
+    pub trivial_moves: u64,
+    /// Key + value bytes accepted from users.
+    pub user_bytes_written: u64,
+    /// Bytes appended to WAL files.
+    pub wal_bytes_written: u64,
+    /// WAL syncs performed (group commit makes this lower than synced writes).
+    pub wal_syncs: u64,
+    /// Writes delayed by the L0 slowdown trigger.
+    pub write_slowdowns: u64,
+    /// Microseconds writers spent stalled (slowdowns and stops).
+    pub write_stall_micros: u64,
+    /// Bytes in the active and immutable memtables.
+    pub memtable_bytes: u64,
+    /// Immutable memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Block cache bytes in use.
+    pub block_cache_bytes: u64,
+    /// Block cache hits.
+    pub block_cache_hits: u64,
+    /// Block cache misses.
+    pub block_cache_misses: u64,
+    /// Newest sequence number.
+    pub last_sequence: u64,
+    /// Live snapshots.
+    pub snapshots: usize,
+}
+
+impl Metrics {
+    /// Bytes written by flushes and compactions.
+    pub fn table_bytes_written(&self) -> u64 {
+        self.flush.output_bytes + self.compaction.output_bytes
+    }
+
+    /// Bytes written to disk in total: WAL plus tables.
+    pub fn disk_bytes_written(&self) -> u64 {
+        self.wal_bytes_written + self.table_bytes_written()
+    }
+
+    /// Write amplification: table bytes written per user byte (the WAL counted separately, as
+    /// RocksDB's `W-Amp` does).
+    pub fn write_amp(&self) -> f64 {
+        if self.user_bytes_written == 0 {
+            0.0
+        } else {
+            self.table_bytes_written() as f64 / self.user_bytes_written as f64
+        }
+    }
+
+    /// Total bytes in all levels.
+    pub fn total_size_bytes(&self) -> u64 {
+        self.levels.iter().map(|l| l.size_bytes).sum()
+    }
+}
+
+/// Per-level cumulative counters the database maintains between `metrics()` calls.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LevelCounters {
+    pub bytes_in: [u64; NUM_LEVELS],
+    pub bytes_read: [u64; NUM_LEVELS],
+    pub bytes_written: [u64; NUM_LEVELS],
+    pub bytes_moved: [u64; NUM_LEVELS],
+    pub compactions: [u64; NUM_LEVELS],
+}

@@ -1,0 +1,254 @@
+//! Options for opening a database, reading and writing.
+//!
+//! Defaults follow RocksDB's where the two engines share a concept, so a user moving from RocksDB
+//! gets the behaviour they expect. Every limit is named with its unit last.
+
+use std::path::PathBuf;
+
+pub use crate::wal::WalRecoveryMode;
+pub use sluice_sst::compression::CompressionType;
+
+use crate::snapshot::Snapshot;
+use crate::{Error, Result};
+
+/// Number of levels in the tree (L0..L6).
+pub use crate::version::edit::NUM_LEVELS;
+
+/// Options for [`crate::Db::open`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Create the database if `path` holds none.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists at `path`.
+    pub error_if_exists: bool,
+    /// Bytes a memtable may hold before it is frozen and flushed.
+    pub write_buffer_size: usize,
+    /// Memtables (active + immutable) kept in memory before writes stall waiting for a flush.
+    pub max_write_buffer_number: usize,
+    /// Uncompressed bytes per data block.
+    pub block_size: usize,
+    /// Keys between restart points in a data block.
+    pub block_restart_interval: usize,
+    /// Compression for data blocks.
+    pub compression: CompressionType,
+    /// zstd level when `compression` is zstd.
+    pub zstd_level: i32,
+    /// Bloom filter bits per key (0 disables filters).
+    pub bloom_bits_per_key: u32,
+    /// Capacity of the block cache in bytes (0 disables it).
+    pub block_cache_bytes: usize,
+    /// Tables kept open in the table cache.
+    pub max_open_files: usize,
+    /// Number of L0 files that triggers an L0 compaction.
+    pub l0_compaction_trigger: usize,
+    /// Number of L0 files at which each write is delayed by about a millisecond.
+    pub l0_slowdown_writes_trigger: usize,
+    /// Number of L0 files at which writes stop until compaction catches up.
+    pub l0_stop_writes_trigger: usize,
+    /// Target size of L1 in bytes; each deeper level is `max_bytes_for_level_multiplier` larger.
+    pub max_bytes_for_level_base: u64,
+    /// Growth factor between levels.
+    pub max_bytes_for_level_multiplier: u64,
+    /// Size at which compaction output files are cut.
+    pub target_file_size_base: u64,
+    /// A compaction output is cut when it overlaps more than this many target-size files' worth
+    /// of bytes in the grandparent level, to bound the cost of later compactions.
+    pub max_grandparent_overlap_factor: u64,
+    /// Turn off automatic background compactions (flushes still happen).
+    pub disable_auto_compactions: bool,
+    /// Largest key accepted, in bytes.
+    pub max_key_size: usize,
+    /// Largest value accepted, in bytes.
+    pub max_value_size: usize,
+    /// Verify block checksums on every read (compaction and `check` always verify).
+    pub verify_checksums: bool,
+    /// How to treat a damaged WAL on recovery.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Extra data directories (one per storage device). Empty means "the database directory".
+    pub data_dirs: Vec<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            block_size: 4096,
+            block_restart_interval: 16,
+            compression: CompressionType::Lz4,
+            zstd_level: 3,
+            bloom_bits_per_key: 10,
+            block_cache_bytes: 64 << 20,
+            max_open_files: 1000,
+            l0_compaction_trigger: 4,
+            l0_slowdown_writes_trigger: 20,
+            l0_stop_writes_trigger: 36,
+            max_bytes_for_level_base: 256 << 20,
+            max_bytes_for_level_multiplier: 10,
+            target_file_size_base: 64 << 20,
+            max_grandparent_overlap_factor: 10,
+            disable_auto_compactions: false,
+            max_key_size: 64 << 10,
+            max_value_size: 64 << 20,
+            verify_checksums: true,
+            wal_recovery_mode: WalRecoveryMode::default(),
+            data_dirs: Vec::new(),
+        }
+    }
+}
+
+impl Options {
+    /// Checks that the options make sense together; the error names the offending option.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidArgument(msg));
+        if self.write_buffer_size < 64 << 10 {
+            return bad(format!(
+                "write_buffer_size must be at least 64 KiB, got {}",
+                self.write_buffer_size
+            ));
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2".into());
+        }
+        if !(256..=(4 << 20)).contains(&self.block_size) {
+            return bad(format!(
+                "block_size must be between 256 B and 4 MiB, got {}",
+                self.block_size
+            ));
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1".into());
+        }
+        if self.l0_compaction_trigger == 0 {
+            return bad("l0_compaction_trigger must be at least 1".into());
+        }
+        if self.l0_slowdown_writes_trigger < self.l0_compaction_trigger
+            || self.l0_stop_writes_trigger < self.l0_slowdown_writes_trigger
+        {
+            return bad(format!(
+                "need l0_compaction_trigger ({}) <= l0_slowdown_writes_trigger ({}) <= l0_stop_writes_trigger ({})",
+                self.l0_compaction_trigger,
+                self.l0_slowdown_writes_trigger,
+                self.l0_stop_writes_trigger
+            ));
+        }
+        if self.max_bytes_for_level_multiplier < 2 {
+            return bad("max_bytes_for_level_multiplier must be at least 2".into());
+        }
+        if self.target_file_size_base < 64 << 10 {
+            return bad("target_file_size_base must be at least 64 KiB".into());
+        }
+        if self.max_bytes_for_level_base < self.target_file_size_base {
+            return bad("max_bytes_for_level_base must be at least target_file_size_base".into());
+        }
+        if self.max_key_size == 0 || self.max_key_size > (1 << 20) {
+            return bad("max_key_size must be between 1 B and 1 MiB".into());
+        }
+        if self.max_value_size > (1 << 30) {
+            return bad("max_value_size must be at most 1 GiB".into());
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16".into());
+        }
+        if !(-7..=22).contains(&self.zstd_level) {
+            return bad(format!(
+                "zstd_level must be in -7..=22, got {}",
+                self.zstd_level
+            ));
+        }
+        Ok(())
+    }
+
+    /// Target size in bytes of level `level` (L1 and deeper).
+    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
+        let mut bytes = self.max_bytes_for_level_base;
+        for _ in 1..level {
+            bytes = bytes.saturating_mul(self.max_bytes_for_level_multiplier);
+        }
+        bytes
+    }
+
+    /// The table options derived from these options.
+    pub fn table_options(&self) -> sluice_sst::table::TableOptions {
+        sluice_sst::table::TableOptions {
+            block_size: self.block_size,
+            restart_interval: self.block_restart_interval,
+            compression: self.compression,
+            zstd_level: self.zstd_level,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+        }
+    }
+}
+
+/// Options for one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// Sync the WAL before acknowledging. Concurrent writers share one sync (group commit).
+    pub sync: bool,
+}
+
+/// Options for one read or iterator.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot; `None` reads the latest state.
+    pub snapshot: Option<&'a Snapshot>,
+    /// Verify block checksums (defaults to the database's `verify_checksums`).
+    pub verify_checksums: Option<bool>,
+    /// Put blocks read by this operation in the block cache.
+    pub fill_cache: bool,
+    /// Iterators start at this user key (inclusive).
+    pub lower_bound: Option<&'a [u8]>,
+    /// Iterators stop before this user key (exclusive), as RocksDB's `iterate_upper_bound`.
+    pub upper_bound: Option<&'a [u8]>,
+}
+
+impl Default for ReadOptions<'_> {
+    fn default() -> Self {
+        ReadOptions {
+            snapshot: None,
+            verify_checksums: None,
+            fill_cache: true,
+            lower_bound: None,
+            upper_bound: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        Options::default().validate().unwrap();
+    }
+
+    #[test]
+    fn bad_options_name_the_option() {
+        let opts = Options {
+            l0_stop_writes_trigger: 1,
+            ..Options::default()
+        };
+        let err = opts.validate().unwrap_err().to_string();
+        assert!(err.contains("l0_stop_writes_trigger"), "{err}");
+        let opts = Options {
+            block_size: 1,
+            ..Options::default()
+        };
+        assert!(
+            opts.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("block_size")
+        );
+    }
+
+    #[test]
+    fn level_targets_grow_tenfold() {
+        let o = Options::default();
+        assert_eq!(o.max_bytes_for_level(1), 256 << 20);
+        assert_eq!(o.max_bytes_for_level(2), 2560 << 20);
+    }
+}

@@ -1,0 +1,91 @@
+//! Snapshots: a pinned sequence number that reads can use and compaction must respect.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use sluice_sst::key::SeqNo;
+
+/// The set of live snapshots, shared between the database and its `Snapshot` handles.
+///
+/// Compaction asks for the list so it keeps every version some snapshot can still see.
+#[derive(Debug, Default)]
+pub struct SnapshotList {
+    /// Sequence number -> number of live handles pinning it.
+    live: Mutex<BTreeMap<SeqNo, usize>>,
+}
+
+impl SnapshotList {
+    /// Pins `seq` and returns the handle that unpins it on drop.
+    pub fn acquire(self: &Arc<Self>, seq: SeqNo) -> Snapshot {
+        *self.live.lock().entry(seq).or_insert(0) += 1;
+        Snapshot {
+            seq,
+            list: Arc::clone(self),
+        }
+    }
+
+    /// All pinned sequence numbers, ascending.
+    pub fn sequences(&self) -> Vec<SeqNo> {
+        self.live.lock().keys().copied().collect()
+    }
+
+    /// The oldest pinned sequence number, if any.
+    pub fn oldest(&self) -> Option<SeqNo> {
+        self.live.lock().keys().next().copied()
+    }
+
+    fn release(&self, seq: SeqNo) {
+        let mut live = self.live.lock();
+        if let Some(count) = live.get_mut(&seq) {
+            *count -= 1;
+            if *count == 0 {
+                live.remove(&seq);
+            }
+        }
+    }
+}
+
+/// A consistent, read-only view of the database as of one sequence number.
+///
+/// Reads through a snapshot see exactly the writes acknowledged before it was taken. Holding a
+/// snapshot keeps compaction from discarding the versions it sees, so drop it when done.
+#[derive(Debug)]
+pub struct Snapshot {
+    seq: SeqNo,
+    list: Arc<SnapshotList>,
+}
+
+impl Snapshot {
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SeqNo {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        self.list.release(self.seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_pin_and_release() {
+        let list = Arc::new(SnapshotList::default());
+        let a = list.acquire(5);
+        let b = list.acquire(5);
+        let c = list.acquire(9);
+        assert_eq!(list.sequences(), vec![5, 9]);
+        drop(a);
+        assert_eq!(list.oldest(), Some(5));
+        drop(b);
+        assert_eq!(list.sequences(), vec![9]);
+        assert_eq!(c.sequence(), 9);
+        drop(c);
+        assert_eq!(list.oldest(), None);
+    }
+}

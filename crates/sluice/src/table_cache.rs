@@ -1,0 +1,79 @@
+//! The table cache: open SSTable readers, keyed by file number.
+//!
+//! Opening a table reads its footer, index, filter and properties, so readers are kept open and
+//! shared. The cache is bounded by `max_open_files`; an evicted reader closes its file when the
+//! last iterator using it is dropped.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_sst::cache::BlockCache;
+use sluice_sst::table::{Table, TableReadOptions};
+
+use crate::Result;
+use crate::filename::table_file_name;
+use crate::version::edit::FileMetaData;
+
+/// Open table readers shared by reads and compactions.
+pub struct TableCache {
+    dirs: Vec<PathBuf>,
+    tables: quick_cache::sync::Cache<u64, Arc<Table>>,
+    block_cache: Option<Arc<BlockCache>>,
+    verify_checksums: bool,
+}
+
+impl TableCache {
+    /// A cache for tables living in `dirs` (index 0 is the database directory).
+    pub fn new(
+        dirs: Vec<PathBuf>,
+        max_open_files: usize,
+        block_cache: Option<Arc<BlockCache>>,
+        verify_checksums: bool,
+    ) -> Self {
+        TableCache {
+            dirs,
+            tables: quick_cache::sync::Cache::new(max_open_files),
+            block_cache,
+            verify_checksums,
+        }
+    }
+
+    /// The path of table `number` stored in data directory `dir_index`.
+    pub fn table_path(&self, dir_index: u32, number: u64) -> PathBuf {
+        let dir = self
+            .dirs
+            .get(dir_index as usize)
+            .or_else(|| self.dirs.first())
+            .cloned()
+            .unwrap_or_default();
+        table_file_name(&dir, number)
+    }
+
+    /// The reader for `file`, opening it on first use.
+    pub fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
+        if let Some(t) = self.tables.get(&file.number) {
+            return Ok(t);
+        }
+        let path = self.table_path(file.dir_index, file.number);
+        let table = Table::open(
+            &path,
+            file.number,
+            TableReadOptions {
+                cache: self.block_cache.clone(),
+                verify_checksums: self.verify_checksums,
+            },
+        )?;
+        self.tables.insert(file.number, Arc::clone(&table));
+        Ok(table)
+    }
+
+    /// Forgets table `number` (after it was deleted).
+    pub fn evict(&self, number: u64) {
+        self.tables.remove(&number);
+    }
+
+    /// The shared block cache, if enabled.
+    pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
+        self.block_cache.as_ref()
+    }
+}

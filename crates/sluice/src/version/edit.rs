@@ -1,0 +1,472 @@
+//! `VersionEdit`: one atomic change to the set of live files, and its MANIFEST encoding.
+//!
+//! An edit is a sequence of tagged fields; the MANIFEST is a log of edits, and replaying them
+//! in order rebuilds the tree. Every tag value below is written to disk and frozen.
+//!
+//! ```text
+//! edit   = field*
+//! field  = tag: varint32, then by tag:
+//!   1  comparator        length-prefixed UTF-8 name
+//!   2  log_number        varint64
+//!   3  next_file_number  varint64
+//!   4  last_sequence     varint64
+//!   5  compact_pointer   level: varint32, internal key: length-prefixed
+//!   6  deleted_file      level: varint32, file number: varint64
+//!   20 new_file          level: varint32, body: length-prefixed (file fields, below)
+//!
+//! file fields = (field_tag: varint32, value: length-prefixed bytes)*
+//!   1 number (varint64)          2 file_size (varint64)
+//!   3 smallest (internal key)    4 largest (internal key)
+//!   5 smallest_seq (varint64)    6 largest_seq (varint64)
+//!   7 num_entries (varint64)     8 num_deletions (varint64)
+//!   9 raw_value_bytes (varint64) 10 dir_index (varint32)
+//! ```
+//!
+//! File fields 1-6 are required; 7-10 default to 0 when absent. A reader skips file fields it
+//! does not know, unless bit 6 of the field tag (`MANDATORY_FIELD_BIT`) is set, which marks a
+//! field an older reader must not ignore. Levels are below [`NUM_LEVELS`]. Scalar fields appear
+//! at most once per edit. `docs/format/manifest.md` is the full specification.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::Path;
+
+use sluice_sst::coding::{
+    get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
+    put_varint64,
+};
+use sluice_sst::key::{SeqNo, parse_internal_key};
+use sluice_sst::{Error, Result};
+
+/// Number of levels in the tree.
+pub const NUM_LEVELS: usize = 7;
+
+// Edit tags. Frozen: never renumber. Tag 7 (LevelDB's NewFile, a different layout) is
+// deliberately unused so that a LevelDB MANIFEST is rejected rather than misread.
+const TAG_COMPARATOR: u32 = 1;
+const TAG_LOG_NUMBER: u32 = 2;
+const TAG_NEXT_FILE_NUMBER: u32 = 3;
+const TAG_LAST_SEQUENCE: u32 = 4;
+const TAG_COMPACT_POINTER: u32 = 5;
+const TAG_DELETED_FILE: u32 = 6;
+const TAG_NEW_FILE: u32 = 20;
+
+// New-file field tags. Frozen: never renumber.
+const FIELD_NUMBER: u32 = 1;
+const FIELD_FILE_SIZE: u32 = 2;
+const FIELD_SMALLEST: u32 = 3;
+const FIELD_LARGEST: u32 = 4;
+const FIELD_SMALLEST_SEQ: u32 = 5;
+const FIELD_LARGEST_SEQ: u32 = 6;
+const FIELD_NUM_ENTRIES: u32 = 7;
+const FIELD_NUM_DELETIONS: u32 = 8;
+const FIELD_RAW_VALUE_BYTES: u32 = 9;
+const FIELD_DIR_INDEX: u32 = 10;
+
+/// A new-file field tag with this bit set must be understood by the reader; without it, an
+/// unknown field is skipped. Frozen.
+pub const MANDATORY_FIELD_BIT: u32 = 1 << 6;
+
+/// What the MANIFEST records about one table file.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct FileMetaData {
+    /// File number (names `NNNNNN.sst`).
+    pub number: u64,
+    /// Size in bytes.
+    pub file_size: u64,
+    /// Smallest internal key in the file.
+    pub smallest: Vec<u8>,
+    /// Largest internal key in the file.
+    pub largest: Vec<u8>,
+    /// Smallest sequence number of any entry.
+    pub smallest_seq: SeqNo,
+    /// Largest sequence number of any entry.
+    pub largest_seq: SeqNo,
+    /// Entries (puts and deletions).
+    pub num_entries: u64,
+    /// Deletion entries.
+    pub num_deletions: u64,
+    /// Sum of value lengths before compression.
+    pub raw_value_bytes: u64,
+    /// Which of `Options::data_dirs` holds the file; 0 = the main directory.
+    pub dir_index: u32,
+}
+
+/// One atomic change to the version: scalar updates, compaction pointers, files removed and
+/// files added. Applied all-or-nothing (it is one MANIFEST record).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct VersionEdit {
+    /// Name of the key comparator; checked against the database's on open.
+    pub comparator: Option<String>,
+    /// WAL files numbered below this are fully flushed and may be deleted.
+    pub log_number: Option<u64>,
+    /// The next unused file number.
+    pub next_file_number: Option<u64>,
+    /// The largest sequence number in any flushed file.
+    pub last_sequence: Option<SeqNo>,
+    /// Per level, the internal key where the next round-robin compaction starts.
+    pub compact_pointers: Vec<(usize, Vec<u8>)>,
+    /// `(level, file number)` of files removed.
+    pub deleted_files: BTreeSet<(usize, u64)>,
+    /// `(level, file)` of files added.
+    pub new_files: Vec<(usize, FileMetaData)>,
+}
+
+impl VersionEdit {
+    /// Records that `meta` is added at `level` (< [`NUM_LEVELS`]).
+    pub fn add_file(&mut self, level: usize, meta: FileMetaData) {
+        debug_assert!(level < NUM_LEVELS, "level {level} out of range");
+        self.new_files.push((level, meta));
+    }
+
+    /// Records that file `number` is removed from `level` (< [`NUM_LEVELS`]).
+    pub fn delete_file(&mut self, level: usize, number: u64) {
+        debug_assert!(level < NUM_LEVELS, "level {level} out of range");
+        self.deleted_files.insert((level, number));
+    }
+
+    /// Appends the encoding to `dst`. Levels must be below [`NUM_LEVELS`].
+    pub fn encode(&self, dst: &mut Vec<u8>) {
+        if let Some(name) = &self.comparator {
+            put_varint32(dst, TAG_COMPARATOR);
+            put_length_prefixed(dst, name.as_bytes());
+        }
+        let scalars = [
+            (TAG_LOG_NUMBER, self.log_number),
+            (TAG_NEXT_FILE_NUMBER, self.next_file_number),
+            (TAG_LAST_SEQUENCE, self.last_sequence),
+        ];
+        for (tag, value) in scalars {
+            if let Some(v) = value {
+                put_varint32(dst, tag);
+                put_varint64(dst, v);
+            }
+        }
+        for (level, key) in &self.compact_pointers {
+            put_varint32(dst, TAG_COMPACT_POINTER);
+            put_varint32(dst, *level as u32);
+            put_length_prefixed(dst, key);
+        }
+        for &(level, number) in &self.deleted_files {
+            put_varint32(dst, TAG_DELETED_FILE);
+            put_varint32(dst, level as u32);
+            put_varint64(dst, number);
+        }
+        let mut body = Vec::new();
+        for (level, f) in &self.new_files {
+            body.clear();
+            put_varint_field(&mut body, FIELD_NUMBER, f.number);
+            put_varint_field(&mut body, FIELD_FILE_SIZE, f.file_size);
+            put_field(&mut body, FIELD_SMALLEST, &f.smallest);
+            put_field(&mut body, FIELD_LARGEST, &f.largest);
+            put_varint_field(&mut body, FIELD_SMALLEST_SEQ, f.smallest_seq);
+            put_varint_field(&mut body, FIELD_LARGEST_SEQ, f.largest_seq);
+            put_varint_field(&mut body, FIELD_NUM_ENTRIES, f.num_entries);
+            put_varint_field(&mut body, FIELD_NUM_DELETIONS, f.num_deletions);
+            put_varint_field(&mut body, FIELD_RAW_VALUE_BYTES, f.raw_value_bytes);
+            put_varint_field(&mut body, FIELD_DIR_INDEX, u64::from(f.dir_index));
+            put_varint32(dst, TAG_NEW_FILE);
+            put_varint32(dst, *level as u32);
+            put_length_prefixed(dst, &body);
+        }
+    }
+
+    /// Decodes an edit. `path` and `offset` name the MANIFEST record it came from; every error
+    /// is [`Error::Corruption`] naming them, with the byte position inside the edit.
+    pub fn decode(src: &[u8], path: &Path, offset: u64) -> Result<VersionEdit> {
+        let mut d = Decoder {
+            src,
+            pos: 0,
+            path,
+            offset,
+        };
+        let mut edit = VersionEdit::default();
+        while d.pos < src.len() {
+            let at = d.pos;
+            let tag = d.varint32("tag")?;
+            match tag {
+                TAG_COMPARATOR => {
+                    let name = String::from_utf8(d.bytes("comparator name")?.to_vec())
+                        .map_err(|_| d.error_at(at, "comparator name is not UTF-8"))?;
+                    if edit.comparator.replace(name).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
+                }
+                TAG_LOG_NUMBER | TAG_NEXT_FILE_NUMBER | TAG_LAST_SEQUENCE => {
+                    let v = d.varint64("number")?;
+                    let slot = match tag {
+                        TAG_LOG_NUMBER => &mut edit.log_number,
+                        TAG_NEXT_FILE_NUMBER => &mut edit.next_file_number,
+                        _ => &mut edit.last_sequence,
+                    };
+                    if slot.replace(v).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
+                }
+                TAG_COMPACT_POINTER => {
+                    let level = d.level()?;
+                    let key = d.bytes("compact pointer")?.to_vec();
+                    edit.compact_pointers.push((level, key));
+                }
+                TAG_DELETED_FILE => {
+                    let level = d.level()?;
+                    let number = d.varint64("deleted file number")?;
+                    edit.deleted_files.insert((level, number));
+                }
+                TAG_NEW_FILE => {
+                    let level = d.level()?;
+                    let body_at = d.pos;
+                    let body = d.bytes("new file record")?;
+                    let meta = decode_file(body).map_err(|(pos, reason)| {
+                        d.error_at(body_at + pos, format!("new file record: {reason}"))
+                    })?;
+                    edit.new_files.push((level, meta));
+                }
+                _ => {
+                    return Err(d.error_at(
+                        at,
+                        format!("unknown tag {tag} (written by a newer version?)"),
+                    ));
+                }
+            }
+        }
+        Ok(edit)
+    }
+}
+
+/// Appends one new-file field: tag, then the length-prefixed value.
+fn put_field(body: &mut Vec<u8>, tag: u32, value: &[u8]) {
+    put_varint32(body, tag);
+    put_length_prefixed(body, value);
+}
+
+/// Appends a new-file field whose value is one varint64.
+fn put_varint_field(body: &mut Vec<u8>, tag: u32, v: u64) {
+    let mut value = Vec::with_capacity(10);
+    put_varint64(&mut value, v);
+    put_field(body, tag, &value);
+}
+
+/// Reads fields from an edit, turning every failure into a `Corruption` naming the record.
+struct Decoder<'a> {
+    src: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+    offset: u64,
+}
+
+impl<'a> Decoder<'a> {
+    fn error_at(&self, pos: usize, reason: impl fmt::Display) -> Error {
+        Error::corruption(
+            self.path,
+            self.offset,
+            format!("version edit byte {pos}: {reason}"),
+        )
+    }
+
+    fn rest(&self) -> &'a [u8] {
+        self.src.get(self.pos..).unwrap_or_default()
+    }
+
+    fn varint32(&mut self, what: &str) -> Result<u32> {
+        let (v, n) = get_varint32(self.rest())
+            .ok_or_else(|| self.error_at(self.pos, format!("bad {what}")))?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn varint64(&mut self, what: &str) -> Result<u64> {
+        let (v, n) = get_varint64(self.rest())
+            .ok_or_else(|| self.error_at(self.pos, format!("bad {what}")))?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn bytes(&mut self, what: &str) -> Result<&'a [u8]> {
+        let (v, n) = get_length_prefixed(self.rest())
+            .ok_or_else(|| self.error_at(self.pos, format!("truncated {what}")))?;
+        self.pos += n;
+        Ok(v)
+    }
+
+    fn level(&mut self) -> Result<usize> {
+        let at = self.pos;
+        let level = self.varint32("level")? as usize;
+        if level >= NUM_LEVELS {
+            return Err(self.error_at(at, format!("level {level} is not below {NUM_LEVELS}")));
+        }
+        Ok(level)
+    }
+}
+
+/// Decodes a new-file body; errors carry the byte position inside `body`.
+fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)> {
+    let mut meta = FileMetaData::default();
+    let mut seen = 0u64; // bit `tag` set once a known field was read
+    let mut pos = 0;
+    while pos < body.len() {
+        let rest = body.get(pos..).unwrap_or_default();
+        let (tag, n) = get_varint32(rest).ok_or((pos, "bad field tag".to_string()))?;
+        let (value, m) = rest
+            .get(n..)
+            .and_then(get_length_prefixed)
+            .ok_or((pos, format!("field {tag} is truncated")))?;
+        let varint = || match get_varint64(value) {
+            Some((v, used)) if used == value.len() => Ok(v),
+            _ => Err((pos, format!("field {tag} is not a single varint"))),
+        };
+        if (1..=FIELD_DIR_INDEX).contains(&tag) {
+            if seen & (1 << tag) != 0 {
+                return Err((pos, format!("field {tag} appears twice")));
+            }
+            seen |= 1 << tag;
+        }
+        match tag {
+            FIELD_NUMBER => meta.number = varint()?,
+            FIELD_FILE_SIZE => meta.file_size = varint()?,
+            FIELD_SMALLEST => meta.smallest = value.to_vec(),
+            FIELD_LARGEST => meta.largest = value.to_vec(),
+            FIELD_SMALLEST_SEQ => meta.smallest_seq = varint()?,
+            FIELD_LARGEST_SEQ => meta.largest_seq = varint()?,
+            FIELD_NUM_ENTRIES => meta.num_entries = varint()?,
+            FIELD_NUM_DELETIONS => meta.num_deletions = varint()?,
+            FIELD_RAW_VALUE_BYTES => meta.raw_value_bytes = varint()?,
+            FIELD_DIR_INDEX => {
+                meta.dir_index = u32::try_from(varint()?)
+                    .map_err(|_| (pos, "dir_index exceeds u32".to_string()))?;
+            }
+            _ if tag & MANDATORY_FIELD_BIT != 0 => {
+                return Err((
+                    pos,
+                    format!("unknown mandatory field {tag} (written by a newer version?)"),
+                ));
+            }
+            _ => {} // unknown optional field: skip
+        }
+        pos += n + m;
+    }
+    let required = [
+        FIELD_NUMBER,
+        FIELD_FILE_SIZE,
+        FIELD_SMALLEST,
+        FIELD_LARGEST,
+        FIELD_SMALLEST_SEQ,
+        FIELD_LARGEST_SEQ,
+    ];
+    if let Some(missing) = required.iter().find(|&&t| seen & (1 << t) == 0) {
+        return Err((body.len(), format!("required field {missing} is missing")));
+    }
+    for (name, key) in [("smallest", &meta.smallest), ("largest", &meta.largest)] {
+        if parse_internal_key(key).is_none() {
+            return Err((
+                body.len(),
+                format!("{name} key is not a valid internal key"),
+            ));
+        }
+    }
+    if meta.smallest_seq > meta.largest_seq {
+        return Err((
+            body.len(),
+            format!(
+                "smallest_seq {} > largest_seq {}",
+                meta.smallest_seq, meta.largest_seq
+            ),
+        ));
+    }
+    Ok(meta)
+}
+
+/// Shows an internal key as `'user key'@seq:Kind`, escaping non-printable bytes.
+struct KeyDisplay<'a>(&'a [u8]);
+
+impl fmt::Display for KeyDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let escaped = |bytes: &[u8]| bytes.escape_ascii().to_string();
+        match parse_internal_key(self.0) {
+            Some(k) => write!(f, "'{}'@{}:{:?}", escaped(k.user_key), k.seq, k.kind),
+            None => write!(f, "<invalid internal key '{}'>", escaped(self.0)),
+        }
+    }
+}
+
+impl fmt::Debug for KeyDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for FileMetaData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "#{:06} size={} [{} .. {}] seq={}..{} entries={} deletions={} raw_value_bytes={} dir={}",
+            self.number,
+            self.file_size,
+            KeyDisplay(&self.smallest),
+            KeyDisplay(&self.largest),
+            self.smallest_seq,
+            self.largest_seq,
+            self.num_entries,
+            self.num_deletions,
+            self.raw_value_bytes,
+            self.dir_index
+        )
+    }
+}
+
+impl fmt::Debug for FileMetaData {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FileMetaData({self})")
+    }
+}
+
+/// One line per field, as printed by `sluice manifest dump`.
+impl fmt::Display for VersionEdit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(c) = &self.comparator {
+            writeln!(f, "comparator: {c}")?;
+        }
+        let scalars = [
+            ("log_number", self.log_number),
+            ("next_file_number", self.next_file_number),
+            ("last_sequence", self.last_sequence),
+        ];
+        for (name, value) in scalars {
+            if let Some(v) = value {
+                writeln!(f, "{name}: {v}")?;
+            }
+        }
+        for (level, key) in &self.compact_pointers {
+            writeln!(f, "compact_pointer L{level}: {}", KeyDisplay(key))?;
+        }
+        for (level, number) in &self.deleted_files {
+            writeln!(f, "delete L{level} #{number:06}")?;
+        }
+        for (level, file) in &self.new_files {
+            writeln!(f, "add L{level} {file}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for VersionEdit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pointers: Vec<_> = self
+            .compact_pointers
+            .iter()
+            .map(|(l, k)| (l, KeyDisplay(k)))
+            .collect();
+        f.debug_struct("VersionEdit")
+            .field("comparator", &self.comparator)
+            .field("log_number", &self.log_number)
+            .field("next_file_number", &self.next_file_number)
+            .field("last_sequence", &self.last_sequence)
+            .field("compact_pointers", &pointers)
+            .field("deleted_files", &self.deleted_files)
+            .field("new_files", &self.new_files)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests;

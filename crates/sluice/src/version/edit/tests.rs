@@ -1,0 +1,328 @@
+//! Version edit round trips, validation and display.
+
+use std::path::PathBuf;
+
+use super::*;
+use proptest::prelude::*;
+use sluice_sst::key::{ValueKind, make_internal_key};
+
+fn manifest() -> PathBuf {
+    PathBuf::from("/db/MANIFEST-000001")
+}
+
+fn file(number: u64) -> FileMetaData {
+    FileMetaData {
+        number,
+        file_size: 4096 * number,
+        smallest: make_internal_key(b"apple", 10, ValueKind::Value),
+        largest: make_internal_key(b"zebra\x00", 3, ValueKind::Deletion),
+        smallest_seq: 3,
+        largest_seq: 10,
+        num_entries: 100,
+        num_deletions: 7,
+        raw_value_bytes: 12_345,
+        dir_index: 1,
+    }
+}
+
+fn full_edit() -> VersionEdit {
+    let mut e = VersionEdit {
+        comparator: Some("sluice.BytewiseComparator".into()),
+        log_number: Some(12),
+        next_file_number: Some(40),
+        last_sequence: Some(1 << 40),
+        ..VersionEdit::default()
+    };
+    e.compact_pointers
+        .push((2, make_internal_key(b"m", 5, ValueKind::Value)));
+    e.delete_file(1, 17);
+    e.delete_file(0, 3);
+    e.add_file(0, file(18));
+    e.add_file(6, file(19));
+    e
+}
+
+fn decode(bytes: &[u8]) -> Result<VersionEdit> {
+    VersionEdit::decode(bytes, &manifest(), 777)
+}
+
+fn corruption_reason(bytes: &[u8]) -> String {
+    match decode(bytes) {
+        Err(Error::Corruption {
+            file,
+            offset,
+            reason,
+        }) => {
+            assert_eq!((file, offset), (manifest(), 777));
+            reason
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+}
+
+#[test]
+fn round_trip_of_every_field() {
+    let e = full_edit();
+    let mut buf = Vec::new();
+    e.encode(&mut buf);
+    assert_eq!(decode(&buf).unwrap(), e);
+    assert_eq!(decode(&[]).unwrap(), VersionEdit::default());
+}
+
+#[test]
+fn levels_at_or_above_num_levels_are_rejected() {
+    for tag in [TAG_COMPACT_POINTER, TAG_DELETED_FILE, TAG_NEW_FILE] {
+        let mut buf = Vec::new();
+        put_varint32(&mut buf, tag);
+        put_varint32(&mut buf, NUM_LEVELS as u32);
+        buf.extend_from_slice(&[0; 4]);
+        assert!(corruption_reason(&buf).contains("level 7"), "tag {tag}");
+    }
+}
+
+#[test]
+fn unknown_tags_and_fields() {
+    assert!(corruption_reason(&[7, 0]).contains("unknown tag 7"));
+    let encode_with_extra_field = |extra_tag: u32| {
+        let mut e = VersionEdit::default();
+        e.add_file(3, file(5));
+        let mut buf = Vec::new();
+        e.encode(&mut buf);
+        // Rebuild the body with one more field appended.
+        let mut body = buf[2..].to_vec();
+        let (len, n) = get_varint32(&body).unwrap();
+        assert_eq!(len as usize, body.len() - n);
+        body.drain(..n);
+        put_varint32(&mut body, extra_tag);
+        put_length_prefixed(&mut body, b"future");
+        let mut out = vec![buf[0], buf[1]];
+        put_length_prefixed(&mut out, &body);
+        out
+    };
+    // Optional unknown field: skipped.
+    let decoded = decode(&encode_with_extra_field(11)).unwrap();
+    assert_eq!(decoded.new_files, vec![(3, file(5))]);
+    // Mandatory unknown field: refused.
+    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 11));
+    assert!(reason.contains("mandatory field 75"), "{reason}");
+    // A known field twice: refused.
+    assert!(corruption_reason(&encode_with_extra_field(FIELD_NUMBER)).contains("twice"));
+}
+
+#[test]
+fn invalid_file_records_are_rejected() {
+    let body_with = |fields: &[(u32, &[u8])]| {
+        let mut body = Vec::new();
+        for (tag, value) in fields {
+            put_varint32(&mut body, *tag);
+            put_length_prefixed(&mut body, value);
+        }
+        let mut buf = Vec::new();
+        put_varint32(&mut buf, TAG_NEW_FILE);
+        put_varint32(&mut buf, 0);
+        put_length_prefixed(&mut buf, &body);
+        buf
+    };
+    let key = make_internal_key(b"k", 1, ValueKind::Value);
+    let complete: Vec<(u32, &[u8])> = vec![
+        (FIELD_NUMBER, &[1]),
+        (FIELD_FILE_SIZE, &[2]),
+        (FIELD_SMALLEST, &key),
+        (FIELD_LARGEST, &key),
+        (FIELD_SMALLEST_SEQ, &[1]),
+        (FIELD_LARGEST_SEQ, &[1]),
+    ];
+    decode(&body_with(&complete)).unwrap();
+    let reason = corruption_reason(&body_with(&complete[1..]));
+    assert!(reason.contains("required field 1 is missing"), "{reason}");
+    let mut bad_seq = complete.clone();
+    bad_seq[4] = (FIELD_SMALLEST_SEQ, &[2]);
+    assert!(corruption_reason(&body_with(&bad_seq)).contains("smallest_seq 2 > largest_seq 1"));
+    let mut short_key = complete.clone();
+    short_key[2] = (FIELD_SMALLEST, b"short");
+    assert!(corruption_reason(&body_with(&short_key)).contains("not a valid internal key"));
+    let mut two_varints = complete.clone();
+    two_varints[0] = (FIELD_NUMBER, &[1, 1]);
+    assert!(corruption_reason(&body_with(&two_varints)).contains("single varint"));
+}
+
+#[test]
+fn truncation_never_panics_and_mid_field_cuts_fail() {
+    let mut buf = Vec::new();
+    full_edit().encode(&mut buf);
+    // Only cuts at field boundaries can decode; everything else must be an error.
+    let mut boundaries = 0;
+    for cut in 0..buf.len() {
+        if decode(&buf[..cut]).is_ok() {
+            boundaries += 1;
+        }
+    }
+    // The empty prefix, plus the end of each of the 9 fields except the last.
+    assert_eq!(boundaries, 9);
+}
+
+#[test]
+fn duplicate_scalars_are_rejected() {
+    let e = VersionEdit {
+        log_number: Some(1),
+        ..VersionEdit::default()
+    };
+    let mut buf = Vec::new();
+    e.encode(&mut buf);
+    e.encode(&mut buf);
+    assert!(corruption_reason(&buf).contains("tag 2 appears twice"));
+}
+
+#[test]
+fn display_is_readable() {
+    let text = full_edit().to_string();
+    assert!(
+        text.contains("comparator: sluice.BytewiseComparator\n"),
+        "{text}"
+    );
+    assert!(text.contains("log_number: 12\n"));
+    assert!(text.contains("compact_pointer L2: 'm'@5:Value\n"));
+    assert!(text.contains("delete L1 #000017\n"));
+    assert!(
+        text.contains(
+            "add L6 #000019 size=77824 ['apple'@10:Value .. 'zebra\\x00'@3:Deletion] seq=3..10"
+        ),
+        "{text}"
+    );
+    let debug = format!("{:?}", full_edit());
+    assert!(debug.contains("'apple'@10:Value"), "{debug}");
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    (
+        proptest::collection::vec(any::<u8>(), 0..12),
+        0..sluice_sst::key::MAX_SEQ,
+        any::<bool>(),
+    )
+        .prop_map(|(k, seq, put)| {
+            make_internal_key(
+                &k,
+                seq,
+                if put {
+                    ValueKind::Value
+                } else {
+                    ValueKind::Deletion
+                },
+            )
+        })
+}
+
+fn file_strategy() -> impl Strategy<Value = FileMetaData> {
+    (any::<[u64; 6]>(), key(), key(), any::<u32>()).prop_map(|(n, smallest, largest, dir_index)| {
+        FileMetaData {
+            number: n[0],
+            file_size: n[1],
+            smallest,
+            largest,
+            smallest_seq: n[2].min(n[3]),
+            largest_seq: n[2].max(n[3]),
+            num_entries: n[4],
+            num_deletions: n[5],
+            raw_value_bytes: n[4] ^ n[5],
+            dir_index,
+        }
+    })
+}
+
+fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
+    (
+        proptest::option::of("[a-zA-Z.]{0,20}"),
+        any::<[Option<u64>; 3]>(),
+        proptest::collection::vec((0..NUM_LEVELS, key()), 0..3),
+        proptest::collection::btree_set((0..NUM_LEVELS, any::<u64>()), 0..5),
+        proptest::collection::vec((0..NUM_LEVELS, file_strategy()), 0..5),
+    )
+        .prop_map(
+            |(
+                comparator,
+                [log_number, next_file_number, last_sequence],
+                compact_pointers,
+                deleted_files,
+                new_files,
+            )| {
+                VersionEdit {
+                    comparator,
+                    log_number,
+                    next_file_number,
+                    last_sequence,
+                    compact_pointers,
+                    deleted_files,
+                    new_files,
+                }
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn encode_decode_round_trip(edit in edit_strategy()) {
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        prop_assert_eq!(decode(&buf).unwrap(), edit);
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        if let Ok(edit) = decode(&bytes) {
+            // Whatever decodes re-encodes to something that decodes to the same edit.
+            let mut buf = Vec::new();
+            edit.encode(&mut buf);
+            prop_assert_eq!(decode(&buf).unwrap(), edit);
+        }
+    }
+
+    #[test]
+    fn damaged_encodings_never_panic(edit in edit_strategy(), flips in proptest::collection::vec((any::<prop::sample::Index>(), 1u8..), 1..4)) {
+        let mut buf = Vec::new();
+        edit.encode(&mut buf);
+        if !buf.is_empty() {
+            for (at, mask) in flips {
+                let i = at.index(buf.len());
+                buf[i] ^= mask;
+            }
+        }
+        let _ = decode(&buf);
+    }
+}
+
+#[test]
+fn encoding_is_frozen() {
+    let mut e = VersionEdit {
+        log_number: Some(5),
+        ..VersionEdit::default()
+    };
+    e.delete_file(1, 2);
+    let key = make_internal_key(b"a", 1, ValueKind::Value);
+    e.add_file(
+        0,
+        FileMetaData {
+            number: 5,
+            file_size: 1000,
+            smallest: key.clone(),
+            largest: key,
+            smallest_seq: 1,
+            largest_seq: 1,
+            ..FileMetaData::default()
+        },
+    );
+    let mut buf = Vec::new();
+    e.encode(&mut buf);
+    let ikey = [b'a', 0x01, 0x01, 0, 0, 0, 0, 0, 0];
+    let mut expected = vec![0x02, 0x05, 0x06, 0x01, 0x02, 0x14, 0x00, 47];
+    expected.extend_from_slice(&[0x01, 0x01, 0x05, 0x02, 0x02, 0xe8, 0x07, 0x03, 0x09]);
+    expected.extend_from_slice(&ikey);
+    expected.extend_from_slice(&[0x04, 0x09]);
+    expected.extend_from_slice(&ikey);
+    for tag in 5..=6 {
+        expected.extend_from_slice(&[tag, 0x01, 0x01]);
+    }
+    for tag in 7..=10 {
+        expected.extend_from_slice(&[tag, 0x01, 0x00]);
+    }
+    assert_eq!(buf, expected);
+}

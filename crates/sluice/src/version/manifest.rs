@@ -1,0 +1,315 @@
+//! The MANIFEST: a log (in the WAL's block format) of [`VersionEdit`] records.
+//!
+//! ```text
+//! MANIFEST-NNNNNN = log records (docs/format/wal.md), each one encoded VersionEdit
+//!   record 0      = the full state when the manifest was created (a "snapshot" edit)
+//!   record 1..    = incremental edits, in the order they were applied
+//! CURRENT         = "MANIFEST-NNNNNN\n", naming the live manifest
+//! ```
+//!
+//! Replaying the records of the manifest named by `CURRENT`, in order, rebuilds the tree. A
+//! new manifest is started on every open (and may be started when one grows too large), so
+//! an existing manifest is never appended to after a crash: its torn tail can be dropped
+//! without a following write ever landing after it. `docs/format/manifest.md` is the full
+//! specification.
+//!
+//! Durability contract for callers: an edit is committed once [`ManifestWriter::append`]
+//! returns `Ok`; only then may the files it deletes be removed. If `append` fails, the edit
+//! may or may not be durable and may reappear after a restart, so the caller must neither
+//! assume it applied nor delete anything it names; it must stop committing edits (the failure
+//! is sticky) and reopen.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use sluice_sst::{Error, IoContext, Result};
+
+use super::edit::VersionEdit;
+use crate::filename::{
+    current_file_name, manifest_file_name, read_current_file, set_current_file, sync_dir,
+};
+use crate::wal::{LogReader, LogWriter, WalRecoveryMode};
+
+/// Appends edits to the live manifest.
+///
+/// Not thread-safe (`&mut self`): the version set owns the writer and commits one edit at a
+/// time. `append` does I/O and an `fdatasync`; callers should not hold the version-set lock
+/// across it (see `LogAndApply` in LevelDB for the pattern).
+#[derive(Debug)]
+pub struct ManifestWriter {
+    log: LogWriter,
+    number: u64,
+}
+
+impl ManifestWriter {
+    /// Starts `dir/MANIFEST-<manifest_number>` holding `snapshot` (the full current state) and
+    /// switches `CURRENT` to it.
+    ///
+    /// Preconditions: `manifest_number` was allocated from `next_file_number` and `snapshot`
+    /// records a `next_file_number` above it. A file of that name not named by `CURRENT` can
+    /// only be an orphan from a crash during an earlier `create`; it is overwritten. Naming the
+    /// live manifest is refused with [`Error::InvalidArgument`].
+    ///
+    /// If this fails, `CURRENT` names either the old or the new manifest (both complete); the
+    /// caller must not delete either and should treat the failure as sticky.
+    pub fn create(dir: &Path, manifest_number: u64, snapshot: &VersionEdit) -> Result<Self> {
+        let path = manifest_file_name(dir, manifest_number);
+        if current_file_name(dir).exists() {
+            let live = read_current_file(dir)?;
+            if path.file_name().is_some_and(|name| name == live.as_str()) {
+                return Err(Error::InvalidArgument(format!(
+                    "refusing to overwrite the live manifest {}",
+                    path.display()
+                )));
+            }
+        }
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .with_path(&path)?;
+        let mut log = LogWriter::new(file, path, 0);
+        let mut record = Vec::new();
+        snapshot.encode(&mut record);
+        log.add_record(&record)?;
+        log.sync()?;
+        // If we crash here: CURRENT still names the old manifest, which is intact. The new file
+        // is an orphan (possibly without a durable directory entry) that the next open deletes.
+        sync_dir(dir)?;
+        // If we crash here: the same holds; the new manifest is now durable by name, which must
+        // be true before CURRENT can point at it.
+        set_current_file(dir, manifest_number)?;
+        // CURRENT durably names the new manifest; the old one is obsolete and may be deleted.
+        Ok(ManifestWriter {
+            log,
+            number: manifest_number,
+        })
+    }
+
+    /// Appends `edit` and syncs it. When this returns `Ok`, the edit survives any crash.
+    ///
+    /// On error the edit's durability is unknown (see the module documentation) and every
+    /// later call fails: start a new manifest after reopening.
+    pub fn append(&mut self, edit: &VersionEdit) -> Result<()> {
+        let mut record = Vec::new();
+        edit.encode(&mut record);
+        self.log.add_record(&record)?;
+        // If we crash before the sync completes: the record may be absent, torn, or whole.
+        // Absent or torn, recovery drops it as a tail that was never acknowledged; whole, it
+        // is applied. Either way the tree is consistent, and nothing the edit made obsolete has
+        // been deleted yet because this call has not returned.
+        self.log.sync()
+    }
+
+    /// Bytes written so far (used to decide when to start a fresh manifest).
+    pub fn file_size(&self) -> u64 {
+        self.log.len()
+    }
+
+    /// This manifest's file number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// This manifest's path.
+    pub fn path(&self) -> &Path {
+        self.log.path()
+    }
+}
+
+/// Reads every edit of the manifest at `path`, in order.
+///
+/// A torn final record (an append that crashed before its sync, so was never acknowledged)
+/// is dropped with a warning. Damage followed by valid records, or a record whose checksum
+/// is valid but which does not decode, is [`Error::Corruption`] naming the file and the
+/// record's offset. A manifest with no complete record is also corruption: the first record
+/// is synced before `CURRENT` can name the file.
+pub fn read_manifest(path: &Path) -> Result<Vec<VersionEdit>> {
+    let file = File::open(path).with_path(path)?;
+    let mut reader = LogReader::new(
+        file,
+        PathBuf::from(path),
+        WalRecoveryMode::TolerateCorruptedTail,
+    );
+    let mut edits = Vec::new();
+    while let Some(record) = reader.read_record()? {
+        edits.push(VersionEdit::decode(
+            &record,
+            path,
+            reader.last_record_offset(),
+        )?);
+    }
+    if edits.is_empty() {
+        return Err(Error::corruption(
+            path,
+            0,
+            "manifest holds no complete edit",
+        ));
+    }
+    Ok(edits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::filename::log_file_name;
+    use crate::version::edit::FileMetaData;
+    use sluice_sst::key::{ValueKind, make_internal_key};
+
+    fn snapshot(next_file: u64) -> VersionEdit {
+        VersionEdit {
+            comparator: Some("sluice.BytewiseComparator".into()),
+            log_number: Some(3),
+            next_file_number: Some(next_file),
+            last_sequence: Some(0),
+            ..VersionEdit::default()
+        }
+    }
+
+    fn flush_edit(number: u64) -> VersionEdit {
+        let mut e = VersionEdit {
+            log_number: Some(number),
+            last_sequence: Some(number * 10),
+            ..VersionEdit::default()
+        };
+        e.add_file(
+            0,
+            FileMetaData {
+                number,
+                file_size: 1000,
+                smallest: make_internal_key(b"a", number * 10 - 5, ValueKind::Value),
+                largest: make_internal_key(b"z", number * 10, ValueKind::Value),
+                smallest_seq: number * 10 - 5,
+                largest_seq: number * 10,
+                ..FileMetaData::default()
+            },
+        );
+        e
+    }
+
+    /// A manifest with a snapshot and three edits; returns it and each record's offset.
+    fn write_manifest(dir: &Path) -> (ManifestWriter, Vec<VersionEdit>, Vec<u64>) {
+        let mut w = ManifestWriter::create(dir, 2, &snapshot(10)).unwrap();
+        let mut edits = vec![snapshot(10)];
+        let mut offsets = vec![0];
+        for n in 4..7 {
+            offsets.push(w.file_size());
+            w.append(&flush_edit(n)).unwrap();
+            edits.push(flush_edit(n));
+        }
+        (w, edits, offsets)
+    }
+
+    #[test]
+    fn create_append_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let (w, edits, _) = write_manifest(dir.path());
+        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000002");
+        assert_eq!(w.number(), 2);
+        assert_eq!(std::fs::metadata(w.path()).unwrap().len(), w.file_size());
+        assert_eq!(read_manifest(w.path()).unwrap(), edits);
+    }
+
+    #[test]
+    fn switching_manifests_moves_current() {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, edits, _) = write_manifest(dir.path());
+        let new = ManifestWriter::create(dir.path(), 11, &snapshot(12)).unwrap();
+        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000011");
+        assert_eq!(read_manifest(new.path()).unwrap(), vec![snapshot(12)]);
+        assert_eq!(
+            read_manifest(old.path()).unwrap(),
+            edits,
+            "the old manifest is untouched"
+        );
+    }
+
+    #[test]
+    fn live_manifest_is_never_overwritten_but_orphans_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let (w, edits, _) = write_manifest(dir.path());
+        let err = ManifestWriter::create(dir.path(), 2, &snapshot(99)).unwrap_err();
+        assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+        assert_eq!(read_manifest(w.path()).unwrap(), edits);
+
+        let orphan = manifest_file_name(dir.path(), 7);
+        std::fs::write(&orphan, b"half-written garbage").unwrap();
+        ManifestWriter::create(dir.path(), 7, &snapshot(8)).unwrap();
+        assert_eq!(read_manifest(&orphan).unwrap(), vec![snapshot(8)]);
+    }
+
+    #[test]
+    fn torn_last_edit_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (w, edits, offsets) = write_manifest(dir.path());
+        let last = *offsets.last().unwrap();
+        for cut in last + 1..w.file_size() {
+            OpenOptions::new()
+                .write(true)
+                .open(w.path())
+                .unwrap()
+                .set_len(cut)
+                .unwrap();
+            assert_eq!(
+                read_manifest(w.path()).unwrap(),
+                edits[..edits.len() - 1],
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
+    fn damage_before_the_last_edit_is_corruption_naming_file_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let (w, _, offsets) = write_manifest(dir.path());
+        let mut bytes = std::fs::read(w.path()).unwrap();
+        bytes[offsets[2] as usize + 9] ^= 0x10;
+        std::fs::write(w.path(), &bytes).unwrap();
+        match read_manifest(w.path()) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!((file.as_path(), offset), (w.path(), offsets[2]));
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn checksummed_but_undecodable_edit_is_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = manifest_file_name(dir.path(), 5);
+        let mut log = LogWriter::new(File::create(&path).unwrap(), path.clone(), 0);
+        let mut good = Vec::new();
+        snapshot(6).encode(&mut good);
+        log.add_record(&good).unwrap();
+        let second = log.len();
+        log.add_record(&[99, 1]).unwrap(); // unknown tag 99
+        log.sync().unwrap();
+        match read_manifest(&path) {
+            Err(Error::Corruption {
+                file,
+                offset,
+                reason,
+            }) => {
+                assert_eq!((file, offset), (path, second));
+                assert!(reason.contains("unknown tag 99"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_or_missing_manifest_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = manifest_file_name(dir.path(), 9);
+        assert!(matches!(read_manifest(&path), Err(Error::Io { .. })));
+        File::create(&path).unwrap();
+        assert!(read_manifest(&path).unwrap_err().is_corruption());
+        // A log file is not confused with a manifest: its records do not decode as edits.
+        let log_path = log_file_name(dir.path(), 1);
+        let mut log = LogWriter::new(File::create(&log_path).unwrap(), log_path.clone(), 0);
+        log.add_record(&[0xff; 20]).unwrap();
+        log.sync().unwrap();
+        assert!(read_manifest(&log_path).unwrap_err().is_corruption());
+    }
+}

@@ -1,0 +1,261 @@
+//! The version set: the current version, the counters that survive restarts, and recovery of
+//! both from the MANIFEST.
+//!
+//! Thread safety: a `VersionSet` lives inside the database state mutex; every method requires
+//! that lock (callers hold `&mut` or `&` through the guard). The MANIFEST writer is kept apart
+//! (see `db::install`) so its fsync happens with the state lock released.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use sluice_sst::key::SeqNo;
+
+use super::Version;
+use super::edit::{NUM_LEVELS, VersionEdit};
+use super::manifest::read_manifest;
+use crate::filename::{manifest_file_name, read_current_file};
+use crate::{Error, Result};
+
+/// Name recorded in the MANIFEST; a database written with another ordering cannot be opened.
+pub const COMPARATOR_NAME: &str = "sluice.BytewiseComparator";
+
+/// The current version plus the persistent counters.
+#[derive(Debug)]
+pub struct VersionSet {
+    current: Arc<Version>,
+    /// Older versions still referenced by iterators or compactions; their files stay on disk.
+    older: Vec<Weak<Version>>,
+    /// Next number handed out for a table, log or MANIFEST file.
+    pub next_file_number: u64,
+    /// Highest sequence number made durable in a table or logged in a WAL.
+    pub last_sequence: SeqNo,
+    /// WAL files numbered below this hold only data already in tables.
+    pub log_number: u64,
+    /// The MANIFEST currently written.
+    pub manifest_number: u64,
+    /// Per level, the largest key of the last compaction, so automatic compactions rotate
+    /// through the key space.
+    pub compact_pointers: [Vec<u8>; NUM_LEVELS],
+}
+
+impl VersionSet {
+    /// An empty tree, for a new database.
+    pub fn new_empty() -> Self {
+        VersionSet {
+            current: Arc::new(Version::default()),
+            older: Vec::new(),
+            next_file_number: 2,
+            last_sequence: 0,
+            log_number: 0,
+            manifest_number: 1,
+            compact_pointers: Default::default(),
+        }
+    }
+
+    /// Rebuilds the version set from `CURRENT` and the MANIFEST it names in `dir`.
+    pub fn recover(dir: &Path) -> Result<Self> {
+        let manifest_name = read_current_file(dir)?;
+        let manifest_path: PathBuf = dir.join(&manifest_name);
+        let edits = read_manifest(&manifest_path)?;
+        let mut set = VersionSet::new_empty();
+        let mut version = Version::default();
+        let mut saw_next_file = false;
+        for edit in &edits {
+            if let Some(name) = &edit.comparator
+                && name != COMPARATOR_NAME
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "database was written with comparator {name}, this build uses {COMPARATOR_NAME}"
+                )));
+            }
+            version = version.apply(edit).map_err(|e| match e {
+                Error::Corruption { offset, reason, .. } => Error::Corruption {
+                    file: manifest_path.clone(),
+                    offset,
+                    reason,
+                },
+                other => other,
+            })?;
+            set.absorb_counters(edit);
+            saw_next_file |= edit.next_file_number.is_some();
+            for (level, key) in &edit.compact_pointers {
+                set.compact_pointers[*level] = key.clone();
+            }
+        }
+        if !saw_next_file {
+            return Err(Error::corruption(
+                &manifest_path,
+                0,
+                "MANIFEST records no next file number",
+            ));
+        }
+        let max_file = version.live_files().map(|f| f.number).max().unwrap_or(0);
+        set.next_file_number = set.next_file_number.max(max_file + 1);
+        set.manifest_number = manifest_number_of(&manifest_name).unwrap_or(0);
+        set.next_file_number = set.next_file_number.max(set.manifest_number + 1);
+        set.current = Arc::new(version);
+        Ok(set)
+    }
+
+    /// Takes the counters an edit records. They only move forward: numbers handed out while
+    /// the edit was being written to the MANIFEST (with the state lock released) must not be
+    /// handed out again.
+    fn absorb_counters(&mut self, edit: &VersionEdit) {
+        if let Some(n) = edit.next_file_number {
+            self.next_file_number = self.next_file_number.max(n);
+        }
+        if let Some(s) = edit.last_sequence {
+            self.last_sequence = self.last_sequence.max(s);
+        }
+        if let Some(l) = edit.log_number {
+            self.log_number = self.log_number.max(l);
+        }
+    }
+
+    /// The current version.
+    pub fn current(&self) -> &Arc<Version> {
+        &self.current
+    }
+
+    /// Reserves a new file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Stamps `edit` with the counters and computes the version it produces, without installing
+    /// it. The caller writes the edit to the MANIFEST and then calls [`VersionSet::install`].
+    pub fn prepare(&self, edit: &mut VersionEdit, last_sequence: SeqNo) -> Result<Version> {
+        edit.next_file_number = Some(self.next_file_number);
+        edit.last_sequence = Some(last_sequence.max(self.last_sequence));
+        let version = self.current.apply(edit)?;
+        if cfg!(debug_assertions)
+            && let Err(violation) = version.check_invariants()
+        {
+            return Err(Error::corruption(
+                manifest_file_name(Path::new(""), self.manifest_number),
+                0,
+                format!("edit would break a version invariant: {violation}"),
+            ));
+        }
+        Ok(version)
+    }
+
+    /// Makes `version` (computed from `edit` by [`VersionSet::prepare`]) current.
+    pub fn install(&mut self, version: Version, edit: &VersionEdit) {
+        self.absorb_counters(edit);
+        for (level, key) in &edit.compact_pointers {
+            self.compact_pointers[*level] = key.clone();
+        }
+        let old = std::mem::replace(&mut self.current, Arc::new(version));
+        self.older.retain(|w| w.strong_count() > 0);
+        if Arc::strong_count(&old) > 1 {
+            self.older.push(Arc::downgrade(&old));
+        }
+    }
+
+    /// An edit describing the whole current state, written first into a new MANIFEST.
+    pub fn snapshot_edit(&self) -> VersionEdit {
+        self.snapshot_edit_for(&self.current, &VersionEdit::default())
+    }
+
+    /// An edit describing `version` in full, with counters taken from `edit` where it sets
+    /// them (it is the edit that produced `version`) and from this set otherwise.
+    pub fn snapshot_edit_for(&self, version: &Version, edit: &VersionEdit) -> VersionEdit {
+        let mut snapshot = VersionEdit {
+            comparator: Some(COMPARATOR_NAME.to_string()),
+            log_number: Some(edit.log_number.unwrap_or(self.log_number)),
+            next_file_number: Some(edit.next_file_number.unwrap_or(self.next_file_number)),
+            last_sequence: Some(edit.last_sequence.unwrap_or(self.last_sequence)),
+            ..VersionEdit::default()
+        };
+        let mut pointers = self.compact_pointers.clone();
+        for (level, key) in &edit.compact_pointers {
+            pointers[*level] = key.clone();
+        }
+        for (level, key) in pointers.into_iter().enumerate() {
+            if !key.is_empty() {
+                snapshot.compact_pointers.push((level, key));
+            }
+        }
+        for level in 0..NUM_LEVELS {
+            for f in version.files(level) {
+                snapshot.new_files.push((level, (**f).clone()));
+            }
+        }
+        snapshot
+    }
+
+    /// Numbers of every table referenced by the current or any still-referenced older version.
+    pub fn live_table_numbers(&mut self) -> std::collections::BTreeSet<u64> {
+        self.older.retain(|w| w.strong_count() > 0);
+        let mut live: std::collections::BTreeSet<u64> =
+            self.current.live_files().map(|f| f.number).collect();
+        for v in self.older.iter().filter_map(Weak::upgrade) {
+            live.extend(v.live_files().map(|f| f.number));
+        }
+        live
+    }
+}
+
+fn manifest_number_of(name: &str) -> Option<u64> {
+    name.strip_prefix("MANIFEST-")?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::version::edit::FileMetaData;
+    use sluice_sst::key::{ValueKind, make_internal_key};
+
+    fn file(number: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 10,
+            smallest: make_internal_key(b"a", 1, ValueKind::Value),
+            largest: make_internal_key(b"b", 1, ValueKind::Value),
+            smallest_seq: 1,
+            largest_seq: 1,
+            ..FileMetaData::default()
+        }
+    }
+
+    #[test]
+    fn prepare_then_install_advances_counters_and_keeps_old_versions_live() {
+        let mut set = VersionSet::new_empty();
+        let n = set.new_file_number();
+        let mut edit = VersionEdit::default();
+        edit.new_files.push((0, file(n)));
+        let v = set.prepare(&mut edit, 7).unwrap();
+        let pinned = Arc::clone(set.current());
+        set.install(v, &edit);
+        assert_eq!(set.last_sequence, 7);
+        assert_eq!(set.current().num_files(0), 1);
+        let mut del = VersionEdit::default();
+        del.deleted_files.insert((0, n));
+        let v = set.prepare(&mut del, 7).unwrap();
+        let with_file = Arc::clone(set.current());
+        set.install(v, &del);
+        assert!(
+            set.live_table_numbers().contains(&n),
+            "old version still pins the file"
+        );
+        drop(with_file);
+        drop(pinned);
+        assert!(!set.live_table_numbers().contains(&n));
+    }
+
+    #[test]
+    fn snapshot_edit_rebuilds_the_same_version() {
+        let mut set = VersionSet::new_empty();
+        let mut edit = VersionEdit::default();
+        edit.new_files.push((2, file(5)));
+        let v = set.prepare(&mut edit, 3).unwrap();
+        set.install(v, &edit);
+        let snap = set.snapshot_edit();
+        let rebuilt = Version::default().apply(&snap).unwrap();
+        assert_eq!(rebuilt.files(2)[0].number, 5);
+        assert_eq!(snap.last_sequence, Some(3));
+    }
+}

@@ -1,0 +1,255 @@
+//! A version: the immutable set of live table files, level by level.
+//!
+//! Invariants (checked by [`Version::check_invariants`] after every edit in debug builds):
+//! - L0 files are ordered newest first (by largest sequence number, then file number); they
+//!   may overlap each other.
+//! - In L1..L6 files are ordered by smallest key and no two files of one level overlap.
+//!
+//! Versions are shared through `Arc` by readers and compactions, so a file stays readable as
+//! long as any version that lists it is alive.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use sluice_sst::key::{compare_internal, user_key};
+
+use super::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
+use crate::{Error, Result};
+
+/// The live files of the tree at one point in time.
+#[derive(Clone, Debug, Default)]
+pub struct Version {
+    files: [Vec<Arc<FileMetaData>>; NUM_LEVELS],
+}
+
+/// Smallest user key of a file.
+pub fn smallest_user_key(f: &FileMetaData) -> &[u8] {
+    user_key(&f.smallest)
+}
+
+/// Largest user key of a file.
+pub fn largest_user_key(f: &FileMetaData) -> &[u8] {
+    user_key(&f.largest)
+}
+
+/// True when `f` holds keys in the user-key range `[lo, hi]` (`None` = unbounded).
+pub fn file_overlaps(f: &FileMetaData, lo: Option<&[u8]>, hi: Option<&[u8]>) -> bool {
+    let before = hi.is_some_and(|hi| smallest_user_key(f) > hi);
+    let after = lo.is_some_and(|lo| largest_user_key(f) < lo);
+    !before && !after
+}
+
+impl Version {
+    /// The files of `level`, in the level's order.
+    pub fn files(&self, level: usize) -> &[Arc<FileMetaData>] {
+        &self.files[level]
+    }
+
+    /// Number of files in `level`.
+    pub fn num_files(&self, level: usize) -> usize {
+        self.files[level].len()
+    }
+
+    /// Total bytes of `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.files[level].iter().map(|f| f.file_size).sum()
+    }
+
+    /// Every live file number.
+    pub fn live_files(&self) -> impl Iterator<Item = &Arc<FileMetaData>> {
+        self.files.iter().flatten()
+    }
+
+    /// The deepest level holding any file, if the tree is not empty.
+    pub fn deepest_nonempty_level(&self) -> Option<usize> {
+        (0..NUM_LEVELS).rev().find(|&l| !self.files[l].is_empty())
+    }
+
+    /// Files of `level` overlapping the user-key range `[lo, hi]`. For L0 the range grows to
+    /// cover every file it touches, transitively (L0 files overlap each other, and a
+    /// compaction must take all versions of a key or none).
+    pub fn overlapping_files(
+        &self,
+        level: usize,
+        lo: Option<&[u8]>,
+        hi: Option<&[u8]>,
+    ) -> Vec<Arc<FileMetaData>> {
+        let mut lo = lo.map(<[u8]>::to_vec);
+        let mut hi = hi.map(<[u8]>::to_vec);
+        if level > 0 {
+            return self.files[level]
+                .iter()
+                .filter(|f| file_overlaps(f, lo.as_deref(), hi.as_deref()))
+                .cloned()
+                .collect();
+        }
+        loop {
+            let picked: Vec<_> = self.files[0]
+                .iter()
+                .filter(|f| file_overlaps(f, lo.as_deref(), hi.as_deref()))
+                .cloned()
+                .collect();
+            let mut grew = false;
+            for f in &picked {
+                if lo.as_deref().is_some_and(|l| smallest_user_key(f) < l) {
+                    lo = Some(smallest_user_key(f).to_vec());
+                    grew = true;
+                }
+                if hi.as_deref().is_some_and(|h| largest_user_key(f) > h) {
+                    hi = Some(largest_user_key(f).to_vec());
+                    grew = true;
+                }
+            }
+            if !grew {
+                return picked;
+            }
+        }
+    }
+
+    /// The index of the first file of `level` (L1+) whose largest user key is `>= key`.
+    pub fn find_file(&self, level: usize, key: &[u8]) -> usize {
+        self.files[level].partition_point(|f| largest_user_key(f) < key)
+    }
+
+    /// The files a point lookup of `key` must consult, newest data first: every L0 file whose
+    /// range holds the key, then at most one file per deeper level.
+    pub fn files_for_get<'a>(
+        &'a self,
+        key: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<FileMetaData>> {
+        let l0 = self.files[0]
+            .iter()
+            .filter(move |f| smallest_user_key(f) <= key && key <= largest_user_key(f));
+        let deeper = (1..NUM_LEVELS).filter_map(move |level| {
+            let files = &self.files[level];
+            files
+                .get(self.find_file(level, key))
+                .filter(|f| smallest_user_key(f) <= key)
+        });
+        l0.chain(deeper)
+    }
+
+    /// The version that results from applying `edit` to this one.
+    ///
+    /// Fails with `Corruption` if the edit deletes a file that is not live or adds one twice,
+    /// which would mean the MANIFEST is damaged.
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
+        let mut next = self.clone();
+        for &(level, number) in &edit.deleted_files {
+            let files = &mut next.files[level];
+            let before = files.len();
+            files.retain(|f| f.number != number);
+            if files.len() == before {
+                return Err(Error::corruption(
+                    "MANIFEST",
+                    0,
+                    format!("version edit deletes file {number} which is not live in L{level}"),
+                ));
+            }
+        }
+        let live: BTreeSet<u64> = next.live_files().map(|f| f.number).collect();
+        for (level, file) in &edit.new_files {
+            if live.contains(&file.number) {
+                return Err(Error::corruption(
+                    "MANIFEST",
+                    0,
+                    format!("version edit adds file {} twice", file.number),
+                ));
+            }
+            next.files[*level].push(Arc::new(file.clone()));
+        }
+        next.files[0].sort_by(|a, b| {
+            b.largest_seq
+                .cmp(&a.largest_seq)
+                .then(b.number.cmp(&a.number))
+        });
+        for level in 1..NUM_LEVELS {
+            next.files[level].sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
+        }
+        Ok(next)
+    }
+
+    /// Checks the ordering invariants; returns a description of the first violation.
+    pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        for level in 1..NUM_LEVELS {
+            for pair in self.files[level].windows(2) {
+                if compare_internal(&pair[0].largest, &pair[1].smallest).is_ge() {
+                    return Err(format!(
+                        "L{level}: files {} and {} overlap",
+                        pair[0].number, pair[1].number
+                    ));
+                }
+            }
+        }
+        for f in self.live_files() {
+            if compare_internal(&f.smallest, &f.largest).is_gt() {
+                return Err(format!("file {}: smallest key above largest", f.number));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sst::key::{ValueKind, make_internal_key};
+
+    pub(crate) fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMetaData {
+        FileMetaData {
+            number,
+            file_size: 100,
+            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
+            smallest_seq: seq,
+            largest_seq: seq,
+            ..FileMetaData::default()
+        }
+    }
+
+    fn version_with(files: Vec<(usize, FileMetaData)>) -> Version {
+        let mut edit = VersionEdit::default();
+        for (level, f) in files {
+            edit.new_files.push((level, f));
+        }
+        Version::default().apply(&edit).unwrap()
+    }
+
+    #[test]
+    fn l0_overlap_expands_transitively() {
+        let v = version_with(vec![
+            (0, meta(1, "a", "c", 1)),
+            (0, meta(2, "b", "f", 2)),
+            (0, meta(3, "e", "g", 3)),
+            (0, meta(4, "x", "z", 4)),
+        ]);
+        let picked = v.overlapping_files(0, Some(b"a"), Some(b"a"));
+        let mut numbers: Vec<u64> = picked.iter().map(|f| f.number).collect();
+        numbers.sort();
+        assert_eq!(numbers, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn get_visits_l0_newest_first_then_one_file_per_level() {
+        let v = version_with(vec![
+            (0, meta(1, "a", "m", 5)),
+            (0, meta(2, "a", "z", 9)),
+            (1, meta(3, "a", "f", 1)),
+            (1, meta(4, "g", "p", 1)),
+            (2, meta(5, "q", "z", 1)),
+        ]);
+        let order: Vec<u64> = v.files_for_get(b"h").map(|f| f.number).collect();
+        assert_eq!(order, vec![2, 1, 4]);
+        let order: Vec<u64> = v.files_for_get(b"r").map(|f| f.number).collect();
+        assert_eq!(order, vec![2, 5]);
+    }
+
+    #[test]
+    fn overlap_in_l1_is_reported_and_bad_deletes_are_corruption() {
+        let v = version_with(vec![(1, meta(1, "a", "m", 1)), (1, meta(2, "k", "z", 1))]);
+        assert!(v.check_invariants().unwrap_err().contains("overlap"));
+        let mut edit = VersionEdit::default();
+        edit.deleted_files.insert((3, 99));
+        assert!(v.apply(&edit).unwrap_err().is_corruption());
+    }
+}

@@ -1,0 +1,247 @@
+//! Appends logical records to a log file in the block format of [`super::format`].
+//!
+//! The writer buffers in user space so that group commit costs one `write` and one
+//! `fdatasync` for many batches: the commit leader calls [`LogWriter::add_record`] once per
+//! batch in the group, then [`LogWriter::sync`] (or [`LogWriter::flush`] when no writer in the
+//! group asked for durability).
+//!
+//! Durability states of a record, in order:
+//! 1. after `add_record`: in this process only; lost if the process dies;
+//! 2. after `flush`: in the OS page cache; survives a process crash, not a power failure;
+//! 3. after `sync`: on stable storage.
+//!
+//! Thread-safety: `&mut self` everywhere; the commit pipeline owns the writer (one leader at a
+//! time), so no internal locking.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sluice_sst::{Error, Result};
+
+use super::format::{BLOCK_SIZE, HEADER_SIZE, RecordType, encode_fragment};
+
+/// Appends records to one log file.
+///
+/// Failures are sticky: once a `write` or `fdatasync` fails, the file's contents past the last
+/// successful sync are unknown (a partial write may have landed, and after a failed fsync the
+/// kernel may have dropped dirty pages), so appending more records could place valid records
+/// after garbage, which recovery reports as mid-log corruption. Every later call therefore
+/// fails; the caller must switch to a new log (and, for the WAL, stop accepting writes).
+///
+/// Records added but not flushed are discarded if the writer is dropped.
+pub struct LogWriter {
+    file: File,
+    path: PathBuf,
+    /// Encoded bytes not yet handed to the OS.
+    buf: Vec<u8>,
+    /// Offset within the current block where the next byte goes (`len % BLOCK_SIZE`).
+    block_offset: usize,
+    /// Logical length of the log: bytes in the file plus bytes in `buf`.
+    len: u64,
+    /// Set when a write or sync failed; see the type's documentation.
+    failed: Option<String>,
+}
+
+impl LogWriter {
+    /// Wraps `file`, which already holds `existing_len` bytes of log.
+    ///
+    /// Precondition: writes to `file` land at offset `existing_len`, i.e. it was just created
+    /// (`existing_len == 0`) or opened in append mode. Appending to an existing log is only
+    /// correct if it ends cleanly: a torn tail left by a crash must first be truncated to
+    /// [`super::LogReader::valid_len`], otherwise the new records follow garbage.
+    pub fn new(file: File, path: PathBuf, existing_len: u64) -> Self {
+        LogWriter {
+            file,
+            path,
+            buf: Vec::new(),
+            block_offset: (existing_len % BLOCK_SIZE as u64) as usize,
+            len: existing_len,
+            failed: None,
+        }
+    }
+
+    /// Encodes `payload` as one logical record into the user-space buffer. Nothing reaches the
+    /// OS until [`flush`](Self::flush) or [`sync`](Self::sync).
+    ///
+    /// Payloads of any size are accepted; they are fragmented across blocks.
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+        self.check_healthy()?;
+        let start_len = self.buf.len();
+        let mut rest = payload;
+        let mut first = true;
+        loop {
+            let leftover = BLOCK_SIZE - self.block_offset;
+            if leftover < HEADER_SIZE {
+                // Too little room for a header: zero-fill the trailer (the reader checks it is
+                // zero) and start a new block.
+                self.buf.resize(self.buf.len() + leftover, 0);
+                self.block_offset = 0;
+            }
+            let room = BLOCK_SIZE - self.block_offset - HEADER_SIZE;
+            let (fragment, tail) = rest.split_at(rest.len().min(room));
+            let last = tail.is_empty();
+            let kind = match (first, last) {
+                (true, true) => RecordType::Full,
+                (true, false) => RecordType::First,
+                (false, false) => RecordType::Middle,
+                (false, true) => RecordType::Last,
+            };
+            encode_fragment(&mut self.buf, kind, fragment);
+            self.block_offset += HEADER_SIZE + fragment.len();
+            debug_assert!(self.block_offset <= BLOCK_SIZE);
+            rest = tail;
+            first = false;
+            if last {
+                break;
+            }
+        }
+        self.len += (self.buf.len() - start_len) as u64;
+        Ok(())
+    }
+
+    /// Hands every buffered record to the OS (one `write` call, retried on short writes).
+    /// After this returns, the records survive a process crash but not a power failure.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_healthy()?;
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = self.file.write_all(&self.buf) {
+            // Some prefix of the buffer may be in the file now: poison the writer.
+            self.failed = Some(format!("write failed: {e}"));
+            return Err(Error::io(&self.path, e));
+        }
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Flushes, then `fdatasync`s the file. After this returns, every record added so far is
+    /// durable. The log's size is metadata that `fdatasync` also persists (it is needed to read
+    /// the data back), so the new records are reachable after a power failure.
+    pub fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        if let Err(e) = self.file.sync_data() {
+            // After a failed fsync the kernel may have dropped the dirty pages and will report
+            // success next time: the only safe answer is to never trust this file again.
+            self.failed = Some(format!("fdatasync failed: {e}"));
+            return Err(Error::io(&self.path, e));
+        }
+        Ok(())
+    }
+
+    /// Logical size of the log in bytes, including records still buffered.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True if the log holds no bytes at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The log file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_healthy(&self) -> Result<()> {
+        match &self.failed {
+            None => Ok(()),
+            Some(why) => Err(Error::io(
+                &self.path,
+                std::io::Error::other(format!("log writer unusable after earlier failure: {why}")),
+            )),
+        }
+    }
+}
+
+impl std::fmt::Debug for LogWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogWriter")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .field("buffered", &self.buf.len())
+            .field("failed", &self.failed)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wal::format::{MAX_FRAGMENT_LEN, valid_fragment_at};
+
+    fn writer(dir: &Path) -> LogWriter {
+        let path = dir.join("000001.log");
+        let file = File::create(&path).unwrap();
+        LogWriter::new(file, path, 0)
+    }
+
+    #[test]
+    fn len_counts_buffered_bytes_and_flush_writes_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path());
+        assert!(w.is_empty());
+        w.add_record(b"hello").unwrap();
+        assert_eq!(w.len(), (HEADER_SIZE + 5) as u64);
+        assert_eq!(std::fs::metadata(w.path()).unwrap().len(), 0);
+        w.add_record(b"").unwrap();
+        assert_eq!(w.len(), (2 * HEADER_SIZE + 5) as u64);
+        w.sync().unwrap();
+        assert_eq!(std::fs::metadata(w.path()).unwrap().len(), w.len());
+    }
+
+    #[test]
+    fn short_block_tail_is_zero_padded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path());
+        // Leave 3 bytes in the first block: the next record must start in block 2.
+        w.add_record(&vec![b'a'; BLOCK_SIZE - HEADER_SIZE - 3])
+            .unwrap();
+        w.add_record(b"next").unwrap();
+        w.flush().unwrap();
+        let bytes = std::fs::read(w.path()).unwrap();
+        assert_eq!(&bytes[BLOCK_SIZE - 3..BLOCK_SIZE], &[0, 0, 0]);
+        assert_eq!(
+            valid_fragment_at(&bytes[BLOCK_SIZE..], 0),
+            Some((RecordType::Full, &b"next"[..]))
+        );
+        assert_eq!(w.len(), (BLOCK_SIZE + HEADER_SIZE + 4) as u64);
+    }
+
+    #[test]
+    fn large_records_are_fragmented_first_middle_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = writer(dir.path());
+        let payload: Vec<u8> = (0..2 * BLOCK_SIZE + 100).map(|i| i as u8).collect();
+        w.add_record(&payload).unwrap();
+        w.flush().unwrap();
+        let bytes = std::fs::read(w.path()).unwrap();
+        let kinds: Vec<RecordType> = bytes
+            .chunks(BLOCK_SIZE)
+            .map(|block| valid_fragment_at(block, 0).unwrap().0)
+            .collect();
+        assert_eq!(
+            kinds,
+            [RecordType::First, RecordType::Middle, RecordType::Last]
+        );
+        let (_, first) = valid_fragment_at(&bytes, 0).unwrap();
+        assert_eq!(first.len(), MAX_FRAGMENT_LEN);
+    }
+
+    #[test]
+    fn failures_are_sticky() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("000002.log");
+        File::create(&path).unwrap();
+        // A read-only handle makes `write` fail.
+        let mut w = LogWriter::new(File::open(&path).unwrap(), path.clone(), 0);
+        w.add_record(b"buffered").unwrap();
+        assert!(matches!(w.flush(), Err(Error::Io { .. })));
+        for result in [w.add_record(b"more"), w.flush(), w.sync()] {
+            let err = result.unwrap_err();
+            assert!(err.to_string().contains("earlier failure"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! Model test: random operation sequences run against Sluice and against a `BTreeMap`, with
+//! snapshots, iterators, flushes, manual compactions and reopens. Any difference fails with
+//! the (shrunk) operation sequence.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use proptest::prelude::*;
+use sluice::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(u16, Vec<u8>),
+    Delete(u16),
+    Batch(Vec<(u16, Option<Vec<u8>>)>),
+    Get(u16),
+    TakeSnapshot,
+    DropSnapshot,
+    CheckSnapshot,
+    Scan(Option<u16>, Option<u16>),
+    ScanReverse,
+    Flush,
+    Compact(Option<u16>, Option<u16>),
+    Reopen,
+}
+
+fn key(k: u16) -> Vec<u8> {
+    format!("key{k:05}").into_bytes()
+}
+
+fn value_strategy() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        8 => proptest::collection::vec(any::<u8>(), 0..64),
+        1 => proptest::collection::vec(any::<u8>(), 1000..5000),
+        1 => Just(Vec::new()),
+    ]
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    let k = 0u16..300;
+    prop_oneof![
+        30 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::Put(k, v)),
+        8 => k.clone().prop_map(Op::Delete),
+        4 => proptest::collection::vec((k.clone(), proptest::option::of(value_strategy())), 1..20)
+            .prop_map(Op::Batch),
+        10 => k.clone().prop_map(Op::Get),
+        2 => Just(Op::TakeSnapshot),
+        1 => Just(Op::DropSnapshot),
+        2 => Just(Op::CheckSnapshot),
+        2 => (proptest::option::of(k.clone()), proptest::option::of(k.clone()))
+            .prop_map(|(a, b)| Op::Scan(a, b)),
+        1 => Just(Op::ScanReverse),
+        2 => Just(Op::Flush),
+        1 => (proptest::option::of(k.clone()), proptest::option::of(k))
+            .prop_map(|(a, b)| Op::Compact(a, b)),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn small_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        l0_compaction_trigger: 2,
+        block_size: 512,
+        block_cache_bytes: 1 << 20,
+        ..Options::default()
+    }
+}
+
+fn open(dir: &Path) -> Db {
+    Db::open(dir, small_options()).expect("open")
+}
+
+fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    model
+        .iter()
+        .filter(|(k, _)| lo.is_none_or(|lo| k.as_slice() >= lo))
+        .filter(|(k, _)| hi.is_none_or(|hi| k.as_slice() < hi))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = Some(open(dir.path()));
+    let mut model = Model::new();
+    // (snapshot handle, model at the time)
+    let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
+    for op in ops {
+        let d = db.as_ref().unwrap();
+        match op {
+            Op::Put(k, v) => {
+                d.put(&key(k), &v).unwrap();
+                model.insert(key(k), v);
+            }
+            Op::Delete(k) => {
+                d.delete(&key(k)).unwrap();
+                model.remove(&key(k));
+            }
+            Op::Batch(entries) => {
+                let mut batch = WriteBatch::new();
+                for (k, v) in &entries {
+                    match v {
+                        Some(v) => batch.put(&key(*k), v),
+                        None => batch.delete(&key(*k)),
+                    }
+                }
+                d.write(&WriteOptions::default(), batch).unwrap();
+                for (k, v) in entries {
+                    match v {
+                        Some(v) => model.insert(key(k), v),
+                        None => model.remove(&key(k)),
+                    };
+                }
+            }
+            Op::Get(k) => {
+                prop_assert_eq!(d.get(&key(k)).unwrap(), model.get(&key(k)).cloned());
+            }
+            Op::TakeSnapshot => snapshots.push((d.snapshot(), model.clone())),
+            Op::DropSnapshot => {
+                if !snapshots.is_empty() {
+                    snapshots.remove(0);
+                }
+            }
+            Op::CheckSnapshot => {
+                if let Some((snap, old)) = snapshots.last() {
+                    let opts = ReadOptions {
+                        snapshot: Some(snap),
+                        ..ReadOptions::default()
+                    };
+                    let got: Vec<_> = d
+                        .iter(&opts)
+                        .unwrap()
+                        .entries()
+                        .collect::<Result<_, _>>()
+                        .unwrap();
+                    prop_assert_eq!(got, scan_model(old, None, None));
+                    for k in (0..300).step_by(37) {
+                        prop_assert_eq!(
+                            d.get_opt(&opts, &key(k)).unwrap(),
+                            old.get(&key(k)).cloned()
+                        );
+                    }
+                }
+            }
+            Op::Scan(a, b) => {
+                let (lo, hi) = (a.map(key), b.map(key));
+                let got: Vec<_> = d
+                    .scan(lo.as_deref(), hi.as_deref())
+                    .unwrap()
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                prop_assert_eq!(got, scan_model(&model, lo.as_deref(), hi.as_deref()));
+            }
+            Op::ScanReverse => {
+                let mut it = d.iter(&ReadOptions::default()).unwrap();
+                it.seek_to_last().unwrap();
+                let mut got = Vec::new();
+                while it.valid() {
+                    got.push((it.key().to_vec(), it.value().to_vec()));
+                    it.prev().unwrap();
+                }
+                let mut expect = scan_model(&model, None, None);
+                expect.reverse();
+                prop_assert_eq!(got, expect);
+            }
+            Op::Flush => d.flush().unwrap(),
+            Op::Compact(a, b) => {
+                let (a, b) = match (a, b) {
+                    (Some(a), Some(b)) if a > b => (Some(b), Some(a)),
+                    other => other,
+                };
+                let (lo, hi) = (a.map(key), b.map(key));
+                d.compact_range(lo.as_deref(), hi.as_deref()).unwrap();
+            }
+            Op::Reopen => {
+                snapshots.clear();
+                db.take().unwrap().close().unwrap();
+                db = Some(open(dir.path()));
+            }
+        }
+    }
+    let d = db.take().unwrap();
+    d.check().unwrap();
+    let got: Vec<_> = d
+        .scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    prop_assert_eq!(got, scan_model(&model, None, None));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_matches_btreemap(ops in proptest::collection::vec(op_strategy(), 1..400)) {
+        run(ops)?;
+    }
+}
+
+/// Direction changes in the middle of a scan, with tombstones and snapshots around.
+#[test]
+fn iterator_direction_switches_match_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut model = Model::new();
+    for i in 0..2000u16 {
+        let k = key(i % 500);
+        if i % 7 == 0 {
+            db.delete(&k).unwrap();
+            model.remove(&k);
+        } else {
+            let v = format!("v{i}").into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        if i % 600 == 0 {
+            db.flush().unwrap();
+        }
+    }
+    let keys: Vec<_> = model.keys().cloned().collect();
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek(&key(250)).unwrap();
+    let mut pos = keys.partition_point(|k| k.as_slice() < key(250).as_slice());
+    for step in 0..300 {
+        assert_eq!(it.valid(), pos < keys.len());
+        if !it.valid() {
+            break;
+        }
+        assert_eq!(it.key(), keys[pos].as_slice());
+        assert_eq!(it.value(), model[&keys[pos]].as_slice());
+        if step % 3 == 2 && pos > 0 {
+            it.prev().unwrap();
+            pos -= 1;
+        } else {
+            it.next().unwrap();
+            pos += 1;
+        }
+    }
+}
