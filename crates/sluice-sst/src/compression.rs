@@ -28,12 +28,12 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 #[repr(u8)]
 pub enum CompressionType {
-    /// Stored as is.
+    /// Stored as is. The default, so a missing value reads as "no compression".
+    #[default]
     None = 0,
     /// Raw snappy.
     Snappy = 1,
     /// LZ4 block format with a 4-byte little-endian uncompressed-length prefix.
-    #[default]
     Lz4 = 2,
     /// One zstd frame.
     Zstd = 3,

@@ -141,11 +141,20 @@ impl BloomFilterBuilder {
 }
 
 /// A decoded filter; answers "may this table contain `user_key`?" with no false negatives.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BloomFilter {
     data: Vec<u8>,
     num_lines: usize,
     num_probes: u8,
+}
+
+impl std::fmt::Debug for BloomFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BloomFilter")
+            .field("num_lines", &self.num_lines)
+            .field("num_probes", &self.num_probes)
+            .finish()
+    }
 }
 
 impl BloomFilter {

@@ -91,7 +91,7 @@ impl Default for Options {
             max_grandparent_overlap_factor: 10,
             disable_auto_compactions: false,
             max_key_size: 64 << 10,
-            max_value_size: 64 << 20,
+            max_value_size: 32 << 20,
             verify_checksums: true,
             wal_recovery_mode: WalRecoveryMode::default(),
             data_dirs: Vec::new(),
@@ -146,8 +146,13 @@ impl Options {
         if self.max_key_size == 0 || self.max_key_size > (1 << 20) {
             return bad("max_key_size must be between 1 B and 1 MiB".into());
         }
-        if self.max_value_size > (1 << 30) {
-            return bad("max_value_size must be at most 1 GiB".into());
+        // A table entry (key + value) must fit the format's entry limit, or a flush would fail
+        // long after the write was acknowledged.
+        let entry_limit = sluice_sst::format::MAX_ENTRY_BYTES;
+        if self.max_key_size + self.max_value_size > entry_limit {
+            return bad(format!(
+                "max_key_size + max_value_size must be at most {entry_limit} bytes (the table entry limit)"
+            ));
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16".into());

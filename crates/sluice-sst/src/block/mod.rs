@@ -27,7 +27,6 @@ const BLOCK_OVERHEAD_BYTES: usize = 96;
 /// Invariants established by [`Block::new`]: `num_restarts >= 1`; the restart array fits in the
 /// block; restart offsets start at 0 and strictly increase, and each is below `restarts_offset`
 /// (except the single restart of an empty block, which equals it).
-#[derive(Debug)]
 pub struct Block {
     data: Vec<u8>,
     /// Where the entries end and the restart array begins.
@@ -36,6 +35,17 @@ pub struct Block {
     /// The file the block came from and its offset there, for error messages.
     file: Arc<Path>,
     offset: u64,
+}
+
+impl std::fmt::Debug for Block {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Block")
+            .field("file", &self.file)
+            .field("offset", &self.offset)
+            .field("len", &self.data.len())
+            .field("num_restarts", &self.num_restarts)
+            .finish()
+    }
 }
 
 impl Block {

@@ -66,7 +66,7 @@ pub struct BloomStats {
 }
 
 /// The decoded index: each data block's last key and handle. Keys live in one buffer.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct TableIndex {
     keys: Vec<u8>,
     /// `(end of key in keys, handle)`; a key starts where the previous one ends.
@@ -107,7 +107,6 @@ impl TableIndex {
 }
 
 /// An open, immutable table file.
-#[derive(Debug)]
 pub struct Table {
     file: File,
     path: Arc<Path>,
@@ -122,6 +121,18 @@ pub struct Table {
     bloom_useful: AtomicU64,
     bloom_passed: AtomicU64,
     bloom_false_positives: AtomicU64,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("file_size", &self.file_size)
+            .field("num_data_blocks", &self.index.len())
+            .field("has_filter", &self.filter.is_some())
+            .finish()
+    }
 }
 
 impl Table {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::{DbInner, DbState};
-use crate::filename::{FileType, parse_file_name};
+use crate::filename::{FileType, parse_file_name, sync_dir};
 use crate::version::Version;
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::ManifestWriter;
@@ -20,6 +20,24 @@ impl DbInner {
     /// writers keep going); the manifest lock serializes installs so the version the edit was
     /// computed against is still current when it is installed.
     pub(crate) fn log_and_apply(&self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+        if cfg!(debug_assertions) {
+            // Invariant: every file a version names exists on disk.
+            for (_, f) in &edit.new_files {
+                let path = self.table_cache.table_path(f.dir_index, f.number);
+                if !path.exists() {
+                    return Err(Error::corruption(
+                        path,
+                        0,
+                        "version edit names a table that does not exist",
+                    ));
+                }
+            }
+        }
+        if !edit.new_files.is_empty() {
+            // The new tables' directory entries must be durable before the MANIFEST names
+            // them, or a crash could leave the tree pointing at a file that is not there.
+            sync_dir(&self.dir)?;
+        }
         let mut manifest = self.manifest.lock();
         let (version, rollover) = {
             let mut st = self.state.lock();

@@ -181,14 +181,22 @@ impl DbInner {
                 self.note_stall(start);
                 continue;
             }
-            // Switch to a new memtable and WAL. Creating the file happens under the state lock;
-            // it is a single open(2), and only the group-commit leader ever gets here.
+            // Switch to a new memtable and WAL. Only the group-commit leader gets here, and
+            // nobody else touches the WAL, so the file work happens without the state lock.
             let log_number = st.versions.new_file_number();
+            drop(st);
             let path = log_file_name(&self.dir, log_number);
             let file = std::fs::File::create(&path).with_path(&path)?;
-            let new_wal = LogWriter::new(file, path, 0);
-            let old_wal = std::mem::replace(&mut *self.wal.lock(), new_wal);
-            drop(old_wal); // flushed to the OS on each group already
+            let mut old_wal =
+                std::mem::replace(&mut *self.wal.lock(), LogWriter::new(file, path, 0));
+            // Sync the finished WAL so a torn tail can only ever be in the newest one: a
+            // damaged older WAL followed by synced newer ones would be a gap in history.
+            let synced = old_wal.sync();
+            st = self.state.lock();
+            if let Err(e) = synced {
+                self.set_bg_error(&mut st, &e);
+                return Err(e);
+            }
             let frozen = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(log_number)));
             st.imm.push_back(frozen);
             force = false;

@@ -1,0 +1,181 @@
+//! What to run: the benchmark names and the workload parameters.
+//!
+//! Database options (compression, buffer and file sizes, caches) are not here: they belong to
+//! the [`sluice::Options`] the database was opened with, and reports read them back from it.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sluice::{Error, Result};
+
+use crate::keys::KeyFormat;
+
+/// One benchmark. Names are db_bench's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Benchmark {
+    /// Write keys `0..num` in ascending order.
+    FillSeq,
+    /// Write `num` uniformly random keys from `[0, num)`.
+    FillRandom,
+    /// As [`Benchmark::FillRandom`], meant to run over existing data.
+    Overwrite,
+    /// `reads` point lookups of uniformly random keys.
+    ReadRandom,
+    /// A forward scan of up to `reads` entries.
+    ReadSeq,
+    /// `reads` seeks to uniformly random keys, each reading the entry it lands on.
+    SeekRandom,
+    /// A full manual compaction.
+    Compact,
+}
+
+impl Benchmark {
+    /// Every benchmark, in the order of the default suite.
+    pub const ALL: [Benchmark; 7] = [
+        Benchmark::FillSeq,
+        Benchmark::FillRandom,
+        Benchmark::Overwrite,
+        Benchmark::ReadRandom,
+        Benchmark::ReadSeq,
+        Benchmark::SeekRandom,
+        Benchmark::Compact,
+    ];
+
+    /// The db_bench name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::FillSeq => "fillseq",
+            Benchmark::FillRandom => "fillrandom",
+            Benchmark::Overwrite => "overwrite",
+            Benchmark::ReadRandom => "readrandom",
+            Benchmark::ReadSeq => "readseq",
+            Benchmark::SeekRandom => "seekrandom",
+            Benchmark::Compact => "compact",
+        }
+    }
+
+    /// True for the benchmarks that write user data.
+    pub fn is_fill(self) -> bool {
+        matches!(
+            self,
+            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
+        )
+    }
+}
+
+impl fmt::Display for Benchmark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Benchmark {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        Benchmark::ALL
+            .into_iter()
+            .find(|b| b.name() == s.trim())
+            .ok_or_else(|| {
+                let names: Vec<&str> = Benchmark::ALL.iter().map(|b| b.name()).collect();
+                format!(
+                    "unknown benchmark {s:?} (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// The workload parameters, shared by every benchmark of a run.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// Benchmarks to run, in order, on one database.
+    pub benchmarks: Vec<Benchmark>,
+    /// Key numbers are drawn from `[0, num)`; fill benchmarks write `num` entries.
+    pub num: u64,
+    /// Operations of the read benchmarks (readrandom, seekrandom; the readseq entry limit).
+    pub reads: u64,
+    /// Bytes per key.
+    pub key_size: usize,
+    /// Bytes per value.
+    pub value_size: usize,
+    /// Client threads; the operations of a benchmark are divided among them.
+    pub threads: usize,
+    /// Seed of every random choice (keys and values), so runs are repeatable.
+    pub seed: u64,
+    /// Sync the WAL on every write.
+    pub sync: bool,
+    /// Draw a progress bar on stderr. Callers set it only when stderr is a terminal.
+    pub progress: bool,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            benchmarks: Benchmark::ALL.to_vec(),
+            num: 1_000_000,
+            reads: 1_000_000,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            seed: 301,
+            sync: false,
+            progress: false,
+        }
+    }
+}
+
+impl BenchConfig {
+    /// Checks the parameters; the error names the offending one.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |msg: String| Err(Error::InvalidArgument(msg));
+        if self.num == 0 {
+            return bad("num must be at least 1".into());
+        }
+        if self.threads == 0 || self.threads > 1024 {
+            return bad(format!(
+                "threads must be between 1 and 1024, got {}",
+                self.threads
+            ));
+        }
+        if self.value_size > 64 << 20 {
+            return bad(format!(
+                "value_size must be at most 64 MiB, got {}",
+                self.value_size
+            ));
+        }
+        KeyFormat::new(self.key_size, self.num)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for b in Benchmark::ALL {
+            assert_eq!(b.name().parse::<Benchmark>(), Ok(b));
+            assert_eq!(b.to_string(), b.name());
+        }
+        let err = "fillsequential".parse::<Benchmark>().unwrap_err();
+        assert!(err.contains("fillseq, fillrandom"), "{err}");
+    }
+
+    #[test]
+    fn default_is_valid_and_bad_values_are_named() {
+        BenchConfig::default().validate().unwrap();
+        let c = BenchConfig {
+            threads: 0,
+            ..BenchConfig::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("threads"));
+        let c = BenchConfig {
+            key_size: 3,
+            num: 10_000,
+            ..BenchConfig::default()
+        };
+        assert!(c.validate().unwrap_err().to_string().contains("key_size"));
+    }
+}

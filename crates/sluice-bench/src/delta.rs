@@ -1,0 +1,182 @@
+//! What the engine did during one benchmark: the difference of two [`Metrics`] snapshots.
+//!
+//! Counters in `Metrics` only grow while a database is open, so every figure here is
+//! `after - before` (saturating, should a counter ever be reset).
+
+use serde::Serialize;
+use sluice::Metrics;
+use sluice::metrics::{JobMetrics, StageSeconds};
+
+/// Compaction work done during a benchmark (trivial moves excluded, as in `Metrics`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct CompactionDelta {
+    /// Compactions completed.
+    pub count: u64,
+    /// Bytes read from input tables.
+    pub input_bytes: u64,
+    /// Bytes written to output tables.
+    pub output_bytes: u64,
+    /// Wall seconds, summed over compactions.
+    pub seconds: f64,
+    /// `input_bytes / seconds` in MB/s (10^6 bytes), the documents' compaction bandwidth.
+    pub bandwidth_mb_s: f64,
+    /// Seconds per step S1..S7, summed over compactions (and over threads in parallel
+    /// executors, so the sum may exceed `seconds`).
+    pub stage_profile: StageSeconds,
+}
+
+/// Flush work done during a benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct FlushDelta {
+    /// Memtables flushed.
+    pub count: u64,
+    /// Bytes written to L0 tables.
+    pub output_bytes: u64,
+    /// Wall seconds, summed over flushes.
+    pub seconds: f64,
+}
+
+/// Engine figures of one benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MetricsDelta {
+    /// Key and value bytes the database accepted from writers.
+    pub user_bytes: u64,
+    /// Bytes written to disk: WAL plus flush and compaction outputs.
+    pub disk_bytes_written: u64,
+    /// Bytes written to the WAL.
+    pub wal_bytes_written: u64,
+    /// Table bytes (flushes and compactions) per user byte, RocksDB's `W-Amp`; `None` when the
+    /// benchmark wrote no user data.
+    pub write_amp: Option<f64>,
+    /// Flushes.
+    pub flush: FlushDelta,
+    /// Compactions.
+    pub compaction: CompactionDelta,
+    /// Trivial moves (files moved down a level without rewriting).
+    pub trivial_moves: u64,
+    /// Writes delayed by the L0 slowdown trigger.
+    pub write_slowdowns: u64,
+    /// Microseconds writers spent stalled.
+    pub write_stall_micros: u64,
+}
+
+fn stage_delta(before: &StageSeconds, after: &StageSeconds) -> StageSeconds {
+    let d = |a: f64, b: f64| (a - b).max(0.0);
+    StageSeconds {
+        read: d(after.read, before.read),
+        checksum: d(after.checksum, before.checksum),
+        decompress: d(after.decompress, before.decompress),
+        merge: d(after.merge, before.merge),
+        compress: d(after.compress, before.compress),
+        rechecksum: d(after.rechecksum, before.rechecksum),
+        write: d(after.write, before.write),
+    }
+}
+
+/// The compaction figures of `after - before`.
+pub fn compaction_delta(before: &JobMetrics, after: &JobMetrics) -> CompactionDelta {
+    let input_bytes = after.input_bytes.saturating_sub(before.input_bytes);
+    let seconds = (after.seconds - before.seconds).max(0.0);
+    CompactionDelta {
+        count: after.count.saturating_sub(before.count),
+        input_bytes,
+        output_bytes: after.output_bytes.saturating_sub(before.output_bytes),
+        seconds,
+        bandwidth_mb_s: if seconds > 0.0 {
+            input_bytes as f64 / seconds / 1e6
+        } else {
+            0.0
+        },
+        stage_profile: stage_delta(&before.stage_profile, &after.stage_profile),
+    }
+}
+
+impl MetricsDelta {
+    /// The difference `after - before`.
+    pub fn between(before: &Metrics, after: &Metrics) -> Self {
+        let user_bytes = after
+            .user_bytes_written
+            .saturating_sub(before.user_bytes_written);
+        let table_bytes = after
+            .table_bytes_written()
+            .saturating_sub(before.table_bytes_written());
+        MetricsDelta {
+            user_bytes,
+            disk_bytes_written: after
+                .disk_bytes_written()
+                .saturating_sub(before.disk_bytes_written()),
+            wal_bytes_written: after
+                .wal_bytes_written
+                .saturating_sub(before.wal_bytes_written),
+            write_amp: (user_bytes > 0).then(|| table_bytes as f64 / user_bytes as f64),
+            flush: FlushDelta {
+                count: after.flush.count.saturating_sub(before.flush.count),
+                output_bytes: after
+                    .flush
+                    .output_bytes
+                    .saturating_sub(before.flush.output_bytes),
+                seconds: (after.flush.seconds - before.flush.seconds).max(0.0),
+            },
+            compaction: compaction_delta(&before.compaction, &after.compaction),
+            trivial_moves: after.trivial_moves.saturating_sub(before.trivial_moves),
+            write_slowdowns: after.write_slowdowns.saturating_sub(before.write_slowdowns),
+            write_stall_micros: after
+                .write_stall_micros
+                .saturating_sub(before.write_stall_micros),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(
+        user: u64,
+        wal: u64,
+        flush_out: u64,
+        comp_in: u64,
+        comp_out: u64,
+        secs: f64,
+    ) -> Metrics {
+        let mut m = Metrics {
+            user_bytes_written: user,
+            wal_bytes_written: wal,
+            ..Metrics::default()
+        };
+        m.flush.count = 1;
+        m.flush.output_bytes = flush_out;
+        m.compaction.count = 2;
+        m.compaction.input_bytes = comp_in;
+        m.compaction.output_bytes = comp_out;
+        m.compaction.seconds = secs;
+        m.compaction.stage_profile.merge = secs / 2.0;
+        m
+    }
+
+    #[test]
+    fn deltas_subtract_and_derive_rates() {
+        let before = metrics(1_000, 1_100, 500, 0, 0, 0.0);
+        let mut after = metrics(3_000, 3_300, 1_500, 4_000_000, 3_000_000, 2.0);
+        after.compaction.count = 5;
+        let d = MetricsDelta::between(&before, &after);
+        assert_eq!(d.user_bytes, 2_000);
+        assert_eq!(d.wal_bytes_written, 2_200);
+        assert_eq!(d.disk_bytes_written, 2_200 + 1_000 + 3_000_000);
+        assert_eq!(d.write_amp, Some((1_000.0 + 3_000_000.0) / 2_000.0));
+        assert_eq!(d.compaction.count, 3);
+        assert_eq!(d.compaction.input_bytes, 4_000_000);
+        assert_eq!(d.compaction.bandwidth_mb_s, 2.0);
+        assert_eq!(d.compaction.stage_profile.merge, 1.0);
+        assert_eq!(d.flush.count, 0);
+    }
+
+    #[test]
+    fn no_user_writes_means_no_write_amp() {
+        let m = metrics(10, 10, 10, 10, 10, 1.0);
+        let d = MetricsDelta::between(&m, &m);
+        assert_eq!(d.write_amp, None);
+        assert_eq!(d.compaction.bandwidth_mb_s, 0.0);
+        assert_eq!(d.compaction, CompactionDelta::default());
+    }
+}

@@ -1,0 +1,42 @@
+//! db_bench-style benchmarks for Sluice: the workloads, their key and value generators, latency
+//! histograms, and the reports (a human table and one JSON object per benchmark).
+//!
+//! The workloads follow LevelDB/RocksDB `db_bench` so numbers can be compared with theirs:
+//!
+//! | name       | what it does                                                              |
+//! |------------|---------------------------------------------------------------------------|
+//! | fillseq    | writes keys `0..num` in order                                             |
+//! | fillrandom | writes `num` keys drawn uniformly from `[0, num)` (with repeats)          |
+//! | overwrite  | as fillrandom, over the existing data                                     |
+//! | readrandom | `reads` point lookups of uniform keys from `[0, num)`; reports `found`   |
+//! | readseq    | a forward scan of up to `reads` entries                                   |
+//! | seekrandom | `reads` seeks to uniform keys, reading the entry found                    |
+//! | compact    | `compact_range(None, None)`: the whole tree down to one level            |
+//!
+//! Keys are `key_size` bytes of zero-padded decimal ([`keys`]); values are `value_size` bytes
+//! that compress to about half ([`values`]). Fill benchmarks end only when background flushes
+//! and compactions are done, so their time includes the work they caused. Every figure about
+//! the engine (bytes written, write amplification, compaction bandwidth and stage profile) is
+//! the difference of [`sluice::Db::metrics`] taken before and after the benchmark.
+//!
+//! ```no_run
+//! use sluice_bench::{BenchConfig, run_benchmarks, report};
+//! let dir = tempfile::tempdir()?;
+//! let db = sluice::Db::open(dir.path(), sluice::Options::default())?;
+//! let config = BenchConfig { num: 10_000, reads: 10_000, ..BenchConfig::default() };
+//! run_benchmarks(&config, &db, &mut |r| println!("{}", report::table_row(r)))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod config;
+pub mod delta;
+pub mod histogram;
+pub mod keys;
+pub mod progress;
+pub mod report;
+pub mod values;
+pub mod workloads;
+
+pub use config::{BenchConfig, Benchmark};
+pub use report::BenchResult;
+pub use workloads::run_benchmarks;

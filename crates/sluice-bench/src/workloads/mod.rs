@@ -1,0 +1,172 @@
+//! Running benchmarks: splitting each one over client threads, timing it, and turning the
+//! threads' counts and the engine's metrics into a [`BenchResult`].
+//!
+//! Work is divided, not repeated: with `threads` T, thread t of fillseq writes the t-th slice of
+//! `0..num`, the random benchmarks give each thread a 1/T share of the operations, and readseq
+//! gives each thread the t-th slice of the key space. Each thread has its own random generator,
+//! seeded from `seed`, the benchmark's position in the run and the thread number, so a run is
+//! repeatable.
+
+mod worker;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use sluice::{Db, Result};
+
+use crate::config::{BenchConfig, Benchmark};
+use crate::delta::MetricsDelta;
+use crate::histogram::LatencyHistogram;
+use crate::keys::KeyFormat;
+use crate::progress::Progress;
+use crate::report::{BenchResult, RunOptions};
+
+use worker::{Tally, Worker};
+
+/// Runs every benchmark of `config`, in order, on `db`, calling `report` as each one finishes
+/// (so output streams while the run goes on). Stops at the first error.
+pub fn run_benchmarks(
+    config: &BenchConfig,
+    db: &Db,
+    report: &mut dyn FnMut(&BenchResult),
+) -> Result<Vec<BenchResult>> {
+    config.validate()?;
+    let mut results = Vec::with_capacity(config.benchmarks.len());
+    for (ordinal, &bench) in config.benchmarks.iter().enumerate() {
+        tracing::info!(benchmark = %bench, "starting");
+        let result = run_benchmark(config, db, bench, ordinal as u64)?;
+        report(&result);
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// Runs one benchmark. `ordinal` (its position in the run) varies the random seeds so that,
+/// say, overwrite does not repeat fillrandom's key sequence.
+pub fn run_benchmark(
+    config: &BenchConfig,
+    db: &Db,
+    bench: Benchmark,
+    ordinal: u64,
+) -> Result<BenchResult> {
+    config.validate()?;
+    let keys = KeyFormat::new(config.key_size, config.num)?;
+    let expected_ops = match bench {
+        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => Some(config.num),
+        Benchmark::ReadRandom | Benchmark::SeekRandom => Some(config.reads),
+        Benchmark::ReadSeq => Some(config.reads.min(config.num)),
+        Benchmark::Compact => None,
+    };
+    let progress = Progress::new(config.progress, bench.name(), expected_ops);
+    let before = db.metrics();
+    let start = Instant::now();
+    let (tally, threads) = match bench {
+        Benchmark::Compact => (compact(db)?, 1),
+        _ => (
+            run_threads(config, db, keys, bench, ordinal, &progress)?,
+            config.threads,
+        ),
+    };
+    if bench.is_fill() {
+        // The benchmark is not over until the flushes and compactions it caused are.
+        db.wait_for_background_work()?;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    progress.finish();
+    let engine = MetricsDelta::between(&before, &db.metrics());
+    let bytes = match bench {
+        Benchmark::Compact => engine.compaction.input_bytes,
+        _ => tally.bytes,
+    };
+    let per_second = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
+    Ok(BenchResult {
+        name: bench.name().to_string(),
+        ops: tally.ops,
+        threads,
+        seconds,
+        micros_per_op: if tally.ops > 0 {
+            seconds * threads as f64 * 1e6 / tally.ops as f64
+        } else {
+            0.0
+        },
+        ops_per_sec: per_second(tally.ops as f64),
+        bytes,
+        mb_per_sec: per_second(bytes as f64) / 1e6,
+        found: matches!(bench, Benchmark::ReadRandom | Benchmark::SeekRandom)
+            .then_some(tally.found),
+        latency_us: tally.hist.summary(),
+        engine,
+        options: RunOptions::new(config, db.options()),
+    })
+}
+
+/// compact: one operation, the whole key space.
+fn compact(db: &Db) -> Result<Tally> {
+    let start = Instant::now();
+    db.compact_range(None, None)?;
+    let mut hist = LatencyHistogram::new();
+    hist.record(start.elapsed());
+    Ok(Tally {
+        ops: 1,
+        bytes: 0,
+        found: 0,
+        hist,
+    })
+}
+
+/// Runs `bench` on `config.threads` threads and sums what they did. If one thread fails the
+/// others stop at their next operation, and the first error is returned.
+fn run_threads(
+    config: &BenchConfig,
+    db: &Db,
+    keys: KeyFormat,
+    bench: Benchmark,
+    ordinal: u64,
+    progress: &Progress,
+) -> Result<Tally> {
+    let stop = AtomicBool::new(false);
+    let outcomes: Vec<Result<Tally>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..config.threads)
+            .map(|index| {
+                let stop = &stop;
+                std::thread::Builder::new()
+                    .name(format!("bench-{index}"))
+                    .spawn_scoped(scope, move || {
+                        let mut worker =
+                            Worker::new(db, config, keys, index, ordinal, progress, stop);
+                        let outcome = worker.run(bench);
+                        if outcome.is_err() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        outcome.map(|()| worker.into_tally())
+                    })
+            })
+            .collect::<Vec<_>>();
+        if handles.iter().any(|h| h.is_err()) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        handles
+            .into_iter()
+            .map(|spawned| match spawned {
+                Ok(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(e) => Err(sluice::Error::io("<benchmark thread>", e)),
+            })
+            .collect()
+    });
+    let mut total = Tally::default();
+    for outcome in outcomes {
+        total.merge(&outcome?);
+    }
+    Ok(total)
+}
+
+/// The `[start, end)` slice of `0..total` that thread `index` of `threads` owns.
+pub(crate) fn share(total: u64, threads: usize, index: usize) -> (u64, u64) {
+    let at = |i: usize| (u128::from(total) * i as u128 / threads.max(1) as u128) as u64;
+    (at(index), at(index + 1))
+}
+
+#[cfg(test)]
+mod tests;

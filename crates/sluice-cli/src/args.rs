@@ -1,0 +1,294 @@
+//! The command line, declared with clap: one struct per subcommand, so `--help` documents all
+//! of it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sluice::{CompressionType, Options};
+use sluice_bench::Benchmark;
+
+use crate::units::{parse_size, parse_u32, parse_usize};
+
+/// Inspect, check and benchmark Sluice databases.
+///
+/// Keys and values given as arguments are taken as their UTF-8 bytes. In output, bytes outside
+/// printable ASCII (and the backslash) are written as \xNN. Logs go to stderr, filtered by
+/// RUST_LOG (default: warn).
+///
+/// Exit status: 0 on success, 1 when `get` finds no value or `check` finds damage, 2 on any
+/// other error.
+#[derive(Debug, Parser)]
+#[command(
+    name = "sluice",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set KEY to VALUE (creates the database if needed).
+    Put(PutArgs),
+    /// Print the value of KEY; exit 1 if it has none.
+    Get(KeyArgs),
+    /// Delete KEY (a no-op if it is absent).
+    Delete(KeyArgs),
+    /// Print `key<TAB>value` for every key in [--from, --to), in key order.
+    Scan(ScanArgs),
+    /// Compact the key range [--from, --to] (default: everything) down the tree.
+    Compact(CompactArgs),
+    /// Print the per-level LSM table, flush and compaction totals and the stage profile.
+    Stats(DbJsonArgs),
+    /// Read every block of every live table and verify its checksum; exit 1 on damage.
+    Check(DbJsonArgs),
+    /// Inspect table (.sst) files.
+    #[command(subcommand)]
+    Sst(SstCommand),
+    /// Inspect the MANIFEST.
+    #[command(subcommand)]
+    Manifest(ManifestCommand),
+    /// Run db_bench-style benchmarks (fillseq, fillrandom, overwrite, readrandom, readseq,
+    /// seekrandom, compact).
+    Bench(Box<BenchArgs>),
+}
+
+/// The database directory.
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// Database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// Sync the write-ahead log before returning.
+    #[arg(long)]
+    pub sync: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The key.
+    pub key: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// First key (inclusive).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Stop before this key (exclusive).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Print at most N entries.
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// First key of the range (inclusive; default: the first key).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Last key of the range (inclusive, as RocksDB's CompactRange; default: the last key).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Print one JSON object instead of a line of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DbJsonArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SstCommand {
+    /// Print a table's footer, properties and index summary (and, with --entries, every entry).
+    Dump(SstDumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SstDumpArgs {
+    /// The table file.
+    pub file: PathBuf,
+    /// Also list every entry: key, sequence number, kind and value length.
+    #[arg(long)]
+    pub entries: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Print every version edit of the current MANIFEST, then the files per level they produce.
+    Dump(DbJsonArgs),
+}
+
+/// Block compression, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Compression {
+    None,
+    Lz4,
+    Snappy,
+    Zstd,
+}
+
+impl From<Compression> for CompressionType {
+    fn from(c: Compression) -> Self {
+        match c {
+            Compression::None => CompressionType::None,
+            Compression::Lz4 => CompressionType::Lz4,
+            Compression::Snappy => CompressionType::Snappy,
+            Compression::Zstd => CompressionType::Zstd,
+        }
+    }
+}
+
+/// The default benchmark list.
+pub const DEFAULT_BENCHMARKS: &str =
+    "fillseq,fillrandom,overwrite,readrandom,readseq,seekrandom,compact";
+
+fn parse_benchmark(s: &str) -> Result<Benchmark, String> {
+    s.parse()
+}
+
+/// `sluice bench`: flags follow db_bench's (with dashes instead of underscores). Counts and
+/// sizes accept `_` separators and K/M/G (binary) suffixes.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Comma-separated benchmarks, run in order on one database.
+    #[arg(long, value_delimiter = ',', value_parser = parse_benchmark, default_value = DEFAULT_BENCHMARKS)]
+    pub benchmarks: Vec<Benchmark>,
+    /// Number of keys: fills write N entries with keys from [0, N).
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "1000000")]
+    pub num: u64,
+    /// Operations of readrandom and seekrandom, and the entry limit of readseq [default: --num].
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub reads: Option<u64>,
+    /// Bytes per key (zero-padded decimal key numbers).
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value = "16")]
+    pub key_size: usize,
+    /// Bytes per value (generated to compress to about half).
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value = "100")]
+    pub value_size: usize,
+    /// Data block compression.
+    #[arg(long, value_enum, default_value_t = Compression::Lz4)]
+    pub compression: Compression,
+    /// Database directory [default: a fresh temporary directory, removed at the end].
+    #[arg(long, value_name = "DIR")]
+    pub db: Option<PathBuf>,
+    /// Keep the temporary database and print its path.
+    #[arg(long)]
+    pub keep_db: bool,
+    /// Run on the database already in --db instead of requiring an empty directory.
+    #[arg(long, requires = "db")]
+    pub use_existing_db: bool,
+    /// Sync the write-ahead log on every write.
+    #[arg(long)]
+    pub sync: bool,
+    /// Turn off automatic compactions (flushes still happen).
+    #[arg(long)]
+    pub disable_auto_compactions: bool,
+    /// Memtable size.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().write_buffer_size)]
+    pub write_buffer_size: usize,
+    /// Size at which compaction outputs are cut (L1's target grows to at least this).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().target_file_size_base)]
+    pub target_file_size: u64,
+    /// Uncompressed data block size.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_size)]
+    pub block_size: usize,
+    /// Bloom filter bits per key (0: no filters).
+    #[arg(long, value_name = "N", value_parser = parse_u32, default_value_t = Options::default().bloom_bits_per_key)]
+    pub bloom_bits: u32,
+    /// Block cache capacity (0: no cache).
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
+    pub cache_size: usize,
+    /// Client threads; each benchmark's operations are divided among them.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "1")]
+    pub threads: usize,
+    /// Seed of the key and value generators.
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "301")]
+    pub seed: u64,
+    /// Print one JSON object per benchmark (one per line) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bench_defaults_and_lists_parse() {
+        let cli = Cli::try_parse_from(["sluice", "bench"]).unwrap();
+        let Command::Bench(b) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!(b.benchmarks, Benchmark::ALL.to_vec());
+        assert_eq!(b.num, 1_000_000);
+        assert_eq!(b.compression, Compression::Lz4);
+        let cli = Cli::try_parse_from([
+            "sluice",
+            "bench",
+            "--benchmarks",
+            "fillrandom,readrandom",
+            "--num",
+            "2K",
+            "--write-buffer-size",
+            "1M",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!(
+            b.benchmarks,
+            vec![Benchmark::FillRandom, Benchmark::ReadRandom]
+        );
+        assert_eq!((b.num, b.write_buffer_size), (2048, 1 << 20));
+    }
+
+    #[test]
+    fn bad_values_are_usage_errors() {
+        for args in [
+            &["sluice", "bench", "--compression", "foo"][..],
+            &["sluice", "bench", "--benchmarks", "fillsequential"],
+            &["sluice", "bench", "--use-existing-db"],
+            &["sluice", "get", "--db", "x"],
+        ] {
+            let err = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! `bench`: wires the db_bench-style flags to `sluice_bench::run_benchmarks` and prints the
+//! results as a table or as JSON lines.
+//!
+//! The database lives in `--db`, which must not already hold a database unless
+//! `--use-existing-db` is given (nothing is ever deleted from a directory the user named), or
+//! in a fresh temporary directory that is removed at the end unless `--keep-db`.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use sluice::filename::current_file_name;
+use sluice::{Db, Options};
+use sluice_bench::report::{json_line, table_header, table_row};
+use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
+
+use crate::args::BenchArgs;
+use crate::failure::{CmdResult, Failure};
+use crate::units::size;
+
+/// Engine options from the flags; unspecified ones keep `Options::default()`.
+fn options(args: &BenchArgs) -> Options {
+    let defaults = Options::default();
+    Options {
+        create_if_missing: true,
+        error_if_exists: !args.use_existing_db,
+        compression: args.compression.into(),
+        write_buffer_size: args.write_buffer_size,
+        target_file_size_base: args.target_file_size,
+        // L1 must hold at least one output file.
+        max_bytes_for_level_base: defaults.max_bytes_for_level_base.max(args.target_file_size),
+        block_size: args.block_size,
+        bloom_bits_per_key: args.bloom_bits,
+        block_cache_bytes: args.cache_size,
+        disable_auto_compactions: args.disable_auto_compactions,
+        ..defaults
+    }
+}
+
+fn config(args: &BenchArgs) -> BenchConfig {
+    BenchConfig {
+        benchmarks: args.benchmarks.clone(),
+        num: args.num,
+        reads: args.reads.unwrap_or(args.num),
+        key_size: args.key_size,
+        value_size: args.value_size,
+        threads: args.threads,
+        seed: args.seed,
+        sync: args.sync,
+        progress: std::io::stderr().is_terminal(),
+    }
+}
+
+pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
+    let config = config(args);
+    config.validate()?;
+    let options = options(args);
+    options.validate()?;
+    let (dir, temp) = match &args.db {
+        Some(dir) => (dir.clone(), None),
+        None => {
+            let temp = tempfile::Builder::new()
+                .prefix("sluice-bench-")
+                .tempdir()
+                .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+            (temp.path().to_path_buf(), Some(temp))
+        }
+    };
+    if !args.json {
+        write_header(args, &config, &options, &dir, temp.is_some(), out)?;
+    }
+    let outcome = run_on(&dir, options, &config, args.json, out);
+    if let Some(temp) = temp {
+        if args.keep_db {
+            let kept: PathBuf = temp.keep();
+            eprintln!("database kept in {}", kept.display());
+        } else if let Err(e) = temp.close() {
+            tracing::warn!(error = %e, "could not remove the temporary database");
+        }
+    }
+    outcome
+}
+
+fn run_on(
+    dir: &std::path::Path,
+    options: Options,
+    config: &BenchConfig,
+    json: bool,
+    out: &mut dyn Write,
+) -> CmdResult {
+    if !config_allows_existing(options.error_if_exists, dir) {
+        return Err(Failure::Error(format!(
+            "{} already holds a database: pass --use-existing-db to run on it, or choose another --db",
+            dir.display()
+        )));
+    }
+    let db = Db::open(dir, options)?;
+    if !json {
+        writeln!(out, "{}", table_header())?;
+        out.flush()?;
+    }
+    // Lines are flushed as each benchmark ends, so a long run shows progress on a pipe too.
+    let mut write_error = None;
+    let mut emit = |r: &BenchResult| {
+        let line = if json { json_line(r) } else { table_row(r) };
+        if write_error.is_none()
+            && let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush())
+        {
+            write_error = Some(e);
+        }
+    };
+    let ran = run_benchmarks(config, &db, &mut emit);
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    ran?;
+    if !json {
+        write_tree(&db, out)?;
+    }
+    db.close()?;
+    Ok(())
+}
+
+/// False when `dir` holds a database and the run must not reuse one.
+fn config_allows_existing(error_if_exists: bool, dir: &std::path::Path) -> bool {
+    !(error_if_exists && current_file_name(dir).exists())
+}
+
+fn write_header(
+    args: &BenchArgs,
+    config: &BenchConfig,
+    options: &Options,
+    dir: &std::path::Path,
+    temporary: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "keys: {} bytes, values: {} bytes (about {} after compression), entries: {}, reads: {}",
+        config.key_size,
+        config.value_size,
+        config.value_size / 2,
+        config.num,
+        config.reads
+    )?;
+    writeln!(
+        out,
+        "raw size: {}, compression: {}, write buffer: {}, target file: {}, block: {}, bloom bits: {}, cache: {}",
+        size(config.num * (config.key_size + config.value_size) as u64),
+        options.compression,
+        size(options.write_buffer_size as u64),
+        size(options.target_file_size_base),
+        size(options.block_size as u64),
+        options.bloom_bits_per_key,
+        size(options.block_cache_bytes as u64),
+    )?;
+    let fate = match (temporary, args.keep_db) {
+        (true, false) => " (temporary, removed at the end)",
+        (true, true) => " (temporary, kept)",
+        _ => "",
+    };
+    writeln!(
+        out,
+        "threads: {}, sync: {}, auto compactions: {}, database: {}{fate}",
+        config.threads,
+        config.sync,
+        if options.disable_auto_compactions {
+            "off"
+        } else {
+            "on"
+        },
+        dir.display()
+    )?;
+    writeln!(out)
+}
+
+/// One line with the shape of the tree at the end of the run.
+fn write_tree(db: &Db, out: &mut dyn Write) -> std::io::Result<()> {
+    let m = db.metrics();
+    let levels: Vec<String> = m
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| format!("L{} {} files {}", l.level, l.files, size(l.size_bytes)))
+        .collect();
+    let tree = if levels.is_empty() {
+        "empty".to_string()
+    } else {
+        levels.join(", ")
+    };
+    writeln!(out)?;
+    writeln!(
+        out,
+        "tree: {tree}; total w-amp {:.2}; compaction {:.1} MB/s over {} jobs",
+        m.write_amp(),
+        m.compaction.bandwidth_mb_s(),
+        m.compaction.count
+    )
+}

@@ -1,0 +1,164 @@
+//! `manifest dump`: every version edit of the MANIFEST named by `CURRENT`, then the files per
+//! level that replaying them produces. Reads the files directly, without opening (or locking)
+//! the database, so it also works on a database another process has open.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use sluice::Error;
+use sluice::filename::read_current_file;
+use sluice::options::NUM_LEVELS;
+use sluice::version::Version;
+use sluice::version::edit::{FileMetaData, VersionEdit};
+use sluice::version::manifest::read_manifest;
+
+use crate::args::DbJsonArgs;
+use crate::escape::{internal_key, internal_key_json};
+use crate::failure::CmdResult;
+use crate::units::size;
+
+pub fn dump(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
+    let dir = &args.db.db;
+    let path = dir.join(read_current_file(dir)?);
+    let edits = read_manifest(&path)?;
+    let version = replay(&path, &edits)?;
+    if args.json {
+        let v = json!({
+            "manifest": path.display().to_string(),
+            "edits": edits.iter().map(edit_json).collect::<Vec<_>>(),
+            "levels": (0..NUM_LEVELS).map(|l| level_json(&version, l)).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        write_text(&path, &edits, &version, out)?;
+    }
+    Ok(())
+}
+
+/// The version the edits build, with errors naming the manifest file.
+fn replay(path: &Path, edits: &[VersionEdit]) -> sluice::Result<Version> {
+    let mut version = Version::default();
+    for edit in edits {
+        version = version.apply(edit).map_err(|e| match e {
+            Error::Corruption { offset, reason, .. } => Error::Corruption {
+                file: PathBuf::from(path),
+                offset,
+                reason,
+            },
+            other => other,
+        })?;
+    }
+    Ok(version)
+}
+
+fn file_text(f: &FileMetaData) -> String {
+    format!(
+        "#{:06} size {} [{} .. {}] seq {}..={} entries {} deletions {} raw value bytes {} dir {}",
+        f.number,
+        f.file_size,
+        internal_key(&f.smallest),
+        internal_key(&f.largest),
+        f.smallest_seq,
+        f.largest_seq,
+        f.num_entries,
+        f.num_deletions,
+        f.raw_value_bytes,
+        f.dir_index
+    )
+}
+
+fn write_text(
+    path: &Path,
+    edits: &[VersionEdit],
+    version: &Version,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out, "manifest: {} ({} edits)", path.display(), edits.len())?;
+    for (i, e) in edits.iter().enumerate() {
+        writeln!(out)?;
+        writeln!(out, "edit {i}:")?;
+        if let Some(c) = &e.comparator {
+            writeln!(out, "  comparator: {c}")?;
+        }
+        let scalars = [
+            ("log_number", e.log_number),
+            ("next_file_number", e.next_file_number),
+            ("last_sequence", e.last_sequence),
+        ];
+        for (name, value) in scalars {
+            if let Some(v) = value {
+                writeln!(out, "  {name}: {v}")?;
+            }
+        }
+        for (level, key) in &e.compact_pointers {
+            writeln!(out, "  compact_pointer L{level}: {}", internal_key(key))?;
+        }
+        for (level, number) in &e.deleted_files {
+            writeln!(out, "  delete L{level} #{number:06}")?;
+        }
+        for (level, f) in &e.new_files {
+            writeln!(out, "  add L{level} {}", file_text(f))?;
+        }
+    }
+    writeln!(out)?;
+    writeln!(out, "files per level:")?;
+    for level in 0..NUM_LEVELS {
+        let files = version.files(level);
+        writeln!(
+            out,
+            "L{level}: {} files, {}",
+            files.len(),
+            size(version.level_bytes(level))
+        )?;
+        for f in files {
+            writeln!(out, "  {}", file_text(f))?;
+        }
+    }
+    Ok(())
+}
+
+fn file_json(f: &FileMetaData) -> Value {
+    json!({
+        "number": f.number,
+        "file_size": f.file_size,
+        "smallest": internal_key_json(&f.smallest),
+        "largest": internal_key_json(&f.largest),
+        "smallest_seq": f.smallest_seq,
+        "largest_seq": f.largest_seq,
+        "num_entries": f.num_entries,
+        "num_deletions": f.num_deletions,
+        "raw_value_bytes": f.raw_value_bytes,
+        "dir_index": f.dir_index,
+    })
+}
+
+fn edit_json(e: &VersionEdit) -> Value {
+    json!({
+        "comparator": e.comparator,
+        "log_number": e.log_number,
+        "next_file_number": e.next_file_number,
+        "last_sequence": e.last_sequence,
+        "compact_pointers": e.compact_pointers.iter()
+            .map(|(level, key)| json!({ "level": level, "key": internal_key_json(key) }))
+            .collect::<Vec<_>>(),
+        "deleted_files": e.deleted_files.iter()
+            .map(|(level, number)| json!({ "level": level, "number": number }))
+            .collect::<Vec<_>>(),
+        "new_files": e.new_files.iter()
+            .map(|(level, f)| {
+                let mut v = file_json(f);
+                v["level"] = json!(level);
+                v
+            })
+            .collect::<Vec<_>>(),
+    })
+}
+
+fn level_json(version: &Version, level: usize) -> Value {
+    json!({
+        "level": level,
+        "size_bytes": version.level_bytes(level),
+        "files": version.files(level).iter().map(|f| file_json(f)).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,262 @@
+//! `sst dump`: what one table file holds: footer, properties, index summary, and optionally
+//! every entry. Reads the file directly; no database is opened.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use sluice_sst::InternalIterator;
+use sluice_sst::format::BlockHandle;
+use sluice_sst::key::parse_internal_key;
+use sluice_sst::properties::{TableProperties, VALUE_SIZE_BUCKETS};
+use sluice_sst::table::{Table, TableReadOptions};
+use sluice_sst::{Error, Result};
+
+use crate::args::SstDumpArgs;
+use crate::escape::{escape, internal_key, internal_key_json, kind_name};
+use crate::failure::CmdResult;
+use crate::units::size;
+
+pub fn dump(args: &SstDumpArgs, out: &mut dyn Write) -> CmdResult {
+    let table = Table::open(&args.file, 0, TableReadOptions::default())?;
+    if args.json {
+        let mut v = summary_json(&table);
+        if args.entries {
+            v["entries"] = Value::Array(entries_json(&table)?);
+        }
+        writeln!(out, "{v}")?;
+    } else {
+        write_summary(&table, out)?;
+        if args.entries {
+            writeln!(out, "entries:")?;
+            write_entries(&table, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Smallest, largest and mean stored size of the data blocks (trailers excluded).
+fn block_sizes(index: &[(Vec<u8>, BlockHandle)]) -> (u64, u64, f64) {
+    let sizes = index.iter().map(|(_, h)| h.size);
+    let min = sizes.clone().min().unwrap_or(0);
+    let max = sizes.clone().max().unwrap_or(0);
+    let mean = if index.is_empty() {
+        0.0
+    } else {
+        sizes.sum::<u64>() as f64 / index.len() as f64
+    };
+    (min, max, mean)
+}
+
+/// Uncompressed key and value bytes per stored data byte.
+fn compression_ratio(p: &TableProperties) -> f64 {
+    if p.data_bytes == 0 {
+        0.0
+    } else {
+        (p.raw_key_bytes + p.raw_value_bytes) as f64 / p.data_bytes as f64
+    }
+}
+
+/// The size range counted by value-size histogram bucket `i`.
+fn bucket_label(i: usize) -> String {
+    match i {
+        0 => "0 B".to_string(),
+        _ if i == VALUE_SIZE_BUCKETS - 1 => format!(">= {}", size(1 << (i - 1))),
+        _ => format!("{}..{} B", 1u64 << (i - 1), (1u64 << i) - 1),
+    }
+}
+
+fn handle_text(h: &BlockHandle) -> String {
+    format!("offset {} size {}", h.offset, h.size)
+}
+
+fn write_summary(t: &Table, out: &mut dyn Write) -> std::io::Result<()> {
+    let p = t.properties();
+    let f = t.footer();
+    let index = t.index_entries();
+    writeln!(out, "file: {}", t.path().display())?;
+    writeln!(
+        out,
+        "file size: {} bytes ({})",
+        t.file_size(),
+        size(t.file_size())
+    )?;
+    writeln!(out, "footer:")?;
+    writeln!(out, "  format version: {}", f.format_version)?;
+    writeln!(out, "  index block: {}", handle_text(&f.index))?;
+    match &f.filter {
+        Some(h) => writeln!(out, "  filter block: {}", handle_text(h))?,
+        None => writeln!(out, "  filter block: none")?,
+    }
+    writeln!(out, "  properties block: {}", handle_text(&f.properties))?;
+    writeln!(out, "properties:")?;
+    writeln!(
+        out,
+        "  entries: {} ({} deletions)",
+        p.num_entries, p.num_deletions
+    )?;
+    writeln!(out, "  data blocks: {}", p.num_data_blocks)?;
+    writeln!(out, "  smallest key: {}", internal_key(&p.smallest_key))?;
+    writeln!(out, "  largest key: {}", internal_key(&p.largest_key))?;
+    writeln!(
+        out,
+        "  sequence numbers: {}..={}",
+        p.smallest_seq, p.largest_seq
+    )?;
+    writeln!(out, "  raw key bytes: {}", p.raw_key_bytes)?;
+    writeln!(out, "  raw value bytes: {}", p.raw_value_bytes)?;
+    writeln!(out, "  data bytes: {}", p.data_bytes)?;
+    writeln!(out, "  index bytes: {}", p.index_bytes)?;
+    writeln!(out, "  filter bytes: {}", p.filter_bytes)?;
+    writeln!(
+        out,
+        "  compression: {} ({:.2}x raw/stored)",
+        p.compression,
+        compression_ratio(p)
+    )?;
+    writeln!(out, "  value sizes:")?;
+    for (i, &count) in p.value_size_histogram.iter().enumerate() {
+        if count > 0 {
+            writeln!(out, "    {:>18}: {count}", bucket_label(i))?;
+        }
+    }
+    let (min, max, mean) = block_sizes(&index);
+    writeln!(out, "index:")?;
+    writeln!(out, "  data blocks: {}", index.len())?;
+    writeln!(
+        out,
+        "  stored block size: min {min}, mean {mean:.0}, max {max} bytes"
+    )?;
+    if let (Some((first, _)), Some((last, _))) = (index.first(), index.last()) {
+        writeln!(out, "  first block ends at: {}", internal_key(first))?;
+        writeln!(out, "  last block ends at: {}", internal_key(last))?;
+    }
+    Ok(())
+}
+
+fn handle_json(h: &BlockHandle) -> Value {
+    json!({ "offset": h.offset, "size": h.size })
+}
+
+fn summary_json(t: &Table) -> Value {
+    let p = t.properties();
+    let f = t.footer();
+    let index = t.index_entries();
+    let (min, max, mean) = block_sizes(&index);
+    let histogram: Vec<Value> = p
+        .value_size_histogram
+        .iter()
+        .enumerate()
+        .filter(|&(_, &count)| count > 0)
+        .map(|(i, &count)| json!({ "bucket": i, "range": bucket_label(i), "count": count }))
+        .collect();
+    json!({
+        "file": t.path().display().to_string(),
+        "file_size": t.file_size(),
+        "footer": {
+            "format_version": f.format_version,
+            "index": handle_json(&f.index),
+            "filter": f.filter.as_ref().map(handle_json),
+            "properties": handle_json(&f.properties),
+        },
+        "properties": {
+            "num_entries": p.num_entries,
+            "num_deletions": p.num_deletions,
+            "num_data_blocks": p.num_data_blocks,
+            "raw_key_bytes": p.raw_key_bytes,
+            "raw_value_bytes": p.raw_value_bytes,
+            "data_bytes": p.data_bytes,
+            "index_bytes": p.index_bytes,
+            "filter_bytes": p.filter_bytes,
+            "smallest_key": internal_key_json(&p.smallest_key),
+            "largest_key": internal_key_json(&p.largest_key),
+            "smallest_seq": p.smallest_seq,
+            "largest_seq": p.largest_seq,
+            "compression": p.compression.name(),
+            "compression_ratio": compression_ratio(p),
+            "value_size_histogram": histogram,
+        },
+        "index": {
+            "data_blocks": index.len(),
+            "min_block_bytes": min,
+            "max_block_bytes": max,
+            "mean_block_bytes": mean,
+        },
+    })
+}
+
+/// Calls `visit(user_key, seq, kind, value_len)` for every entry, in order.
+fn for_each_entry(
+    t: &Arc<Table>,
+    mut visit: impl FnMut(&[u8], u64, &'static str, usize) -> Result<()>,
+) -> Result<()> {
+    let mut it = t.iter();
+    it.seek_to_first()?;
+    while it.valid() {
+        let ikey = it.key();
+        let k = parse_internal_key(ikey).ok_or_else(|| {
+            Error::corruption(
+                t.path(),
+                0,
+                format!("entry key '{}' is not an internal key", escape(ikey)),
+            )
+        })?;
+        visit(k.user_key, k.seq, kind_name(k.kind), it.value().len())?;
+        it.next()?;
+    }
+    Ok(())
+}
+
+fn write_entries(t: &Arc<Table>, out: &mut dyn Write) -> CmdResult {
+    // An output error stops the walk; it is kept aside so it is reported as what it is (a
+    // closed pipe is a quiet success) rather than as a table error.
+    let mut write_error = None;
+    let walked = for_each_entry(t, |key, seq, kind, value_len| {
+        writeln!(
+            out,
+            "  '{}' @ {seq} {kind} value_len={value_len}",
+            escape(key)
+        )
+        .map_err(|e| {
+            write_error = Some(e);
+            Error::Closed
+        })
+    });
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    Ok(walked?)
+}
+
+fn entries_json(t: &Arc<Table>) -> Result<Vec<Value>> {
+    let mut entries = Vec::new();
+    for_each_entry(t, |key, seq, kind, value_len| {
+        entries
+            .push(json!({ "key": escape(key), "seq": seq, "kind": kind, "value_len": value_len }));
+        Ok(())
+    })?;
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_labels_cover_the_histogram() {
+        assert_eq!(bucket_label(0), "0 B");
+        assert_eq!(bucket_label(1), "1..1 B");
+        assert_eq!(bucket_label(7), "64..127 B");
+        assert_eq!(bucket_label(VALUE_SIZE_BUCKETS - 1), ">= 4.00 MiB");
+    }
+
+    #[test]
+    fn block_sizes_of_an_empty_index_are_zero() {
+        assert_eq!(block_sizes(&[]), (0, 0, 0.0));
+        let idx = vec![
+            (vec![], BlockHandle::new(0, 100)),
+            (vec![], BlockHandle::new(105, 300)),
+        ];
+        assert_eq!(block_sizes(&idx), (100, 300, 200.0));
+    }
+}

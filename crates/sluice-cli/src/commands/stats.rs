@@ -1,0 +1,211 @@
+//! `stats`: the LSM metrics table (Pebble's layout), flush and compaction totals and the stage
+//! profile.
+//!
+//! Level sizes, file counts and scores describe the tree on disk. Traffic counters (in, read,
+//! written, moved, jobs, stage times) are kept in memory by the open database, so for the CLI
+//! they cover only what happened since it opened the database (typically the flush of a
+//! replayed WAL).
+
+use std::io::Write;
+
+use serde_json::{Value, json};
+use sluice::Metrics;
+use sluice::metrics::JobMetrics;
+use sluice_bench::report::stage_profile_line;
+
+use super::{Access, open};
+use crate::args::DbJsonArgs;
+use crate::failure::CmdResult;
+use crate::units::size;
+
+pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
+    let db = open(&args.db.db, Access::Existing)?;
+    let m = db.metrics();
+    db.close()?;
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&to_json(&m)?)?)?;
+    } else {
+        write_table(&m, out)?;
+    }
+    Ok(())
+}
+
+/// `Metrics` as JSON plus the derived figures the text shows.
+fn to_json(m: &Metrics) -> serde_json::Result<Value> {
+    let mut v = serde_json::to_value(m)?;
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("total_size_bytes".into(), json!(m.total_size_bytes()));
+        obj.insert("table_bytes_written".into(), json!(m.table_bytes_written()));
+        obj.insert("disk_bytes_written".into(), json!(m.disk_bytes_written()));
+        obj.insert("write_amp".into(), json!(m.write_amp()));
+    }
+    for (name, job) in [("flush", &m.flush), ("compaction", &m.compaction)] {
+        if let Some(obj) = v.get_mut(name).and_then(Value::as_object_mut) {
+            obj.insert("bandwidth_mb_s".into(), json!(job.bandwidth_mb_s()));
+        }
+    }
+    Ok(v)
+}
+
+fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "level | files |       size | score |         in |       read |    written |      moved | w-amp"
+    )?;
+    writeln!(
+        out,
+        "------+-------+------------+-------+------------+------------+------------+------------+------"
+    )?;
+    for l in &m.levels {
+        writeln!(
+            out,
+            "{:>5} | {:>5} | {:>10} | {:>5.2} | {:>10} | {:>10} | {:>10} | {:>10} | {:>5.2}",
+            l.level,
+            l.files,
+            size(l.size_bytes),
+            l.score,
+            size(l.bytes_in),
+            size(l.bytes_read),
+            size(l.bytes_written),
+            size(l.bytes_moved),
+            l.write_amp
+        )?;
+    }
+    let sum = |f: fn(&sluice::metrics::LevelMetrics) -> u64| m.levels.iter().map(f).sum::<u64>();
+    writeln!(
+        out,
+        "total | {:>5} | {:>10} | {:>5} | {:>10} | {:>10} | {:>10} | {:>10} | {:>5.2}",
+        m.levels.iter().map(|l| l.files).sum::<usize>(),
+        size(m.total_size_bytes()),
+        "-",
+        size(m.user_bytes_written),
+        size(sum(|l| l.bytes_read)),
+        size(sum(|l| l.bytes_written)),
+        size(sum(|l| l.bytes_moved)),
+        m.write_amp()
+    )?;
+    writeln!(out)?;
+    write_job(out, "flush", &m.flush, "")?;
+    write_job(
+        out,
+        "compaction",
+        &m.compaction,
+        &format!(", {} trivial moves", m.trivial_moves),
+    )?;
+    for (name, job) in [("compaction", &m.compaction), ("flush", &m.flush)] {
+        if job.count > 0 {
+            writeln!(
+                out,
+                "stage profile ({name}): {}",
+                stage_profile_line(&job.stage_profile)
+            )?;
+        }
+    }
+    writeln!(
+        out,
+        "wal: {} written, {} syncs; user data: {} written; write stalls: {} slowdowns, {:.3} s",
+        size(m.wal_bytes_written),
+        m.wal_syncs,
+        size(m.user_bytes_written),
+        m.write_slowdowns,
+        m.write_stall_micros as f64 / 1e6
+    )?;
+    let lookups = m.block_cache_hits + m.block_cache_misses;
+    let hit_pct = if lookups > 0 {
+        m.block_cache_hits as f64 * 100.0 / lookups as f64
+    } else {
+        0.0
+    };
+    writeln!(
+        out,
+        "memtables: {} ({} immutable); block cache: {}, {} hits, {} misses ({hit_pct:.1}% hits)",
+        size(m.memtable_bytes),
+        m.immutable_memtables,
+        size(m.block_cache_bytes),
+        m.block_cache_hits,
+        m.block_cache_misses
+    )?;
+    writeln!(
+        out,
+        "last sequence: {}; snapshots: {}",
+        m.last_sequence, m.snapshots
+    )?;
+    writeln!(
+        out,
+        "(traffic and job counters cover this process only, since it opened the database)"
+    )
+}
+
+fn write_job(
+    out: &mut dyn Write,
+    name: &str,
+    job: &JobMetrics,
+    extra: &str,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<11} {:>5} jobs, {} in, {} out, {:.3} s, {:.1} MB/s{extra}",
+        format!("{name}:"),
+        job.count,
+        size(job.input_bytes),
+        size(job.output_bytes),
+        job.seconds,
+        job.bandwidth_mb_s()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::metrics::LevelMetrics;
+
+    fn sample() -> Metrics {
+        let mut m = Metrics {
+            levels: (0..7)
+                .map(|level| LevelMetrics {
+                    level,
+                    ..LevelMetrics::default()
+                })
+                .collect(),
+            user_bytes_written: 1000,
+            ..Metrics::default()
+        };
+        m.levels[1].files = 2;
+        m.levels[1].size_bytes = 3 << 20;
+        m.levels[1].bytes_written = 2000;
+        m.compaction.count = 1;
+        m.compaction.input_bytes = 4_000_000;
+        m.compaction.seconds = 2.0;
+        m.compaction.stage_profile.merge = 1.0;
+        m.flush.output_bytes = 500;
+        m
+    }
+
+    #[test]
+    fn table_has_a_row_per_level_a_total_and_the_profile() {
+        let mut buf = Vec::new();
+        write_table(&sample(), &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("level | files"));
+        assert!(lines[3].starts_with("    1 |     2 |   3.00 MiB"), "{text}");
+        assert!(lines[9].starts_with("total |     2 |"), "{text}");
+        assert!(text.contains("compaction:     1 jobs"), "{text}");
+        assert!(text.contains("2.0 MB/s"), "{text}");
+        assert!(text.contains("S4 merge 1.000 s (100.0%)"), "{text}");
+        // Every table line has the same width as the header.
+        assert!(
+            lines[..10].iter().all(|l| l.len() == lines[0].len()),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn json_adds_derived_figures() {
+        let v = to_json(&sample()).unwrap();
+        assert_eq!(v["compaction"]["bandwidth_mb_s"], 2.0);
+        assert_eq!(v["levels"][1]["files"], 2);
+        assert_eq!(v["total_size_bytes"], 3 << 20);
+        assert_eq!(v["write_amp"], 0.5);
+    }
+}

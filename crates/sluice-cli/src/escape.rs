@@ -1,0 +1,74 @@
+//! How bytes from the database are shown: printable ASCII as is, everything else as `\xNN`.
+//!
+//! The backslash itself is written `\x5c`, so the output is unambiguous and reversible, and a
+//! tab or newline inside a key can never be mistaken for the separators of `scan` output.
+
+use std::fmt::Write as _;
+
+use sluice_sst::key::{ValueKind, parse_internal_key};
+
+/// `bytes` with every byte outside `' '..='~'`, and `\`, written as `\xNN`.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if (b' '..=b'~').contains(&b) && b != b'\\' {
+            out.push(char::from(b));
+        } else {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// The lower-case name of an entry kind, as dumps print it.
+pub fn kind_name(kind: ValueKind) -> &'static str {
+    match kind {
+        ValueKind::Value => "value",
+        ValueKind::Deletion => "delete",
+    }
+}
+
+/// An internal key as `'user key' @ seq kind`; keys that do not parse are shown raw.
+pub fn internal_key(ikey: &[u8]) -> String {
+    match parse_internal_key(ikey) {
+        Some(k) => format!("'{}' @ {} {}", escape(k.user_key), k.seq, kind_name(k.kind)),
+        None => format!("<invalid internal key '{}'>", escape(ikey)),
+    }
+}
+
+/// An internal key as a JSON object `{key, seq, kind}` (or `{raw}` if it does not parse).
+pub fn internal_key_json(ikey: &[u8]) -> serde_json::Value {
+    match parse_internal_key(ikey) {
+        Some(k) => serde_json::json!({
+            "key": escape(k.user_key),
+            "seq": k.seq,
+            "kind": kind_name(k.kind),
+        }),
+        None => serde_json::json!({ "raw": escape(ikey) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sst::key::make_internal_key;
+
+    #[test]
+    fn printable_bytes_pass_and_others_are_hex() {
+        assert_eq!(escape(b"hello world~"), "hello world~");
+        assert_eq!(escape(b"a\tb\n\x00\xff"), "a\\x09b\\x0a\\x00\\xff");
+        assert_eq!(escape(b"back\\slash"), "back\\x5cslash");
+        assert_eq!(escape("é".as_bytes()), "\\xc3\\xa9");
+        assert_eq!(escape(b""), "");
+    }
+
+    #[test]
+    fn internal_keys_show_seq_and_kind() {
+        let k = make_internal_key(b"k\x01", 42, ValueKind::Deletion);
+        assert_eq!(internal_key(&k), "'k\\x01' @ 42 delete");
+        assert_eq!(internal_key_json(&k)["seq"], 42);
+        assert!(internal_key(b"short").starts_with("<invalid"));
+        assert_eq!(internal_key_json(b"x")["raw"], "x");
+    }
+}

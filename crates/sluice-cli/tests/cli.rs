@@ -1,0 +1,391 @@
+//! End-to-end tests of the `sluice` binary against temporary databases.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers fail the test on any error"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run sluice")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs and requires status 0; returns stdout.
+fn ok(args: &[&str]) -> String {
+    let o = sluice(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: stderr: {}", stderr(&o));
+    stdout(&o)
+}
+
+fn db_arg(dir: &Path) -> String {
+    dir.join("db").display().to_string()
+}
+
+fn tables(db: &str) -> Vec<PathBuf> {
+    let mut t: Vec<PathBuf> = std::fs::read_dir(db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
+    t.sort();
+    t
+}
+
+/// Key number `n` as `sluice bench` writes it.
+fn bench_key(n: u64) -> String {
+    format!("{n:016}")
+}
+
+/// A database holding keys `bench_key(0..n)`, written in one process and compacted, so that
+/// (for small `n`) it is exactly one table.
+fn populated(dir: &Path, n: u64) -> String {
+    let db = db_arg(dir);
+    let n = n.to_string();
+    ok(&[
+        "bench",
+        "--db",
+        &db,
+        "--num",
+        &n,
+        "--benchmarks",
+        "fillseq,compact",
+        "--json",
+    ]);
+    db
+}
+
+#[test]
+fn put_get_delete_scan_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "b", "two"]);
+    ok(&["put", "--db", &db, "a", "one"]);
+    ok(&["put", "--db", &db, "c", "tab\there\\"]);
+    ok(&["put", "--db", &db, "d", "four"]);
+    assert_eq!(ok(&["get", "--db", &db, "a"]), "one\n");
+    assert_eq!(ok(&["get", "--db", &db, "c"]), "tab\\x09here\\x5c\n");
+    ok(&["delete", "--db", &db, "b"]);
+    assert_eq!(
+        ok(&["scan", "--db", &db]),
+        "a\tone\nc\ttab\\x09here\\x5c\nd\tfour\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--from", "b", "--to", "d"]),
+        "c\ttab\\x09here\\x5c\n"
+    );
+    assert_eq!(ok(&["scan", "--db", &db, "--limit", "1"]), "a\tone\n");
+    // Survives compaction.
+    ok(&["compact", "--db", &db]);
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--from", "c"]),
+        "c\ttab\\x09here\\x5c\nd\tfour\n"
+    );
+}
+
+#[test]
+fn get_of_a_missing_key_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "a", "1"]);
+    ok(&["delete", "--db", &db, "a"]);
+    for key in ["a", "never"] {
+        let o = sluice(&["get", "--db", &db, key]);
+        assert_eq!(o.status.code(), Some(1));
+        assert!(o.stdout.is_empty());
+        assert!(
+            stderr(&o).contains(&format!("not found: {key}")),
+            "{}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn errors_exit_2_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nothing-here").display().to_string();
+    let o = sluice(&["get", "--db", &missing, "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no database in"), "{}", stderr(&o));
+    assert!(
+        !Path::new(&missing).exists(),
+        "a read must not create the database"
+    );
+
+    let o = sluice(&["bench", "--compression", "foo"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("foo") && err.contains("lz4"), "{err}");
+
+    let o = sluice(&["bench", "--benchmarks", "fillseq,nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown benchmark \"nosuch\""),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = sluice(&["bench", "--num", "1000", "--key-size", "2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("key_size"), "{}", stderr(&o));
+
+    let o = sluice(&["sst", "dump", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).starts_with("error: corrupt"), "{}", stderr(&o));
+}
+
+#[test]
+fn stats_json_parses_and_describes_every_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 20);
+    let v: Value = serde_json::from_str(&ok(&["stats", "--db", &db, "--json"])).unwrap();
+    let levels = v["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 7);
+    let files: u64 = levels.iter().map(|l| l["files"].as_u64().unwrap()).sum();
+    assert!(files >= 1, "{v}");
+    assert!(v["compaction"]["stage_profile"]["merge"].is_number());
+    assert!(v["compaction"]["bandwidth_mb_s"].is_number());
+    assert!(v["total_size_bytes"].as_u64().unwrap() > 0);
+
+    let text = ok(&["stats", "--db", &db]);
+    assert!(text.starts_with("level | files"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("total |")), "{text}");
+}
+
+#[test]
+fn check_passes_on_a_good_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 50);
+    let out = ok(&["check", "--db", &db]);
+    assert_eq!(tables(&db).len(), 1);
+    assert!(out.starts_with("ok: 1 files, "), "{out}");
+    assert!(out.trim_end().ends_with("bytes verified"), "{out}");
+    let v: Value = serde_json::from_str(&ok(&["check", "--db", &db, "--json"])).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["blocks"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn check_reports_a_flipped_byte_as_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 50);
+    let table = tables(&db).pop().expect("compact leaves a table");
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[20] ^= 0x40; // inside the first data block
+    std::fs::write(&table, &bytes).unwrap();
+
+    let o = sluice(&["check", "--db", &db]);
+    assert_eq!(o.status.code(), Some(1), "stdout: {}", stdout(&o));
+    let err = stderr(&o);
+    let first = err.lines().next().unwrap_or_default();
+    assert!(first.contains("corrupt"), "{err}");
+    assert!(
+        first.contains(&table.file_name().unwrap().to_string_lossy().into_owned()),
+        "{err}"
+    );
+
+    let o = sluice(&["check", "--db", &db, "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        (v["ok"].as_bool(), v["corruption"].as_bool()),
+        (Some(false), Some(true))
+    );
+    assert!(v["offset"].is_u64());
+}
+
+#[test]
+fn sst_and_manifest_dumps_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 30);
+    let table = tables(&db).pop().unwrap();
+    let path = table.display().to_string();
+
+    let text = ok(&["sst", "dump", &path, "--entries"]);
+    assert!(text.contains("entries: 30 (0 deletions)"), "{text}");
+    assert!(
+        text.contains(&format!("smallest key: '{}' @ ", bench_key(0))),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains("value_len=")).count(),
+        30
+    );
+
+    let v: Value =
+        serde_json::from_str(&ok(&["sst", "dump", &path, "--entries", "--json"])).unwrap();
+    assert_eq!(v["properties"]["num_entries"], 30);
+    assert_eq!(v["entries"].as_array().unwrap().len(), 30);
+    assert_eq!(v["entries"][29]["key"], bench_key(29));
+    assert_eq!(v["footer"]["format_version"], 1);
+
+    let m: Value = serde_json::from_str(&ok(&["manifest", "dump", "--db", &db, "--json"])).unwrap();
+    let live: Vec<u64> = m["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| {
+            l["files"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["number"].as_u64().unwrap())
+        })
+        .collect();
+    let number: u64 = table
+        .file_stem()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(live, vec![number]);
+    assert!(!m["edits"].as_array().unwrap().is_empty());
+    let text = ok(&["manifest", "dump", "--db", &db]);
+    assert!(text.contains("files per level:"), "{text}");
+    assert!(text.contains(&format!("#{number:06}")), "{text}");
+}
+
+fn json_lines(out: &str) -> Vec<Value> {
+    out.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+#[test]
+fn bench_json_has_one_object_per_benchmark_with_the_documented_fields() {
+    let out = ok(&[
+        "bench",
+        "--num",
+        "2000",
+        "--json",
+        "--benchmarks",
+        "fillrandom,readrandom,compact",
+    ]);
+    let lines = json_lines(&out);
+    let names: Vec<&str> = lines.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fillrandom", "readrandom", "compact"]);
+    for v in &lines {
+        for field in [
+            "ops",
+            "seconds",
+            "ops_per_sec",
+            "user_bytes",
+            "disk_bytes_written",
+            "threads",
+        ] {
+            assert!(v[field].is_number(), "{field} in {v}");
+        }
+        for p in ["p50", "p99", "p999", "max"] {
+            assert!(v["latency_us"][p].is_number(), "{p} in {v}");
+        }
+        for f in [
+            "count",
+            "input_bytes",
+            "output_bytes",
+            "seconds",
+            "bandwidth_mb_s",
+        ] {
+            assert!(v["compaction"][f].is_number(), "{f} in {v}");
+        }
+        for s in [
+            "read",
+            "checksum",
+            "decompress",
+            "merge",
+            "compress",
+            "rechecksum",
+            "write",
+        ] {
+            assert!(
+                v["compaction"]["stage_profile"][s].is_number(),
+                "{s} in {v}"
+            );
+        }
+        assert!(v.get("write_amp").is_some());
+        assert_eq!(v["options"]["num"], 2000);
+        assert_eq!(v["options"]["compression"], "lz4");
+    }
+    assert_eq!(lines[0]["ops"], 2000);
+    assert_eq!(lines[0]["user_bytes"], 2000 * 116);
+    let found = lines[1]["found"].as_u64().unwrap();
+    assert!(found > 0 && found < 2000, "fillrandom leaves gaps: {found}");
+    assert!(lines[2]["compaction"]["count"].as_u64().unwrap() >= 1);
+    assert!(lines[2]["compaction"]["input_bytes"].as_u64().unwrap() > 0);
+
+    let out = ok(&[
+        "bench",
+        "--num",
+        "2000",
+        "--json",
+        "--benchmarks",
+        "fillseq,readrandom,seekrandom,readseq",
+    ]);
+    let lines = json_lines(&out);
+    assert_eq!(lines[1]["found"], 2000);
+    assert_eq!(lines[2]["found"], 2000);
+    assert_eq!(lines[3]["ops"], 2000);
+}
+
+#[test]
+fn bench_table_and_database_directory_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let out = ok(&[
+        "bench",
+        "--num",
+        "1000",
+        "--benchmarks",
+        "fillseq,readrandom",
+        "--db",
+        &db,
+        "--threads",
+        "2",
+    ]);
+    assert!(out.lines().any(|l| l.starts_with("benchmark ")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("fillseq ")), "{out}");
+    assert!(out.contains("found 1000 of 1000"), "{out}");
+    // The named directory is kept, and not reused without asking.
+    let value = ok(&["get", "--db", &db, &bench_key(999)]);
+    assert!(value.ends_with('\n') && value.len() >= 101, "{value}");
+    let o = sluice(&[
+        "bench",
+        "--num",
+        "1000",
+        "--benchmarks",
+        "fillseq",
+        "--db",
+        &db,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--use-existing-db"), "{}", stderr(&o));
+    let out = ok(&[
+        "bench",
+        "--num",
+        "1000",
+        "--benchmarks",
+        "readrandom",
+        "--db",
+        &db,
+        "--use-existing-db",
+        "--json",
+    ]);
+    assert_eq!(json_lines(&out)[0]["found"], 1000);
+}
