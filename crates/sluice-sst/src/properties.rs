@@ -19,7 +19,7 @@ use std::path::Path;
 
 use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64, varint_length};
 use crate::compression::CompressionType;
-use crate::key::{ValueKind, parse_internal_key};
+use crate::table::BlockMeta;
 use crate::{Error, Result};
 
 /// Buckets of the value-size histogram.
@@ -84,30 +84,32 @@ pub fn value_size_bucket(size: u64) -> usize {
 }
 
 impl TableProperties {
-    /// Accounts one entry; used by the table builder (keys arrive in order).
-    pub(crate) fn add_entry(&mut self, ikey: &[u8], value: &[u8]) {
+    /// Folds in the entries of one data block; the table writer calls this for each block it
+    /// appends. Leaves the block, byte and compression fields to the writer.
+    ///
+    /// REQUIRES: blocks arrive in key order and each has at least one entry (checked in debug
+    /// builds), so the first block sets `smallest_key` and every block moves `largest_key`.
+    pub(crate) fn add_block(&mut self, meta: &BlockMeta) {
+        debug_assert!(meta.num_entries > 0, "data blocks are never empty");
         if self.num_entries == 0 {
-            self.smallest_key.clear();
-            self.smallest_key.extend_from_slice(ikey);
-            self.smallest_seq = u64::MAX;
+            self.smallest_key.clone_from(&meta.first_key);
+            self.smallest_seq = meta.smallest_seq;
+        } else {
+            self.smallest_seq = self.smallest_seq.min(meta.smallest_seq);
         }
-        self.num_entries += 1;
-        self.raw_key_bytes += ikey.len() as u64;
-        self.raw_value_bytes += value.len() as u64;
-        self.value_size_histogram[value_size_bucket(value.len() as u64)] += 1;
-        if let Some(p) = parse_internal_key(ikey) {
-            self.smallest_seq = self.smallest_seq.min(p.seq);
-            self.largest_seq = self.largest_seq.max(p.seq);
-            if p.kind == ValueKind::Deletion {
-                self.num_deletions += 1;
-            }
+        self.largest_key.clone_from(&meta.last_key);
+        self.largest_seq = self.largest_seq.max(meta.largest_seq);
+        self.num_entries += meta.num_entries;
+        self.num_deletions += meta.num_deletions;
+        self.raw_key_bytes += meta.raw_key_bytes;
+        self.raw_value_bytes += meta.raw_value_bytes;
+        for (sum, n) in self
+            .value_size_histogram
+            .iter_mut()
+            .zip(meta.value_size_histogram)
+        {
+            *sum += n;
         }
-    }
-
-    /// Sets `largest_key` (the builder calls this once, at the end, to avoid a copy per entry).
-    pub(crate) fn set_largest_key(&mut self, ikey: &[u8]) {
-        self.largest_key.clear();
-        self.largest_key.extend_from_slice(ikey);
     }
 
     /// Estimated share (0.0..=1.0) of values larger than `bytes`, from the histogram. Buckets
@@ -242,7 +244,7 @@ impl TableProperties {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::make_internal_key;
+    use crate::key::{ValueKind, make_internal_key};
     use proptest::prelude::*;
 
     fn sample() -> TableProperties {
@@ -250,6 +252,8 @@ mod tests {
             compression: CompressionType::Zstd,
             ..Default::default()
         };
+        // Two blocks of three entries, as the table writer folds them in.
+        let mut block = BlockMeta::default();
         for (i, size) in [0usize, 1, 100, 5000, 40_000, 1 << 23]
             .into_iter()
             .enumerate()
@@ -260,8 +264,11 @@ mod tests {
                 ValueKind::Value
             };
             let k = make_internal_key(format!("k{i}").as_bytes(), 10 + i as u64, kind);
-            p.add_entry(&k, &vec![0; size]);
-            p.set_largest_key(&k);
+            block.add_entry(&k, &vec![0; size]);
+            block.last_key = k;
+            if i % 3 == 2 {
+                p.add_block(&std::mem::take(&mut block));
+            }
         }
         p.num_data_blocks = 3;
         p.data_bytes = 12345;
@@ -276,6 +283,14 @@ mod tests {
         assert_eq!(p.num_entries, 6);
         assert_eq!(p.num_deletions, 1);
         assert_eq!((p.smallest_seq, p.largest_seq), (10, 15));
+        assert_eq!(
+            p.smallest_key,
+            make_internal_key(b"k0", 10, ValueKind::Value)
+        );
+        assert_eq!(
+            p.largest_key,
+            make_internal_key(b"k5", 15, ValueKind::Value)
+        );
         assert_eq!(p.value_size_histogram[0], 1);
         assert_eq!(p.value_size_histogram[1], 1);
         assert_eq!(p.value_size_histogram[7], 1); // 100 < 128

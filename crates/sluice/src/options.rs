@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+pub use crate::compaction::executor::CompactionMode;
 pub use crate::wal::WalRecoveryMode;
 pub use sluice_sst::compression::CompressionType;
 
@@ -66,6 +67,14 @@ pub struct Options {
     pub wal_recovery_mode: WalRecoveryMode,
     /// Extra data directories (one per storage device). Empty means "the database directory".
     pub data_dirs: Vec<PathBuf>,
+    /// How each compaction is scheduled onto threads (SCP, PCP, C-PPCP).
+    pub compaction_mode: CompactionMode,
+    /// Input bytes per compaction sub-task (document 000 found 512 KiB best).
+    pub sub_task_bytes: u64,
+    /// Compute threads of the parallel executor.
+    pub compaction_threads: usize,
+    /// Sub-tasks that may wait between two pipeline stages.
+    pub compaction_queue_depth: usize,
 }
 
 impl Default for Options {
@@ -95,6 +104,10 @@ impl Default for Options {
             verify_checksums: true,
             wal_recovery_mode: WalRecoveryMode::default(),
             data_dirs: Vec::new(),
+            compaction_mode: CompactionMode::Sequential,
+            sub_task_bytes: 512 << 10,
+            compaction_threads: 2,
+            compaction_queue_depth: 4,
         }
     }
 }
@@ -157,6 +170,15 @@ impl Options {
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16".into());
         }
+        if self.sub_task_bytes < 4 << 10 {
+            return bad("sub_task_bytes must be at least 4 KiB".into());
+        }
+        if !(1..=256).contains(&self.compaction_threads) {
+            return bad("compaction_threads must be between 1 and 256".into());
+        }
+        if self.compaction_queue_depth == 0 {
+            return bad("compaction_queue_depth must be at least 1".into());
+        }
         if !(-7..=22).contains(&self.zstd_level) {
             return bad(format!(
                 "zstd_level must be in -7..=22, got {}",
@@ -173,6 +195,16 @@ impl Options {
             bytes = bytes.saturating_mul(self.max_bytes_for_level_multiplier);
         }
         bytes
+    }
+
+    /// The executor settings derived from these options.
+    pub fn exec_options(&self) -> crate::compaction::executor::ExecOptions {
+        crate::compaction::executor::ExecOptions {
+            mode: self.compaction_mode,
+            sub_task_bytes: self.sub_task_bytes,
+            queue_depth: self.compaction_queue_depth,
+            compute_threads: self.compaction_threads,
+        }
     }
 
     /// The table options derived from these options.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use proptest::prelude::*;
+use sluice::compaction::executor::CompactionMode;
 use sluice::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -61,8 +62,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn small_options() -> Options {
+fn small_options(mode: CompactionMode) -> Options {
     Options {
+        compaction_mode: mode,
+        sub_task_bytes: 4 << 10,
         write_buffer_size: 64 << 10,
         target_file_size_base: 64 << 10,
         max_bytes_for_level_base: 256 << 10,
@@ -73,8 +76,8 @@ fn small_options() -> Options {
     }
 }
 
-fn open(dir: &Path) -> Db {
-    Db::open(dir, small_options()).expect("open")
+fn open(dir: &Path, mode: CompactionMode) -> Db {
+    Db::open(dir, small_options(mode)).expect("open")
 }
 
 fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -86,9 +89,9 @@ fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u
         .collect()
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
-    let mut db = Some(open(dir.path()));
+    let mut db = Some(open(dir.path(), mode));
     let mut model = Model::new();
     // (snapshot handle, model at the time)
     let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
@@ -182,7 +185,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 snapshots.clear();
                 db.take().unwrap().close().unwrap();
-                db = Some(open(dir.path()));
+                db = Some(open(dir.path(), mode));
             }
         }
     }
@@ -198,11 +201,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn engine_matches_btreemap(ops in proptest::collection::vec(op_strategy(), 1..400)) {
-        run(ops)?;
+    fn engine_matches_btreemap(
+        ops in proptest::collection::vec(op_strategy(), 1..400),
+        mode in proptest::sample::select(CompactionMode::ALL.to_vec()),
+    ) {
+        run(ops, mode)?;
     }
 }
 
@@ -210,7 +216,7 @@ proptest! {
 #[test]
 fn iterator_direction_switches_match_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
+    let db = open(dir.path(), CompactionMode::Sequential);
     let mut model = Model::new();
     for i in 0..2000u16 {
         let k = key(i % 500);

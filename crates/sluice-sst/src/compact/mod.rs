@@ -4,10 +4,14 @@
 //! Every executor (sequential, pipelined, parallel, streaming, offloaded) schedules these same
 //! step functions; they differ only in which thread runs which step when.
 
+pub mod block_list;
 pub mod input;
 pub mod output;
+pub mod plan;
 pub mod runner;
 pub mod steps;
+pub mod subtask;
+pub mod writer;
 
 pub use output::{OutputFile, TableSink};
 pub use runner::{CompactionOutput, CompactionSpec, run_sequential};

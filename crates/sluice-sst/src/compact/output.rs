@@ -61,7 +61,7 @@ impl<'a> TableSink<'a> {
     pub fn builder(&mut self) -> Result<&mut TableContentBuilder> {
         if self.current.is_none() {
             let (number, path) = (self.new_output)()?;
-            let writer = TableFileWriter::create(&path)?;
+            let writer = TableFileWriter::create(&path, &self.opts)?;
             self.current = Some(OpenTable {
                 number,
                 path,
@@ -118,10 +118,9 @@ impl<'a> TableSink<'a> {
             write_block(&mut open.writer, &encoded, self.times)?;
         }
         let before = open.writer.file_size();
-        let tail = open.content.finish();
-        let summary = self.times.timed(crate::profile::Step::Write, || {
-            open.writer.finish(tail, &self.opts)
-        })?;
+        let summary = self
+            .times
+            .timed(crate::profile::Step::Write, || open.writer.finish())?;
         self.times
             .add_bytes_written(summary.file_size.saturating_sub(before));
         self.done.push(OutputFile {

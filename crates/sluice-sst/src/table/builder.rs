@@ -25,7 +25,7 @@ impl TableBuilder {
         Ok(TableBuilder {
             opts: opts.clone(),
             content: TableContentBuilder::new(opts),
-            writer: TableFileWriter::create(path)?,
+            writer: TableFileWriter::create(path, opts)?,
         })
     }
 
@@ -65,9 +65,13 @@ impl TableBuilder {
     }
 
     /// Writes the last block, the meta blocks and the footer, and fsyncs.
-    pub fn finish(self) -> Result<TableSummary> {
-        let tail = self.content.finish();
-        self.writer.finish(tail, &self.opts)
+    pub fn finish(mut self) -> Result<TableSummary> {
+        self.content.seal_current();
+        while let Some(sealed) = self.content.take_sealed() {
+            self.writer
+                .append_data_block(&encode_block(sealed, &self.opts))?;
+        }
+        self.writer.finish()
     }
 
     /// Deletes the partial file.

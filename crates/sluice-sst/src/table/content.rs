@@ -1,51 +1,49 @@
-//! S4: turns a sorted stream of entries into sealed data blocks plus the table-wide state (filter
-//! keys, properties) that the meta blocks are written from.
+//! S4: turns a sorted stream of entries into sealed data blocks, each carrying the [`BlockMeta`]
+//! the S7 writer assembles the file-level state (key range, filter, properties) from.
+//!
+//! The builder knows nothing about files: where one output file ends and the next begins is
+//! decided by whoever appends the blocks, possibly on another thread.
 
 use std::collections::VecDeque;
 
-use super::TableOptions;
+use super::{BlockMeta, TableOptions};
 use crate::block::BlockBuilder;
-use crate::filter::BloomFilterBuilder;
-use crate::key::{TRAILER_LEN, compare_internal, user_key};
-use crate::properties::TableProperties;
+use crate::key::{TRAILER_LEN, compare_internal};
 
 /// A finished data block, uncompressed, waiting for S5..S7.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealedBlock {
     /// The block bytes (entries and restart array), uncompressed.
     pub contents: Vec<u8>,
-    /// The block's last internal key; becomes its index entry.
-    pub last_key: Vec<u8>,
-    /// Entries in the block.
-    pub num_entries: u64,
+    /// Key range, filter hashes and entry statistics of the block.
+    pub meta: BlockMeta,
 }
 
-/// Builds the contents of one table. Not thread-safe; it is `Send`, so the S4 thread may own it
-/// while other threads compress and write the blocks it seals.
+/// Builds data blocks from entries in key order. Not thread-safe; it is `Send`, so the S4
+/// thread may own it while other threads compress and write the blocks it seals.
 #[derive(Debug)]
 pub struct TableContentBuilder {
     block_size: usize,
     block: BlockBuilder,
+    /// Meta of the block being built.
+    meta: BlockMeta,
     sealed: VecDeque<SealedBlock>,
-    filter: Option<BloomFilterBuilder>,
-    /// Entry-level properties; the writer fills in the block and byte counts.
-    props: TableProperties,
+    /// Entries added since creation.
+    num_entries: u64,
+    /// Last key of the last sealed block: the ordering check needs it once `block` is empty.
+    prev_last_key: Vec<u8>,
 }
 
 impl TableContentBuilder {
-    /// A builder for `opts` (the block size, restart interval and filter settings matter here).
+    /// A builder for `opts` (only the block size and restart interval matter here).
     pub fn new(opts: &TableOptions) -> Self {
-        let props = TableProperties {
-            compression: opts.compression,
-            ..TableProperties::default()
-        };
         TableContentBuilder {
             block_size: opts.block_size.max(1),
             block: BlockBuilder::new(opts.restart_interval),
+            meta: BlockMeta::default(),
             sealed: VecDeque::new(),
-            filter: (opts.bloom_bits_per_key > 0)
-                .then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key)),
-            props,
+            num_entries: 0,
+            prev_last_key: Vec::new(),
         }
     }
 
@@ -62,13 +60,11 @@ impl TableContentBuilder {
             ikey.len() + value.len()
         );
         debug_assert!(
-            self.props.num_entries == 0 || compare_internal(self.last_key(), ikey).is_lt(),
+            self.num_entries == 0 || compare_internal(self.last_key(), ikey).is_lt(),
             "keys must be added in strictly increasing order"
         );
-        if let Some(f) = self.filter.as_mut() {
-            f.add_key(user_key(ikey));
-        }
-        self.props.add_entry(ikey, value);
+        self.num_entries += 1;
+        self.meta.add_entry(ikey, value);
         self.block.add(ikey, value);
         if self.block.estimated_size() >= self.block_size {
             self.seal_current();
@@ -78,27 +74,23 @@ impl TableContentBuilder {
     /// The last key added (the current block's, or the last sealed block's).
     fn last_key(&self) -> &[u8] {
         if self.block.is_empty() {
-            &self.props.largest_key
+            &self.prev_last_key
         } else {
             self.block.last_key()
         }
     }
 
-    /// Seals the block being built, even if it is smaller than `block_size` (an output file cut
-    /// or a sub-task boundary). Does nothing when the block is empty.
+    /// Seals the block being built, even if it is smaller than `block_size` (an output file cut,
+    /// a sub-task boundary, or the end of the input). Does nothing when the block is empty.
     pub fn seal_current(&mut self) {
         if self.block.is_empty() {
             return;
         }
-        let last_key = self.block.last_key().to_vec();
-        self.props.set_largest_key(&last_key);
-        let num_entries = self.block.num_entries();
+        let mut meta = std::mem::take(&mut self.meta);
+        meta.last_key = self.block.last_key().to_vec();
+        self.prev_last_key.clone_from(&meta.last_key);
         let contents = self.block.finish(self.block_size + self.block_size / 8);
-        self.sealed.push_back(SealedBlock {
-            contents,
-            last_key,
-            num_entries,
-        });
+        self.sealed.push_back(SealedBlock { contents, meta });
     }
 
     /// The oldest sealed block not yet taken, in key order.
@@ -125,48 +117,21 @@ impl TableContentBuilder {
         self.current_block_size() + self.sealed.iter().map(|s| s.contents.len()).sum::<usize>()
     }
 
-    /// Entries added so far.
+    /// Entries added since the builder was created (sealed or not).
     pub fn num_entries(&self) -> u64 {
-        self.props.num_entries
-    }
-
-    /// Seals the last block and hands over what the writer needs for the meta blocks.
-    pub fn finish(mut self) -> TableTail {
-        self.seal_current();
-        TableTail {
-            sealed: self.sealed,
-            filter: self.filter,
-            props: self.props,
-        }
-    }
-}
-
-/// The end of a table's content: sealed blocks not yet taken (in order), the filter keys and
-/// the entry-level properties. [`super::TableFileWriter::finish`] encodes and writes any sealed
-/// blocks still here, then the meta blocks.
-#[derive(Debug)]
-pub struct TableTail {
-    sealed: VecDeque<SealedBlock>,
-    pub(super) filter: Option<BloomFilterBuilder>,
-    pub(super) props: TableProperties,
-}
-
-impl TableTail {
-    /// The next sealed block still waiting for S5..S7, in key order.
-    pub fn take_sealed(&mut self) -> Option<SealedBlock> {
-        self.sealed.pop_front()
-    }
-
-    /// Entries in the whole table.
-    pub fn num_entries(&self) -> u64 {
-        self.props.num_entries
+        self.num_entries
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::{ValueKind, make_internal_key};
+    use crate::filter::hash64;
+    use crate::key::{ValueKind, make_internal_key, user_key};
+
+    fn ikey(i: u64, seq: u64) -> Vec<u8> {
+        make_internal_key(format!("key{i:03}").as_bytes(), seq, ValueKind::Value)
+    }
 
     #[test]
     fn seals_at_block_size_and_on_demand() {
@@ -176,10 +141,7 @@ mod tests {
         };
         let mut b = TableContentBuilder::new(&opts);
         for i in 0..20u64 {
-            b.add(
-                &make_internal_key(format!("key{i:03}").as_bytes(), 100 - i, ValueKind::Value),
-                &[1; 20],
-            );
+            b.add(&ikey(i, 100 - i), &[1; 20]);
         }
         let mut blocks = Vec::new();
         while let Some(s) = b.take_sealed() {
@@ -192,36 +154,45 @@ mod tests {
         assert!(b.has_sealed());
         assert_eq!(b.current_block_size(), 0);
         b.seal_current(); // empty: no-op
-        let last = b.take_sealed().unwrap();
+        blocks.push(b.take_sealed().unwrap());
         assert!(!b.has_sealed());
-        assert_eq!(
-            last.last_key,
-            make_internal_key(b"key019", 81, ValueKind::Value)
-        );
-        let total: u64 = blocks.iter().map(|s| s.num_entries).sum::<u64>() + last.num_entries;
-        assert_eq!(total, 20);
-        let tail = b.finish();
-        assert_eq!(tail.num_entries(), 20);
-        assert_eq!(tail.props.largest_key, last.last_key);
-        assert_eq!(
-            tail.props.smallest_key,
-            make_internal_key(b"key000", 100, ValueKind::Value)
-        );
-        assert_eq!(tail.filter.as_ref().map(|f| f.num_keys()), Some(20));
+        assert_eq!(b.num_entries(), 20);
+        // The metas tile the input: each block starts right after the previous one ends.
+        let mut next = 0u64;
+        for s in &blocks {
+            let m = &s.meta;
+            assert_eq!(m.first_key, ikey(next, 100 - next));
+            next += m.num_entries;
+            assert_eq!(m.last_key, ikey(next - 1, 101 - next));
+            assert_eq!(m.filter_hashes.len() as u64, m.num_entries);
+            assert_eq!(
+                (m.smallest_seq, m.largest_seq),
+                (101 - next, 100 - (next - m.num_entries))
+            );
+            assert_eq!(m.raw_value_bytes, 20 * m.num_entries);
+        }
+        assert_eq!(next, 20);
     }
 
     #[test]
-    fn finish_seals_the_last_block_and_no_filter_when_disabled() {
-        let opts = TableOptions {
-            bloom_bits_per_key: 0,
-            ..TableOptions::default()
-        };
-        let mut b = TableContentBuilder::new(&opts);
-        b.add(&make_internal_key(b"a", 1, ValueKind::Deletion), b"");
-        let mut tail = b.finish();
-        assert!(tail.filter.is_none());
-        assert_eq!(tail.props.num_deletions, 1);
-        assert_eq!(tail.take_sealed().map(|s| s.num_entries), Some(1));
-        assert!(tail.take_sealed().is_none());
+    fn a_user_key_spanning_two_blocks_is_hashed_in_both() {
+        let mut b = TableContentBuilder::new(&TableOptions::default());
+        let versions = [
+            make_internal_key(b"k", 9, ValueKind::Value),
+            make_internal_key(b"k", 5, ValueKind::Deletion),
+            make_internal_key(b"k", 1, ValueKind::Value),
+        ];
+        b.add(&versions[0], b"v");
+        b.seal_current();
+        b.add(&versions[1], b"");
+        b.add(&versions[2], b"w");
+        b.seal_current();
+        let (first, second) = (b.take_sealed().unwrap(), b.take_sealed().unwrap());
+        assert_eq!(first.meta.filter_hashes, [hash64(b"k")]);
+        assert_eq!(second.meta.filter_hashes, [hash64(user_key(&versions[1]))]);
+        assert_eq!((second.meta.num_entries, second.meta.num_deletions), (2, 1));
+        assert_eq!(second.meta.first_key, versions[1]);
+        assert_eq!(second.meta.last_key, versions[2]);
+        assert_eq!(b.pending_bytes(), 0);
     }
 }

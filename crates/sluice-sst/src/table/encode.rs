@@ -7,21 +7,20 @@
 //! Both steps are pure functions of their inputs, so every executor, whatever thread runs them,
 //! produces byte-identical blocks.
 
-use super::{SealedBlock, TableOptions};
+use super::{BlockMeta, SealedBlock, TableOptions};
 use crate::compression::{self, CompressionType};
 use crate::format::{BLOCK_TRAILER_LEN, block_trailer};
 
-/// A block ready for S7: stored bytes with trailer, and what the index needs.
+/// A block ready for S7: stored bytes with trailer, and the meta S4 recorded for it (which
+/// the writer turns into the index entry, filter and properties of the file it lands in).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedBlock {
     /// Stored contents followed by the 5-byte trailer.
     pub bytes: Vec<u8>,
-    /// The block's last internal key.
-    pub last_key: Vec<u8>,
     /// Size of the block before compression.
     pub uncompressed_len: usize,
-    /// Entries in the block.
-    pub num_entries: u64,
+    /// The sealed block's meta, unchanged.
+    pub meta: BlockMeta,
 }
 
 impl EncodedBlock {
@@ -44,20 +43,14 @@ pub fn compress_block(
 }
 
 /// S6: appends the trailer (type byte and masked CRC32C of `compressed || type`) to the stored
-/// bytes S5 produced for `sealed`, whose key and entry count go with the result.
+/// bytes S5 produced for `sealed`, whose meta goes with the result.
 pub fn seal_block_trailer(
     sealed: SealedBlock,
     compressed: Vec<u8>,
     used: CompressionType,
 ) -> EncodedBlock {
     let uncompressed_len = sealed.contents.len();
-    finish(
-        compressed,
-        used,
-        uncompressed_len,
-        sealed.last_key,
-        sealed.num_entries,
-    )
+    finish(compressed, used, uncompressed_len, sealed.meta)
 }
 
 /// S5 and S6 in one call; avoids copying the contents when they are stored uncompressed.
@@ -75,30 +68,22 @@ pub fn encode_block(mut sealed: SealedBlock, opts: &TableOptions) -> EncodedBloc
     } else {
         (std::mem::take(&mut sealed.contents), CompressionType::None)
     };
-    finish(
-        stored,
-        used,
-        uncompressed_len,
-        sealed.last_key,
-        sealed.num_entries,
-    )
+    finish(stored, used, uncompressed_len, sealed.meta)
 }
 
 fn finish(
     mut stored: Vec<u8>,
     used: CompressionType,
     uncompressed_len: usize,
-    last_key: Vec<u8>,
-    num_entries: u64,
+    meta: BlockMeta,
 ) -> EncodedBlock {
     let trailer = block_trailer(&stored, used);
     stored.reserve_exact(BLOCK_TRAILER_LEN);
     stored.extend_from_slice(&trailer);
     EncodedBlock {
         bytes: stored,
-        last_key,
         uncompressed_len,
-        num_entries,
+        meta,
     }
 }
 
@@ -116,15 +101,21 @@ mod tests {
             };
             let sealed = SealedBlock {
                 contents: contents.clone(),
-                last_key: b"last-key\0\0\0\0\0\0\0\0".to_vec(),
-                num_entries: 3,
+                meta: BlockMeta {
+                    last_key: b"last-key\0\0\0\0\0\0\0\0".to_vec(),
+                    num_entries: 3,
+                    filter_hashes: vec![1, 2, 3],
+                    ..BlockMeta::default()
+                },
             };
             let mut out = Vec::new();
             let used = compress_block(&sealed.contents, ctype, opts.zstd_level, &mut out);
             let split = seal_block_trailer(sealed.clone(), out, used);
+            let sealed_meta = sealed.meta.clone();
             let joined = encode_block(sealed, &opts);
             assert_eq!(split, joined, "{ctype}");
             assert_eq!(joined.uncompressed_len, 4000);
+            assert_eq!(joined.meta, sealed_meta, "the meta travels unchanged");
             assert_eq!(joined.bytes[joined.bytes.len() - 5], used as u8);
             if ctype != CompressionType::None {
                 assert!(joined.stored_len() < 4000);

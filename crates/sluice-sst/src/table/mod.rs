@@ -16,12 +16,17 @@
 //!
 //! | step | function | input -> output |
 //! |---|---|---|
-//! | S4 build | [`TableContentBuilder::add`], [`TableContentBuilder::take_sealed`] | entries -> [`SealedBlock`] |
+//! | S4 build | [`TableContentBuilder::add`], [`TableContentBuilder::take_sealed`] | entries -> [`SealedBlock`] (contents + [`BlockMeta`]) |
 //! | S5 compress | [`compress_block`] | contents -> compressed bytes |
 //! | S6 re-checksum | [`seal_block_trailer`] | compressed bytes -> [`EncodedBlock`] |
 //! | S7 write | [`TableFileWriter::append_data_block`], [`TableFileWriter::finish`] | -> file |
 //!
-//! and the read side likewise: S1 [`read_raw_block`], S2 [`verify_raw_block`], S3
+//! Each block carries its own [`BlockMeta`] (key range, filter hashes, entry statistics) through
+//! S5 and S6, and the S7 writer assembles the file's filter, properties and key range from the
+//! blocks it is given: S4..S6 never need to know which file a block ends up in, so one writer
+//! may cut files anywhere between blocks built on different threads.
+//!
+//! The read side likewise: S1 [`read_raw_block`], S2 [`verify_raw_block`], S3
 //! [`decompress_raw_block`]. [`TableBuilder`] composes the write steps on one thread (flush);
 //! [`Table`] serves reads with a pinned index and filter and an optional shared block cache.
 //!
@@ -33,17 +38,21 @@ mod builder;
 mod content;
 mod encode;
 mod iter;
+mod meta;
 mod read;
 mod reader;
 mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod write_tests;
 
 pub use builder::TableBuilder;
-pub use content::{SealedBlock, TableContentBuilder, TableTail};
+pub use content::{SealedBlock, TableContentBuilder};
 pub use encode::{EncodedBlock, compress_block, encode_block, seal_block_trailer};
 pub use iter::TableIter;
+pub use meta::BlockMeta;
 pub use read::{RawBlock, decompress_raw_block, read_raw_block, verify_raw_block};
 pub use reader::{BloomStats, Table, TableReadOptions, VerifyReport};
 pub use writer::{TableFileWriter, TableSummary};

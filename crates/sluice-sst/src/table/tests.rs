@@ -13,25 +13,25 @@ use crate::format::FOOTER_LEN;
 use crate::key::{InternalKey, ValueKind, make_internal_key, seek_key};
 use crate::{Error, InternalIterator};
 
-type Model = BTreeMap<InternalKey, Vec<u8>>;
+pub(super) type Model = BTreeMap<InternalKey, Vec<u8>>;
 
 /// A deterministic xorshift generator (tests must be reproducible).
-struct Rng(u64);
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
 
 /// Keys sharing long prefixes, several versions and tombstones, empty to 64 KiB values.
-fn model(n: usize, seed: u64) -> Model {
+pub(super) fn model(n: usize, seed: u64) -> Model {
     let mut rng = Rng(seed | 1);
     let mut m = Model::new();
     while m.len() < n {
@@ -53,7 +53,12 @@ fn model(n: usize, seed: u64) -> Model {
     m
 }
 
-fn write_table(dir: &Path, name: &str, m: &Model, opts: &TableOptions) -> (PathBuf, TableSummary) {
+pub(super) fn write_table(
+    dir: &Path,
+    name: &str,
+    m: &Model,
+    opts: &TableOptions,
+) -> (PathBuf, TableSummary) {
     let path = dir.join(name);
     let mut b = TableBuilder::create(&path, opts).unwrap();
     for (k, v) in m {
@@ -63,7 +68,7 @@ fn write_table(dir: &Path, name: &str, m: &Model, opts: &TableOptions) -> (PathB
     (path.clone(), b.finish().unwrap())
 }
 
-fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> Arc<Table> {
+pub(super) fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> Arc<Table> {
     Table::open(
         path,
         7,
@@ -75,7 +80,7 @@ fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> Arc<Table> {
     .unwrap()
 }
 
-fn scan_forward(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(super) fn scan_forward(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
     let mut it = t.iter();
     let mut out = Vec::new();
     it.seek_to_first().unwrap();
@@ -98,7 +103,7 @@ fn scan_backward(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
     out
 }
 
-fn model_entries(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(super) fn model_entries(m: &Model) -> Vec<(Vec<u8>, Vec<u8>)> {
     m.iter().map(|(k, v)| (k.0.clone(), v.clone())).collect()
 }
 
@@ -277,7 +282,7 @@ fn split_steps_write_the_same_bytes_as_the_builder() {
     // would not (to keep bytes identical we only drain at the end).
     let b = dir.path().join("b.sst");
     let mut content = TableContentBuilder::new(&opts);
-    let mut writer = TableFileWriter::create(&b).unwrap();
+    let mut writer = TableFileWriter::create(&b, &opts).unwrap();
     let mut pending = Vec::new();
     for (k, v) in &m {
         content.add(k.encoded(), v);
@@ -286,6 +291,8 @@ fn split_steps_write_the_same_bytes_as_the_builder() {
         }
         assert_eq!(content.pending_bytes(), content.current_block_size());
     }
+    content.seal_current();
+    pending.extend(content.take_sealed());
     for s in pending {
         let mut out = Vec::new();
         let used = compress_block(&s.contents, opts.compression, opts.zstd_level, &mut out);
@@ -293,7 +300,7 @@ fn split_steps_write_the_same_bytes_as_the_builder() {
             .append_data_block(&seal_block_trailer(s, out, used))
             .unwrap();
     }
-    let sb = writer.finish(content.finish(), &opts).unwrap();
+    let sb = writer.finish().unwrap();
     assert_eq!(sa, sb);
     assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }

@@ -9,19 +9,31 @@
 //!
 //! The index block uses restart interval 1 (every key stored whole) and, like the filter and
 //! properties blocks, is stored uncompressed: it is read once at open and pinned.
+//!
+//! All file-level state is assembled here from the [`super::BlockMeta`] of the blocks appended,
+//! so whoever appends decides where files are cut and the block builders need not know:
+//!
+//! ```text
+//! smallest_key = first block's first_key      largest_key = last block's last_key
+//! filter       = every block's filter_hashes in order, a hash equal to the one before dropped
+//! properties   = sums of the blocks' counts and histograms, min/max of their seqs,
+//!                plus num_data_blocks, data_bytes, filter_bytes, index_bytes, compression
+//! ```
+//!
+//! Dropping the repeated hash keeps the filter identical to one built key by key over the whole
+//! table (a user key whose versions span two blocks appears in both blocks' hashes).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::{TableOptions, TableTail, encode_block};
+use super::{EncodedBlock, TableOptions};
 use crate::block::BlockBuilder;
 use crate::compression::CompressionType;
+use crate::filter::BloomFilterBuilder;
 use crate::format::{BLOCK_TRAILER_LEN, BlockHandle, FORMAT_VERSION, Footer, block_trailer};
 use crate::properties::TableProperties;
 use crate::{IoContext, Result};
-
-use super::EncodedBlock;
 
 /// Size of the write buffer in front of the file.
 const WRITE_BUFFER_BYTES: usize = 256 * 1024;
@@ -51,13 +63,18 @@ pub struct TableFileWriter {
     offset: u64,
     index: BlockBuilder,
     handle_buf: Vec<u8>,
-    num_data_blocks: u64,
-    data_bytes: u64,
+    /// The filter's hashes so far; `None` when the table has no filter.
+    filter: Option<BloomFilterBuilder>,
+    /// Properties of the blocks appended so far (the meta-block sizes are set by `finish`).
+    props: TableProperties,
 }
 
 impl TableFileWriter {
-    /// Creates (or truncates) the file at `path`.
-    pub fn create(path: &Path) -> Result<Self> {
+    /// Creates (or truncates) the file at `path` for a table written with `opts` (the filter
+    /// bits per key and the compression recorded in the properties matter here).
+    ///
+    /// REQUIRES: `opts` passed [`TableOptions::validate`].
+    pub fn create(path: &Path, opts: &TableOptions) -> Result<Self> {
         let file = File::create(path).with_path(path)?;
         Ok(TableFileWriter {
             path: path.to_path_buf(),
@@ -65,8 +82,12 @@ impl TableFileWriter {
             offset: 0,
             index: BlockBuilder::new(1),
             handle_buf: Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN),
-            num_data_blocks: 0,
-            data_bytes: 0,
+            filter: (opts.bloom_bits_per_key > 0)
+                .then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key)),
+            props: TableProperties {
+                compression: opts.compression,
+                ..TableProperties::default()
+            },
         })
     }
 
@@ -75,17 +96,20 @@ impl TableFileWriter {
         &self.path
     }
 
-    /// Appends a data block and records its index entry.
+    /// Appends a data block, records its index entry and folds its meta into the filter and
+    /// properties.
     ///
-    /// REQUIRES: blocks arrive in key order (each `last_key` above the previous one).
+    /// REQUIRES: blocks arrive in key order (each block's `first_key` above the previous
+    /// block's `last_key`) and are not empty; checked in debug builds.
     pub fn append_data_block(&mut self, block: &EncodedBlock) -> Result<()> {
+        let meta = &block.meta;
         debug_assert!(
             block.bytes.len() >= BLOCK_TRAILER_LEN,
             "block has no trailer"
         );
         debug_assert!(
             self.index.is_empty()
-                || crate::key::compare_internal(self.index.last_key(), &block.last_key).is_lt(),
+                || crate::key::compare_internal(self.index.last_key(), &meta.first_key).is_lt(),
             "data blocks must be appended in key order"
         );
         let handle = BlockHandle::new(
@@ -94,11 +118,17 @@ impl TableFileWriter {
         );
         self.file.write_all(&block.bytes).with_path(&self.path)?;
         self.offset += block.bytes.len() as u64;
-        self.num_data_blocks += 1;
-        self.data_bytes += block.bytes.len() as u64;
         self.handle_buf.clear();
         handle.encode_to(&mut self.handle_buf);
-        self.index.add(&block.last_key, &self.handle_buf);
+        self.index.add(&meta.last_key, &self.handle_buf);
+        if let Some(f) = self.filter.as_mut() {
+            for &h in &meta.filter_hashes {
+                f.add_hash(h);
+            }
+        }
+        self.props.add_block(meta);
+        self.props.num_data_blocks += 1;
+        self.props.data_bytes += block.bytes.len() as u64;
         Ok(())
     }
 
@@ -107,24 +137,23 @@ impl TableFileWriter {
         self.offset
     }
 
-    /// Writes any sealed blocks left in `tail`, then the filter, properties and index blocks and
-    /// the footer, and fsyncs the file. Syncing the directory entry is the caller's job (it
-    /// happens before the version edit that names the file is committed).
-    pub fn finish(mut self, mut tail: TableTail, opts: &TableOptions) -> Result<TableSummary> {
-        while let Some(sealed) = tail.take_sealed() {
-            self.append_data_block(&encode_block(sealed, opts))?;
-        }
-        let filter = match tail.filter.take() {
+    /// Entries in the blocks appended so far.
+    pub fn num_entries(&self) -> u64 {
+        self.props.num_entries
+    }
+
+    /// Writes the filter, properties and index blocks and the footer, and fsyncs the file.
+    /// Syncing the directory entry is the caller's job (it happens before the version edit that
+    /// names the file is committed). With no block appended this writes a valid empty table.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        let filter = match self.filter.take() {
             Some(f) => Some(self.write_meta_block(&f.finish())?),
             None => None,
         };
         let index_contents = self.index.finish(0);
-        let mut props = tail.props;
-        props.num_data_blocks = self.num_data_blocks;
-        props.data_bytes = self.data_bytes;
+        let mut props = std::mem::take(&mut self.props);
         props.filter_bytes = filter.map_or(0, |h| h.size + BLOCK_TRAILER_LEN as u64);
         props.index_bytes = (index_contents.len() + BLOCK_TRAILER_LEN) as u64;
-        props.compression = opts.compression;
         let properties = self.write_meta_block(&props.encode())?;
         let index = self.write_meta_block(&index_contents)?;
         let footer = Footer {

@@ -2,6 +2,7 @@
 //! result (install). The three are kept apart: the picker returns a [`Compaction`] value, the
 //! executor only produces files, and `install` alone turns them into a version edit.
 
+pub mod executor;
 pub mod install;
 pub mod manual;
 pub mod picker;

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use sluice_sst::compact::runner::GrandparentFile;
-use sluice_sst::compact::{CompactionOutput, CompactionSpec, run_sequential};
+use sluice_sst::compact::{CompactionOutput, CompactionSpec};
+
+use super::executor::execute;
 
 use super::Compaction;
 use crate::Result;
@@ -51,7 +53,7 @@ impl DbInner {
             reserved.push(number);
             Ok((number, self.table_cache.table_path(0, number)))
         };
-        let outcome = run_sequential(&spec, &mut new_output);
+        let outcome = execute(&spec, &self.options.exec_options(), &mut new_output);
         let installed = outcome.and_then(|out: CompactionOutput| self.install_compaction(c, &out));
         let mut st = self.state.lock();
         for n in reserved {

@@ -76,16 +76,27 @@ impl DbInner {
     /// recovery needs. Errors are logged, not returned: a leftover file wastes space but is
     /// harmless, and it is retried after the next install.
     pub(crate) fn delete_obsolete_files(&self) {
-        let (live, pending, log_number, manifest_number) = {
+        // One collector at a time: two would race to delete the same files.
+        let _collecting = self.obsolete_files_lock.lock();
+        let (live, pending, first_unsafe, log_number, manifest_number) = {
             let mut st = self.state.lock();
             let live = st.versions.live_table_numbers();
             let pending = st.pending_outputs.clone();
+            // Files numbered from here on may be created by jobs that start after this
+            // snapshot of `pending` and before the directory listing below: never touch them.
+            let first_unsafe = st.versions.next_file_number;
             let log_number = st
                 .imm
                 .front()
                 .map_or(st.mem.log_number(), |m| m.log_number())
                 .min(st.versions.log_number);
-            (live, pending, log_number, st.versions.manifest_number)
+            (
+                live,
+                pending,
+                first_unsafe,
+                log_number,
+                st.versions.manifest_number,
+            )
         };
         let mut dirs = vec![self.dir.clone()];
         dirs.extend(self.options.data_dirs.iter().cloned());
@@ -99,10 +110,14 @@ impl DbInner {
                     continue;
                 };
                 let obsolete = match kind {
-                    FileType::Table => !live.contains(&number) && !pending.contains(&number),
+                    FileType::Table => {
+                        number < first_unsafe
+                            && !live.contains(&number)
+                            && !pending.contains(&number)
+                    }
                     FileType::Log => number < log_number,
                     FileType::Manifest => number < manifest_number,
-                    FileType::Temp => !pending.contains(&number),
+                    FileType::Temp => number < first_unsafe && !pending.contains(&number),
                     FileType::Current | FileType::Lock => false,
                 };
                 if !obsolete {

@@ -106,6 +106,8 @@ pub(crate) struct DbInner {
     pub snapshots: Arc<SnapshotList>,
     pub table_cache: Arc<TableCache>,
     pub counters: WriteCounters,
+    /// Serializes obsolete-file collection (flush and compaction threads both run it).
+    pub obsolete_files_lock: Mutex<()>,
     /// Held for the lifetime of the database so two processes cannot open it at once.
     _lock_file: File,
 }

@@ -133,6 +133,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         table_cache,
         counters: WriteCounters::default(),
+        obsolete_files_lock: Mutex::new(()),
         options,
         _lock_file: lock_file,
     };

@@ -1,0 +1,144 @@
+//! S7 and output cutting: the single writer every executor funnels its blocks into.
+//!
+//! File cuts are decided here, block by block, from the blocks' own metadata, so they are the
+//! same whichever thread produced a block. A file ends before a block when the file has reached
+//! `target_file_size` or overlaps more than `max_grandparent_overlap_bytes` of the grandparent
+//! level (LevelDB's `ShouldStopBefore`, at block granularity), and never between two versions
+//! of one user key: a block that starts with the previous block's last user key stays with it.
+
+use std::path::PathBuf;
+
+use crate::Result;
+use crate::key::{compare_internal, user_key};
+use crate::profile::Step;
+use crate::table::{EncodedBlock, TableFileWriter};
+
+use super::output::{NewOutput, OutputFile};
+use super::runner::CompactionSpec;
+use super::steps::StepTimes;
+
+struct OpenFile {
+    number: u64,
+    path: PathBuf,
+    writer: TableFileWriter,
+}
+
+/// Appends blocks to output files, cutting files as described in the module docs.
+pub struct OutputWriter<'a> {
+    spec: &'a CompactionSpec,
+    times: &'a StepTimes,
+    new_output: &'a mut NewOutput<'a>,
+    current: Option<OpenFile>,
+    done: Vec<OutputFile>,
+    /// Grandparent files passed so far, and the bytes of them the open file overlaps.
+    grandparent_index: usize,
+    overlapped_bytes: u64,
+    /// User key of the last entry written, to keep versions of one key in one file.
+    last_user_key: Option<Vec<u8>>,
+}
+
+impl<'a> OutputWriter<'a> {
+    /// A writer for `spec`'s outputs; files are named by `new_output`.
+    pub fn new(
+        spec: &'a CompactionSpec,
+        times: &'a StepTimes,
+        new_output: &'a mut NewOutput<'a>,
+    ) -> Self {
+        OutputWriter {
+            spec,
+            times,
+            new_output,
+            current: None,
+            done: Vec::new(),
+            grandparent_index: 0,
+            overlapped_bytes: 0,
+            last_user_key: None,
+        }
+    }
+
+    fn should_cut_before(&mut self, block: &EncodedBlock) -> bool {
+        let first = &block.meta.first_key;
+        let grandparents = &self.spec.grandparents;
+        while let Some(gp) = grandparents.get(self.grandparent_index) {
+            if compare_internal(first, &gp.largest).is_le() {
+                break;
+            }
+            if self.last_user_key.is_some() {
+                self.overlapped_bytes += gp.size;
+            }
+            self.grandparent_index += 1;
+        }
+        let Some(open) = &self.current else {
+            return false;
+        };
+        let same_key = self
+            .last_user_key
+            .as_deref()
+            .is_some_and(|last| last == user_key(first));
+        !same_key
+            && (open.writer.file_size() >= self.spec.target_file_size
+                || self.overlapped_bytes > self.spec.max_grandparent_overlap_bytes)
+    }
+
+    /// S7: appends one block, first ending the open file if the block belongs to the next.
+    pub fn append(&mut self, block: &EncodedBlock) -> Result<()> {
+        if self.should_cut_before(block) {
+            self.finish_file()?;
+            self.overlapped_bytes = 0;
+        }
+        if self.current.is_none() {
+            let (number, path) = (self.new_output)()?;
+            let writer = TableFileWriter::create(&path, &self.spec.table)?;
+            self.current = Some(OpenFile {
+                number,
+                path,
+                writer,
+            });
+        }
+        if let Some(open) = self.current.as_mut() {
+            self.times
+                .timed(Step::Write, || open.writer.append_data_block(block))?;
+            self.times.add_bytes_written(block.stored_len() as u64);
+        }
+        self.last_user_key = Some(user_key(&block.meta.last_key).to_vec());
+        Ok(())
+    }
+
+    fn finish_file(&mut self) -> Result<()> {
+        let Some(open) = self.current.take() else {
+            return Ok(());
+        };
+        let before = open.writer.file_size();
+        let summary = self.times.timed(Step::Write, || open.writer.finish())?;
+        self.times
+            .add_bytes_written(summary.file_size.saturating_sub(before));
+        self.done.push(OutputFile {
+            number: open.number,
+            path: open.path,
+            summary,
+        });
+        Ok(())
+    }
+
+    /// Finishes the open file and returns every file written, in key order.
+    pub fn finish(mut self) -> Result<Vec<OutputFile>> {
+        match self.finish_file() {
+            Ok(()) => Ok(std::mem::take(&mut self.done)),
+            Err(e) => {
+                self.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    /// Deletes every file written or being written (after a failure anywhere in the job).
+    pub fn abandon(mut self) {
+        if let Some(open) = self.current.take() {
+            open.writer.abandon();
+        }
+        for f in self.done.drain(..) {
+            // Nothing references the file yet; if removal fails it is garbage collected later.
+            let _ = std::fs::remove_file(&f.path);
+        }
+    }
+}

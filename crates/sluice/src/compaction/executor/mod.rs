@@ -1,0 +1,161 @@
+//! Compaction executors: the same step functions (sluice-sst `compact::subtask` and
+//! `compact::writer`) scheduled in different ways.
+//!
+//! - [`sequential`] (SCP): one thread runs every step of every sub-task in turn;
+//! - [`pipelined`] (PCP): read (S1), compute (S2..S6) and write (S7) stages on three threads,
+//!   joined by bounded queues;
+//! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
+//!   sub-tasks, and a writer that puts results back in key order.
+//!
+//! All of them produce byte-identical files with identical cuts, because blocks are sealed at
+//! sub-task boundaries and files are cut by the single writer from block metadata.
+
+pub mod parallel;
+pub mod pipelined;
+pub mod sequential;
+
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use sluice_sst::compact::output::NewOutput;
+use sluice_sst::compact::plan::plan;
+use sluice_sst::compact::{CompactionOutput, CompactionSpec, StepTimes};
+use sluice_sst::compaction_iter::CompactionIterStats;
+use sluice_sst::profile::thread_cpu_time;
+
+use crate::Result;
+
+/// How a compaction is scheduled onto threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompactionMode {
+    /// SCP: one thread.
+    #[default]
+    Sequential,
+    /// PCP: a read, a compute and a write thread.
+    Pipelined,
+    /// C-PPCP: a reader, several compute threads, a writer.
+    Parallel,
+}
+
+impl CompactionMode {
+    /// Every mode, for tests and benchmarks.
+    pub const ALL: [CompactionMode; 3] = [
+        CompactionMode::Sequential,
+        CompactionMode::Pipelined,
+        CompactionMode::Parallel,
+    ];
+
+    /// The name used in options, logs and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionMode::Sequential => "sequential",
+            CompactionMode::Pipelined => "pipelined",
+            CompactionMode::Parallel => "parallel",
+        }
+    }
+}
+
+impl std::fmt::Display for CompactionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CompactionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        CompactionMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                format!("unknown compaction mode {s:?} (sequential, pipelined, parallel)")
+            })
+    }
+}
+
+/// Scheduling settings shared by the executors.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecOptions {
+    /// Which executor.
+    pub mode: CompactionMode,
+    /// Input bytes per sub-task.
+    pub sub_task_bytes: u64,
+    /// Sub-tasks that may wait in each queue between stages.
+    pub queue_depth: usize,
+    /// Compute threads of the parallel executor.
+    pub compute_threads: usize,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions {
+            mode: CompactionMode::Sequential,
+            sub_task_bytes: 512 << 10,
+            queue_depth: 4,
+            compute_threads: 2,
+        }
+    }
+}
+
+/// Runs `spec` with the executor `exec` selects. Output files are named by `new_output`; on
+/// failure every file written so far is deleted before the error is returned.
+pub fn execute(
+    spec: &CompactionSpec,
+    exec: &ExecOptions,
+    new_output: &mut NewOutput<'_>,
+) -> Result<CompactionOutput> {
+    let start = Instant::now();
+    let plan = plan(spec, exec.sub_task_bytes);
+    let shared = Shared::default();
+    match exec.mode {
+        CompactionMode::Sequential => sequential::run(spec, &plan, &shared, new_output),
+        CompactionMode::Pipelined => pipelined::run(spec, &plan, exec, &shared, new_output),
+        CompactionMode::Parallel => parallel::run(spec, &plan, exec, &shared, new_output),
+    }
+    .map(|files| {
+        let stats = *shared.stats.lock();
+        let mut profile = shared.times.profile();
+        profile.entries_in = stats.entries_in;
+        profile.entries_out = stats.entries_out;
+        profile.wall_nanos = start.elapsed().as_nanos() as u64;
+        profile.cpu_nanos = shared.cpu_nanos.load(Ordering::Relaxed);
+        CompactionOutput {
+            files,
+            profile,
+            stats,
+        }
+    })
+}
+
+/// What the threads of one compaction share.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pub times: StepTimes,
+    pub stats: parking_lot::Mutex<CompactionIterStats>,
+    pub cpu_nanos: AtomicU64,
+}
+
+impl Shared {
+    /// Adds one sub-task's merge statistics.
+    pub fn add_stats(&self, s: &CompactionIterStats) {
+        let mut t = self.stats.lock();
+        t.entries_in += s.entries_in;
+        t.entries_out += s.entries_out;
+        t.shadowed_dropped += s.shadowed_dropped;
+        t.tombstones_dropped += s.tombstones_dropped;
+        t.input_key_bytes += s.input_key_bytes;
+        t.input_value_bytes += s.input_value_bytes;
+    }
+
+    /// Runs `f` on the calling thread, charging the thread's CPU time.
+    pub fn with_cpu<T>(&self, f: impl FnOnce() -> T) -> T {
+        let before = thread_cpu_time();
+        let out = f();
+        let used = thread_cpu_time().saturating_sub(before);
+        self.cpu_nanos
+            .fetch_add(used.as_nanos() as u64, Ordering::Relaxed);
+        out
+    }
+}

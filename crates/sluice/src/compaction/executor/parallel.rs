@@ -1,0 +1,135 @@
+//! C-PPCP: one reader, `compute_threads` compute threads working on different sub-tasks, and a
+//! writer that restores key order before S7.
+//!
+//! The stage functions here are shared with the pipelined executor, which is the special case
+//! of one compute thread.
+
+use std::collections::BTreeMap;
+
+use crossbeam_channel::{Receiver, Sender, bounded};
+use sluice_sst::compact::CompactionSpec;
+use sluice_sst::compact::output::{NewOutput, OutputFile};
+use sluice_sst::compact::plan::CompactionPlan;
+use sluice_sst::compact::subtask::{
+    decode_sub_task, encode_sub_task, merge_sub_task, read_sub_task,
+};
+use sluice_sst::compact::writer::OutputWriter;
+use sluice_sst::table::{EncodedBlock, RawBlock};
+
+use super::{ExecOptions, Shared};
+use crate::{Error, Result};
+
+/// A sub-task's blocks as read from storage.
+pub(super) type ReadMsg = Result<(usize, Vec<Vec<RawBlock>>)>;
+/// A sub-task's finished blocks.
+pub(super) type DoneMsg = Result<(usize, Vec<EncodedBlock>)>;
+
+pub(super) fn run(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    exec: &ExecOptions,
+    shared: &Shared,
+    new_output: &mut NewOutput<'_>,
+) -> Result<Vec<OutputFile>> {
+    let depth = exec.queue_depth.max(1);
+    let threads = exec.compute_threads.max(1);
+    let (raw_tx, raw_rx) = bounded(depth);
+    let (done_tx, done_rx) = bounded(depth + threads);
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_stage(spec, plan, shared, raw_tx));
+        for _ in 0..threads {
+            let (raw_rx, done_tx) = (raw_rx.clone(), done_tx.clone());
+            scope.spawn(move || compute_stage(spec, plan, shared, raw_rx, done_tx));
+        }
+        // The writer must see the queue close once every compute thread is done.
+        drop(done_tx);
+        drop(raw_rx);
+        write_stage(spec, shared, done_rx, new_output)
+    })
+}
+
+/// S1 for every sub-task, in order.
+pub(super) fn read_stage(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    shared: &Shared,
+    tx: Sender<ReadMsg>,
+) {
+    shared.with_cpu(|| {
+        for st in &plan.sub_tasks {
+            let msg = read_sub_task(spec, st, &shared.times).map(|raw| (st.index, raw));
+            let failed = msg.is_err();
+            if tx.send(msg).is_err() || failed {
+                return;
+            }
+        }
+    });
+}
+
+/// S2..S6 for whatever sub-tasks arrive.
+pub(super) fn compute_stage(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    shared: &Shared,
+    rx: Receiver<ReadMsg>,
+    tx: Sender<DoneMsg>,
+) {
+    shared.with_cpu(|| {
+        for msg in rx {
+            let done = msg.and_then(|(index, raw)| {
+                let st = plan.sub_tasks.get(index).ok_or_else(|| {
+                    Error::InvalidArgument(format!("sub-task {index} is not in the plan"))
+                })?;
+                let blocks = decode_sub_task(raw, &shared.times)?;
+                let merged = merge_sub_task(spec, st, blocks, &shared.times)?;
+                shared.add_stats(&merged.stats);
+                Ok((index, encode_sub_task(merged.blocks, spec, &shared.times)))
+            });
+            let failed = done.is_err();
+            if tx.send(done).is_err() || failed {
+                return;
+            }
+        }
+    });
+}
+
+/// S7 in sub-task order. Results may arrive out of order; they wait until their turn.
+pub(super) fn write_stage(
+    spec: &CompactionSpec,
+    shared: &Shared,
+    rx: Receiver<DoneMsg>,
+    new_output: &mut NewOutput<'_>,
+) -> Result<Vec<OutputFile>> {
+    shared.with_cpu(|| {
+        let mut writer = OutputWriter::new(spec, &shared.times, new_output);
+        let mut waiting: BTreeMap<usize, Vec<EncodedBlock>> = BTreeMap::new();
+        let mut next = 0usize;
+        let outcome = (|| {
+            for msg in &rx {
+                let (index, blocks) = msg?;
+                waiting.insert(index, blocks);
+                while let Some(blocks) = waiting.remove(&next) {
+                    for block in &blocks {
+                        writer.append(block)?;
+                    }
+                    next += 1;
+                }
+            }
+            if !waiting.is_empty() {
+                return Err(Error::InvalidArgument(format!(
+                    "compaction stages stopped before sub-task {next} was written"
+                )));
+            }
+            Ok(())
+        })();
+        // Dropping the receiver makes upstream stages stop at their next send.
+        drop(rx);
+        match outcome {
+            Ok(()) => writer.finish(),
+            Err(e) => {
+                writer.abandon();
+                Err(e)
+            }
+        }
+    })
+}

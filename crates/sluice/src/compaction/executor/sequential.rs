@@ -1,0 +1,41 @@
+//! SCP: every step of every sub-task on the calling thread, in key order.
+
+use sluice_sst::compact::CompactionSpec;
+use sluice_sst::compact::output::{NewOutput, OutputFile};
+use sluice_sst::compact::plan::CompactionPlan;
+use sluice_sst::compact::subtask::{
+    decode_sub_task, encode_sub_task, merge_sub_task, read_sub_task,
+};
+use sluice_sst::compact::writer::OutputWriter;
+
+use super::Shared;
+use crate::Result;
+
+pub(super) fn run(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    shared: &Shared,
+    new_output: &mut NewOutput<'_>,
+) -> Result<Vec<OutputFile>> {
+    shared.with_cpu(|| {
+        let times = &shared.times;
+        let mut writer = OutputWriter::new(spec, times, new_output);
+        let outcome = plan.sub_tasks.iter().try_for_each(|st| {
+            let raw = read_sub_task(spec, st, times)?;
+            let blocks = decode_sub_task(raw, times)?;
+            let merged = merge_sub_task(spec, st, blocks, times)?;
+            shared.add_stats(&merged.stats);
+            for block in encode_sub_task(merged.blocks, spec, times) {
+                writer.append(&block)?;
+            }
+            Ok(())
+        });
+        match outcome {
+            Ok(()) => writer.finish(),
+            Err(e) => {
+                writer.abandon();
+                Err(e)
+            }
+        }
+    })
+}
