@@ -16,9 +16,15 @@ pub struct SnapshotList {
 }
 
 impl SnapshotList {
-    /// Pins `seq` and returns the handle that unpins it on drop.
-    pub fn acquire(self: &Arc<Self>, seq: SeqNo) -> Snapshot {
-        *self.live.lock().entry(seq).or_insert(0) += 1;
+    /// Pins the sequence number `current` holds and returns the handle that unpins it on drop.
+    ///
+    /// The number is read under the list's lock: a compaction that read the list before that
+    /// only has inputs at or below it, so it cannot drop a version this snapshot needs.
+    pub fn acquire_current(self: &Arc<Self>, current: &std::sync::atomic::AtomicU64) -> Snapshot {
+        let mut live = self.live.lock();
+        let seq = current.load(std::sync::atomic::Ordering::Acquire);
+        *live.entry(seq).or_insert(0) += 1;
+        drop(live);
         Snapshot {
             seq,
             list: Arc::clone(self),
@@ -76,9 +82,11 @@ mod tests {
     #[test]
     fn handles_pin_and_release() {
         let list = Arc::new(SnapshotList::default());
-        let a = list.acquire(5);
-        let b = list.acquire(5);
-        let c = list.acquire(9);
+        let seq = std::sync::atomic::AtomicU64::new(5);
+        let a = list.acquire_current(&seq);
+        let b = list.acquire_current(&seq);
+        seq.store(9, std::sync::atomic::Ordering::Release);
+        let c = list.acquire_current(&seq);
         assert_eq!(list.sequences(), vec![5, 9]);
         drop(a);
         assert_eq!(list.oldest(), Some(5));

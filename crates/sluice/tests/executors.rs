@@ -10,7 +10,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use sluice::compaction::executor::{CompactionMode, ExecOptions, execute};
 use sluice_sst::compact::CompactionSpec;
-use sluice_sst::compact::runner::GrandparentFile;
+use sluice_sst::compact::GrandparentFile;
 use sluice_sst::key::{ValueKind, make_internal_key};
 use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
 

@@ -12,7 +12,7 @@
 use crate::format::{BLOCK_TRAILER_LEN, BlockHandle};
 use crate::key::user_key;
 
-use super::runner::CompactionSpec;
+use super::spec::CompactionSpec;
 
 /// One block a sub-task reads: which table of its run, and where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@
 //! | S1 read | [`read_block`] | I/O |
 //! | S2 checksum | [`verify_block`] | CPU |
 //! | S3 decompress | [`decompress_block`] | CPU |
-//! | S4 merge | [`merge_into_block`] | CPU |
+//! | S4 merge | [`super::subtask::merge_sub_task`] | CPU |
 //! | S5 compress | [`compress_block`] | CPU |
 //! | S6 re-checksum | [`checksum_block`] | CPU |
 //! | S7 write | [`write_block`] | I/O |
@@ -18,10 +18,9 @@ use crate::Result;
 use crate::block::Block;
 use crate::compression::CompressionType;
 use crate::format::BlockHandle;
-use crate::iter::InternalIterator;
 use crate::profile::{StageProfile, Step};
 use crate::table::{
-    EncodedBlock, RawBlock, SealedBlock, Table, TableContentBuilder, TableFileWriter, TableOptions,
+    EncodedBlock, RawBlock, SealedBlock, Table, TableFileWriter, TableOptions,
     decompress_raw_block, read_raw_block, seal_block_trailer, verify_raw_block,
 };
 
@@ -101,49 +100,6 @@ pub fn verify_block(raw: &RawBlock, times: &StepTimes) -> Result<()> {
 /// S3: decompresses (and parses) the block.
 pub fn decompress_block(raw: RawBlock, times: &StepTimes) -> Result<Arc<Block>> {
     times.timed(Step::Decompress, || decompress_raw_block(raw).map(Arc::new))
-}
-
-/// What [`merge_into_block`] stopped on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MergeStop {
-    /// A data block is sealed and waits in the builder.
-    BlockSealed,
-    /// The input is exhausted.
-    InputDone,
-    /// `stop_before` asked to stop before the current entry (an output file cut).
-    Cut,
-}
-
-/// S4: moves entries from the (already merged and filtered) `input` into `builder` until a
-/// data block is sealed, the input ends, or `stop_before(user_key)` says the current entry
-/// belongs to the next output file. Time spent in the input's S1..S3 is not charged to S4.
-pub fn merge_into_block<I: InternalIterator + ?Sized>(
-    input: &mut I,
-    builder: &mut TableContentBuilder,
-    times: &StepTimes,
-    entries_out: &mut u64,
-    mut stop_before: impl FnMut(&[u8], &TableContentBuilder) -> bool,
-) -> Result<MergeStop> {
-    let start = Instant::now();
-    let input_before = times.input_nanos();
-    let outcome = (|| {
-        while input.valid() {
-            if stop_before(input.key(), builder) {
-                return Ok(MergeStop::Cut);
-            }
-            builder.add(input.key(), input.value());
-            *entries_out += 1;
-            input.next()?;
-            if builder.has_sealed() {
-                return Ok(MergeStop::BlockSealed);
-            }
-        }
-        Ok(MergeStop::InputDone)
-    })();
-    let elapsed = start.elapsed().as_nanos() as u64;
-    let input_spent = times.input_nanos().saturating_sub(input_before);
-    times.charge(Step::Merge, elapsed.saturating_sub(input_spent));
-    outcome
 }
 
 /// S5: compresses a sealed block with the table's compression.

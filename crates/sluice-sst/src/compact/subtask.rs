@@ -19,7 +19,7 @@ use crate::table::{EncodedBlock, RawBlock, SealedBlock, TableContentBuilder};
 
 use super::block_list::BlockListIter;
 use super::plan::SubTask;
-use super::runner::CompactionSpec;
+use super::spec::CompactionSpec;
 use super::steps::{
     StepTimes, checksum_block, compress_block, decompress_block, read_block, verify_block,
 };

@@ -14,7 +14,7 @@ use crate::profile::Step;
 use crate::table::{EncodedBlock, TableFileWriter};
 
 use super::output::{NewOutput, OutputFile};
-use super::runner::CompactionSpec;
+use super::spec::CompactionSpec;
 use super::steps::StepTimes;
 
 struct OpenFile {

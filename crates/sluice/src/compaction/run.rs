@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_sst::compact::runner::GrandparentFile;
+use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 
 use super::executor::execute;

@@ -42,12 +42,17 @@ impl DbInner {
         let (version, rollover) = {
             let mut st = self.state.lock();
             Self::check_bg_error(&st)?;
-            let new_number =
-                (manifest.file_size() > MAX_MANIFEST_BYTES).then(|| st.versions.new_file_number());
+            let new_number = (manifest.file_size() > MAX_MANIFEST_BYTES).then(|| {
+                let n = st.versions.new_file_number();
+                // Its CURRENT temp file must survive a concurrent obsolete-file collection.
+                st.pending_outputs.insert(n);
+                n
+            });
             let version = st.versions.prepare(&mut edit, self.latest_seq())?;
             let rollover = new_number.map(|n| (n, st.versions.snapshot_edit_for(&version, &edit)));
             (version, rollover)
         };
+        let rollover_number = rollover.as_ref().map(|(n, _)| (*n, ()));
         let result = match rollover {
             None => manifest.append(&edit),
             // A new MANIFEST describing the new version in full. If we crash before `create`
@@ -58,6 +63,9 @@ impl DbInner {
             }
         };
         let mut st = self.state.lock();
+        if let Some((number, _)) = &rollover_number {
+            st.pending_outputs.remove(number);
+        }
         if let Err(e) = result {
             // The MANIFEST may now end in a partial record; further edits could not be trusted.
             self.set_bg_error(&mut st, &e);

@@ -138,7 +138,7 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot {
         self.inner
             .snapshots
-            .acquire(self.inner.visible_seq.load(Ordering::Acquire))
+            .acquire_current(&self.inner.visible_seq)
     }
 
     /// Freezes the memtable (if it holds anything) and waits until every frozen memtable is

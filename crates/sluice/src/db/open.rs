@@ -176,14 +176,27 @@ fn replay_wals(
         .map(|(_, n)| n)
         .collect();
     logs.sort_unstable();
+    // Numbers at or above 2^56 are not ours (sequence and file numbers share that bound);
+    // refusing them keeps `number + 1` below from overflowing.
+    if let Some(&huge) = logs.iter().find(|&&n| n >= sluice_sst::key::MAX_SEQ) {
+        return Err(Error::corruption(
+            log_file_name(dir, huge),
+            0,
+            "WAL file number is out of range",
+        ));
+    }
+    // Tables written during replay must not take the number of a WAL still to be replayed.
+    if let Some(&newest) = logs.last() {
+        versions.next_file_number = versions.next_file_number.max(newest + 1);
+    }
     let mut last_seq = versions.last_sequence;
     let mut tables = Vec::new();
     let mut mem = MemTable::new(0);
-    for &log in &logs {
-        versions.next_file_number = versions.next_file_number.max(log + 1);
+    for (i, &log) in logs.iter().enumerate() {
         let path = log_file_name(dir, log);
         let file = File::open(&path).with_path(&path)?;
         let mut reader = LogReader::new(file, path.clone(), options.wal_recovery_mode);
+        reader.stop_at_unwritten_gap(i + 1 == logs.len());
         while let Some(record) = reader.read_record()? {
             let batch = WriteBatch::from_wal_record(record, &path, reader.last_record_offset())?;
             let mut seq = batch.sequence();

@@ -17,15 +17,21 @@ use crate::{Error, Result};
 
 /// What a read needs, captured under the state lock and used without it.
 struct ReadView {
+    /// The sequence number to read at, taken with the sources below so that no flush or
+    /// compaction between the two can drop a version this read should see.
+    seq: u64,
     mem: Arc<MemTable>,
     imm: Vec<Arc<MemTable>>,
     version: Arc<Version>,
 }
 
 impl Db {
-    fn read_view(&self) -> ReadView {
+    fn read_view(&self, opts: &ReadOptions<'_>) -> ReadView {
         let st = self.inner.state.lock();
         ReadView {
+            seq: opts
+                .snapshot
+                .map_or_else(|| self.inner.latest_seq(), |s| s.sequence()),
             mem: Arc::clone(&st.mem),
             imm: st.imm.iter().rev().cloned().collect(),
             version: Arc::clone(st.versions.current()),
@@ -39,10 +45,8 @@ impl Db {
 
     /// The value of `key` with explicit read options (snapshot, checksum verification).
     pub fn get_opt(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let seq = opts
-            .snapshot
-            .map_or_else(|| self.inner.latest_seq(), |s| s.sequence());
-        let view = self.read_view();
+        let view = self.read_view(opts);
+        let seq = view.seq;
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
             match mem.get(key, seq) {
                 Some(Lookup::Value(v)) => return Ok(Some(v)),
@@ -72,10 +76,8 @@ impl Db {
 
     /// An iterator over the latest state (or the snapshot in `opts`), unpositioned.
     pub fn iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
-        let seq = opts
-            .snapshot
-            .map_or_else(|| self.inner.latest_seq(), |s| s.sequence());
-        let view = self.read_view();
+        let view = self.read_view(opts);
+        let seq = view.seq;
         let cache = Arc::clone(&self.inner.table_cache);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));

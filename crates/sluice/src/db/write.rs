@@ -187,6 +187,9 @@ impl DbInner {
             drop(st);
             let path = log_file_name(&self.dir, log_number);
             let file = std::fs::File::create(&path).with_path(&path)?;
+            // The new WAL's directory entry must be durable before a synced write to it is
+            // acknowledged, or a power loss could take the whole file.
+            crate::filename::sync_dir(&self.dir)?;
             let mut old_wal =
                 std::mem::replace(&mut *self.wal.lock(), LogWriter::new(file, path, 0));
             // Sync the finished WAL so a torn tail can only ever be in the newest one: a

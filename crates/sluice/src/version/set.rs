@@ -90,8 +90,16 @@ impl VersionSet {
             ));
         }
         let max_file = version.live_files().map(|f| f.number).max().unwrap_or(0);
-        set.next_file_number = set.next_file_number.max(max_file + 1);
         set.manifest_number = manifest_number_of(&manifest_name).unwrap_or(0);
+        let highest = max_file.max(set.manifest_number).max(set.next_file_number);
+        if highest >= sluice_sst::key::MAX_SEQ {
+            return Err(Error::corruption(
+                &manifest_path,
+                0,
+                format!("file number {highest} is out of range"),
+            ));
+        }
+        set.next_file_number = set.next_file_number.max(max_file + 1);
         set.next_file_number = set.next_file_number.max(set.manifest_number + 1);
         set.current = Arc::new(version);
         Ok(set)

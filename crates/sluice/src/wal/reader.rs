@@ -56,6 +56,8 @@ pub struct LogReader {
     valid_len: u64,
     dropped_bytes: u64,
     state: State,
+    /// See [`LogReader::stop_at_unwritten_gap`].
+    stop_at_unwritten_gap: bool,
 }
 
 /// Whether the reader can continue. After the end or an error, `read_record` keeps returning
@@ -102,6 +104,7 @@ impl LogReader {
             valid_len: 0,
             dropped_bytes: 0,
             state: State::Reading,
+            stop_at_unwritten_gap: false,
         }
     }
 
@@ -285,6 +288,28 @@ impl LogReader {
         Ok(())
     }
 
+    /// Treats a zero-filled record header followed by valid records as the end of the log
+    /// (point-in-time recovery) instead of corruption.
+    ///
+    /// Use it only for the newest WAL, whose unsynced tail may reach the disk out of order after
+    /// a power loss: a page that was never written reads as zeros while a later one survived.
+    /// Older WALs are synced before the switch, so a gap in them is real damage.
+    pub fn stop_at_unwritten_gap(&mut self, yes: bool) {
+        self.stop_at_unwritten_gap = yes;
+    }
+
+    fn header_is_zero_at(&self, offset: u64) -> bool {
+        let Some(start) = offset
+            .checked_sub(self.block_start)
+            .and_then(|o| usize::try_from(o).ok())
+        else {
+            return false;
+        };
+        self.block
+            .get(start..)
+            .is_some_and(|rest| !rest.is_empty() && rest.iter().take(HEADER_SIZE).all(|&b| b == 0))
+    }
+
     /// Decides what a damaged fragment at `bad_offset` means. `pending` is the start of the
     /// split record being assembled, if any: it is lost along with the damaged fragment.
     fn bad_region(
@@ -294,7 +319,23 @@ impl LogReader {
         reason: &str,
     ) -> Result<Option<Vec<u8>>> {
         let region_start = pending.unwrap_or(bad_offset);
+        let unwritten_gap = self.stop_at_unwritten_gap
+            && self.mode == WalRecoveryMode::TolerateCorruptedTail
+            && self.header_is_zero_at(bad_offset);
         let tail = self.scan_tail(bad_offset)?;
+        if let (Tail::ValidFragmentAt(next), true) = (&tail, unwritten_gap) {
+            let file_len = self.block_start + self.block.len() as u64;
+            let dropped = file_len.saturating_sub(region_start);
+            self.dropped_bytes += dropped;
+            tracing::warn!(
+                file = %self.path.display(),
+                offset = region_start,
+                resumes_at = next,
+                dropped_bytes = dropped,
+                "newest WAL has a never-written gap; recovering to the point before it"
+            );
+            return Ok(None);
+        }
         if let Tail::ValidFragmentAt(next) = tail {
             return Err(Error::corruption(
                 &self.path,

@@ -1,0 +1,58 @@
+//! What an executor is given (a [`CompactionSpec`]) and what it returns (a
+//! [`CompactionOutput`]). Neither refers to the version set, so the same spec can be run by any
+//! executor, on the host or on a worker.
+
+use std::sync::Arc;
+
+use crate::compaction_iter::CompactionIterStats;
+use crate::key::SeqNo;
+use crate::profile::StageProfile;
+use crate::table::{Table, TableOptions};
+
+use super::output::OutputFile;
+
+/// A grandparent-level file, as far as output cutting cares.
+#[derive(Clone, Debug)]
+pub struct GrandparentFile {
+    /// Smallest internal key.
+    pub smallest: Vec<u8>,
+    /// Largest internal key.
+    pub largest: Vec<u8>,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// Everything a compaction (or one sub-task of it) needs, with no reference to the version
+/// set: the same spec can be run by any executor, on the host or on a worker.
+#[derive(Clone)]
+pub struct CompactionSpec {
+    /// Sorted runs, newest first.
+    pub inputs: Vec<Vec<Arc<Table>>>,
+    /// Live snapshots: versions they can see are kept.
+    pub snapshots: Vec<SeqNo>,
+    /// No older data for these keys exists below the output: tombstones may be dropped.
+    pub bottommost: bool,
+    /// Output table format.
+    pub table: TableOptions,
+    /// Cut output files at about this size.
+    pub target_file_size: u64,
+    /// Grandparent files, sorted, for output cutting.
+    pub grandparents: Vec<GrandparentFile>,
+    /// Cut an output once it overlaps this many grandparent bytes.
+    pub max_grandparent_overlap_bytes: u64,
+    /// Inclusive lower user-key bound (a sub-task's start), or the whole input.
+    pub lower: Option<Vec<u8>>,
+    /// Exclusive upper user-key bound (a sub-task's end).
+    pub upper: Option<Vec<u8>>,
+}
+
+/// What a compaction produced.
+#[derive(Debug)]
+pub struct CompactionOutput {
+    /// Output tables in key order.
+    pub files: Vec<OutputFile>,
+    /// Time per step, bytes and entries.
+    pub profile: StageProfile,
+    /// What the compaction iterator dropped.
+    pub stats: CompactionIterStats,
+}
