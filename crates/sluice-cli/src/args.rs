@@ -228,6 +228,15 @@ pub struct BenchArgs {
     /// Block cache capacity (0: no cache).
     #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
     pub cache_size: usize,
+    /// How compactions are scheduled: sequential (SCP), pipelined (PCP) or parallel (C-PPCP).
+    #[arg(long, value_name = "MODE", default_value_t = Options::default().compaction_mode)]
+    pub compaction_mode: sluice::options::CompactionMode,
+    /// Compute threads of the parallel compaction executor.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_threads)]
+    pub compaction_threads: usize,
+    /// Input bytes per compaction sub-task.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().sub_task_bytes)]
+    pub sub_task_bytes: u64,
     /// Client threads; each benchmark's operations are divided among them.
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "1")]
     pub threads: usize,

@@ -32,6 +32,9 @@ fn options(args: &BenchArgs) -> Options {
         bloom_bits_per_key: args.bloom_bits,
         block_cache_bytes: args.cache_size,
         disable_auto_compactions: args.disable_auto_compactions,
+        compaction_mode: args.compaction_mode,
+        compaction_threads: args.compaction_threads,
+        sub_task_bytes: args.sub_task_bytes,
         ..defaults
     }
 }
