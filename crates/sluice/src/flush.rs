@@ -2,7 +2,9 @@
 
 use std::time::Instant;
 
-use sluice_sst::compact::{StepTimes, TableSink};
+use sluice_sst::compact::subtask::encode_sub_task;
+use sluice_sst::compact::{CompactionSpec, OutputWriter, StepTimes};
+use sluice_sst::table::TableContentBuilder;
 use sluice_sst::profile::{StageProfile, Step, thread_cpu_time};
 
 use crate::db::DbInner;
@@ -30,16 +32,40 @@ pub(crate) fn write_level0_table(
             .take()
             .ok_or_else(|| Error::InvalidArgument("a flush writes exactly one table".into()))
     };
-    let mut sink = TableSink::new(options.table_options(), &times, &mut new_output);
-    let written = mem.for_each(|ikey, value| {
-        sink.builder()?.add(ikey, value);
-        sink.drain_sealed()
-    });
+    // A flush is a compaction of one sorted input (the memtable) into one file: no cuts.
+    let spec = CompactionSpec {
+        inputs: Vec::new(),
+        snapshots: Vec::new(),
+        bottommost: false,
+        table: options.table_options(),
+        target_file_size: u64::MAX,
+        grandparents: Vec::new(),
+        max_grandparent_overlap_bytes: u64::MAX,
+        lower: None,
+        upper: None,
+    };
+    let mut writer = OutputWriter::new(&spec, &times, &mut new_output);
+    let mut builder = TableContentBuilder::new(&spec.table);
+    let write_sealed = |builder: &mut TableContentBuilder, writer: &mut OutputWriter<'_>| {
+        let sealed: Vec<_> = std::iter::from_fn(|| builder.take_sealed()).collect();
+        encode_sub_task(sealed, &spec, &times)
+            .iter()
+            .try_for_each(|block| writer.append(block))
+    };
+    let written = mem
+        .for_each(|ikey, value| {
+            builder.add(ikey, value);
+            write_sealed(&mut builder, &mut writer)
+        })
+        .and_then(|()| {
+            builder.seal_current();
+            write_sealed(&mut builder, &mut writer)
+        });
     if let Err(e) = written {
-        sink.abandon();
+        writer.abandon();
         return Err(e);
     }
-    let files = sink.finish()?;
+    let files = writer.finish()?;
     let mut profile = times.profile();
     profile.wall_nanos = start.elapsed().as_nanos() as u64;
     // Everything that was not S5..S7 was building blocks from the memtable: S4.

@@ -13,6 +13,7 @@ pub mod steps;
 pub mod subtask;
 pub mod writer;
 
-pub use output::{OutputFile, TableSink};
+pub use output::{NewOutput, OutputFile};
+pub use writer::OutputWriter;
 pub use spec::{CompactionOutput, CompactionSpec, GrandparentFile};
 pub use steps::StepTimes;

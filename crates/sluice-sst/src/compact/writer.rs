@@ -15,7 +15,7 @@ use crate::table::{EncodedBlock, TableFileWriter};
 
 use super::output::{NewOutput, OutputFile};
 use super::spec::CompactionSpec;
-use super::steps::StepTimes;
+use super::steps::{StepTimes, write_block};
 
 struct OpenFile {
     number: u64,
@@ -96,9 +96,7 @@ impl<'a> OutputWriter<'a> {
             });
         }
         if let Some(open) = self.current.as_mut() {
-            self.times
-                .timed(Step::Write, || open.writer.append_data_block(block))?;
-            self.times.add_bytes_written(block.stored_len() as u64);
+            write_block(&mut open.writer, block, self.times)?;
         }
         self.last_user_key = Some(user_key(&block.meta.last_key).to_vec());
         Ok(())

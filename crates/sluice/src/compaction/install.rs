@@ -28,7 +28,7 @@ impl DbInner {
         {
             edit.compact_pointers.push((c.level, largest.clone()));
         }
-        // Crash ordering: the outputs are fsynced (TableSink::finish); once this edit is
+        // Crash ordering: the outputs are fsynced (OutputWriter::finish); once this edit is
         // durable the inputs are garbage, before that the outputs are.
         self.log_and_apply(edit)?;
         let upper_bytes: u64 = c.inputs[0].iter().map(|f| f.file_size).sum();

@@ -59,24 +59,11 @@ impl RecordType {
     }
 }
 
-/// Added to the rotated CRC by [`mask_crc`]. Frozen (LevelDB's value).
-const MASK_DELTA: u32 = 0xa282_ead8;
-
-/// Masks a CRC before storing it.
-///
-/// Computing the CRC of a string that itself contains embedded CRCs is problematic (a log
-/// record may carry bytes that contain checksums, e.g. a MANIFEST stored as a value), so the
-/// stored value is rotated and offset. Identical to LevelDB's `crc32c::Mask`.
-#[inline]
-pub fn mask_crc(crc: u32) -> u32 {
-    crc.rotate_right(15).wrapping_add(MASK_DELTA)
-}
-
+/// Masks a CRC before storing it: the same masking SSTable blocks use (LevelDB's
+/// `crc32c::Mask`), because a record may carry bytes that themselves contain checksums.
+pub use sluice_sst::checksum::mask as mask_crc;
 /// Inverse of [`mask_crc`].
-#[inline]
-pub fn unmask_crc(masked: u32) -> u32 {
-    masked.wrapping_sub(MASK_DELTA).rotate_left(15)
-}
+pub use sluice_sst::checksum::unmask as unmask_crc;
 
 /// The unmasked CRC32C of a physical record: over the type byte, then the payload.
 #[inline]
@@ -208,7 +195,7 @@ mod tests {
             assert_ne!(mask_crc(mask_crc(crc)), mask_crc(crc));
         }
         // LevelDB's mask of 0: rotate is a no-op, so the result is the delta itself.
-        assert_eq!(mask_crc(0), MASK_DELTA);
+        assert_eq!(mask_crc(0), 0xa282_ead8);
     }
 
     #[test]

@@ -1,8 +1,7 @@
 //! C-PPCP: one reader, `compute_threads` compute threads working on different sub-tasks, and a
 //! writer that restores key order before S7.
 //!
-//! The stage functions here are shared with the pipelined executor, which is the special case
-//! of one compute thread.
+//! The pipelined executor is the special case of one compute thread.
 
 use std::collections::BTreeMap;
 
@@ -31,8 +30,21 @@ pub(super) fn run(
     shared: &Shared,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    let depth = exec.queue_depth.max(1);
-    let threads = exec.compute_threads.max(1);
+    run_stages(spec, plan, exec.queue_depth, exec.compute_threads, shared, new_output)
+}
+
+/// The reader, `threads` compute threads and the writer (this thread), joined by queues of
+/// `depth` sub-tasks. Every spawned thread is joined before this returns.
+pub(super) fn run_stages(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    depth: usize,
+    threads: usize,
+    shared: &Shared,
+    new_output: &mut NewOutput<'_>,
+) -> Result<Vec<OutputFile>> {
+    let depth = depth.max(1);
+    let threads = threads.max(1);
     let (raw_tx, raw_rx) = bounded(depth);
     let (done_tx, done_rx) = bounded(depth + threads);
     std::thread::scope(|scope| {
