@@ -4,8 +4,8 @@ use std::time::Instant;
 
 use sluice_sst::compact::subtask::encode_sub_task;
 use sluice_sst::compact::{CompactionSpec, OutputWriter, StepTimes};
-use sluice_sst::table::TableContentBuilder;
 use sluice_sst::profile::{StageProfile, Step, thread_cpu_time};
+use sluice_sst::table::TableContentBuilder;
 
 use crate::db::DbInner;
 use crate::memtable::MemTable;
@@ -26,7 +26,8 @@ pub(crate) fn write_level0_table(
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
-    let mut one_file = Some((number, table_cache.table_path(0, number)));
+    let dir = table_cache.dir_for_new_table(number);
+    let mut one_file = Some((number, table_cache.table_path(dir, number)));
     let mut new_output = || {
         one_file
             .take()
@@ -77,7 +78,7 @@ pub(crate) fn write_level0_table(
     let meta = files
         .into_iter()
         .next()
-        .map(|f| file_meta(f.number, 0, &f.summary));
+        .map(|f| file_meta(f.number, dir, &f.summary));
     Ok((meta, profile))
 }
 

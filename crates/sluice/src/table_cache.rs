@@ -38,6 +38,21 @@ impl TableCache {
         }
     }
 
+    /// The data directory a new table `number` goes to: with `Options::data_dirs` set, tables
+    /// are spread over them round-robin by number (one directory per storage device, so the
+    /// devices share the I/O, as S-PPCP does); otherwise the database directory (index 0).
+    pub fn dir_for_new_table(&self, number: u64) -> u32 {
+        match self.dirs.len().saturating_sub(1) as u64 {
+            0 => 0,
+            data_dirs => 1 + (number % data_dirs) as u32,
+        }
+    }
+
+    /// Every directory that may hold tables, database directory first.
+    pub fn dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
     /// The path of table `number` stored in data directory `dir_index`.
     pub fn table_path(&self, dir_index: u32, number: u64) -> PathBuf {
         let dir = self

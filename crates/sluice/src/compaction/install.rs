@@ -18,8 +18,9 @@ impl DbInner {
             }
         }
         for f in &out.files {
+            let dir = self.table_cache.dir_for_new_table(f.number);
             edit.new_files
-                .push((c.output_level(), file_meta(f.number, 0, &f.summary)));
+                .push((c.output_level(), file_meta(f.number, dir, &f.summary)));
         }
         if let Some(largest) = c.inputs[0]
             .iter()

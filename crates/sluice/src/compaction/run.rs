@@ -51,7 +51,8 @@ impl DbInner {
                 n
             };
             reserved.push(number);
-            Ok((number, self.table_cache.table_path(0, number)))
+            let dir = self.table_cache.dir_for_new_table(number);
+            Ok((number, self.table_cache.table_path(dir, number)))
         };
         let outcome = execute(&spec, &self.options.exec_options(), &mut new_output);
         let installed = outcome.and_then(|out: CompactionOutput| self.install_compaction(c, &out));

@@ -33,10 +33,14 @@ impl DbInner {
                 }
             }
         }
-        if !edit.new_files.is_empty() {
-            // The new tables' directory entries must be durable before the MANIFEST names
-            // them, or a crash could leave the tree pointing at a file that is not there.
-            sync_dir(&self.dir)?;
+        // The new tables' directory entries must be durable before the MANIFEST names them, or
+        // a crash could leave the tree pointing at a file that is not there.
+        let dirs: std::collections::BTreeSet<u32> =
+            edit.new_files.iter().map(|(_, f)| f.dir_index).collect();
+        for dir in dirs {
+            if let Some(path) = self.table_cache.dirs().get(dir as usize) {
+                sync_dir(path)?;
+            }
         }
         let mut manifest = self.manifest.lock();
         let (version, rollover) = {
