@@ -155,19 +155,25 @@ fn successor(key: &[u8]) -> Vec<u8> {
 }
 
 /// The blocks of one run that may hold user keys in `[lower, upper)`.
+///
+/// A block's keys lie between the previous block's last key (or the table's smallest key) and
+/// its own last key, so the blocks needed are found by binary search on the last keys: the
+/// first whose last key reaches `lower`, through the first whose last key reaches `upper`.
 fn blocks_in_range(run: &RunIndex, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Vec<BlockRef> {
     let mut out = Vec::new();
     for (table, index) in run.iter().enumerate() {
-        let mut start = user_key(&index.smallest);
-        for (last, handle) in &index.entries {
-            // A block's keys lie between the previous block's last key (or the table's
-            // smallest key) and its own last key.
-            let ends_before_lower = lower.is_some_and(|lo| user_key(last) < lo);
-            let starts_at_or_after_upper = upper.is_some_and(|hi| start >= hi);
-            start = user_key(last);
-            if ends_before_lower || starts_at_or_after_upper {
-                continue;
-            }
+        let entries = &index.entries;
+        let first = lower.map_or(0, |lo| {
+            entries.partition_point(|(last, _)| user_key(last) < lo)
+        });
+        if upper.is_some_and(|hi| user_key(&index.smallest) >= hi) {
+            continue;
+        }
+        let end = upper.map_or(entries.len(), |hi| {
+            // Blocks whose last key is below `hi`, plus the one that reaches it.
+            (entries.partition_point(|(last, _)| user_key(last) < hi) + 1).min(entries.len())
+        });
+        for (_, handle) in entries.get(first..end).unwrap_or_default() {
             out.push(BlockRef {
                 table,
                 handle: *handle,
