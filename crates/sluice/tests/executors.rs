@@ -1,5 +1,5 @@
 //! Every executor produces the same bytes: for random input trees (overlapping runs, snapshots,
-//! tombstones, values from 0 bytes to 64 KiB), the sequential, pipelined and parallel executors
+//! tombstones, values from 0 bytes to 64 KiB), the sequential, pipelined, parallel and streaming executors
 //! must write identical files with identical cuts.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
@@ -140,7 +140,7 @@ proptest! {
             upper: None,
         };
         let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"));
-        for (mode, threads) in [(CompactionMode::Pipelined, 1), (CompactionMode::Parallel, 2), (CompactionMode::Parallel, 3)] {
+        for (mode, threads) in [(CompactionMode::Pipelined, 1), (CompactionMode::Parallel, 2), (CompactionMode::Parallel, 3), (CompactionMode::Streaming, 1)] {
             let got = run_mode(&spec, mode, threads, &dir.path().join(format!("{mode}-{threads}")));
             prop_assert_eq!(got.len(), reference.len(), "{} cut files differently", mode);
             for (i, (a, b)) in got.iter().zip(&reference).enumerate() {

@@ -14,6 +14,6 @@ pub mod subtask;
 pub mod writer;
 
 pub use output::{NewOutput, OutputFile};
-pub use writer::OutputWriter;
 pub use spec::{CompactionOutput, CompactionSpec, GrandparentFile};
 pub use steps::StepTimes;
+pub use writer::OutputWriter;

@@ -5,7 +5,9 @@
 //! - [`pipelined`] (PCP): read (S1), compute (S2..S6) and write (S7) stages on three threads,
 //!   joined by bounded queues;
 //! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
-//!   sub-tasks, and a writer that puts results back in key order.
+//!   sub-tasks, and a writer that puts results back in key order;
+//! - [`streaming`] (document 002's engine): a decoder per input run, a comparator, an encoder
+//!   and the writer, each a stage on its own thread, passing blocks rather than sub-tasks.
 //!
 //! All of them produce byte-identical files with identical cuts, because blocks are sealed at
 //! sub-task boundaries and files are cut by the single writer from block metadata.
@@ -13,6 +15,7 @@
 pub mod parallel;
 pub mod pipelined;
 pub mod sequential;
+pub mod streaming;
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -36,14 +39,17 @@ pub enum CompactionMode {
     Pipelined,
     /// C-PPCP: a reader, several compute threads, a writer.
     Parallel,
+    /// Document 002's engine: per-input decoders, a comparator, an encoder, a writer.
+    Streaming,
 }
 
 impl CompactionMode {
     /// Every mode, for tests and benchmarks.
-    pub const ALL: [CompactionMode; 3] = [
+    pub const ALL: [CompactionMode; 4] = [
         CompactionMode::Sequential,
         CompactionMode::Pipelined,
         CompactionMode::Parallel,
+        CompactionMode::Streaming,
     ];
 
     /// The name used in options, logs and JSON.
@@ -52,6 +58,7 @@ impl CompactionMode {
             CompactionMode::Sequential => "sequential",
             CompactionMode::Pipelined => "pipelined",
             CompactionMode::Parallel => "parallel",
+            CompactionMode::Streaming => "streaming",
         }
     }
 }
@@ -70,7 +77,9 @@ impl FromStr for CompactionMode {
             .into_iter()
             .find(|m| m.name() == s)
             .ok_or_else(|| {
-                format!("unknown compaction mode {s:?} (sequential, pipelined, parallel)")
+                format!(
+                    "unknown compaction mode {s:?} (sequential, pipelined, parallel, streaming)"
+                )
             })
     }
 }
@@ -113,6 +122,7 @@ pub fn execute(
         CompactionMode::Sequential => sequential::run(spec, &plan, &shared, new_output),
         CompactionMode::Pipelined => pipelined::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Parallel => parallel::run(spec, &plan, exec, &shared, new_output),
+        CompactionMode::Streaming => streaming::run(spec, &plan, exec, &shared, new_output),
     }
     .map(|files| {
         let stats = *shared.stats.lock();

@@ -30,7 +30,14 @@ pub(super) fn run(
     shared: &Shared,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    run_stages(spec, plan, exec.queue_depth, exec.compute_threads, shared, new_output)
+    run_stages(
+        spec,
+        plan,
+        exec.queue_depth,
+        exec.compute_threads,
+        shared,
+        new_output,
+    )
 }
 
 /// The reader, `threads` compute threads and the writer (this thread), joined by queues of
