@@ -3,12 +3,14 @@
 //! Counters in `Metrics` only grow while a database is open, so every figure here is
 //! `after - before` (saturating, should a counter ever be reset).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use sluice::Metrics;
-use sluice::metrics::{JobMetrics, StageSeconds};
+use sluice::metrics::{JobMetrics, PipelineStage, StageSeconds};
 
 /// Compaction work done during a benchmark (trivial moves excluded, as in `Metrics`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CompactionDelta {
     /// Compactions completed.
     pub count: u64,
@@ -23,6 +25,11 @@ pub struct CompactionDelta {
     /// Seconds per step S1..S7, summed over compactions (and over threads in parallel
     /// executors, so the sum may exceed `seconds`).
     pub stage_profile: StageSeconds,
+    /// Busy and idle seconds per executor stage (`read`, `compute`, `write`, ...), so the
+    /// bottleneck stage shows.
+    pub stages: Vec<PipelineStage>,
+    /// Compactions per executor mode.
+    pub modes: BTreeMap<String, u64>,
 }
 
 /// Flush work done during a benchmark.
@@ -37,7 +44,7 @@ pub struct FlushDelta {
 }
 
 /// Engine figures of one benchmark.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MetricsDelta {
     /// Key and value bytes the database accepted from writers.
     pub user_bytes: u64,
@@ -88,6 +95,28 @@ pub fn compaction_delta(before: &JobMetrics, after: &JobMetrics) -> CompactionDe
             0.0
         },
         stage_profile: stage_delta(&before.stage_profile, &after.stage_profile),
+        stages: after
+            .pipeline
+            .iter()
+            .filter_map(|a| {
+                let b = before.pipeline.iter().find(|b| b.stage == a.stage);
+                let threads = a.threads - b.map_or(0, |b| b.threads);
+                (threads > 0).then(|| PipelineStage {
+                    stage: a.stage.clone(),
+                    threads,
+                    busy_seconds: a.busy_seconds - b.map_or(0.0, |b| b.busy_seconds),
+                    idle_seconds: a.idle_seconds - b.map_or(0.0, |b| b.idle_seconds),
+                })
+            })
+            .collect(),
+        modes: after
+            .modes
+            .iter()
+            .filter_map(|(mode, n)| {
+                let n = n - before.modes.get(mode).copied().unwrap_or(0);
+                (n > 0).then(|| (mode.clone(), n))
+            })
+            .collect(),
     }
 }
 

@@ -138,8 +138,31 @@ pub fn table_row(r: &BenchResult) -> String {
     if r.name == "compact" && c.count > 0 {
         row.push_str("\n             stages: ");
         row.push_str(&stage_profile_line(&c.stage_profile));
+        if !c.stages.is_empty() {
+            row.push_str("\n             executor: ");
+            row.push_str(&pipeline_line(&c.stages));
+        }
     }
     row
+}
+
+/// Busy and idle seconds per executor stage: `read busy 0.10 s idle 0.40 s (1 thread) ...`.
+/// The busiest stage is the bottleneck; a stage mostly idle waits on its neighbours.
+pub fn pipeline_line(stages: &[sluice::metrics::PipelineStage]) -> String {
+    stages
+        .iter()
+        .map(|s| {
+            format!(
+                "{} busy {:.3} s idle {:.3} s ({} thread{})",
+                s.stage,
+                s.busy_seconds,
+                s.idle_seconds,
+                s.threads,
+                if s.threads == 1 { "" } else { "s" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("  ")
 }
 
 fn notes(r: &BenchResult) -> String {
@@ -235,6 +258,7 @@ mod tests {
                         write: 1.5,
                         ..StageSeconds::default()
                     },
+                    ..CompactionDelta::default()
                 },
                 ..MetricsDelta::default()
             },

@@ -110,6 +110,21 @@ impl StageProfile {
     }
 }
 
+/// Busy and idle time of one stage of a multi-threaded executor, summed over its threads, so a
+/// user can see which stage is the bottleneck: the busiest stage bounds the pipeline, and idle
+/// time is time spent waiting on a queue for a neighbour.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StageTiming {
+    /// Stage name: `read`, `compute`, `write`, `index decoder`, `data decoder`, ...
+    pub stage: String,
+    /// Threads that ran the stage.
+    pub threads: u32,
+    /// Nanoseconds working.
+    pub busy_nanos: u64,
+    /// Nanoseconds blocked on a queue.
+    pub idle_nanos: u64,
+}
+
 /// CPU time consumed so far by the calling thread (user + system), from the OS.
 pub fn thread_cpu_time() -> Duration {
     // /proc/thread-self/stat fields 14 and 15 are utime and stime in clock ticks. Reading the

@@ -51,6 +51,23 @@ pub struct JobMetrics {
     pub cpu_seconds: f64,
     /// Seconds per step S1..S7, summed over jobs.
     pub stage_profile: StageSeconds,
+    /// Busy and idle seconds per executor stage, summed over jobs (compactions only).
+    pub pipeline: Vec<PipelineStage>,
+    /// Jobs run by each executor mode (compactions only).
+    pub modes: std::collections::BTreeMap<String, u64>,
+}
+
+/// Busy and idle time of one executor stage, summed over jobs and threads.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct PipelineStage {
+    /// Stage name (`read`, `compute`, `write`, `data decoder`, ...).
+    pub stage: String,
+    /// Thread runs of the stage.
+    pub threads: u64,
+    /// Seconds working.
+    pub busy_seconds: f64,
+    /// Seconds blocked on a queue.
+    pub idle_seconds: f64,
 }
 
 impl JobMetrics {
@@ -73,6 +90,27 @@ impl JobMetrics {
         self.seconds += profile.wall_seconds();
         self.cpu_seconds += profile.cpu_nanos as f64 / 1e9;
         self.stage_profile.add(profile);
+    }
+
+    /// Adds one compaction's executor mode and stage timings.
+    pub fn record_stages(&mut self, mode: &str, stages: &[sluice_sst::profile::StageTiming]) {
+        *self.modes.entry(mode.to_string()).or_insert(0) += 1;
+        for s in stages {
+            let slot = match self.pipeline.iter_mut().position(|p| p.stage == s.stage) {
+                Some(i) => &mut self.pipeline[i],
+                None => {
+                    self.pipeline.push(PipelineStage {
+                        stage: s.stage.clone(),
+                        ..PipelineStage::default()
+                    });
+                    let last = self.pipeline.len() - 1;
+                    &mut self.pipeline[last]
+                }
+            };
+            slot.threads += u64::from(s.threads);
+            slot.busy_seconds += s.busy_nanos as f64 / 1e9;
+            slot.idle_seconds += s.idle_nanos as f64 / 1e9;
+        }
     }
 }
 

@@ -206,7 +206,7 @@ proptest! {
     #[test]
     fn engine_matches_btreemap(
         ops in proptest::collection::vec(op_strategy(), 1..400),
-        mode in proptest::sample::select(CompactionMode::ALL.to_vec()),
+        mode in proptest::sample::select([CompactionMode::ALL.as_slice(), &[CompactionMode::Auto]].concat()),
     ) {
         run(ops, mode)?;
     }

@@ -11,7 +11,7 @@ use std::io::Write;
 use serde_json::{Value, json};
 use sluice::Metrics;
 use sluice::metrics::JobMetrics;
-use sluice_bench::report::stage_profile_line;
+use sluice_bench::report::{pipeline_line, stage_profile_line};
 
 use super::{Access, open};
 use crate::args::DbJsonArgs;
@@ -100,6 +100,20 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
                 stage_profile_line(&job.stage_profile)
             )?;
         }
+    }
+    if !m.compaction.pipeline.is_empty() {
+        let modes: Vec<String> = m
+            .compaction
+            .modes
+            .iter()
+            .map(|(mode, n)| format!("{mode} {n}"))
+            .collect();
+        writeln!(
+            out,
+            "executors: {}; stages: {}",
+            modes.join(", "),
+            pipeline_line(&m.compaction.pipeline)
+        )?;
     }
     writeln!(
         out,

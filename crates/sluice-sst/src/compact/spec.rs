@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::compaction_iter::CompactionIterStats;
 use crate::key::SeqNo;
-use crate::profile::StageProfile;
+use crate::profile::{StageProfile, StageTiming};
 use crate::table::{Table, TableOptions};
 
 use super::output::OutputFile;
@@ -55,4 +55,6 @@ pub struct CompactionOutput {
     pub profile: StageProfile,
     /// What the compaction iterator dropped.
     pub stats: CompactionIterStats,
+    /// Busy and idle time per executor stage.
+    pub stages: Vec<StageTiming>,
 }

@@ -3,6 +3,7 @@
 use sluice_sst::compact::CompactionOutput;
 
 use super::Compaction;
+use super::executor::CompactionMode;
 use crate::Result;
 use crate::db::DbInner;
 use crate::flush::file_meta;
@@ -10,7 +11,12 @@ use crate::version::edit::VersionEdit;
 
 impl DbInner {
     /// Installs the outputs of `c` in one edit and records its figures.
-    pub(crate) fn install_compaction(&self, c: &Compaction, out: &CompactionOutput) -> Result<()> {
+    pub(crate) fn install_compaction(
+        &self,
+        c: &Compaction,
+        mode: CompactionMode,
+        out: &CompactionOutput,
+    ) -> Result<()> {
         let mut edit = VersionEdit::default();
         for (which, files) in c.inputs.iter().enumerate() {
             for f in files {
@@ -35,6 +41,8 @@ impl DbInner {
         let upper_bytes: u64 = c.inputs[0].iter().map(|f| f.file_size).sum();
         let mut st = self.state.lock();
         st.compaction_metrics.record(c.input_bytes(), &out.profile);
+        st.compaction_metrics
+            .record_stages(mode.name(), &out.stages);
         let out_level = c.output_level();
         st.level_counters.bytes_in[out_level] += upper_bytes;
         st.level_counters.bytes_read[out_level] += c.input_bytes();
@@ -43,6 +51,7 @@ impl DbInner {
         tracing::info!(
             level = c.level,
             reason = ?c.reason,
+            %mode,
             inputs = c.all_inputs().count(),
             outputs = out.files.len(),
             input_bytes = c.input_bytes(),

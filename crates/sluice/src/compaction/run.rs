@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 
-use super::executor::execute;
+use super::executor::{CompactionMode, ExecOptions, auto, execute};
 
 use super::Compaction;
 use crate::Result;
@@ -54,14 +54,41 @@ impl DbInner {
             let dir = self.table_cache.dir_for_new_table(number);
             Ok((number, self.table_cache.table_path(dir, number)))
         };
-        let outcome = execute(&spec, &self.options.exec_options(), &mut new_output);
-        let installed = outcome.and_then(|out: CompactionOutput| self.install_compaction(c, &out));
+        let exec = self.resolve_exec_options();
+        let outcome = execute(&spec, &exec, &mut new_output);
+        let installed =
+            outcome.and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
         let mut st = self.state.lock();
         for n in reserved {
             st.pending_outputs.remove(&n);
         }
         drop(st);
         installed
+    }
+
+    /// The executor settings for the next compaction; `auto` is decided here and logged.
+    fn resolve_exec_options(&self) -> ExecOptions {
+        let mut exec = self.options.exec_options();
+        if exec.mode == CompactionMode::Auto {
+            let (history, jobs) = {
+                let st = self.state.lock();
+                (
+                    st.compaction_metrics.stage_profile,
+                    st.compaction_metrics.count,
+                )
+            };
+            let cores = std::thread::available_parallelism().map_or(1, usize::from);
+            let decision = auto::choose(&history, jobs, cores, exec.compute_threads);
+            tracing::info!(
+                mode = %decision.mode,
+                compute_threads = decision.compute_threads,
+                reason = %decision.reason,
+                "auto compaction mode"
+            );
+            exec.mode = decision.mode;
+            exec.compute_threads = decision.compute_threads;
+        }
+        exec
     }
 
     pub(crate) fn max_grandparent_overlap_bytes(&self) -> u64 {

@@ -12,6 +12,7 @@
 //! All of them produce byte-identical files with identical cuts, because blocks are sealed at
 //! sub-task boundaries and files are cut by the single writer from block metadata.
 
+pub mod auto;
 pub mod parallel;
 pub mod pipelined;
 pub mod sequential;
@@ -25,7 +26,7 @@ use sluice_sst::compact::output::NewOutput;
 use sluice_sst::compact::plan::plan;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec, StepTimes};
 use sluice_sst::compaction_iter::CompactionIterStats;
-use sluice_sst::profile::thread_cpu_time;
+use sluice_sst::profile::{StageTiming, thread_cpu_time};
 
 use crate::Result;
 
@@ -41,10 +42,12 @@ pub enum CompactionMode {
     Parallel,
     /// Document 002's engine: per-input decoders, a comparator, an encoder, a writer.
     Streaming,
+    /// Chosen before each compaction from the step times measured so far ([`auto`]).
+    Auto,
 }
 
 impl CompactionMode {
-    /// Every mode, for tests and benchmarks.
+    /// Every executor, for tests and benchmarks (`Auto` picks one of these).
     pub const ALL: [CompactionMode; 4] = [
         CompactionMode::Sequential,
         CompactionMode::Pipelined,
@@ -59,6 +62,7 @@ impl CompactionMode {
             CompactionMode::Pipelined => "pipelined",
             CompactionMode::Parallel => "parallel",
             CompactionMode::Streaming => "streaming",
+            CompactionMode::Auto => "auto",
         }
     }
 }
@@ -75,10 +79,11 @@ impl FromStr for CompactionMode {
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         CompactionMode::ALL
             .into_iter()
+            .chain([CompactionMode::Auto])
             .find(|m| m.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown compaction mode {s:?} (sequential, pipelined, parallel, streaming)"
+                    "unknown compaction mode {s:?} (sequential, pipelined, parallel, streaming, auto)"
                 )
             })
     }
@@ -123,6 +128,9 @@ pub fn execute(
         CompactionMode::Pipelined => pipelined::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Parallel => parallel::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Streaming => streaming::run(spec, &plan, exec, &shared, new_output),
+        CompactionMode::Auto => Err(crate::Error::InvalidArgument(
+            "resolve the auto compaction mode with executor::auto::choose before executing".into(),
+        )),
     }
     .map(|files| {
         let stats = *shared.stats.lock();
@@ -135,6 +143,7 @@ pub fn execute(
             files,
             profile,
             stats,
+            stages: shared.stages(),
         }
     })
 }
@@ -145,6 +154,7 @@ pub(crate) struct Shared {
     pub times: StepTimes,
     pub stats: parking_lot::Mutex<CompactionIterStats>,
     pub cpu_nanos: AtomicU64,
+    stages: parking_lot::Mutex<Vec<StageTiming>>,
 }
 
 impl Shared {
@@ -157,6 +167,49 @@ impl Shared {
         t.tombstones_dropped += s.tombstones_dropped;
         t.input_key_bytes += s.input_key_bytes;
         t.input_value_bytes += s.input_value_bytes;
+    }
+
+    /// Adds one thread's run of stage `stage`: `elapsed` in all, `idle_nanos` of it blocked on
+    /// a queue.
+    pub fn record_stage(&self, stage: &str, elapsed: std::time::Duration, idle_nanos: u64) {
+        let busy_nanos = (elapsed.as_nanos() as u64).saturating_sub(idle_nanos);
+        let mut stages = self.stages.lock();
+        match stages.iter_mut().find(|s| s.stage == stage) {
+            Some(s) => {
+                s.threads += 1;
+                s.busy_nanos += busy_nanos;
+                s.idle_nanos += idle_nanos;
+            }
+            None => stages.push(StageTiming {
+                stage: stage.to_string(),
+                threads: 1,
+                busy_nanos,
+                idle_nanos,
+            }),
+        }
+    }
+
+    /// The stages recorded, in data-flow order.
+    fn stages(&self) -> Vec<StageTiming> {
+        const ORDER: [&str; 8] = [
+            "sequential",
+            "read",
+            "index decoder",
+            "data decoder",
+            "compute",
+            "comparator",
+            "encoder",
+            "write",
+        ];
+        let rank = |s: &StageTiming| {
+            ORDER
+                .iter()
+                .position(|o| *o == s.stage)
+                .unwrap_or(ORDER.len())
+        };
+        let mut stages = self.stages.lock().clone();
+        stages.sort_by_key(rank);
+        stages
     }
 
     /// Runs `f` on the calling thread, charging the thread's CPU time.

@@ -4,6 +4,7 @@
 //! The pipelined executor is the special case of one compute thread.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use sluice_sst::compact::CompactionSpec;
@@ -74,15 +75,27 @@ pub(super) fn read_stage(
     shared: &Shared,
     tx: Sender<ReadMsg>,
 ) {
+    let start = Instant::now();
+    let mut idle = 0u64;
     shared.with_cpu(|| {
         for st in &plan.sub_tasks {
             let msg = read_sub_task(spec, st, &shared.times).map(|raw| (st.index, raw));
             let failed = msg.is_err();
-            if tx.send(msg).is_err() || failed {
+            let sent = timed(&mut idle, || tx.send(msg));
+            if sent.is_err() || failed {
                 return;
             }
         }
     });
+    shared.record_stage("read", start.elapsed(), idle);
+}
+
+/// Runs `f`, adding its duration to `idle` (time blocked on a queue).
+fn timed<T>(idle: &mut u64, f: impl FnOnce() -> T) -> T {
+    let start = Instant::now();
+    let out = f();
+    *idle += start.elapsed().as_nanos() as u64;
+    out
 }
 
 /// S2..S6 for whatever sub-tasks arrive.
@@ -93,8 +106,10 @@ pub(super) fn compute_stage(
     rx: Receiver<ReadMsg>,
     tx: Sender<DoneMsg>,
 ) {
+    let start = Instant::now();
+    let mut idle = 0u64;
     shared.with_cpu(|| {
-        for msg in rx {
+        while let Ok(msg) = timed(&mut idle, || rx.recv()) {
             let done = msg.and_then(|(index, raw)| {
                 let st = plan.sub_tasks.get(index).ok_or_else(|| {
                     Error::InvalidArgument(format!("sub-task {index} is not in the plan"))
@@ -105,11 +120,12 @@ pub(super) fn compute_stage(
                 Ok((index, encode_sub_task(merged.blocks, spec, &shared.times)))
             });
             let failed = done.is_err();
-            if tx.send(done).is_err() || failed {
+            if timed(&mut idle, || tx.send(done)).is_err() || failed {
                 return;
             }
         }
     });
+    shared.record_stage("compute", start.elapsed(), idle);
 }
 
 /// S7 in sub-task order. Results may arrive out of order; they wait until their turn.
@@ -119,12 +135,14 @@ pub(super) fn write_stage(
     rx: Receiver<DoneMsg>,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    shared.with_cpu(|| {
+    let start = Instant::now();
+    let mut idle = 0u64;
+    let result = shared.with_cpu(|| {
         let mut writer = OutputWriter::new(spec, &shared.times, new_output);
         let mut waiting: BTreeMap<usize, Vec<EncodedBlock>> = BTreeMap::new();
         let mut next = 0usize;
         let outcome = (|| {
-            for msg in &rx {
+            while let Ok(msg) = timed(&mut idle, || rx.recv()) {
                 let (index, blocks) = msg?;
                 waiting.insert(index, blocks);
                 while let Some(blocks) = waiting.remove(&next) {
@@ -150,5 +168,7 @@ pub(super) fn write_stage(
                 Err(e)
             }
         }
-    })
+    });
+    shared.record_stage("write", start.elapsed(), idle);
+    result
 }

@@ -17,7 +17,8 @@ pub(super) fn run(
     shared: &Shared,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    shared.with_cpu(|| {
+    let start = std::time::Instant::now();
+    let result = shared.with_cpu(|| {
         let times = &shared.times;
         let mut writer = OutputWriter::new(spec, times, new_output);
         let outcome = plan.sub_tasks.iter().try_for_each(|st| {
@@ -37,5 +38,7 @@ pub(super) fn run(
                 Err(e)
             }
         }
-    })
+    });
+    shared.record_stage("sequential", start.elapsed(), 0);
+    result
 }

@@ -57,6 +57,8 @@ mod stream_iter;
 #[cfg(test)]
 mod tests;
 
+use std::time::Instant;
+
 use crossbeam_channel::bounded;
 use sluice_sst::compact::output::{NewOutput, OutputFile};
 use sluice_sst::compact::plan::CompactionPlan;
@@ -94,14 +96,17 @@ pub(super) fn run(
             let (handle_tx, handle_rx) = bounded(depth);
             let (block_tx, block_rx) = bounded(depth);
             scope.spawn(move || {
-                let tx = Outlet::new(handle_tx, WaitClock::default());
+                let (start, clock) = (Instant::now(), WaitClock::default());
+                let tx = Outlet::new(handle_tx, clock.clone());
                 shared.with_cpu(|| decoder::index_decoder(run, &planned, tx));
+                shared.record_stage("index decoder", start.elapsed(), clock.nanos());
             });
             scope.spawn(move || {
-                let rx = Inlet::new(handle_rx, "index decoder", WaitClock::default());
-                let tx =
-                    BurstOutlet::new(Outlet::new(block_tx, WaitClock::default()), BURST_BLOCKS);
+                let (start, clock) = (Instant::now(), WaitClock::default());
+                let rx = Inlet::new(handle_rx, "index decoder", clock.clone());
+                let tx = BurstOutlet::new(Outlet::new(block_tx, clock.clone()), BURST_BLOCKS);
                 shared.with_cpu(|| decoder::data_decoder(&shared.times, rx, tx));
+                shared.record_stage("data decoder", start.elapsed(), clock.nanos());
             });
             streams.push(Inlet::new(
                 block_rx,
@@ -112,6 +117,7 @@ pub(super) fn run(
         let (sealed_tx, sealed_rx) = bounded(depth);
         let (encoded_tx, encoded_rx) = bounded(depth);
         scope.spawn(move || {
+            let start = Instant::now();
             let tx = BurstOutlet::new(
                 Outlet::new(sealed_tx, comparator_clock.clone()),
                 BURST_BLOCKS,
@@ -119,14 +125,20 @@ pub(super) fn run(
             shared.with_cpu(|| {
                 comparator::comparator(spec, plan, shared, streams, tx, &comparator_clock);
             });
+            shared.record_stage("comparator", start.elapsed(), comparator_clock.nanos());
         });
         scope.spawn(move || {
-            let rx = Inlet::new(sealed_rx, "comparator", WaitClock::default());
-            let tx = Outlet::new(encoded_tx, WaitClock::default());
+            let (start, clock) = (Instant::now(), WaitClock::default());
+            let rx = Inlet::new(sealed_rx, "comparator", clock.clone());
+            let tx = Outlet::new(encoded_tx, clock.clone());
             shared.with_cpu(|| encoder(spec, &shared.times, rx, tx));
+            shared.record_stage("encoder", start.elapsed(), clock.nanos());
         });
-        let rx = Inlet::new(encoded_rx, "encoder", WaitClock::default());
-        shared.with_cpu(|| write_stage(spec, &shared.times, rx, new_output))
+        let (start, clock) = (Instant::now(), WaitClock::default());
+        let rx = Inlet::new(encoded_rx, "encoder", clock.clone());
+        let written = shared.with_cpu(|| write_stage(spec, &shared.times, rx, new_output));
+        shared.record_stage("write", start.elapsed(), clock.nanos());
+        written
     })
 }
 

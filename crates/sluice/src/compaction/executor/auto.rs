@@ -1,0 +1,111 @@
+//! The `auto` mode: picks an executor before each compaction from the step times measured so
+//! far, following document 000 section III.
+//!
+//! A pipeline's bandwidth is bounded by its slowest stage. If I/O (S1 + S7) and compute
+//! (S2..S6) are both significant, overlapping them (PCP) hides the smaller; if compute dominates,
+//! only more compute threads (C-PPCP) help, up to the number of cores; if one side dominates
+//! and there is a single core, extra threads only add hand-offs, so SCP stays.
+
+use crate::metrics::StageSeconds;
+
+use super::CompactionMode;
+
+/// A side must take at least this share of the step time to be worth overlapping.
+const SIGNIFICANT_SHARE: f64 = 0.25;
+/// Compute must be this many times the I/O time for more compute threads to pay.
+const COMPUTE_BOUND_RATIO: f64 = 2.0;
+
+/// What `auto` picked and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decision {
+    /// The executor to run.
+    pub mode: CompactionMode,
+    /// Compute threads, for the parallel executor.
+    pub compute_threads: usize,
+    /// A sentence for the log.
+    pub reason: String,
+}
+
+/// Chooses an executor from `history` (step seconds summed over the `jobs` compactions run so
+/// far), the machine's `cores`, and the configured thread limit.
+pub fn choose(history: &StageSeconds, jobs: u64, cores: usize, max_threads: usize) -> Decision {
+    let io = history.read + history.write;
+    let compute = history.checksum
+        + history.decompress
+        + history.merge
+        + history.compress
+        + history.rechecksum;
+    let total = io + compute;
+    if jobs == 0 || total <= 0.0 {
+        return Decision {
+            mode: CompactionMode::Sequential,
+            compute_threads: 1,
+            reason: "no compaction measured yet: SCP measures the steps".into(),
+        };
+    }
+    let (io_share, compute_share) = (io / total, compute / total);
+    let shares = format!(
+        "I/O {:.0}%, compute {:.0}%",
+        io_share * 100.0,
+        compute_share * 100.0
+    );
+    let threads = cores.min(max_threads).max(1);
+    if threads >= 2 && compute >= COMPUTE_BOUND_RATIO * io {
+        Decision {
+            mode: CompactionMode::Parallel,
+            compute_threads: threads,
+            reason: format!("compute bound ({shares}): {threads} compute threads"),
+        }
+    } else if cores >= 2 && io_share >= SIGNIFICANT_SHARE && compute_share >= SIGNIFICANT_SHARE {
+        Decision {
+            mode: CompactionMode::Pipelined,
+            compute_threads: 1,
+            reason: format!("I/O and compute both significant ({shares}): overlap them"),
+        }
+    } else {
+        Decision {
+            mode: CompactionMode::Sequential,
+            compute_threads: 1,
+            reason: format!(
+                "one resource dominates ({shares}) on {cores} core(s): no overlap to gain"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seconds(io: f64, compute: f64) -> StageSeconds {
+        StageSeconds {
+            read: io / 2.0,
+            write: io / 2.0,
+            merge: compute,
+            ..StageSeconds::default()
+        }
+    }
+
+    #[test]
+    fn measures_first_then_follows_the_bottleneck() {
+        assert_eq!(
+            choose(&StageSeconds::default(), 0, 2, 4).mode,
+            CompactionMode::Sequential
+        );
+        let d = choose(&seconds(1.0, 4.0), 3, 2, 4);
+        assert_eq!((d.mode, d.compute_threads), (CompactionMode::Parallel, 2));
+        assert!(d.reason.contains("compute bound"), "{}", d.reason);
+        assert_eq!(
+            choose(&seconds(1.0, 1.5), 3, 2, 4).mode,
+            CompactionMode::Pipelined
+        );
+        assert_eq!(
+            choose(&seconds(9.0, 1.0), 3, 2, 4).mode,
+            CompactionMode::Sequential
+        );
+        assert_eq!(
+            choose(&seconds(1.0, 4.0), 3, 1, 4).mode,
+            CompactionMode::Sequential
+        );
+    }
+}
