@@ -62,11 +62,7 @@ pub(crate) fn write_level0_table(
             builder.seal_current();
             write_sealed(&mut builder, &mut writer)
         });
-    if let Err(e) = written {
-        writer.abandon();
-        return Err(e);
-    }
-    let files = writer.finish()?;
+    let files = writer.conclude(written)?;
     let mut profile = times.profile();
     profile.wall_nanos = start.elapsed().as_nanos() as u64;
     // Everything that was not S5..S7 was building blocks from the memtable: S4.

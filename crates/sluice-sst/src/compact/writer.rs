@@ -129,6 +129,18 @@ impl<'a> OutputWriter<'a> {
         }
     }
 
+    /// Ends the job: finishes the outputs if `outcome` (the rest of the job) succeeded,
+    /// otherwise deletes them and returns the job's error.
+    pub fn conclude(self, outcome: Result<()>) -> Result<Vec<OutputFile>> {
+        match outcome {
+            Ok(()) => self.finish(),
+            Err(e) => {
+                self.abandon();
+                Err(e)
+            }
+        }
+    }
+
     /// Deletes every file written or being written (after a failure anywhere in the job).
     pub fn abandon(mut self) {
         if let Some(open) = self.current.take() {

@@ -310,6 +310,15 @@ impl LogReader {
             .is_some_and(|rest| !rest.is_empty() && rest.iter().take(HEADER_SIZE).all(|&b| b == 0))
     }
 
+    /// Counts everything from `region_start` to the end of the file as dropped and returns it.
+    /// REQUIRES: `scan_tail` ran, so `block` is the file's last block.
+    fn drop_rest_from(&mut self, region_start: u64) -> u64 {
+        let file_len = self.block_start + self.block.len() as u64;
+        let dropped = file_len.saturating_sub(region_start);
+        self.dropped_bytes += dropped;
+        dropped
+    }
+
     /// Decides what a damaged fragment at `bad_offset` means. `pending` is the start of the
     /// split record being assembled, if any: it is lost along with the damaged fragment.
     fn bad_region(
@@ -324,9 +333,7 @@ impl LogReader {
             && self.header_is_zero_at(bad_offset);
         let tail = self.scan_tail(bad_offset)?;
         if let (Tail::ValidFragmentAt(next), true) = (&tail, unwritten_gap) {
-            let file_len = self.block_start + self.block.len() as u64;
-            let dropped = file_len.saturating_sub(region_start);
-            self.dropped_bytes += dropped;
+            let dropped = self.drop_rest_from(region_start);
             tracing::warn!(
                 file = %self.path.display(),
                 offset = region_start,
@@ -357,10 +364,7 @@ impl LogReader {
                 format!("{reason} (torn tail; absolute consistency requested)"),
             )),
             WalRecoveryMode::TolerateCorruptedTail => {
-                // After the scan, `block` is the file's last block.
-                let file_len = self.block_start + self.block.len() as u64;
-                let dropped = file_len.saturating_sub(region_start);
-                self.dropped_bytes += dropped;
+                let dropped = self.drop_rest_from(region_start);
                 tracing::warn!(
                     file = %self.path.display(),
                     offset = region_start,

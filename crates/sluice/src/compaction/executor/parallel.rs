@@ -161,13 +161,7 @@ pub(super) fn write_stage(
         })();
         // Dropping the receiver makes upstream stages stop at their next send.
         drop(rx);
-        match outcome {
-            Ok(()) => writer.finish(),
-            Err(e) => {
-                writer.abandon();
-                Err(e)
-            }
-        }
+        writer.conclude(outcome)
     });
     shared.record_stage("write", start.elapsed(), idle);
     result

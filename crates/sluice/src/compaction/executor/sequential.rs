@@ -31,13 +31,7 @@ pub(super) fn run(
             }
             Ok(())
         });
-        match outcome {
-            Ok(()) => writer.finish(),
-            Err(e) => {
-                writer.abandon();
-                Err(e)
-            }
-        }
+        writer.conclude(outcome)
     });
     shared.record_stage("sequential", start.elapsed(), 0);
     result

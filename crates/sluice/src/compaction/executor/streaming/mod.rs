@@ -187,11 +187,5 @@ fn write_stage(
         Ok(())
     })();
     drop(rx);
-    match outcome {
-        Ok(()) => writer.finish(),
-        Err(e) => {
-            writer.abandon();
-            Err(e)
-        }
-    }
+    writer.conclude(outcome)
 }
