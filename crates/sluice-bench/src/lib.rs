@@ -19,6 +19,9 @@
 //! the engine (bytes written, write amplification, compaction bandwidth and stage profile) is
 //! the difference of [`sluice::Db::metrics`] taken before and after the benchmark.
 //!
+//! [`experiment`] reproduces a document's evaluation (document 000's PCP figures) and writes a
+//! table, JSON and charts.
+//!
 //! ```no_run
 //! use sluice_bench::{BenchConfig, run_benchmarks, report};
 //! let dir = tempfile::tempdir()?;
@@ -30,6 +33,7 @@
 
 pub mod config;
 pub mod delta;
+pub mod experiment;
 pub mod histogram;
 pub mod keys;
 pub mod progress;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sluice::{CompressionType, Options};
 use sluice_bench::Benchmark;
+use sluice_bench::experiment::Experiment;
 
 use crate::units::{parse_size, parse_u32, parse_usize};
 
@@ -52,7 +53,7 @@ pub enum Command {
     #[command(subcommand)]
     Manifest(ManifestCommand),
     /// Run db_bench-style benchmarks (fillseq, fillrandom, overwrite, readrandom, readseq,
-    /// seekrandom, compact).
+    /// seekrandom, compact), or with --experiment reproduce a document's evaluation.
     Bench(Box<BenchArgs>),
 }
 
@@ -176,6 +177,31 @@ fn parse_benchmark(s: &str) -> Result<Benchmark, String> {
     s.parse()
 }
 
+fn parse_experiment(s: &str) -> Result<Experiment, String> {
+    s.parse()
+}
+
+/// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
+/// executors and engine options per data point).
+const NOT_FOR_EXPERIMENTS: [&str; 16] = [
+    "benchmarks",
+    "reads",
+    "db",
+    "keep_db",
+    "use_existing_db",
+    "sync",
+    "disable_auto_compactions",
+    "write_buffer_size",
+    "target_file_size",
+    "block_size",
+    "bloom_bits",
+    "cache_size",
+    "compaction_mode",
+    "compaction_threads",
+    "sub_task_bytes",
+    "threads",
+];
+
 /// `sluice bench`: flags follow db_bench's (with dashes instead of underscores). Counts and
 /// sizes accept `_` separators and K/M/G (binary) suffixes.
 #[derive(Debug, Args)]
@@ -243,9 +269,23 @@ pub struct BenchArgs {
     /// Seed of the key and value generators.
     #[arg(long, value_name = "N", value_parser = parse_size, default_value = "301")]
     pub seed: u64,
-    /// Print one JSON object per benchmark (one per line) instead of a table.
+    /// Print one JSON object per benchmark (one per line) instead of a table; with
+    /// --experiment, the experiment's whole JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Run an experiment instead of benchmarks. `pcp` reproduces document 000's compaction
+    /// figures (step breakdown, SCP vs PCP vs the parallel and streaming executors, sub-task
+    /// size, threads and data directories) on fresh temporary databases (under $TMPDIR). It
+    /// uses --num (the largest data set), --key-size, --value-size, --compression and --seed.
+    #[arg(long, value_name = "NAME", value_parser = parse_experiment, conflicts_with_all = NOT_FOR_EXPERIMENTS)]
+    pub experiment: Option<Experiment>,
+    /// With --experiment: also write the JSON (<NAME>.json) and the charts (PNG and SVG) into
+    /// DIR, creating it if needed.
+    #[arg(long, value_name = "DIR", requires = "experiment")]
+    pub out: Option<PathBuf>,
+    /// With --experiment: measure every data point K times and report the median run.
+    #[arg(long, value_name = "K", value_parser = parse_usize, requires = "experiment")]
+    pub repeat: Option<usize>,
 }
 
 #[cfg(test)]
@@ -286,6 +326,54 @@ mod tests {
             vec![Benchmark::FillRandom, Benchmark::ReadRandom]
         );
         assert_eq!((b.num, b.write_buffer_size), (2048, 1 << 20));
+    }
+
+    #[test]
+    fn experiment_flags_parse_and_exclude_db_bench_ones() {
+        let cli = Cli::try_parse_from([
+            "sluice",
+            "bench",
+            "--experiment",
+            "pcp",
+            "--num",
+            "100K",
+            "--out",
+            "charts",
+            "--repeat",
+            "3",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!(b.experiment, Some(Experiment::Pcp));
+        assert_eq!(b.out, Some(PathBuf::from("charts")));
+        assert_eq!((b.num, b.repeat), (100 << 10, Some(3)));
+        for args in [
+            &["sluice", "bench", "--experiment", "fig8"][..],
+            &["sluice", "bench", "--out", "charts"],
+            &["sluice", "bench", "--repeat", "3"],
+            &[
+                "sluice",
+                "bench",
+                "--experiment",
+                "pcp",
+                "--benchmarks",
+                "compact",
+            ],
+            &["sluice", "bench", "--experiment", "pcp", "--db", "x"],
+            &[
+                "sluice",
+                "bench",
+                "--experiment",
+                "pcp",
+                "--compaction-mode",
+                "parallel",
+            ],
+        ] {
+            let err = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+        }
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub(crate) fn write_level0_table(
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
-    let dir = table_cache.dir_for_new_table(number);
+    let dir = table_cache.dir_for_new_table();
     let mut one_file = Some((number, table_cache.table_path(dir, number)));
     let mut new_output = || {
         one_file

@@ -20,6 +20,8 @@ pub struct TableCache {
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
+    /// Turn counter for [`TableCache::dir_for_new_table`].
+    next_dir: std::sync::atomic::AtomicUsize,
 }
 
 impl TableCache {
@@ -35,17 +37,34 @@ impl TableCache {
             tables: quick_cache::sync::Cache::new(max_open_files),
             block_cache,
             verify_checksums,
+            next_dir: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
-    /// The data directory a new table `number` goes to: with `Options::data_dirs` set, tables
-    /// are spread over them round-robin by number (one directory per storage device, so the
-    /// devices share the I/O, as S-PPCP does); otherwise the database directory (index 0).
-    pub fn dir_for_new_table(&self, number: u64) -> u32 {
-        match self.dirs.len().saturating_sub(1) as u64 {
+    /// The data directory the next new table goes to: with `Options::data_dirs` set, tables
+    /// are dealt over them in turn (one directory per storage device, so the devices share the
+    /// I/O, as S-PPCP does); otherwise the database directory (index 0). A counter, not the
+    /// file number, picks the directory: flushes interleave WAL and table numbers, so numbers
+    /// modulo the directory count would put every L0 table on the same device.
+    pub fn dir_for_new_table(&self) -> u32 {
+        match self.dirs.len().saturating_sub(1) {
             0 => 0,
-            data_dirs => 1 + (number % data_dirs) as u32,
+            data_dirs => {
+                let turn = self
+                    .next_dir
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                1 + (turn % data_dirs) as u32
+            }
         }
+    }
+
+    /// The index of the data directory holding the table at `path` (0 if it is none of them).
+    pub fn dir_index_of(&self, path: &std::path::Path) -> u32 {
+        let parent = path.parent();
+        self.dirs
+            .iter()
+            .position(|d| Some(d.as_path()) == parent)
+            .map_or(0, |i| i as u32)
     }
 
     /// Every directory that may hold tables, database directory first.

@@ -40,6 +40,11 @@ fn tables_go_to_the_data_dirs_and_are_found_after_reopen() {
         db.put(format!("key{i:08}").as_bytes(), &[b'v'; 50])
             .unwrap();
     }
+    db.flush().unwrap();
+    assert!(
+        tables_in(&d1) > 0 && tables_in(&d2) > 0,
+        "L0 tables spread over both devices"
+    );
     db.compact_range(None, None).unwrap();
     db.close().unwrap();
     assert_eq!(tables_in(&main), 0, "no table in the database directory");

@@ -4,12 +4,18 @@
 //! The database lives in `--db`, which must not already hold a database unless
 //! `--use-existing-db` is given (nothing is ever deleted from a directory the user named), or
 //! in a fresh temporary directory that is removed at the end unless `--keep-db`.
+//!
+//! With `--experiment NAME` it runs an experiment instead (see `sluice_bench::experiment`):
+//! the table (or with `--json` the JSON document) goes to stdout, and with `--out DIR` the JSON
+//! and the charts are also written into DIR. Experiments keep their databases in a temporary
+//! directory that is always removed.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use sluice::filename::current_file_name;
 use sluice::{Db, Options};
+use sluice_bench::experiment::{Experiment, PcpConfig, run_pcp, table, write_outputs};
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
 
@@ -54,6 +60,9 @@ fn config(args: &BenchArgs) -> BenchConfig {
 }
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
+    if let Some(experiment) = args.experiment {
+        return run_experiment(experiment, args, out);
+    }
     let config = config(args);
     config.validate()?;
     let options = options(args);
@@ -81,6 +90,50 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
         }
     }
     outcome
+}
+
+/// Runs `experiment` with the flags it uses, in a temporary directory removed at the end.
+fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
+    let config = match experiment {
+        Experiment::Pcp => PcpConfig {
+            num: args.num,
+            key_size: args.key_size,
+            value_size: args.value_size,
+            compression: args.compression.into(),
+            seed: args.seed,
+            repeat: args.repeat.unwrap_or(1),
+            progress: std::io::stderr().is_terminal(),
+            ..PcpConfig::default()
+        },
+    };
+    config.validate()?;
+    let scratch = tempfile::Builder::new()
+        .prefix("sluice-experiment-")
+        .tempdir()
+        .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+    let report = run_pcp(&config, scratch.path());
+    if let Err(e) = scratch.close() {
+        tracing::warn!(error = %e, "could not remove the experiment's temporary directory");
+    }
+    let report = report?;
+    if args.json {
+        writeln!(out, "{}", report.to_json())?;
+    } else {
+        write!(out, "{}", table::render(&report))?;
+    }
+    out.flush()?;
+    if let Some(dir) = &args.out {
+        let written = write_outputs(&report, dir)?;
+        if !args.json {
+            writeln!(out)?;
+            writeln!(out, "wrote {} files to {}:", written.len(), dir.display())?;
+            for path in &written {
+                let name = path.file_name().unwrap_or(path.as_os_str());
+                writeln!(out, "  {}", name.to_string_lossy())?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn run_on(

@@ -24,7 +24,7 @@ impl DbInner {
             }
         }
         for f in &out.files {
-            let dir = self.table_cache.dir_for_new_table(f.number);
+            let dir = self.table_cache.dir_index_of(&f.path);
             edit.new_files
                 .push((c.output_level(), file_meta(f.number, dir, &f.summary)));
         }

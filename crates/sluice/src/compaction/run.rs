@@ -51,7 +51,7 @@ impl DbInner {
                 n
             };
             reserved.push(number);
-            let dir = self.table_cache.dir_for_new_table(number);
+            let dir = self.table_cache.dir_for_new_table();
             Ok((number, self.table_cache.table_path(dir, number)))
         };
         let exec = self.resolve_exec_options();
