@@ -24,6 +24,8 @@ impl Db {
 
     /// Sets `key` to `value` with explicit write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        // Checked before the batch is built: the batch format cannot hold 4 GiB fields.
+        self.inner.check_sizes(key, value)?;
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         self.write(opts, batch)
@@ -36,6 +38,7 @@ impl Db {
 
     /// Deletes `key` with explicit write options.
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.inner.check_sizes(key, b"")?;
         let mut batch = WriteBatch::new();
         batch.delete(key);
         self.write(opts, batch)
@@ -48,24 +51,30 @@ impl Db {
 }
 
 impl DbInner {
+    /// Rejects a key or value over the configured limits.
+    fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        if key.len() > self.options.max_key_size {
+            return Err(Error::InvalidArgument(format!(
+                "key of {} bytes exceeds max_key_size ({})",
+                key.len(),
+                self.options.max_key_size
+            )));
+        }
+        if value.len() > self.options.max_value_size {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes exceeds max_value_size ({})",
+                value.len(),
+                self.options.max_value_size
+            )));
+        }
+        Ok(())
+    }
+
     fn validate_batch(&self, batch: &WriteBatch) -> Result<u64> {
         let mut user_bytes = 0u64;
         for entry in batch.iter() {
             let entry = entry?;
-            if entry.key.len() > self.options.max_key_size {
-                return Err(Error::InvalidArgument(format!(
-                    "key of {} bytes exceeds max_key_size ({})",
-                    entry.key.len(),
-                    self.options.max_key_size
-                )));
-            }
-            if entry.value.len() > self.options.max_value_size {
-                return Err(Error::InvalidArgument(format!(
-                    "value of {} bytes exceeds max_value_size ({})",
-                    entry.value.len(),
-                    self.options.max_value_size
-                )));
-            }
+            self.check_sizes(entry.key, entry.value)?;
             user_bytes += (entry.key.len() + entry.value.len()) as u64;
         }
         Ok(user_bytes)
