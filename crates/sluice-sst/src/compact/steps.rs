@@ -92,6 +92,20 @@ pub fn read_block(table: &Table, handle: BlockHandle, times: &StepTimes) -> Resu
     Ok(raw)
 }
 
+/// S1 for several blocks of `table`, adjacent ones read together (see
+/// [`crate::table::read_raw_blocks`]).
+pub fn read_blocks(
+    table: &Table,
+    handles: &[BlockHandle],
+    times: &StepTimes,
+) -> Result<Vec<RawBlock>> {
+    let raw = times.timed(Step::Read, || {
+        crate::table::read_raw_blocks(table.file(), table.path(), handles)
+    })?;
+    times.add_bytes_read(raw.iter().map(|r| r.stored_len() as u64).sum());
+    Ok(raw)
+}
+
 /// S2: verifies the block's CRC32C.
 pub fn verify_block(raw: &RawBlock, times: &StepTimes) -> Result<()> {
     times.timed(Step::Checksum, || verify_raw_block(raw))

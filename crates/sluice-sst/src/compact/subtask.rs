@@ -21,10 +21,10 @@ use super::block_list::BlockListIter;
 use super::plan::SubTask;
 use super::spec::CompactionSpec;
 use super::steps::{
-    StepTimes, checksum_block, compress_block, decompress_block, read_block, verify_block,
+    StepTimes, checksum_block, compress_block, decompress_block, read_blocks, verify_block,
 };
 
-/// S1: reads every block of `st`, per input run.
+/// S1: reads every block of `st`, per input run, adjacent blocks of a table in one read.
 pub fn read_sub_task(
     spec: &CompactionSpec,
     st: &SubTask,
@@ -34,19 +34,24 @@ pub fn read_sub_task(
         .iter()
         .zip(&spec.inputs)
         .map(|(refs, run)| {
-            refs.iter()
-                .map(|r| {
-                    let table = run.get(r.table).ok_or_else(|| {
-                        crate::Error::InvalidArgument(format!(
-                            "sub-task {} names table {} of a run of {}",
-                            st.index,
-                            r.table,
-                            run.len()
-                        ))
-                    })?;
-                    read_block(table, r.handle, times)
-                })
-                .collect()
+            let mut raw = Vec::with_capacity(refs.len());
+            // The plan lists a run's blocks table by table, in order.
+            for group in refs.chunk_by(|a, b| a.table == b.table) {
+                let Some(first) = group.first() else {
+                    continue;
+                };
+                let table = run.get(first.table).ok_or_else(|| {
+                    crate::Error::InvalidArgument(format!(
+                        "sub-task {} names table {} of a run of {}",
+                        st.index,
+                        first.table,
+                        run.len()
+                    ))
+                })?;
+                let handles: Vec<_> = group.iter().map(|r| r.handle).collect();
+                raw.extend(read_blocks(table, &handles, times)?);
+            }
+            Ok(raw)
         })
         .collect()
 }

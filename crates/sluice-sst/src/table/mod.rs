@@ -53,7 +53,7 @@ pub use content::{SealedBlock, TableContentBuilder};
 pub use encode::{EncodedBlock, compress_block, encode_block, seal_block_trailer};
 pub use iter::TableIter;
 pub use meta::BlockMeta;
-pub use read::{RawBlock, decompress_raw_block, read_raw_block, verify_raw_block};
+pub use read::{RawBlock, decompress_raw_block, read_raw_block, read_raw_blocks, verify_raw_block};
 pub use reader::{BloomStats, Table, TableReadOptions, VerifyReport};
 pub use writer::{TableFileWriter, TableSummary};
 
