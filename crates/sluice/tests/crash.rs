@@ -4,7 +4,8 @@
 //! have changed (the one write in flight may or may not have landed), and every checksum of
 //! every live file must verify.
 //!
-//! The child is this same test binary, re-run with `SLUICE_CRASH_CHILD` set.
+//! The child is this same test binary, re-run with `SLUICE_CRASH_CHILD` set. Rounds rotate
+//! through the compaction executors, so each is killed mid-compaction.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -15,6 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
+use sluice::compaction::executor::CompactionMode;
 use sluice::{Db, Options, WriteOptions};
 
 const ROUNDS: u64 = 24;
@@ -56,7 +58,18 @@ fn crash_child() {
         .unwrap()
         .parse()
         .unwrap();
-    let db = Db::open(&dir, options()).unwrap();
+    // Each round kills a different executor mid-compaction.
+    let modes = CompactionMode::ALL;
+    let mode = modes[round as usize % modes.len()];
+    let db = Db::open(
+        &dir,
+        Options {
+            compaction_mode: mode,
+            sub_task_bytes: 16 << 10,
+            ..options()
+        },
+    )
+    .unwrap();
     let sync = WriteOptions { sync: true };
     use std::io::Write;
     let mut out = std::io::stdout().lock();
