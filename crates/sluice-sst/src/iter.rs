@@ -116,3 +116,35 @@ impl InternalIterator for VecIterator {
         &self.entries[self.pos].1
     }
 }
+
+/// Helpers for tests of every iterator in this crate.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::InternalIterator;
+
+    /// Every `(key, value)` from the first entry forward.
+    pub(crate) fn collect_forward<I: InternalIterator + ?Sized>(
+        it: &mut I,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first().unwrap();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+        out
+    }
+
+    /// Every `(key, value)` from the last entry backward, in the order visited (descending).
+    pub(crate) fn collect_backward<I: InternalIterator + ?Sized>(
+        it: &mut I,
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_last().unwrap();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev().unwrap();
+        }
+        out
+    }
+}

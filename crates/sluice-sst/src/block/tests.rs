@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::InternalIterator;
+use crate::iter::test_util::collect_forward;
 use crate::key::{ValueKind, make_internal_key};
 
 fn path() -> Arc<Path> {
@@ -39,23 +40,9 @@ fn build(entries: &[(Vec<u8>, Vec<u8>)], restart_interval: usize) -> Arc<Block> 
     Arc::new(Block::new(b.finish(0), path(), 4096).unwrap())
 }
 
-fn collect_forward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::new();
-    it.seek_to_first().unwrap();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next().unwrap();
-    }
-    out
-}
-
+/// Backward scan, returned in ascending order for comparison with a forward one.
 fn collect_backward(it: &mut BlockIter) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut out = Vec::new();
-    it.seek_to_last().unwrap();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev().unwrap();
-    }
+    let mut out = crate::iter::test_util::collect_backward(it);
     out.reverse();
     out
 }

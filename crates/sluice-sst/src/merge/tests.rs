@@ -20,25 +20,7 @@ fn boxed(runs: Vec<Entries>) -> Vec<Box<dyn InternalIterator>> {
         .collect()
 }
 
-fn collect_forward(it: &mut MergingIterator) -> Entries {
-    let mut out = Vec::new();
-    it.seek_to_first().unwrap();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next().unwrap();
-    }
-    out
-}
-
-fn collect_backward(it: &mut MergingIterator) -> Entries {
-    let mut out = Vec::new();
-    it.seek_to_last().unwrap();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev().unwrap();
-    }
-    out
-}
+use crate::iter::test_util::{collect_backward, collect_forward};
 
 #[test]
 fn empty_and_unpositioned_are_invalid() {

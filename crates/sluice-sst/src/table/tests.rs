@@ -81,24 +81,12 @@ pub(super) fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> Arc<Table> {
 }
 
 pub(super) fn scan_forward(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = t.iter();
-    let mut out = Vec::new();
-    it.seek_to_first().unwrap();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next().unwrap();
-    }
-    out
+    crate::iter::test_util::collect_forward(&mut t.iter())
 }
 
+/// Backward scan, returned in ascending order for comparison with a forward one.
 fn scan_backward(t: &Arc<Table>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = t.iter();
-    let mut out = Vec::new();
-    it.seek_to_last().unwrap();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.prev().unwrap();
-    }
+    let mut out = crate::iter::test_util::collect_backward(&mut t.iter());
     out.reverse();
     out
 }
