@@ -66,6 +66,18 @@ pub struct Figure {
 }
 
 impl Figure {
+    /// The distinct x values of the figure's points, ascending: one row or slot each.
+    pub fn xs(&self) -> Vec<u64> {
+        let mut xs: Vec<u64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.x))
+            .collect();
+        xs.sort_unstable();
+        xs.dedup();
+        xs
+    }
+
     /// The series of `executor` measured for this figure, if any.
     pub fn series_of(&self, executor: &str) -> Option<&Series> {
         self.series

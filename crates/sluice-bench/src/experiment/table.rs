@@ -103,13 +103,7 @@ fn short(step: &str) -> &str {
 fn lines(fig: &Figure, out: &mut String) {
     let number = fig.id.trim_start_matches("fig");
     let _ = writeln!(out, "Fig. {number}  {} (MB/s)", fig.title);
-    let mut xs: Vec<u64> = fig
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.x))
-        .collect();
-    xs.sort_unstable();
-    xs.dedup();
+    let xs = fig.xs();
     let x_head = fig.x_label.split(" (").next().unwrap_or("x");
     let x_width = xs
         .iter()

@@ -121,18 +121,6 @@ fn fig8(report: &PcpReport) -> Breakdown {
     }
 }
 
-/// The distinct x values of the figure's points, ascending: one slot each.
-fn xs(fig: &Figure) -> Vec<u64> {
-    let mut xs: Vec<u64> = fig
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.x))
-        .collect();
-    xs.sort_unstable();
-    xs.dedup();
-    xs
-}
-
 /// A line for each series of `fig`, each point in the slot of its x among `xs`.
 fn lines_of(fig: &Figure, xs: &[u64]) -> Vec<Line> {
     fig.series
@@ -154,7 +142,7 @@ const BANDWIDTH: &str = "compaction bandwidth (MB/s, input bytes)";
 
 fn fig10(report: &PcpReport) -> LineChart {
     let fig = figure(report, "fig10");
-    let xs = xs(&fig);
+    let xs = fig.xs();
     let bandwidth = Panel {
         title: "(a) bandwidth".into(),
         x_label: "data set (entries, all in L0 before the compaction; log scale)".into(),
@@ -209,7 +197,7 @@ fn fig10(report: &PcpReport) -> LineChart {
 
 fn fig11(report: &PcpReport) -> LineChart {
     let fig = figure(report, "fig11");
-    let xs = xs(&fig);
+    let xs = fig.xs();
     let entries = fig
         .series
         .first()
@@ -237,7 +225,7 @@ fn fig11(report: &PcpReport) -> LineChart {
 fn fig12(report: &PcpReport) -> LineChart {
     let panel = |id: &str, title: &str, x_label: &str| {
         let fig = figure(report, id);
-        let xs = xs(&fig);
+        let xs = fig.xs();
         Panel {
             title: title.into(),
             x_label: x_label.into(),
