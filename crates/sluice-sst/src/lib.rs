@@ -14,6 +14,7 @@ pub mod compression;
 pub mod error;
 pub mod filter;
 pub mod format;
+pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod merge;

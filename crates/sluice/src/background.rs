@@ -40,6 +40,7 @@ fn flush_loop(inner: &DbInner) {
         st = inner.state.lock();
         st.flush_running = false;
         if let Err(e) = result {
+            st.flush_metrics.failed += 1;
             inner.set_bg_error(&mut st, &e);
         }
         // Wake stalled writers, `flush()` callers, and the compaction thread (L0 grew).

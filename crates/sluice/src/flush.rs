@@ -39,6 +39,7 @@ pub(crate) fn write_level0_table(
         snapshots: Vec::new(),
         bottommost: false,
         table: options.table_options(),
+        storage: options.background_storage(),
         target_file_size: u64::MAX,
         grandparents: Vec::new(),
         max_grandparent_overlap_bytes: u64::MAX,

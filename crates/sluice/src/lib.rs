@@ -36,7 +36,9 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use db::{CheckReport, Db, DbIterator};
 pub use metrics::Metrics;
-pub use options::{CompressionType, Options, ReadOptions, WriteOptions};
+pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};
 pub use sluice_sst::error::IoContext;
+/// The storage layer tables are read and written through ([`Options::fs`]).
+pub use sluice_sst::fs;
 pub use sluice_sst::{Error, Result};
 pub use snapshot::Snapshot;

@@ -37,6 +37,8 @@ pub struct LevelMetrics {
 pub struct JobMetrics {
     /// Jobs completed.
     pub count: u64,
+    /// Jobs that failed: their partial outputs were deleted and the tree left as it was.
+    pub failed: u64,
     /// Input bytes (memtable bytes for flushes, table bytes for compactions).
     pub input_bytes: u64,
     /// Bytes written to table files.

@@ -4,6 +4,9 @@
 //! gets the behaviour they expect. Every limit is named with its unit last.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_sst::fs::{FileSystem, IoMode, Storage};
 
 pub use crate::compaction::executor::CompactionMode;
 pub use crate::wal::WalRecoveryMode;
@@ -75,6 +78,15 @@ pub struct Options {
     pub compaction_threads: usize,
     /// Sub-tasks that may wait between two pipeline stages.
     pub compaction_queue_depth: usize,
+    /// Read compaction inputs and write flush and compaction outputs with direct I/O
+    /// (`O_DIRECT`), as RocksDB's option of the same name: background work stops evicting the
+    /// page cache that foreground reads use, and its I/O becomes real device time that the
+    /// pipelined executors overlap with computation. Every table directory must be on a file
+    /// system that supports it (checked at open).
+    pub use_direct_io_for_flush_and_compaction: bool,
+    /// The file system tables live on. The default is the operating system's; tests put a
+    /// [`sluice_sst::fs::FaultInjectingFs`] here to fail chosen reads, writes and syncs.
+    pub fs: Arc<dyn FileSystem>,
 }
 
 impl Default for Options {
@@ -108,6 +120,8 @@ impl Default for Options {
             sub_task_bytes: 512 << 10,
             compaction_threads: 2,
             compaction_queue_depth: 4,
+            use_direct_io_for_flush_and_compaction: false,
+            fs: sluice_sst::fs::os_fs(),
         }
     }
 }
@@ -205,6 +219,21 @@ impl Options {
             queue_depth: self.compaction_queue_depth,
             compute_threads: self.compaction_threads,
         }
+    }
+
+    /// How tables are read by foreground reads: through the page cache.
+    pub fn table_storage(&self) -> Storage {
+        Storage::new(Arc::clone(&self.fs), IoMode::Buffered)
+    }
+
+    /// How flushes and compactions read and write tables.
+    pub fn background_storage(&self) -> Storage {
+        let mode = if self.use_direct_io_for_flush_and_compaction {
+            IoMode::Direct
+        } else {
+            IoMode::Buffered
+        };
+        Storage::new(Arc::clone(&self.fs), mode)
     }
 
     /// The table options derived from these options.

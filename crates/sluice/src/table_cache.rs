@@ -8,11 +8,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use sluice_sst::cache::BlockCache;
+use sluice_sst::fs::{IoMode, Storage};
 use sluice_sst::table::{Table, TableReadOptions};
 
-use crate::Result;
 use crate::filename::table_file_name;
 use crate::version::edit::FileMetaData;
+use crate::{Options, Result};
 
 /// Open table readers shared by reads and compactions.
 pub struct TableCache {
@@ -20,23 +21,29 @@ pub struct TableCache {
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
+    /// How foreground reads reach the tables.
+    storage: Storage,
+    /// How compactions read their inputs.
+    compaction_storage: Storage,
     /// Turn counter for [`TableCache::dir_for_new_table`].
     next_dir: std::sync::atomic::AtomicUsize,
 }
 
 impl TableCache {
-    /// A cache for tables living in `dirs` (index 0 is the database directory).
+    /// A cache for tables living in `dirs` (index 0 is the database directory), opened as
+    /// `options` say.
     pub fn new(
         dirs: Vec<PathBuf>,
-        max_open_files: usize,
+        options: &Options,
         block_cache: Option<Arc<BlockCache>>,
-        verify_checksums: bool,
     ) -> Self {
         TableCache {
             dirs,
-            tables: quick_cache::sync::Cache::new(max_open_files),
+            tables: quick_cache::sync::Cache::new(options.max_open_files),
             block_cache,
-            verify_checksums,
+            verify_checksums: options.verify_checksums,
+            storage: options.table_storage(),
+            compaction_storage: options.background_storage(),
             next_dir: std::sync::atomic::AtomicUsize::new(0),
         }
     }
@@ -95,10 +102,30 @@ impl TableCache {
             TableReadOptions {
                 cache: self.block_cache.clone(),
                 verify_checksums: self.verify_checksums,
+                storage: self.storage.clone(),
             },
         )?;
         self.tables.insert(file.number, Arc::clone(&table));
         Ok(table)
+    }
+
+    /// The reader a compaction uses for `file`. With direct I/O this is a reader of its own,
+    /// opened with `O_DIRECT` and bypassing the block cache, so a compaction streams its inputs
+    /// from the device without evicting what foreground reads cached (RocksDB opens compaction
+    /// inputs the same way); otherwise it is the shared reader of [`TableCache::get`].
+    pub fn get_for_compaction(&self, file: &FileMetaData) -> Result<Arc<Table>> {
+        if self.compaction_storage.mode == IoMode::Buffered {
+            return self.get(file);
+        }
+        Table::open(
+            &self.table_path(file.dir_index, file.number),
+            file.number,
+            TableReadOptions {
+                cache: None,
+                verify_checksums: true,
+                storage: self.compaction_storage.clone(),
+            },
+        )
     }
 
     /// Forgets table `number` (after it was deleted).

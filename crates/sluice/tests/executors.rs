@@ -1,6 +1,7 @@
 //! Every executor produces the same bytes: for random input trees (overlapping runs, snapshots,
 //! tombstones, values from 0 bytes to 64 KiB), the sequential, pipelined, parallel and streaming executors
-//! must write identical files with identical cuts.
+//! must write identical files with identical cuts, and so must an executor reading and writing
+//! with direct I/O.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -9,6 +10,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use sluice::compaction::executor::{CompactionMode, ExecOptions, execute};
+use sluice::fs::{IoMode, OsFileSystem, Storage, os_fs, probe_direct_io};
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::key::{ValueKind, make_internal_key};
@@ -129,6 +131,7 @@ proptest! {
             snapshots,
             bottommost,
             table: table_options(),
+            storage: Storage::default(),
             target_file_size: target_kib << 10,
             grandparents: vec![GrandparentFile {
                 smallest: make_internal_key(b"key00500", 1, ValueKind::Value),
@@ -146,6 +149,20 @@ proptest! {
             for (i, (a, b)) in got.iter().zip(&reference).enumerate() {
                 prop_assert!(a == b, "{} file {} differs from sequential", mode, i);
             }
+        }
+        if probe_direct_io(&OsFileSystem, dir.path()).is_ok() {
+            let direct = Storage::new(os_fs(), IoMode::Direct);
+            let reopened = |t: &Arc<Table>| {
+                let opts = TableReadOptions { storage: direct.clone(), ..TableReadOptions::default() };
+                Table::open(t.path(), t.file_number(), opts).unwrap()
+            };
+            let direct_spec = CompactionSpec {
+                inputs: spec.inputs.iter().map(|run| run.iter().map(reopened).collect()).collect(),
+                storage: direct.clone(),
+                ..spec.clone()
+            };
+            let got = run_mode(&direct_spec, CompactionMode::Parallel, 2, &dir.path().join("direct"));
+            prop_assert!(got == reference, "direct I/O output differs from sequential");
         }
     }
 }

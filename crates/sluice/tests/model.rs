@@ -62,9 +62,20 @@ fn op_strategy() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn small_options(mode: CompactionMode) -> Options {
+/// Whether the test directory's file system takes direct I/O (tmpfs does not); where it does
+/// not, the direct-I/O cases run buffered.
+fn direct_io_supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        sluice::fs::probe_direct_io(&sluice::fs::OsFileSystem, dir.path()).is_ok()
+    })
+}
+
+fn small_options(mode: CompactionMode, direct: bool) -> Options {
     Options {
         compaction_mode: mode,
+        use_direct_io_for_flush_and_compaction: direct && direct_io_supported(),
         sub_task_bytes: 4 << 10,
         write_buffer_size: 64 << 10,
         target_file_size_base: 64 << 10,
@@ -76,8 +87,8 @@ fn small_options(mode: CompactionMode) -> Options {
     }
 }
 
-fn open(dir: &Path, mode: CompactionMode) -> Db {
-    Db::open(dir, small_options(mode)).expect("open")
+fn open(dir: &Path, mode: CompactionMode, direct: bool) -> Db {
+    Db::open(dir, small_options(mode, direct)).expect("open")
 }
 
 fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -89,9 +100,9 @@ fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u
         .collect()
 }
 
-fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
-    let dir = tempfile::tempdir().unwrap();
-    let mut db = Some(open(dir.path(), mode));
+fn run(ops: Vec<Op>, mode: CompactionMode, direct: bool) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut db = Some(open(dir.path(), mode, direct));
     let mut model = Model::new();
     // (snapshot handle, model at the time)
     let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
@@ -185,7 +196,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 snapshots.clear();
                 db.take().unwrap().close().unwrap();
-                db = Some(open(dir.path(), mode));
+                db = Some(open(dir.path(), mode, direct));
             }
         }
     }
@@ -207,8 +218,9 @@ proptest! {
     fn engine_matches_btreemap(
         ops in proptest::collection::vec(op_strategy(), 1..400),
         mode in proptest::sample::select([CompactionMode::ALL.as_slice(), &[CompactionMode::Auto]].concat()),
+        direct_io: bool,
     ) {
-        run(ops, mode)?;
+        run(ops, mode, direct_io)?;
     }
 }
 
@@ -216,7 +228,7 @@ proptest! {
 #[test]
 fn iterator_direction_switches_match_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), CompactionMode::Sequential);
+    let db = open(dir.path(), CompactionMode::Sequential, false);
     let mut model = Model::new();
     for i in 0..2000u16 {
         let k = key(i % 500);

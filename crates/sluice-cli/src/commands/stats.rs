@@ -156,9 +156,14 @@ fn write_job(
     job: &JobMetrics,
     extra: &str,
 ) -> std::io::Result<()> {
+    let failed = if job.failed > 0 {
+        format!(", {} failed", job.failed)
+    } else {
+        String::new()
+    };
     writeln!(
         out,
-        "{:<11} {:>5} jobs, {} in, {} out, {:.3} s, {:.1} MB/s{extra}",
+        "{:<11} {:>5} jobs, {} in, {} out, {:.3} s, {:.1} MB/s{extra}{failed}",
         format!("{name}:"),
         job.count,
         size(job.input_bytes),

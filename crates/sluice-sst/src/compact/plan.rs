@@ -213,6 +213,7 @@ mod tests {
             snapshots: Vec::new(),
             bottommost: true,
             table: TableOptions::default(),
+            storage: crate::fs::Storage::default(),
             target_file_size: 1 << 20,
             grandparents: Vec::new(),
             max_grandparent_overlap_bytes: u64::MAX,

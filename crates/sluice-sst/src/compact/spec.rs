@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::compaction_iter::CompactionIterStats;
+use crate::fs::Storage;
 use crate::key::SeqNo;
 use crate::profile::{StageProfile, StageTiming};
 use crate::table::{Table, TableOptions};
@@ -34,6 +35,9 @@ pub struct CompactionSpec {
     pub bottommost: bool,
     /// Output table format.
     pub table: TableOptions,
+    /// Where output tables are written, and how (buffered or direct I/O). Inputs are read
+    /// through their own [`Table`]s.
+    pub storage: Storage,
     /// Cut output files at about this size.
     pub target_file_size: u64,
     /// Grandparent files, sorted, for output cutting.

@@ -88,7 +88,7 @@ impl<'a> OutputWriter<'a> {
         }
         if self.current.is_none() {
             let (number, path) = (self.new_output)()?;
-            let writer = TableFileWriter::create(&path, &self.spec.table)?;
+            let writer = TableFileWriter::create(&self.spec.storage, &path, &self.spec.table)?;
             self.current = Some(OpenFile {
                 number,
                 path,
@@ -148,7 +148,7 @@ impl<'a> OutputWriter<'a> {
         }
         for f in self.done.drain(..) {
             // Nothing references the file yet; if removal fails it is garbage collected later.
-            let _ = std::fs::remove_file(&f.path);
+            let _ = self.spec.storage.fs.remove(&f.path);
         }
     }
 }

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use super::{TableContentBuilder, TableFileWriter, TableOptions, TableSummary, encode_block};
 use crate::format::MAX_ENTRY_BYTES;
+use crate::fs::Storage;
 use crate::key::TRAILER_LEN;
 use crate::{Error, Result};
 
@@ -19,13 +20,13 @@ pub struct TableBuilder {
 }
 
 impl TableBuilder {
-    /// Validates `opts` and creates the file at `path`.
+    /// Validates `opts` and creates the file at `path` on the local file system.
     pub fn create(path: &Path, opts: &TableOptions) -> Result<Self> {
         opts.validate()?;
         Ok(TableBuilder {
             opts: opts.clone(),
             content: TableContentBuilder::new(opts),
-            writer: TableFileWriter::create(path, opts)?,
+            writer: TableFileWriter::create(&Storage::default(), path, opts)?,
         })
     }
 

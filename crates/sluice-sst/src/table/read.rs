@@ -1,9 +1,7 @@
 //! The read-side steps: S1 read a block's stored bytes, S2 verify its checksum, S3 decompress
 //! and parse it. Each is a plain function so executors can run them on different threads.
 
-use std::fs::File;
 use std::io::ErrorKind;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,6 +10,7 @@ use crate::checksum::block_checksum;
 use crate::coding::get_fixed32;
 use crate::compression::{CompressionType, decompress};
 use crate::format::{BLOCK_TRAILER_LEN, BlockHandle, MAX_BLOCK_BYTES};
+use crate::fs::ReadFile;
 use crate::{Error, Result};
 
 /// A block's bytes as stored on disk: contents (possibly compressed) followed by the trailer.
@@ -63,13 +62,13 @@ impl RawBlock {
 ///
 /// A handle larger than [`MAX_BLOCK_BYTES`] or reaching past the end of the file is corruption
 /// (handles come from the index block), reported at the handle's offset.
-pub fn read_raw_block(file: &File, path: &Path, handle: BlockHandle) -> Result<RawBlock> {
+pub fn read_raw_block(file: &dyn ReadFile, path: &Path, handle: BlockHandle) -> Result<RawBlock> {
     read_raw_block_at(file, &Arc::from(path), handle)
 }
 
 /// [`read_raw_block`] for callers that already share the path.
 pub(crate) fn read_raw_block_at(
-    file: &File,
+    file: &dyn ReadFile,
     path: &Arc<Path>,
     handle: BlockHandle,
 ) -> Result<RawBlock> {
@@ -109,7 +108,11 @@ const MAX_COALESCED_READ_BYTES: u64 = 1 << 20;
 /// trailer ends, as a table's data blocks do) are read with one positioned read of up to
 /// 1 MiB, then split. A compaction reads a sub-task's blocks this way, so a 512 KiB sub-task
 /// costs a few system calls instead of one per 4 KiB block.
-pub fn read_raw_blocks(file: &File, path: &Path, handles: &[BlockHandle]) -> Result<Vec<RawBlock>> {
+pub fn read_raw_blocks(
+    file: &dyn ReadFile,
+    path: &Path,
+    handles: &[BlockHandle],
+) -> Result<Vec<RawBlock>> {
     let path: Arc<Path> = Arc::from(path);
     let mut out = Vec::with_capacity(handles.len());
     let mut rest = handles;

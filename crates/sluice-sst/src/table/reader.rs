@@ -5,8 +5,6 @@
 //! positioned I/O (`pread`), so any number of threads read one table without locking. The
 //! counters are relaxed atomics.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,6 +17,7 @@ use crate::block::{Block, BlockIter};
 use crate::cache::BlockCache;
 use crate::filter::BloomFilter;
 use crate::format::{BlockHandle, FOOTER_LEN, Footer};
+use crate::fs::{ReadFile, Storage};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
 use crate::properties::TableProperties;
@@ -34,6 +33,8 @@ pub struct TableReadOptions {
     /// Verify data block checksums on every read from the file (the footer, index, filter and
     /// properties are always verified at open; compaction and `check` always verify).
     pub verify_checksums: bool,
+    /// The file system the table is read from, and how.
+    pub storage: Storage,
 }
 
 impl Default for TableReadOptions {
@@ -41,6 +42,7 @@ impl Default for TableReadOptions {
         TableReadOptions {
             cache: None,
             verify_checksums: true,
+            storage: Storage::default(),
         }
     }
 }
@@ -108,7 +110,7 @@ impl TableIndex {
 
 /// An open, immutable table file.
 pub struct Table {
-    file: File,
+    file: Box<dyn ReadFile>,
     path: Arc<Path>,
     file_number: u64,
     file_size: u64,
@@ -142,8 +144,8 @@ impl Table {
     /// number, a bad checksum or an inconsistent index is `Corruption` naming the path and the
     /// offset of the bad bytes.
     pub fn open(path: &Path, file_number: u64, opts: TableReadOptions) -> Result<Arc<Table>> {
-        let file = File::open(path).with_path(path)?;
-        let file_size = file.metadata().with_path(path)?.len();
+        let file = opts.storage.open_read(path).with_path(path)?;
+        let file_size = file.size().with_path(path)?;
         let path: Arc<Path> = Arc::from(path);
         let corrupt = |offset: u64, reason: String| Error::corruption(&*path, offset, reason);
         let Some(footer_offset) = file_size.checked_sub(FOOTER_LEN as u64) else {
@@ -174,7 +176,7 @@ impl Table {
         }
 
         let read_meta = |h: BlockHandle| -> Result<RawBlock> {
-            let raw = read_raw_block_at(&file, &path, h)?;
+            let raw = read_raw_block_at(&*file, &path, h)?;
             verify_raw_block(&raw)?;
             Ok(raw)
         };
@@ -249,8 +251,8 @@ impl Table {
     }
 
     /// The open file, for positioned reads by executors.
-    pub fn file(&self) -> &File {
-        &self.file
+    pub fn file(&self) -> &dyn ReadFile {
+        &*self.file
     }
 
     /// True when the table has a bloom filter.
@@ -323,7 +325,7 @@ impl Table {
 
     /// S1 for block `handle` of this table (no cache, no verification).
     pub fn read_raw(&self, handle: BlockHandle) -> Result<RawBlock> {
-        read_raw_block_at(&self.file, &self.path, handle)
+        read_raw_block_at(&*self.file, &self.path, handle)
     }
 
     /// The decompressed block at `handle`: from the cache, or read (S1), verified if the read

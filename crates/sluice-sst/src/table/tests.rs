@@ -74,7 +74,7 @@ pub(super) fn open(path: &Path, cache: Option<Arc<BlockCache>>) -> Arc<Table> {
         7,
         TableReadOptions {
             cache,
-            verify_checksums: true,
+            ..TableReadOptions::default()
         },
     )
     .unwrap()
@@ -270,7 +270,7 @@ fn split_steps_write_the_same_bytes_as_the_builder() {
     // would not (to keep bytes identical we only drain at the end).
     let b = dir.path().join("b.sst");
     let mut content = TableContentBuilder::new(&opts);
-    let mut writer = TableFileWriter::create(&b, &opts).unwrap();
+    let mut writer = TableFileWriter::create(&crate::fs::Storage::default(), &b, &opts).unwrap();
     let mut pending = Vec::new();
     for (k, v) in &m {
         content.add(k.encoded(), v);
@@ -380,6 +380,7 @@ fn flipped_data_block_byte_is_corruption_at_the_block() {
             TableReadOptions {
                 cache: None,
                 verify_checksums: false,
+                ..TableReadOptions::default()
             },
         )
         .unwrap();
@@ -474,6 +475,7 @@ fn exercise(bytes: &[u8]) {
             TableReadOptions {
                 cache: None,
                 verify_checksums: verify,
+                ..TableReadOptions::default()
             },
         ) else {
             continue;

@@ -32,7 +32,7 @@ fn encode_run(
 
 /// S7: appends `blocks` in order to a new table at `path`.
 fn write_blocks(path: &Path, opts: &TableOptions, blocks: &[EncodedBlock]) -> TableSummary {
-    let mut writer = TableFileWriter::create(path, opts).unwrap();
+    let mut writer = TableFileWriter::create(&crate::fs::Storage::default(), path, opts).unwrap();
     for b in blocks {
         writer.append_data_block(b).unwrap();
     }

@@ -23,20 +23,17 @@
 //! Dropping the repeated hash keeps the filter identical to one built key by key over the whole
 //! table (a user key whose versions span two blocks appears in both blocks' hashes).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::{EncodedBlock, TableOptions};
 use crate::block::BlockBuilder;
 use crate::compression::CompressionType;
 use crate::filter::BloomFilterBuilder;
 use crate::format::{BLOCK_TRAILER_LEN, BlockHandle, FORMAT_VERSION, Footer, block_trailer};
+use crate::fs::{FileSystem, Storage, WriteFile};
 use crate::properties::TableProperties;
 use crate::{IoContext, Result};
-
-/// Size of the write buffer in front of the file.
-const WRITE_BUFFER_BYTES: usize = 256 * 1024;
 
 /// What a finished table holds; the version edit that installs it is built from this.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,7 +55,9 @@ pub struct TableSummary {
 #[derive(Debug)]
 pub struct TableFileWriter {
     path: PathBuf,
-    file: BufWriter<File>,
+    file: Box<dyn WriteFile>,
+    /// Where the file lives, to delete it when abandoned.
+    fs: Arc<dyn FileSystem>,
     /// Bytes appended so far (the offset of the next block).
     offset: u64,
     index: BlockBuilder,
@@ -70,15 +69,16 @@ pub struct TableFileWriter {
 }
 
 impl TableFileWriter {
-    /// Creates (or truncates) the file at `path` for a table written with `opts` (the filter
-    /// bits per key and the compression recorded in the properties matter here).
+    /// Creates (or truncates) the file at `path` in `storage` for a table written with `opts`
+    /// (the filter bits per key and the compression recorded in the properties matter here).
     ///
     /// REQUIRES: `opts` passed [`TableOptions::validate`].
-    pub fn create(path: &Path, opts: &TableOptions) -> Result<Self> {
-        let file = File::create(path).with_path(path)?;
+    pub fn create(storage: &Storage, path: &Path, opts: &TableOptions) -> Result<Self> {
+        let file = storage.create(path).with_path(path)?;
         Ok(TableFileWriter {
             path: path.to_path_buf(),
-            file: BufWriter::with_capacity(WRITE_BUFFER_BYTES, file),
+            file,
+            fs: Arc::clone(&storage.fs),
             offset: 0,
             index: BlockBuilder::new(1),
             handle_buf: Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN),
@@ -116,7 +116,7 @@ impl TableFileWriter {
             self.offset,
             block.bytes.len().saturating_sub(BLOCK_TRAILER_LEN) as u64,
         );
-        self.file.write_all(&block.bytes).with_path(&self.path)?;
+        self.file.append(&block.bytes).with_path(&self.path)?;
         self.offset += block.bytes.len() as u64;
         self.handle_buf.clear();
         handle.encode_to(&mut self.handle_buf);
@@ -145,7 +145,20 @@ impl TableFileWriter {
     /// Writes the filter, properties and index blocks and the footer, and fsyncs the file.
     /// Syncing the directory entry is the caller's job (it happens before the version edit that
     /// names the file is committed). With no block appended this writes a valid empty table.
+    ///
+    /// On failure the file is deleted (best effort, as [`TableFileWriter::abandon`]): nobody
+    /// holds the writer any more to do it.
     pub fn finish(mut self) -> Result<TableSummary> {
+        match self.write_meta_and_sync() {
+            Ok(summary) => Ok(summary),
+            Err(e) => {
+                self.abandon();
+                Err(e)
+            }
+        }
+    }
+
+    fn write_meta_and_sync(&mut self) -> Result<TableSummary> {
         let filter = match self.filter.take() {
             Some(f) => Some(self.write_meta_block(&f.finish())?),
             None => None,
@@ -163,16 +176,11 @@ impl TableFileWriter {
             format_version: FORMAT_VERSION,
         };
         let footer = footer.encode();
-        self.file.write_all(&footer).with_path(&self.path)?;
+        self.file.append(&footer).with_path(&self.path)?;
         self.offset += footer.len() as u64;
-        let file = self
-            .file
-            .into_inner()
-            .map_err(|e| e.into_error())
-            .with_path(&self.path)?;
         // Durable once this returns; if we crash before, the file is not yet referenced by any
         // version and is deleted as garbage on recovery.
-        file.sync_all().with_path(&self.path)?;
+        self.file.sync().with_path(&self.path)?;
         Ok(TableSummary {
             file_size: self.offset,
             smallest_key: props.smallest_key.clone(),
@@ -184,9 +192,9 @@ impl TableFileWriter {
     /// Writes an uncompressed meta block with its trailer.
     fn write_meta_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, contents.len() as u64);
-        self.file.write_all(contents).with_path(&self.path)?;
+        self.file.append(contents).with_path(&self.path)?;
         self.file
-            .write_all(&block_trailer(contents, CompressionType::None))
+            .append(&block_trailer(contents, CompressionType::None))
             .with_path(&self.path)?;
         self.offset += (contents.len() + BLOCK_TRAILER_LEN) as u64;
         Ok(handle)
@@ -195,8 +203,7 @@ impl TableFileWriter {
     /// Drops buffered data and deletes the file, best effort: a file left behind is not named by
     /// any version and is removed as garbage when the database next opens.
     pub fn abandon(self) {
-        let (file, _unwritten) = self.file.into_parts();
-        drop(file);
-        let _ = std::fs::remove_file(&self.path);
+        drop(self.file);
+        let _ = self.fs.remove(&self.path);
     }
 }

@@ -41,7 +41,6 @@ impl DbInner {
         if c.is_trivial_move(max_overlap) {
             return self.install_trivial_move(c);
         }
-        let spec = self.compaction_spec(c)?;
         let mut reserved = Vec::new();
         let mut new_output = || -> Result<(u64, PathBuf)> {
             let number = {
@@ -55,12 +54,16 @@ impl DbInner {
             Ok((number, self.table_cache.table_path(dir, number)))
         };
         let exec = self.resolve_exec_options();
-        let outcome = execute(&spec, &exec, &mut new_output);
-        let installed =
-            outcome.and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
+        let installed = self
+            .compaction_spec(c)
+            .and_then(|spec| execute(&spec, &exec, &mut new_output))
+            .and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
         let mut st = self.state.lock();
         for n in reserved {
             st.pending_outputs.remove(&n);
+        }
+        if installed.is_err() {
+            st.compaction_metrics.failed += 1;
         }
         drop(st);
         installed
@@ -103,7 +106,7 @@ impl DbInner {
         if c.level == 0 {
             // Each L0 file is its own sorted run; newest first.
             for f in &c.inputs[0] {
-                inputs.push(vec![self.table_cache.get(f)?]);
+                inputs.push(vec![self.table_cache.get_for_compaction(f)?]);
             }
         } else if !c.inputs[0].is_empty() {
             inputs.push(self.open_all(&c.inputs[0])?);
@@ -116,6 +119,7 @@ impl DbInner {
             snapshots: self.snapshots.sequences(),
             bottommost: c.bottommost,
             table: self.options.table_options(),
+            storage: self.options.background_storage(),
             target_file_size: self.options.target_file_size_base,
             grandparents: c
                 .grandparents
@@ -136,6 +140,9 @@ impl DbInner {
         &self,
         files: &[Arc<crate::version::edit::FileMetaData>],
     ) -> Result<Vec<Arc<sluice_sst::table::Table>>> {
-        files.iter().map(|f| self.table_cache.get(f)).collect()
+        files
+            .iter()
+            .map(|f| self.table_cache.get_for_compaction(f))
+            .collect()
     }
 }

@@ -70,12 +70,17 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
     dirs.extend(options.data_dirs.iter().cloned());
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
-    let table_cache = Arc::new(TableCache::new(
-        dirs,
-        options.max_open_files,
-        block_cache,
-        options.verify_checksums,
-    ));
+    if options.use_direct_io_for_flush_and_compaction {
+        for d in &dirs {
+            sluice_sst::fs::probe_direct_io(&*options.fs, d).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "use_direct_io_for_flush_and_compaction: {} does not take direct I/O: {e}",
+                    d.display()
+                ))
+            })?;
+        }
+    }
+    let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache));
     for f in versions.current().live_files() {
         let path = table_cache.table_path(f.dir_index, f.number);
         if !path.exists() {

@@ -61,6 +61,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         snapshots: vec![250],
         bottommost: true,
         table: table_options(),
+        storage: sluice_sst::fs::Storage::default(),
         target_file_size: 4 << 10,
         grandparents: Vec::new(),
         max_grandparent_overlap_bytes: u64::MAX,

@@ -1,0 +1,259 @@
+//! A file system that fails or corrupts chosen operations of the one beneath it, so tests can
+//! check that every stage of the engine turns an I/O fault into a clean error.
+//!
+//! A [`Fault`] names an operation ([`FaultOp`]), the files it applies to (a substring of the
+//! path, such as `".sst"`), how many matching operations to let through first and how many to
+//! hit. Faults are armed and cleared while the engine runs. Everything else is passed to the
+//! inner file system untouched, so the bytes on disk are real.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use super::{FileSystem, IoMode, ReadFile, WriteFile};
+
+/// A file operation a fault can hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultOp {
+    /// Opening an existing file for reading.
+    Open,
+    /// Creating a file.
+    Create,
+    /// A positioned read.
+    Read,
+    /// An append.
+    Write,
+    /// A sync.
+    Sync,
+    /// Removing a file.
+    Remove,
+}
+
+/// What happens to an operation a fault hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultAction {
+    /// The operation fails with an I/O error and does nothing.
+    Fail,
+    /// The operation succeeds but one byte of the data read is flipped, as a device returning
+    /// bad data would. Only reads can be corrupted; on other operations this acts as `Fail`.
+    Corrupt,
+}
+
+/// One armed fault; see the module docs.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    op: FaultOp,
+    action: FaultAction,
+    path_contains: String,
+    skip: u64,
+    count: u64,
+}
+
+impl Fault {
+    /// Fails every `op` on any file (narrow it with the other methods).
+    pub fn fail(op: FaultOp) -> Self {
+        Fault {
+            op,
+            action: FaultAction::Fail,
+            path_contains: String::new(),
+            skip: 0,
+            count: u64::MAX,
+        }
+    }
+
+    /// Corrupts the data of every read of any file.
+    pub fn corrupt_reads() -> Self {
+        Fault {
+            action: FaultAction::Corrupt,
+            ..Fault::fail(FaultOp::Read)
+        }
+    }
+
+    /// Applies only to files whose path contains `fragment`.
+    pub fn on_paths_containing(mut self, fragment: &str) -> Self {
+        self.path_contains = fragment.to_string();
+        self
+    }
+
+    /// Lets the first `n` matching operations through.
+    pub fn after(mut self, n: u64) -> Self {
+        self.skip = n;
+        self
+    }
+
+    /// Hits `n` operations, then none.
+    pub fn times(mut self, n: u64) -> Self {
+        self.count = n;
+        self
+    }
+
+    fn matches(&self, op: FaultOp, path: &Path) -> bool {
+        self.op == op
+            && (self.path_contains.is_empty()
+                || path.to_string_lossy().contains(&self.path_contains))
+    }
+}
+
+#[derive(Debug)]
+struct ArmedFault {
+    fault: Fault,
+    seen: u64,
+    hit: u64,
+}
+
+/// Faults and counters shared by the file system and the files it opened.
+#[derive(Debug, Default)]
+struct FaultState {
+    faults: Mutex<Vec<ArmedFault>>,
+    injected: AtomicU64,
+}
+
+impl FaultState {
+    /// The action for this operation, if an armed fault hits it.
+    fn check(&self, op: FaultOp, path: &Path) -> Option<FaultAction> {
+        let mut faults = self.faults.lock();
+        for armed in faults.iter_mut() {
+            if !armed.fault.matches(op, path) {
+                continue;
+            }
+            armed.seen += 1;
+            if armed.seen > armed.fault.skip && armed.hit < armed.fault.count {
+                armed.hit += 1;
+                self.injected.fetch_add(1, Ordering::Relaxed);
+                return Some(armed.fault.action);
+            }
+        }
+        None
+    }
+
+    /// `Err` when a fault hits this operation (corruption does not apply to it).
+    fn fail_if_hit(&self, op: FaultOp, path: &Path) -> io::Result<()> {
+        match self.check(op, path) {
+            Some(_) => Err(injected_error(op, path)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn injected_error(op: FaultOp, path: &Path) -> io::Error {
+    io::Error::other(format!("injected fault: {op:?} of {}", path.display()))
+}
+
+/// The fault-injecting file system; see the module docs.
+pub struct FaultInjectingFs {
+    inner: Arc<dyn FileSystem>,
+    state: Arc<FaultState>,
+}
+
+impl fmt::Debug for FaultInjectingFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FaultInjectingFs")
+            .field("inner", &self.inner)
+            .field("injected", &self.injected())
+            .finish()
+    }
+}
+
+impl FaultInjectingFs {
+    /// Wraps `inner` with no fault armed.
+    pub fn new(inner: Arc<dyn FileSystem>) -> Arc<Self> {
+        Arc::new(FaultInjectingFs {
+            inner,
+            state: Arc::default(),
+        })
+    }
+
+    /// Arms `fault` (in addition to those already armed; the first one that hits wins).
+    pub fn inject(&self, fault: Fault) {
+        self.state.faults.lock().push(ArmedFault {
+            fault,
+            seen: 0,
+            hit: 0,
+        });
+    }
+
+    /// Disarms every fault.
+    pub fn clear(&self) {
+        self.state.faults.lock().clear();
+    }
+
+    /// Operations hit by a fault so far.
+    pub fn injected(&self) -> u64 {
+        self.state.injected.load(Ordering::Relaxed)
+    }
+}
+
+impl FileSystem for FaultInjectingFs {
+    fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
+        self.state.fail_if_hit(FaultOp::Open, path)?;
+        Ok(Box::new(FaultReadFile {
+            inner: self.inner.open_read(path, mode)?,
+            path: path.to_path_buf(),
+            state: Arc::clone(&self.state),
+        }))
+    }
+
+    fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
+        self.state.fail_if_hit(FaultOp::Create, path)?;
+        Ok(Box::new(FaultWriteFile {
+            inner: self.inner.create(path, mode)?,
+            path: path.to_path_buf(),
+            state: Arc::clone(&self.state),
+        }))
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Remove, path)?;
+        self.inner.remove(path)
+    }
+}
+
+#[derive(Debug)]
+struct FaultReadFile {
+    inner: Box<dyn ReadFile>,
+    path: PathBuf,
+    state: Arc<FaultState>,
+}
+
+impl ReadFile for FaultReadFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match self.state.check(FaultOp::Read, &self.path) {
+            Some(FaultAction::Fail) => Err(injected_error(FaultOp::Read, &self.path)),
+            Some(FaultAction::Corrupt) => {
+                self.inner.read_exact_at(buf, offset)?;
+                if let Some(byte) = buf.get_mut(buf.len() / 2) {
+                    *byte ^= 0x40;
+                }
+                Ok(())
+            }
+            None => self.inner.read_exact_at(buf, offset),
+        }
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        self.inner.size()
+    }
+}
+
+#[derive(Debug)]
+struct FaultWriteFile {
+    inner: Box<dyn WriteFile>,
+    path: PathBuf,
+    state: Arc<FaultState>,
+}
+
+impl WriteFile for FaultWriteFile {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Write, &self.path)?;
+        self.inner.append(data)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Sync, &self.path)?;
+        self.inner.sync()
+    }
+}
