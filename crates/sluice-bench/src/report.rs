@@ -40,6 +40,10 @@ pub struct RunOptions {
     pub cache_size: usize,
     /// Automatic compactions turned off.
     pub disable_auto_compactions: bool,
+    /// Flushes and compactions use direct I/O.
+    pub direct_io: bool,
+    /// Directories tables are dealt over (the database directory first).
+    pub table_dirs: usize,
 }
 
 impl RunOptions {
@@ -59,6 +63,8 @@ impl RunOptions {
             bloom_bits: options.bloom_bits_per_key,
             cache_size: options.block_cache_bytes,
             disable_auto_compactions: options.disable_auto_compactions,
+            direct_io: options.use_direct_io_for_flush_and_compaction,
+            table_dirs: 1 + options.data_dirs.len(),
         }
     }
 }

@@ -183,7 +183,7 @@ fn parse_experiment(s: &str) -> Result<Experiment, String> {
 
 /// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
 /// executors and engine options per data point).
-const NOT_FOR_EXPERIMENTS: [&str; 16] = [
+const NOT_FOR_EXPERIMENTS: [&str; 17] = [
     "benchmarks",
     "reads",
     "db",
@@ -199,6 +199,7 @@ const NOT_FOR_EXPERIMENTS: [&str; 16] = [
     "compaction_mode",
     "compaction_threads",
     "sub_task_bytes",
+    "data_dirs",
     "threads",
 ];
 
@@ -254,7 +255,9 @@ pub struct BenchArgs {
     /// Block cache capacity (0: no cache).
     #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
     pub cache_size: usize,
-    /// How compactions are scheduled: sequential (SCP), pipelined (PCP) or parallel (C-PPCP).
+    /// How each compaction is scheduled: sequential (SCP), pipelined (PCP), parallel (C-PPCP),
+    /// streaming (document 002's decoder/comparator/encoder stages) or auto (chosen per
+    /// compaction from the measured step times).
     #[arg(long, value_name = "MODE", default_value_t = Options::default().compaction_mode)]
     pub compaction_mode: sluice::options::CompactionMode,
     /// Compute threads of the parallel compaction executor.
@@ -263,6 +266,14 @@ pub struct BenchArgs {
     /// Input bytes per compaction sub-task.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().sub_task_bytes)]
     pub sub_task_bytes: u64,
+    /// Extra data directories, one per storage device (S-PPCP): new tables are dealt over the
+    /// database directory and these.
+    #[arg(long, value_name = "DIR", value_delimiter = ',')]
+    pub data_dirs: Vec<PathBuf>,
+    /// Flushes and compactions read and write with direct I/O (O_DIRECT), bypassing the page
+    /// cache (RocksDB's use_direct_io_for_flush_and_compaction). Also applies to --experiment.
+    #[arg(long)]
+    pub direct_io: bool,
     /// Client threads; each benchmark's operations are divided among them.
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "1")]
     pub threads: usize,

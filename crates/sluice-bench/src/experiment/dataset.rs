@@ -53,6 +53,8 @@ pub struct DatasetSpec {
     /// Data directories (`Options::data_dirs`): 0 keeps tables in the database directory,
     /// N > 0 spreads them over N subdirectories `d1..dN` of it.
     pub data_dirs: usize,
+    /// Flushes and compactions use direct I/O (`O_DIRECT`).
+    pub direct_io: bool,
 }
 
 impl DatasetSpec {
@@ -78,6 +80,7 @@ impl DatasetSpec {
             target_file_size_base: TARGET_FILE_BYTES,
             compression: self.compression,
             disable_auto_compactions: true,
+            use_direct_io_for_flush_and_compaction: self.direct_io,
             data_dirs: (1..=self.data_dirs)
                 .map(|i| dir.join(format!("d{i}")))
                 .collect(),
@@ -182,6 +185,7 @@ mod tests {
             compression: CompressionType::Lz4,
             seed: 7,
             data_dirs,
+            direct_io: false,
         }
     }
 

@@ -192,6 +192,7 @@ mod tests {
             compression: sluice::CompressionType::Lz4,
             seed: 1,
             data_dirs: 0,
+            direct_io: false,
         };
         let ds = Dataset::load(&spec, &tmp.path().join("template")).unwrap();
         let scratch = tmp.path().join("scratch");

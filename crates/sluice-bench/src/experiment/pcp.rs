@@ -53,6 +53,9 @@ pub struct PcpConfig {
     pub seed: u64,
     /// Runs per data point; the median is reported.
     pub repeat: usize,
+    /// Compactions read and write with direct I/O, so S1 and S7 cost device time as in the
+    /// document's measurements rather than page-cache copies.
+    pub direct_io: bool,
     /// Draw a progress bar on stderr (callers set it only when stderr is a terminal).
     pub progress: bool,
 }
@@ -70,6 +73,7 @@ impl Default for PcpConfig {
             compression: CompressionType::Lz4,
             seed: 301,
             repeat: 1,
+            direct_io: false,
             progress: false,
         }
     }
@@ -129,6 +133,7 @@ impl PcpConfig {
             compression: self.compression,
             seed: self.seed,
             data_dirs,
+            direct_io: self.direct_io,
         }
     }
 
@@ -185,6 +190,7 @@ pub fn run_pcp(config: &PcpConfig, scratch: &Path) -> Result<PcpReport> {
             compression: config.compression.name().into(),
             seed: config.seed,
             repeat: config.repeat,
+            direct_io: config.direct_io,
             block_size: d.block_size,
             target_file_size: TARGET_FILE_BYTES,
             sub_task_bytes: d.sub_task_bytes,

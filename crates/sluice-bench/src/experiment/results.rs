@@ -101,6 +101,8 @@ pub struct Settings {
     pub seed: u64,
     /// Runs per data point (the median is reported).
     pub repeat: usize,
+    /// Flushes and compactions used direct I/O.
+    pub direct_io: bool,
     /// Uncompressed data block bytes.
     pub block_size: usize,
     /// Compaction output file bytes.

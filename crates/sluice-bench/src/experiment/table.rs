@@ -10,8 +10,15 @@ pub fn render(report: &PcpReport) -> String {
     let s = &report.settings;
     let mut out = format!(
         "PCP experiment (document 000): up to {} entries, {}-byte keys, {}-byte values, {}, \
-         {} CPUs, {} run(s) per point (median), {:.1} s in all\n",
-        s.num, s.key_size, s.value_size, s.compression, s.cpus, s.repeat, report.elapsed_seconds
+         {} I/O, {} CPUs, {} run(s) per point (median), {:.1} s in all\n",
+        s.num,
+        s.key_size,
+        s.value_size,
+        s.compression,
+        if s.direct_io { "direct" } else { "buffered" },
+        s.cpus,
+        s.repeat,
+        report.elapsed_seconds
     );
     for fig in &report.figures {
         out.push('\n');
@@ -210,6 +217,7 @@ mod tests {
                 compression: "lz4".into(),
                 seed: 1,
                 repeat: 1,
+                direct_io: false,
                 block_size: 4096,
                 target_file_size: 2 << 20,
                 sub_task_bytes: 512 << 10,

@@ -144,6 +144,7 @@ fn charts_of_an_empty_report_still_render() {
             compression: "lz4".into(),
             seed: 0,
             repeat: 1,
+            direct_io: false,
             block_size: 4096,
             target_file_size: 2 << 20,
             sub_task_bytes: 512 << 10,

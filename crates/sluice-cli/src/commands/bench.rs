@@ -41,6 +41,8 @@ fn options(args: &BenchArgs) -> Options {
         compaction_mode: args.compaction_mode,
         compaction_threads: args.compaction_threads,
         sub_task_bytes: args.sub_task_bytes,
+        data_dirs: args.data_dirs.clone(),
+        use_direct_io_for_flush_and_compaction: args.direct_io,
         ..defaults
     }
 }
@@ -102,6 +104,7 @@ fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write)
             compression: args.compression.into(),
             seed: args.seed,
             repeat: args.repeat.unwrap_or(1),
+            direct_io: args.direct_io,
             progress: std::io::stderr().is_terminal(),
             ..PcpConfig::default()
         },
@@ -216,7 +219,7 @@ fn write_header(
     };
     writeln!(
         out,
-        "threads: {}, sync: {}, auto compactions: {}, database: {}{fate}",
+        "threads: {}, sync: {}, auto compactions: {}, background I/O: {}, database: {}{fate}",
         config.threads,
         config.sync,
         if options.disable_auto_compactions {
@@ -224,8 +227,16 @@ fn write_header(
         } else {
             "on"
         },
+        if options.use_direct_io_for_flush_and_compaction {
+            "direct"
+        } else {
+            "buffered"
+        },
         dir.display()
     )?;
+    for d in &options.data_dirs {
+        writeln!(out, "data directory: {}", d.display())?;
+    }
     writeln!(out)
 }
 
