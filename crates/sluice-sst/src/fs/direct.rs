@@ -4,8 +4,11 @@
 //! offset are all multiples of the device's logical block size; [`DIRECT_IO_ALIGN`] (4 KiB)
 //! covers every common device. Callers ask for arbitrary ranges, so:
 //!
-//! - a read widens the range to aligned bounds, reads into an aligned scratch buffer and copies
-//!   the asked-for bytes out;
+//! - a reader keeps a window of [`READAHEAD_BYTES`] (RocksDB's default
+//!   `compaction_readahead_size`): a read outside it refills it with one aligned read starting
+//!   at the read's page, and the asked-for bytes are copied out. Direct files are opened to
+//!   stream (compaction inputs, read front to back in sub-task order), so without the window
+//!   every sub-task would cost one small device round trip per input file;
 //! - a writer collects appends in an aligned buffer and writes it out whole. `sync` writes the
 //!   partial last page zero-padded, truncates the file back to its true length and keeps that
 //!   page in the buffer, so later appends rewrite it complete (as RocksDB's direct writer does).
@@ -18,6 +21,8 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use parking_lot::Mutex;
+
 use super::{ReadFile, WriteFile};
 
 /// Alignment of direct-I/O buffers, lengths and offsets.
@@ -26,6 +31,10 @@ pub const DIRECT_IO_ALIGN: usize = 4096;
 /// Bytes a direct writer collects before writing: 1 MiB, a size at which the device, not the
 /// system call, sets the pace.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
+
+/// Bytes a direct reader fetches when a read misses its window; a read larger than this goes
+/// to the device on its own.
+pub const READAHEAD_BYTES: usize = 2 << 20;
 
 const ALIGN: u64 = DIRECT_IO_ALIGN as u64;
 
@@ -87,55 +96,127 @@ fn open_direct(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
         })
 }
 
-/// A file read with `O_DIRECT`.
-#[derive(Debug)]
+/// Reads the aligned range starting at `start` into `into` (aligned, a whole number of pages)
+/// until `want` bytes are in or the file ends; returns the bytes read.
+fn read_pages(file: &File, into: &mut [u8], start: u64, want: usize) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < want {
+        let Some(rest) = into.get_mut(filled..) else {
+            break;
+        };
+        match file.read_at(rest, start + filled as u64) {
+            Ok(0) => break,
+            Ok(n) => {
+                filled += n;
+                // Only the end of the file cuts a direct read short of a page, and the next
+                // read would start unaligned: stop here.
+                if n % DIRECT_IO_ALIGN != 0 {
+                    break;
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+fn end_of_file() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "direct read reached the end of the file",
+    )
+}
+
+/// The bytes of the file at `start..start + len`, held in an aligned buffer.
+struct Window {
+    buf: AlignedBuf,
+    start: u64,
+    len: usize,
+}
+
+impl Window {
+    /// The window's bytes for `offset..offset + n`, if it holds all of them.
+    fn get(&self, offset: u64, n: usize) -> Option<&[u8]> {
+        let skip = usize::try_from(offset.checked_sub(self.start)?).ok()?;
+        let end = skip.checked_add(n)?;
+        if end > self.len {
+            return None;
+        }
+        self.buf.as_slice().get(skip..end)
+    }
+}
+
+/// A file read with `O_DIRECT` through a readahead window (see the module docs).
 pub(super) struct DirectReadFile {
     file: File,
+    /// Allocated on the first read that fits it.
+    window: Mutex<Option<Window>>,
+}
+
+impl std::fmt::Debug for DirectReadFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectReadFile")
+            .field("file", &self.file)
+            .finish()
+    }
 }
 
 impl DirectReadFile {
     pub(super) fn open(path: &Path) -> io::Result<Self> {
         let file = open_direct(OpenOptions::new().read(true), path)?;
-        Ok(DirectReadFile { file })
+        Ok(DirectReadFile {
+            file,
+            window: Mutex::new(None),
+        })
     }
-}
 
-impl ReadFile for DirectReadFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    /// A read too large for the window: straight into a scratch buffer of its own.
+    fn read_unbuffered(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let end = offset + buf.len() as u64;
         let start = align_down(offset);
         let want = (end - start) as usize;
         let mut scratch = AlignedBuf::new((align_up(end) - start) as usize);
-        let mut filled = 0;
-        while filled < want {
-            let Some(rest) = scratch.as_mut_slice().get_mut(filled..) else {
-                break;
-            };
-            match self.file.read_at(rest, start + filled as u64) {
-                Ok(0) => break,
-                Ok(n) => {
-                    filled += n;
-                    // Only the end of the file cuts a direct read short of a page, and the
-                    // next read would start unaligned: stop here.
-                    if n % DIRECT_IO_ALIGN != 0 {
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let filled = read_pages(&self.file, scratch.as_mut_slice(), start, want)?;
         let skip = (offset - start) as usize;
         match scratch.as_slice().get(skip..skip + buf.len()) {
             Some(bytes) if filled >= want => {
                 buf.copy_from_slice(bytes);
                 Ok(())
             }
-            _ => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "direct read reached the end of the file",
-            )),
+            _ => Err(end_of_file()),
         }
+    }
+}
+
+impl ReadFile for DirectReadFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let start = align_down(offset);
+        if (offset - start) as usize + buf.len() > READAHEAD_BYTES {
+            return self.read_unbuffered(buf, offset);
+        }
+        let mut slot = self.window.lock();
+        if let Some(bytes) = slot.as_ref().and_then(|w| w.get(offset, buf.len())) {
+            buf.copy_from_slice(bytes);
+            return Ok(());
+        }
+        let window = slot.get_or_insert_with(|| Window {
+            buf: AlignedBuf::new(READAHEAD_BYTES),
+            start: 0,
+            len: 0,
+        });
+        // Invalidate first: if the read fails the window must not claim stale bytes.
+        window.len = 0;
+        window.len = read_pages(
+            &self.file,
+            window.buf.as_mut_slice(),
+            start,
+            READAHEAD_BYTES,
+        )?;
+        window.start = start;
+        let bytes = window.get(offset, buf.len()).ok_or_else(end_of_file)?;
+        buf.copy_from_slice(bytes);
+        Ok(())
     }
 
     fn size(&self) -> io::Result<u64> {

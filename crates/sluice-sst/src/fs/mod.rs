@@ -17,7 +17,7 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-pub use direct::DIRECT_IO_ALIGN;
+pub use direct::{DIRECT_IO_ALIGN, READAHEAD_BYTES};
 pub use fault::{Fault, FaultAction, FaultInjectingFs, FaultOp};
 pub use os::OsFileSystem;
 

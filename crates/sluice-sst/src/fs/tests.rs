@@ -96,6 +96,40 @@ fn direct_reads_at_any_offset_and_length() {
     assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
 }
 
+#[test]
+fn direct_reads_across_and_beyond_the_readahead_window() {
+    let Some(dir) = direct_dir() else { return };
+    let path = dir.path().join("f");
+    let data = pattern(5 * (1 << 20) + 777);
+    std::fs::write(&path, &data).unwrap();
+    let r = OsFileSystem.open_read(&path, IoMode::Direct).unwrap();
+    let window = READAHEAD_BYTES;
+    let reads = [
+        (0, 100),
+        (100, 5000),                 // inside the window just filled
+        (window - 10, 20),           // straddles the window's end
+        (window + 5, 3 * (1 << 20)), // larger than a window
+        (data.len() - 700, 700),     // the tail, shorter than a window
+        (10, 10),                    // back to the start
+    ];
+    for (offset, len) in reads {
+        let mut buf = vec![0u8; len];
+        r.read_exact_at(&mut buf, offset as u64).unwrap();
+        assert!(
+            buf == data[offset..offset + len],
+            "offset {offset} len {len}"
+        );
+    }
+    let mut buf = vec![0u8; 800];
+    let err = r
+        .read_exact_at(&mut buf, data.len() as u64 - 700)
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::UnexpectedEof);
+    // A failed read leaves no stale window behind.
+    r.read_exact_at(&mut buf, 4096).unwrap();
+    assert!(buf == data[4096..4896]);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(32))]
 
