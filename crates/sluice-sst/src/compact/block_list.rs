@@ -51,6 +51,7 @@ impl BlockListIter {
 }
 
 impl InternalIterator for BlockListIter {
+    #[inline]
     fn valid(&self) -> bool {
         self.current.as_ref().is_some_and(|c| c.valid())
     }
@@ -85,6 +86,7 @@ impl InternalIterator for BlockListIter {
         Err(Self::backward_unsupported())
     }
 
+    #[inline]
     fn next(&mut self) -> Result<()> {
         if let Some(c) = self.current.as_mut() {
             c.next()?;
@@ -96,10 +98,12 @@ impl InternalIterator for BlockListIter {
         Err(Self::backward_unsupported())
     }
 
+    #[inline]
     fn key(&self) -> &[u8] {
         self.current.as_ref().map(|c| c.key()).unwrap_or_default()
     }
 
+    #[inline]
     fn value(&self) -> &[u8] {
         self.current.as_ref().map(|c| c.value()).unwrap_or_default()
     }

@@ -11,7 +11,6 @@ use std::time::Instant;
 use crate::Result;
 use crate::block::Block;
 use crate::compaction_iter::{CompactionIterStats, CompactionIterator};
-use crate::iter::InternalIterator;
 use crate::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key};
 use crate::merge::MergingIterator;
 use crate::profile::Step;
@@ -87,10 +86,7 @@ pub fn merge_sub_task(
     times: &StepTimes,
 ) -> Result<MergedSubTask> {
     let start = Instant::now();
-    let children: Vec<Box<dyn InternalIterator>> = blocks
-        .into_iter()
-        .map(|run| Box::new(BlockListIter::new(run)) as Box<dyn InternalIterator>)
-        .collect();
+    let children: Vec<BlockListIter> = blocks.into_iter().map(BlockListIter::new).collect();
     let mut input = CompactionIterator::new(
         MergingIterator::new(children),
         spec.snapshots.clone(),

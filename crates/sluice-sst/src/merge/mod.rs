@@ -43,10 +43,14 @@ enum Direction {
 
 /// Merges `k` internal-key-ordered children into one internal-key-ordered stream.
 ///
+/// Generic over the child type so a compaction, whose children are all block lists, gets
+/// `valid` and `key` inlined into the tournament; readers mixing memtables and tables use the
+/// default, boxed children.
+///
 /// Not thread-safe by itself (it is `Send`, not `Sync`): one caller drives it.
-pub struct MergingIterator {
+pub struct MergingIterator<I = Box<dyn InternalIterator>> {
     /// The sources, newest first (ties go to the lower index).
-    children: Vec<Box<dyn InternalIterator>>,
+    children: Vec<I>,
     /// The loser tree. Nodes are numbered heap-style: internal nodes `1..k`, leaf of child `i`
     /// at `k + i`, parent of node `p` at `p / 2`. `losers[p]` for `1 <= p < k` holds the child
     /// that *lost* the match at node `p`; `losers[0]` is unused. Valid only while `positioned`.
@@ -59,10 +63,10 @@ pub struct MergingIterator {
     positioned: bool,
 }
 
-impl MergingIterator {
+impl<I: InternalIterator> MergingIterator<I> {
     /// Merges `children`, which the caller orders newest source first. The iterator starts
     /// unpositioned: call a seek method before anything else.
-    pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+    pub fn new(children: Vec<I>) -> Self {
         let losers = vec![0; children.len().max(1)];
         MergingIterator {
             children,
@@ -90,10 +94,10 @@ impl MergingIterator {
     fn reposition_all(
         &mut self,
         direction: Direction,
-        mut position: impl FnMut(&mut dyn InternalIterator) -> Result<()>,
+        mut position: impl FnMut(&mut I) -> Result<()>,
     ) -> Result<()> {
         for child in &mut self.children {
-            position(child.as_mut())?;
+            position(child)?;
         }
         self.direction = direction;
         self.rebuild();
@@ -245,7 +249,7 @@ impl MergingIterator {
     }
 }
 
-impl std::fmt::Debug for MergingIterator {
+impl<I> std::fmt::Debug for MergingIterator<I> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MergingIterator")
             .field("num_children", &self.children.len())
@@ -256,7 +260,7 @@ impl std::fmt::Debug for MergingIterator {
     }
 }
 
-impl InternalIterator for MergingIterator {
+impl<I: InternalIterator> InternalIterator for MergingIterator<I> {
     #[inline]
     fn valid(&self) -> bool {
         self.positioned

@@ -24,7 +24,7 @@ use crate::iter::test_util::{collect_backward, collect_forward};
 
 #[test]
 fn empty_and_unpositioned_are_invalid() {
-    let mut it = MergingIterator::new(Vec::new());
+    let mut it: MergingIterator = MergingIterator::new(Vec::new());
     assert_eq!(it.num_children(), 0);
     assert!(!it.valid());
     it.seek_to_first().unwrap();
@@ -142,7 +142,8 @@ fn child_errors_propagate_and_invalidate_until_reseek() {
         nexts: 0,
     };
     let other = VecIterator::new(vec![(ikey(b"z", 1), vec![])]);
-    let mut it = MergingIterator::new(vec![Box::new(failing), Box::new(other)]);
+    let children: Vec<Box<dyn InternalIterator>> = vec![Box::new(failing), Box::new(other)];
+    let mut it = MergingIterator::new(children);
     it.seek_to_first().unwrap();
     it.next().unwrap();
     it.next().unwrap();

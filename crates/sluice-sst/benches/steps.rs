@@ -1,0 +1,143 @@
+//! Criterion benchmarks of the compaction's compute steps on data already in memory: what one
+//! core can do per step, the numbers the machine-limit estimate of the executors starts from.
+//!
+//! `cargo bench -p sluice-sst --bench steps`
+
+#![allow(clippy::unwrap_used, reason = "benchmark set-up")]
+
+use std::hint::black_box;
+use std::path::Path;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use sluice_sst::block::Block;
+use sluice_sst::compact::plan::SubTask;
+use sluice_sst::compact::steps::compress_block;
+use sluice_sst::compact::subtask::merge_sub_task;
+use sluice_sst::compact::{CompactionSpec, StepTimes};
+use sluice_sst::compression::{CompressionType, decompress};
+use sluice_sst::fs::Storage;
+use sluice_sst::key::{ValueKind, make_internal_key};
+use sluice_sst::table::{SealedBlock, TableContentBuilder, TableOptions};
+
+/// Sorted runs, like L0 files flushed from random writes.
+const RUNS: usize = 11;
+const ENTRIES_PER_RUN: u64 = 4000;
+
+fn table_options() -> TableOptions {
+    TableOptions {
+        compression: CompressionType::Lz4,
+        ..TableOptions::default()
+    }
+}
+
+/// A value of `len` bytes that compresses to about half, as the benchmark's values do.
+fn value(n: u64, len: usize) -> Vec<u8> {
+    let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let half: Vec<u8> = (0..len / 2)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b' ' + (x % 95) as u8
+        })
+        .collect();
+    half.iter().cycle().take(len).copied().collect()
+}
+
+/// Sealed data blocks of each run: 16-byte decimal keys spread over the whole key space.
+fn runs() -> Vec<Vec<SealedBlock>> {
+    (0..RUNS as u64)
+        .map(|r| {
+            let mut keys: Vec<u64> = (0..ENTRIES_PER_RUN)
+                .map(|i| (i * RUNS as u64 + r).wrapping_mul(2_654_435_761) % 100_000_000)
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            let mut builder = TableContentBuilder::new(&table_options());
+            for k in keys {
+                let ikey =
+                    make_internal_key(format!("{k:016}").as_bytes(), r + 1, ValueKind::Value);
+                builder.add(&ikey, &value(k, 100));
+            }
+            builder.seal_current();
+            std::iter::from_fn(|| builder.take_sealed()).collect()
+        })
+        .collect()
+}
+
+fn decoded(runs: &[Vec<SealedBlock>]) -> Vec<Vec<Arc<Block>>> {
+    let path: Arc<Path> = Arc::from(Path::new("bench"));
+    runs.iter()
+        .map(|run| {
+            run.iter()
+                .map(|s| Arc::new(Block::new(s.contents.clone(), Arc::clone(&path), 0).unwrap()))
+                .collect()
+        })
+        .collect()
+}
+
+fn spec() -> CompactionSpec {
+    CompactionSpec {
+        inputs: Vec::new(),
+        snapshots: Vec::new(),
+        bottommost: true,
+        table: table_options(),
+        storage: Storage::default(),
+        target_file_size: u64::MAX,
+        grandparents: Vec::new(),
+        max_grandparent_overlap_bytes: u64::MAX,
+        lower: None,
+        upper: None,
+    }
+}
+
+fn raw_bytes(runs: &[Vec<SealedBlock>]) -> u64 {
+    runs.iter().flatten().map(|s| s.contents.len() as u64).sum()
+}
+
+fn bench_steps(c: &mut Criterion) {
+    let runs = runs();
+    let blocks = decoded(&runs);
+    let spec = spec();
+    let whole = SubTask {
+        index: 0,
+        lower: None,
+        upper: None,
+        blocks: Vec::new(),
+    };
+    let mut group = c.benchmark_group("compute steps");
+    group.throughput(Throughput::Bytes(raw_bytes(&runs)));
+    group.bench_function("S4 merge 11 runs into blocks", |b| {
+        b.iter(|| {
+            let times = StepTimes::default();
+            merge_sub_task(&spec, &whole, blocks.clone(), &times).unwrap()
+        })
+    });
+    group.bench_function("S5 lz4 compress", |b| {
+        let times = StepTimes::default();
+        b.iter(|| {
+            for s in runs.iter().flatten() {
+                black_box(compress_block(s, &spec.table, &times));
+            }
+        })
+    });
+    let compressed: Vec<Vec<u8>> = runs
+        .iter()
+        .flatten()
+        .map(|s| compress_block(s, &spec.table, &StepTimes::default()).0)
+        .collect();
+    group.bench_function("S3 lz4 decompress", |b| {
+        b.iter(|| {
+            for c in &compressed {
+                let mut out = Vec::new();
+                decompress(CompressionType::Lz4, c, 1 << 20, &mut out).unwrap();
+                black_box(out);
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_steps);
+criterion_main!(benches);
