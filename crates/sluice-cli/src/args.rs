@@ -183,7 +183,7 @@ fn parse_experiment(s: &str) -> Result<Experiment, String> {
 
 /// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
 /// executors and engine options per data point).
-const NOT_FOR_EXPERIMENTS: [&str; 17] = [
+const NOT_FOR_EXPERIMENTS: [&str; 18] = [
     "benchmarks",
     "reads",
     "db",
@@ -198,6 +198,7 @@ const NOT_FOR_EXPERIMENTS: [&str; 17] = [
     "cache_size",
     "compaction_mode",
     "compaction_threads",
+    "compaction_queue_depth",
     "sub_task_bytes",
     "data_dirs",
     "threads",
@@ -263,6 +264,10 @@ pub struct BenchArgs {
     /// Compute threads of the parallel compaction executor.
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_threads)]
     pub compaction_threads: usize,
+    /// Sub-tasks that may wait between two stages of the pipelined, parallel and streaming
+    /// executors.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_queue_depth)]
+    pub compaction_queue_depth: usize,
     /// Input bytes per compaction sub-task.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().sub_task_bytes)]
     pub sub_task_bytes: u64,

@@ -40,6 +40,7 @@ fn options(args: &BenchArgs) -> Options {
         disable_auto_compactions: args.disable_auto_compactions,
         compaction_mode: args.compaction_mode,
         compaction_threads: args.compaction_threads,
+        compaction_queue_depth: args.compaction_queue_depth,
         sub_task_bytes: args.sub_task_bytes,
         data_dirs: args.data_dirs.clone(),
         use_direct_io_for_flush_and_compaction: args.direct_io,
