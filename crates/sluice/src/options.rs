@@ -76,7 +76,10 @@ pub struct Options {
     pub sub_task_bytes: u64,
     /// Compute threads of the parallel executor.
     pub compaction_threads: usize,
-    /// Sub-tasks that may wait between two pipeline stages.
+    /// Sub-tasks that may wait between two pipeline stages. Deep enough to ride out bursts:
+    /// with direct I/O every input's readahead window runs dry at about the same sub-task, and
+    /// at depth 4 the compute stage of a 274 MB pipelined compaction waited 0.2 s for the read
+    /// stage, at 16 under 0.1 s. Each queued sub-task holds about `sub_task_bytes` of blocks.
     pub compaction_queue_depth: usize,
     /// Read compaction inputs and write flush and compaction outputs with direct I/O
     /// (`O_DIRECT`), as RocksDB's option of the same name: background work stops evicting the
@@ -119,7 +122,7 @@ impl Default for Options {
             compaction_mode: CompactionMode::Sequential,
             sub_task_bytes: 512 << 10,
             compaction_threads: 2,
-            compaction_queue_depth: 4,
+            compaction_queue_depth: 16,
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
         }

@@ -1,9 +1,10 @@
 //! An open table: footer, index, filter and properties read and checked once at open and pinned
 //! in memory; data blocks read on demand through the shared block cache.
 //!
-//! Thread-safety: a `Table` is immutable after open and shared as `Arc<Table>`; reads use
-//! positioned I/O (`pread`), so any number of threads read one table without locking. The
-//! counters are relaxed atomics.
+//! Thread-safety: a `Table` is immutable after open and shared as `Arc<Table>`; buffered reads
+//! use positioned I/O (`pread`), so any number of threads read one table without locking. (A
+//! table opened for direct I/O serializes reads on its readahead window; such tables are opened
+//! by one compaction for itself.) The counters are relaxed atomics.
 
 use std::path::Path;
 use std::sync::Arc;
