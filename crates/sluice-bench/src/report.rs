@@ -42,7 +42,7 @@ pub struct RunOptions {
     pub disable_auto_compactions: bool,
     /// Flushes and compactions use direct I/O.
     pub direct_io: bool,
-    /// Directories tables are dealt over (the database directory first).
+    /// Directories new tables are dealt over (the data directories, or the database directory).
     pub table_dirs: usize,
 }
 
@@ -64,7 +64,7 @@ impl RunOptions {
             cache_size: options.block_cache_bytes,
             disable_auto_compactions: options.disable_auto_compactions,
             direct_io: options.use_direct_io_for_flush_and_compaction,
-            table_dirs: 1 + options.data_dirs.len(),
+            table_dirs: options.data_dirs.len().max(1),
         }
     }
 }

@@ -221,6 +221,7 @@ impl Options {
             sub_task_bytes: self.sub_task_bytes,
             queue_depth: self.compaction_queue_depth,
             compute_threads: self.compaction_threads,
+            table_dirs: self.data_dirs.len().max(1),
         }
     }
 

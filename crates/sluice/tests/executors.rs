@@ -1,6 +1,7 @@
 //! Every executor produces the same bytes: for random input trees (overlapping runs, snapshots,
 //! tombstones, values from 0 bytes to 64 KiB), the sequential, pipelined, parallel and streaming executors
-//! must write identical files with identical cuts, and so must an executor reading and writing
+//! must write identical files with identical cuts, and so must S-PPCP (inputs and outputs spread
+//! over directories, each with its own reader and writer) and an executor reading and writing
 //! with direct I/O.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
@@ -81,22 +82,29 @@ fn write_run(dir: &Path, number: u64, entries: &[Entry], first_seq: u64) -> Arc<
     Table::open(&path, number, TableReadOptions::default()).unwrap()
 }
 
+/// Runs `spec` with `mode`, dealing output files over `dirs` directories under `out` (more
+/// than one makes the pipelined and parallel executors S-PPCP); returns the files' bytes.
 fn run_mode(
     spec: &CompactionSpec,
     mode: CompactionMode,
     threads: usize,
     out: &Path,
+    dirs: usize,
 ) -> Vec<Vec<u8>> {
-    std::fs::create_dir_all(out).unwrap();
+    for d in 0..dirs {
+        std::fs::create_dir_all(out.join(format!("d{d}"))).unwrap();
+    }
     let mut next = 1000u64;
     let mut new_output = || -> sluice::Result<(u64, PathBuf)> {
         next += 1;
-        Ok((next, out.join(format!("{next:06}.sst"))))
+        let dir = out.join(format!("d{}", next as usize % dirs));
+        Ok((next, dir.join(format!("{next:06}.sst"))))
     };
     let exec = ExecOptions {
         mode,
         sub_task_bytes: 8 << 10,
         queue_depth: 2,
+        table_dirs: dirs,
         compute_threads: threads,
     };
     let output = execute(spec, &exec, &mut new_output).unwrap();
@@ -122,7 +130,10 @@ proptest! {
         let mut seq = 1;
         let mut inputs = Vec::new();
         for (i, run) in runs.iter().enumerate() {
-            inputs.push(vec![write_run(dir.path(), i as u64 + 1, run, seq)]);
+            // Inputs alternate between two directories, for S-PPCP's per-directory readers.
+            let in_dir = dir.path().join(format!("in{}", i % 2));
+            std::fs::create_dir_all(&in_dir).unwrap();
+            inputs.push(vec![write_run(&in_dir, i as u64 + 1, run, seq)]);
             seq += run.len() as u64;
         }
         inputs.reverse(); // newest run first
@@ -142,9 +153,18 @@ proptest! {
             lower: None,
             upper: None,
         };
-        let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"));
-        for (mode, threads) in [(CompactionMode::Pipelined, 1), (CompactionMode::Parallel, 2), (CompactionMode::Parallel, 3), (CompactionMode::Streaming, 1)] {
-            let got = run_mode(&spec, mode, threads, &dir.path().join(format!("{mode}-{threads}")));
+        let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);
+        let runs = [
+            (CompactionMode::Pipelined, 1, 1),
+            (CompactionMode::Parallel, 2, 1),
+            (CompactionMode::Parallel, 3, 1),
+            (CompactionMode::Streaming, 1, 1),
+            (CompactionMode::Pipelined, 1, 2), // S-PPCP: two readers, two writers
+            (CompactionMode::Parallel, 2, 3),
+        ];
+        for (mode, threads, dirs) in runs {
+            let out = dir.path().join(format!("{mode}-{threads}-{dirs}"));
+            let got = run_mode(&spec, mode, threads, &out, dirs);
             prop_assert_eq!(got.len(), reference.len(), "{} cut files differently", mode);
             for (i, (a, b)) in got.iter().zip(&reference).enumerate() {
                 prop_assert!(a == b, "{} file {} differs from sequential", mode, i);
@@ -161,7 +181,7 @@ proptest! {
                 storage: direct.clone(),
                 ..spec.clone()
             };
-            let got = run_mode(&direct_spec, CompactionMode::Parallel, 2, &dir.path().join("direct"));
+            let got = run_mode(&direct_spec, CompactionMode::Parallel, 2, &dir.path().join("direct"), 2);
             prop_assert!(got == reference, "direct I/O output differs from sequential");
         }
     }

@@ -14,8 +14,26 @@ use std::sync::Arc;
 use sluice::fs::{Fault, FaultInjectingFs, FaultOp, os_fs};
 use sluice::{CompactionMode, Db, Error, Options};
 
-fn options(fs: &Arc<FaultInjectingFs>, mode: CompactionMode, direct: bool) -> Options {
+/// Where the database's tables go: its own directory, or `more1` and `more2` (then the
+/// pipelined and parallel executors run S-PPCP, with a reader and a writer per directory).
+#[derive(Clone, Copy, Debug)]
+enum Dirs {
+    One,
+    Two,
+}
+
+fn options(
+    fs: &Arc<FaultInjectingFs>,
+    mode: CompactionMode,
+    direct: bool,
+    dir: &Path,
+    dirs: Dirs,
+) -> Options {
     Options {
+        data_dirs: match dirs {
+            Dirs::One => Vec::new(),
+            Dirs::Two => vec![dir.join("more1"), dir.join("more2")],
+        },
         fs: fs.clone(),
         compaction_mode: mode,
         compaction_threads: 2,
@@ -66,9 +84,12 @@ fn seed(db: &Db) -> Model {
     model
 }
 
+/// Table files in the database directory and its data directories.
 fn table_files(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
+    [dir.to_path_buf(), dir.join("more1"), dir.join("more2")]
+        .iter()
+        .filter(|d| d.exists())
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".sst"))
         .collect()
@@ -111,9 +132,11 @@ fn compaction_faults(direct: bool) -> Vec<(&'static str, Fault)> {
         ),
         (
             "S7 write error",
+            // S-PPCP hands a file's bytes to its directory's writer in large pieces, so the
+            // second append may already be the last.
             Fault::fail(FaultOp::Write)
                 .on_paths_containing(sst)
-                .after(40),
+                .after(1),
         ),
         (
             "S7 sync error",
@@ -136,10 +159,10 @@ fn compaction_faults(direct: bool) -> Vec<(&'static str, Fault)> {
     faults
 }
 
-fn check_every_fault_fails_cleanly(mode: CompactionMode, direct: bool) {
+fn check_every_fault_fails_cleanly(mode: CompactionMode, direct: bool, dirs: Dirs) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let fs = FaultInjectingFs::new(os_fs());
-    let db = match Db::open(dir.path(), options(&fs, mode, direct)) {
+    let db = match Db::open(dir.path(), options(&fs, mode, direct, dir.path(), dirs)) {
         Ok(db) => db,
         Err(Error::InvalidArgument(msg)) if direct => {
             // The test directory's file system refuses O_DIRECT; opening said so clearly.
@@ -185,6 +208,15 @@ fn check_every_fault_fails_cleanly(mode: CompactionMode, direct: bool) {
 
     // The database is still writable and the same compaction now succeeds.
     db.compact_range(None, None).unwrap();
+    if matches!(dirs, Dirs::Two) {
+        let stages = db.metrics().compaction.pipeline;
+        assert!(
+            stages
+                .iter()
+                .any(|s| s.stage == "dir writer" && s.threads >= 2),
+            "{mode}: S-PPCP should write with a thread per directory: {stages:?}"
+        );
+    }
     let after = shape(&db);
     assert_eq!(after[0].0, 0, "{mode}: L0 not compacted");
     assert!(after[1].0 > 1, "{mode}: expected several L1 files");
@@ -195,22 +227,22 @@ fn check_every_fault_fails_cleanly(mode: CompactionMode, direct: bool) {
 
 #[test]
 fn faults_in_a_sequential_compaction_fail_cleanly() {
-    check_every_fault_fails_cleanly(CompactionMode::Sequential, false);
+    check_every_fault_fails_cleanly(CompactionMode::Sequential, false, Dirs::One);
 }
 
 #[test]
 fn faults_in_a_pipelined_compaction_fail_cleanly() {
-    check_every_fault_fails_cleanly(CompactionMode::Pipelined, false);
+    check_every_fault_fails_cleanly(CompactionMode::Pipelined, false, Dirs::One);
 }
 
 #[test]
 fn faults_in_a_parallel_compaction_fail_cleanly() {
-    check_every_fault_fails_cleanly(CompactionMode::Parallel, false);
+    check_every_fault_fails_cleanly(CompactionMode::Parallel, false, Dirs::One);
 }
 
 #[test]
 fn faults_in_a_streaming_compaction_fail_cleanly() {
-    check_every_fault_fails_cleanly(CompactionMode::Streaming, false);
+    check_every_fault_fails_cleanly(CompactionMode::Streaming, false, Dirs::One);
 }
 
 #[test]
@@ -221,7 +253,16 @@ fn faults_under_direct_io_fail_cleanly_in_every_mode() {
         CompactionMode::Parallel,
         CompactionMode::Streaming,
     ] {
-        check_every_fault_fails_cleanly(mode, true);
+        check_every_fault_fails_cleanly(mode, true, Dirs::One);
+    }
+}
+
+#[test]
+fn faults_in_s_ppcp_compactions_fail_cleanly() {
+    for direct in [false, true] {
+        for mode in [CompactionMode::Pipelined, CompactionMode::Parallel] {
+            check_every_fault_fails_cleanly(mode, direct, Dirs::Two);
+        }
     }
 }
 
@@ -229,7 +270,17 @@ fn faults_under_direct_io_fail_cleanly_in_every_mode() {
 fn a_failed_flush_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let fs = FaultInjectingFs::new(os_fs());
-    let db = Db::open(dir.path(), options(&fs, CompactionMode::Sequential, false)).unwrap();
+    let db = Db::open(
+        dir.path(),
+        options(
+            &fs,
+            CompactionMode::Sequential,
+            false,
+            dir.path(),
+            Dirs::One,
+        ),
+    )
+    .unwrap();
     let mut model = Model::new();
     for i in 0..2000u32 {
         let (k, v) = (format!("key{i:06}"), format!("value-{i}"));
@@ -256,7 +307,17 @@ fn a_failed_flush_loses_no_acknowledged_write() {
     assert!(table_files(dir.path()).is_empty(), "partial table left");
 
     // Reopening replays the WAL: every acknowledged write is back.
-    let db = Db::open(dir.path(), options(&fs, CompactionMode::Sequential, false)).unwrap();
+    let db = Db::open(
+        dir.path(),
+        options(
+            &fs,
+            CompactionMode::Sequential,
+            false,
+            dir.path(),
+            Dirs::One,
+        ),
+    )
+    .unwrap();
     assert_contents(&db, &model);
     db.check().unwrap();
 }

@@ -14,7 +14,7 @@ use crate::compaction_iter::{CompactionIterStats, CompactionIterator};
 use crate::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key};
 use crate::merge::MergingIterator;
 use crate::profile::Step;
-use crate::table::{EncodedBlock, RawBlock, SealedBlock, TableContentBuilder};
+use crate::table::{EncodedBlock, RawBlock, SealedBlock, Table, TableContentBuilder};
 
 use super::block_list::BlockListIter;
 use super::plan::SubTask;
@@ -29,13 +29,33 @@ pub fn read_sub_task(
     st: &SubTask,
     times: &StepTimes,
 ) -> Result<Vec<Vec<RawBlock>>> {
+    Ok(assemble_sub_task(vec![read_sub_task_part(
+        spec,
+        st,
+        times,
+        &|_| true,
+    )?]))
+}
+
+/// What one reader read of a sub-task: per input run, the groups of blocks it read (a group is
+/// one table's blocks), each with its position among the run's groups.
+pub type PartialRead = Vec<Vec<(usize, Vec<RawBlock>)>>;
+
+/// S1 for the tables `include` accepts. S-PPCP gives each data directory a reader of its own
+/// that reads only the tables stored there; [`assemble_sub_task`] puts the parts together.
+pub fn read_sub_task_part(
+    spec: &CompactionSpec,
+    st: &SubTask,
+    times: &StepTimes,
+    include: &dyn Fn(&Table) -> bool,
+) -> Result<PartialRead> {
     st.blocks
         .iter()
         .zip(&spec.inputs)
         .map(|(refs, run)| {
-            let mut raw = Vec::with_capacity(refs.len());
+            let mut groups = Vec::new();
             // The plan lists a run's blocks table by table, in order.
-            for group in refs.chunk_by(|a, b| a.table == b.table) {
+            for (position, group) in refs.chunk_by(|a, b| a.table == b.table).enumerate() {
                 let Some(first) = group.first() else {
                     continue;
                 };
@@ -47,10 +67,30 @@ pub fn read_sub_task(
                         run.len()
                     ))
                 })?;
-                let handles: Vec<_> = group.iter().map(|r| r.handle).collect();
-                raw.extend(read_blocks(table, &handles, times)?);
+                if include(table) {
+                    let handles: Vec<_> = group.iter().map(|r| r.handle).collect();
+                    groups.push((position, read_blocks(table, &handles, times)?));
+                }
             }
-            Ok(raw)
+            Ok(groups)
+        })
+        .collect()
+}
+
+/// The blocks of one sub-task, per input run in plan order, from the parts its readers read.
+pub fn assemble_sub_task(parts: Vec<PartialRead>) -> Vec<Vec<RawBlock>> {
+    let runs = parts.iter().map(Vec::len).max().unwrap_or(0);
+    let mut by_run: Vec<Vec<(usize, Vec<RawBlock>)>> = (0..runs).map(|_| Vec::new()).collect();
+    for part in parts {
+        for (groups, into) in part.into_iter().zip(by_run.iter_mut()) {
+            into.extend(groups);
+        }
+    }
+    by_run
+        .into_iter()
+        .map(|mut groups| {
+            groups.sort_by_key(|(position, _)| *position);
+            groups.into_iter().flat_map(|(_, blocks)| blocks).collect()
         })
         .collect()
 }
@@ -130,4 +170,75 @@ pub fn encode_sub_task(
             checksum_block(sealed, compressed, used, times)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::plan::plan;
+    use crate::fs::Storage;
+    use crate::key::ValueKind;
+    use crate::table::{TableBuilder, TableOptions, TableReadOptions};
+
+    fn table(dir: &std::path::Path, n: u64, keys: std::ops::Range<u32>, seq: u64) -> Arc<Table> {
+        let path = dir.join(format!("{n}.sst"));
+        let opts = TableOptions {
+            block_size: 256,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::create(&path, &opts).unwrap();
+        for k in keys {
+            let ikey = make_internal_key(format!("k{k:06}").as_bytes(), seq, ValueKind::Value);
+            b.add(&ikey, &[7u8; 40]).unwrap();
+        }
+        b.finish().unwrap();
+        Table::open(&path, n, TableReadOptions::default()).unwrap()
+    }
+
+    /// Readers that each read some of the tables, put together, read what one reader of all
+    /// of them reads, in the same order.
+    #[test]
+    fn parts_read_by_table_assemble_into_the_whole_sub_task() {
+        let dir = tempfile::tempdir().unwrap();
+        // Run 0: one table; run 1: three tables of one level, alternating "directories".
+        let inputs = vec![
+            vec![table(dir.path(), 1, 0..900, 10)],
+            vec![
+                table(dir.path(), 2, 0..300, 1),
+                table(dir.path(), 3, 300..600, 1),
+                table(dir.path(), 4, 600..900, 1),
+            ],
+        ];
+        let spec = CompactionSpec {
+            inputs,
+            snapshots: Vec::new(),
+            bottommost: true,
+            table: TableOptions::default(),
+            storage: Storage::default(),
+            target_file_size: 1 << 20,
+            grandparents: Vec::new(),
+            max_grandparent_overlap_bytes: u64::MAX,
+            lower: None,
+            upper: None,
+        };
+        let plan = plan(&spec, 1 << 10);
+        assert!(plan.sub_tasks.len() > 3);
+        let times = StepTimes::default();
+        let odd = |t: &Table| t.file_number() % 2 == 1;
+        let even = |t: &Table| t.file_number().is_multiple_of(2);
+        for st in &plan.sub_tasks {
+            let whole = read_sub_task(&spec, st, &times).unwrap();
+            let parts = vec![
+                read_sub_task_part(&spec, st, &times, &even).unwrap(),
+                read_sub_task_part(&spec, st, &times, &odd).unwrap(),
+            ];
+            let assembled = assemble_sub_task(parts);
+            assert_eq!(assembled.len(), whole.len());
+            for (a, w) in assembled.iter().zip(&whole) {
+                let a: Vec<_> = a.iter().map(|r| (r.path().clone(), r.handle())).collect();
+                let w: Vec<_> = w.iter().map(|r| (r.path().clone(), r.handle())).collect();
+                assert_eq!(a, w, "sub-task {}", st.index);
+            }
+        }
+    }
 }

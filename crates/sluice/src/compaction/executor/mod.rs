@@ -5,7 +5,8 @@
 //! - [`pipelined`] (PCP): read (S1), compute (S2..S6) and write (S7) stages on three threads,
 //!   joined by bounded queues;
 //! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
-//!   sub-tasks, and a writer that puts results back in key order;
+//!   sub-tasks, and a writer that puts results back in key order; with tables spread over
+//!   several directories (S-PPCP), a reader and a writer thread per directory ([`dir_io`]);
 //! - [`streaming`] (document 002's engine): a decoder per input run, a comparator, an encoder
 //!   and the writer, each a stage on its own thread, passing blocks rather than sub-tasks.
 //!
@@ -13,6 +14,7 @@
 //! sub-task boundaries and files are cut by the single writer from block metadata.
 
 pub mod auto;
+mod dir_io;
 pub mod parallel;
 pub mod pipelined;
 pub mod sequential;
@@ -100,16 +102,16 @@ pub struct ExecOptions {
     pub queue_depth: usize,
     /// Compute threads of the parallel executor.
     pub compute_threads: usize,
+    /// Directories new tables are dealt over (`Options::data_dirs`, or the database
+    /// directory). With more than one, the pipelined and parallel executors run S-PPCP: a
+    /// writer thread per directory (and, whenever inputs lie in several directories, a reader
+    /// per directory).
+    pub table_dirs: usize,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions {
-            mode: CompactionMode::Sequential,
-            sub_task_bytes: 512 << 10,
-            queue_depth: 4,
-            compute_threads: 2,
-        }
+        crate::Options::default().exec_options()
     }
 }
 
@@ -191,7 +193,7 @@ impl Shared {
 
     /// The stages recorded, in data-flow order.
     fn stages(&self) -> Vec<StageTiming> {
-        const ORDER: [&str; 8] = [
+        const ORDER: [&str; 9] = [
             "sequential",
             "read",
             "index decoder",
@@ -200,6 +202,7 @@ impl Shared {
             "comparator",
             "encoder",
             "write",
+            "dir writer",
         ];
         let rank = |s: &StageTiming| {
             ORDER

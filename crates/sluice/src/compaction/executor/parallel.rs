@@ -1,9 +1,12 @@
 //! C-PPCP: one reader, `compute_threads` compute threads working on different sub-tasks, and a
-//! writer that restores key order before S7.
+//! writer that restores key order before S7. With tables in several directories it is S-PPCP:
+//! one reader per directory holding inputs, and the writer's I/O handed to one thread per
+//! directory ([`super::dir_io`]).
 //!
 //! The pipelined executor is the special case of one compute thread.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -14,8 +17,10 @@ use sluice_sst::compact::subtask::{
     decode_sub_task, encode_sub_task, merge_sub_task, read_sub_task,
 };
 use sluice_sst::compact::writer::OutputWriter;
+use sluice_sst::fs::Storage;
 use sluice_sst::table::{EncodedBlock, RawBlock};
 
+use super::dir_io::{DirWriters, input_dirs, read_by_dir};
 use super::{ExecOptions, Shared};
 use crate::{Error, Result};
 
@@ -31,19 +36,36 @@ pub(super) fn run(
     shared: &Shared,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    run_stages(
-        spec,
-        plan,
-        exec.queue_depth,
-        exec.compute_threads,
-        shared,
-        new_output,
-    )
+    run_stages(spec, plan, exec, exec.compute_threads, shared, new_output)
 }
 
-/// The reader, `threads` compute threads and the writer (this thread), joined by queues of
-/// `depth` sub-tasks. Every spawned thread is joined before this returns.
+/// The reader(s), `threads` compute threads and the writer (this thread), joined by queues of
+/// `exec.queue_depth` sub-tasks; S-PPCP when `exec.table_dirs > 1`. Every spawned thread is
+/// joined before this returns.
 pub(super) fn run_stages(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    exec: &ExecOptions,
+    threads: usize,
+    shared: &Shared,
+    new_output: &mut NewOutput<'_>,
+) -> Result<Vec<OutputFile>> {
+    if exec.table_dirs <= 1 {
+        return stages(spec, plan, exec.queue_depth, threads, shared, new_output);
+    }
+    let writers = Arc::new(DirWriters::new(Arc::clone(&spec.storage.fs)));
+    let spread = CompactionSpec {
+        storage: Storage::new(writers.clone(), spec.storage.mode),
+        ..spec.clone()
+    };
+    let result = stages(&spread, plan, exec.queue_depth, threads, shared, new_output);
+    // Every output file is finished or abandoned: the writer threads can drain and stop.
+    drop(spread);
+    writers.finish(shared);
+    result
+}
+
+fn stages(
     spec: &CompactionSpec,
     plan: &CompactionPlan,
     depth: usize,
@@ -55,8 +77,13 @@ pub(super) fn run_stages(
     let threads = threads.max(1);
     let (raw_tx, raw_rx) = bounded(depth);
     let (done_tx, done_rx) = bounded(depth + threads);
+    let dirs = input_dirs(spec);
     std::thread::scope(|scope| {
-        scope.spawn(move || read_stage(spec, plan, shared, raw_tx));
+        if dirs.len() > 1 {
+            read_by_dir(scope, spec, plan, shared, dirs, depth, raw_tx);
+        } else {
+            scope.spawn(move || read_stage(spec, plan, shared, raw_tx));
+        }
         for _ in 0..threads {
             let (raw_rx, done_tx) = (raw_rx.clone(), done_tx.clone());
             scope.spawn(move || compute_stage(spec, plan, shared, raw_rx, done_tx));
@@ -91,7 +118,7 @@ pub(super) fn read_stage(
 }
 
 /// Runs `f`, adding its duration to `idle` (time blocked on a queue).
-fn timed<T>(idle: &mut u64, f: impl FnOnce() -> T) -> T {
+pub(super) fn timed<T>(idle: &mut u64, f: impl FnOnce() -> T) -> T {
     let start = Instant::now();
     let out = f();
     *idle += start.elapsed().as_nanos() as u64;

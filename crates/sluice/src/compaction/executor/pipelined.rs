@@ -24,5 +24,5 @@ pub(super) fn run(
     shared: &Shared,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    super::parallel::run_stages(spec, plan, exec.queue_depth, 1, shared, new_output)
+    super::parallel::run_stages(spec, plan, exec, 1, shared, new_output)
 }

@@ -76,6 +76,7 @@ fn exec(mode: CompactionMode) -> ExecOptions {
         sub_task_bytes: 4 << 10,
         // Depth 1 keeps every queue full, so failures must unblock stages that wait on a send.
         queue_depth: 1,
+        table_dirs: 1,
         compute_threads: 2,
     }
 }
