@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub direct_io: bool,
     /// Directories new tables are dealt over (the data directories, or the database directory).
     pub table_dirs: usize,
+    /// Limit on background write bytes per second (0: none).
+    pub rate_limit: u64,
 }
 
 impl RunOptions {
@@ -65,6 +67,10 @@ impl RunOptions {
             disable_auto_compactions: options.disable_auto_compactions,
             direct_io: options.use_direct_io_for_flush_and_compaction,
             table_dirs: options.data_dirs.len().max(1),
+            rate_limit: options
+                .rate_limiter
+                .as_ref()
+                .map_or(0, |l| l.bytes_per_second()),
         }
     }
 }

@@ -183,7 +183,7 @@ fn parse_experiment(s: &str) -> Result<Experiment, String> {
 
 /// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
 /// executors and engine options per data point).
-const NOT_FOR_EXPERIMENTS: [&str; 18] = [
+const NOT_FOR_EXPERIMENTS: [&str; 19] = [
     "benchmarks",
     "reads",
     "db",
@@ -201,6 +201,7 @@ const NOT_FOR_EXPERIMENTS: [&str; 18] = [
     "compaction_queue_depth",
     "sub_task_bytes",
     "data_dirs",
+    "rate_limit",
     "threads",
 ];
 
@@ -275,6 +276,10 @@ pub struct BenchArgs {
     /// database directory and these.
     #[arg(long, value_name = "DIR", value_delimiter = ',')]
     pub data_dirs: Vec<PathBuf>,
+    /// Limit the bytes per second flushes and compactions write, with K/M/G suffixes (RocksDB's
+    /// rate_limiter); 0: no limit.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "0")]
+    pub rate_limit: u64,
     /// Flushes and compactions read and write with direct I/O (O_DIRECT), bypassing the page
     /// cache (RocksDB's use_direct_io_for_flush_and_compaction). Also applies to --experiment.
     #[arg(long)]

@@ -28,6 +28,7 @@ pub mod iter;
 pub mod memtable;
 pub mod metrics;
 pub mod options;
+pub mod rate_limiter;
 pub mod snapshot;
 mod table_cache;
 pub mod version;
@@ -37,6 +38,7 @@ pub use batch::WriteBatch;
 pub use db::{CheckReport, Db, DbIterator};
 pub use metrics::Metrics;
 pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};
+pub use rate_limiter::RateLimiter;
 pub use sluice_sst::error::IoContext;
 /// The storage layer tables are read and written through ([`Options::fs`]).
 pub use sluice_sst::fs;

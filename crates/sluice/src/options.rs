@@ -12,6 +12,7 @@ pub use crate::compaction::executor::CompactionMode;
 pub use crate::wal::WalRecoveryMode;
 pub use sluice_sst::compression::CompressionType;
 
+use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::{Error, Result};
 
@@ -90,6 +91,9 @@ pub struct Options {
     /// The file system tables live on. The default is the operating system's; tests put a
     /// [`sluice_sst::fs::FaultInjectingFs`] here to fail chosen reads, writes and syncs.
     pub fs: Arc<dyn FileSystem>,
+    /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
+    /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
+    pub rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 impl Default for Options {
@@ -125,6 +129,7 @@ impl Default for Options {
             compaction_queue_depth: 16,
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
+            rate_limiter: None,
         }
     }
 }
@@ -230,14 +235,21 @@ impl Options {
         Storage::new(Arc::clone(&self.fs), IoMode::Buffered)
     }
 
-    /// How flushes and compactions read and write tables.
+    /// How flushes and compactions read and write tables: through the rate limiter, if any.
     pub fn background_storage(&self) -> Storage {
         let mode = if self.use_direct_io_for_flush_and_compaction {
             IoMode::Direct
         } else {
             IoMode::Buffered
         };
-        Storage::new(Arc::clone(&self.fs), mode)
+        let fs: Arc<dyn FileSystem> = match &self.rate_limiter {
+            Some(limiter) => Arc::new(RateLimitedFs::new(
+                Arc::clone(&self.fs),
+                Arc::clone(limiter),
+            )),
+            None => Arc::clone(&self.fs),
+        };
+        Storage::new(fs, mode)
     }
 
     /// The table options derived from these options.

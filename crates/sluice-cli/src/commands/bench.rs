@@ -14,7 +14,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use sluice::filename::current_file_name;
-use sluice::{Db, Options};
+use sluice::{Db, Options, RateLimiter};
 use sluice_bench::experiment::{Experiment, PcpConfig, run_pcp, table, write_outputs};
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
@@ -44,6 +44,7 @@ fn options(args: &BenchArgs) -> Options {
         sub_task_bytes: args.sub_task_bytes,
         data_dirs: args.data_dirs.clone(),
         use_direct_io_for_flush_and_compaction: args.direct_io,
+        rate_limiter: (args.rate_limit > 0).then(|| RateLimiter::new(args.rate_limit)),
         ..defaults
     }
 }
