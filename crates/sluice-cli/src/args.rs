@@ -111,6 +111,9 @@ pub struct CompactArgs {
     /// Last key of the range (inclusive, as RocksDB's CompactRange; default: the last key).
     #[arg(long, value_name = "KEY")]
     pub to: Option<String>,
+    /// Split each level's compaction by data and run the pieces on every core.
+    #[arg(long)]
+    pub parallel: bool,
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
     pub json: bool,

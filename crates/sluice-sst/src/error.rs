@@ -44,6 +44,10 @@ pub enum Error {
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
+    /// The caller cancelled the operation; what it had not finished was discarded and the
+    /// database is as if that part had not started.
+    #[error("cancelled")]
+    Cancelled,
 }
 
 impl Error {

@@ -35,6 +35,7 @@ pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
+pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, Db, DbIterator};
 pub use metrics::Metrics;
 pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};

@@ -1,22 +1,41 @@
-//! `compact`: a manual compaction of a key range, summarised in one line (or JSON).
+//! `compact`: a manual compaction of a key range, with a progress bar on a terminal, summarised
+//! in one line (or JSON). Ctrl-C cancels it: the level being compacted is abandoned, levels
+//! already done stay compacted, and the database is consistent either way.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use sluice::metrics::StageSeconds;
+use sluice::{CompactOptions, CompactProgress, Error};
 use sluice_bench::delta::MetricsDelta;
 
 use super::{Access, open};
 use crate::args::CompactArgs;
-use crate::failure::CmdResult;
+use crate::failure::{CmdResult, Failure};
 use crate::units::size;
+
+/// One level's compaction, as `compact --json` reports it.
+#[derive(Clone, Debug, Serialize)]
+struct LevelTiming {
+    /// The level compacted into the next.
+    level: usize,
+    /// Its input bytes (the level's files in the range and the next level's overlapping ones).
+    input_bytes: u64,
+    /// Wall seconds it took.
+    seconds: f64,
+}
 
 /// What `compact --json` prints.
 #[derive(Debug, Serialize)]
 struct CompactSummary {
     /// Wall seconds of the whole call (flush, compactions, waits).
     seconds: f64,
+    /// Pieces of each level ran in parallel on every core.
+    parallel: bool,
     /// Compactions run (trivial moves excluded).
     compactions: u64,
     /// Files moved down a level without rewriting.
@@ -27,29 +46,115 @@ struct CompactSummary {
     output_bytes: u64,
     /// Input bytes per second of compaction, in MB/s (10^6 bytes).
     bandwidth_mb_s: f64,
+    /// Each level compacted, in order.
+    levels: Vec<LevelTiming>,
     /// Seconds per step S1..S7.
     stage_profile: StageSeconds,
 }
 
+/// Records each level's time from the progress reports and draws the bar.
+struct Tracker {
+    bar: ProgressBar,
+    levels: Mutex<(Vec<LevelTiming>, Instant)>,
+}
+
+impl Tracker {
+    fn new(draw: bool) -> Self {
+        let bar = if draw {
+            let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{msg:>14} [{bar:30}] {binary_bytes}/{binary_total_bytes} {binary_bytes_per_sec}, {eta} left",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        Tracker {
+            bar,
+            levels: Mutex::new((Vec::new(), Instant::now())),
+        }
+    }
+
+    fn update(&self, p: &CompactProgress) {
+        let Ok(mut guard) = self.levels.lock() else {
+            return;
+        };
+        let (done, level_start) = &mut *guard;
+        if p.levels_done > done.len() {
+            done.push(LevelTiming {
+                level: p.level,
+                input_bytes: p.bytes_total,
+                seconds: level_start.elapsed().as_secs_f64(),
+            });
+            *level_start = Instant::now();
+        }
+        if self.bar.length() != Some(p.bytes_total) {
+            self.bar.set_length(p.bytes_total);
+            self.bar.reset_eta();
+        }
+        self.bar.set_position(p.bytes_done);
+        self.bar.set_message(format!(
+            "L{}->L{} ({}/{})",
+            p.level,
+            p.level + 1,
+            p.levels_done.min(p.levels) + usize::from(p.levels_done < p.levels),
+            p.levels
+        ));
+    }
+
+    fn levels(&self) -> Vec<LevelTiming> {
+        self.levels.lock().map(|g| g.0.clone()).unwrap_or_default()
+    }
+}
+
 pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     let db = open(&args.db.db, Access::Existing)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let on_interrupt = Arc::clone(&cancel);
+    // Without a handler (another one is installed, as in tests) Ctrl-C simply ends the process,
+    // which recovery also leaves consistent.
+    let _ = ctrlc::set_handler(move || on_interrupt.store(true, Ordering::Relaxed));
+    let tracker = Arc::new(Tracker::new(std::io::stderr().is_terminal()));
+    let sink = Arc::clone(&tracker);
+    let opts = CompactOptions {
+        parallel: args.parallel,
+        progress: Some(Arc::new(move |p: &CompactProgress| sink.update(p))),
+        cancel: Some(cancel),
+    };
     let before = db.metrics();
     let start = Instant::now();
-    db.compact_range(
+    let result = db.compact_range_with(
         args.from.as_deref().map(str::as_bytes),
         args.to.as_deref().map(str::as_bytes),
-    )?;
+        &opts,
+    );
     let seconds = start.elapsed().as_secs_f64();
+    tracker.bar.finish_and_clear();
     let d = MetricsDelta::between(&before, &db.metrics());
     db.close()?;
+    match result {
+        Err(Error::Cancelled) => {
+            return Err(Failure::Error(format!(
+                "compaction cancelled after {:.1} s; {} level(s) finished and stay compacted, \
+                 the rest is as it was",
+                seconds,
+                tracker.levels().len()
+            )));
+        }
+        other => other?,
+    }
     let c = d.compaction;
     let summary = CompactSummary {
         seconds,
+        parallel: args.parallel,
         compactions: c.count,
         trivial_moves: d.trivial_moves,
         input_bytes: c.input_bytes,
         output_bytes: c.output_bytes,
         bandwidth_mb_s: c.bandwidth_mb_s,
+        levels: tracker.levels(),
         stage_profile: c.stage_profile,
     };
     if args.json {
@@ -65,6 +170,16 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             size(summary.output_bytes),
             summary.bandwidth_mb_s
         )?;
+        for l in &summary.levels {
+            writeln!(
+                out,
+                "  L{} -> L{}: {} in {:.3} s",
+                l.level,
+                l.level + 1,
+                size(l.input_bytes),
+                l.seconds
+            )?;
+        }
     }
     Ok(())
 }

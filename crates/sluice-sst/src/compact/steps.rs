@@ -61,6 +61,11 @@ impl StepTimes {
         self.nanos(Step::Read) + self.nanos(Step::Checksum) + self.nanos(Step::Decompress)
     }
 
+    /// Bytes read from input files so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+
     /// Counts bytes read from input files.
     pub fn add_bytes_read(&self, n: u64) {
         self.bytes_read.fetch_add(n, Ordering::Relaxed);

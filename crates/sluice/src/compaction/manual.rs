@@ -1,16 +1,112 @@
 //! Manual compaction: `compact_range` pushes everything in a key range down the tree.
+//!
+//! Level by level from the top, as LevelDB and document 003's `manualCompact` do: each level's
+//! files in the range are compacted with the overlapping files of the next level, and the next
+//! level starts only when that is installed. With [`CompactOptions::parallel`] each level's
+//! compaction is cut into sub-tasks by its data (the planner's key ranges of about
+//! `sub_task_bytes`, not the gaps between files, so even an L0 of overlapping random-key files
+//! splits evenly) and run by the parallel executor with a compute thread per core.
+//!
+//! Progress is reported to a callback from a ticker thread, and the cancel flag, which the
+//! running compaction's writer looks at before every output block, stops it there: its outputs
+//! are deleted, levels already finished stay compacted, and the tree is consistent either way.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use crate::db::DbInner;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
+use super::executor::{CompactionMode, JobControl};
 use super::picker::pick_manual;
+
+/// How often progress is reported and the cancel flag looked at.
+const TICK: Duration = Duration::from_millis(100);
+
+/// Where a manual compaction is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactProgress {
+    /// The level being compacted into the next.
+    pub level: usize,
+    /// Levels done so far, and to do in all (levels holding data in the range).
+    pub levels_done: usize,
+    /// Levels to compact.
+    pub levels: usize,
+    /// Input bytes of the running level's compaction read so far.
+    pub bytes_done: u64,
+    /// Input bytes of the running level's compaction.
+    pub bytes_total: u64,
+    /// Compute threads working on the level's pieces (sub-tasks).
+    pub pieces_running: usize,
+}
+
+/// Called with progress about every 100 ms and when each level ends.
+pub type ProgressFn = dyn Fn(&CompactProgress) + Send + Sync;
+
+/// How [`crate::Db::compact_range_with`] runs.
+#[derive(Clone, Default)]
+pub struct CompactOptions {
+    /// Split each level's compaction by data and run the pieces on every core (the parallel
+    /// executor with one compute thread per core); `false` uses the configured executor.
+    pub parallel: bool,
+    /// Progress reports.
+    pub progress: Option<Arc<ProgressFn>>,
+    /// Set to `true` to stop; the call then returns [`Error::Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl std::fmt::Debug for CompactOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompactOptions")
+            .field("parallel", &self.parallel)
+            .field("progress", &self.progress.is_some())
+            .field("cancel", &self.cancel)
+            .finish()
+    }
+}
+
+impl CompactOptions {
+    fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    }
+
+    fn report(&self, progress: &CompactProgress) {
+        if let Some(f) = &self.progress {
+            f(progress);
+        }
+    }
+}
+
+/// Until `done` closes: reports `control`'s progress.
+fn tick(
+    control: &JobControl,
+    done: &crossbeam_channel::Receiver<()>,
+    opts: &CompactOptions,
+    mut progress: CompactProgress,
+) {
+    loop {
+        progress.bytes_done = control.bytes_read().min(progress.bytes_total);
+        opts.report(&progress);
+        if let Err(crossbeam_channel::RecvTimeoutError::Disconnected) = done.recv_timeout(TICK) {
+            return;
+        }
+    }
+}
 
 impl DbInner {
     /// Flushes the memtable, then compacts every level holding data in `[start, end]` into the
     /// next, from L0 down, until the range lives in one level (the deepest that held it, or
     /// L1). Automatic compactions pause while it runs.
-    pub(crate) fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    pub(crate) fn compact_range(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
         if let (Some(s), Some(e)) = (start, end)
             && s > e
         {
@@ -20,30 +116,79 @@ impl DbInner {
         }
         self.flush_and_wait()?;
         self.acquire_compaction_slot()?;
-        let result = (|| {
-            let deepest = {
-                let st = self.state.lock();
-                let v = st.versions.current();
-                (1..NUM_LEVELS)
-                    .rev()
-                    .find(|&l| !v.overlapping_files(l, start, end).is_empty())
-                    .unwrap_or(1)
-            };
-            for level in 0..deepest {
-                let picked = {
-                    let st = self.state.lock();
-                    pick_manual(st.versions.current(), level, start, end)
-                };
-                if let Some(c) = picked {
-                    self.run_compaction(&c)?;
-                    drop(c);
-                    self.delete_obsolete_files();
-                }
-            }
-            Ok(())
-        })();
+        let result = self.compact_levels(start, end, opts);
         self.release_compaction_slot();
         result
+    }
+
+    fn compact_levels(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        let (deepest, levels) = {
+            let st = self.state.lock();
+            let v = st.versions.current();
+            let deepest = (1..NUM_LEVELS)
+                .rev()
+                .find(|&l| !v.overlapping_files(l, start, end).is_empty())
+                .unwrap_or(1);
+            let levels = (0..deepest)
+                .filter(|&l| !v.overlapping_files(l, start, end).is_empty())
+                .count();
+            (deepest, levels)
+        };
+        let mut exec = self.resolve_exec_options();
+        if opts.parallel {
+            exec.mode = CompactionMode::Parallel;
+            exec.compute_threads = std::thread::available_parallelism().map_or(1, usize::from);
+        }
+        let pieces = match exec.mode {
+            CompactionMode::Parallel => exec.compute_threads,
+            _ => 1,
+        };
+        let mut progress = CompactProgress {
+            levels,
+            pieces_running: pieces,
+            ..CompactProgress::default()
+        };
+        for level in 0..deepest {
+            if opts.cancelled() {
+                return Err(Error::Cancelled);
+            }
+            let picked = {
+                let st = self.state.lock();
+                pick_manual(st.versions.current(), level, start, end)
+            };
+            let Some(c) = picked else { continue };
+            progress.level = level;
+            progress.bytes_done = 0;
+            progress.bytes_total = c.all_inputs().map(|f| f.file_size).sum();
+            let control = Arc::new(match &opts.cancel {
+                Some(flag) => JobControl::with_cancel_flag(Arc::clone(flag)),
+                None => JobControl::default(),
+            });
+            let result = if opts.progress.is_some() {
+                let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+                std::thread::scope(|scope| {
+                    scope.spawn(|| tick(&control, &done_rx, opts, progress));
+                    let result = self.run_compaction(&c, exec, Arc::clone(&control));
+                    // Wakes the ticker at once.
+                    drop(done_tx);
+                    result
+                })
+            } else {
+                self.run_compaction(&c, exec, control)
+            };
+            drop(c);
+            self.delete_obsolete_files();
+            result?;
+            progress.levels_done += 1;
+            progress.bytes_done = progress.bytes_total;
+            opts.report(&progress);
+        }
+        Ok(())
     }
 
     /// Waits until no compaction runs and claims the right to run one; automatic compactions

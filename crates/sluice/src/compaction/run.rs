@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 
-use super::executor::{CompactionMode, ExecOptions, auto, execute};
+use super::executor::{CompactionMode, ExecOptions, JobControl, auto, execute_with};
 
 use super::Compaction;
 use crate::Result;
@@ -27,16 +27,23 @@ impl DbInner {
         let Some(c) = picked else {
             return Ok(());
         };
-        self.run_compaction(&c)?;
+        let exec = self.resolve_exec_options();
+        self.run_compaction(&c, exec, Arc::default())?;
         // `c` pins the version its inputs came from; release it so they can be deleted.
         drop(c);
         self.delete_obsolete_files();
         Ok(())
     }
 
-    /// Runs `c` and installs its outputs (or moves its file, for a trivial move). The caller
-    /// deletes the obsolete inputs once it has dropped `c`, which pins them.
-    pub(crate) fn run_compaction(&self, c: &Compaction) -> Result<()> {
+    /// Runs `c` with `exec` and installs its outputs (or moves its file, for a trivial move);
+    /// `control` sees its progress and may cancel it. The caller deletes the obsolete inputs
+    /// once it has dropped `c`, which pins them.
+    pub(crate) fn run_compaction(
+        &self,
+        c: &Compaction,
+        exec: ExecOptions,
+        control: Arc<JobControl>,
+    ) -> Result<()> {
         let max_overlap = self.max_grandparent_overlap_bytes();
         if c.is_trivial_move(max_overlap) {
             return self.install_trivial_move(c);
@@ -53,16 +60,18 @@ impl DbInner {
             let dir = self.table_cache.dir_for_new_table();
             Ok((number, self.table_cache.table_path(dir, number)))
         };
-        let exec = self.resolve_exec_options();
         let installed = self
             .compaction_spec(c)
-            .and_then(|spec| execute(&spec, &exec, &mut new_output))
+            .and_then(|spec| execute_with(&spec, &exec, control, &mut new_output))
             .and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
         let mut st = self.state.lock();
         for n in reserved {
             st.pending_outputs.remove(&n);
         }
-        if installed.is_err() {
+        if installed
+            .as_ref()
+            .is_err_and(|e| !matches!(e, crate::Error::Cancelled))
+        {
             st.compaction_metrics.failed += 1;
         }
         drop(st);
@@ -70,7 +79,7 @@ impl DbInner {
     }
 
     /// The executor settings for the next compaction; `auto` is decided here and logged.
-    fn resolve_exec_options(&self) -> ExecOptions {
+    pub(crate) fn resolve_exec_options(&self) -> ExecOptions {
         let mut exec = self.options.exec_options();
         if exec.mode == CompactionMode::Auto {
             let (history, jobs) = {

@@ -4,6 +4,7 @@ use std::sync::atomic::Ordering;
 
 use super::Db;
 use crate::Result;
+use crate::compaction::manual::CompactOptions;
 use crate::compaction::picker::level_score;
 use crate::metrics::{LevelMetrics, Metrics};
 use crate::version::edit::NUM_LEVELS;
@@ -23,7 +24,20 @@ impl Db {
     /// Compacts every key in `[start, end]` (`None` = unbounded) down the tree, so that the
     /// range ends up in a single level with shadowed versions and deletions removed.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner.compact_range(start, end)
+        self.inner
+            .compact_range(start, end, &CompactOptions::default())
+    }
+
+    /// [`Db::compact_range`] with options: parallel pieces, progress reports, cancellation
+    /// (then [`crate::Error::Cancelled`], with levels already done kept and the tree
+    /// consistent).
+    pub fn compact_range_with(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        self.inner.compact_range(start, end, opts)
     }
 
     /// A snapshot of the per-level table, flush and compaction totals, and counters.

@@ -21,7 +21,8 @@ pub mod sequential;
 pub mod streaming;
 
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 use sluice_sst::compact::output::NewOutput;
@@ -115,6 +116,39 @@ impl Default for ExecOptions {
     }
 }
 
+/// A handle on a running compaction: its progress, and a way to stop it.
+#[derive(Debug, Default)]
+pub struct JobControl {
+    cancel: Arc<AtomicBool>,
+    bytes_read: AtomicU64,
+}
+
+impl JobControl {
+    /// A control whose job stops once `cancel` is set (by whoever else holds it).
+    pub fn with_cancel_flag(cancel: Arc<AtomicBool>) -> Self {
+        JobControl {
+            cancel,
+            bytes_read: AtomicU64::new(0),
+        }
+    }
+
+    /// Asks the compaction to stop before its next output block. It then fails with
+    /// [`crate::Error::Cancelled`] after deleting its outputs, leaving the tree as it was.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// True once [`JobControl::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    /// Input bytes read so far (S1), as of the last output block written.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read.load(Ordering::Relaxed)
+    }
+}
+
 /// Runs `spec` with the executor `exec` selects. Output files are named by `new_output`; on
 /// failure every file written so far is deleted before the error is returned.
 pub fn execute(
@@ -122,9 +156,22 @@ pub fn execute(
     exec: &ExecOptions,
     new_output: &mut NewOutput<'_>,
 ) -> Result<CompactionOutput> {
+    execute_with(spec, exec, Arc::default(), new_output)
+}
+
+/// [`execute`], reporting progress to and taking cancellation from `control`.
+pub fn execute_with(
+    spec: &CompactionSpec,
+    exec: &ExecOptions,
+    control: Arc<JobControl>,
+    new_output: &mut NewOutput<'_>,
+) -> Result<CompactionOutput> {
     let start = Instant::now();
     let plan = plan(spec, exec.sub_task_bytes);
-    let shared = Shared::default();
+    let shared = Shared {
+        control,
+        ..Shared::default()
+    };
     match exec.mode {
         CompactionMode::Sequential => sequential::run(spec, &plan, &shared, new_output),
         CompactionMode::Pipelined => pipelined::run(spec, &plan, exec, &shared, new_output),
@@ -157,9 +204,22 @@ pub(crate) struct Shared {
     pub stats: parking_lot::Mutex<CompactionIterStats>,
     pub cpu_nanos: AtomicU64,
     stages: parking_lot::Mutex<Vec<StageTiming>>,
+    control: Arc<JobControl>,
 }
 
 impl Shared {
+    /// Called by every executor's writer before each output block: publishes progress and
+    /// stops the job if it was cancelled.
+    pub fn before_append(&self) -> Result<()> {
+        self.control
+            .bytes_read
+            .store(self.times.bytes_read(), Ordering::Relaxed);
+        if self.control.is_cancelled() {
+            return Err(crate::Error::Cancelled);
+        }
+        Ok(())
+    }
+
     /// Adds one sub-task's merge statistics.
     pub fn add_stats(&self, s: &CompactionIterStats) {
         let mut t = self.stats.lock();

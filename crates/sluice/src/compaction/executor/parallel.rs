@@ -174,6 +174,7 @@ pub(super) fn write_stage(
                 waiting.insert(index, blocks);
                 while let Some(blocks) = waiting.remove(&next) {
                     for block in &blocks {
+                        shared.before_append()?;
                         writer.append(block)?;
                     }
                     next += 1;

@@ -27,6 +27,7 @@ pub(super) fn run(
             let merged = merge_sub_task(spec, st, blocks, times)?;
             shared.add_stats(&merged.stats);
             for block in encode_sub_task(merged.blocks, spec, times) {
+                shared.before_append()?;
                 writer.append(&block)?;
             }
             Ok(())

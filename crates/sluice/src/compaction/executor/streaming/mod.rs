@@ -136,7 +136,7 @@ pub(super) fn run(
         });
         let (start, clock) = (Instant::now(), WaitClock::default());
         let rx = Inlet::new(encoded_rx, "encoder", clock.clone());
-        let written = shared.with_cpu(|| write_stage(spec, &shared.times, rx, new_output));
+        let written = shared.with_cpu(|| write_stage(spec, shared, rx, new_output));
         shared.record_stage("write", start.elapsed(), clock.nanos());
         written
     })
@@ -173,14 +173,15 @@ fn encoder(
 /// drops its queue (so the stages upstream stop) and deletes every output written so far.
 fn write_stage(
     spec: &CompactionSpec,
-    times: &StepTimes,
+    shared: &Shared,
     mut rx: Inlet<Vec<EncodedBlock>>,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    let mut writer = OutputWriter::new(spec, times, new_output);
+    let mut writer = OutputWriter::new(spec, &shared.times, new_output);
     let outcome = (|| {
         while let Some(burst) = rx.recv()? {
             for block in &burst {
+                shared.before_append()?;
                 writer.append(block)?;
             }
         }
