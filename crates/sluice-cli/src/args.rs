@@ -186,7 +186,7 @@ fn parse_experiment(s: &str) -> Result<Experiment, String> {
 
 /// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
 /// executors and engine options per data point).
-const NOT_FOR_EXPERIMENTS: [&str; 19] = [
+const NOT_FOR_EXPERIMENTS: [&str; 20] = [
     "benchmarks",
     "reads",
     "db",
@@ -202,6 +202,7 @@ const NOT_FOR_EXPERIMENTS: [&str; 19] = [
     "compaction_mode",
     "compaction_threads",
     "compaction_queue_depth",
+    "max_concurrent_compactions",
     "sub_task_bytes",
     "data_dirs",
     "rate_limit",
@@ -268,6 +269,9 @@ pub struct BenchArgs {
     /// Compute threads of the parallel compaction executor.
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_threads)]
     pub compaction_threads: usize,
+    /// Automatic compactions that may run at once on disjoint files and key ranges.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().max_concurrent_compactions)]
+    pub max_concurrent_compactions: usize,
     /// Sub-tasks that may wait between two stages of the pipelined, parallel and streaming
     /// executors.
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_queue_depth)]

@@ -1,7 +1,11 @@
-//! The background threads: one flushes frozen memtables, one runs automatic compactions.
+//! The background threads: one flushes frozen memtables, `max_concurrent_compactions` run
+//! automatic compactions.
 //!
 //! Flushes get their own thread so they never wait behind a long compaction: a stalled flush
-//! stalls every writer, a stalled compaction only lets L0 grow.
+//! stalls every writer, a stalled compaction only lets L0 grow. Each compaction thread picks,
+//! under the state lock, a compaction that does not conflict with the running ones
+//! ([`crate::compaction::in_progress`]) and registers it before letting go of the lock, so two
+//! threads never pick the same files.
 
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -18,10 +22,11 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
             .spawn(move || body(&shared))
             .map_err(|e| Error::io(&inner.dir, e))
     };
-    Ok(vec![
-        spawn("sluice-flush", flush_loop)?,
-        spawn("sluice-compact", compaction_loop)?,
-    ])
+    let mut threads = vec![spawn("sluice-flush", flush_loop)?];
+    for _ in 0..inner.options.max_concurrent_compactions {
+        threads.push(spawn("sluice-compact", compaction_loop)?);
+    }
+    Ok(threads)
 }
 
 fn flush_loop(inner: &DbInner) {
@@ -55,19 +60,29 @@ fn compaction_loop(inner: &DbInner) {
         if st.closing {
             return;
         }
-        let runnable = st.bg_error.is_none()
+        let may_start = st.bg_error.is_none()
             && st.manual_waiting == 0
-            && !st.compaction_running
+            && !st.manual_running
             && inner.needs_compaction(&st);
-        if !runnable {
+        let picked = may_start
+            .then(|| {
+                crate::compaction::picker::pick(
+                    st.versions.current(),
+                    &inner.options,
+                    &st.versions.compact_pointers,
+                    &st.compactions,
+                )
+            })
+            .flatten();
+        let Some(c) = picked else {
             inner.bg_work.wait(&mut st);
             continue;
-        }
-        st.compaction_running = true;
+        };
+        let job = st.compactions.register(&c);
         drop(st);
-        let result = inner.run_automatic_compaction();
+        let result = inner.run_automatic_compaction(c);
         st = inner.state.lock();
-        st.compaction_running = false;
+        st.compactions.finish(job);
         if let Err(e) = result {
             inner.set_bg_error(&mut st, &e);
         }

@@ -177,6 +177,10 @@ pub struct Metrics {
     pub compaction: JobMetrics,
     /// Trivial moves performed.
     pub trivial_moves: u64,
+    /// Automatic compactions running now.
+    pub compactions_running: usize,
+    /// The most automatic compactions that ran at once.
+    pub compactions_running_peak: usize,
     /// Key + value bytes accepted from users.
     pub user_bytes_written: u64,
     /// Bytes appended to WAL files.

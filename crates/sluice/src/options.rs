@@ -77,6 +77,9 @@ pub struct Options {
     pub sub_task_bytes: u64,
     /// Compute threads of the parallel executor.
     pub compaction_threads: usize,
+    /// Automatic compactions that may run at once, on disjoint files and key ranges
+    /// (RocksDB's `max_background_compactions`). Default: the number of cores.
+    pub max_concurrent_compactions: usize,
     /// Sub-tasks that may wait between two pipeline stages. Deep enough to ride out bursts:
     /// with direct I/O every input's readahead window runs dry at about the same sub-task, and
     /// at depth 4 the compute stage of a 274 MB pipelined compaction waited 0.2 s for the read
@@ -91,6 +94,10 @@ pub struct Options {
     /// The file system tables live on. The default is the operating system's; tests put a
     /// [`sluice_sst::fs::FaultInjectingFs`] here to fail chosen reads, writes and syncs.
     pub fs: Arc<dyn FileSystem>,
+    /// Check the tree's invariants after every version edit (files of L1+ disjoint, L0 in
+    /// sequence order, every named table on disk) and fail the edit if one breaks. Always on
+    /// in debug builds; tests turn it on in release builds too.
+    pub paranoid_checks: bool,
     /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
     /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
     pub rate_limiter: Option<Arc<RateLimiter>>,
@@ -126,10 +133,12 @@ impl Default for Options {
             compaction_mode: CompactionMode::Sequential,
             sub_task_bytes: 512 << 10,
             compaction_threads: 2,
+            max_concurrent_compactions: std::thread::available_parallelism().map_or(1, usize::from),
             compaction_queue_depth: 16,
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
             rate_limiter: None,
+            paranoid_checks: false,
         }
     }
 }
@@ -197,6 +206,9 @@ impl Options {
         }
         if !(1..=256).contains(&self.compaction_threads) {
             return bad("compaction_threads must be between 1 and 256".into());
+        }
+        if !(1..=64).contains(&self.max_concurrent_compactions) {
+            return bad("max_concurrent_compactions must be between 1 and 64".into());
         }
         if self.compaction_queue_depth == 0 {
             return bad("compaction_queue_depth must be at least 1".into());

@@ -29,6 +29,8 @@ fn options() -> Options {
         max_bytes_for_level_base: 256 << 10,
         l0_compaction_trigger: 2,
         block_size: 1024,
+        max_concurrent_compactions: 3,
+        paranoid_checks: true,
         ..Options::default()
     }
 }

@@ -83,6 +83,8 @@ fn small_options(mode: CompactionMode, direct: bool) -> Options {
         l0_compaction_trigger: 2,
         block_size: 512,
         block_cache_bytes: 1 << 20,
+        max_concurrent_compactions: 3,
+        paranoid_checks: true,
         ..Options::default()
     }
 }

@@ -80,6 +80,8 @@ fn options(mode: CompactionMode) -> Options {
         block_size: 1024,
         sub_task_bytes: 16 << 10,
         block_cache_bytes: 256 << 10,
+        max_concurrent_compactions: 3,
+        paranoid_checks: true,
         ..Options::default()
     }
 }
@@ -206,6 +208,11 @@ fn run(mode: CompactionMode) {
     check_final(&db);
     let m = db.metrics();
     assert!(m.compaction.count > 0, "{mode}: no compaction ran");
+    assert!(m.compactions_running_peak >= 1 && m.compactions_running_peak <= 3);
+    eprintln!(
+        "{mode}: {} compactions, at most {} at once",
+        m.compaction.count, m.compactions_running_peak
+    );
     for (what, n) in [
         ("reads", &reads),
         ("scans", &scans),

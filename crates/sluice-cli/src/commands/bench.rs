@@ -41,6 +41,7 @@ fn options(args: &BenchArgs) -> Options {
         compaction_mode: args.compaction_mode,
         compaction_threads: args.compaction_threads,
         compaction_queue_depth: args.compaction_queue_depth,
+        max_concurrent_compactions: args.max_concurrent_compactions,
         sub_task_bytes: args.sub_task_bytes,
         data_dirs: args.data_dirs.clone(),
         use_direct_io_for_flush_and_compaction: args.direct_io,

@@ -90,7 +90,10 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         out,
         "compaction",
         &m.compaction,
-        &format!(", {} trivial moves", m.trivial_moves),
+        &format!(
+            ", {} trivial moves, at most {} at once",
+            m.trivial_moves, m.compactions_running_peak
+        ),
     )?;
     for (name, job) in [("compaction", &m.compaction), ("flush", &m.flush)] {
         if job.count > 0 {

@@ -191,12 +191,15 @@ impl DbInner {
         Ok(())
     }
 
-    /// Waits until no compaction runs and claims the right to run one; automatic compactions
-    /// do not start while a manual one waits.
+    /// Waits until no compaction runs and claims the right to run alone; automatic
+    /// compactions do not start while a manual one waits.
     fn acquire_compaction_slot(&self) -> Result<()> {
         let mut st = self.state.lock();
         st.manual_waiting += 1;
-        while st.compaction_running && st.bg_error.is_none() && !st.closing {
+        while (!st.compactions.is_empty() || st.manual_running)
+            && st.bg_error.is_none()
+            && !st.closing
+        {
             self.bg_done.wait(&mut st);
         }
         st.manual_waiting -= 1;
@@ -204,13 +207,13 @@ impl DbInner {
         if st.closing {
             return Err(Error::Closed);
         }
-        st.compaction_running = true;
+        st.manual_running = true;
         Ok(())
     }
 
     fn release_compaction_slot(&self) {
         let mut st = self.state.lock();
-        st.compaction_running = false;
+        st.manual_running = false;
         self.bg_done.notify_all();
         self.bg_work.notify_all();
     }

@@ -3,6 +3,7 @@
 //! executor only produces files, and `install` alone turns them into a version edit.
 
 pub mod executor;
+pub mod in_progress;
 pub mod install;
 pub mod manual;
 pub mod picker;

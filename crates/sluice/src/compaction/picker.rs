@@ -2,13 +2,16 @@
 //!
 //! The picker only reads a version and returns a value; it never touches files. L0 is scored by
 //! file count against `l0_compaction_trigger`, deeper levels by bytes against their target
-//! (10x per level). The level with the highest score of at least 1 is compacted, starting after
-//! the level's compact pointer so successive compactions sweep the key space.
+//! (10x per level). Levels with a score of at least 1 are tried most urgent first; in a level
+//! the candidates start after the level's compact pointer (so successive compactions sweep the
+//! key space; L0 starts at its oldest file), and the first one that does not conflict with the
+//! compactions already running ([`InProgress`]) is chosen.
 
 use std::sync::Arc;
 
 use sluice_sst::key::{compare_internal, user_key};
 
+use super::in_progress::InProgress;
 use super::{Compaction, Reason};
 use crate::options::Options;
 use crate::version::Version;
@@ -31,45 +34,60 @@ pub fn needs_compaction(version: &Version, options: &Options) -> bool {
     (0..NUM_LEVELS - 1).any(|l| level_score(version, options, l) >= 1.0)
 }
 
-/// Picks the most urgent compaction, if any level needs one.
+/// Picks the most urgent compaction that can run beside `running`, if any level needs one.
 pub fn pick(
     version: &Arc<Version>,
     options: &Options,
     compact_pointers: &[Vec<u8>; NUM_LEVELS],
+    running: &InProgress,
 ) -> Option<Compaction> {
-    let (level, score) = (0..NUM_LEVELS - 1)
+    let mut levels: Vec<(usize, f64)> = (0..NUM_LEVELS - 1)
         .map(|l| (l, level_score(version, options, l)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    if score < 1.0 {
-        return None;
-    }
+        .filter(|(_, score)| *score >= 1.0)
+        .collect();
+    levels.sort_by(|a, b| b.1.total_cmp(&a.1));
+    levels
+        .into_iter()
+        .find_map(|(level, _)| pick_in_level(version, level, compact_pointers, running))
+}
+
+/// The first compaction out of `level` that does not conflict with `running`.
+fn pick_in_level(
+    version: &Arc<Version>,
+    level: usize,
+    compact_pointers: &[Vec<u8>; NUM_LEVELS],
+    running: &InProgress,
+) -> Option<Compaction> {
     let files = version.files(level);
-    let seed = if level == 0 {
-        // The oldest L0 file; `overlapping_files` pulls in every file it overlaps.
-        files.last()?.clone()
-    } else {
-        let pointer = &compact_pointers[level];
-        files
+    if level == 0 {
+        // Oldest file first (L0 is kept newest first); `overlapping_files` closes each seed's
+        // range over every L0 file it overlaps, so no version of a key is left behind above.
+        return files
             .iter()
-            .find(|f| pointer.is_empty() || compare_internal(&f.largest, pointer).is_gt())
-            .or_else(|| files.first())?
-            .clone()
-    };
-    let inputs0 = if level == 0 {
-        version.overlapping_files(
-            0,
-            Some(smallest_user_key(&seed)),
-            Some(largest_user_key(&seed)),
-        )
-    } else {
-        vec![seed]
-    };
-    let reason = if level == 0 {
-        Reason::L0FileCount
-    } else {
-        Reason::LevelSize
-    };
-    Some(expand(version, level, inputs0, reason))
+            .rev()
+            .filter(|seed| !running.is_busy(seed.number))
+            .map(|seed| {
+                let inputs0 = version.overlapping_files(
+                    0,
+                    Some(smallest_user_key(seed)),
+                    Some(largest_user_key(seed)),
+                );
+                expand(version, 0, inputs0, Reason::L0FileCount)
+            })
+            .find(|c| !running.conflicts(c));
+    }
+    let pointer = &compact_pointers[level];
+    let start = files
+        .iter()
+        .position(|f| pointer.is_empty() || compare_internal(&f.largest, pointer).is_gt())
+        .unwrap_or(0);
+    let (before, after) = files.split_at(start);
+    after
+        .iter()
+        .chain(before)
+        .filter(|seed| !running.is_busy(seed.number))
+        .map(|seed| expand(version, level, vec![Arc::clone(seed)], Reason::LevelSize))
+        .find(|c| !running.conflicts(c))
 }
 
 /// Builds the compaction of `inputs0` (files of `level`) into `level + 1`.
@@ -170,7 +188,7 @@ mod tests {
             (1, meta(5, "a", "b", 10, 0)),
             (1, meta(6, "m", "n", 10, 0)),
         ]);
-        let c = pick(&v, &opts, &Default::default()).unwrap();
+        let c = pick(&v, &opts, &Default::default(), &InProgress::default()).unwrap();
         assert_eq!(c.level, 0);
         let mut l0: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
         l0.sort();
@@ -186,7 +204,7 @@ mod tests {
     fn nothing_to_do_below_the_triggers() {
         let opts = Options::default();
         let v = version(vec![(0, meta(1, "a", "c", 10, 1))]);
-        assert!(pick(&v, &opts, &Default::default()).is_none());
+        assert!(pick(&v, &opts, &Default::default(), &InProgress::default()).is_none());
         assert!(!needs_compaction(&v, &opts));
     }
 
@@ -204,9 +222,51 @@ mod tests {
         ]);
         let mut pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
         pointers[1] = make_internal_key(b"b", 1, ValueKind::Value);
-        let c = pick(&v, &opts, &pointers).unwrap();
+        let c = pick(&v, &opts, &pointers, &InProgress::default()).unwrap();
         assert_eq!(c.inputs[0][0].number, 2);
         assert!(!c.bottommost, "L3 holds data in the range");
         assert!(c.is_trivial_move(u64::MAX));
+    }
+    #[test]
+    fn picks_around_running_compactions_and_stops_when_all_conflict() {
+        let opts = Options {
+            l0_compaction_trigger: 1,
+            max_bytes_for_level_base: 1 << 20,
+            target_file_size_base: 1 << 20,
+            ..Options::default()
+        };
+        // L0 over its trigger and L1 over its target, with L2 below both.
+        let v = version(vec![
+            (0, meta(1, "a", "c", 10, 9)),
+            (0, meta(2, "b", "d", 10, 8)),
+            (0, meta(3, "b", "c", 10, 7)),
+            (0, meta(4, "a", "b", 10, 6)),
+            (1, meta(5, "a", "e", 1 << 20, 1)),
+            (1, meta(6, "m", "n", 1 << 20, 1)),
+            (1, meta(7, "p", "q", 1 << 20, 1)),
+            (2, meta(8, "m", "n", 10, 0)),
+        ]);
+        let mut running = InProgress::default();
+        let picked = |running: &InProgress| {
+            pick(&v, &opts, &Default::default(), running).map(|c| {
+                let mut files: Vec<u64> = c.all_inputs().map(|f| f.number).collect();
+                files.sort();
+                (c, files)
+            })
+        };
+        // The most urgent first: L0 (score 4, L1 has 3) with the L1 file it overlaps.
+        let (c, files) = picked(&running).unwrap();
+        assert_eq!((c.level, files), (0, vec![1, 2, 3, 4, 5]));
+        running.register(&c);
+        // Beside it: L1 -> L2 on files L0 does not touch.
+        let (c, files) = picked(&running).unwrap();
+        assert_eq!((c.level, files), (1, vec![6, 8]));
+        running.register(&c);
+        let (c, files) = picked(&running).unwrap();
+        assert_eq!((c.level, files), (1, vec![7]));
+        running.register(&c);
+        assert_eq!(running.peak(), 3);
+        // Everything left conflicts.
+        assert!(picked(&running).is_none());
     }
 }

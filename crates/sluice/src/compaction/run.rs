@@ -14,19 +14,8 @@ use crate::Result;
 use crate::db::DbInner;
 
 impl DbInner {
-    /// Picks and runs one automatic compaction, if any level needs one.
-    pub(crate) fn run_automatic_compaction(&self) -> Result<()> {
-        let picked = {
-            let st = self.state.lock();
-            super::picker::pick(
-                st.versions.current(),
-                &self.options,
-                &st.versions.compact_pointers,
-            )
-        };
-        let Some(c) = picked else {
-            return Ok(());
-        };
+    /// Runs an automatic compaction the picker chose (and the caller registered as running).
+    pub(crate) fn run_automatic_compaction(&self, c: Compaction) -> Result<()> {
         let exec = self.resolve_exec_options();
         self.run_compaction(&c, exec, Arc::default())?;
         // `c` pins the version its inputs came from; release it so they can be deleted.

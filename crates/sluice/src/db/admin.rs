@@ -70,6 +70,8 @@ impl Db {
             flush: st.flush_metrics.clone(),
             compaction: st.compaction_metrics.clone(),
             trivial_moves: st.trivial_moves,
+            compactions_running: st.compactions.len(),
+            compactions_running_peak: st.compactions.peak(),
             user_bytes_written: inner.counters.user_bytes.load(Ordering::Relaxed),
             wal_bytes_written: inner.counters.wal_bytes.load(Ordering::Relaxed),
             wal_syncs: inner.counters.wal_syncs.load(Ordering::Relaxed),

@@ -20,7 +20,7 @@ impl DbInner {
     /// writers keep going); the manifest lock serializes installs so the version the edit was
     /// computed against is still current when it is installed.
     pub(crate) fn log_and_apply(&self, mut edit: VersionEdit) -> Result<Arc<Version>> {
-        if cfg!(debug_assertions) {
+        if self.options.paranoid_checks || cfg!(debug_assertions) {
             // Invariant: every file a version names exists on disk.
             for (_, f) in &edit.new_files {
                 let path = self.table_cache.table_path(f.dir_index, f.number);
@@ -52,7 +52,9 @@ impl DbInner {
                 st.pending_outputs.insert(n);
                 n
             });
-            let version = st.versions.prepare(&mut edit, self.latest_seq())?;
+            let version =
+                st.versions
+                    .prepare(&mut edit, self.latest_seq(), self.options.paranoid_checks)?;
             let rollover = new_number.map(|n| (n, st.versions.snapshot_edit_for(&version, &edit)));
             (version, rollover)
         };
@@ -157,7 +159,8 @@ impl DbInner {
             }
             let busy = !st.imm.is_empty()
                 || st.flush_running
-                || st.compaction_running
+                || !st.compactions.is_empty()
+                || st.manual_running
                 || st.manual_waiting > 0
                 || self.needs_compaction(&st);
             if !busy {

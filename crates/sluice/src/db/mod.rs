@@ -61,8 +61,10 @@ pub(crate) struct DbState {
     pub closing: bool,
     /// A flush is being written.
     pub flush_running: bool,
-    /// A compaction (automatic or manual) is running.
-    pub compaction_running: bool,
+    /// Automatic compactions running, with the files and ranges they hold.
+    pub compactions: crate::compaction::in_progress::InProgress,
+    /// A manual compaction is running; it runs alone.
+    pub manual_running: bool,
     /// Manual compactions waiting to run; automatic compactions yield to them.
     pub manual_waiting: usize,
     /// Table numbers being written: not yet in a version, but not garbage either.

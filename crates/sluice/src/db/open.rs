@@ -106,7 +106,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
     for f in new_files {
         edit.new_files.push((0, f));
     }
-    let version = versions.prepare(&mut edit, last_seq)?;
+    let version = versions.prepare(&mut edit, last_seq, options.paranoid_checks)?;
     versions.install(version, &edit);
     versions.manifest_number = manifest_number;
     let manifest = ManifestWriter::create(dir, manifest_number, &versions.snapshot_edit())?;
@@ -121,7 +121,8 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
             bg_error: None,
             closing: false,
             flush_running: false,
-            compaction_running: false,
+            compactions: Default::default(),
+            manual_running: false,
             manual_waiting: 0,
             pending_outputs: Default::default(),
             level_counters: Default::default(),

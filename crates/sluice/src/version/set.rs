@@ -134,11 +134,19 @@ impl VersionSet {
 
     /// Stamps `edit` with the counters and computes the version it produces, without installing
     /// it. The caller writes the edit to the MANIFEST and then calls [`VersionSet::install`].
-    pub fn prepare(&self, edit: &mut VersionEdit, last_sequence: SeqNo) -> Result<Version> {
+    ///
+    /// With `check_invariants` (or in a debug build) the new version's invariants are checked
+    /// first ([`Version::check_invariants`]).
+    pub fn prepare(
+        &self,
+        edit: &mut VersionEdit,
+        last_sequence: SeqNo,
+        check_invariants: bool,
+    ) -> Result<Version> {
         edit.next_file_number = Some(self.next_file_number);
         edit.last_sequence = Some(last_sequence.max(self.last_sequence));
         let version = self.current.apply(edit)?;
-        if cfg!(debug_assertions)
+        if (check_invariants || cfg!(debug_assertions))
             && let Err(violation) = version.check_invariants()
         {
             return Err(Error::corruption(
@@ -235,14 +243,14 @@ mod tests {
         let n = set.new_file_number();
         let mut edit = VersionEdit::default();
         edit.new_files.push((0, file(n)));
-        let v = set.prepare(&mut edit, 7).unwrap();
+        let v = set.prepare(&mut edit, 7, true).unwrap();
         let pinned = Arc::clone(set.current());
         set.install(v, &edit);
         assert_eq!(set.last_sequence, 7);
         assert_eq!(set.current().num_files(0), 1);
         let mut del = VersionEdit::default();
         del.deleted_files.insert((0, n));
-        let v = set.prepare(&mut del, 7).unwrap();
+        let v = set.prepare(&mut del, 7, true).unwrap();
         let with_file = Arc::clone(set.current());
         set.install(v, &del);
         assert!(
@@ -259,7 +267,7 @@ mod tests {
         let mut set = VersionSet::new_empty();
         let mut edit = VersionEdit::default();
         edit.new_files.push((2, file(5)));
-        let v = set.prepare(&mut edit, 3).unwrap();
+        let v = set.prepare(&mut edit, 3, true).unwrap();
         set.install(v, &edit);
         let snap = set.snapshot_edit();
         let rebuilt = Version::default().apply(&snap).unwrap();

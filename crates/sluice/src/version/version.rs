@@ -171,6 +171,26 @@ impl Version {
 
     /// Checks the ordering invariants; returns a description of the first violation.
     pub fn check_invariants(&self) -> std::result::Result<(), String> {
+        // L0 is kept newest first, and of two overlapping L0 files the newer holds only newer
+        // sequence numbers: reads stop at the first L0 file that has the key.
+        let l0 = &self.files[0];
+        for (i, newer) in l0.iter().enumerate() {
+            for older in &l0[i + 1..] {
+                if newer.largest_seq < older.largest_seq {
+                    return Err(format!(
+                        "L0: file {} is listed before older file {}",
+                        newer.number, older.number
+                    ));
+                }
+                let overlap = user_ranges_overlap(newer, older);
+                if overlap && newer.smallest_seq <= older.largest_seq {
+                    return Err(format!(
+                        "L0: overlapping files {} and {} share sequence numbers",
+                        newer.number, older.number
+                    ));
+                }
+            }
+        }
         for level in 1..NUM_LEVELS {
             for pair in self.files[level].windows(2) {
                 if compare_internal(&pair[0].largest, &pair[1].smallest).is_ge() {
@@ -188,6 +208,11 @@ impl Version {
         }
         Ok(())
     }
+}
+
+/// True if the user-key ranges of `a` and `b` overlap.
+fn user_ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
+    smallest_user_key(a) <= largest_user_key(b) && smallest_user_key(b) <= largest_user_key(a)
 }
 
 #[cfg(test)]

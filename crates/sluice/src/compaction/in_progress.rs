@@ -1,0 +1,166 @@
+//! The compactions running now, as far as picking another one cares.
+//!
+//! Several compactions run at once when they cannot interfere (RocksDB's rule):
+//!
+//! - no file is input to two of them: each deletes its inputs when it installs;
+//! - two compactions writing into the same level cover disjoint user-key ranges, or their
+//!   outputs would overlap in that level (possible even with disjoint inputs, when the output
+//!   level has a gap where both ranges meet).
+//!
+//! Everything else may run side by side. A compaction into level `n` beside one out of `n`
+//! works on disjoint files of `n`, and the one into `n` took every file of `n` overlapping its
+//! range, so the other's files lie outside it; newer data still ends up above older data.
+//! Since L0 inputs are closed under overlap, two L0 compactions with disjoint inputs and
+//! disjoint ranges never reorder versions of one key either.
+
+use super::Compaction;
+use super::picker::key_range;
+
+/// Identifies a registered compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobId(u64);
+
+#[derive(Debug)]
+struct Job {
+    id: JobId,
+    /// Numbers of every input file.
+    files: Vec<u64>,
+    output_level: usize,
+    /// The user-key range of the inputs, which bounds the outputs.
+    lo: Vec<u8>,
+    hi: Vec<u8>,
+}
+
+/// See the module docs.
+#[derive(Debug, Default)]
+pub struct InProgress {
+    jobs: Vec<Job>,
+    next_id: u64,
+    /// The most compactions ever running at once.
+    peak: usize,
+}
+
+impl InProgress {
+    /// True if `c` may not run beside the registered compactions.
+    pub fn conflicts(&self, c: &Compaction) -> bool {
+        let (lo, hi) = range_of(c);
+        self.jobs.iter().any(|job| {
+            c.all_inputs().any(|f| job.files.contains(&f.number))
+                || (job.output_level == c.output_level()
+                    && lo.as_slice() <= job.hi.as_slice()
+                    && job.lo.as_slice() <= hi.as_slice())
+        })
+    }
+
+    /// True if file `number` is input to a running compaction.
+    pub fn is_busy(&self, number: u64) -> bool {
+        self.jobs.iter().any(|j| j.files.contains(&number))
+    }
+
+    /// Records `c` as running. REQUIRES: `!self.conflicts(c)`.
+    pub fn register(&mut self, c: &Compaction) -> JobId {
+        debug_assert!(!self.conflicts(c), "registering a conflicting compaction");
+        let id = JobId(self.next_id);
+        self.next_id += 1;
+        let (lo, hi) = range_of(c);
+        self.jobs.push(Job {
+            id,
+            files: c.all_inputs().map(|f| f.number).collect(),
+            output_level: c.output_level(),
+            lo,
+            hi,
+        });
+        self.peak = self.peak.max(self.jobs.len());
+        id
+    }
+
+    /// The most compactions that ran at once so far.
+    pub fn peak(&self) -> usize {
+        self.peak
+    }
+
+    /// Forgets a finished (installed or failed) compaction.
+    pub fn finish(&mut self, id: JobId) {
+        self.jobs.retain(|j| j.id != id);
+    }
+
+    /// Compactions running.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// True when none runs.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+}
+
+/// The user-key range `c`'s outputs can cover.
+fn range_of(c: &Compaction) -> (Vec<u8>, Vec<u8>) {
+    let files: Vec<_> = c.all_inputs().cloned().collect();
+    if files.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    key_range(&files)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use sluice_sst::key::{ValueKind, make_internal_key};
+
+    use super::*;
+    use crate::compaction::Reason;
+    use crate::version::Version;
+    use crate::version::edit::FileMetaData;
+
+    fn file(number: u64, lo: &str, hi: &str) -> Arc<FileMetaData> {
+        Arc::new(FileMetaData {
+            number,
+            file_size: 1,
+            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
+            ..FileMetaData::default()
+        })
+    }
+
+    fn compaction(
+        level: usize,
+        upper: Vec<Arc<FileMetaData>>,
+        lower: Vec<Arc<FileMetaData>>,
+    ) -> Compaction {
+        Compaction {
+            level,
+            inputs: [upper, lower],
+            grandparents: Vec::new(),
+            bottommost: false,
+            reason: Reason::LevelSize,
+            version: Arc::new(Version::default()),
+        }
+    }
+
+    #[test]
+    fn shared_files_and_overlapping_outputs_conflict_and_the_rest_does_not() {
+        let mut running = InProgress::default();
+        let a = compaction(1, vec![file(1, "a", "c")], vec![file(2, "a", "d")]);
+        let id = running.register(&a);
+        assert!(running.is_busy(1) && running.is_busy(2) && !running.is_busy(3));
+        // Shares file 2.
+        assert!(running.conflicts(&compaction(2, vec![file(2, "a", "d")], vec![])));
+        // Same output level, overlapping range, disjoint files (a gap in L2).
+        assert!(running.conflicts(&compaction(1, vec![file(3, "d", "f")], vec![])));
+        // Same output level, disjoint range.
+        assert!(!running.conflicts(&compaction(1, vec![file(4, "e", "f")], vec![])));
+        // Another output level, overlapping range, disjoint files.
+        assert!(!running.conflicts(&compaction(
+            2,
+            vec![file(5, "b", "c")],
+            vec![file(6, "a", "z")]
+        )));
+        assert_eq!(running.len(), 1);
+        running.finish(id);
+        assert!(running.is_empty());
+        assert!(!running.conflicts(&a));
+    }
+}
