@@ -177,6 +177,9 @@ pub struct Metrics {
     pub compaction: JobMetrics,
     /// Trivial moves performed.
     pub trivial_moves: u64,
+    /// L0's sublevels: the files a read may have to look at in L0 (see
+    /// [`crate::version::l0_sublevels`]).
+    pub l0_sublevels: usize,
     /// Automatic compactions running now.
     pub compactions_running: usize,
     /// The most automatic compactions that ran at once.

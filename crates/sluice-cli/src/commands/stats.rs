@@ -84,6 +84,12 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         size(sum(|l| l.bytes_moved)),
         m.write_amp()
     )?;
+    writeln!(
+        out,
+        "L0 read amplification: {} sublevel(s) over {} file(s)",
+        m.l0_sublevels,
+        m.levels.first().map_or(0, |l| l.files)
+    )?;
     writeln!(out)?;
     write_job(out, "flush", &m.flush, "")?;
     write_job(

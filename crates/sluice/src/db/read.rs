@@ -13,6 +13,7 @@ use crate::memtable::{Lookup, MemTable};
 use crate::options::ReadOptions;
 use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
+use crate::version::l0_sublevels::l0_sublevels;
 use crate::{Error, Result};
 
 /// What a read needs, captured under the state lock and used without it.
@@ -84,8 +85,9 @@ impl Db {
         for m in &view.imm {
             children.push(Box::new(m.iter()));
         }
-        for f in view.version.files(0) {
-            children.push(Box::new(cache.get(f)?.iter()));
+        // One child per L0 sublevel, not per file: each sublevel is a run of disjoint files.
+        for sublevel in l0_sublevels(view.version.files(0)) {
+            children.push(Box::new(LevelIter::new(sublevel, Arc::clone(&cache))));
         }
         for level in 1..NUM_LEVELS {
             let files = view.version.files(level);

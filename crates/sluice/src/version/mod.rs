@@ -2,6 +2,7 @@
 //! versions, and the version set that recovers and installs them.
 
 pub mod edit;
+pub mod l0_sublevels;
 pub mod manifest;
 pub mod set;
 #[expect(
