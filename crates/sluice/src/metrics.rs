@@ -177,6 +177,8 @@ pub struct Metrics {
     pub compaction: JobMetrics,
     /// Trivial moves performed.
     pub trivial_moves: u64,
+    /// Intra-L0 compactions (newest L0 files merged into one while L1 was busy).
+    pub intra_l0_compactions: u64,
     /// L0's sublevels: the files a read may have to look at in L0 (see
     /// [`crate::version::l0_sublevels`]).
     pub l0_sublevels: usize,

@@ -47,8 +47,9 @@ fn compactions_run_side_by_side_and_keep_the_tree_valid() {
         db.wait_for_background_work().unwrap();
         let m = db.metrics();
         eprintln!(
-            "{mode}: {} compactions, at most {} at once, levels {:?}",
+            "{mode}: {} compactions ({} intra-L0), at most {} at once, levels {:?}",
             m.compaction.count,
+            m.intra_l0_compactions,
             m.compactions_running_peak,
             m.levels.iter().map(|l| l.files).collect::<Vec<_>>()
         );

@@ -48,6 +48,9 @@ impl DbInner {
         st.level_counters.bytes_read[out_level] += c.input_bytes();
         st.level_counters.bytes_written[out_level] += out.profile.bytes_written;
         st.level_counters.compactions[out_level] += 1;
+        if c.reason == super::Reason::IntraL0 {
+            st.intra_l0_compactions += 1;
+        }
         tracing::info!(
             level = c.level,
             reason = ?c.reason,

@@ -23,9 +23,14 @@ pub enum Reason {
     LevelSize,
     /// `compact_range` asked for it.
     Manual,
+    /// L0 has too many files but L1 is busy: the newest L0 files are merged into one L0 file,
+    /// cutting L0's read amplification until an L0 -> L1 compaction can run (RocksDB's and
+    /// Pebble's intra-L0 compaction).
+    IntraL0,
 }
 
-/// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1`.
+/// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1` (or, for
+/// [`Reason::IntraL0`], inputs and output in L0).
 #[derive(Clone, Debug)]
 pub struct Compaction {
     /// The upper input level.
@@ -47,7 +52,11 @@ pub struct Compaction {
 impl Compaction {
     /// The level outputs are written to.
     pub fn output_level(&self) -> usize {
-        self.level + 1
+        if self.reason == Reason::IntraL0 {
+            self.level
+        } else {
+            self.level + 1
+        }
     }
 
     /// All input files.

@@ -74,7 +74,8 @@ fn pick_in_level(
                 );
                 expand(version, 0, inputs0, Reason::L0FileCount)
             })
-            .find(|c| !running.conflicts(c));
+            .find(|c| !running.conflicts(c))
+            .or_else(|| intra_l0(version, running));
     }
     let pointer = &compact_pointers[level];
     let start = files
@@ -88,6 +89,33 @@ fn pick_in_level(
         .filter(|seed| !running.is_busy(seed.number))
         .map(|seed| expand(version, level, vec![Arc::clone(seed)], Reason::LevelSize))
         .find(|c| !running.conflicts(c))
+}
+
+/// Fewest L0 files an intra-L0 compaction merges (RocksDB's `kMinFilesForIntraL0Compaction`).
+pub const MIN_INTRA_L0_FILES: usize = 4;
+
+/// The newest L0 files, merged into one L0 file, when L1 is busy. Only a run starting at the
+/// newest file qualifies: every L0 file left out is then older than every input, so the
+/// output (whose sequence numbers span the inputs') still sits above them.
+fn intra_l0(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> {
+    let inputs: Vec<_> = version
+        .files(0)
+        .iter()
+        .take_while(|f| !running.is_busy(f.number))
+        .cloned()
+        .collect();
+    if inputs.len() < MIN_INTRA_L0_FILES {
+        return None;
+    }
+    let c = Compaction {
+        level: 0,
+        inputs: [inputs, Vec::new()],
+        grandparents: Vec::new(),
+        bottommost: false,
+        reason: Reason::IntraL0,
+        version: Arc::clone(version),
+    };
+    (!running.conflicts(&c)).then_some(c)
 }
 
 /// Builds the compaction of `inputs0` (files of `level`) into `level + 1`.
@@ -268,5 +296,35 @@ mod tests {
         assert_eq!(running.peak(), 3);
         // Everything left conflicts.
         assert!(picked(&running).is_none());
+    }
+    #[test]
+    fn a_busy_l1_turns_an_l0_compaction_into_an_intra_l0_one() {
+        let opts = Options::default();
+        let mut files: Vec<(usize, FileMetaData)> =
+            (1..=5).map(|n| (0, meta(n, "a", "z", 10, n))).collect();
+        files.push((1, meta(10, "a", "z", 10, 0)));
+        files.push((2, meta(11, "a", "z", 10, 0)));
+        let v = version(files);
+        // An L1 -> L2 compaction holds the only L1 file.
+        let mut running = InProgress::default();
+        running.register(&expand(&v, 1, v.files(1).to_vec(), Reason::LevelSize));
+        let c = pick(&v, &opts, &Default::default(), &running).unwrap();
+        assert_eq!(c.reason, Reason::IntraL0);
+        assert_eq!((c.level, c.output_level()), (0, 0));
+        let mut inputs: Vec<u64> = c.all_inputs().map(|f| f.number).collect();
+        inputs.sort();
+        assert_eq!(inputs, vec![1, 2, 3, 4, 5]);
+        assert!(!c.bottommost && !c.is_trivial_move(u64::MAX));
+        // With the newest file busy, no run of newest files is free: nothing to do.
+        let newest = v.files(0)[0].clone();
+        running.register(&Compaction {
+            level: 0,
+            inputs: [vec![newest], Vec::new()],
+            grandparents: Vec::new(),
+            bottommost: false,
+            reason: Reason::IntraL0,
+            version: Arc::clone(&v),
+        });
+        assert!(pick(&v, &opts, &Default::default(), &running).is_none());
     }
 }

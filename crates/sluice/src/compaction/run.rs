@@ -118,7 +118,12 @@ impl DbInner {
             bottommost: c.bottommost,
             table: self.options.table_options(),
             storage: self.options.background_storage(),
-            target_file_size: self.options.target_file_size_base,
+            // An intra-L0 compaction writes one file: L0 files are not cut by key.
+            target_file_size: if c.reason == super::Reason::IntraL0 {
+                u64::MAX
+            } else {
+                self.options.target_file_size_base
+            },
             grandparents: c
                 .grandparents
                 .iter()

@@ -70,6 +70,7 @@ impl Db {
             flush: st.flush_metrics.clone(),
             compaction: st.compaction_metrics.clone(),
             trivial_moves: st.trivial_moves,
+            intra_l0_compactions: st.intra_l0_compactions,
             l0_sublevels: crate::version::l0_sublevels::l0_sublevels(v.files(0)).len(),
             compactions_running: st.compactions.len(),
             compactions_running_peak: st.compactions.peak(),

@@ -77,6 +77,8 @@ pub(crate) struct DbState {
     pub compaction_metrics: JobMetrics,
     /// Trivial moves performed.
     pub trivial_moves: u64,
+    /// Intra-L0 compactions performed.
+    pub intra_l0_compactions: u64,
 }
 
 /// Foreground counters updated without the state lock.

@@ -129,6 +129,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
             flush_metrics: Default::default(),
             compaction_metrics: Default::default(),
             trivial_moves: 0,
+            intra_l0_compactions: 0,
         }),
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
