@@ -3,6 +3,9 @@
 //! Key number 42 with `key_size` 16 is the 16 ASCII bytes `0000000000000042`. Decimal padding
 //! makes byte order equal numeric order, so `fillseq` writes keys in ascending order and a key
 //! range of numbers is a contiguous key range of the database.
+//!
+//! This is `benches/peers/STREAM.md` section 4, which the peer engines' benchmark programs
+//! implement too: the key numbers come from [`crate::stream`], the bytes from here.
 
 use sluice::{Error, Result};
 
@@ -77,7 +80,11 @@ mod tests {
         assert_eq!(f.key(0), b"0000000000000000");
         assert_eq!(f.key(42), b"0000000000000042");
         assert_eq!(f.key(999_999), b"0000000000999999");
+        // STREAM.md section 6: fillrandom's first key at seed 301, num 1,000,000.
+        assert_eq!(f.key(568_985), b"0000000000568985");
         assert_eq!(f.key(u64::MAX).len(), 16);
+        // A number with more digits than the key keeps its low digits (STREAM.md section 4).
+        assert_eq!(KeyFormat::new(3, 1000).unwrap().key(12_345), b"345");
         let mut buf = b"leftover bytes".to_vec();
         f.write(7, &mut buf);
         assert_eq!(buf, b"0000000000000007");

@@ -38,6 +38,7 @@ pub mod histogram;
 pub mod keys;
 pub mod progress;
 pub mod report;
+pub mod stream;
 pub mod values;
 pub mod workloads;
 

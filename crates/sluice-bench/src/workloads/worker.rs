@@ -1,10 +1,15 @@
 //! One client thread of a benchmark: the operation loops and what they count.
+//!
+//! Keys and values come from the thread's [`SplitMix64`] stream exactly as
+//! `benches/peers/STREAM.md` specifies, so a single-threaded run writes and reads the same keys
+//! and values, in the same order, as the peer engines' benchmark programs: the stream is seeded
+//! from (seed, the benchmark's position in the run, the thread number); a write benchmark
+//! builds its value buffer from it first and then draws one key number per operation; a read
+//! benchmark only draws key numbers. Nothing else may draw from the stream.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use sluice::{Db, ReadOptions, Result, WriteOptions};
 
 use super::share;
@@ -12,6 +17,7 @@ use crate::config::{BenchConfig, Benchmark};
 use crate::histogram::LatencyHistogram;
 use crate::keys::KeyFormat;
 use crate::progress::{Progress, Ticker};
+use crate::stream::SplitMix64;
 use crate::values::ValueGenerator;
 
 /// What one or more threads did.
@@ -43,7 +49,8 @@ pub(crate) struct Worker<'a> {
     config: &'a BenchConfig,
     keys: KeyFormat,
     index: usize,
-    rng: SmallRng,
+    /// This thread's key/value stream for the current benchmark (STREAM.md section 2).
+    stream: SplitMix64,
     ticker: Ticker<'a>,
     stop: &'a AtomicBool,
     tally: Tally,
@@ -61,17 +68,13 @@ impl<'a> Worker<'a> {
         progress: &'a Progress,
         stop: &'a AtomicBool,
     ) -> Self {
-        // Distinct, repeatable streams per (seed, benchmark position, thread).
-        let seed = config
-            .seed
-            .wrapping_add(ordinal.wrapping_mul(0x9e37_79b9_7f4a_7c15))
-            .wrapping_add((index as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9));
         Worker {
             db,
             config,
             keys,
             index,
-            rng: SmallRng::seed_from_u64(seed),
+            // Distinct, repeatable streams per (seed, benchmark position, thread).
+            stream: SplitMix64::for_benchmark(config.seed, ordinal, index as u64),
             ticker: progress.ticker(),
             stop,
             tally: Tally::default(),
@@ -111,11 +114,12 @@ impl<'a> Worker<'a> {
     }
 
     /// fillseq writes this thread's slice of `0..num` in order; fillrandom and overwrite
-    /// write this thread's share of `num` keys drawn uniformly from `[0, num)`.
+    /// write this thread's share of `num` keys drawn uniformly from `[0, num)`. The value
+    /// buffer is built from the stream before any key is drawn (STREAM.md section 3).
     fn fill(&mut self, random: bool) -> Result<()> {
         let num = self.config.num;
         let (first, end) = share(num, self.config.threads, self.index);
-        let mut values = ValueGenerator::new(&mut self.rng, self.config.value_size);
+        let mut values = ValueGenerator::from_stream(&mut self.stream, self.config.value_size);
         let opts = WriteOptions {
             sync: self.config.sync,
         };
@@ -123,11 +127,7 @@ impl<'a> Worker<'a> {
             if self.stopped() {
                 break;
             }
-            let n = if random {
-                self.rng.gen_range(0..num)
-            } else {
-                i
-            };
+            let n = if random { self.stream.below(num) } else { i };
             self.keys.write(n, &mut self.key);
             let value = values.generate(self.config.value_size);
             let start = Instant::now();
@@ -145,7 +145,7 @@ impl<'a> Worker<'a> {
             if self.stopped() {
                 break;
             }
-            let n = self.rng.gen_range(0..self.config.num);
+            let n = self.stream.below(self.config.num);
             self.keys.write(n, &mut self.key);
             let start = Instant::now();
             let value = self.db.get(&self.key)?;
@@ -192,7 +192,7 @@ impl<'a> Worker<'a> {
             if self.stopped() {
                 break;
             }
-            let n = self.rng.gen_range(0..self.config.num);
+            let n = self.stream.below(self.config.num);
             self.keys.write(n, &mut self.key);
             let start = Instant::now();
             it.seek(&self.key)?;
@@ -204,5 +204,123 @@ impl<'a> Worker<'a> {
             self.done(start, bytes);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The workloads draw STREAM.md's stream in its order: checked against the specification's
+    //! key vectors, and by predicting a whole run's database contents from the stream.
+    use std::collections::BTreeMap;
+
+    use sluice::Options;
+
+    use super::*;
+    use crate::workloads::run_benchmarks;
+
+    /// The first `k` key numbers of the benchmark at `position`, drawn as the workers draw
+    /// them: the value buffer first for the write benchmarks, then one draw per key.
+    fn first_key_numbers(seed: u64, position: u64, writes: bool, num: u64, k: usize) -> Vec<u64> {
+        let mut stream = SplitMix64::for_benchmark(seed, position, 0);
+        if writes {
+            ValueGenerator::from_stream(&mut stream, 100);
+        }
+        (0..k).map(|_| stream.below(num)).collect()
+    }
+
+    /// STREAM.md section 6: `--seed 301 --num 1000000 --benchmarks
+    /// fillrandom,readrandom,overwrite`.
+    #[test]
+    fn stream_md_key_vectors() {
+        let num = 1_000_000;
+        assert_eq!(
+            first_key_numbers(301, 0, true, num, 5),
+            [568985, 555461, 548675, 856306, 142518]
+        );
+        assert_eq!(
+            first_key_numbers(301, 1, false, num, 5),
+            [200265, 681718, 426965, 265444, 238721]
+        );
+        assert_eq!(
+            first_key_numbers(301, 2, true, num, 5),
+            [587334, 706572, 126095, 749313, 128125]
+        );
+        let keys = KeyFormat::new(16, num).unwrap();
+        assert_eq!(keys.key(568985), b"0000000000568985");
+    }
+
+    fn small_options() -> Options {
+        Options {
+            write_buffer_size: 64 << 10,
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            ..Options::default()
+        }
+    }
+
+    /// readrandom at position 1 of a 1,000,000-key run reads STREAM.md's five keys: a database
+    /// holding exactly those finds all five.
+    #[test]
+    fn readrandom_reads_the_stream_md_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), small_options()).unwrap();
+        let keys = KeyFormat::new(16, 1_000_000).unwrap();
+        for n in [200265, 681718, 426965, 265444, 238721] {
+            db.put(&keys.key(n), b"v").unwrap();
+        }
+        let config = BenchConfig {
+            // compact takes position 0 and draws nothing.
+            benchmarks: vec![Benchmark::Compact, Benchmark::ReadRandom],
+            num: 1_000_000,
+            reads: 5,
+            ..BenchConfig::default()
+        };
+        let results = run_benchmarks(&config, &db, &mut |_| {}).unwrap();
+        assert_eq!(results[1].found, Some(5));
+    }
+
+    /// fillrandom, readrandom and overwrite leave exactly the database (and the hit count) that
+    /// replaying the stream predicts: values are built before keys are drawn, value i goes
+    /// with key draw i, and each benchmark uses its own position's stream.
+    #[test]
+    fn a_run_writes_and_reads_what_the_stream_predicts() {
+        let (num, value_size, seed) = (3000, 100, 301);
+        let keys = KeyFormat::new(16, num).unwrap();
+        let mut model = BTreeMap::new();
+        let fill = |position, model: &mut BTreeMap<Vec<u8>, Vec<u8>>| {
+            let mut stream = SplitMix64::for_benchmark(seed, position, 0);
+            let mut values = ValueGenerator::from_stream(&mut stream, value_size);
+            for _ in 0..num {
+                let key = keys.key(stream.below(num));
+                model.insert(key, values.generate(value_size).to_vec());
+            }
+        };
+        fill(0, &mut model);
+        let mut reads = SplitMix64::for_benchmark(seed, 1, 0);
+        let expected_found = (0..num)
+            .filter(|_| model.contains_key(&keys.key(reads.below(num))))
+            .count() as u64;
+        fill(2, &mut model);
+
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), small_options()).unwrap();
+        use Benchmark::*;
+        let config = BenchConfig {
+            benchmarks: vec![FillRandom, ReadRandom, Overwrite],
+            num,
+            reads: num,
+            value_size,
+            seed,
+            ..BenchConfig::default()
+        };
+        let results = run_benchmarks(&config, &db, &mut |_| {}).unwrap();
+        assert_eq!(results[1].found, Some(expected_found));
+        let contents: BTreeMap<Vec<u8>, Vec<u8>> =
+            db.scan(None, None).unwrap().collect::<Result<_>>().unwrap();
+        assert_eq!(contents.len(), model.len());
+        assert!(
+            contents == model,
+            "database differs from the stream's prediction"
+        );
     }
 }
