@@ -184,7 +184,7 @@ fn blocks_in_range(run: &RunIndex, lower: Option<&[u8]>, upper: Option<&[u8]>) -
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
@@ -192,7 +192,8 @@ mod tests {
     use crate::key::{ValueKind, make_internal_key, parse_internal_key};
     use crate::table::{Table, TableBuilder, TableOptions, TableReadOptions};
 
-    fn table(dir: &std::path::Path, n: u64, keys: &[u32], seq: u64) -> Arc<Table> {
+    /// A table of 256-byte blocks holding `k{key:06}` at `seq` for every key.
+    pub(crate) fn table(dir: &std::path::Path, n: u64, keys: &[u32], seq: u64) -> Arc<Table> {
         let path = dir.join(format!("{n}.sst"));
         let opts = TableOptions {
             block_size: 256,
@@ -207,7 +208,8 @@ mod tests {
         Table::open(&path, n, TableReadOptions::default()).unwrap()
     }
 
-    fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
+    /// A bottommost compaction of `inputs` with default output options.
+    pub(crate) fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         CompactionSpec {
             inputs,
             snapshots: Vec::new(),

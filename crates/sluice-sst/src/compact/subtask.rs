@@ -176,51 +176,23 @@ pub fn encode_sub_task(
 mod tests {
     use super::*;
     use crate::compact::plan::plan;
-    use crate::fs::Storage;
-    use crate::key::ValueKind;
-    use crate::table::{TableBuilder, TableOptions, TableReadOptions};
-
-    fn table(dir: &std::path::Path, n: u64, keys: std::ops::Range<u32>, seq: u64) -> Arc<Table> {
-        let path = dir.join(format!("{n}.sst"));
-        let opts = TableOptions {
-            block_size: 256,
-            ..TableOptions::default()
-        };
-        let mut b = TableBuilder::create(&path, &opts).unwrap();
-        for k in keys {
-            let ikey = make_internal_key(format!("k{k:06}").as_bytes(), seq, ValueKind::Value);
-            b.add(&ikey, &[7u8; 40]).unwrap();
-        }
-        b.finish().unwrap();
-        Table::open(&path, n, TableReadOptions::default()).unwrap()
-    }
+    use crate::compact::plan::tests::{spec, table};
 
     /// Readers that each read some of the tables, put together, read what one reader of all
     /// of them reads, in the same order.
     #[test]
     fn parts_read_by_table_assemble_into_the_whole_sub_task() {
         let dir = tempfile::tempdir().unwrap();
+        let keys = |r: std::ops::Range<u32>| r.collect::<Vec<_>>();
         // Run 0: one table; run 1: three tables of one level, alternating "directories".
-        let inputs = vec![
-            vec![table(dir.path(), 1, 0..900, 10)],
+        let spec = spec(vec![
+            vec![table(dir.path(), 1, &keys(0..900), 10)],
             vec![
-                table(dir.path(), 2, 0..300, 1),
-                table(dir.path(), 3, 300..600, 1),
-                table(dir.path(), 4, 600..900, 1),
+                table(dir.path(), 2, &keys(0..300), 1),
+                table(dir.path(), 3, &keys(300..600), 1),
+                table(dir.path(), 4, &keys(600..900), 1),
             ],
-        ];
-        let spec = CompactionSpec {
-            inputs,
-            snapshots: Vec::new(),
-            bottommost: true,
-            table: TableOptions::default(),
-            storage: Storage::default(),
-            target_file_size: 1 << 20,
-            grandparents: Vec::new(),
-            max_grandparent_overlap_bytes: u64::MAX,
-            lower: None,
-            upper: None,
-        };
+        ]);
         let plan = plan(&spec, 1 << 10);
         assert!(plan.sub_tasks.len() > 3);
         let times = StepTimes::default();
