@@ -84,14 +84,6 @@ impl Storage {
         Storage { fs, mode }
     }
 
-    /// The same file system with another I/O mode.
-    pub fn with_mode(&self, mode: IoMode) -> Self {
-        Storage {
-            fs: Arc::clone(&self.fs),
-            mode,
-        }
-    }
-
     /// Opens `path` for reading in this storage's mode.
     pub fn open_read(&self, path: &Path) -> io::Result<Box<dyn ReadFile>> {
         self.fs.open_read(path, self.mode)
