@@ -41,6 +41,7 @@ pub mod report;
 pub mod stream;
 pub mod values;
 pub mod workloads;
+pub mod ycsb;
 
 pub use config::{BenchConfig, Benchmark};
 pub use report::BenchResult;

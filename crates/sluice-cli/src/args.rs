@@ -55,6 +55,9 @@ pub enum Command {
     /// Run db_bench-style benchmarks (fillseq, fillrandom, overwrite, readrandom, readseq,
     /// seekrandom, compact), or with --experiment reproduce a document's evaluation.
     Bench(Box<BenchArgs>),
+    /// Run a YCSB core workload (a to f): a load phase, then a run phase, with per-operation
+    /// latency percentiles and throughput per second.
+    Ycsb(Box<crate::commands::ycsb::YcsbArgs>),
 }
 
 /// The database directory.

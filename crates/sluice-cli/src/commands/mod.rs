@@ -7,6 +7,7 @@ mod kv;
 mod manifest;
 mod sst;
 mod stats;
+pub mod ycsb;
 
 use std::io::Write;
 use std::path::Path;
@@ -30,6 +31,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Sst(SstCommand::Dump(a)) => sst::dump(&a, out),
         Command::Manifest(ManifestCommand::Dump(a)) => manifest::dump(&a, out),
         Command::Bench(a) => bench::run(&a, out),
+        Command::Ycsb(a) => ycsb::run(&a, out),
     }
 }
 

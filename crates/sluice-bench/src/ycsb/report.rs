@@ -1,0 +1,140 @@
+//! What a YCSB run reports: per-operation latency percentiles, throughput overall and per
+//! second, as a serde-serialized JSON object (the schema below is stable: fields are only ever
+//! added) or a table.
+//!
+//! ```text
+//! { "workload": "a", "distribution": "zipfian", "records": u64, "operations": u64,
+//!   "threads": u64, "key_size": u64, "value_size": u64, "seed": u64,
+//!   "load": Phase | null, "run": Phase | null }
+//! Phase: { "phase": "load" | "run", "ops": u64, "seconds": f64, "ops_per_sec": f64,
+//!          "not_found": u64, "stopped": bool, "per_second": [u64, ...],
+//!          "operations": [ { "op": "read" | "update" | "insert" | "scan" | "read-modify-write",
+//!                            "count": u64, "ops_per_sec": f64, "p50_us": f64, "p95_us": f64,
+//!                            "p99_us": f64, "p999_us": f64, "max_us": f64, "mean_us": f64 } ] }
+//! ```
+//!
+//! `per_second[i]` counts the operations that completed in second `i` of the phase, so a stall
+//! shows as a dip. `operations` lists only the types that ran, in a fixed order.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::workload::{Distribution, Operation, Workload};
+use crate::histogram::LatencyHistogram;
+
+/// One operation type's figures.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OpReport {
+    pub op: Operation,
+    pub count: u64,
+    pub ops_per_sec: f64,
+    pub p50_us: f64,
+    pub p95_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+    pub mean_us: f64,
+}
+
+impl OpReport {
+    /// The figures of `hist` over a phase of `seconds`.
+    pub fn new(op: Operation, hist: &LatencyHistogram, seconds: f64) -> Self {
+        let count = hist.len();
+        OpReport {
+            op,
+            count,
+            ops_per_sec: if seconds > 0.0 {
+                count as f64 / seconds
+            } else {
+                0.0
+            },
+            p50_us: hist.percentile_us(50.0),
+            p95_us: hist.percentile_us(95.0),
+            p99_us: hist.percentile_us(99.0),
+            p999_us: hist.percentile_us(99.9),
+            max_us: hist.percentile_us(100.0),
+            mean_us: hist.summary().mean,
+        }
+    }
+}
+
+/// One phase (load or run).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PhaseReport {
+    pub phase: String,
+    pub ops: u64,
+    pub seconds: f64,
+    pub ops_per_sec: f64,
+    /// Reads (and the reads of read-modify-writes) that found no value.
+    pub not_found: u64,
+    /// True when the stop flag ended the phase early.
+    pub stopped: bool,
+    pub per_second: Vec<u64>,
+    pub operations: Vec<OpReport>,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct YcsbReport {
+    pub workload: Workload,
+    pub distribution: Distribution,
+    pub records: u64,
+    pub operations: u64,
+    pub threads: usize,
+    pub key_size: usize,
+    pub value_size: usize,
+    pub seed: u64,
+    pub load: Option<PhaseReport>,
+    pub run: Option<PhaseReport>,
+}
+
+impl YcsbReport {
+    /// The report as one line of JSON.
+    pub fn to_json(&self) -> String {
+        // Only strings, numbers, booleans and sequences: serialization cannot fail.
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+/// The table of one phase: a header, one row per operation type, then the per-second
+/// throughput samples.
+pub fn phase_table(p: &PhaseReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{}: {} ops in {:.2} s, {:.0} ops/s{}{}",
+        p.phase,
+        p.ops,
+        p.seconds,
+        p.ops_per_sec,
+        if p.not_found > 0 {
+            format!(", {} not found", p.not_found)
+        } else {
+            String::new()
+        },
+        if p.stopped { " (stopped early)" } else { "" },
+    );
+    let _ = writeln!(
+        s,
+        "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "op", "count", "p50 us", "p95 us", "p99 us", "p99.9 us", "max us", "ops/s"
+    );
+    for o in &p.operations {
+        let _ = writeln!(
+            s,
+            "{:<18} {:>10} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.0}",
+            o.op.name(),
+            o.count,
+            o.p50_us,
+            o.p95_us,
+            o.p99_us,
+            o.p999_us,
+            o.max_us,
+            o.ops_per_sec
+        );
+    }
+    let samples: Vec<String> = p.per_second.iter().map(u64::to_string).collect();
+    let _ = writeln!(s, "ops per second: [{}]", samples.join(", "));
+    s
+}
