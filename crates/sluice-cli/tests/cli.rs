@@ -90,8 +90,16 @@ fn put_get_delete_scan_round_trip() {
         "c\ttab\\x09here\\x5c\n"
     );
     assert_eq!(ok(&["scan", "--db", &db, "--limit", "1"]), "a\tone\n");
-    // Survives compaction.
-    ok(&["compact", "--db", &db]);
+    // Survives compaction, reported level by level with the tree before and after.
+    let summary: Value =
+        serde_json::from_str(&ok(&["compact", "--db", &db, "--parallel", "--json"])).unwrap();
+    assert_eq!(summary["parallel"], true);
+    assert_eq!(summary["lsm_after"][0]["files"], 0, "{summary}");
+    assert!(
+        summary["lsm_before"]
+            .as_array()
+            .is_some_and(|l| l.len() == 7)
+    );
     assert_eq!(
         ok(&["scan", "--db", &db, "--from", "c"]),
         "c\ttab\\x09here\\x5c\nd\tfour\n"

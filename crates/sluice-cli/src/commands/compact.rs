@@ -29,6 +29,39 @@ struct LevelTiming {
     seconds: f64,
 }
 
+/// One level of the tree, before or after the compaction.
+#[derive(Clone, Debug, Serialize)]
+struct LevelShape {
+    level: usize,
+    files: usize,
+    bytes: u64,
+}
+
+fn shape(m: &sluice::Metrics) -> Vec<LevelShape> {
+    m.levels
+        .iter()
+        .map(|l| LevelShape {
+            level: l.level,
+            files: l.files,
+            bytes: l.size_bytes,
+        })
+        .collect()
+}
+
+/// `L0 8 files 167.3 MiB, L1 1 file 66.2 MiB` (empty levels left out).
+fn shape_line(levels: &[LevelShape]) -> String {
+    let parts: Vec<String> = levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| format!("L{} {} files {}", l.level, l.files, size(l.bytes)))
+        .collect();
+    if parts.is_empty() {
+        "empty".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// What `compact --json` prints.
 #[derive(Debug, Serialize)]
 struct CompactSummary {
@@ -48,6 +81,9 @@ struct CompactSummary {
     bandwidth_mb_s: f64,
     /// Each level compacted, in order.
     levels: Vec<LevelTiming>,
+    /// The tree before and after.
+    lsm_before: Vec<LevelShape>,
+    lsm_after: Vec<LevelShape>,
     /// Seconds per step S1..S7.
     stage_profile: StageSeconds,
 }
@@ -132,7 +168,8 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     );
     let seconds = start.elapsed().as_secs_f64();
     tracker.bar.finish_and_clear();
-    let d = MetricsDelta::between(&before, &db.metrics());
+    let after = db.metrics();
+    let d = MetricsDelta::between(&before, &after);
     db.close()?;
     match result {
         Err(Error::Cancelled) => {
@@ -155,6 +192,8 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         output_bytes: c.output_bytes,
         bandwidth_mb_s: c.bandwidth_mb_s,
         levels: tracker.levels(),
+        lsm_before: shape(&before),
+        lsm_after: shape(&after),
         stage_profile: c.stage_profile,
     };
     if args.json {
@@ -170,6 +209,8 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             size(summary.output_bytes),
             summary.bandwidth_mb_s
         )?;
+        writeln!(out, "  before: {}", shape_line(&summary.lsm_before))?;
+        writeln!(out, "  after:  {}", shape_line(&summary.lsm_after))?;
         for l in &summary.levels {
             writeln!(
                 out,
