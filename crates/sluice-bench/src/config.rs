@@ -128,25 +128,33 @@ impl Default for BenchConfig {
 impl BenchConfig {
     /// Checks the parameters; the error names the offending one.
     pub fn validate(&self) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidArgument(msg));
         if self.num == 0 {
-            return bad("num must be at least 1".into());
+            return Err(Error::InvalidArgument("num must be at least 1".into()));
         }
-        if self.threads == 0 || self.threads > 1024 {
-            return bad(format!(
-                "threads must be between 1 and 1024, got {}",
-                self.threads
-            ));
-        }
-        if self.value_size > 64 << 20 {
-            return bad(format!(
-                "value_size must be at most 64 MiB, got {}",
-                self.value_size
-            ));
-        }
-        KeyFormat::new(self.key_size, self.num)?;
-        Ok(())
+        validate_clients(self.threads, self.key_size, self.value_size, self.num)
     }
+}
+
+/// Checks what every benchmark (db_bench-style or YCSB) needs of its clients: 1 to 1024
+/// threads, values of at most 64 MiB, and keys wide enough for `keys` distinct key numbers.
+pub fn validate_clients(
+    threads: usize,
+    key_size: usize,
+    value_size: usize,
+    keys: u64,
+) -> Result<()> {
+    if threads == 0 || threads > 1024 {
+        return Err(Error::InvalidArgument(format!(
+            "threads must be between 1 and 1024, got {threads}"
+        )));
+    }
+    if value_size > 64 << 20 {
+        return Err(Error::InvalidArgument(format!(
+            "value_size must be at most 64 MiB, got {value_size}"
+        )));
+    }
+    KeyFormat::new(key_size, keys)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -28,8 +28,6 @@ use std::sync::atomic::AtomicBool;
 
 use sluice::{Db, Error, Result};
 
-use crate::keys::KeyFormat;
-
 pub use report::{OpReport, PhaseReport, YcsbReport};
 pub use workload::{Distribution, Operation, Workload};
 
@@ -89,24 +87,15 @@ impl YcsbConfig {
 
     /// Checks the parameters; the error names the offending one.
     pub fn validate(&self) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidArgument(msg));
         if self.records == 0 {
-            return bad("records must be at least 1".into());
+            return Err(Error::InvalidArgument("records must be at least 1".into()));
         }
-        if self.threads == 0 || self.threads > 1024 {
-            return bad(format!(
-                "threads must be between 1 and 1024, got {}",
-                self.threads
-            ));
-        }
-        if self.value_size > 64 << 20 {
-            return bad(format!(
-                "value_size must be at most 64 MiB, got {}",
-                self.value_size
-            ));
-        }
-        KeyFormat::new(self.key_size, self.key_space())?;
-        Ok(())
+        crate::config::validate_clients(
+            self.threads,
+            self.key_size,
+            self.value_size,
+            self.key_space(),
+        )
     }
 
     /// An empty report of this configuration.
