@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use sluice_sst::fs::{FileSystem, IoMode, Storage};
 
-pub use crate::compaction::executor::CompactionMode;
 pub use crate::wal::WalRecoveryMode;
+pub use sluice_exec::CompactionMode;
+use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
@@ -131,10 +132,10 @@ impl Default for Options {
             wal_recovery_mode: WalRecoveryMode::default(),
             data_dirs: Vec::new(),
             compaction_mode: CompactionMode::Sequential,
-            sub_task_bytes: 512 << 10,
-            compaction_threads: 2,
+            sub_task_bytes: ExecOptions::DEFAULT_SUB_TASK_BYTES,
+            compaction_threads: ExecOptions::DEFAULT_COMPUTE_THREADS,
             max_concurrent_compactions: std::thread::available_parallelism().map_or(1, usize::from),
-            compaction_queue_depth: 16,
+            compaction_queue_depth: ExecOptions::DEFAULT_QUEUE_DEPTH,
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
             rate_limiter: None,
@@ -232,8 +233,8 @@ impl Options {
     }
 
     /// The executor settings derived from these options.
-    pub fn exec_options(&self) -> crate::compaction::executor::ExecOptions {
-        crate::compaction::executor::ExecOptions {
+    pub fn exec_options(&self) -> ExecOptions {
+        ExecOptions {
             mode: self.compaction_mode,
             sub_task_bytes: self.sub_task_bytes,
             queue_depth: self.compaction_queue_depth,

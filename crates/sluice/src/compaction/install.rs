@@ -3,11 +3,11 @@
 use sluice_sst::compact::CompactionOutput;
 
 use super::Compaction;
-use super::executor::CompactionMode;
 use crate::Result;
 use crate::db::DbInner;
 use crate::flush::file_meta;
 use crate::version::edit::VersionEdit;
+use sluice_exec::CompactionMode;
 
 impl DbInner {
     /// Installs the outputs of `c` in one edit and records its figures.

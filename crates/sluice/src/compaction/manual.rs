@@ -19,8 +19,8 @@ use crate::db::DbInner;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
-use super::executor::{CompactionMode, JobControl};
 use super::picker::pick_manual;
+use sluice_exec::{CompactionMode, JobControl};
 
 /// How often progress is reported and the cancel flag looked at.
 const TICK: Duration = Duration::from_millis(100);

@@ -1,8 +1,10 @@
-//! Compaction: deciding what to compact (picker), running it (executor) and committing the
-//! result (install). The three are kept apart: the picker returns a [`Compaction`] value, the
-//! executor only produces files, and `install` alone turns them into a version edit.
+//! Compaction: deciding what to compact (picker), running it (an executor of the
+//! `sluice-exec` crate, re-exported here as [`executor`]) and committing the result (install).
+//! The three are kept apart: the picker returns a [`Compaction`] value, the executor only
+//! produces files, and `install` alone turns them into a version edit.
 
-pub mod executor;
+pub use sluice_exec as executor;
+
 pub mod in_progress;
 pub mod install;
 pub mod manual;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 
-use super::executor::{CompactionMode, ExecOptions, JobControl, auto, execute_with};
+use sluice_exec::{CompactionMode, ExecOptions, JobControl, auto, execute_with};
 
 use super::Compaction;
 use crate::Result;
@@ -71,15 +71,17 @@ impl DbInner {
     pub(crate) fn resolve_exec_options(&self) -> ExecOptions {
         let mut exec = self.options.exec_options();
         if exec.mode == CompactionMode::Auto {
-            let (history, jobs) = {
+            let (h, jobs) = {
                 let st = self.state.lock();
                 (
                     st.compaction_metrics.stage_profile,
                     st.compaction_metrics.count,
                 )
             };
+            let io = h.read + h.write;
+            let compute = h.checksum + h.decompress + h.merge + h.compress + h.rechecksum;
             let cores = std::thread::available_parallelism().map_or(1, usize::from);
-            let decision = auto::choose(&history, jobs, cores, exec.compute_threads);
+            let decision = auto::choose(io, compute, jobs, cores, exec.compute_threads);
             tracing::info!(
                 mode = %decision.mode,
                 compute_threads = decision.compute_threads,

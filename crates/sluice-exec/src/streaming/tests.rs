@@ -14,7 +14,7 @@ use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
 
 use super::decoder::{index_decoder, run_blocks};
 use super::queue::{Inlet, Outlet, WaitClock};
-use crate::compaction::executor::{CompactionMode, ExecOptions, execute};
+use crate::{CompactionMode, ExecOptions, execute};
 use crate::{Error, Result};
 
 fn table_options() -> TableOptions {

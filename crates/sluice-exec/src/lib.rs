@@ -1,17 +1,21 @@
 //! Compaction executors: the same step functions (sluice-sst `compact::subtask` and
-//! `compact::writer`) scheduled in different ways.
+//! `compact::writer`) scheduled onto threads in different ways.
 //!
 //! - [`sequential`] (SCP): one thread runs every step of every sub-task in turn;
 //! - [`pipelined`] (PCP): read (S1), compute (S2..S6) and write (S7) stages on three threads,
 //!   joined by bounded queues;
 //! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
 //!   sub-tasks, and a writer that puts results back in key order; with tables spread over
-//!   several directories (S-PPCP), a reader and a writer thread per directory ([`dir_io`]);
+//!   several directories (S-PPCP), a reader and a writer thread per directory (`dir_io`);
 //! - [`streaming`] (document 002's engine): a decoder per input run, a comparator, an encoder
 //!   and the writer, each a stage on its own thread, passing blocks rather than sub-tasks.
 //!
 //! All of them produce byte-identical files with identical cuts, because blocks are sealed at
 //! sub-task boundaries and files are cut by the single writer from block metadata.
+//!
+//! This crate knows tables and threads but not the version set: the engine (`sluice`) and the
+//! compaction worker (`sluice-worker`) both run compactions through it, and only the engine can
+//! commit the result to a MANIFEST.
 
 pub mod auto;
 mod dir_io;
@@ -31,7 +35,7 @@ use sluice_sst::compact::{CompactionOutput, CompactionSpec, StepTimes};
 use sluice_sst::compaction_iter::CompactionIterStats;
 use sluice_sst::profile::{StageTiming, thread_cpu_time};
 
-use crate::Result;
+use sluice_sst::{Error, Result};
 
 /// How a compaction is scheduled onto threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -110,9 +114,26 @@ pub struct ExecOptions {
     pub table_dirs: usize,
 }
 
+impl ExecOptions {
+    /// Input bytes per sub-task: document 000 found 512 KiB best.
+    pub const DEFAULT_SUB_TASK_BYTES: u64 = 512 << 10;
+    /// Sub-tasks queued between stages: deep enough to ride out bursts (with direct I/O every
+    /// input's readahead runs dry at about the same sub-task); at 512 KiB a sub-task, about
+    /// 8 MiB of blocks per queue.
+    pub const DEFAULT_QUEUE_DEPTH: usize = 16;
+    /// Compute threads of the parallel executor.
+    pub const DEFAULT_COMPUTE_THREADS: usize = 2;
+}
+
 impl Default for ExecOptions {
     fn default() -> Self {
-        crate::Options::default().exec_options()
+        ExecOptions {
+            mode: CompactionMode::default(),
+            sub_task_bytes: Self::DEFAULT_SUB_TASK_BYTES,
+            queue_depth: Self::DEFAULT_QUEUE_DEPTH,
+            compute_threads: Self::DEFAULT_COMPUTE_THREADS,
+            table_dirs: 1,
+        }
     }
 }
 
@@ -133,7 +154,7 @@ impl JobControl {
     }
 
     /// Asks the compaction to stop before its next output block. It then fails with
-    /// [`crate::Error::Cancelled`] after deleting its outputs, leaving the tree as it was.
+    /// [`Error::Cancelled`] after deleting its outputs, leaving the tree as it was.
     pub fn cancel(&self) {
         self.cancel.store(true, Ordering::Relaxed);
     }
@@ -177,7 +198,7 @@ pub fn execute_with(
         CompactionMode::Pipelined => pipelined::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Parallel => parallel::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Streaming => streaming::run(spec, &plan, exec, &shared, new_output),
-        CompactionMode::Auto => Err(crate::Error::InvalidArgument(
+        CompactionMode::Auto => Err(Error::InvalidArgument(
             "resolve the auto compaction mode with executor::auto::choose before executing".into(),
         )),
     }
@@ -215,7 +236,7 @@ impl Shared {
             .bytes_read
             .store(self.times.bytes_read(), Ordering::Relaxed);
         if self.control.is_cancelled() {
-            return Err(crate::Error::Cancelled);
+            return Err(Error::Cancelled);
         }
         Ok(())
     }

@@ -6,8 +6,6 @@
 //! only more compute threads (C-PPCP) help, up to the number of cores; if one side dominates
 //! and there is a single core, extra threads only add hand-offs, so SCP stays.
 
-use crate::metrics::StageSeconds;
-
 use super::CompactionMode;
 
 /// A side must take at least this share of the step time to be worth overlapping.
@@ -26,15 +24,10 @@ pub struct Decision {
     pub reason: String,
 }
 
-/// Chooses an executor from `history` (step seconds summed over the `jobs` compactions run so
-/// far), the machine's `cores`, and the configured thread limit.
-pub fn choose(history: &StageSeconds, jobs: u64, cores: usize, max_threads: usize) -> Decision {
-    let io = history.read + history.write;
-    let compute = history.checksum
-        + history.decompress
-        + history.merge
-        + history.compress
-        + history.rechecksum;
+/// Chooses an executor from the step times of the `jobs` compactions run so far (`io`: seconds
+/// in S1 and S7; `compute`: seconds in S2..S6), the machine's `cores`, and the configured
+/// thread limit.
+pub fn choose(io: f64, compute: f64, jobs: u64, cores: usize, max_threads: usize) -> Decision {
     let total = io + compute;
     if jobs == 0 || total <= 0.0 {
         return Decision {
@@ -77,35 +70,14 @@ pub fn choose(history: &StageSeconds, jobs: u64, cores: usize, max_threads: usiz
 mod tests {
     use super::*;
 
-    fn seconds(io: f64, compute: f64) -> StageSeconds {
-        StageSeconds {
-            read: io / 2.0,
-            write: io / 2.0,
-            merge: compute,
-            ..StageSeconds::default()
-        }
-    }
-
     #[test]
     fn measures_first_then_follows_the_bottleneck() {
-        assert_eq!(
-            choose(&StageSeconds::default(), 0, 2, 4).mode,
-            CompactionMode::Sequential
-        );
-        let d = choose(&seconds(1.0, 4.0), 3, 2, 4);
+        assert_eq!(choose(0.0, 0.0, 0, 2, 4).mode, CompactionMode::Sequential);
+        let d = choose(1.0, 4.0, 3, 2, 4);
         assert_eq!((d.mode, d.compute_threads), (CompactionMode::Parallel, 2));
         assert!(d.reason.contains("compute bound"), "{}", d.reason);
-        assert_eq!(
-            choose(&seconds(1.0, 1.5), 3, 2, 4).mode,
-            CompactionMode::Pipelined
-        );
-        assert_eq!(
-            choose(&seconds(9.0, 1.0), 3, 2, 4).mode,
-            CompactionMode::Sequential
-        );
-        assert_eq!(
-            choose(&seconds(1.0, 4.0), 3, 1, 4).mode,
-            CompactionMode::Sequential
-        );
+        assert_eq!(choose(1.0, 1.5, 3, 2, 4).mode, CompactionMode::Pipelined);
+        assert_eq!(choose(9.0, 1.0, 3, 2, 4).mode, CompactionMode::Sequential);
+        assert_eq!(choose(1.0, 4.0, 3, 1, 4).mode, CompactionMode::Sequential);
     }
 }
