@@ -40,7 +40,15 @@ fn write_blocks(path: &Path, opts: &TableOptions, blocks: &[EncodedBlock]) -> Ta
         writer.num_entries(),
         blocks.iter().map(|b| b.meta.num_entries).sum::<u64>()
     );
-    writer.finish().unwrap()
+    let summary = writer.finish().unwrap();
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(summary.file_size, bytes.len() as u64);
+    assert_eq!(
+        summary.file_checksum,
+        crc32c::crc32c(&bytes),
+        "the file checksum covers every byte written"
+    );
+    summary
 }
 
 fn entries_of(m: &Model) -> Vec<(&[u8], &[u8])> {

@@ -46,6 +46,10 @@ pub struct TableSummary {
     pub largest_key: Vec<u8>,
     /// Everything recorded in the properties block.
     pub properties: TableProperties,
+    /// CRC32C of every byte of the file, in order (RocksDB's `file_checksum` with its crc32c
+    /// generator). Computed as the bytes are appended, so it costs no extra read; a reader of
+    /// the whole file (a host checking a worker's output) can compare against it.
+    pub file_checksum: u32,
 }
 
 /// Writes one table file: data blocks as they come, meta blocks at the end.
@@ -60,6 +64,8 @@ pub struct TableFileWriter {
     fs: Arc<dyn FileSystem>,
     /// Bytes appended so far (the offset of the next block).
     offset: u64,
+    /// CRC32C of the bytes appended so far.
+    checksum: u32,
     index: BlockBuilder,
     handle_buf: Vec<u8>,
     /// The filter's hashes so far; `None` when the table has no filter.
@@ -80,6 +86,7 @@ impl TableFileWriter {
             file,
             fs: Arc::clone(&storage.fs),
             offset: 0,
+            checksum: 0,
             index: BlockBuilder::new(1),
             handle_buf: Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN),
             filter: (opts.bloom_bits_per_key > 0)
@@ -116,8 +123,7 @@ impl TableFileWriter {
             self.offset,
             block.bytes.len().saturating_sub(BLOCK_TRAILER_LEN) as u64,
         );
-        self.file.append(&block.bytes).with_path(&self.path)?;
-        self.offset += block.bytes.len() as u64;
+        self.append(&block.bytes)?;
         self.handle_buf.clear();
         handle.encode_to(&mut self.handle_buf);
         self.index.add(&meta.last_key, &self.handle_buf);
@@ -175,9 +181,7 @@ impl TableFileWriter {
             properties,
             format_version: FORMAT_VERSION,
         };
-        let footer = footer.encode();
-        self.file.append(&footer).with_path(&self.path)?;
-        self.offset += footer.len() as u64;
+        self.append(&footer.encode())?;
         // Durable once this returns; if we crash before, the file is not yet referenced by any
         // version and is deleted as garbage on recovery.
         self.file.sync().with_path(&self.path)?;
@@ -186,17 +190,23 @@ impl TableFileWriter {
             smallest_key: props.smallest_key.clone(),
             largest_key: props.largest_key.clone(),
             properties: props,
+            file_checksum: self.checksum,
         })
+    }
+
+    /// Appends `bytes` to the file, advancing the offset and the file checksum.
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.append(bytes).with_path(&self.path)?;
+        self.offset += bytes.len() as u64;
+        self.checksum = crc32c::crc32c_append(self.checksum, bytes);
+        Ok(())
     }
 
     /// Writes an uncompressed meta block with its trailer.
     fn write_meta_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
         let handle = BlockHandle::new(self.offset, contents.len() as u64);
-        self.file.append(contents).with_path(&self.path)?;
-        self.file
-            .append(&block_trailer(contents, CompressionType::None))
-            .with_path(&self.path)?;
-        self.offset += (contents.len() + BLOCK_TRAILER_LEN) as u64;
+        self.append(contents)?;
+        self.append(&block_trailer(contents, CompressionType::None))?;
         Ok(handle)
     }
 
