@@ -18,6 +18,7 @@
 //! commit the result to a MANIFEST.
 
 pub mod auto;
+pub mod decide;
 mod dir_io;
 pub mod parallel;
 pub mod pipelined;

@@ -1,0 +1,12 @@
+//! Compiles proto/worker.proto with protox (pure Rust: no system `protoc` is needed) and hands
+//! the descriptors to tonic's generator.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=proto/worker.proto");
+    let descriptors = protox::compile(["proto/worker.proto"], ["proto"])?;
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .compile_fds(descriptors)?;
+    Ok(())
+}
