@@ -13,6 +13,7 @@ pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
+pub use crate::compaction::offload::options::{OffloadOptions, Split};
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::{Error, Result};
@@ -102,6 +103,9 @@ pub struct Options {
     /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
     /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
     pub rate_limiter: Option<Arc<RateLimiter>>,
+    /// Compaction workers to share big compactions with (documents 001 and 004). `None`: every
+    /// compaction runs on this host. Each worker must serve this database's table directories.
+    pub offload: Option<OffloadOptions>,
 }
 
 impl Default for Options {
@@ -139,6 +143,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
             rate_limiter: None,
+            offload: None,
             paranoid_checks: false,
         }
     }
@@ -219,6 +224,9 @@ impl Options {
                 "zstd_level must be in -7..=22, got {}",
                 self.zstd_level
             ));
+        }
+        if let Some(o) = &self.offload {
+            o.validate()?;
         }
         Ok(())
     }

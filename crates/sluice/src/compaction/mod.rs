@@ -8,6 +8,7 @@ pub use sluice_exec as executor;
 pub mod in_progress;
 pub mod install;
 pub mod manual;
+pub mod offload;
 pub mod picker;
 pub mod run;
 

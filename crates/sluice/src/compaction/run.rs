@@ -49,12 +49,25 @@ impl DbInner {
             let dir = self.table_cache.dir_for_new_table();
             Ok((number, self.table_cache.table_path(dir, number)))
         };
+        // Output numbers reserved for workers; like `reserved`, kept pending until installed.
+        let mut worker_reserved = Vec::new();
         let installed = self
             .compaction_spec(c)
-            .and_then(|spec| execute_with(&spec, &exec, control, &mut new_output))
+            .and_then(|spec| match self.offloader_for(c) {
+                Some(off) => self.run_offloaded(
+                    off,
+                    c,
+                    &spec,
+                    &exec,
+                    control,
+                    &mut new_output,
+                    &mut worker_reserved,
+                ),
+                None => execute_with(&spec, &exec, control, &mut new_output),
+            })
             .and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
         let mut st = self.state.lock();
-        for n in reserved {
+        for n in reserved.into_iter().chain(worker_reserved) {
             st.pending_outputs.remove(&n);
         }
         if installed
@@ -92,6 +105,14 @@ impl DbInner {
             exec.compute_threads = decision.compute_threads;
         }
         exec
+    }
+
+    /// The offloader, if `c` is worth sharing with workers: big enough, and not an intra-L0
+    /// compaction (whose single output file must not be cut into key ranges).
+    fn offloader_for(&self, c: &Compaction) -> Option<&super::offload::Offloader> {
+        self.offloader.as_ref().filter(|off| {
+            c.reason != super::Reason::IntraL0 && c.input_bytes() >= off.options().min_offload_bytes
+        })
     }
 
     pub(crate) fn max_grandparent_overlap_bytes(&self) -> u64 {

@@ -40,6 +40,12 @@ impl Db {
         self.inner.compact_range(start, end, opts)
     }
 
+    /// What compaction offloading has done (shares per side, retries, host decisions), or
+    /// `None` without `Options::offload`.
+    pub fn offload_metrics(&self) -> Option<crate::compaction::offload::OffloadMetrics> {
+        self.inner.offloader.as_ref().map(|o| o.metrics())
+    }
+
     /// A snapshot of the per-level table, flush and compaction totals, and counters.
     pub fn metrics(&self) -> Metrics {
         let inner = &self.inner;

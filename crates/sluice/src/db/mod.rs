@@ -112,6 +112,8 @@ pub(crate) struct DbInner {
     pub counters: WriteCounters,
     /// Serializes obsolete-file collection (flush and compaction threads both run it).
     pub obsolete_files_lock: Mutex<()>,
+    /// Clients of the compaction workers, with `Options::offload`.
+    pub offloader: Option<crate::compaction::offload::Offloader>,
     /// Held for the lifetime of the database so two processes cannot open it at once.
     _lock_file: File,
 }

@@ -112,7 +112,13 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
     let manifest = ManifestWriter::create(dir, manifest_number, &versions.snapshot_edit())?;
     // Durable from here: the old WALs are no longer needed.
 
+    let offloader = options
+        .offload
+        .clone()
+        .map(crate::compaction::offload::Offloader::new)
+        .transpose()?;
     let inner = DbInner {
+        offloader,
         dir: dir.to_path_buf(),
         state: Mutex::new(DbState {
             mem: Arc::new(MemTable::new(log_number)),

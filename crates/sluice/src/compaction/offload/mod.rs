@@ -1,0 +1,143 @@
+//! Compaction offloaded to workers (documents 001 and 004): the host splits one compaction's
+//! sub-tasks into contiguous shares, keeps one and sends the others to worker processes, runs
+//! its own share meanwhile, checks every file the workers report, and installs all outputs in
+//! one version edit (the caller's `install_compaction`: only the host commits).
+//!
+//! A worker share that fails in any way (unreachable, timed out, an error, a reply that fails
+//! the checks in [`verify`]) costs time, never data: its files are deleted and the share is
+//! re-run on the host, and the event is counted.
+//!
+//! - [`options`]: the settings, `Options::offload`;
+//! - [`split`]: cutting sub-tasks into shares, static or by measured bandwidth;
+//! - [`task`]: the wire task for a share;
+//! - [`client`]: the gRPC client;
+//! - [`verify`]: the checks on reported files.
+
+pub mod client;
+pub mod options;
+mod run;
+pub mod split;
+pub mod task;
+pub mod verify;
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use sluice_exec::decide::{DecisionConfig, DecisionCounters, LoadSampler};
+
+use self::client::WorkerClient;
+use self::options::OffloadOptions;
+use self::split::Bandwidths;
+use crate::{Error, Result};
+
+pub use options::Split;
+
+/// One side's part of an offloaded compaction, as reported in metrics and the bench JSON.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ShareReport {
+    /// `host`, or the worker's address.
+    pub side: String,
+    /// Input bytes of the share.
+    pub input_bytes: u64,
+    /// Wall seconds from sending (or starting) the share to having its checked result.
+    pub seconds: f64,
+    /// `input_bytes / seconds`, in MB/s.
+    pub bandwidth_mb_s: f64,
+    /// The executor the side ran.
+    pub mode: String,
+    /// CPU seconds the side spent.
+    pub cpu_seconds: f64,
+    /// The share failed on its worker and was re-run on the host.
+    pub retried: bool,
+}
+
+/// What offloading has done since the database opened.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct OffloadMetrics {
+    /// Compactions split between host and workers.
+    pub jobs: u64,
+    /// Worker shares re-run on the host after a failure.
+    pub retries: u64,
+    /// Input bytes per side, summed over jobs: host first, then each worker in
+    /// `OffloadOptions::workers` order.
+    pub input_bytes: Vec<u64>,
+    /// Seconds per side, summed over jobs.
+    pub seconds: Vec<f64>,
+    /// CPU seconds per side, summed over jobs.
+    pub cpu_seconds: Vec<f64>,
+    /// The host decision component's choices (CoPro+).
+    pub host_pipelined_decisions: u64,
+    /// See `host_pipelined_decisions`.
+    pub host_sequential_decisions: u64,
+    /// The shares of the last offloaded compaction.
+    pub last_shares: Vec<ShareReport>,
+}
+
+/// The host's offload machinery: clients, the runtime they run on, and what has been measured.
+pub(crate) struct Offloader {
+    options: OffloadOptions,
+    /// Drives the gRPC clients. Two threads: the calls are I/O waits, the host's own share
+    /// runs on the compaction thread.
+    runtime: tokio::runtime::Runtime,
+    clients: Vec<Arc<WorkerClient>>,
+    /// Side 0 is the host, side `i + 1` is `clients[i]`.
+    bandwidths: Mutex<Bandwidths>,
+    decision: DecisionConfig,
+    sampler: Mutex<LoadSampler>,
+    decisions: DecisionCounters,
+    metrics: Mutex<OffloadMetrics>,
+}
+
+impl Offloader {
+    /// Sets up clients for `options.workers`. Connections are made on first use, so a worker
+    /// that is down at open costs a retry later, not a failed open.
+    pub fn new(options: OffloadOptions) -> Result<Offloader> {
+        options.validate()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sluice-offload")
+            .enable_all()
+            .build()
+            .map_err(|e| {
+                Error::InvalidArgument(format!("cannot start the offload runtime: {e}"))
+            })?;
+        let clients = {
+            let _guard = runtime.enter();
+            options
+                .workers
+                .iter()
+                .map(|a| WorkerClient::new(a, options.secret.clone()).map(Arc::new))
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?
+        };
+        let sides = clients.len() + 1;
+        Ok(Offloader {
+            bandwidths: Mutex::new(Bandwidths::new(sides)),
+            decision: DecisionConfig::host(),
+            sampler: Mutex::new(LoadSampler::new()),
+            decisions: DecisionCounters::default(),
+            metrics: Mutex::new(OffloadMetrics {
+                input_bytes: vec![0; sides],
+                seconds: vec![0.0; sides],
+                cpu_seconds: vec![0.0; sides],
+                ..OffloadMetrics::default()
+            }),
+            options,
+            runtime,
+            clients,
+        })
+    }
+
+    /// Offload settings.
+    pub fn options(&self) -> &OffloadOptions {
+        &self.options
+    }
+
+    /// A copy of the metrics.
+    pub fn metrics(&self) -> OffloadMetrics {
+        let mut m = self.metrics.lock().clone();
+        m.host_pipelined_decisions = self.decisions.pipelined();
+        m.host_sequential_decisions = self.decisions.sequential();
+        m
+    }
+}

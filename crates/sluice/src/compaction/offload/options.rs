@@ -1,0 +1,141 @@
+//! How a host offloads compactions to workers: `Options::offload`.
+
+use std::time::Duration;
+
+use sluice_rpc::auth::Secret;
+
+use crate::options::CompactionMode;
+use crate::{Error, Result};
+
+/// How a compaction's sub-tasks are shared between the host and its workers.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Split {
+    /// Co-KV: the host takes `host_share` of the input bytes, the workers share the rest
+    /// equally.
+    Static {
+        /// The host's share, in `[0, 1]`.
+        host_share: f64,
+    },
+    /// TStore/DStore: each side's share follows its recently measured compaction bandwidth
+    /// (a moving average), so a slower side gets less.
+    Dynamic,
+}
+
+impl Default for Split {
+    fn default() -> Self {
+        Split::Static { host_share: 0.5 }
+    }
+}
+
+impl std::str::FromStr for Split {
+    type Err = String;
+
+    /// `static`, `static:0.3` (the host's share) or `dynamic`.
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s.split_once(':') {
+            None if s == "dynamic" => Ok(Split::Dynamic),
+            None if s == "static" => Ok(Split::default()),
+            Some(("static", r)) => match r.parse::<f64>() {
+                Ok(host_share) if (0.0..=1.0).contains(&host_share) => {
+                    Ok(Split::Static { host_share })
+                }
+                _ => Err(format!(
+                    "static split ratio {r:?} is not a number in [0, 1]"
+                )),
+            },
+            _ => Err(format!(
+                "unknown split {s:?} (static, static:RATIO or dynamic)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Split {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Split::Static { host_share } => write!(f, "static:{host_share}"),
+            Split::Dynamic => f.write_str("dynamic"),
+        }
+    }
+}
+
+/// Compaction workers and how to use them. A worker must serve (as its `--root`s) the
+/// directories this database keeps its tables in: tasks name files, not bytes.
+#[derive(Clone, Debug)]
+pub struct OffloadOptions {
+    /// Worker addresses, `host:port`.
+    pub workers: Vec<String>,
+    /// The secret every call carries.
+    pub secret: Secret,
+    /// How sub-tasks are shared out.
+    pub split: Split,
+    /// Compactions with fewer input bytes stay on the host: a round trip and a second
+    /// writer's partial last file are not worth it for small jobs.
+    pub min_offload_bytes: u64,
+    /// The executor of the host's share. `None`: the host's decision component chooses
+    /// (CoPro+); `Some(Auto)`: the engine's step-time chooser.
+    pub host_mode: Option<CompactionMode>,
+    /// The executor a worker runs its share with; `None`: the worker decides (CoPro+).
+    pub worker_mode: Option<CompactionMode>,
+    /// A worker share not answered within this time is abandoned and re-run on the host.
+    pub task_timeout: Duration,
+    /// Read every byte of each file a worker reports and check its CRC32C, on top of the
+    /// size, footer, properties and key-range checks that always run.
+    pub verify_file_checksums: bool,
+}
+
+impl OffloadOptions {
+    /// Offload to `workers`, authenticating with `secret`, with the defaults: a static
+    /// half-and-half split, CoPro+ decisions on both sides, full verification.
+    pub fn new(workers: Vec<String>, secret: Secret) -> OffloadOptions {
+        OffloadOptions {
+            workers,
+            secret,
+            split: Split::default(),
+            min_offload_bytes: 4 << 20,
+            host_mode: None,
+            worker_mode: None,
+            task_timeout: Duration::from_secs(120),
+            verify_file_checksums: true,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidArgument(m));
+        if self.workers.is_empty() {
+            return bad("offload needs at least one worker address".into());
+        }
+        if let Split::Static { host_share } = self.split
+            && !(0.0..=1.0).contains(&host_share)
+        {
+            return bad(format!(
+                "static split host share {host_share} is not in [0, 1]"
+            ));
+        }
+        if self.task_timeout.is_zero() {
+            return bad("offload task_timeout must be positive".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_parse() {
+        assert_eq!("dynamic".parse::<Split>(), Ok(Split::Dynamic));
+        assert_eq!(
+            "static".parse::<Split>(),
+            Ok(Split::Static { host_share: 0.5 })
+        );
+        assert_eq!(
+            "static:0.25".parse::<Split>(),
+            Ok(Split::Static { host_share: 0.25 })
+        );
+        for bad in ["static:2", "static:x", "half", "dynamic:1"] {
+            assert!(bad.parse::<Split>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! The host's checks on every file a worker reports, before any of them is installed. A worker
+//! is another process, possibly on another machine: what it says is input, and input is
+//! checked.
+//!
+//! Always: the number is one the host reserved for this share and not reported twice, the
+//! name is the table name of that number, the file exists in one of the database's table
+//! directories with the reported size, it opens (footer, index, filter and properties blocks
+//! all pass their checksums), its properties agree with the reported entry count and key
+//! range, its keys lie inside the share, and the files are in key order without overlap.
+//! With `verify_file_checksums`, every byte is read and the CRC32C compared.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::io::Read;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use sluice_rpc::proto;
+use sluice_sst::compact::OutputFile;
+use sluice_sst::key::{compare_internal, user_key};
+use sluice_sst::table::{Table, TableReadOptions, TableSummary};
+
+use crate::filename::table_file_name;
+
+/// What a share may produce.
+pub struct ShareBounds<'a> {
+    /// Output numbers reserved for the share.
+    pub numbers: Range<u64>,
+    /// Inclusive lower user-key bound of the share, if any.
+    pub lower: Option<&'a [u8]>,
+    /// Exclusive upper user-key bound, if any.
+    pub upper: Option<&'a [u8]>,
+}
+
+/// Checks `files` (as reported, in key order) against `bounds` and the files on disk in
+/// `dirs`; returns them as output files ready to install, or what is wrong.
+pub fn verify_outputs(
+    files: &[proto::OutputFile],
+    bounds: &ShareBounds<'_>,
+    dirs: &[PathBuf],
+    full_checksum: bool,
+) -> Result<Vec<OutputFile>, String> {
+    let mut seen = HashSet::new();
+    let mut out: Vec<OutputFile> = Vec::with_capacity(files.len());
+    for f in files {
+        let file = verify_one(f, bounds, dirs, full_checksum)
+            .map_err(|e| format!("output {} ({:?}): {e}", f.number, f.name))?;
+        if !seen.insert(f.number) {
+            return Err(format!("output {} is reported twice", f.number));
+        }
+        if let Some(prev) = out.last()
+            && compare_internal(&prev.summary.largest_key, &file.summary.smallest_key)
+                != Ordering::Less
+        {
+            return Err(format!(
+                "outputs {} and {} are out of order or overlap",
+                prev.number, file.number
+            ));
+        }
+        out.push(file);
+    }
+    Ok(out)
+}
+
+fn verify_one(
+    f: &proto::OutputFile,
+    bounds: &ShareBounds<'_>,
+    dirs: &[PathBuf],
+    full_checksum: bool,
+) -> Result<OutputFile, String> {
+    if !bounds.numbers.contains(&f.number) {
+        return Err(format!(
+            "number is outside the reserved {:?}",
+            bounds.numbers
+        ));
+    }
+    let path = dirs
+        .iter()
+        .map(|d| table_file_name(d, f.number))
+        .find(|p| p.is_file())
+        .ok_or("no such file in any table directory")?;
+    if path.file_name().and_then(|n| n.to_str()) != Some(f.name.as_str()) {
+        return Err(format!("name is not the table name of number {}", f.number));
+    }
+    let size = std::fs::metadata(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    if size != f.size {
+        return Err(format!(
+            "{} is {size} bytes, reported {}",
+            path.display(),
+            f.size
+        ));
+    }
+    let table =
+        Table::open(&path, f.number, TableReadOptions::default()).map_err(|e| e.to_string())?;
+    let props = table.properties();
+    if props.num_entries != f.entries {
+        return Err(format!(
+            "holds {} entries, reported {}",
+            props.num_entries, f.entries
+        ));
+    }
+    if props.smallest_key != f.smallest || props.largest_key != f.largest {
+        return Err("key range differs from the file's properties".into());
+    }
+    if f.entries == 0 {
+        return Err("an output with no entries".into());
+    }
+    let below = bounds.lower.is_some_and(|lo| user_key(&f.smallest) < lo);
+    let above = bounds.upper.is_some_and(|hi| user_key(&f.largest) >= hi);
+    if below || above {
+        return Err("keys outside the share's range".into());
+    }
+    if full_checksum {
+        let crc = file_crc32c(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if crc != f.file_crc32c {
+            return Err(format!(
+                "file checksum {crc:#010x} differs from the reported {:#010x}",
+                f.file_crc32c
+            ));
+        }
+    }
+    Ok(OutputFile {
+        number: f.number,
+        summary: TableSummary {
+            file_size: size,
+            smallest_key: props.smallest_key.clone(),
+            largest_key: props.largest_key.clone(),
+            properties: props.clone(),
+            file_checksum: f.file_crc32c,
+        },
+        path,
+    })
+}
+
+/// CRC32C of every byte of the file at `path`.
+fn file_crc32c(path: &Path) -> std::io::Result<u32> {
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut crc = 0u32;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(crc);
+        }
+        crc = crc32c::crc32c_append(crc, buf.get(..n).unwrap_or_default());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_sst::key::{ValueKind, make_internal_key};
+    use sluice_sst::table::{TableBuilder, TableOptions};
+
+    use super::*;
+
+    /// Writes table `number` in `dir` with keys `key000..key099` and reports it truthfully.
+    fn honest(dir: &Path, number: u64) -> proto::OutputFile {
+        let path = table_file_name(dir, number);
+        let mut b = TableBuilder::create(&path, &TableOptions::default()).unwrap();
+        for k in 0..100 {
+            let key = make_internal_key(format!("key{k:03}").as_bytes(), 5, ValueKind::Value);
+            b.add(&key, b"value").unwrap();
+        }
+        let s = b.finish().unwrap();
+        proto::OutputFile {
+            number,
+            name: format!("{number:06}.sst"),
+            size: s.file_size,
+            smallest: s.smallest_key,
+            largest: s.largest_key,
+            entries: 100,
+            file_crc32c: s.file_checksum,
+        }
+    }
+
+    fn bounds(lower: Option<&'static [u8]>, upper: Option<&'static [u8]>) -> ShareBounds<'static> {
+        ShareBounds {
+            numbers: 10..20,
+            lower,
+            upper,
+        }
+    }
+
+    #[test]
+    fn an_honest_report_passes() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = honest(dir.path(), 12);
+        let dirs = vec![dir.path().to_path_buf()];
+        let out =
+            verify_outputs(&[f], &bounds(Some(b"key000"), Some(b"key100")), &dirs, true).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].summary.properties.num_entries, 100);
+        assert_eq!(out[0].path, table_file_name(dir.path(), 12));
+    }
+
+    #[test]
+    fn every_lie_is_caught() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = vec![dir.path().to_path_buf()];
+        let good = honest(dir.path(), 12);
+        let any = bounds(None, None);
+        let lies: Vec<(&str, proto::OutputFile, ShareBounds<'static>)> = vec![
+            (
+                "unreserved number",
+                proto::OutputFile {
+                    number: 25,
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "missing file",
+                proto::OutputFile {
+                    number: 13,
+                    name: "000013.sst".into(),
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "wrong name",
+                proto::OutputFile {
+                    name: "x.sst".into(),
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "wrong size",
+                proto::OutputFile {
+                    size: good.size + 1,
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "wrong count",
+                proto::OutputFile {
+                    entries: 99,
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "wrong range",
+                proto::OutputFile {
+                    smallest: good.largest.clone(),
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "wrong checksum",
+                proto::OutputFile {
+                    file_crc32c: good.file_crc32c ^ 1,
+                    ..good.clone()
+                },
+                bounds(None, None),
+            ),
+            (
+                "below the share",
+                good.clone(),
+                bounds(Some(b"key050"), None),
+            ),
+            (
+                "above the share",
+                good.clone(),
+                bounds(None, Some(b"key099")),
+            ),
+        ];
+        for (what, report, b) in lies {
+            assert!(
+                verify_outputs(&[report], &b, &dirs, true).is_err(),
+                "{what} was accepted"
+            );
+        }
+        // The same file twice: reported twice, and overlapping itself.
+        assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs, true).is_err());
+        // A corrupt byte in the middle of the file: the footer still opens, the CRC does not match.
+        let path = table_file_name(dir.path(), 12);
+        let mut bytes = std::fs::read(&path).unwrap();
+        bytes[10] ^= 0xff;
+        std::fs::write(&path, bytes).unwrap();
+        assert!(verify_outputs(std::slice::from_ref(&good), &any, &dirs, true).is_err());
+        assert!(
+            verify_outputs(&[good], &any, &dirs, false).is_ok(),
+            "without the full checksum only metadata is checked"
+        );
+    }
+}
