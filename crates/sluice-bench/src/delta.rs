@@ -20,6 +20,9 @@ pub struct CompactionDelta {
     pub output_bytes: u64,
     /// Wall seconds, summed over compactions.
     pub seconds: f64,
+    /// CPU seconds of the threads that ran the compactions (can exceed `seconds` when a
+    /// parallel executor keeps several threads busy).
+    pub cpu_seconds: f64,
     /// `input_bytes / seconds` in MB/s (10^6 bytes), the documents' compaction bandwidth.
     pub bandwidth_mb_s: f64,
     /// Seconds per step S1..S7, summed over compactions (and over threads in parallel
@@ -41,6 +44,8 @@ pub struct FlushDelta {
     pub output_bytes: u64,
     /// Wall seconds, summed over flushes.
     pub seconds: f64,
+    /// CPU seconds of the flush thread, from taking the memtable to installing its table.
+    pub cpu_seconds: f64,
 }
 
 /// Engine figures of one benchmark.
@@ -89,6 +94,7 @@ pub fn compaction_delta(before: &JobMetrics, after: &JobMetrics) -> CompactionDe
         input_bytes,
         output_bytes: after.output_bytes.saturating_sub(before.output_bytes),
         seconds,
+        cpu_seconds: (after.cpu_seconds - before.cpu_seconds).max(0.0),
         bandwidth_mb_s: if seconds > 0.0 {
             input_bytes as f64 / seconds / 1e6
         } else {
@@ -145,6 +151,7 @@ impl MetricsDelta {
                     .output_bytes
                     .saturating_sub(before.flush.output_bytes),
                 seconds: (after.flush.seconds - before.flush.seconds).max(0.0),
+                cpu_seconds: (after.flush.cpu_seconds - before.flush.cpu_seconds).max(0.0),
             },
             compaction: compaction_delta(&before.compaction, &after.compaction),
             trivial_moves: after.trivial_moves.saturating_sub(before.trivial_moves),
@@ -179,6 +186,8 @@ mod tests {
         m.compaction.input_bytes = comp_in;
         m.compaction.output_bytes = comp_out;
         m.compaction.seconds = secs;
+        m.compaction.cpu_seconds = secs * 1.5;
+        m.flush.cpu_seconds = secs / 4.0;
         m.compaction.stage_profile.merge = secs / 2.0;
         m
     }
@@ -197,6 +206,8 @@ mod tests {
         assert_eq!(d.compaction.input_bytes, 4_000_000);
         assert_eq!(d.compaction.bandwidth_mb_s, 2.0);
         assert_eq!(d.compaction.stage_profile.merge, 1.0);
+        assert_eq!(d.compaction.cpu_seconds, 3.0);
+        assert_eq!(d.flush.cpu_seconds, 0.5);
         assert_eq!(d.flush.count, 0);
     }
 

@@ -15,8 +15,11 @@ pub const MAX_LATENCY_NANOS: u64 = 3_600 * 1_000_000_000;
 /// Significant decimal digits kept per value.
 pub const SIGNIFICANT_DIGITS: u8 = 3;
 
+/// Smallest ratio between the latencies of two neighbouring points of [`LatencyHistogram::cdf`].
+pub const CDF_STEP_RATIO: f64 = 1.02;
+
 /// The latencies of one thread, or of all threads once merged.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LatencyHistogram {
     hist: Histogram<u64>,
 }
@@ -93,6 +96,31 @@ impl LatencyHistogram {
             / 1e3
     }
 
+    /// The cumulative distribution, for a latency CDF chart: `(latency in microseconds,
+    /// percent of operations at or below it)`, ascending in both. The latency of a point is
+    /// the highest value its histogram bucket stands for. Points closer than
+    /// [`CDF_STEP_RATIO`] to the previous one are merged into the next, so a line holds a few
+    /// hundred points whatever the count; the last point (100%) is always kept.
+    pub fn cdf(&self) -> Vec<(f64, f64)> {
+        let total = self.hist.len();
+        if total == 0 {
+            return Vec::new();
+        }
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        let mut below = 0u64;
+        let mut last_kept = 0.0;
+        for v in self.hist.iter_recorded() {
+            below += v.count_since_last_iteration();
+            let us = self.hist.highest_equivalent(v.value_iterated_to()) as f64 / 1e3;
+            let percent = below as f64 / total as f64 * 100.0;
+            if below == total || us >= last_kept * CDF_STEP_RATIO {
+                points.push((us, percent));
+                last_kept = us;
+            }
+        }
+        points
+    }
+
     /// The percentiles reports print.
     pub fn summary(&self) -> LatencySummary {
         if self.hist.is_empty() {
@@ -163,6 +191,24 @@ mod tests {
         a.record(Duration::from_secs(10 * 3600));
         assert_eq!(a.len(), 102);
         assert!(a.summary().max <= MAX_LATENCY_NANOS as f64 / 1e3 * 1.001);
+    }
+
+    #[test]
+    fn cdf_rises_to_100_percent_with_log_spaced_points() {
+        let mut h = LatencyHistogram::new();
+        for us in 1..=10_000u64 {
+            h.record(Duration::from_micros(us));
+        }
+        let cdf = h.cdf();
+        assert!(cdf.len() > 100 && cdf.len() < 1_000, "{}", cdf.len());
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        let (last_us, last_pct) = *cdf.last().unwrap();
+        assert_eq!(last_pct, 100.0);
+        assert!(close(last_us, 10_000.0), "{last_us}");
+        // Half the operations took at most about 5 ms.
+        let half = cdf.iter().find(|p| p.1 >= 50.0).unwrap();
+        assert!((4_900.0..5_100.0).contains(&half.0), "{half:?}");
+        assert!(LatencyHistogram::new().cdf().is_empty());
     }
 
     #[test]

@@ -19,6 +19,11 @@
 //! the engine (bytes written, write amplification, compaction bandwidth and stage profile) is
 //! the difference of [`sluice::Db::metrics`] taken before and after the benchmark.
 //!
+//! Every result also carries what the process used meanwhile ([`resources`]: CPU per thread
+//! group, peak memory, storage bytes), the operations completed in each second
+//! ([`timeline`]) and the tree's shape at the end ([`shape`]); [`charts`] draws a run as PNG
+//! and SVG.
+//!
 //! [`experiment`] reproduces a document's evaluation (document 000's PCP figures) and writes a
 //! table, JSON and charts.
 //!
@@ -31,6 +36,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod charts;
 pub mod config;
 pub mod delta;
 pub mod experiment;
@@ -38,7 +44,10 @@ pub mod histogram;
 pub mod keys;
 pub mod progress;
 pub mod report;
+pub mod resources;
+pub mod shape;
 pub mod stream;
+pub mod timeline;
 pub mod values;
 pub mod workloads;
 pub mod ycsb;

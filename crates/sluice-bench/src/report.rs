@@ -2,14 +2,37 @@
 //! db_bench's) and one JSON object per line.
 //!
 //! Units: MB is 10^6 bytes throughout (`MB/s` of operations and of compaction alike); latency
-//! percentiles are microseconds; seconds are wall-clock.
+//! percentiles are microseconds; seconds are wall-clock unless named `cpu`.
+//!
+//! The JSON object of a benchmark (fields are only ever added):
+//!
+//! ```text
+//! { "name", "ops", "threads", "seconds", "micros_per_op", "ops_per_sec", "bytes", "mb_per_sec",
+//!   "found"?, "latency_us": { "p50", "p99", "p999", "max", "mean" },
+//!   "per_second": [u64, ...],                       // ops completed in each second
+//!   "user_bytes", "disk_bytes_written", "wal_bytes_written", "write_amp": f64 | null,
+//!   "flush": { "count", "output_bytes", "seconds", "cpu_seconds" },
+//!   "compaction": { "count", "input_bytes", "output_bytes", "seconds", "cpu_seconds",
+//!                   "bandwidth_mb_s", "stage_profile": { "read", ..., "write" },
+//!                   "stages": [...], "modes": { executor: count } },
+//!   "trivial_moves", "write_slowdowns", "write_stall_micros",
+//!   "cpu": { "user_seconds", "system_seconds", "total_seconds", "foreground_seconds"
+//!            (each f64 | null), "flush_seconds", "compaction_seconds" },
+//!   "peak_rss_bytes", "io_write_bytes", "io_read_bytes": u64 | null,
+//!   "lsm": { "levels": [ { "level", "files", "size_bytes" } x 7 ], "total_bytes",
+//!            "l0_sublevels" },
+//!   "options": { ... } }
+//! ```
 
 use serde::Serialize;
 use sluice::metrics::StageSeconds;
 
 use crate::config::BenchConfig;
 use crate::delta::MetricsDelta;
-use crate::histogram::LatencySummary;
+use crate::histogram::{LatencyHistogram, LatencySummary};
+use crate::resources::ProcessUsage;
+use crate::shape::LsmShape;
+use crate::timeline::spread;
 
 /// The parameters a result was measured with, so every JSON line stands alone.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -99,12 +122,23 @@ pub struct BenchResult {
     pub found: Option<u64>,
     /// Per-operation latency percentiles in microseconds.
     pub latency_us: LatencySummary,
+    /// Operations completed in each second of the benchmark ([`crate::timeline`]).
+    pub per_second: Vec<u64>,
     /// What the engine did meanwhile (`user_bytes`, `disk_bytes_written`, `write_amp`,
     /// `compaction`, ...), flattened into the top level of the JSON object.
     #[serde(flatten)]
     pub engine: MetricsDelta,
+    /// CPU, peak memory and storage I/O of the process during the benchmark, flattened:
+    /// `cpu`, `peak_rss_bytes`, `io_write_bytes`, `io_read_bytes`.
+    #[serde(flatten)]
+    pub process: ProcessUsage,
+    /// The tree when the benchmark ended.
+    pub lsm: LsmShape,
     /// The parameters of the run.
     pub options: RunOptions,
+    /// Every operation's latency, for the latency CDF chart. Not in the JSON.
+    #[serde(skip)]
+    pub latency: LatencyHistogram,
 }
 
 /// One JSON object, without a trailing newline.
@@ -146,16 +180,63 @@ pub fn table_row(r: &BenchResult) -> String {
         notes(r)
     );
     row.truncate(row.trim_end().len());
-    let c = &r.engine.compaction;
-    if r.name == "compact" && c.count > 0 {
-        row.push_str("\n             stages: ");
-        row.push_str(&stage_profile_line(&c.stage_profile));
-        if !c.stages.is_empty() {
-            row.push_str("\n             executor: ");
-            row.push_str(&pipeline_line(&c.stages));
-        }
+    let per_second = (r.ops > 1).then_some(r.per_second.as_slice());
+    for line in detail_lines(&r.engine, &r.process, per_second) {
+        row.push_str("\n             ");
+        row.push_str(&line);
     }
     row
+}
+
+/// The lines under a benchmark's row (or a YCSB phase's header), unindented: the stage
+/// profile and executor stages if it compacted, CPU, memory and disk writes, and the spread
+/// of the per-second throughput if `per_second` is given.
+pub fn detail_lines(
+    engine: &MetricsDelta,
+    process: &ProcessUsage,
+    per_second: Option<&[u64]>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    let c = &engine.compaction;
+    if c.count > 0 {
+        lines.push(format!("stages: {}", stage_profile_line(&c.stage_profile)));
+        if !c.stages.is_empty() {
+            lines.push(format!("executor: {}", pipeline_line(&c.stages)));
+        }
+    }
+    lines.push(resources_line(engine, process));
+    if let Some((min, median, max)) = per_second.and_then(spread) {
+        lines.push(format!(
+            "ops/s by second: min {min}, median {median}, max {max} over {} s",
+            per_second.map_or(0, <[u64]>::len)
+        ));
+    }
+    lines
+}
+
+/// `cpu 1.52 s (user 1.40, system 0.12; foreground 0.90, flush 0.30, compaction 0.32), peak
+/// RSS 85.3 MB, disk writes 12.5 MB (kernel 13.1 MB)`; unknown figures show as `?`.
+pub fn resources_line(engine: &MetricsDelta, process: &ProcessUsage) -> String {
+    let secs = |s: Option<f64>| s.map_or_else(|| "?".to_string(), |s| format!("{s:.2}"));
+    let mb =
+        |b: Option<u64>| b.map_or_else(|| "?".to_string(), |b| format!("{:.1}", b as f64 / 1e6));
+    let cpu = &process.cpu;
+    let mut line = format!(
+        "cpu {} s (user {}, system {}; foreground {}, flush {:.2}, compaction {:.2}), \
+         peak RSS {} MB, disk writes {} MB",
+        secs(cpu.total_seconds),
+        secs(cpu.user_seconds),
+        secs(cpu.system_seconds),
+        secs(cpu.foreground_seconds),
+        cpu.flush_seconds,
+        cpu.compaction_seconds,
+        mb(process.peak_rss_bytes),
+        mb(Some(engine.disk_bytes_written)),
+    );
+    if process.io_write_bytes.is_some() {
+        line.push_str(&format!(" (kernel {} MB)", mb(process.io_write_bytes)));
+    }
+    line
 }
 
 /// Busy and idle seconds per executor stage: `read busy 0.10 s idle 0.40 s (1 thread) ...`.
@@ -237,6 +318,7 @@ pub fn stage_profile_line(s: &StageSeconds) -> String {
 mod tests {
     use super::*;
     use crate::delta::CompactionDelta;
+    use crate::resources::CpuUsage;
 
     fn result(name: &str) -> BenchResult {
         BenchResult {
@@ -256,6 +338,7 @@ mod tests {
                 max: 30.0,
                 mean: 2.0,
             },
+            per_second: vec![600, 400],
             engine: MetricsDelta {
                 user_bytes: 116_000,
                 write_amp: Some(1.5),
@@ -274,7 +357,22 @@ mod tests {
                 },
                 ..MetricsDelta::default()
             },
+            process: ProcessUsage {
+                cpu: CpuUsage {
+                    user_seconds: Some(1.25),
+                    system_seconds: Some(0.25),
+                    total_seconds: Some(1.5),
+                    foreground_seconds: Some(0.5),
+                    flush_seconds: 0.25,
+                    compaction_seconds: 0.75,
+                },
+                peak_rss_bytes: Some(50_000_000),
+                io_write_bytes: None,
+                io_read_bytes: Some(0),
+            },
+            lsm: LsmShape::default(),
             options: RunOptions::new(&BenchConfig::default(), &sluice::Options::default()),
+            latency: LatencyHistogram::new(),
         }
     }
 
@@ -309,12 +407,72 @@ mod tests {
         assert!(v["write_amp"].is_null());
     }
 
+    /// The fields issue 5 added: CPU per thread group, memory, storage I/O, the per-second
+    /// throughput and the tree's shape, with their JSON types.
+    #[test]
+    fn json_has_resource_timeline_and_shape_fields_with_their_types() {
+        let mut r = result("fillrandom");
+        r.lsm = LsmShape::of(&sluice::Metrics {
+            levels: (0..7)
+                .map(|level| sluice::metrics::LevelMetrics {
+                    level,
+                    files: level % 2,
+                    size_bytes: 1000 * (level as u64 % 2),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+        let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
+        let cpu = &v["cpu"];
+        for f in [
+            "user_seconds",
+            "system_seconds",
+            "total_seconds",
+            "foreground_seconds",
+            "flush_seconds",
+            "compaction_seconds",
+        ] {
+            assert!(cpu[f].is_f64(), "cpu.{f}: {cpu}");
+        }
+        assert_eq!(cpu["foreground_seconds"], 0.5);
+        assert!(v["peak_rss_bytes"].is_u64(), "{v}");
+        assert!(v["io_write_bytes"].is_null(), "unavailable is null: {v}");
+        assert!(v["io_read_bytes"].is_u64(), "{v}");
+        assert_eq!(v["per_second"], serde_json::json!([600, 400]));
+        assert!(v["flush"]["cpu_seconds"].is_f64());
+        assert!(v["compaction"]["cpu_seconds"].is_f64());
+        let levels = v["lsm"]["levels"].as_array().unwrap();
+        assert_eq!(levels.len(), 7);
+        for (i, l) in levels.iter().enumerate() {
+            assert_eq!(l["level"], i);
+            assert!(l["files"].is_u64() && l["size_bytes"].is_u64(), "{l}");
+        }
+        assert_eq!(v["lsm"]["total_bytes"], 3000);
+        assert!(v["lsm"]["l0_sublevels"].is_u64());
+        assert!(
+            v.get("latency").is_none(),
+            "the histogram stays out of the JSON"
+        );
+    }
+
     #[test]
     fn table_rows_line_up_with_the_header() {
         let header = table_header();
         let row = table_row(&result("readrandom"));
         assert_eq!(row.find("found"), header.find("notes"));
         assert!(row.contains("found 900 of 1000"), "{row}");
+        assert!(
+            row.contains(
+                "\n             cpu 1.50 s (user 1.25, system 0.25; foreground 0.50, flush 0.25, \
+                 compaction 0.75), peak RSS 50.0 MB, disk writes 0.0 MB"
+            ),
+            "{row}"
+        );
+        assert!(
+            row.ends_with("\n             ops/s by second: min 600, median 600, max 600 over 2 s"),
+            "{row}"
+        );
         let compact = table_row(&result("compact"));
         assert!(compact.contains("S1 read 0.500 s (25.0%)"), "{compact}");
         assert!(compact.contains("S7 write 1.500 s (75.0%)"), "{compact}");
@@ -322,6 +480,7 @@ mod tests {
         one.ops = 1;
         let row = table_row(&one);
         assert!(row.contains("        -         -         -  "), "{row}");
+        assert!(!row.contains("ops/s by second"), "{row}");
         let mut quiet = result("readseq");
         quiet.found = None;
         quiet.engine = MetricsDelta::default();

@@ -310,9 +310,11 @@ pub struct BenchArgs {
     /// uses --num (the largest data set), --key-size, --value-size, --compression and --seed.
     #[arg(long, value_name = "NAME", value_parser = parse_experiment, conflicts_with_all = NOT_FOR_EXPERIMENTS)]
     pub experiment: Option<Experiment>,
-    /// With --experiment: also write the JSON (<NAME>.json) and the charts (PNG and SVG) into
-    /// DIR, creating it if needed.
-    #[arg(long, value_name = "DIR", requires = "experiment")]
+    /// Also write the JSON and charts (PNG and SVG) into DIR, creating it if needed: for
+    /// benchmarks bench.jsonl (one object per line) and throughput over time, latency CDF and,
+    /// if anything compacted, compaction bandwidth and stage profile; with --experiment
+    /// <NAME>.json and the experiment's figures.
+    #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// With --experiment: measure every data point K times and report the median run.
     #[arg(long, value_name = "K", value_parser = parse_usize, requires = "experiment")]
@@ -380,9 +382,14 @@ mod tests {
         assert_eq!(b.experiment, Some(Experiment::Pcp));
         assert_eq!(b.out, Some(PathBuf::from("charts")));
         assert_eq!((b.num, b.repeat), (100 << 10, Some(3)));
+        // --out also serves plain benchmarks.
+        let cli = Cli::try_parse_from(["sluice", "bench", "--out", "charts"]).unwrap();
+        let Command::Bench(b) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!((b.out, b.experiment), (Some(PathBuf::from("charts")), None));
         for args in [
             &["sluice", "bench", "--experiment", "fig8"][..],
-            &["sluice", "bench", "--out", "charts"],
             &["sluice", "bench", "--repeat", "3"],
             &[
                 "sluice",

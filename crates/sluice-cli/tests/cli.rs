@@ -330,7 +330,16 @@ fn bench_json_has_one_object_per_benchmark_with_the_documented_fields() {
         assert!(v.get("write_amp").is_some());
         assert_eq!(v["options"]["num"], 2000);
         assert_eq!(v["options"]["compression"], "lz4");
+        assert_resource_fields(v);
+        assert!(v["per_second"].is_array(), "{v}");
     }
+    let per_second: u64 = lines[0]["per_second"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .sum();
+    assert_eq!(per_second, 2000);
     assert_eq!(lines[0]["ops"], 2000);
     assert_eq!(lines[0]["user_bytes"], 2000 * 116);
     let found = lines[1]["found"].as_u64().unwrap();
@@ -350,6 +359,105 @@ fn bench_json_has_one_object_per_benchmark_with_the_documented_fields() {
     assert_eq!(lines[1]["found"], 2000);
     assert_eq!(lines[2]["found"], 2000);
     assert_eq!(lines[3]["ops"], 2000);
+}
+
+/// The fields every run reports about the process and the tree (issue 5), with their types.
+/// Figures read from /proc are null where it is missing, so their type is checked only there.
+fn assert_resource_fields(v: &Value) {
+    let cpu = &v["cpu"];
+    for f in ["flush_seconds", "compaction_seconds"] {
+        assert!(cpu[f].is_number(), "cpu.{f} in {v}");
+    }
+    for f in [
+        "user_seconds",
+        "system_seconds",
+        "total_seconds",
+        "foreground_seconds",
+    ] {
+        assert!(cpu[f].is_number() || cpu[f].is_null(), "cpu.{f} in {v}");
+    }
+    for f in ["peak_rss_bytes", "io_write_bytes", "io_read_bytes"] {
+        assert!(v[f].is_u64() || v[f].is_null(), "{f} in {v}");
+    }
+    if Path::new("/proc/self/status").exists() {
+        assert!(cpu["total_seconds"].is_number(), "{v}");
+        assert!(v["peak_rss_bytes"].as_u64().unwrap() > 0, "{v}");
+    }
+    assert!(v["flush"]["cpu_seconds"].is_number(), "{v}");
+    assert!(v["compaction"]["cpu_seconds"].is_number(), "{v}");
+    assert!(v["disk_bytes_written"].is_u64(), "{v}");
+    let levels = v["lsm"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 7, "{v}");
+    for l in levels {
+        assert!(l["files"].is_u64() && l["size_bytes"].is_u64(), "{l}");
+    }
+    assert!(v["lsm"]["total_bytes"].is_u64(), "{v}");
+}
+
+#[test]
+fn bench_and_ycsb_write_json_and_charts_with_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench_out = dir.path().join("bench");
+    let out = ok(&[
+        "bench",
+        "--num",
+        "3000",
+        "--benchmarks",
+        "fillrandom,compact",
+        "--write-buffer-size",
+        "64K",
+        "--target-file-size",
+        "64K",
+        "--out",
+        bench_out.to_str().unwrap(),
+    ]);
+    assert!(out.contains("wrote 9 files to"), "{out}");
+    assert!(out.contains("\n             cpu "), "{out}");
+    let jsonl = std::fs::read_to_string(bench_out.join("bench.jsonl")).unwrap();
+    let names: Vec<String> = json_lines(&jsonl)
+        .iter()
+        .map(|v| v["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["fillrandom", "compact"]);
+    for stem in [
+        "throughput",
+        "latency_cdf",
+        "compaction_bandwidth",
+        "stage_profile",
+    ] {
+        let png = std::fs::read(bench_out.join(format!("{stem}.png"))).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 5_000,
+            "{stem}.png"
+        );
+        let svg = std::fs::read_to_string(bench_out.join(format!("{stem}.svg"))).unwrap();
+        assert!(svg.contains("<svg"), "{stem}.svg");
+    }
+
+    // With --json, stdout stays one JSON object and the same object goes to ycsb.json.
+    let ycsb_out = dir.path().join("ycsb");
+    let out = ok(&[
+        "ycsb",
+        "--records",
+        "1000",
+        "--operations",
+        "1000",
+        "--json",
+        "--out",
+        ycsb_out.to_str().unwrap(),
+    ]);
+    let printed: Value = serde_json::from_str(&out).unwrap();
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(ycsb_out.join("ycsb.json")).unwrap())
+            .unwrap();
+    assert_eq!(printed["run"]["ops"], saved["run"]["ops"]);
+    for stem in ["throughput", "latency_cdf"] {
+        let png = std::fs::read(ycsb_out.join(format!("{stem}.png"))).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 5_000,
+            "{stem}.png"
+        );
+    }
 }
 
 #[test]
@@ -420,6 +528,9 @@ fn workload_a_json_reports_both_phases() {
     assert_eq!(v["operations"], 2000);
     assert_eq!(v["load"]["ops"], 2000);
     assert_eq!(v["load"]["operations"][0]["op"], "insert");
+    assert_resource_fields(&v["load"]);
+    assert_resource_fields(&v["run"]);
+    assert_eq!(v["load"]["user_bytes"], 2000 * 116);
     let run = &v["run"];
     assert_eq!(run["ops"], 2000);
     assert_eq!(run["not_found"], 0);

@@ -49,7 +49,11 @@ pub struct JobMetrics {
     pub entries_out: u64,
     /// Wall seconds, summed over jobs.
     pub seconds: f64,
-    /// CPU seconds of the threads that ran the jobs.
+    /// CPU seconds (user + system) of the threads that ran the jobs, from their thread CPU
+    /// clocks. Flushes: the flush thread from taking the memtable until its table is
+    /// installed (build, write, fsync, MANIFEST edit). Compactions: every thread the executor
+    /// ran the job on, as the executor measured it. A job counts when it completes, so a job
+    /// still running when metrics are read is not in this figure yet.
     pub cpu_seconds: f64,
     /// Seconds per step S1..S7, summed over jobs.
     pub stage_profile: StageSeconds,

@@ -1,12 +1,10 @@
 //! The PCP experiment end to end at a tiny scale: every figure measured, the JSON complete, the
 //! charts real pictures.
 
-use std::collections::HashSet;
-use std::path::Path;
-
 use sluice::options::CompactionMode;
 
 use super::*;
+use crate::charts::testing::distinct_colors;
 
 /// A configuration small enough for a debug build: fewer points per sweep than the default.
 fn tiny() -> PcpConfig {
@@ -18,19 +16,6 @@ fn tiny() -> PcpConfig {
         max_dirs: 2,
         ..PcpConfig::default()
     }
-}
-
-/// Distinct RGBA values in a PNG file (stops counting at 64).
-fn distinct_colors(path: &Path) -> usize {
-    let img = image::open(path).unwrap().to_rgba8();
-    let mut seen = HashSet::new();
-    for p in img.pixels() {
-        seen.insert(p.0);
-        if seen.len() >= 64 {
-            break;
-        }
-    }
-    seen.len()
 }
 
 #[test]

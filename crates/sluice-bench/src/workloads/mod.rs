@@ -6,6 +6,10 @@
 //! gives each thread the t-th slice of the key space. Each thread has its own random generator,
 //! seeded from `seed`, the benchmark's position in the run and the thread number, so a run is
 //! repeatable.
+//!
+//! Around each benchmark the engine's metrics and the process's resources
+//! ([`crate::resources`]) are read before and after; each operation's completion also counts
+//! in its thread's per-second samples ([`crate::timeline`]).
 
 mod worker;
 
@@ -16,10 +20,11 @@ use sluice::{Db, Result};
 
 use crate::config::{BenchConfig, Benchmark};
 use crate::delta::MetricsDelta;
-use crate::histogram::LatencyHistogram;
 use crate::keys::KeyFormat;
 use crate::progress::Progress;
 use crate::report::{BenchResult, RunOptions};
+use crate::resources::ResourceSample;
+use crate::shape::LsmShape;
 
 use worker::{Tally, Worker};
 
@@ -59,11 +64,12 @@ pub fn run_benchmark(
     };
     let progress = Progress::new(config.progress, bench.name(), expected_ops);
     let before = db.metrics();
-    let start = Instant::now();
+    let resources = ResourceSample::now();
+    let start = resources.at;
     let (tally, threads) = match bench {
-        Benchmark::Compact => (compact(db)?, 1),
+        Benchmark::Compact => (compact(db, start)?, 1),
         _ => (
-            run_threads(config, db, keys, bench, ordinal, &progress)?,
+            run_threads(config, db, keys, bench, ordinal, &progress, start)?,
             config.threads,
         ),
     };
@@ -72,8 +78,11 @@ pub fn run_benchmark(
         db.wait_for_background_work()?;
     }
     let seconds = start.elapsed().as_secs_f64();
+    let end = ResourceSample::now();
+    let after = db.metrics();
     progress.finish();
-    let engine = MetricsDelta::between(&before, &db.metrics());
+    let engine = MetricsDelta::between(&before, &after);
+    let process = resources.usage_until(&end, &engine);
     let bytes = match bench {
         Benchmark::Compact => engine.compaction.input_bytes,
         _ => tally.bytes,
@@ -95,23 +104,27 @@ pub fn run_benchmark(
         found: matches!(bench, Benchmark::ReadRandom | Benchmark::SeekRandom)
             .then_some(tally.found),
         latency_us: tally.hist.summary(),
+        per_second: tally.per_second.into_counts(),
         engine,
+        process,
+        lsm: LsmShape::of(&after),
         options: RunOptions::new(config, db.options()),
+        latency: tally.hist,
     })
 }
 
 /// compact: one operation, the whole key space.
-fn compact(db: &Db) -> Result<Tally> {
+fn compact(db: &Db, bench_start: Instant) -> Result<Tally> {
     let start = Instant::now();
     db.compact_range(None, None)?;
-    let mut hist = LatencyHistogram::new();
-    hist.record(start.elapsed());
-    Ok(Tally {
+    let end = Instant::now();
+    let mut tally = Tally {
         ops: 1,
-        bytes: 0,
-        found: 0,
-        hist,
-    })
+        ..Tally::default()
+    };
+    tally.hist.record(end - start);
+    tally.per_second.record(end - bench_start);
+    Ok(tally)
 }
 
 /// Runs `bench` on `config.threads` threads and sums what they did. If one thread fails the
@@ -123,6 +136,7 @@ fn run_threads(
     bench: Benchmark,
     ordinal: u64,
     progress: &Progress,
+    start: Instant,
 ) -> Result<Tally> {
     let stop = AtomicBool::new(false);
     let outcomes: Vec<Result<Tally>> = std::thread::scope(|scope| {
@@ -133,7 +147,7 @@ fn run_threads(
                     .name(format!("bench-{index}"))
                     .spawn_scoped(scope, move || {
                         let mut worker =
-                            Worker::new(db, config, keys, index, ordinal, progress, stop);
+                            Worker::new(db, config, keys, (index, ordinal), progress, stop, start);
                         let outcome = worker.run(bench);
                         if outcome.is_err() {
                             stop.store(true, Ordering::Relaxed);

@@ -18,6 +18,7 @@ use crate::histogram::LatencyHistogram;
 use crate::keys::KeyFormat;
 use crate::progress::{Progress, Ticker};
 use crate::stream::SplitMix64;
+use crate::timeline::PerSecond;
 use crate::values::ValueGenerator;
 
 /// What one or more threads did.
@@ -31,6 +32,8 @@ pub(crate) struct Tally {
     pub found: u64,
     /// Latency of every operation.
     pub hist: LatencyHistogram,
+    /// Operations completed in each second since the benchmark began.
+    pub per_second: PerSecond,
 }
 
 impl Tally {
@@ -40,6 +43,7 @@ impl Tally {
         self.bytes += other.bytes;
         self.found += other.found;
         self.hist.merge(&other.hist);
+        self.per_second.merge(&other.per_second);
     }
 }
 
@@ -53,6 +57,8 @@ pub(crate) struct Worker<'a> {
     stream: SplitMix64,
     ticker: Ticker<'a>,
     stop: &'a AtomicBool,
+    /// When the benchmark began, for the per-second counts.
+    bench_start: Instant,
     tally: Tally,
     /// Scratch buffer for the current key.
     key: Vec<u8>,
@@ -63,10 +69,10 @@ impl<'a> Worker<'a> {
         db: &'a Db,
         config: &'a BenchConfig,
         keys: KeyFormat,
-        index: usize,
-        ordinal: u64,
+        (index, ordinal): (usize, u64),
         progress: &'a Progress,
         stop: &'a AtomicBool,
+        bench_start: Instant,
     ) -> Self {
         Worker {
             db,
@@ -77,6 +83,7 @@ impl<'a> Worker<'a> {
             stream: SplitMix64::for_benchmark(config.seed, ordinal, index as u64),
             ticker: progress.ticker(),
             stop,
+            bench_start,
             tally: Tally::default(),
             key: Vec::with_capacity(keys.key_size()),
         }
@@ -95,7 +102,9 @@ impl<'a> Worker<'a> {
     /// Counts one finished operation that started at `start` and moved `bytes`.
     #[inline]
     fn done(&mut self, start: Instant, bytes: usize) {
-        self.tally.hist.record(start.elapsed());
+        let end = Instant::now();
+        self.tally.hist.record(end - start);
+        self.tally.per_second.record(end - self.bench_start);
         self.tally.ops += 1;
         self.tally.bytes += bytes as u64;
         self.ticker.tick();

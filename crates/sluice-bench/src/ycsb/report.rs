@@ -1,6 +1,6 @@
 //! What a YCSB run reports: per-operation latency percentiles, throughput overall and per
-//! second, as a serde-serialized JSON object (the schema below is stable: fields are only ever
-//! added) or a table.
+//! second, what the engine and the process did during each phase, as a serde-serialized JSON
+//! object (the schema below is stable: fields are only ever added) or a table.
 //!
 //! ```text
 //! { "workload": "a", "distribution": "zipfian", "records": u64, "operations": u64,
@@ -10,7 +10,12 @@
 //!          "not_found": u64, "stopped": bool, "per_second": [u64, ...],
 //!          "operations": [ { "op": "read" | "update" | "insert" | "scan" | "read-modify-write",
 //!                            "count": u64, "ops_per_sec": f64, "p50_us": f64, "p95_us": f64,
-//!                            "p99_us": f64, "p999_us": f64, "max_us": f64, "mean_us": f64 } ] }
+//!                            "p99_us": f64, "p999_us": f64, "max_us": f64, "mean_us": f64 } ],
+//!          ...engine and process fields, named and typed as in a `sluice bench` object
+//!          (`crate::report`): "user_bytes", "disk_bytes_written", "wal_bytes_written",
+//!          "write_amp", "flush", "compaction", "trivial_moves", "write_slowdowns",
+//!          "write_stall_micros", "cpu", "peak_rss_bytes", "io_write_bytes", "io_read_bytes",
+//!          "lsm" (the tree when the phase ended) }
 //! ```
 //!
 //! `per_second[i]` counts the operations that completed in second `i` of the phase, so a stall
@@ -21,7 +26,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::workload::{Distribution, Operation, Workload};
+use crate::delta::MetricsDelta;
 use crate::histogram::LatencyHistogram;
+use crate::report::detail_lines;
+use crate::resources::ProcessUsage;
+use crate::shape::LsmShape;
 
 /// One operation type's figures.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -35,6 +44,9 @@ pub struct OpReport {
     pub p999_us: f64,
     pub max_us: f64,
     pub mean_us: f64,
+    /// Every operation's latency, for the latency CDF chart. Not in the JSON.
+    #[serde(skip)]
+    pub histogram: LatencyHistogram,
 }
 
 impl OpReport {
@@ -55,6 +67,7 @@ impl OpReport {
             p999_us: hist.percentile_us(99.9),
             max_us: hist.percentile_us(100.0),
             mean_us: hist.summary().mean,
+            histogram: hist.clone(),
         }
     }
 }
@@ -72,6 +85,14 @@ pub struct PhaseReport {
     pub stopped: bool,
     pub per_second: Vec<u64>,
     pub operations: Vec<OpReport>,
+    /// What the engine did during the phase, flattened.
+    #[serde(flatten)]
+    pub engine: MetricsDelta,
+    /// CPU, peak memory and storage I/O of the process during the phase, flattened.
+    #[serde(flatten)]
+    pub process: ProcessUsage,
+    /// The tree when the phase ended.
+    pub lsm: LsmShape,
 }
 
 /// The whole run.
@@ -97,8 +118,8 @@ impl YcsbReport {
     }
 }
 
-/// The table of one phase: a header, one row per operation type, then the per-second
-/// throughput samples.
+/// The table of one phase: a header, what the engine and the process did, one row per
+/// operation type, then the per-second throughput samples.
 pub fn phase_table(p: &PhaseReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -115,6 +136,11 @@ pub fn phase_table(p: &PhaseReport) -> String {
         },
         if p.stopped { " (stopped early)" } else { "" },
     );
+    let _ = writeln!(s, "  {}", engine_line(&p.engine));
+    for line in detail_lines(&p.engine, &p.process, None) {
+        let _ = writeln!(s, "  {line}");
+    }
+    let _ = writeln!(s, "  tree: {}", p.lsm.summary());
     let _ = writeln!(
         s,
         "{:<18} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
@@ -137,4 +163,32 @@ pub fn phase_table(p: &PhaseReport) -> String {
     let samples: Vec<String> = p.per_second.iter().map(u64::to_string).collect();
     let _ = writeln!(s, "ops per second: [{}]", samples.join(", "));
     s
+}
+
+/// `w-amp 1.23, 3 flushes 12.0 MB, 2 compactions 30.1 MB -> 25.0 MB at 85.2 MB/s, stalled 0.20 s`.
+fn engine_line(e: &MetricsDelta) -> String {
+    let mut parts = vec![match e.write_amp {
+        Some(w) => format!("w-amp {w:.2}"),
+        None => "w-amp -".to_string(),
+    }];
+    parts.push(format!(
+        "{} flushes {:.1} MB",
+        e.flush.count,
+        e.flush.output_bytes as f64 / 1e6
+    ));
+    let c = &e.compaction;
+    parts.push(format!(
+        "{} compactions {:.1} MB -> {:.1} MB at {:.1} MB/s",
+        c.count,
+        c.input_bytes as f64 / 1e6,
+        c.output_bytes as f64 / 1e6,
+        c.bandwidth_mb_s
+    ));
+    if e.write_stall_micros > 0 {
+        parts.push(format!(
+            "stalled {:.2} s",
+            e.write_stall_micros as f64 / 1e6
+        ));
+    }
+    parts.join(", ")
 }

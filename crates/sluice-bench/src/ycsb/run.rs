@@ -24,10 +24,14 @@ use sluice::{Db, Error, ReadOptions, Result, WriteOptions};
 use super::YcsbConfig;
 use super::report::{OpReport, PhaseReport};
 use super::workload::{Chooser, Operation, Request};
+use crate::delta::MetricsDelta;
 use crate::histogram::LatencyHistogram;
 use crate::keys::KeyFormat;
 use crate::progress::{Progress, Ticker};
+use crate::resources::ResourceSample;
+use crate::shape::LsmShape;
 use crate::stream::SplitMix64;
+use crate::timeline::PerSecond;
 use crate::values::ValueGenerator;
 use crate::workloads::share;
 
@@ -35,7 +39,7 @@ use crate::workloads::share;
 #[derive(Debug, Default)]
 struct Tally {
     hists: [LatencyHistogram; 5],
-    per_second: Vec<u64>,
+    per_second: PerSecond,
     not_found: u64,
 }
 
@@ -44,12 +48,7 @@ impl Tally {
         for (mine, theirs) in self.hists.iter_mut().zip(&other.hists) {
             mine.merge(theirs);
         }
-        if self.per_second.len() < other.per_second.len() {
-            self.per_second.resize(other.per_second.len(), 0);
-        }
-        for (mine, theirs) in self.per_second.iter_mut().zip(&other.per_second) {
-            *mine += theirs;
-        }
+        self.per_second.merge(&other.per_second);
         self.not_found += other.not_found;
     }
 
@@ -60,16 +59,17 @@ impl Tally {
         if let Some(h) = self.hists.get_mut(op as usize) {
             h.record(end - start);
         }
-        let second = (end - phase_start).as_secs() as usize;
-        if self.per_second.len() <= second {
-            self.per_second.resize(second + 1, 0);
-        }
-        if let Some(n) = self.per_second.get_mut(second) {
-            *n += 1;
-        }
+        self.per_second.record(end - phase_start);
     }
 
-    fn into_report(self, phase: &str, seconds: f64, stopped: bool) -> PhaseReport {
+    /// The phase's report, with the engine and process figures of `measured`.
+    fn into_report(
+        self,
+        phase: &str,
+        seconds: f64,
+        stopped: bool,
+        measured: Measured,
+    ) -> PhaseReport {
         let operations: Vec<OpReport> = Operation::ALL
             .iter()
             .zip(&self.hists)
@@ -88,10 +88,20 @@ impl Tally {
             },
             not_found: self.not_found,
             stopped,
-            per_second: self.per_second,
+            per_second: self.per_second.into_counts(),
             operations,
+            engine: measured.engine,
+            process: measured.process,
+            lsm: measured.lsm,
         }
     }
+}
+
+/// What a phase did to the engine and the process, measured around it.
+struct Measured {
+    engine: MetricsDelta,
+    process: crate::resources::ProcessUsage,
+    lsm: LsmShape,
 }
 
 /// State shared by the threads of one phase.
@@ -173,6 +183,8 @@ where
         inserted: AtomicU64::new(config.records),
         start: Instant::now(),
     };
+    let metrics_before = db.metrics();
+    let resources = ResourceSample::now();
     let outcomes: Vec<Result<Tally>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..config.threads)
             .map(|index| {
@@ -210,8 +222,16 @@ where
         db.wait_for_background_work()?;
     }
     let seconds = shared.start.elapsed().as_secs_f64();
+    let resources_after = ResourceSample::now();
+    let metrics_after = db.metrics();
     shared.progress.finish();
-    Ok(total.into_report(name, seconds, stop.load(Ordering::Relaxed)))
+    let engine = MetricsDelta::between(&metrics_before, &metrics_after);
+    let measured = Measured {
+        process: resources.usage_until(&resources_after, &engine),
+        engine,
+        lsm: LsmShape::of(&metrics_after),
+    };
+    Ok(total.into_report(name, seconds, stop.load(Ordering::Relaxed), measured))
 }
 
 /// One thread's scratch state.

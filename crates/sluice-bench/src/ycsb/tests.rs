@@ -120,6 +120,20 @@ fn json_has_the_documented_schema() {
         }
         assert!(p["stopped"].is_boolean());
         assert!(p["per_second"].is_array());
+        // What the engine and the process did, named as in a bench object.
+        for field in ["user_bytes", "disk_bytes_written", "wal_bytes_written"] {
+            assert!(p[field].is_u64(), "{phase}.{field}: {p}");
+        }
+        assert!(p["write_amp"].is_f64() || p["write_amp"].is_null());
+        assert!(p["flush"]["cpu_seconds"].is_f64(), "{p}");
+        assert!(p["compaction"]["stage_profile"]["merge"].is_f64(), "{p}");
+        assert!(p["cpu"]["flush_seconds"].is_f64(), "{p}");
+        if cfg!(target_os = "linux") {
+            assert!(p["cpu"]["total_seconds"].is_f64(), "{p}");
+            assert!(p["peak_rss_bytes"].as_u64().unwrap() > 0, "{p}");
+        }
+        assert_eq!(p["lsm"]["levels"].as_array().unwrap().len(), 7, "{p}");
+        assert!(p.get("histogram").is_none());
         for o in p["operations"].as_array().unwrap() {
             assert!(o["op"].is_string());
             for field in [
@@ -153,6 +167,9 @@ fn json_has_the_documented_schema() {
         table.contains("scan") && table.contains("p99.9 us"),
         "{table}"
     );
+    for line in ["\n  w-amp ", "\n  cpu ", "\n  tree: "] {
+        assert!(table.contains(line), "{line:?} in {table}");
+    }
 }
 
 #[test]

@@ -5,16 +5,20 @@
 //! `--use-existing-db` is given (nothing is ever deleted from a directory the user named), or
 //! in a fresh temporary directory that is removed at the end unless `--keep-db`.
 //!
+//! With `--out DIR` the JSON lines also go to `DIR/bench.jsonl` and the run's charts (PNG and
+//! SVG, `sluice_bench::charts::runs`) into DIR.
+//!
 //! With `--experiment NAME` it runs an experiment instead (see `sluice_bench::experiment`):
 //! the table (or with `--json` the JSON document) goes to stdout, and with `--out DIR` the JSON
 //! and the charts are also written into DIR. Experiments keep their databases in a temporary
 //! directory that is always removed.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sluice::filename::current_file_name;
-use sluice::{Db, Options, RateLimiter};
+use sluice::{Db, IoContext, Options, RateLimiter};
+use sluice_bench::charts::write_bench_charts;
 use sluice_bench::experiment::{Experiment, PcpConfig, run_pcp, table, write_outputs};
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
@@ -85,7 +89,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     if !args.json {
         write_header(args, &config, &options, &dir, temp.is_some(), out)?;
     }
-    let outcome = run_on(&dir, options, &config, args.json, out);
+    let outcome = run_on(&dir, options, &config, args, out);
     if let Some(temp) = temp {
         if args.keep_db {
             let kept: PathBuf = temp.keep();
@@ -131,24 +135,47 @@ fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write)
     if let Some(dir) = &args.out {
         let written = write_outputs(&report, dir)?;
         if !args.json {
-            writeln!(out)?;
-            writeln!(out, "wrote {} files to {}:", written.len(), dir.display())?;
-            for path in &written {
-                let name = path.file_name().unwrap_or(path.as_os_str());
-                writeln!(out, "  {}", name.to_string_lossy())?;
-            }
+            list_written(dir, &written, out)?;
         }
     }
     Ok(())
 }
 
+/// `wrote N files to DIR:` and their names, one per line.
+pub(crate) fn list_written(
+    dir: &Path,
+    written: &[PathBuf],
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "wrote {} files to {}:", written.len(), dir.display())?;
+    for path in written {
+        let name = path.file_name().unwrap_or(path.as_os_str());
+        writeln!(out, "  {}", name.to_string_lossy())?;
+    }
+    Ok(())
+}
+
+/// Writes `dir/bench.jsonl` (one JSON object per benchmark) and the run's charts into `dir`,
+/// creating it if needed. Returns the paths written, the JSON first.
+fn write_bench_outputs(results: &[BenchResult], dir: &Path) -> sluice::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_path(dir)?;
+    let json = dir.join("bench.jsonl");
+    let lines: String = results.iter().map(|r| json_line(r) + "\n").collect();
+    std::fs::write(&json, lines).with_path(&json)?;
+    let mut written = vec![json];
+    written.extend(write_bench_charts(results, dir)?);
+    Ok(written)
+}
+
 fn run_on(
-    dir: &std::path::Path,
+    dir: &Path,
     options: Options,
     config: &BenchConfig,
-    json: bool,
+    args: &BenchArgs,
     out: &mut dyn Write,
 ) -> CmdResult {
+    let json = args.json;
     if !config_allows_existing(options.error_if_exists, dir) {
         return Err(Failure::Error(format!(
             "{} already holds a database: pass --use-existing-db to run on it, or choose another --db",
@@ -174,16 +201,22 @@ fn run_on(
     if let Some(e) = write_error {
         return Err(e.into());
     }
-    ran?;
+    let results = ran?;
     if !json {
         write_tree(&db, out)?;
     }
     db.close()?;
+    if let Some(out_dir) = &args.out {
+        let written = write_bench_outputs(&results, out_dir)?;
+        if !json {
+            list_written(out_dir, &written, out)?;
+        }
+    }
     Ok(())
 }
 
 /// False when `dir` holds a database and the run must not reuse one.
-fn config_allows_existing(error_if_exists: bool, dir: &std::path::Path) -> bool {
+fn config_allows_existing(error_if_exists: bool, dir: &Path) -> bool {
     !(error_if_exists && current_file_name(dir).exists())
 }
 
@@ -191,7 +224,7 @@ fn write_header(
     args: &BenchArgs,
     config: &BenchConfig,
     options: &Options,
-    dir: &std::path::Path,
+    dir: &Path,
     temporary: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {

@@ -3,7 +3,8 @@
 //!
 //! The database lives in `--db` or, by default, in a fresh temporary directory removed at the
 //! end. `--run` alone needs a database already loaded in `--db`. Ctrl-C stops the current
-//! phase and still prints what it measured.
+//! phase and still prints what it measured. With `--out DIR` the JSON object also goes to
+//! `DIR/ycsb.json` and the run's charts (PNG and SVG, `sluice_bench::charts::runs`) into DIR.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +13,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
 use sluice::filename::current_file_name;
-use sluice::{Db, Options};
+use sluice::{Db, IoContext, Options};
+use sluice_bench::charts::write_ycsb_charts;
 use sluice_bench::ycsb::report::phase_table;
 use sluice_bench::ycsb::{Distribution, Workload, YcsbConfig, YcsbReport, run_ycsb};
 
@@ -75,6 +77,11 @@ pub struct YcsbArgs {
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
+    /// Also write the JSON object (ycsb.json) and charts (PNG and SVG: throughput over time,
+    /// latency CDF per operation and, if anything compacted, compaction bandwidth and stage
+    /// profile) into DIR, creating it if needed.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -142,7 +149,24 @@ pub fn run(args: &YcsbArgs, out: &mut dyn Write) -> CmdResult {
     } else {
         write_tables(&report, &dir, out)?;
     }
+    if let Some(out_dir) = &args.out {
+        let written = write_outputs(&report, out_dir)?;
+        if !args.json {
+            super::bench::list_written(out_dir, &written, out)?;
+        }
+    }
     Ok(())
+}
+
+/// Writes `dir/ycsb.json` and the run's charts into `dir`, creating it if needed. Returns the
+/// paths written, the JSON first.
+fn write_outputs(report: &YcsbReport, dir: &Path) -> sluice::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_path(dir)?;
+    let json = dir.join("ycsb.json");
+    std::fs::write(&json, report.to_json() + "\n").with_path(&json)?;
+    let mut written = vec![json];
+    written.extend(write_ycsb_charts(report, dir)?);
+    Ok(written)
 }
 
 fn run_in(

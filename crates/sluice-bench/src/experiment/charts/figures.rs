@@ -1,8 +1,8 @@
 //! From the report's figures to charts: which series go on which panel, axis texts and units.
 
-use super::bars::{Bar, Breakdown};
-use super::lines::{Line, LineChart, Panel};
-use super::{Chart, DrawResult, executor_color};
+use crate::charts::bars::{Bar, Breakdown};
+use crate::charts::lines::{Line, LineChart, Panel};
+use crate::charts::{Chart, DrawResult, executor_color};
 use crate::experiment::results::{Figure, PcpReport};
 use crate::experiment::table::binary_size;
 
@@ -23,7 +23,7 @@ pub(super) enum AnyChart {
 }
 
 impl Chart for AnyChart {
-    fn stem(&self) -> &'static str {
+    fn stem(&self) -> &str {
         match self {
             AnyChart::Bars(c) => c.stem(),
             AnyChart::Lines(c) => c.stem(),
@@ -112,6 +112,7 @@ fn fig8(report: &PcpReport) -> Breakdown {
         })
         .collect();
     Breakdown {
+        stem: "fig8_breakdown",
         caption: format!(
             "Fig. 8: SCP compaction time per step vs value size ({})",
             setup(report)

@@ -1,5 +1,6 @@
-//! Fig. 8: stacked bars of the share of time of each compaction step (S1 at the bottom, S7 on
-//! top, as in the document), one bar per value size, with the legend beside the plot.
+//! Stacked bars of the share of time of each compaction step (S1 at the bottom, S7 on top, as
+//! in document 000's Fig. 8), one bar per label (a value size, a benchmark), with the legend
+//! beside the plot.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -8,7 +9,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{Chart, DrawResult, FONT, msg};
 
 /// Step names as the legend shows them (the document's names in capitals after ours).
-pub(super) const STEP_LABELS: [&str; 7] = [
+pub(crate) const STEP_LABELS: [&str; 7] = [
     "S1 read (READ)",
     "S2 checksum (CRC)",
     "S3 decompress (DECOMP)",
@@ -18,16 +19,10 @@ pub(super) const STEP_LABELS: [&str; 7] = [
     "S7 write (WRITE)",
 ];
 
-/// One colour per step (Tableau 10), distinct in print and for common colour blindness.
-const STEP_COLORS: [RGBColor; 7] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-];
+/// One colour per step: the first seven of the palette.
+fn step_color(step: usize) -> RGBColor {
+    super::series_color(step)
+}
 
 /// Width of the legend column, pixels.
 const LEGEND_WIDTH: u32 = 260;
@@ -35,8 +30,8 @@ const LEGEND_WIDTH: u32 = 260;
 /// Segments smaller than this share (percent) get no text inside.
 const MIN_LABELLED_PERCENT: f64 = 5.0;
 
-/// One bar of Fig. 8.
-pub(super) struct Bar {
+/// One bar.
+pub(crate) struct Bar {
     /// The x tick.
     pub label: String,
     /// Lines of text above the bar, top first.
@@ -51,8 +46,10 @@ const Y_TOP_PERCENT: f64 = 116.0;
 /// Height of one line of notes, in percent of the y axis.
 const NOTE_LINE_PERCENT: f64 = 6.0;
 
-/// The Fig. 8 chart.
-pub(super) struct Breakdown {
+/// A chart of stacked step bars.
+pub(crate) struct Breakdown {
+    /// File name without extension.
+    pub stem: &'static str,
     pub caption: String,
     /// X axis description with unit.
     pub x_label: String,
@@ -61,8 +58,8 @@ pub(super) struct Breakdown {
 }
 
 impl Chart for Breakdown {
-    fn stem(&self) -> &'static str {
-        "fig8_breakdown"
+    fn stem(&self) -> &str {
+        self.stem
     }
 
     fn size(&self) -> (u32, u32) {
@@ -150,7 +147,7 @@ fn draw_bars<DB: DrawingBackend>(
         }
         let mut bottom = 0.0;
         for (step, &share) in bar.shares.iter().enumerate() {
-            let color = STEP_COLORS[step % STEP_COLORS.len()];
+            let color = step_color(step);
             let top = bottom + share;
             let mut bar = Rectangle::new(
                 [
@@ -190,7 +187,7 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> DrawResult 
     let font = (FONT, 15).into_font();
     let (x, mut y) = (10, 60);
     for (step, label) in STEP_LABELS.iter().enumerate().rev() {
-        let color = STEP_COLORS[step % STEP_COLORS.len()];
+        let color = step_color(step);
         area.draw(&Rectangle::new([(x, y), (x + 20, y + 20)], color.filled()))
             .map_err(msg)?;
         area.draw(&Text::new(*label, (x + 30, y + 2), font.clone()))

@@ -17,7 +17,7 @@ use super::{Chart, DrawResult, FONT, msg};
 const Y_HEADROOM: f64 = 1.5;
 
 /// One line of a panel.
-pub(super) struct Line {
+pub(crate) struct Line {
     /// Legend text.
     pub label: String,
     /// Stroke colour.
@@ -29,7 +29,7 @@ pub(super) struct Line {
 }
 
 /// One panel: axes, ticks and lines.
-pub(super) struct Panel {
+pub(crate) struct Panel {
     /// Panel title.
     pub title: String,
     /// X axis description with unit.
@@ -43,7 +43,7 @@ pub(super) struct Panel {
 }
 
 /// A figure of panels side by side under one caption.
-pub(super) struct LineChart {
+pub(crate) struct LineChart {
     pub stem: &'static str,
     pub size: (u32, u32),
     pub caption: String,
@@ -51,7 +51,7 @@ pub(super) struct LineChart {
 }
 
 impl Chart for LineChart {
-    fn stem(&self) -> &'static str {
+    fn stem(&self) -> &str {
         self.stem
     }
 

@@ -1,0 +1,127 @@
+//! Charts of real (tiny) runs: every file written, every PNG a real picture.
+
+use std::sync::atomic::AtomicBool;
+
+use sluice::{Db, Options};
+
+use super::*;
+use crate::charts::testing::{distinct_colors, ink_pixels};
+use crate::config::{BenchConfig, Benchmark};
+use crate::workloads::run_benchmarks;
+use crate::ycsb::{Workload, YcsbConfig, run_ycsb};
+
+fn small_options() -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 256 << 10,
+        ..Options::default()
+    }
+}
+
+/// Every path exists and is non-empty; every PNG has a picture on it: many colours, and more
+/// than a frame's worth of non-white pixels.
+fn assert_real_pictures(written: &[PathBuf], stems: &[&str]) {
+    let names: Vec<String> = written
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let expected: Vec<String> = stems
+        .iter()
+        .flat_map(|s| [format!("{s}.png"), format!("{s}.svg")])
+        .collect();
+    assert_eq!(names, expected);
+    for path in written {
+        let len = std::fs::metadata(path).unwrap().len();
+        assert!(len > 1_000, "{} has {len} bytes", path.display());
+        if path.extension().is_some_and(|e| e == "png") {
+            assert!(distinct_colors(path) > 8, "{} is blank", path.display());
+            assert!(
+                ink_pixels(path) > 5_000,
+                "{} is nearly blank",
+                path.display()
+            );
+        } else {
+            let svg = std::fs::read_to_string(path).unwrap();
+            assert!(
+                svg.contains("<svg") && svg.contains("<text"),
+                "{}",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn bench_run_draws_throughput_cdf_bandwidth_and_stages() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let config = BenchConfig {
+        benchmarks: vec![
+            Benchmark::FillRandom,
+            Benchmark::ReadRandom,
+            Benchmark::Compact,
+        ],
+        num: 5_000,
+        reads: 5_000,
+        ..BenchConfig::default()
+    };
+    let results = run_benchmarks(&config, &db, &mut |_| {}).unwrap();
+    assert!(results.iter().any(|r| r.engine.compaction.count > 0));
+    let out = tempfile::tempdir().unwrap();
+    let charts = out.path().join("charts");
+    let written = write_bench_charts(&results, &charts).unwrap();
+    assert_real_pictures(
+        &written,
+        &[
+            "throughput",
+            "latency_cdf",
+            "compaction_bandwidth",
+            "stage_profile",
+        ],
+    );
+}
+
+#[test]
+fn ycsb_run_draws_a_line_per_phase_and_operation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let config = YcsbConfig {
+        workload: Workload::A,
+        records: 2_000,
+        operations: 2_000,
+        ..YcsbConfig::default()
+    };
+    let report = run_ycsb(&config, &db, true, true, &AtomicBool::new(false)).unwrap();
+    let run = Run {
+        setup: String::new(),
+        entry_kind: "phase",
+        entries: Vec::new(),
+    };
+    assert!(latency_cdf(&run).lines.is_empty());
+    let out = tempfile::tempdir().unwrap();
+    let written = write_ycsb_charts(&report, out.path()).unwrap();
+    // Default options flush nothing of 2,000 small records: no compaction charts.
+    assert_real_pictures(&written, &["throughput", "latency_cdf"]);
+}
+
+#[test]
+fn charts_of_nothing_still_render() {
+    let out = tempfile::tempdir().unwrap();
+    let written = write_bench_charts(&[], out.path()).unwrap();
+    assert_eq!(written.len(), 4);
+    for path in &written {
+        assert!(std::fs::metadata(path).unwrap().len() > 0);
+    }
+}
+
+#[test]
+fn latency_ticks_carry_their_unit() {
+    assert_eq!(micros_text(0.5), "0.5 µs");
+    assert_eq!(micros_text(20.0), "20 µs");
+    assert_eq!(micros_text(1_000.0), "1 ms");
+    assert_eq!(micros_text(10_000_000.0), "10 s");
+    assert_eq!(seconds_text(0.0), "0");
+    assert_eq!(seconds_text(2.5), "2.5");
+    assert_eq!(seconds_text(10.0), "10");
+}
