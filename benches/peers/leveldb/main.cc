@@ -1,10 +1,12 @@
 // leveldb-bench runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
 // readrandom, compact) on LevelDB (Debian's libleveldb-dev 1.23, which packages no db_bench)
 // and prints one JSON object per benchmark with the field names of `sluice bench --json`, as
-// ../pebble and ../fjall do. Keys and values follow ../STREAM.md (stream.h).
+// ../pebble and ../fjall do; with --ycsb WORKLOAD it runs YCSB A, B, C or F instead and prints
+// the object of `sluice ycsb --json` (../cpp/ycsb.h, shared with ../rocksdb). Keys, values and
+// YCSB operations follow ../STREAM.md (../cpp/stream.h, ../cpp/ycsb.h).
 //
 // Build (benches/peers/run does this):
-//   g++ -O2 -std=c++17 -o leveldb-bench main.cc -lleveldb
+//   g++ -O2 -std=c++17 -ffp-contract=off -o leveldb-bench main.cc -lleveldb
 //
 // Flags are the other peers' (--flag VALUE or --flag=VALUE); see ../README.md. LevelDB has no
 // lz4 (snappy is used), no switch for automatic compactions, and one background thread: each
@@ -30,14 +32,14 @@
 #include <thread>
 #include <vector>
 
-#include "stream.h"
+#include "../cpp/flags.h"
+#include "../cpp/stream.h"
+#include "../cpp/vectors.h"
+#include "../cpp/ycsb.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-const char* const kBenchmarks[] = {"fillseq", "fillrandom", "overwrite", "readrandom",
-                                   "compact"};
 
 // LevelDB 1.23's compile-time constants (db/dbformat.h, db/version_set.cc), mirrored to tell
 // when its background thread still has work (WaitIdle).
@@ -45,132 +47,10 @@ constexpr int kNumLevels = 7;
 constexpr int kL0CompactionTrigger = 4;
 constexpr double kL1MaxBytes = 10.0 * 1048576.0;
 
-struct Config {
-  std::string db;
-  std::vector<std::string> benchmarks = {"fillseq", "fillrandom", "overwrite", "readrandom",
-                                         "compact"};
-  uint64_t num = 1000000;
-  int64_t reads = -1;
-  size_t key_size = 16;
-  size_t value_size = 100;
-  uint64_t seed = 301;
-  std::string compression = "lz4";
-  size_t block_size = 4096;
-  int bloom_bits = 10;
-  size_t write_buffer_size = 64 << 20;
-  size_t target_file_size = 64 << 20;
-  size_t cache_size = 64 << 20;
-  bool disable_auto_compactions = false;
-  bool parallel_compact = true;
-  int compaction_threads = 2;
-  size_t dump_keys = 0;
-  bool self_test = false;
-
-  uint64_t Reads() const { return reads < 0 ? num : static_cast<uint64_t>(reads); }
-};
-
-[[noreturn]] void Fail(const std::string& msg) {
-  std::fprintf(stderr, "leveldb-bench: %s\n", msg.c_str());
-  std::exit(1);
-}
-
-uint64_t ParseU64(const std::string& flag, const std::string& v) {
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno != 0 || v[0] == '-') Fail("bad value for " + flag + ": " + v);
-  return x;
-}
-
-bool ParseBool(const std::string& flag, const std::string& v) {
-  if (v == "true" || v == "1") return true;
-  if (v == "false" || v == "0") return false;
-  Fail("bad value for " + flag + ": " + v);
-}
-
-Config ParseFlags(int argc, char** argv) {
-  Config c;
-  for (int i = 1; i < argc; i++) {
-    std::string arg = argv[i];
-    if (arg.rfind("--", 0) != 0) Fail("unexpected argument " + arg);
-    std::string name = arg.substr(2), value;
-    bool has_value = false;
-    if (auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) Fail("--" + name + " needs a value");
-      return argv[++i];
-    };
-    if (name == "disable-auto-compactions") {
-      c.disable_auto_compactions = has_value ? ParseBool(name, value) : true;
-    } else if (name == "parallel-compact") {
-      c.parallel_compact = has_value ? ParseBool(name, value) : true;
-    } else if (name == "self-test") {
-      c.self_test = true;
-    } else if (name == "db") {
-      c.db = next();
-    } else if (name == "benchmarks") {
-      c.benchmarks.clear();
-      std::stringstream list(next());
-      for (std::string b; std::getline(list, b, ',');) {
-        if (b.empty()) continue;
-        if (std::find(std::begin(kBenchmarks), std::end(kBenchmarks), b) == std::end(kBenchmarks))
-          Fail("unknown benchmark \"" + b + "\" (expected fillseq, fillrandom, overwrite, readrandom, compact)");
-        c.benchmarks.push_back(b);
-      }
-    } else if (name == "num") {
-      c.num = ParseU64(name, next());
-    } else if (name == "reads") {
-      c.reads = static_cast<int64_t>(ParseU64(name, next()));
-    } else if (name == "key-size") {
-      c.key_size = ParseU64(name, next());
-    } else if (name == "value-size") {
-      c.value_size = ParseU64(name, next());
-    } else if (name == "seed") {
-      c.seed = ParseU64(name, next());
-    } else if (name == "compression") {
-      c.compression = next();
-    } else if (name == "block-size") {
-      c.block_size = ParseU64(name, next());
-    } else if (name == "bloom-bits") {
-      c.bloom_bits = static_cast<int>(ParseU64(name, next()));
-    } else if (name == "write-buffer-size") {
-      c.write_buffer_size = ParseU64(name, next());
-    } else if (name == "target-file-size") {
-      c.target_file_size = ParseU64(name, next());
-    } else if (name == "cache-size") {
-      c.cache_size = ParseU64(name, next());
-    } else if (name == "compaction-threads") {
-      c.compaction_threads = static_cast<int>(ParseU64(name, next()));
-    } else if (name == "dump-keys") {
-      c.dump_keys = ParseU64(name, next());
-    } else {
-      Fail("unknown flag --" + name);
-    }
-  }
-  if (c.num == 0) Fail("num must be at least 1");
-  if (c.value_size > (64u << 20)) Fail("value-size must be at most 64 MiB");
-  if (c.key_size < stream::DecimalDigits(c.num - 1))
-    Fail("key-size " + std::to_string(c.key_size) + " is too small for " + std::to_string(c.num) + " keys");
-  if (c.compression != "none" && c.compression != "snappy" && c.compression != "zstd" &&
-      c.compression != "lz4")
-    Fail("unknown compression \"" + c.compression + "\" (expected none, snappy, zstd or lz4)");
-  return c;
-}
-
-std::string Hex(std::string_view bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out.push_back(digits[b >> 4]);
-    out.push_back(digits[b & 15]);
-  }
-  return out;
-}
+using peers::Fail;
+using peers::Hex;
+using peers::Quote;
+using Config = peers::Flags;
 
 bool IsWrite(const std::string& name) {
   return name == "fillseq" || name == "fillrandom" || name == "overwrite";
@@ -200,53 +80,6 @@ void DumpStreams(const Config& c) {
                 "\"value_buffer_fnv1a64\":\"%s\"}\n",
                 name.c_str(), pos, keys.c_str(), first_value.c_str(), fnv.c_str());
   }
-}
-
-// --self-test: STREAM.md section 6's vectors.
-int SelfTest() {
-  int failures = 0;
-  auto check = [&](bool ok, const char* what) {
-    if (!ok) {
-      std::fprintf(stderr, "self-test: %s failed\n", what);
-      failures++;
-    }
-  };
-  stream::SplitMix64 zero(0);
-  check(zero.Next() == 0xe220a8397b1dcdafull && zero.Next() == 0x6e789e6aa1b965f4ull &&
-            zero.Next() == 0x06c45d188009454full,
-        "SplitMix64 reference");
-  check(stream::Mix64(301) == 0x2ea7d2fa987b76ebull, "mix(301)");
-  check(stream::SplitMix64::ForBenchmark(301, 1, 0).state() == 0xe525d2a3b2002e14ull,
-        "position 1 state");
-  const uint64_t expected[3][5] = {{568985, 555461, 548675, 856306, 142518},
-                                   {200265, 681718, 426965, 265444, 238721},
-                                   {587334, 706572, 126095, 749313, 128125}};
-  const uint64_t fnv[3] = {0xeaa93389abcf248dull, 0, 0x5efd3fff3cbd09b1ull};
-  for (uint64_t pos = 0; pos < 3; pos++) {
-    auto g = stream::SplitMix64::ForBenchmark(301, pos, 0);
-    if (pos != 1) {  // fillrandom and overwrite build their value buffer first.
-      stream::ValueGenerator v(&g, 100);
-      check(v.data().size() == 1048600 && stream::Fnv1a64(v.data()) == fnv[pos], "value buffer");
-      std::string_view first = v.Generate(100);
-      if (pos == 0) {
-        check(first.substr(0, 50) == "$}8:b7b*;5T7eSSN&G? ~4p3K-(C@qNXn@=&bQt!Ff|v5em_gj" &&
-                  first.substr(50) == first.substr(0, 50),
-              "first value");
-      } else {
-        check(first.substr(0, 8) == "S94!^-65", "overwrite's first value");
-      }
-    }
-    for (uint64_t n : expected[pos]) check(g.Below(1000000) == n, "key number");
-  }
-  auto g = stream::SplitMix64::ForBenchmark(301, 0, 0);
-  stream::ValueGenerator big(&g, 3 << 20);
-  check(big.data().size() == 3145800 && stream::Fnv1a64(big.data()) == 0xce218f4e3e3ed34dull,
-        "3 MiB buffer");
-  std::string key;
-  stream::WriteKey(568985, 16, &key);
-  check(key == "0000000000568985", "key bytes");
-  std::printf("self-test: %d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
-  return failures ? 1 : 0;
 }
 
 struct LevelShape {
@@ -281,15 +114,6 @@ struct Tally {
     return buf;
   }
 };
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out.push_back('\\');
-    out.push_back(ch);
-  }
-  return out + "\"";
-}
 
 std::string ShapeJson(const std::vector<LevelShape>& shape) {
   std::string out = "[";
@@ -379,10 +203,11 @@ class Engine {
     if (c_.compression != compression_)
       notes_.push_back("compression: LevelDB has only snappy; --compression " + c_.compression +
                        " uses snappy");
-    notes_.push_back(
-        "automatic compactions cannot be turned off: --disable-auto-compactions has no effect, so "
-        "compact compacts the tree LevelDB's own compactions left (L0 holds at most a few tables), "
-        "not an inverted LSM");
+    if (!c_.ycsb_mode)
+      notes_.push_back(
+          "automatic compactions cannot be turned off: --disable-auto-compactions has no effect, "
+          "so compact compacts the tree LevelDB's own compactions left (L0 holds at most a few "
+          "tables), not an inverted LSM");
     notes_.push_back(
         "L0 triggers are compile-time constants: compaction at 4 tables, 1 ms write slowdown at 8, "
         "stop at 12 (Sluice: 4, 20, 36)");
@@ -394,15 +219,45 @@ class Engine {
         "--parallel-compact and --compaction-threads have no effect");
     notes_.push_back("max_file_size = --target-file-size at every level");
     notes_.push_back(
-        "fills wait until no level needs a compaction (LevelDB's scores recomputed from "
+        std::string(c_.ycsb_mode ? "the YCSB load waits" : "fills wait") +
+        " until no level needs a compaction (LevelDB's scores recomputed from "
         "leveldb.sstables) and no immutable memtable is left (from "
         "leveldb.approximate-memory-usage)");
+    if (c_.ycsb_mode) {
+      notes_.push_back("latency percentiles are exact (sorted samples), not an HDR histogram");
+      return;
+    }
     notes_.push_back(
         "compact: flushes the memtable with CompactRange over an empty key range (untimed), then "
         "times CompactRange(nullptr, nullptr), which compacts L0 into L1 and then each level into "
         "the next, down to the deepest level holding data");
     notes_.push_back("write stalls are not reported (write_stall_micros is 0)");
   }
+
+ public:
+  // The YCSB adapter of ../cpp/ycsb.h.
+  void Put(const std::string& key, std::string_view value) {
+    Check(db_->Put(leveldb::WriteOptions(), key, leveldb::Slice(value.data(), value.size())), "put");
+  }
+
+  bool Get(const std::string& key, std::string* value) {
+    leveldb::Status s = db_->Get(leveldb::ReadOptions(), key, value);
+    if (s.IsNotFound()) return false;
+    Check(s, "get");
+    return true;
+  }
+
+  std::string ExtraJson() {
+    std::string out = "\"engine\":\"leveldb\",\"engine_version\":\"" +
+                      std::to_string(leveldb::kMajorVersion) + "." +
+                      std::to_string(leveldb::kMinorVersion) + "\",\"lsm\":" + ShapeJson(Shape()) +
+                      ",\"options\":" + peers::YcsbOptionsJson(c_, compression_, 1) +
+                      ",\"settings_differ\":[";
+    for (size_t i = 0; i < notes_.size(); i++) out += (i ? "," : "") + Quote(notes_[i]);
+    return out + "]";
+  }
+
+ private:
 
   std::string OptionsJson() const {
     char buf[700];
@@ -521,9 +376,13 @@ class Engine {
     return false;
   }
 
+
+ public:
   void WaitIdle() {
     while (Busy()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+
+ private:
 
   const Config& c_;
   std::unique_ptr<leveldb::Cache> cache_;
@@ -536,15 +395,26 @@ class Engine {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Config c = ParseFlags(argc, argv);
-  if (c.self_test) return SelfTest();
+  Config c = peers::ParseFlags("leveldb-bench", argc, argv, /*ycsb_only=*/false);
+  if (c.self_test) return peers::SelfTest();
+  if (c.dump_ycsb_ops > 0) {
+    std::printf("%s\n", ycsb::DumpOps(c.ycsb, c.dump_ycsb_ops).c_str());
+    return 0;
+  }
   if (c.dump_keys > 0) {
     DumpStreams(c);
     return 0;
   }
-  if (c.db.empty()) Fail("--db is required");
-  if (access(c.db.c_str(), F_OK) == 0 && rmdir(c.db.c_str()) != 0)
-    Fail("--db " + c.db + " must be empty or absent");
+  peers::RequireEmptyDb(c.db);
+  if (c.ycsb_mode) {
+    std::string json;
+    {
+      Engine engine(c);
+      json = ycsb::Run(c.ycsb, &engine);
+    }  // Closed before the line is printed, as Sluice closes its database.
+    std::printf("%s\n", json.c_str());
+    return 0;
+  }
   Engine engine(c);
   for (size_t pos = 0; pos < c.benchmarks.size(); pos++) engine.Run(c.benchmarks[pos], pos);
   return 0;

@@ -154,10 +154,14 @@ func (e *engine) describeDifferences() {
 		e.note("disable-auto-compactions: L0CompactionThreshold, L0CompactionFileThreshold and L0StopWritesThreshold raised to 2^30 so L0 can never stall the load (Sluice also turns its L0 stalls off with auto compactions)")
 	}
 	e.note(fmt.Sprintf("compaction concurrency: Pebble may run up to %d compactions at once (CompactionConcurrencyRange 1..%d, --compaction-threads); Sluice's default sequential mode runs one", c.compactionThreads, c.compactionThreads))
-	if c.parallelCompact {
+	if c.ycsbWorkload != "" {
+		e.note("the YCSB load waits until no flush or compaction runs (Pebble's metrics), as Sluice waits for its background work")
+	} else if c.parallelCompact {
 		e.note("compact: Compact(parallelize=true) splits the L0 compaction into concurrent range compactions where the in-use key ranges of L0 and the base level have gaps; Sluice's compact_range runs level by level in its compaction mode")
 	}
-	e.note("compact timing: the memtable is flushed before the timer starts (reported as compaction.flush_seconds); Sluice's compact seconds include flushing its memtable")
+	if c.ycsbWorkload == "" {
+		e.note("compact timing: the memtable is flushed before the timer starts (reported as compaction.flush_seconds); Sluice's compact seconds include flushing its memtable")
+	}
 	e.note("table format: Pebble's newest format (columnar data and index blocks, restart interval 16 for row blocks); Sluice writes row-oriented blocks with restart interval 16")
 	e.note("filters: Pebble table-level bloom filter, " + fmt.Sprint(c.bloomBits) + " bits per key")
 }

@@ -1,7 +1,8 @@
 // pebble-bench runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
 // readrandom, compact) on Pebble and prints one JSON object per benchmark, with the field
-// names of `sluice bench --json`, so the two can be compared side by side. Keys and values
-// follow ../STREAM.md.
+// names of `sluice bench --json`, so the two can be compared side by side; with --ycsb it runs
+// YCSB A, B, C or F instead and prints the object of `sluice ycsb --json`. Keys, values and
+// YCSB operations follow ../STREAM.md.
 package main
 
 import (
@@ -34,6 +35,10 @@ type config struct {
 	parallelCompact    bool
 	compactionThreads  int
 	dumpKeys           int
+	ycsbWorkload       string // --ycsb: "" for the db_bench-style benchmarks
+	records            uint64
+	operations         uint64
+	dumpYcsbOps        uint64
 }
 
 var knownBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "compact"}
@@ -59,6 +64,10 @@ func parseFlags(args []string) (config, error) {
 		"turn off automatic compactions and L0 write stalls (flushes still happen)")
 	fs.BoolVar(&c.parallelCompact, "parallel-compact", true, "compact: let Pebble split the manual compaction into concurrent range compactions")
 	fs.IntVar(&c.compactionThreads, "compaction-threads", 2, "maximum concurrent compactions (Pebble's CompactionConcurrencyRange upper bound)")
+	fs.StringVar(&c.ycsbWorkload, "ycsb", "", "run YCSB workload a, b, c or f (load, then run) instead of --benchmarks")
+	fs.Uint64Var(&c.records, "records", 100_000, "YCSB: keys the load phase inserts")
+	fs.Uint64Var(&c.operations, "operations", 100_000, "YCSB: operations of the run phase")
+	fs.Uint64Var(&c.dumpYcsbOps, "dump-ycsb-ops", 0, "print the YCSB run phase's operation digest and first N operations as JSON, and exit")
 	fs.IntVar(&c.dumpKeys, "dump-keys", 0, "print the first K keys and the first value of each benchmark's stream as JSON, and exit")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -98,6 +107,19 @@ func parseFlags(args []string) (config, error) {
 	case "none", "snappy", "zstd", "lz4":
 	default:
 		return c, fmt.Errorf("unknown compression %q (expected none, snappy, zstd or lz4)", c.compression)
+	}
+	if c.dumpYcsbOps > 0 && c.ycsbWorkload == "" {
+		c.ycsbWorkload = "a"
+	}
+	if c.ycsbWorkload != "" {
+		if _, err := mixFor(c.ycsbWorkload); err != nil {
+			return c, err
+		}
+		if c.records == 0 {
+			return c, errors.New("records must be at least 1")
+		}
+		_, err := newKeyFormat(c.keySize, c.records+c.operations)
+		return c, err
 	}
 	if _, err := newKeyFormat(c.keySize, c.num); err != nil {
 		return c, err
@@ -169,7 +191,9 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
-	if err == nil && c.dumpKeys > 0 {
+	if err == nil && c.dumpYcsbOps > 0 {
+		err = dumpYcsbOps(c, c.dumpYcsbOps)
+	} else if err == nil && c.dumpKeys > 0 {
 		err = dumpStreams(c, c.dumpKeys)
 	} else if err == nil {
 		err = run(c)
@@ -195,6 +219,30 @@ func run(c config) error {
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)
+	if c.ycsbWorkload != "" {
+		r, err := e.runYcsb()
+		if err != nil {
+			_ = e.close()
+			return fmt.Errorf("ycsb %s: %w", c.ycsbWorkload, err)
+		}
+		// Closed before the line is printed, as Sluice closes its database.
+		if err := e.close(); err != nil {
+			return err
+		}
+		return enc.Encode(r)
+	}
+	if c.ycsbWorkload != "" {
+		r, err := e.runYcsb()
+		if err != nil {
+			_ = e.close()
+			return fmt.Errorf("ycsb %s: %w", c.ycsbWorkload, err)
+		}
+		// Closed before the line is printed, as Sluice closes its database.
+		if err := e.close(); err != nil {
+			return err
+		}
+		return enc.Encode(r)
+	}
 	for pos, name := range c.benchmarks {
 		r, err := e.runBenchmark(name, pos)
 		if err != nil {

@@ -139,16 +139,24 @@ impl Engine {
             "memtables: fjall rotates a memtable once it passes --write-buffer-size and lets up \
              to 4 sealed memtables queue before halting writers (Sluice: 2 memtables in all)",
         );
-        self.note(format!(
-            "compact: fjall's major_compact (a hidden but public API) merges every table into \
+        if c.ycsb.is_some() {
+            self.note(
+                "the YCSB load waits until fjall has no queued flush, sealed memtable or running \
+                 compaction, as Sluice waits for its background work",
+            );
+        }
+        if c.ycsb.is_none() {
+            self.note(format!(
+                "compact: fjall's major_compact (a hidden but public API) merges every table into \
              the last level (L6) in one single-threaded job, cutting outputs at \
              {MAJOR_COMPACTION_TARGET} bytes whatever --target-file-size says; \
              --parallel-compact has no effect; Sluice compacts level by level into L1"
-        ));
-        self.note(
-            "compact timing: the memtable is flushed before the timer starts (reported as \
+            ));
+            self.note(
+                "compact timing: the memtable is flushed before the timer starts (reported as \
              compaction.flush_seconds); Sluice's compact seconds include flushing its memtable",
-        );
+            );
+        }
         self.note(format!(
             "threads: fjall runs flushes and compactions on one pool of {} worker threads \
              (--compaction-threads); Sluice flushes on its own thread",

@@ -1,11 +1,14 @@
 //! `fjall-bench` runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
 //! readrandom, compact) on fjall and prints one JSON object per benchmark, with the field names
-//! of `sluice bench --json`, so the two can be compared side by side. Keys and values follow
-//! `../STREAM.md`; the flags mirror `sluice bench` and the Pebble peer.
+//! of `sluice bench --json`, so the two can be compared side by side; with `--ycsb` it runs
+//! YCSB A, B, C or F instead and prints the object of `sluice ycsb --json`. Keys, values and
+//! YCSB operations follow `../STREAM.md`; the flags mirror `sluice bench` and the Pebble peer.
 
 mod bench;
 mod engine;
 mod stream;
+mod ycsb;
+mod ycsb_run;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -89,6 +92,18 @@ pub struct Config {
     /// Print the first K keys and the first value of each benchmark's stream as JSON, and exit
     #[arg(long, default_value_t = 0)]
     pub dump_keys: usize,
+    /// Run YCSB workload a, b, c or f (load, then run) instead of --benchmarks
+    #[arg(long, value_name = "WORKLOAD")]
+    pub ycsb: Option<String>,
+    /// YCSB: keys the load phase inserts
+    #[arg(long, default_value_t = 100_000)]
+    pub records: u64,
+    /// YCSB: operations of the run phase
+    #[arg(long, default_value_t = 100_000)]
+    pub operations: u64,
+    /// Print the YCSB run phase's operation digest and first N operations as JSON, and exit
+    #[arg(long, default_value_t = 0)]
+    pub dump_ycsb_ops: u64,
 }
 
 impl Config {
@@ -142,7 +157,24 @@ impl Config {
         if self.write_buffer_size == 0 || self.target_file_size == 0 {
             return Err("write-buffer-size and target-file-size must be positive".into());
         }
+        if let Some(w) = self.ycsb_workload() {
+            ycsb::Mix::of(w)?;
+            if self.records == 0 {
+                return Err("records must be at least 1".into());
+            }
+            return KeyFormat::new(self.key_size, self.records.saturating_add(self.operations))
+                .map(|_| ());
+        }
         KeyFormat::new(self.key_size, self.num).map(|_| ())
+    }
+
+    /// The YCSB workload, if this is a YCSB run or dump (a dump defaults to workload a).
+    pub fn ycsb_workload(&self) -> Option<&str> {
+        match &self.ycsb {
+            Some(w) => Some(w.as_str()),
+            None if self.dump_ycsb_ops > 0 => Some("a"),
+            None => None,
+        }
     }
 }
 
@@ -213,6 +245,12 @@ fn run(c: &Config) -> Result<(), String> {
         eprintln!("fjall-bench: note: {note}");
     }
     let mut out = std::io::stdout().lock();
+    if let Some(w) = c.ycsb_workload() {
+        let report = engine.run_ycsb(w).map_err(|e| format!("ycsb {w}: {e}"))?;
+        drop(engine); // Closed before the line is printed, as Sluice closes its database.
+        let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+        return writeln!(out, "{line}").map_err(|e| e.to_string());
+    }
     for (pos, name) in c.benchmark_list()?.into_iter().enumerate() {
         let result = engine
             .run_benchmark(&name, pos)
@@ -228,7 +266,19 @@ fn main() -> ExitCode {
     let c = Config::parse();
     let outcome = c.validate().and_then(|()| {
         c.benchmark_list()?;
-        if c.dump_keys > 0 {
+        if c.dump_ycsb_ops > 0 {
+            let w = c.ycsb_workload().unwrap_or("a");
+            let d = ycsb::dump(
+                w,
+                c.records,
+                c.operations,
+                c.seed,
+                c.value_size,
+                c.dump_ycsb_ops,
+            )?;
+            println!("{}", serde_json::to_string(&d).map_err(|e| e.to_string())?);
+            Ok(())
+        } else if c.dump_keys > 0 {
             dump_streams(&c, c.dump_keys)
         } else {
             run(&c)

@@ -1,8 +1,9 @@
 // The key/value stream of ../STREAM.md: SplitMix64 streams, zero-padded decimal keys and a
 // buffer of half-compressible values. Every peer program reproduces it bit for bit; the test
-// vectors of STREAM.md section 6 are checked by `leveldb-bench --self-test`.
-#ifndef SLUICE_PEERS_LEVELDB_STREAM_H_
-#define SLUICE_PEERS_LEVELDB_STREAM_H_
+// vectors of STREAM.md section 6 are checked by the `--self-test` of leveldb-bench and
+// rocksdb-bench (vectors.h). Shared by ../leveldb and ../rocksdb.
+#ifndef SLUICE_PEERS_CPP_STREAM_H_
+#define SLUICE_PEERS_CPP_STREAM_H_
 
 #include <cstdint>
 #include <string>
@@ -117,4 +118,4 @@ inline uint64_t Fnv1a64(const std::string& bytes) {
 
 }  // namespace stream
 
-#endif  // SLUICE_PEERS_LEVELDB_STREAM_H_
+#endif  // SLUICE_PEERS_CPP_STREAM_H_
