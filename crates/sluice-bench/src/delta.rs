@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use sluice::Metrics;
+use sluice::compaction::offload::{OffloadMetrics, ShareReport, SideTotals};
 use sluice::metrics::{JobMetrics, PipelineStage, StageSeconds};
 
 /// Compaction work done during a benchmark (trivial moves excluded, as in `Metrics`).
@@ -33,6 +34,13 @@ pub struct CompactionDelta {
     pub stages: Vec<PipelineStage>,
     /// Compactions per executor mode.
     pub modes: BTreeMap<String, u64>,
+    /// With compaction offload: each side's part (host first, then each worker), over the
+    /// benchmark.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shares: Option<Vec<ShareReport>>,
+    /// With compaction offload: worker shares re-run on the host after a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u64>,
 }
 
 /// Flush work done during a benchmark.
@@ -123,6 +131,8 @@ pub fn compaction_delta(before: &JobMetrics, after: &JobMetrics) -> CompactionDe
                 (n > 0).then(|| (mode.clone(), n))
             })
             .collect(),
+        shares: None,
+        retries: None,
     }
 }
 
@@ -153,7 +163,17 @@ impl MetricsDelta {
                 seconds: (after.flush.seconds - before.flush.seconds).max(0.0),
                 cpu_seconds: (after.flush.cpu_seconds - before.flush.cpu_seconds).max(0.0),
             },
-            compaction: compaction_delta(&before.compaction, &after.compaction),
+            compaction: CompactionDelta {
+                shares: after
+                    .offload
+                    .as_ref()
+                    .map(|a| offload_shares(before.offload.as_ref(), a)),
+                retries: after.offload.as_ref().map(|a| {
+                    a.retries
+                        .saturating_sub(before.offload.as_ref().map_or(0, |b| b.retries))
+                }),
+                ..compaction_delta(&before.compaction, &after.compaction)
+            },
             trivial_moves: after.trivial_moves.saturating_sub(before.trivial_moves),
             write_slowdowns: after.write_slowdowns.saturating_sub(before.write_slowdowns),
             write_stall_micros: after
@@ -161,6 +181,33 @@ impl MetricsDelta {
                 .saturating_sub(before.write_stall_micros),
         }
     }
+}
+
+/// Each side's offloaded work between two metrics snapshots.
+fn offload_shares(before: Option<&OffloadMetrics>, after: &OffloadMetrics) -> Vec<ShareReport> {
+    after
+        .sides
+        .iter()
+        .map(|a| {
+            let b = before.and_then(|b| b.sides.iter().find(|s| s.side == a.side));
+            let mut modes = a.modes.clone();
+            for (mode, n) in b.map(|b| &b.modes).into_iter().flatten() {
+                if let Some(m) = modes.get_mut(mode) {
+                    *m = m.saturating_sub(*n);
+                }
+            }
+            modes.retain(|_, n| *n > 0);
+            SideTotals {
+                side: a.side.clone(),
+                shares: a.shares.saturating_sub(b.map_or(0, |b| b.shares)),
+                input_bytes: a.input_bytes.saturating_sub(b.map_or(0, |b| b.input_bytes)),
+                seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
+                cpu_seconds: (a.cpu_seconds - b.map_or(0.0, |b| b.cpu_seconds)).max(0.0),
+                modes,
+            }
+            .report()
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -120,6 +120,8 @@ pub struct CompactArgs {
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub offload: crate::offload_args::OffloadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -319,6 +321,8 @@ pub struct BenchArgs {
     /// With --experiment: measure every data point K times and report the median run.
     #[arg(long, value_name = "K", value_parser = parse_usize, requires = "experiment")]
     pub repeat: Option<usize>,
+    #[command(flatten)]
+    pub offload: crate::offload_args::OffloadArgs,
 }
 
 #[cfg(test)]

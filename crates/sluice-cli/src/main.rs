@@ -8,6 +8,7 @@ mod args;
 mod commands;
 mod escape;
 mod failure;
+mod offload_args;
 mod units;
 
 use std::io::{BufWriter, IsTerminal, Write};

@@ -214,6 +214,8 @@ pub struct Metrics {
     pub last_sequence: u64,
     /// Live snapshots.
     pub snapshots: usize,
+    /// Compaction offload to workers, with `Options::offload`.
+    pub offload: Option<crate::compaction::offload::OffloadMetrics>,
 }
 
 impl Metrics {

@@ -28,9 +28,9 @@ use crate::failure::{CmdResult, Failure};
 use crate::units::size;
 
 /// Engine options from the flags; unspecified ones keep `Options::default()`.
-fn options(args: &BenchArgs) -> Options {
+fn options(args: &BenchArgs) -> Result<Options, Failure> {
     let defaults = Options::default();
-    Options {
+    Ok(Options {
         create_if_missing: true,
         error_if_exists: !args.use_existing_db,
         compression: args.compression.into(),
@@ -50,8 +50,9 @@ fn options(args: &BenchArgs) -> Options {
         data_dirs: args.data_dirs.clone(),
         use_direct_io_for_flush_and_compaction: args.direct_io,
         rate_limiter: (args.rate_limit > 0).then(|| RateLimiter::new(args.rate_limit)),
+        offload: args.offload.options().map_err(Failure::Error)?,
         ..defaults
-    }
+    })
 }
 
 fn config(args: &BenchArgs) -> BenchConfig {
@@ -74,7 +75,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     }
     let config = config(args);
     config.validate()?;
-    let options = options(args);
+    let options = options(args)?;
     options.validate()?;
     let (dir, temp) = match &args.db {
         Some(dir) => (dir.clone(), None),

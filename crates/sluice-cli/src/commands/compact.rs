@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
+use sluice::compaction::offload::ShareReport;
 use sluice::metrics::StageSeconds;
-use sluice::{CompactOptions, CompactProgress, Error};
+use sluice::{CompactOptions, CompactProgress, Error, Options};
 use sluice_bench::delta::MetricsDelta;
 
-use super::{Access, open};
+use super::{Access, open_with};
 use crate::args::CompactArgs;
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
@@ -86,6 +87,12 @@ struct CompactSummary {
     lsm_after: Vec<LevelShape>,
     /// Seconds per step S1..S7.
     stage_profile: StageSeconds,
+    /// With --worker: each side's part (host first), summed over the compactions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shares: Option<Vec<ShareReport>>,
+    /// With --worker: worker shares re-run on the host after a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retries: Option<u64>,
 }
 
 /// Records each level's time from the progress reports and draws the bar.
@@ -146,7 +153,11 @@ impl Tracker {
 }
 
 pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db.db, Access::Existing)?;
+    let base = Options {
+        offload: args.offload.options().map_err(Failure::Error)?,
+        ..Options::default()
+    };
+    let db = open_with(&args.db.db, Access::Existing, base)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let on_interrupt = Arc::clone(&cancel);
     // Without a handler (another one is installed, as in tests) Ctrl-C simply ends the process,
@@ -170,6 +181,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     tracker.bar.finish_and_clear();
     let after = db.metrics();
     let d = MetricsDelta::between(&before, &after);
+    let offload = db.offload_metrics();
     db.close()?;
     match result {
         Err(Error::Cancelled) => {
@@ -195,6 +207,10 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         lsm_before: shape(&before),
         lsm_after: shape(&after),
         stage_profile: c.stage_profile,
+        shares: offload
+            .as_ref()
+            .map(|m| m.sides.iter().map(|s| s.report()).collect()),
+        retries: offload.as_ref().map(|m| m.retries),
     };
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -209,6 +225,21 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             size(summary.output_bytes),
             summary.bandwidth_mb_s
         )?;
+        for s in summary.shares.iter().flatten() {
+            writeln!(
+                out,
+                "  {}: {} in {:.3} s ({:.1} MB/s, {}, cpu {:.2} s)",
+                s.side,
+                size(s.input_bytes),
+                s.seconds,
+                s.bandwidth_mb_s,
+                s.mode,
+                s.cpu_seconds
+            )?;
+        }
+        if let Some(r) = summary.retries.filter(|r| *r > 0) {
+            writeln!(out, "  {r} worker share(s) re-run on the host")?;
+        }
         writeln!(out, "  before: {}", shape_line(&summary.lsm_before))?;
         writeln!(out, "  after:  {}", shape_line(&summary.lsm_after))?;
         for l in &summary.levels {

@@ -49,6 +49,11 @@ enum Access {
 
 /// Opens the database in `dir` with default options adjusted for `access`.
 fn open(dir: &Path, access: Access) -> sluice::Result<Db> {
+    open_with(dir, access, Options::default())
+}
+
+/// Opens the database in `dir` with `base` options adjusted for `access`.
+fn open_with(dir: &Path, access: Access, base: Options) -> sluice::Result<Db> {
     if access == Access::Existing && !current_file_name(dir).exists() {
         return Err(sluice::Error::InvalidArgument(format!(
             "no database in {} (it has no CURRENT file)",
@@ -58,7 +63,7 @@ fn open(dir: &Path, access: Access) -> sluice::Result<Db> {
     let options = Options {
         create_if_missing: access == Access::Create,
         disable_auto_compactions: access == Access::Existing,
-        ..Options::default()
+        ..base
     };
     Db::open(dir, options)
 }

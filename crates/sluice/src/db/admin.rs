@@ -94,6 +94,9 @@ impl Db {
             block_cache_misses: cache.map_or(0, |c| c.misses()),
             last_sequence: inner.latest_seq(),
             snapshots: inner.snapshots.sequences().len(),
+            // Lock order: the state lock, then the offloader's (which never takes the state
+            // lock while it holds its own).
+            offload: inner.offloader.as_ref().map(|o| o.metrics()),
         }
     }
 

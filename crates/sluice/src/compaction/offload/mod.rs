@@ -51,6 +51,43 @@ pub struct ShareReport {
     pub retried: bool,
 }
 
+/// One side's work, summed over every offloaded compaction since the database opened.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SideTotals {
+    /// `host`, or the worker's address.
+    pub side: String,
+    /// Shares run (a re-run share counts on the side it was meant for).
+    pub shares: u64,
+    /// Input bytes of those shares.
+    pub input_bytes: u64,
+    /// Wall seconds of those shares.
+    pub seconds: f64,
+    /// CPU seconds the side spent on them.
+    pub cpu_seconds: f64,
+    /// Shares per executor that ran them (`sequential`, `pipelined`, ...).
+    pub modes: std::collections::BTreeMap<String, u64>,
+}
+
+impl SideTotals {
+    /// The totals as one share report: bandwidth over all shares, and the executors that ran
+    /// them (`pipelined+sequential` when the decision component changed its mind).
+    pub fn report(&self) -> ShareReport {
+        ShareReport {
+            side: self.side.clone(),
+            input_bytes: self.input_bytes,
+            seconds: self.seconds,
+            bandwidth_mb_s: if self.seconds > 0.0 {
+                self.input_bytes as f64 / self.seconds / 1e6
+            } else {
+                0.0
+            },
+            mode: self.modes.keys().cloned().collect::<Vec<_>>().join("+"),
+            cpu_seconds: self.cpu_seconds,
+            retried: false,
+        }
+    }
+}
+
 /// What offloading has done since the database opened.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct OffloadMetrics {
@@ -58,13 +95,8 @@ pub struct OffloadMetrics {
     pub jobs: u64,
     /// Worker shares re-run on the host after a failure.
     pub retries: u64,
-    /// Input bytes per side, summed over jobs: host first, then each worker in
-    /// `OffloadOptions::workers` order.
-    pub input_bytes: Vec<u64>,
-    /// Seconds per side, summed over jobs.
-    pub seconds: Vec<f64>,
-    /// CPU seconds per side, summed over jobs.
-    pub cpu_seconds: Vec<f64>,
+    /// Per side, host first, then each worker in `OffloadOptions::workers` order.
+    pub sides: Vec<SideTotals>,
     /// The host decision component's choices (CoPro+).
     pub host_pipelined_decisions: u64,
     /// See `host_pipelined_decisions`.
@@ -117,9 +149,13 @@ impl Offloader {
             sampler: Mutex::new(LoadSampler::new()),
             decisions: DecisionCounters::default(),
             metrics: Mutex::new(OffloadMetrics {
-                input_bytes: vec![0; sides],
-                seconds: vec![0.0; sides],
-                cpu_seconds: vec![0.0; sides],
+                sides: std::iter::once("host")
+                    .chain(options.workers.iter().map(String::as_str))
+                    .map(|side| SideTotals {
+                        side: side.to_string(),
+                        ..SideTotals::default()
+                    })
+                    .collect(),
                 ..OffloadMetrics::default()
             }),
             options,

@@ -366,14 +366,12 @@ impl Offloader {
             if !r.retried {
                 bandwidths.record(side, r.input_bytes, r.seconds);
             }
-            if let Some(b) = metrics.input_bytes.get_mut(side) {
-                *b += r.input_bytes;
-            }
-            if let Some(s) = metrics.seconds.get_mut(side) {
-                *s += r.seconds;
-            }
-            if let Some(s) = metrics.cpu_seconds.get_mut(side) {
-                *s += r.cpu_seconds;
+            if let Some(t) = metrics.sides.get_mut(side) {
+                t.shares += 1;
+                t.input_bytes += r.input_bytes;
+                t.seconds += r.seconds;
+                t.cpu_seconds += r.cpu_seconds;
+                *t.modes.entry(r.mode.clone()).or_default() += 1;
             }
             reports.push(out.report);
         }
