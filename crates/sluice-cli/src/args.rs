@@ -58,6 +58,9 @@ pub enum Command {
     /// Run a YCSB core workload (a to f): a load phase, then a run phase, with per-operation
     /// latency percentiles and throughput per second.
     Ycsb(Box<crate::commands::ycsb::YcsbArgs>),
+    /// Serve compaction shares for Sluice hosts (`--worker` of bench and compact): a stand-in
+    /// for a near-data-processing device. Runs until SIGTERM or Ctrl-C.
+    Worker(Box<sluice_worker::WorkerArgs>),
 }
 
 /// The database directory.

@@ -16,7 +16,7 @@ use sluice::filename::current_file_name;
 use sluice::{Db, Options};
 
 use crate::args::{Command, ManifestCommand, SstCommand};
-use crate::failure::CmdResult;
+use crate::failure::{CmdResult, Failure};
 
 /// Runs `command`, writing its output to `out`.
 pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
@@ -32,6 +32,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Manifest(ManifestCommand::Dump(a)) => manifest::dump(&a, out),
         Command::Bench(a) => bench::run(&a, out),
         Command::Ycsb(a) => ycsb::run(&a, out),
+        Command::Worker(a) => sluice_worker::run(*a).map_err(Failure::Error),
     }
 }
 

@@ -1,0 +1,211 @@
+//! What a worker is started with, and the checks made before it serves anything.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use sluice_exec::decide::DecisionConfig;
+use sluice_exec::{CompactionMode, ExecOptions};
+use sluice_rpc::auth::Secret;
+
+/// Most tasks a worker runs at once (`--threads`).
+pub const MAX_THREADS: usize = 1024;
+/// Most compute threads one task may use (the worker's default and a task's request alike):
+/// a task from the network must not make the worker spawn threads without bound.
+pub const MAX_COMPUTE_THREADS: usize = 64;
+/// Largest `--throttle` factor: enough to emulate any device, small enough that a sleep of
+/// `(throttle - 1) x cpu time` stays a number of seconds a `Duration` holds.
+pub const MAX_THROTTLE: f64 = 1000.0;
+
+/// A worker's settings. [`WorkerConfig::validate`] states what must hold; [`crate::serve`]
+/// checks it before it accepts a connection.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// The address asked for (the bound address may differ when the port is 0; the listener
+    /// given to [`crate::serve`] is what is actually served).
+    pub listen: SocketAddr,
+    /// The directories the worker may touch: inputs are found in them, outputs written to
+    /// them. Non-empty; each an existing directory; no two the same directory.
+    pub roots: Vec<PathBuf>,
+    /// The secret every call must carry.
+    pub secret: Secret,
+    /// Tasks run at once, `1..=MAX_THREADS`; further tasks wait for a slot.
+    pub threads: usize,
+    /// `None`: a task that asks the worker to decide gets the decision component's choice
+    /// (CoPro+). `Some(mode)`: such a task runs `mode`. A task naming its mode always gets it.
+    /// Never `Some(Auto)`.
+    pub mode: Option<CompactionMode>,
+    /// Weights and thresholds of the decision component.
+    pub decision: DecisionConfig,
+    /// Emulated slowdown of the device CPU, `1.0..=MAX_THROTTLE`: after each task the worker
+    /// sleeps `(throttle - 1) x` the task's CPU time before it answers, as if its CPU were
+    /// `throttle` times slower. 1.0 is no slowdown.
+    pub throttle: f64,
+    /// Compute threads of the parallel executor when a task does not say,
+    /// `1..=MAX_COMPUTE_THREADS`.
+    pub compute_threads: usize,
+}
+
+impl WorkerConfig {
+    /// A configuration with the defaults: one task per core, the decision component with the
+    /// worker's settings, no throttle.
+    pub fn new(listen: SocketAddr, roots: Vec<PathBuf>, secret: Secret) -> Self {
+        WorkerConfig {
+            listen,
+            roots,
+            secret,
+            threads: default_threads(),
+            mode: None,
+            decision: DecisionConfig::worker(),
+            throttle: 1.0,
+            compute_threads: ExecOptions::DEFAULT_COMPUTE_THREADS,
+        }
+    }
+
+    /// Checks every field against its documented range, and that every root is an existing
+    /// directory and no two roots are the same directory. Returns the roots canonicalized
+    /// (symlinks and `..` resolved), in the order given: inputs are looked for in that order
+    /// and outputs dealt over it.
+    pub fn validate(&self) -> Result<Vec<PathBuf>, String> {
+        if self.roots.is_empty() {
+            return Err("a worker needs at least one root directory".into());
+        }
+        if !(1..=MAX_THREADS).contains(&self.threads) {
+            return Err(format!(
+                "threads must be in 1..={MAX_THREADS}, not {}",
+                self.threads
+            ));
+        }
+        if !(1..=MAX_COMPUTE_THREADS).contains(&self.compute_threads) {
+            return Err(format!(
+                "compute threads must be in 1..={MAX_COMPUTE_THREADS}, not {}",
+                self.compute_threads
+            ));
+        }
+        if self.mode == Some(CompactionMode::Auto) {
+            return Err("the worker's mode is a fixed executor or None (decide), not auto".into());
+        }
+        if !(self.throttle >= 1.0 && self.throttle <= MAX_THROTTLE) {
+            return Err(format!(
+                "throttle must be in 1.0..={MAX_THROTTLE}, not {}",
+                self.throttle
+            ));
+        }
+        self.decision.validate().map_err(|e| e.to_string())?;
+        let mut canonical = Vec::with_capacity(self.roots.len());
+        for root in &self.roots {
+            let c =
+                std::fs::canonicalize(root).map_err(|e| format!("root {}: {e}", root.display()))?;
+            if !c.is_dir() {
+                return Err(format!("root {} is not a directory", root.display()));
+            }
+            if canonical.contains(&c) {
+                return Err(format!(
+                    "root {} is given twice (as {})",
+                    root.display(),
+                    c.display()
+                ));
+            }
+            canonical.push(c);
+        }
+        Ok(canonical)
+    }
+}
+
+/// The cores this process may run on (after any pinning), at least 1.
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(roots: Vec<PathBuf>) -> WorkerConfig {
+        let secret = Secret::new("0123456789abcdef0123").unwrap();
+        WorkerConfig::new("127.0.0.1:0".parse().unwrap(), roots, secret)
+    }
+
+    #[test]
+    fn defaults_are_valid_and_roots_come_back_canonical() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("a");
+        std::fs::create_dir(&sub).unwrap();
+        let c = config(vec![dir.path().join("a/../a")]);
+        assert!(c.threads >= 1);
+        assert_eq!(c.mode, None);
+        assert_eq!(c.decision, DecisionConfig::worker());
+        let roots = c.validate().unwrap();
+        assert_eq!(roots, vec![std::fs::canonicalize(&sub).unwrap()]);
+    }
+
+    #[test]
+    fn out_of_range_fields_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = config(vec![dir.path().to_path_buf()]);
+        let cases: Vec<(&str, WorkerConfig)> = vec![
+            ("root", config(vec![])),
+            ("root", config(vec![dir.path().join("missing")])),
+            (
+                "twice",
+                config(vec![dir.path().to_path_buf(), dir.path().join(".")]),
+            ),
+            (
+                "threads",
+                WorkerConfig {
+                    threads: 0,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "compute",
+                WorkerConfig {
+                    compute_threads: MAX_COMPUTE_THREADS + 1,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "auto",
+                WorkerConfig {
+                    mode: Some(CompactionMode::Auto),
+                    ..ok.clone()
+                },
+            ),
+            (
+                "throttle",
+                WorkerConfig {
+                    throttle: 0.5,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "throttle",
+                WorkerConfig {
+                    throttle: f64::NAN,
+                    ..ok.clone()
+                },
+            ),
+            (
+                "threshold",
+                WorkerConfig {
+                    decision: DecisionConfig {
+                        threshold: 0.0,
+                        ..DecisionConfig::worker()
+                    },
+                    ..ok.clone()
+                },
+            ),
+        ];
+        for (word, c) in cases {
+            let err = c.validate().unwrap_err();
+            assert!(err.contains(word), "{word}: {err}");
+        }
+        let file = dir.path().join("f");
+        std::fs::write(&file, b"x").unwrap();
+        assert!(
+            config(vec![file])
+                .validate()
+                .unwrap_err()
+                .contains("not a directory")
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! Tests of output numbering, publication and clean-up.
+
+use std::path::Path;
+
+use sluice_sst::properties::TableProperties;
+use sluice_sst::table::TableSummary;
+
+use super::*;
+
+fn roots(dirs: &[&Path]) -> Vec<PathBuf> {
+    dirs.iter()
+        .map(|d| std::fs::canonicalize(d).unwrap())
+        .collect()
+}
+
+fn block(first: u64, count: u32) -> OutputBlock {
+    OutputBlock { first, count }
+}
+
+/// Allocates `n` outputs and writes each, as the executor would; returns what it reports.
+fn write(set: &OutputSet, n: usize) -> Vec<OutputFile> {
+    (0..n)
+        .map(|_| {
+            let (number, path) = set.allocate().unwrap();
+            std::fs::write(&path, format!("table {number}")).unwrap();
+            OutputFile {
+                number,
+                path,
+                summary: TableSummary {
+                    file_size: 9,
+                    smallest_key: Vec::new(),
+                    largest_key: Vec::new(),
+                    properties: TableProperties::default(),
+                    file_checksum: 0,
+                },
+            }
+        })
+        .collect()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn numbers_come_in_order_dealt_over_the_roots_and_run_out() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let r = roots(&[a.path(), b.path()]);
+    let set = OutputSet::new(r.clone(), block(7, 3));
+    assert_eq!(set.allocate().unwrap(), (7, r[0].join("000007.dbtmp")));
+    assert_eq!(set.allocate().unwrap(), (8, r[1].join("000008.dbtmp")));
+    assert_eq!(set.allocate().unwrap(), (9, r[0].join("000009.dbtmp")));
+    let err = set.allocate().unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+    assert!(
+        err.to_string().contains("3 output numbers reserved from 7"),
+        "{err}"
+    );
+}
+
+#[test]
+fn commit_renames_to_sst_and_reports_each_root() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let r = roots(&[a.path(), b.path()]);
+    let set = OutputSet::new(r.clone(), block(1_000_000, 5));
+    let files = write(&set, 3);
+    assert_eq!(names(a.path()), vec!["1000000.dbtmp", "1000002.dbtmp"]);
+    let published = set.commit(&files).unwrap();
+    assert_eq!(names(a.path()), vec!["1000000.sst", "1000002.sst"]);
+    assert_eq!(names(b.path()), vec!["1000001.sst"]);
+    assert_eq!(
+        published[1],
+        Published {
+            number: 1_000_001,
+            name: "1000001.sst".into(),
+            root: r[1].clone()
+        }
+    );
+    // Published: nothing more is handed out.
+    assert!(set.allocate().is_err());
+}
+
+#[test]
+fn abandon_deletes_temporary_and_published_files_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = roots(&[dir.path()]);
+    std::fs::write(dir.path().join("000001.sst"), b"an input").unwrap();
+
+    let set = OutputSet::new(r.clone(), block(10, 4));
+    write(&set, 2);
+    set.abandon();
+    assert_eq!(names(dir.path()), vec!["000001.sst"]);
+    assert!(matches!(set.allocate(), Err(Error::Cancelled)));
+    set.abandon(); // idempotent
+
+    let set = OutputSet::new(r, block(20, 4));
+    let files = write(&set, 2);
+    set.commit(&files).unwrap();
+    set.abandon();
+    assert_eq!(names(dir.path()), vec!["000001.sst"]);
+}
+
+#[test]
+fn commit_refuses_to_overwrite_and_after_abandon() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = roots(&[dir.path()]);
+    let set = OutputSet::new(r.clone(), block(30, 2));
+    let files = write(&set, 2);
+    std::fs::write(dir.path().join("000031.sst"), b"not ours").unwrap();
+    let err = set.commit(&files).unwrap_err();
+    assert!(err.to_string().contains("000031.sst"), "{err}");
+    set.abandon();
+    // Ours are gone (the renamed 30 included); the file we did not write is kept.
+    assert_eq!(names(dir.path()), vec!["000031.sst"]);
+
+    let set = OutputSet::new(r, block(40, 2));
+    let files = write(&set, 1);
+    set.abandon();
+    assert!(matches!(set.commit(&files), Err(Error::Cancelled)));
+}
+
+#[test]
+fn commit_checks_the_executor_reported_what_was_handed_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = OutputSet::new(roots(&[dir.path()]), block(50, 3));
+    let mut files = write(&set, 2);
+    files.pop();
+    assert!(set.commit(&files).is_err());
+}

@@ -1,0 +1,153 @@
+//! What every call of a serving worker shares: its settings, its task slots, the jobs running,
+//! the decision component and the counters.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use sluice_exec::JobControl;
+use sluice_rpc::auth::Secret;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::WorkerConfig;
+use crate::decision::Decider;
+use crate::metrics::Metrics;
+
+/// The state of one serving worker.
+#[derive(Debug)]
+pub(crate) struct WorkerState {
+    /// Canonical roots, non-empty ([`WorkerConfig::validate`]).
+    pub roots: Vec<PathBuf>,
+    pub secret: Secret,
+    /// `threads` permits: a task holds one from before it opens its inputs until it answers
+    /// (throttle sleep included) or, if the host went away, until its job thread has stopped.
+    pub slots: Arc<Semaphore>,
+    pub threads: usize,
+    pub throttle: f64,
+    pub compute_threads: usize,
+    pub decider: Decider,
+    pub metrics: Metrics,
+    /// `<bound address>/<pid>`.
+    pub worker_id: String,
+    /// Jobs holding a slot, by a worker-local id, so shutdown can cancel them.
+    jobs: Mutex<HashMap<u64, Arc<JobControl>>>,
+    next_job: AtomicU64,
+}
+
+impl WorkerState {
+    /// State for `config`, whose roots were canonicalized by [`WorkerConfig::validate`] as
+    /// `roots`; `bound` is the address actually listened on.
+    pub fn new(config: &WorkerConfig, roots: Vec<PathBuf>, bound: SocketAddr) -> Self {
+        WorkerState {
+            roots,
+            secret: config.secret.clone(),
+            slots: Arc::new(Semaphore::new(config.threads)),
+            threads: config.threads,
+            throttle: config.throttle,
+            compute_threads: config.compute_threads,
+            decider: Decider::new(config.mode, config.decision),
+            metrics: Metrics::default(),
+            worker_id: format!("{bound}/{}", std::process::id()),
+            jobs: Mutex::default(),
+            next_job: AtomicU64::new(0),
+        }
+    }
+
+    /// Tasks holding a slot now.
+    pub fn tasks_running(&self) -> usize {
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Cancels every running job: each stops before its next output block and deletes its
+    /// outputs.
+    pub fn cancel_all(&self) {
+        for control in self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            control.cancel();
+        }
+    }
+}
+
+/// A task's slot: its semaphore permit and its entry in the running jobs, both released when
+/// dropped. Moved into the job thread, so a job whose host went away keeps its slot until it
+/// has actually stopped.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    state: Arc<WorkerState>,
+    id: u64,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    /// Registers `control` as running under `permit`.
+    pub fn new(
+        state: Arc<WorkerState>,
+        permit: OwnedSemaphorePermit,
+        control: Arc<JobControl>,
+    ) -> Self {
+        let id = state.next_job.fetch_add(1, Ordering::Relaxed);
+        state
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id, control);
+        Slot {
+            state,
+            id,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.state
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn slots_register_and_cancel_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = Secret::new("0123456789abcdef0123").unwrap();
+        let mut config = WorkerConfig::new(
+            "127.0.0.1:0".parse().unwrap(),
+            vec![dir.path().into()],
+            secret,
+        );
+        config.threads = 2;
+        let roots = config.validate().unwrap();
+        let state = Arc::new(WorkerState::new(
+            &config,
+            roots,
+            "127.0.0.1:9".parse().unwrap(),
+        ));
+        assert!(state.worker_id.starts_with("127.0.0.1:9/"));
+        let control = Arc::new(JobControl::default());
+        let permit = state.slots.clone().acquire_owned().await.unwrap();
+        let slot = Slot::new(Arc::clone(&state), permit, Arc::clone(&control));
+        assert_eq!(state.tasks_running(), 1);
+        assert_eq!(state.slots.available_permits(), 1);
+        state.cancel_all();
+        assert!(control.is_cancelled());
+        drop(slot);
+        assert_eq!(state.tasks_running(), 0);
+        assert_eq!(state.slots.available_permits(), 2);
+    }
+}
