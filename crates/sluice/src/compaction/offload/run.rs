@@ -128,10 +128,14 @@ impl DbInner {
             .map_err(crate::Error::InvalidArgument)?;
             let client = Arc::clone(&off.clients[share.side - 1]);
             let timeout = off.options.task_timeout;
-            let handle = off
-                .runtime
-                .spawn(async move { client.execute(&task, timeout).await });
-            sent.push((share, numbers, handle, Instant::now()));
+            // The call's own duration is timed inside the task: the host may still be busy
+            // with its share when the answer arrives, and that wait is not the worker's time.
+            let handle = off.runtime.spawn(async move {
+                let sent_at = Instant::now();
+                let answer = client.execute(&task, timeout).await;
+                (answer, sent_at.elapsed())
+            });
+            sent.push((share, numbers, handle));
         }
 
         let mut outputs: Vec<(usize, ShareOutput)> = Vec::new();
@@ -141,7 +145,7 @@ impl DbInner {
                 Err(e) => {
                     // Dropping a call cancels it; the worker deletes its files, and so do we
                     // (its renames may already have happened).
-                    for (_, numbers, handle, _) in sent {
+                    for (_, numbers, handle) in sent {
                         handle.abort();
                         self.delete_share_outputs(numbers);
                     }
@@ -150,21 +154,22 @@ impl DbInner {
             }
         }
 
-        for (share, numbers, handle, sent_at) in sent {
+        for (share, numbers, handle) in sent {
             let addr = off.clients[share.side - 1].addr().to_string();
-            let answer = off
-                .runtime
-                .block_on(handle)
-                .unwrap_or_else(|e| {
-                    Err(ShareError::Unreachable {
-                        addr: addr.clone(),
-                        reason: format!("the call task failed: {e}"),
-                    })
-                })
+            let (answer, call_time) = off.runtime.block_on(handle).unwrap_or_else(|e| {
+                let failed = ShareError::Unreachable {
+                    addr: addr.clone(),
+                    reason: format!("the call task failed: {e}"),
+                };
+                (Err(failed), std::time::Duration::ZERO)
+            });
+            let checking = Instant::now();
+            let answer = answer
                 .and_then(|r| self.check_worker_result(off, &addr, share, numbers.clone(), r));
             match answer {
                 Ok(mut out) => {
-                    out.report.seconds = sent_at.elapsed().as_secs_f64();
+                    // The share's time: the call, plus the host's checks of its files.
+                    out.report.seconds = (call_time + checking.elapsed()).as_secs_f64();
                     outputs.push((share.side, out));
                 }
                 Err(e) => {
