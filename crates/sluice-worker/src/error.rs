@@ -9,7 +9,7 @@ use tonic::{Code, Status};
 
 /// A task's failure.
 #[derive(Debug)]
-pub(crate) enum WorkerError {
+pub enum WorkerError {
     /// The task is malformed or names something the worker refuses to touch.
     Invalid(String),
     /// An input file named by the task is in none of the roots.

@@ -9,7 +9,8 @@
 //!
 //! - [`config`]: [`WorkerConfig`] and its checks;
 //! - [`serve`]: the gRPC server, its authentication and its bounded drain at shutdown;
-//! - [`cli`]: [`WorkerArgs`] and [`run`], shared by `sluice worker` and `sluice-worker`.
+//! - [`cli`]: [`WorkerArgs`] and [`run`], shared by `sluice worker` and `sluice-worker`;
+//! - [`task`]: checking a task off the wire (public so it can be fuzzed), with [`error`].
 //!
 //! Inside, a task goes `task` (checked) -> `resolve` (found inside a root) -> `job` (opened,
 //! executor chosen by `decision`, run) -> `outputs` (numbered, written as `.dbtmp`, renamed to
@@ -19,7 +20,7 @@ mod auth;
 pub mod cli;
 pub mod config;
 mod decision;
-mod error;
+pub mod error;
 mod job;
 mod metrics;
 mod outputs;
@@ -27,7 +28,7 @@ mod resolve;
 mod server;
 mod service;
 mod state;
-mod task;
+pub mod task;
 
 pub use cli::{CpuList, WorkerArgs, WorkerMode, run};
 pub use config::WorkerConfig;

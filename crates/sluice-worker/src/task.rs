@@ -36,7 +36,7 @@ const TRAILER_BYTES: usize = 8;
 
 /// One input file of a task, by name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct InputRef {
+pub struct InputRef {
     /// A bare table name `N.sst`.
     pub name: String,
     /// The number in the name.
@@ -53,7 +53,7 @@ pub(crate) struct InputRef {
 /// The block of file numbers the host reserved for a task's outputs: `first..first + count`,
 /// with `count >= 1` and no overflow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct OutputBlock {
+pub struct OutputBlock {
     pub first: u64,
     pub count: u32,
 }
@@ -67,7 +67,7 @@ impl OutputBlock {
 
 /// A task that passed every check in the module comment.
 #[derive(Clone, Debug)]
-pub(crate) struct CheckedTask {
+pub struct CheckedTask {
     pub job_id: u64,
     /// Sorted runs, newest first; each non-empty, in key order.
     pub runs: Vec<Vec<InputRef>>,
