@@ -194,7 +194,7 @@ fn parse_experiment(s: &str) -> Result<Experiment, String> {
 
 /// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
 /// executors and engine options per data point).
-const NOT_FOR_EXPERIMENTS: [&str; 20] = [
+const NOT_FOR_EXPERIMENTS: [&str; 26] = [
     "benchmarks",
     "reads",
     "db",
@@ -215,6 +215,13 @@ const NOT_FOR_EXPERIMENTS: [&str; 20] = [
     "data_dirs",
     "rate_limit",
     "threads",
+    // Experiments that offload start and configure their own workers.
+    "workers",
+    "worker_secret_file",
+    "split",
+    "host_mode",
+    "worker_mode",
+    "offload_min_bytes",
 ];
 
 /// `sluice bench`: flags follow db_bench's (with dashes instead of underscores). Counts and
@@ -313,6 +320,10 @@ pub struct BenchArgs {
     /// figures (step breakdown, SCP vs PCP vs the parallel and streaming executors, sub-task
     /// size, threads and data directories) on fresh temporary databases (under $TMPDIR). It
     /// uses --num (the largest data set), --key-size, --value-size, --compression and --seed.
+    /// `copro` reproduces document 004's comparison of host only, Co-KV, CoPro, CoPro+ and the
+    /// dynamic split (fillrandom and YCSB A at 100 B to 64 KiB values, --num x 64 bytes per
+    /// run) with --workers worker processes (`sluice worker`) it starts itself; it uses --num,
+    /// --key-size, --compression, --seed, --workers and --throttle.
     #[arg(long, value_name = "NAME", value_parser = parse_experiment, conflicts_with_all = NOT_FOR_EXPERIMENTS)]
     pub experiment: Option<Experiment>,
     /// Also write the JSON and charts (PNG and SVG) into DIR, creating it if needed: for
@@ -324,6 +335,13 @@ pub struct BenchArgs {
     /// With --experiment: measure every data point K times and report the median run.
     #[arg(long, value_name = "K", value_parser = parse_usize, requires = "experiment")]
     pub repeat: Option<usize>,
+    /// With --experiment copro: worker processes started for each offloaded run [default: 1].
+    #[arg(long = "workers", value_name = "N", value_parser = parse_usize, requires = "experiment")]
+    pub experiment_workers: Option<usize>,
+    /// With --experiment copro: emulate a device CPU F times slower than the host's (each
+    /// worker sleeps (F - 1) x its CPU time per share), at least 1.0 [default: 1.0].
+    #[arg(long, value_name = "F", requires = "experiment")]
+    pub throttle: Option<f64>,
     #[command(flatten)]
     pub offload: crate::offload_args::OffloadArgs,
 }
@@ -414,6 +432,58 @@ mod tests {
                 "pcp",
                 "--compaction-mode",
                 "parallel",
+            ],
+        ] {
+            let err = Cli::try_parse_from(args).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn copro_flags_parse_and_need_an_experiment() {
+        let cli = Cli::try_parse_from([
+            "sluice",
+            "bench",
+            "--experiment",
+            "copro",
+            "--workers",
+            "2",
+            "--throttle",
+            "2.5",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!(b.experiment, Some(Experiment::Copro));
+        assert_eq!((b.experiment_workers, b.throttle), (Some(2), Some(2.5)));
+        for args in [
+            &["sluice", "bench", "--workers", "2"][..],
+            &["sluice", "bench", "--throttle", "2"],
+            &[
+                "sluice",
+                "bench",
+                "--experiment",
+                "copro",
+                "--throttle",
+                "x",
+            ],
+            // The experiment starts its own workers.
+            &[
+                "sluice",
+                "bench",
+                "--experiment",
+                "copro",
+                "--worker",
+                "127.0.0.1:1",
+            ],
+            &[
+                "sluice",
+                "bench",
+                "--experiment",
+                "copro",
+                "--split",
+                "dynamic",
             ],
         ] {
             let err = Cli::try_parse_from(args).unwrap_err();

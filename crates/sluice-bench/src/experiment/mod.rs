@@ -1,9 +1,10 @@
 //! Experiments: reproductions of a document's evaluation on this machine, each producing a
 //! human table, a JSON file with every data point, and charts.
 //!
-//! | name  | document                                   | module  |
-//! |-------|--------------------------------------------|---------|
-//! | `pcp` | 000, Pipelined Compaction for the LSM-tree | [`pcp`] |
+//! | name    | document                                             | module    |
+//! |---------|------------------------------------------------------|-----------|
+//! | `pcp`   | 000, Pipelined Compaction for the LSM-tree           | [`pcp`]   |
+//! | `copro` | 004, CoPro: host/device collaborative compaction     | [`copro`] |
 //!
 //! Measurements are taken once per data point by default: on a shared machine a single run can
 //! be off by tens of percent, so read differences of a few percent as noise, or pass a repeat
@@ -19,6 +20,7 @@
 //! ```
 
 pub mod charts;
+pub mod copro;
 pub mod dataset;
 pub mod measure;
 pub mod pcp;
@@ -42,16 +44,20 @@ pub use results::PcpReport;
 pub enum Experiment {
     /// Document 000: SCP vs PCP vs the parallel variants (Figs. 8, 10, 11, 12).
     Pcp,
+    /// Document 004: host only, Co-KV, CoPro, CoPro+ and the dynamic split with worker
+    /// processes (Fig. 9, Table 5).
+    Copro,
 }
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 1] = [Experiment::Pcp];
+    pub const ALL: [Experiment; 2] = [Experiment::Pcp, Experiment::Copro];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
             Experiment::Pcp => "pcp",
+            Experiment::Copro => "copro",
         }
     }
 }

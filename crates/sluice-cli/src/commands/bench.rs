@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use sluice::filename::current_file_name;
 use sluice::{Db, IoContext, Options, RateLimiter};
 use sluice_bench::charts::write_bench_charts;
-use sluice_bench::experiment::{Experiment, PcpConfig, run_pcp, table, write_outputs};
+use sluice_bench::experiment::{Experiment, PcpConfig, copro, run_pcp, table, write_outputs};
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
 
@@ -104,29 +104,31 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
 
 /// Runs `experiment` with the flags it uses, in a temporary directory removed at the end.
 fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    let config = match experiment {
-        Experiment::Pcp => PcpConfig {
-            num: args.num,
-            key_size: args.key_size,
-            value_size: args.value_size,
-            compression: args.compression.into(),
-            seed: args.seed,
-            repeat: args.repeat.unwrap_or(1),
-            direct_io: args.direct_io,
-            progress: std::io::stderr().is_terminal(),
-            ..PcpConfig::default()
-        },
+    match experiment {
+        Experiment::Pcp => run_pcp_experiment(args, out),
+        Experiment::Copro => run_copro_experiment(args, out),
+    }
+}
+
+fn run_pcp_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
+    if args.experiment_workers.is_some() || args.throttle.is_some() {
+        return Err(Failure::Error(
+            "--workers and --throttle apply to --experiment copro only".into(),
+        ));
+    }
+    let config = PcpConfig {
+        num: args.num,
+        key_size: args.key_size,
+        value_size: args.value_size,
+        compression: args.compression.into(),
+        seed: args.seed,
+        repeat: args.repeat.unwrap_or(1),
+        direct_io: args.direct_io,
+        progress: std::io::stderr().is_terminal(),
+        ..PcpConfig::default()
     };
     config.validate()?;
-    let scratch = tempfile::Builder::new()
-        .prefix("sluice-experiment-")
-        .tempdir()
-        .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
-    let report = run_pcp(&config, scratch.path());
-    if let Err(e) = scratch.close() {
-        tracing::warn!(error = %e, "could not remove the experiment's temporary directory");
-    }
-    let report = report?;
+    let report = in_scratch(|scratch| run_pcp(&config, scratch))?;
     if args.json {
         writeln!(out, "{}", report.to_json())?;
     } else {
@@ -140,6 +142,52 @@ fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write)
         }
     }
     Ok(())
+}
+
+/// The CoPro experiment; its workers are this executable's `worker` subcommand.
+fn run_copro_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
+    let sluice = std::env::current_exe()
+        .map_err(|e| Failure::Error(format!("cannot find the sluice executable: {e}")))?;
+    let config = copro::CoproConfig {
+        data_bytes: copro::CoproConfig::data_bytes_for_num(args.num),
+        key_size: args.key_size,
+        workers: args.experiment_workers.unwrap_or(1),
+        throttle: args.throttle.unwrap_or(1.0),
+        compression: args.compression.into(),
+        seed: args.seed,
+        repeat: args.repeat.unwrap_or(1),
+        progress: std::io::stderr().is_terminal(),
+        worker_program: copro::WorkerProgram::sluice(sluice),
+        ..copro::CoproConfig::default()
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| copro::run_copro(&config, scratch))?;
+    if args.json {
+        writeln!(out, "{}", report.to_json())?;
+    } else {
+        write!(out, "{}", copro::table::render(&report))?;
+    }
+    out.flush()?;
+    if let Some(dir) = &args.out {
+        let written = copro::write_outputs(&report, dir)?;
+        if !args.json {
+            list_written(dir, &written, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` in a fresh temporary directory, removed afterwards whatever the outcome.
+fn in_scratch<T>(f: impl FnOnce(&Path) -> sluice::Result<T>) -> Result<T, Failure> {
+    let scratch = tempfile::Builder::new()
+        .prefix("sluice-experiment-")
+        .tempdir()
+        .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+    let outcome = f(scratch.path());
+    if let Err(e) = scratch.close() {
+        tracing::warn!(error = %e, "could not remove the experiment's temporary directory");
+    }
+    Ok(outcome?)
 }
 
 /// `wrote N files to DIR:` and their names, one per line.

@@ -1,0 +1,116 @@
+//! End to end: `sluice bench --experiment copro` starts real `sluice worker` processes (this
+//! binary's `worker` subcommand), offloads compactions to them and reports every configuration.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const CONFIGURATIONS: [&str; 5] = ["host-only", "co-kv", "copro", "copro+", "dynamic"];
+
+#[test]
+fn copro_experiment_offloads_to_real_workers() {
+    let out = tempfile::tempdir().unwrap();
+    // The experiment's scratch directory (the workers' root) goes under a directory of ours,
+    // so the workers can be told apart from any other process.
+    let tmp = out.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["bench", "--experiment", "copro", "--num", "64K", "--json"])
+        .arg("--out")
+        .arg(out.path())
+        .env("TMPDIR", &tmp)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {stderr}");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["experiment"], "copro");
+    assert_eq!(report["settings"]["workers"], 1);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2 * 4 * CONFIGURATIONS.len());
+    for workload in ["fillrandom", "ycsb-a"] {
+        for size in [100, 1024, 16384, 65536] {
+            for configuration in CONFIGURATIONS {
+                let run = runs
+                    .iter()
+                    .find(|r| {
+                        r["workload"] == workload
+                            && r["value_size"] == size
+                            && r["configuration"] == configuration
+                    })
+                    .unwrap_or_else(|| panic!("{workload} {size} {configuration} missing"));
+                let what = format!("{workload} {size} {configuration}: {run}");
+                assert!(run["ops_per_sec"].as_f64().unwrap() > 0.0, "{what}");
+                assert_eq!(run["retries"], 0, "{what}");
+                let workers = run["workers"].as_array().unwrap();
+                if configuration == "host-only" {
+                    assert!(workers.is_empty(), "{what}");
+                    assert_eq!(run["offloaded_jobs"], 0, "{what}");
+                } else {
+                    assert_eq!(workers.len(), 1, "{what}");
+                    assert!(workers[0]["input_bytes"].as_u64().unwrap() > 0, "{what}");
+                    assert!(run["host"]["input_bytes"].as_u64().unwrap() > 0, "{what}");
+                    assert!(run["offloaded_jobs"].as_u64().unwrap() > 0, "{what}");
+                }
+            }
+        }
+    }
+    // The JSON file is the document printed, and the charts are there.
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("copro.json")).unwrap())
+            .unwrap();
+    assert_eq!(file["runs"], report["runs"]);
+    for chart in [
+        "copro_throughput",
+        "copro_bandwidth_fillrandom",
+        "copro_cpu_ycsb_a",
+    ] {
+        for ext in ["png", "svg"] {
+            assert!(
+                out.path().join(format!("{chart}.{ext}")).exists(),
+                "{chart}.{ext}"
+            );
+        }
+    }
+    // Every worker was stopped, and the scratch directory removed.
+    let ps = Command::new("pgrep")
+        .arg("-f")
+        .arg(tmp.as_os_str())
+        .output()
+        .unwrap();
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    assert!(
+        ps.stdout.is_empty(),
+        "workers left running: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
+
+#[test]
+fn copro_flags_are_checked() {
+    for args in [
+        &[
+            "bench",
+            "--experiment",
+            "pcp",
+            "--workers",
+            "2",
+            "--num",
+            "20K",
+        ][..],
+        &["bench", "--experiment", "copro", "--throttle", "0.5"],
+        &["bench", "--experiment", "copro", "--workers", "0"],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.contains("workers") || stderr.contains("throttle"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
