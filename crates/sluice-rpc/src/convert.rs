@@ -60,9 +60,9 @@ pub fn mode_from_wire(value: i32) -> Result<Option<CompactionMode>, RpcError> {
         Ok(W::Parallel) => Ok(Some(CompactionMode::Parallel)),
         Ok(W::Streaming) => Ok(Some(CompactionMode::Streaming)),
         Ok(W::Decide) => Ok(None),
-        Ok(W::Unspecified) | Err(_) => Err(RpcError::Invalid(format!(
-            "unknown executor mode {value}"
-        ))),
+        Ok(W::Unspecified) | Err(_) => {
+            Err(RpcError::Invalid(format!("unknown executor mode {value}")))
+        }
     }
 }
 
@@ -172,7 +172,10 @@ mod tests {
     #[test]
     fn modes_round_trip() {
         for m in CompactionMode::ALL {
-            assert_eq!(mode_from_wire(mode_to_wire(Some(m)) as i32).unwrap(), Some(m));
+            assert_eq!(
+                mode_from_wire(mode_to_wire(Some(m)) as i32).unwrap(),
+                Some(m)
+            );
         }
         assert_eq!(mode_from_wire(mode_to_wire(None) as i32).unwrap(), None);
         assert!(mode_from_wire(0).is_err());

@@ -14,11 +14,11 @@ use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
 pub use crate::compaction::offload::options::{OffloadOptions, Split};
-/// The secret shared with compaction workers.
-pub use sluice_rpc::auth::Secret;
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::{Error, Result};
+/// The secret shared with compaction workers.
+pub use sluice_rpc::auth::Secret;
 
 /// Number of levels in the tree (L0..L6).
 pub use crate::version::edit::NUM_LEVELS;
