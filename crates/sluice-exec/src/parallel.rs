@@ -1,7 +1,7 @@
 //! C-PPCP: one reader, `compute_threads` compute threads working on different sub-tasks, and a
 //! writer that restores key order before S7. With tables in several directories it is S-PPCP:
 //! one reader per directory holding inputs, and the writer's I/O handed to one thread per
-//! directory ([`super::dir_io`]).
+//! directory (the `dir_io` module).
 //!
 //! The pipelined executor is the special case of one compute thread.
 

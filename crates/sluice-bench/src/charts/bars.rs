@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg};
+use super::{Chart, DrawResult, FONT, msg, under_caption};
 
 /// Step names as the legend shows them (the document's names in capitals after ours).
 pub(crate) const STEP_LABELS: [&str; 7] = [
@@ -67,9 +67,7 @@ impl Chart for Breakdown {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        let body = root
-            .titled(&self.caption, (FONT, 22).into_font().style(FontStyle::Bold))
-            .map_err(msg)?;
+        let body = under_caption(root, &self.caption)?;
         let (width, _) = body.dim_in_pixel();
         let (plot, legend) = body.split_horizontally(width.saturating_sub(LEGEND_WIDTH));
         draw_bars(&plot, &self.x_label, &self.bars)?;

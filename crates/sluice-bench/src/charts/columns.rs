@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg};
+use super::{Chart, DrawResult, FONT, msg, under_caption};
 
 /// The y axis ends this far above the tallest bar, leaving room for the text on top.
 const Y_HEADROOM: f64 = 1.3;
@@ -45,9 +45,7 @@ impl Chart for Columns {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        let body = root
-            .titled(&self.caption, (FONT, 22).into_font().style(FontStyle::Bold))
-            .map_err(msg)?;
+        let body = under_caption(root, &self.caption)?;
         let max = self
             .columns
             .iter()

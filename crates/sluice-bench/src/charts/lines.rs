@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Chart, DrawResult, FONT, msg};
+use super::{Chart, DrawResult, FONT, msg, under_caption};
 
 /// Fraction of the y range above the highest point, kept free for the legend.
 const Y_HEADROOM: f64 = 1.5;
@@ -60,9 +60,7 @@ impl Chart for LineChart {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        let body = root
-            .titled(&self.caption, (FONT, 22).into_font().style(FontStyle::Bold))
-            .map_err(msg)?;
+        let body = under_caption(root, &self.caption)?;
         let areas = body.split_evenly((1, self.panels.len().max(1)));
         for (area, panel) in areas.iter().zip(&self.panels) {
             draw_panel(area, panel)?;

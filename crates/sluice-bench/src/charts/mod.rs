@@ -68,6 +68,15 @@ pub(crate) trait Chart {
 /// Drawing errors carry only their message: they are reported, never matched on.
 pub(crate) type DrawResult = std::result::Result<(), String>;
 
+/// The area below a chart's bold caption, where the chart itself is drawn.
+pub(crate) fn under_caption<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    caption: &str,
+) -> std::result::Result<DrawingArea<DB, Shift>, String> {
+    root.titled(caption, (FONT, 22).into_font().style(FontStyle::Bold))
+        .map_err(msg)
+}
+
 /// Turns a plotters error into its message.
 pub(crate) fn msg<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
     e.to_string()

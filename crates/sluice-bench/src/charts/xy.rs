@@ -10,7 +10,7 @@ use plotters::coord::ranged1d::{Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
-use super::{Chart, DrawResult, FONT, msg};
+use super::{Chart, DrawResult, FONT, msg, under_caption};
 
 /// Fraction of the data's y range added above it when the chart fixes no range, kept free for
 /// the legend.
@@ -69,9 +69,7 @@ impl Chart for XyChart {
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
-        let body = root
-            .titled(&self.caption, (FONT, 22).into_font().style(FontStyle::Bold))
-            .map_err(msg)?;
+        let body = under_caption(root, &self.caption)?;
         let (y_lo, y_hi) = self.y_range.unwrap_or_else(|| (0.0, y_top(&self.lines)));
         let mut builder = ChartBuilder::on(&body);
         builder
