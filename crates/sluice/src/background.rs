@@ -42,6 +42,9 @@ fn flush_loop(inner: &DbInner) {
         st.flush_running = true;
         drop(st);
         let result = inner.flush_oldest_immutable();
+        if result.is_ok() {
+            inner.maybe_balance();
+        }
         st = inner.state.lock();
         st.flush_running = false;
         if let Err(e) = result {

@@ -7,33 +7,64 @@ use sluice_sst::compact::{CompactionSpec, OutputWriter, StepTimes};
 use sluice_sst::profile::{StageProfile, Step, thread_cpu_time};
 use sluice_sst::table::TableContentBuilder;
 
+use crate::Result;
 use crate::db::DbInner;
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::partition::{RangeMap, owner_dir_index};
 use crate::table_cache::TableCache;
 use crate::version::edit::{FileMetaData, VersionEdit};
-use crate::{Error, Result};
 
-/// Writes `mem` to table `number` in the main directory. Returns `None` for an empty memtable.
-/// The table is fsynced before this returns; it becomes part of the tree only once a version
-/// edit naming it is installed.
-pub(crate) fn write_level0_table(
+/// Where a flush writes: one piece per key range, each to its own directory.
+pub(crate) struct FlushPiece<'a> {
+    /// User keys `[lower, upper)` of the piece; `None` is unbounded.
+    pub lower: Option<&'a [u8]>,
+    /// See `lower`.
+    pub upper: Option<&'a [u8]>,
+    /// The table directory the piece's table goes to.
+    pub dir_index: u32,
+}
+
+/// The pieces of a flush: the whole key space into the next table directory or, in
+/// partitioned mode, one piece per range of `ranges` into its owner's directory.
+pub(crate) fn flush_pieces<'a>(
+    ranges: Option<&'a RangeMap>,
+    table_cache: &TableCache,
+) -> Vec<FlushPiece<'a>> {
+    match ranges {
+        None => vec![FlushPiece {
+            lower: None,
+            upper: None,
+            dir_index: table_cache.dir_for_new_table(),
+        }],
+        Some(map) => (0..map.len())
+            .map(|i| {
+                let (start, end) = map.bounds(i);
+                FlushPiece {
+                    lower: (!start.is_empty()).then_some(start),
+                    upper: end,
+                    dir_index: owner_dir_index(map.ranges()[i].owner),
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Writes `mem` to L0 tables, one per piece of `pieces` that holds entries, numbered by
+/// `new_number` (called only for tables actually written). Returns the tables in key order.
+/// Every table is fsynced before this returns; it becomes part of the tree only once a
+/// version edit naming it is installed.
+pub(crate) fn write_level0_tables(
     mem: &MemTable,
     table_cache: &TableCache,
-    number: u64,
+    pieces: &[FlushPiece<'_>],
+    new_number: &mut dyn FnMut() -> u64,
     options: &Options,
-) -> Result<(Option<FileMetaData>, StageProfile)> {
+) -> Result<(Vec<FileMetaData>, StageProfile)> {
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
-    let dir = table_cache.dir_for_new_table();
-    let mut one_file = Some((number, table_cache.table_path(dir, number)));
-    let mut new_output = || {
-        one_file
-            .take()
-            .ok_or_else(|| Error::InvalidArgument("a flush writes exactly one table".into()))
-    };
-    // A flush is a compaction of one sorted input (the memtable) into one file: no cuts.
+    // A flush is a compaction of one sorted input (the memtable) into one file per piece.
     let spec = CompactionSpec {
         inputs: Vec::new(),
         snapshots: Vec::new(),
@@ -46,24 +77,42 @@ pub(crate) fn write_level0_table(
         lower: None,
         upper: None,
     };
-    let mut writer = OutputWriter::new(&spec, &times, &mut new_output);
-    let mut builder = TableContentBuilder::new(&spec.table);
-    let write_sealed = |builder: &mut TableContentBuilder, writer: &mut OutputWriter<'_>| {
-        let sealed: Vec<_> = std::iter::from_fn(|| builder.take_sealed()).collect();
-        encode_sub_task(sealed, &spec, &times)
-            .iter()
-            .try_for_each(|block| writer.append(block))
-    };
-    let written = mem
-        .for_each(|ikey, value| {
-            builder.add(ikey, value);
-            write_sealed(&mut builder, &mut writer)
-        })
-        .and_then(|()| {
-            builder.seal_current();
-            write_sealed(&mut builder, &mut writer)
-        });
-    let files = writer.conclude(written)?;
+    let mut metas = Vec::new();
+    for piece in pieces {
+        let mut new_output = || -> Result<(u64, std::path::PathBuf)> {
+            let number = new_number();
+            Ok((number, table_cache.table_path(piece.dir_index, number)))
+        };
+        let mut writer = OutputWriter::new(&spec, &times, &mut new_output);
+        let mut builder = TableContentBuilder::new(&spec.table);
+        let write_sealed = |builder: &mut TableContentBuilder, writer: &mut OutputWriter<'_>| {
+            let sealed: Vec<_> = std::iter::from_fn(|| builder.take_sealed()).collect();
+            encode_sub_task(sealed, &spec, &times)
+                .iter()
+                .try_for_each(|block| writer.append(block))
+        };
+        let written = mem
+            .for_each_in(piece.lower, piece.upper, |ikey, value| {
+                builder.add(ikey, value);
+                write_sealed(&mut builder, &mut writer)
+            })
+            .and_then(|()| {
+                builder.seal_current();
+                write_sealed(&mut builder, &mut writer)
+            });
+        // A piece without entries wrote nothing and took no number.
+        match writer.conclude(written) {
+            Ok(files) => metas.extend(
+                files
+                    .into_iter()
+                    .map(|f| file_meta(f.number, piece.dir_index, &f.summary)),
+            ),
+            Err(e) => {
+                delete_tables(table_cache, &metas);
+                return Err(e);
+            }
+        }
+    }
     let mut profile = times.profile();
     profile.wall_nanos = start.elapsed().as_nanos() as u64;
     // Everything that was not S5..S7 was building blocks from the memtable: S4.
@@ -72,11 +121,15 @@ pub(crate) fn write_level0_table(
     profile.entries_in = mem.len() as u64;
     profile.entries_out = mem.len() as u64;
     profile.cpu_nanos = thread_cpu_time().saturating_sub(cpu_start).as_nanos() as u64;
-    let meta = files
-        .into_iter()
-        .next()
-        .map(|f| file_meta(f.number, dir, &f.summary));
-    Ok((meta, profile))
+    Ok((metas, profile))
+}
+
+/// Removes tables a failed flush already finished; nothing references them yet. Best effort:
+/// a leftover is unreferenced and deleted as obsolete later.
+fn delete_tables(table_cache: &TableCache, metas: &[FileMetaData]) {
+    for m in metas {
+        let _ = std::fs::remove_file(table_cache.table_path(m.dir_index, m.number));
+    }
 }
 
 /// The MANIFEST's description of a freshly written table.
@@ -108,48 +161,65 @@ impl DbInner {
     /// MANIFEST append. Deleting obsolete files afterwards is not counted.
     pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
         let cpu_start = thread_cpu_time();
-        let (imm, number) = {
-            let mut st = self.state.lock();
+        let (imm, ranges) = {
+            let st = self.state.lock();
             let Some(imm) = st.imm.front().cloned() else {
                 return Ok(());
             };
-            let number = st.versions.new_file_number();
-            st.pending_outputs.insert(number);
-            (imm, number)
+            (imm, st.versions.current().range_map().cloned())
         };
-        let outcome = write_level0_table(&imm, &self.table_cache, number, &self.options).and_then(
-            |(meta, profile)| {
-                let mut edit = VersionEdit::default();
-                if let Some(m) = &meta {
-                    edit.new_files.push((0, m.clone()));
-                }
-                // Once this edit is durable the frozen memtable's WAL is no longer needed:
-                // recovery starts from the WAL of the next memtable.
-                edit.log_number = Some({
-                    let st = self.state.lock();
-                    st.imm
-                        .get(1)
-                        .map_or(st.mem.log_number(), |m| m.log_number())
-                });
-                self.log_and_apply(edit)?;
-                Ok((meta, profile))
-            },
-        );
+        // Numbers handed out, kept in `pending_outputs` until the edit is installed.
+        let mut numbers = Vec::new();
+        let mut new_number = || {
+            let mut st = self.state.lock();
+            let n = st.versions.new_file_number();
+            st.pending_outputs.insert(n);
+            numbers.push(n);
+            n
+        };
+        let pieces = flush_pieces(ranges.as_deref(), &self.table_cache);
+        let outcome = write_level0_tables(
+            &imm,
+            &self.table_cache,
+            &pieces,
+            &mut new_number,
+            &self.options,
+        )
+        .and_then(|(metas, profile)| {
+            let mut edit = VersionEdit::default();
+            for m in &metas {
+                edit.new_files.push((0, m.clone()));
+            }
+            // Once this edit is durable the frozen memtable's WAL is no longer needed:
+            // recovery starts from the WAL of the next memtable.
+            edit.log_number = Some({
+                let st = self.state.lock();
+                st.imm
+                    .get(1)
+                    .map_or(st.mem.log_number(), |m| m.log_number())
+            });
+            // On failure the tables stay: the edit may have reached the MANIFEST before the
+            // error, so only the next open can tell whether they are garbage.
+            self.log_and_apply(edit)?;
+            Ok((metas, profile))
+        });
         let cpu_used = thread_cpu_time().saturating_sub(cpu_start);
         let mut st = self.state.lock();
-        st.pending_outputs.remove(&number);
-        let (meta, mut profile) = outcome?;
+        for n in &numbers {
+            st.pending_outputs.remove(n);
+        }
+        let (metas, mut profile) = outcome?;
         // Replaces the table writer's own figure, which ends before the install.
         profile.cpu_nanos = cpu_used.as_nanos() as u64;
         st.imm.pop_front();
         st.flush_metrics
             .record(imm.approximate_bytes() as u64, &profile);
-        let bytes = meta.as_ref().map_or(0, |m| m.file_size);
+        let bytes: u64 = metas.iter().map(|m| m.file_size).sum();
         st.level_counters.bytes_in[0] += imm.approximate_bytes() as u64;
         st.level_counters.bytes_written[0] += bytes;
         st.level_counters.compactions[0] += 1;
         drop(st);
-        tracing::debug!(number, bytes, "flushed memtable to L0");
+        tracing::debug!(tables = metas.len(), bytes, "flushed memtable to L0");
         self.delete_obsolete_files();
         Ok(())
     }

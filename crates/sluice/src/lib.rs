@@ -28,6 +28,7 @@ pub mod iter;
 pub mod memtable;
 pub mod metrics;
 pub mod options;
+pub mod partition;
 pub mod rate_limiter;
 pub mod snapshot;
 mod table_cache;

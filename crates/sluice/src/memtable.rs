@@ -133,9 +133,34 @@ impl MemTable {
     }
 
     /// Calls `f` on every entry in internal-key order (the fast path used by flush).
-    pub fn for_each(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        for entry in self.map.iter() {
-            f(&entry.key().0, entry.value())?;
+    pub fn for_each(&self, f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        self.for_each_in(None, None, f)
+    }
+
+    /// Calls `f` on every entry whose user key is in `[lower, upper)` (`None`: unbounded), in
+    /// internal-key order. A partitioned flush writes one range at a time with it.
+    pub fn for_each_in(
+        &self,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let seek = lower.map(|lower| {
+            let mut seek = SmallVec::with_capacity(lower.len() + key::TRAILER_LEN);
+            seek.extend_from_slice(lower);
+            // The newest possible version sorts first among `lower`'s entries.
+            seek.extend_from_slice(
+                &key::pack_trailer(key::MAX_SEQ, key::KIND_FOR_SEEK).to_le_bytes(),
+            );
+            MemKey(seek)
+        });
+        let start = seek.as_ref().map_or(Bound::Unbounded, Bound::Included);
+        for entry in self.map.range((start, Bound::Unbounded)) {
+            let ikey = &entry.key().0;
+            if upper.is_some_and(|upper| key::user_key(ikey) >= upper) {
+                break;
+            }
+            f(ikey, entry.value())?;
         }
         Ok(())
     }

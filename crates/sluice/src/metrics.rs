@@ -183,6 +183,10 @@ pub struct Metrics {
     pub trivial_moves: u64,
     /// Intra-L0 compactions (newest L0 files merged into one while L1 was busy).
     pub intra_l0_compactions: u64,
+    /// Partitioned mode: tables rewritten from a former owner into their range's owner.
+    pub relocations: u64,
+    /// Partitioned mode: ranges moved to another owner (by the balancer or `Db::move_range`).
+    pub range_moves: u64,
     /// L0's sublevels: the files a read may have to look at in L0 (see
     /// [`crate::version::l0_sublevels`]).
     pub l0_sublevels: usize,
@@ -216,6 +220,8 @@ pub struct Metrics {
     pub snapshots: usize,
     /// Compaction offload to workers, with `Options::offload`.
     pub offload: Option<crate::compaction::offload::OffloadMetrics>,
+    /// Partitioned mode: the range map with per-range and per-owner figures.
+    pub partitions: Option<crate::partition::stats::PartitionStats>,
 }
 
 impl Metrics {

@@ -14,6 +14,7 @@ use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
 pub use crate::compaction::offload::options::{OffloadOptions, Split};
+pub use crate::partition::{PartitionOptions, PartitionOwner};
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::{Error, Result};
@@ -108,6 +109,9 @@ pub struct Options {
     /// Compaction workers to share big compactions with (documents 001 and 004). `None`: every
     /// compaction runs on this host. Each worker must serve this database's table directories.
     pub offload: Option<OffloadOptions>,
+    /// Partitioned mode (document 001): key ranges owned by directories and their workers.
+    /// `None`: one tree in the database directory (and `data_dirs`).
+    pub partitions: Option<PartitionOptions>,
 }
 
 impl Default for Options {
@@ -146,6 +150,7 @@ impl Default for Options {
             fs: sluice_sst::fs::os_fs(),
             rate_limiter: None,
             offload: None,
+            partitions: None,
             paranoid_checks: false,
         }
     }
@@ -230,7 +235,37 @@ impl Options {
         if let Some(o) = &self.offload {
             o.validate()?;
         }
+        if let Some(p) = &self.partitions {
+            p.validate()?;
+            if !self.data_dirs.is_empty() {
+                return bad(
+                    "partitions and data_dirs cannot both be set: in partitioned mode each owner's directory is a data directory".into(),
+                );
+            }
+            let workers = self.offload.as_ref().map_or(&[][..], |o| &o.workers[..]);
+            if let Some(w) = p
+                .owners
+                .iter()
+                .filter_map(|o| o.worker.as_ref())
+                .find(|w| !workers.contains(w))
+            {
+                return bad(format!(
+                    "partitions: owner worker {w} is not one of offload.workers"
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The directories tables may live in: `dir` (the database directory) first, then
+    /// `data_dirs` or the partition owners' directories. A table's `dir_index` indexes this.
+    pub fn table_dirs(&self, dir: &std::path::Path) -> Vec<PathBuf> {
+        let mut dirs = vec![dir.to_path_buf()];
+        dirs.extend(self.data_dirs.iter().cloned());
+        if let Some(p) = &self.partitions {
+            dirs.extend(p.dirs().cloned());
+        }
+        dirs
     }
 
     /// Target size in bytes of level `level` (L1 and deeper).

@@ -5,7 +5,9 @@
 //! every live file must verify.
 //!
 //! The child is this same test binary, re-run with `SLUICE_CRASH_CHILD` set. Rounds rotate
-//! through the compaction executors, so each is killed mid-compaction.
+//! through the compaction executors, so each is killed mid-compaction. A second run does the
+//! same in partitioned mode, with ranges moving between owners all the while, so kills land
+//! in the middle of moves and relocations.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -22,8 +24,27 @@ use sluice::{Db, Options, WriteOptions};
 const ROUNDS: u64 = 24;
 const KEYS: u64 = 3000;
 
-fn options() -> Options {
+/// Partitioned runs: three owners under the database directory, eight ranges.
+fn partitions(dir: &Path) -> sluice::options::PartitionOptions {
+    sluice::options::PartitionOptions {
+        owners: (0..3)
+            .map(|i| sluice::options::PartitionOwner {
+                dir: dir.join(format!("owner{i}")),
+                worker: None,
+            })
+            .collect(),
+        boundaries: (1..8).map(|r| key(r * KEYS / 8)).collect(),
+        initial_owners: Vec::new(),
+        balance: Some(sluice::partition::balance::BalanceOptions {
+            max_skew: 0.25,
+            min_bytes: 0,
+        }),
+    }
+}
+
+fn options(dir: &Path, partitioned: bool) -> Options {
     Options {
+        partitions: partitioned.then(|| partitions(dir)),
         write_buffer_size: 64 << 10,
         target_file_size_base: 64 << 10,
         max_bytes_for_level_base: 256 << 10,
@@ -60,6 +81,7 @@ fn crash_child() {
         .unwrap()
         .parse()
         .unwrap();
+    let partitioned = std::env::var("SLUICE_CRASH_PARTITIONED").is_ok();
     // Each round kills a different executor mid-compaction.
     let modes = CompactionMode::ALL;
     let mode = modes[round as usize % modes.len()];
@@ -68,7 +90,7 @@ fn crash_child() {
         Options {
             compaction_mode: mode,
             sub_task_bytes: 16 << 10,
-            ..options()
+            ..options(Path::new(&dir), partitioned)
         },
     )
     .unwrap();
@@ -86,6 +108,10 @@ fn crash_child() {
         if i % 997 == 996 {
             db.compact_range(None, None).unwrap();
         }
+        if partitioned && i % 301 == 300 {
+            db.move_range((i / 301 % 8) as usize, (i / 301 % 3) as u32)
+                .unwrap();
+        }
     }
 }
 
@@ -99,10 +125,11 @@ fn apply(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u64, i: u64) {
 
 fn verify(
     dir: &Path,
+    partitioned: bool,
     model: &BTreeMap<Vec<u8>, Vec<u8>>,
     maybe: Option<(u64, u64)>,
 ) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let db = Db::open(dir, options()).expect("reopen after crash");
+    let db = Db::open(dir, options(dir, partitioned)).expect("reopen after crash");
     db.check().expect("every checksum verifies after a crash");
     let got: BTreeMap<Vec<u8>, Vec<u8>> = db
         .scan(None, None)
@@ -122,6 +149,15 @@ fn verify(
 
 #[test]
 fn killed_writers_lose_no_acknowledged_write() {
+    kill_and_verify(false);
+}
+
+#[test]
+fn killed_partitioned_writers_lose_no_acknowledged_write() {
+    kill_and_verify(true);
+}
+
+fn kill_and_verify(partitioned: bool) {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
@@ -131,6 +167,7 @@ fn killed_writers_lose_no_acknowledged_write() {
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
             .env("SLUICE_CRASH_CHILD", dir.path())
             .env("SLUICE_CRASH_ROUND", round.to_string())
+            .envs(partitioned.then_some(("SLUICE_CRASH_PARTITIONED", "1")))
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -163,6 +200,6 @@ fn killed_writers_lose_no_acknowledged_write() {
         for i in 0..acked {
             apply(&mut model, round, i);
         }
-        model = verify(dir.path(), &model, Some((round, acked)));
+        model = verify(dir.path(), partitioned, &model, Some((round, acked)));
     }
 }

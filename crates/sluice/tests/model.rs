@@ -27,6 +27,8 @@ enum Op {
     Flush,
     Compact(Option<u16>, Option<u16>),
     Reopen,
+    /// Partitioned runs: move range `.0 % ranges` to owner `.1 % owners`.
+    MoveRange(u8, u8),
 }
 
 fn key(k: u16) -> Vec<u8> {
@@ -59,6 +61,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => (proptest::option::of(k.clone()), proptest::option::of(k))
             .prop_map(|(a, b)| Op::Compact(a, b)),
         1 => Just(Op::Reopen),
+        2 => (any::<u8>(), any::<u8>()).prop_map(|(r, o)| Op::MoveRange(r, o)),
     ]
 }
 
@@ -89,8 +92,35 @@ fn small_options(mode: CompactionMode, direct: bool) -> Options {
     }
 }
 
-fn open(dir: &Path, mode: CompactionMode, direct: bool) -> Db {
-    Db::open(dir, small_options(mode, direct)).expect("open")
+/// Partitioned runs: three owners (directories under the database's), four ranges split at
+/// these keys, initially owned 0, 1, 2, 0.
+const RANGE_STARTS: [u16; 3] = [75, 150, 225];
+const OWNERS: u8 = 3;
+
+fn partitions(dir: &Path) -> sluice::options::PartitionOptions {
+    sluice::options::PartitionOptions {
+        owners: (0..OWNERS)
+            .map(|i| sluice::options::PartitionOwner {
+                dir: dir.join(format!("owner{i}")),
+                worker: None,
+            })
+            .collect(),
+        boundaries: RANGE_STARTS.iter().map(|&k| key(k)).collect(),
+        initial_owners: vec![0, 1, 2, 0],
+        // Balance at any size, so that moves and relocations happen all the time.
+        balance: Some(sluice::partition::balance::BalanceOptions {
+            max_skew: 0.25,
+            min_bytes: 0,
+        }),
+    }
+}
+
+fn open(dir: &Path, mode: CompactionMode, direct: bool, partitioned: bool) -> Db {
+    let options = Options {
+        partitions: partitioned.then(|| partitions(dir)),
+        ..small_options(mode, direct)
+    };
+    Db::open(dir, options).expect("open")
 }
 
 fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -102,9 +132,14 @@ fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u
         .collect()
 }
 
-fn run(ops: Vec<Op>, mode: CompactionMode, direct: bool) -> Result<(), TestCaseError> {
+fn run(
+    ops: Vec<Op>,
+    mode: CompactionMode,
+    direct: bool,
+    partitioned: bool,
+) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let mut db = Some(open(dir.path(), mode, direct));
+    let mut db = Some(open(dir.path(), mode, direct, partitioned));
     let mut model = Model::new();
     // (snapshot handle, model at the time)
     let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
@@ -198,12 +233,32 @@ fn run(ops: Vec<Op>, mode: CompactionMode, direct: bool) -> Result<(), TestCaseE
             Op::Reopen => {
                 snapshots.clear();
                 db.take().unwrap().close().unwrap();
-                db = Some(open(dir.path(), mode, direct));
+                db = Some(open(dir.path(), mode, direct, partitioned));
+            }
+            Op::MoveRange(r, o) => {
+                if partitioned {
+                    let ranges = RANGE_STARTS.len() + 1;
+                    d.move_range(usize::from(r) % ranges, u32::from(o % OWNERS))
+                        .unwrap();
+                } else {
+                    prop_assert!(d.move_range(0, 0).is_err());
+                }
             }
         }
     }
     let d = db.take().unwrap();
     d.check().unwrap();
+    if partitioned {
+        // Every table is counted with exactly one owner and one range, and a range's bytes
+        // outside its owner are exactly those its forwarding entries point to.
+        let stats = d.partition_stats().unwrap();
+        let total = d.metrics().total_size_bytes();
+        prop_assert_eq!(stats.owners.iter().map(|o| o.bytes).sum::<u64>(), total);
+        prop_assert_eq!(stats.ranges.iter().map(|r| r.bytes).sum::<u64>(), total);
+        for r in &stats.ranges {
+            prop_assert_eq!(r.forwarded_from.is_empty(), r.forwarded_bytes == 0);
+        }
+    }
     let got: Vec<_> = d
         .scan(None, None)
         .unwrap()
@@ -221,8 +276,9 @@ proptest! {
         ops in proptest::collection::vec(op_strategy(), 1..400),
         mode in proptest::sample::select([CompactionMode::ALL.as_slice(), &[CompactionMode::Auto]].concat()),
         direct_io: bool,
+        partitioned: bool,
     ) {
-        run(ops, mode, direct_io)?;
+        run(ops, mode, direct_io, partitioned)?;
     }
 }
 
@@ -230,7 +286,7 @@ proptest! {
 #[test]
 fn iterator_direction_switches_match_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), CompactionMode::Sequential, false);
+    let db = open(dir.path(), CompactionMode::Sequential, false, false);
     let mut model = Model::new();
     for i in 0..2000u16 {
         let k = key(i % 500);

@@ -28,10 +28,12 @@ impl DbInner {
             edit.new_files
                 .push((c.output_level(), file_meta(f.number, dir, &f.summary)));
         }
+        // The round-robin pointer moves past compactions into the next level only.
         if let Some(largest) = c.inputs[0]
             .iter()
             .map(|f| &f.largest)
             .max_by(|a, b| sluice_sst::key::compare_internal(a, b))
+            .filter(|_| !c.stays_in_level())
         {
             edit.compact_pointers.push((c.level, largest.clone()));
         }
@@ -48,8 +50,10 @@ impl DbInner {
         st.level_counters.bytes_read[out_level] += c.input_bytes();
         st.level_counters.bytes_written[out_level] += out.profile.bytes_written;
         st.level_counters.compactions[out_level] += 1;
-        if c.reason == super::Reason::IntraL0 {
-            st.intra_l0_compactions += 1;
+        match c.reason {
+            super::Reason::IntraL0 => st.intra_l0_compactions += 1,
+            super::Reason::Relocate => st.relocations += 1,
+            _ => {}
         }
         tracing::info!(
             level = c.level,

@@ -12,14 +12,14 @@
 //! are deleted, levels already finished stay compacted, and the tree is consistent either way.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::db::DbInner;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
-use super::picker::pick_manual;
+use super::picker::pick_manual_per_range;
 use sluice_exec::{CompactionMode, JobControl};
 
 /// How often progress is reported and the cancel flag looked at.
@@ -81,15 +81,18 @@ impl CompactOptions {
     }
 }
 
-/// Until `done` closes: reports `control`'s progress.
+/// Until `done` closes: reports progress, `finished` bytes of the level's compactions that
+/// are done plus what `control`'s running one has read.
 fn tick(
     control: &JobControl,
+    finished: &AtomicU64,
     done: &crossbeam_channel::Receiver<()>,
     opts: &CompactOptions,
     mut progress: CompactProgress,
 ) {
     loop {
-        progress.bytes_done = control.bytes_read().min(progress.bytes_total);
+        progress.bytes_done =
+            (finished.load(Ordering::Relaxed) + control.bytes_read()).min(progress.bytes_total);
         opts.report(&progress);
         if let Err(crossbeam_channel::RecvTimeoutError::Disconnected) = done.recv_timeout(TICK) {
             return;
@@ -157,31 +160,43 @@ impl DbInner {
             if opts.cancelled() {
                 return Err(Error::Cancelled);
             }
+            // One compaction per range in partitioned mode (each on its owner), else one.
             let picked = {
                 let st = self.state.lock();
-                pick_manual(st.versions.current(), level, start, end)
+                pick_manual_per_range(st.versions.current(), level, start, end)
             };
-            let Some(c) = picked else { continue };
+            if picked.is_empty() {
+                continue;
+            }
             progress.level = level;
             progress.bytes_done = 0;
-            progress.bytes_total = c.all_inputs().map(|f| f.file_size).sum();
+            progress.bytes_total = picked.iter().map(|c| c.input_bytes()).sum();
+            // One control for the level: its byte count is the level's progress.
             let control = Arc::new(match &opts.cancel {
                 Some(flag) => JobControl::with_cancel_flag(Arc::clone(flag)),
                 None => JobControl::default(),
             });
+            let finished = AtomicU64::new(0);
+            let run_all = || {
+                picked.iter().try_for_each(|c| {
+                    self.run_compaction(c, exec, Arc::clone(&control))?;
+                    finished.fetch_add(c.input_bytes(), Ordering::Relaxed);
+                    Ok::<(), Error>(())
+                })
+            };
             let result = if opts.progress.is_some() {
                 let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
                 std::thread::scope(|scope| {
-                    scope.spawn(|| tick(&control, &done_rx, opts, progress));
-                    let result = self.run_compaction(&c, exec, Arc::clone(&control));
+                    scope.spawn(|| tick(&control, &finished, &done_rx, opts, progress));
+                    let result = run_all();
                     // Wakes the ticker at once.
                     drop(done_tx);
                     result
                 })
             } else {
-                self.run_compaction(&c, exec, control)
+                run_all()
             };
-            drop(c);
+            drop(picked);
             self.delete_obsolete_files();
             result?;
             progress.levels_done += 1;

@@ -30,10 +30,14 @@ pub enum Reason {
     /// cutting L0's read amplification until an L0 -> L1 compaction can run (RocksDB's and
     /// Pebble's intra-L0 compaction).
     IntraL0,
+    /// Partitioned mode: a table of a range that moved, still in its former owner's
+    /// directory, is rewritten at its level into the range owner's directory (document 001:
+    /// moved data is rewritten by compaction, not copied ahead of it).
+    Relocate,
 }
 
 /// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1` (or, for
-/// [`Reason::IntraL0`], inputs and output in L0).
+/// [`Reason::IntraL0`] and [`Reason::Relocate`], inputs and outputs in `level`).
 #[derive(Clone, Debug)]
 pub struct Compaction {
     /// The upper input level.
@@ -55,11 +59,16 @@ pub struct Compaction {
 impl Compaction {
     /// The level outputs are written to.
     pub fn output_level(&self) -> usize {
-        if self.reason == Reason::IntraL0 {
+        if self.stays_in_level() {
             self.level
         } else {
             self.level + 1
         }
+    }
+
+    /// True for the compactions whose outputs stay in the input level.
+    pub fn stays_in_level(&self) -> bool {
+        matches!(self.reason, Reason::IntraL0 | Reason::Relocate)
     }
 
     /// All input files.
@@ -72,10 +81,19 @@ impl Compaction {
         self.all_inputs().map(|f| f.file_size).sum()
     }
 
+    /// Partitioned mode: the range the compaction lies in (every input lies in one range, see
+    /// [`crate::partition`]) and its owner. `None` when the database is not partitioned.
+    pub fn range(&self) -> Option<(usize, crate::partition::OwnerId)> {
+        let map = self.version.range_map()?;
+        let first = self.all_inputs().next()?;
+        let i = map.index_of(crate::version::version::smallest_user_key(first));
+        Some((i, map.ranges()[i].owner))
+    }
+
     /// A single input file with nothing to merge against, and little grandparent overlap: it
     /// can move down a level by editing the MANIFEST only.
     pub fn is_trivial_move(&self, max_grandparent_overlap_bytes: u64) -> bool {
-        self.reason != Reason::Manual
+        !matches!(self.reason, Reason::Manual | Reason::Relocate)
             && self.inputs[0].len() == 1
             && self.inputs[1].is_empty()
             && self.grandparents.iter().map(|f| f.file_size).sum::<u64>()

@@ -29,9 +29,11 @@ pub fn level_score(version: &Version, options: &Options, level: usize) -> f64 {
     }
 }
 
-/// True if some level has a score of at least 1.
+/// True if some level has a score of at least 1, or (partitioned mode) a table waits to be
+/// relocated to its range's new owner.
 pub fn needs_compaction(version: &Version, options: &Options) -> bool {
     (0..NUM_LEVELS - 1).any(|l| level_score(version, options, l) >= 1.0)
+        || forwarded_tables(version).next().is_some()
 }
 
 /// Picks the most urgent compaction that can run beside `running`, if any level needs one.
@@ -49,6 +51,39 @@ pub fn pick(
     levels
         .into_iter()
         .find_map(|(level, _)| pick_in_level(version, level, compact_pointers, running))
+        .or_else(|| relocation(version, running))
+}
+
+/// Partitioned mode: `(level, table)` of every table left in a former owner's directory by a
+/// range move, deepest level first (where tables are biggest and least likely to be
+/// compacted soon anyway).
+fn forwarded_tables(version: &Version) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
+    let map = version.range_map();
+    (0..NUM_LEVELS).rev().flat_map(move |level| {
+        version.files(level).iter().filter_map(move |f| {
+            let map = map?;
+            let owner = map.range_of(smallest_user_key(f)).owner;
+            (f.dir_index != crate::partition::owner_dir_index(owner)).then_some((level, f))
+        })
+    })
+}
+
+/// The rewrite of one forwarded table into its range owner's directory, at its level, when no
+/// other compaction is due. One table at a time: several tables of one level need not be
+/// adjacent, and outputs spanning the gap between them would overlap the level's other tables.
+fn relocation(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> {
+    forwarded_tables(version)
+        .filter(|(_, f)| !running.is_busy(f.number))
+        .map(|(level, f)| Compaction {
+            level,
+            inputs: [vec![Arc::clone(f)], Vec::new()],
+            grandparents: Vec::new(),
+            // Deeper levels (or older L0 tables) may hold older versions of its keys.
+            bottommost: false,
+            reason: Reason::Relocate,
+            version: Arc::clone(version),
+        })
+        .find(|c| !running.conflicts(c))
 }
 
 /// The first compaction out of `level` that does not conflict with `running`.
@@ -98,6 +133,11 @@ pub const MIN_INTRA_L0_FILES: usize = 4;
 /// newest file qualifies: every L0 file left out is then older than every input, so the
 /// output (whose sequence numbers span the inputs') still sits above them.
 fn intra_l0(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> {
+    // Partitioned mode: one output file would span ranges; the owners' L0 -> L1 compactions
+    // run independently instead.
+    if version.range_map().is_some() {
+        return None;
+    }
     let inputs: Vec<_> = version
         .files(0)
         .iter()
@@ -177,6 +217,32 @@ pub fn pick_manual(
         return None;
     }
     Some(expand(version, level, inputs0, Reason::Manual))
+}
+
+/// [`pick_manual`] in partitioned mode: one compaction per range holding files of `level` in
+/// `[lo, hi]`, so that each stays inside its range and runs on its owner. Without a range map,
+/// the single compaction of [`pick_manual`].
+pub fn pick_manual_per_range(
+    version: &Arc<Version>,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Vec<Compaction> {
+    let Some(map) = version.range_map() else {
+        return pick_manual(version, level, lo, hi).into_iter().collect();
+    };
+    let mut by_range: std::collections::BTreeMap<usize, Vec<Arc<FileMetaData>>> =
+        std::collections::BTreeMap::new();
+    for f in version.overlapping_files(level, lo, hi) {
+        by_range
+            .entry(map.index_of(smallest_user_key(&f)))
+            .or_default()
+            .push(f);
+    }
+    by_range
+        .into_values()
+        .map(|inputs0| expand(version, level, inputs0, Reason::Manual))
+        .collect()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use sluice_exec::{CompactionMode, ExecOptions, JobControl, auto, execute_with};
 use super::Compaction;
 use crate::Result;
 use crate::db::DbInner;
+use crate::partition::owner_dir_index;
 
 impl DbInner {
     /// Runs an automatic compaction the picker chose (and the caller registered as running).
@@ -38,6 +39,8 @@ impl DbInner {
             return self.install_trivial_move(c);
         }
         let mut reserved = Vec::new();
+        // Partitioned mode: outputs go to the range owner's directory.
+        let owner_dir = c.range().map(|(_, owner)| owner_dir_index(owner));
         let mut new_output = || -> Result<(u64, PathBuf)> {
             let number = {
                 let mut st = self.state.lock();
@@ -46,7 +49,7 @@ impl DbInner {
                 n
             };
             reserved.push(number);
-            let dir = self.table_cache.dir_for_new_table();
+            let dir = owner_dir.unwrap_or_else(|| self.table_cache.dir_for_new_table());
             Ok((number, self.table_cache.table_path(dir, number)))
         };
         // Output numbers reserved for workers; like `reserved`, kept pending until installed.
@@ -141,8 +144,8 @@ impl DbInner {
             bottommost: c.bottommost,
             table: self.options.table_options(),
             storage: self.options.background_storage(),
-            // An intra-L0 compaction writes one file: L0 files are not cut by key.
-            target_file_size: if c.reason == super::Reason::IntraL0 {
+            // Compactions into L0 write one file: L0 files are not cut by key.
+            target_file_size: if c.output_level() == 0 {
                 u64::MAX
             } else {
                 self.options.target_file_size_base

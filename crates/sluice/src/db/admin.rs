@@ -77,6 +77,8 @@ impl Db {
             compaction: st.compaction_metrics.clone(),
             trivial_moves: st.trivial_moves,
             intra_l0_compactions: st.intra_l0_compactions,
+            relocations: st.relocations,
+            range_moves: st.range_moves,
             l0_sublevels: crate::version::l0_sublevels::l0_sublevels(v.files(0)).len(),
             compactions_running: st.compactions.len(),
             compactions_running_peak: st.compactions.peak(),
@@ -97,6 +99,9 @@ impl Db {
             // Lock order: the state lock, then the offloader's (which never takes the state
             // lock while it holds its own).
             offload: inner.offloader.as_ref().map(|o| o.metrics()),
+            partitions: inner.options.partitions.as_ref().and_then(|p| {
+                crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
+            }),
         }
     }
 

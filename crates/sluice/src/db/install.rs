@@ -112,10 +112,8 @@ impl DbInner {
                 st.versions.manifest_number,
             )
         };
-        let mut dirs = vec![self.dir.clone()];
-        dirs.extend(self.options.data_dirs.iter().cloned());
-        for dir in dirs {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
+        for dir in self.table_cache.dirs() {
+            let Ok(entries) = std::fs::read_dir(dir) else {
                 continue;
             };
             for entry in entries.flatten() {

@@ -14,6 +14,7 @@ mod admin;
 mod commit;
 mod install;
 mod open;
+mod partition;
 mod read;
 mod write;
 
@@ -79,6 +80,10 @@ pub(crate) struct DbState {
     pub trivial_moves: u64,
     /// Intra-L0 compactions performed.
     pub intra_l0_compactions: u64,
+    /// Partitioned mode: tables rewritten into their range's new owner.
+    pub relocations: u64,
+    /// Partitioned mode: ranges moved to another owner.
+    pub range_moves: u64,
 }
 
 /// Foreground counters updated without the state lock.
@@ -112,6 +117,8 @@ pub(crate) struct DbInner {
     pub counters: WriteCounters,
     /// Serializes obsolete-file collection (flush and compaction threads both run it).
     pub obsolete_files_lock: Mutex<()>,
+    /// Serializes partitioned mode's range moves (read the map, edit it, apply).
+    pub range_moves: Mutex<()>,
     /// Clients of the compaction workers, with `Options::offload`.
     pub offloader: Option<crate::compaction::offload::Offloader>,
     /// Held for the lifetime of the database so two processes cannot open it at once.

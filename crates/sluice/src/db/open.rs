@@ -21,9 +21,10 @@ use crate::batch::WriteBatch;
 use crate::filename::{
     FileType, current_file_name, lock_file_name, log_file_name, parse_file_name,
 };
-use crate::flush::write_level0_table;
+use crate::flush::{flush_pieces, write_level0_tables};
 use crate::memtable::MemTable;
 use crate::options::Options;
+use crate::partition::RangeMap;
 use crate::snapshot::SnapshotList;
 use crate::table_cache::TableCache;
 use crate::version::edit::{FileMetaData, VersionEdit};
@@ -43,7 +44,14 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         }
         std::fs::create_dir_all(dir).with_path(dir)?;
     }
-    for data_dir in &options.data_dirs {
+    let dirs = options.table_dirs(dir);
+    for data_dir in &dirs[1..] {
+        if data_dir == dir {
+            return Err(Error::InvalidArgument(format!(
+                "{} is the database directory; a data directory must be another one",
+                data_dir.display()
+            )));
+        }
         std::fs::create_dir_all(data_dir).with_path(data_dir)?;
     }
     let lock_file = lock_directory(dir)?;
@@ -66,8 +74,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         VersionSet::new_empty()
     };
 
-    let mut dirs = vec![dir.to_path_buf()];
-    dirs.extend(options.data_dirs.iter().cloned());
+    let new_range_map = reconcile_partitions(&versions, &options)?;
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
     if options.use_direct_io_for_flush_and_compaction {
@@ -92,7 +99,11 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
 
-    let (new_files, last_seq) = replay_wals(dir, &options, &mut versions, &table_cache)?;
+    let ranges = new_range_map
+        .clone()
+        .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
+    let (new_files, last_seq) =
+        replay_wals(dir, &options, &mut versions, &table_cache, ranges.as_ref())?;
 
     // Start a new WAL and a new MANIFEST that records the replayed tables.
     let log_number = versions.new_file_number();
@@ -101,12 +112,19 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
     let manifest_number = versions.new_file_number();
     let mut edit = VersionEdit {
         log_number: Some(log_number),
+        range_map: new_range_map,
         ..VersionEdit::default()
     };
     for f in new_files {
         edit.new_files.push((0, f));
     }
-    let version = versions.prepare(&mut edit, last_seq, options.paranoid_checks)?;
+    // Partitioned tables are checked against the range map even without paranoid checks: a
+    // table in the wrong directory means the MANIFEST and the options disagree.
+    let version = versions.prepare(
+        &mut edit,
+        last_seq,
+        options.paranoid_checks || ranges.is_some(),
+    )?;
     versions.install(version, &edit);
     versions.manifest_number = manifest_number;
     let manifest = ManifestWriter::create(dir, manifest_number, &versions.snapshot_edit())?;
@@ -136,6 +154,8 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
             compaction_metrics: Default::default(),
             trivial_moves: 0,
             intra_l0_compactions: 0,
+            relocations: 0,
+            range_moves: 0,
         }),
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
@@ -147,11 +167,44 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         table_cache,
         counters: WriteCounters::default(),
         obsolete_files_lock: Mutex::new(()),
+        range_moves: Mutex::new(()),
         options,
         _lock_file: lock_file,
     };
     inner.delete_obsolete_files();
     Ok(inner)
+}
+
+/// Checks `options.partitions` against the recovered MANIFEST. Returns the range map to record
+/// when partitioned mode starts on a database that has none yet.
+fn reconcile_partitions(versions: &VersionSet, options: &Options) -> Result<Option<RangeMap>> {
+    let current = versions.current();
+    match (&options.partitions, current.range_map()) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(Error::InvalidArgument(
+            "the database is partitioned: open it with Options::partitions".into(),
+        )),
+        (Some(p), Some(map)) => {
+            if map.max_owner() as usize >= p.owners.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "the MANIFEST's range map names owner {}, but partitions has {} owners",
+                    map.max_owner(),
+                    p.owners.len()
+                )));
+            }
+            Ok(None)
+        }
+        (Some(p), None) => {
+            if current.live_files().next().is_some() {
+                return Err(Error::InvalidArgument(
+                    "cannot partition a database that already holds tables".into(),
+                ));
+            }
+            p.initial_map()
+                .map(Some)
+                .map_err(|e| Error::InvalidArgument(format!("partitions: {e}")))
+        }
+    }
 }
 
 /// Takes an exclusive lock on `dir/LOCK` so two processes never open one database.
@@ -180,6 +233,7 @@ fn replay_wals(
     options: &Options,
     versions: &mut VersionSet,
     table_cache: &TableCache,
+    ranges: Option<&RangeMap>,
 ) -> Result<(Vec<FileMetaData>, SeqNo)> {
     let mut logs: Vec<u64> = std::fs::read_dir(dir)
         .with_path(dir)?
@@ -203,6 +257,7 @@ fn replay_wals(
         versions.next_file_number = versions.next_file_number.max(newest + 1);
     }
     let mut last_seq = versions.last_sequence;
+    let pieces = flush_pieces(ranges, table_cache);
     let mut tables = Vec::new();
     let mut mem = MemTable::new(0);
     for (i, &log) in logs.iter().enumerate() {
@@ -220,9 +275,10 @@ fn replay_wals(
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
             if mem.approximate_bytes() >= options.write_buffer_size {
-                let number = versions.new_file_number();
-                let (meta, _) = write_level0_table(&mem, table_cache, number, options)?;
-                tables.extend(meta);
+                let mut new_number = || versions.new_file_number();
+                let (metas, _) =
+                    write_level0_tables(&mem, table_cache, &pieces, &mut new_number, options)?;
+                tables.extend(metas);
                 mem = MemTable::new(0);
             }
         }
@@ -235,9 +291,9 @@ fn replay_wals(
         }
     }
     if !mem.is_empty() {
-        let number = versions.new_file_number();
-        let (meta, _) = write_level0_table(&mem, table_cache, number, options)?;
-        tables.extend(meta);
+        let mut new_number = || versions.new_file_number();
+        let (metas, _) = write_level0_tables(&mem, table_cache, &pieces, &mut new_number, options)?;
+        tables.extend(metas);
     }
     Ok((tables, last_seq))
 }

@@ -13,6 +13,8 @@
 //!   5  compact_pointer   level: varint32, internal key: length-prefixed
 //!   6  deleted_file      level: varint32, file number: varint64
 //!   20 new_file          level: varint32, body: length-prefixed (file fields, below)
+//!   21 range_map         body: length-prefixed (partitioned mode's whole range map, encoded
+//!                        as `partition::range_map` documents); replaces the previous map
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -38,6 +40,8 @@ use sluice_sst::coding::{
 use sluice_sst::key::{SeqNo, parse_internal_key};
 use sluice_sst::{Error, Result};
 
+use crate::partition::RangeMap;
+
 /// Number of levels in the tree.
 pub const NUM_LEVELS: usize = 7;
 
@@ -50,6 +54,7 @@ const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_COMPACT_POINTER: u32 = 5;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 20;
+const TAG_RANGE_MAP: u32 = 21;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -110,6 +115,8 @@ pub struct VersionEdit {
     pub deleted_files: BTreeSet<(usize, u64)>,
     /// `(level, file)` of files added.
     pub new_files: Vec<(usize, FileMetaData)>,
+    /// Partitioned mode: the range map from this edit on (the whole map, not a change).
+    pub range_map: Option<RangeMap>,
 }
 
 impl VersionEdit {
@@ -169,6 +176,12 @@ impl VersionEdit {
             put_varint32(dst, *level as u32);
             put_length_prefixed(dst, &body);
         }
+        if let Some(map) = &self.range_map {
+            body.clear();
+            map.encode(&mut body);
+            put_varint32(dst, TAG_RANGE_MAP);
+            put_length_prefixed(dst, &body);
+        }
     }
 
     /// Decodes an edit. `path` and `offset` name the MANIFEST record it came from; every error
@@ -221,6 +234,16 @@ impl VersionEdit {
                         d.error_at(body_at + pos, format!("new file record: {reason}"))
                     })?;
                     edit.new_files.push((level, meta));
+                }
+                TAG_RANGE_MAP => {
+                    let body_at = d.pos;
+                    let body = d.bytes("range map")?;
+                    let map = RangeMap::decode(body).map_err(|(pos, reason)| {
+                        d.error_at(body_at + pos, format!("range map: {reason}"))
+                    })?;
+                    if edit.range_map.replace(map).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
                 }
                 _ => {
                     return Err(d.error_at(
@@ -445,6 +468,9 @@ impl fmt::Display for VersionEdit {
         for (level, file) in &self.new_files {
             writeln!(f, "add L{level} {file}")?;
         }
+        if let Some(map) = &self.range_map {
+            write!(f, "range map:\n{map}")?;
+        }
         Ok(())
     }
 }
@@ -464,6 +490,7 @@ impl fmt::Debug for VersionEdit {
             .field("compact_pointers", &pointers)
             .field("deleted_files", &self.deleted_files)
             .field("new_files", &self.new_files)
+            .field("range_map", &self.range_map)
             .finish()
     }
 }

@@ -132,8 +132,8 @@ impl VersionSet {
         n
     }
 
-    /// Stamps `edit` with the counters and computes the version it produces, without installing
-    /// it. The caller writes the edit to the MANIFEST and then calls [`VersionSet::install`].
+    /// Stamps `edit` with the counters (and, in partitioned mode, the settled forwarding
+    /// entries) and computes the version it produces, without installing it. The caller writes the edit to the MANIFEST and then calls [`VersionSet::install`].
     ///
     /// With `check_invariants` (or in a debug build) the new version's invariants are checked
     /// first ([`Version::check_invariants`]).
@@ -145,7 +145,15 @@ impl VersionSet {
     ) -> Result<Version> {
         edit.next_file_number = Some(self.next_file_number);
         edit.last_sequence = Some(last_sequence.max(self.last_sequence));
-        let version = self.current.apply(edit)?;
+        let mut version = self.current.apply(edit)?;
+        // Partitioned mode: forwarding entries follow the tables, so the edit that leaves a
+        // range's data with a former owner records the entry, and the one that removes the
+        // last such table ends it.
+        if let Some(settled) = crate::partition::settle_forwarding(&version) {
+            tracing::info!(range_map = %settled, "forwarding entries changed");
+            edit.range_map = Some(settled);
+            version = self.current.apply(edit)?;
+        }
         if (check_invariants || cfg!(debug_assertions))
             && let Err(violation) = version.check_invariants()
         {
@@ -200,6 +208,7 @@ impl VersionSet {
                 snapshot.new_files.push((level, (**f).clone()));
             }
         }
+        snapshot.range_map = version.range_map().map(|m| (**m).clone());
         snapshot
     }
 

@@ -14,12 +14,15 @@ use std::sync::Arc;
 use sluice_sst::key::{compare_internal, user_key};
 
 use super::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
+use crate::partition::RangeMap;
 use crate::{Error, Result};
 
 /// The live files of the tree at one point in time.
 #[derive(Clone, Debug, Default)]
 pub struct Version {
     files: [Vec<Arc<FileMetaData>>; NUM_LEVELS],
+    /// Partitioned mode's range map; `None` when the database is not partitioned.
+    range_map: Option<Arc<RangeMap>>,
 }
 
 /// Smallest user key of a file.
@@ -43,6 +46,11 @@ impl Version {
     /// The files of `level`, in the level's order.
     pub fn files(&self, level: usize) -> &[Arc<FileMetaData>] {
         &self.files[level]
+    }
+
+    /// Partitioned mode's range map, if the database is partitioned.
+    pub fn range_map(&self) -> Option<&Arc<RangeMap>> {
+        self.range_map.as_ref()
     }
 
     /// Number of files in `level`.
@@ -135,6 +143,9 @@ impl Version {
     /// which would mean the MANIFEST is damaged.
     pub fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut next = self.clone();
+        if let Some(map) = &edit.range_map {
+            next.range_map = Some(Arc::new(map.clone()));
+        }
         for &(level, number) in &edit.deleted_files {
             let files = &mut next.files[level];
             let before = files.len();
@@ -205,6 +216,10 @@ impl Version {
             if compare_internal(&f.smallest, &f.largest).is_gt() {
                 return Err(format!("file {}: smallest key above largest", f.number));
             }
+        }
+        if let Some(map) = &self.range_map {
+            let files = (0..NUM_LEVELS).flat_map(|l| self.files[l].iter().map(move |f| (l, &**f)));
+            crate::partition::check_tables(map, files)?;
         }
         Ok(())
     }

@@ -39,6 +39,12 @@ fn full_edit() -> VersionEdit {
     e.delete_file(0, 3);
     e.add_file(0, file(18));
     e.add_file(6, file(19));
+    e.range_map = Some(
+        crate::partition::RangeMap::new(&[b"k".to_vec()], &[0, 1])
+            .unwrap()
+            .with_move(0, 1)
+            .with_forwarding([(0, 0)]),
+    );
     e
 }
 
@@ -236,6 +242,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
         proptest::collection::vec((0..NUM_LEVELS, key()), 0..3),
         proptest::collection::btree_set((0..NUM_LEVELS, any::<u64>()), 0..5),
         proptest::collection::vec((0..NUM_LEVELS, file_strategy()), 0..5),
+        proptest::option::of(range_map_strategy()),
     )
         .prop_map(
             |(
@@ -244,6 +251,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                 compact_pointers,
                 deleted_files,
                 new_files,
+                range_map,
             )| {
                 VersionEdit {
                     comparator,
@@ -253,9 +261,32 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                     compact_pointers,
                     deleted_files,
                     new_files,
+                    range_map,
                 }
             },
         )
+}
+
+fn range_map_strategy() -> impl Strategy<Value = crate::partition::RangeMap> {
+    (
+        proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 1..6), 0..5),
+        proptest::collection::vec((0u32..4, any::<bool>()), 5),
+    )
+        .prop_map(|(starts, moves)| {
+            let boundaries: Vec<Vec<u8>> = starts.into_iter().collect();
+            let owners = vec![0; boundaries.len() + 1];
+            let mut map = crate::partition::RangeMap::new(&boundaries, &owners).unwrap();
+            for (i, (to, _)) in moves.iter().enumerate().take(map.len()) {
+                map = map.with_move(i, *to);
+            }
+            let entries: Vec<(usize, u32)> = moves
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.1)
+                .map(|(i, _)| (i, 1))
+                .collect();
+            map.with_forwarding(entries)
+        })
 }
 
 proptest! {
@@ -324,5 +355,23 @@ fn encoding_is_frozen() {
     for tag in 7..=10 {
         expected.extend_from_slice(&[tag, 0x01, 0x00]);
     }
+    assert_eq!(buf, expected);
+
+    // The range map: tag 21, then the length-prefixed map body.
+    let map = crate::partition::RangeMap::new(&[b"m".to_vec()], &[0, 1])
+        .unwrap()
+        .with_move(1, 2)
+        .with_forwarding([(1, 1)]);
+    let e = VersionEdit {
+        range_map: Some(map),
+        ..VersionEdit::default()
+    };
+    let mut buf = Vec::new();
+    e.encode(&mut buf);
+    // count 2; range 0: start "", owner 0, no forwarding; range 1: start "m", owner 2,
+    // forwarded from [1].
+    let body = [0x02, 0x00, 0x00, 0x00, 0x01, b'm', 0x02, 0x01, 0x01];
+    let mut expected = vec![21, body.len() as u8];
+    expected.extend_from_slice(&body);
     assert_eq!(buf, expected);
 }

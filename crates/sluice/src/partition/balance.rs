@@ -1,0 +1,230 @@
+//! Storage balancing (document 001, "key-range adjustment"): when the owners hold uneven
+//! amounts of data, move a key range from the fullest owner to the emptiest.
+//!
+//! Which range moves follows the document's priorities, as the issue states them:
+//! 1. a range whose move does not widen the overlap between owners: the destination's key span
+//!    (from its first owned range to its last) grows over no range of another owner, because
+//!    the range is inside the span or next to it;
+//! 2. then a range whose move adds no owner to its reads: the destination already holds data
+//!    of the range (it is a former owner, with a forwarding entry), or the range holds no data
+//!    that would stay behind;
+//! 3. then the rest.
+//!
+//! Among equals, the range whose bytes come closest to half the gap between the two owners
+//! (so the move evens them out best) wins. A move must shrink the gap. Owners are compared by
+//! the bytes of the ranges they own, wherever those bytes still are, so data waiting to be
+//! relocated counts for its new owner and the next plan does not undo a move in flight.
+
+use std::fmt;
+
+use super::range_map::OwnerId;
+use super::stats::PartitionStats;
+
+/// When the balancer acts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BalanceOptions {
+    /// Move a range when the fullest owner holds more than `1 + max_skew` times the emptiest.
+    pub max_skew: f64,
+    /// Below this many bytes in the fullest owner, do nothing: small trees are not worth
+    /// moving.
+    pub min_bytes: u64,
+}
+
+impl Default for BalanceOptions {
+    fn default() -> Self {
+        BalanceOptions {
+            max_skew: 0.25,
+            min_bytes: 8 << 20,
+        }
+    }
+}
+
+/// How good a candidate move is; lower is better. See the module docs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    /// The destination's span does not grow over another owner's range.
+    NoWiderOverlap = 1,
+    /// The span grows, but reads of the range need no extra owner.
+    NoExtraReadOwner = 2,
+    /// Everything else.
+    Other = 3,
+}
+
+/// A planned move and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Move {
+    /// The range that moves.
+    pub range: usize,
+    /// Its owner now (the fullest owner).
+    pub from: OwnerId,
+    /// Its owner after the move (the emptiest owner).
+    pub to: OwnerId,
+    /// The range's bytes.
+    pub bytes: u64,
+    /// Bytes owned by `from` and `to` before the move.
+    pub owner_bytes: (u64, u64),
+    /// Why this range.
+    pub priority: Priority,
+}
+
+impl fmt::Display for Move {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.priority {
+            Priority::NoWiderOverlap => "does not widen the overlap between owners",
+            Priority::NoExtraReadOwner => "adds no owner to its reads",
+            Priority::Other => "no better range",
+        };
+        write!(
+            f,
+            "range {} ({} bytes) from owner {} ({} bytes) to owner {} ({} bytes): {why}",
+            self.range, self.bytes, self.from, self.owner_bytes.0, self.to, self.owner_bytes.1
+        )
+    }
+}
+
+/// The move to make now, if the owners are uneven enough.
+pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Move> {
+    // Bytes per owner, counting each range for its owner.
+    let mut owned = vec![0u64; stats.owners.len()];
+    for r in &stats.ranges {
+        if let Some(b) = owned.get_mut(r.owner as usize) {
+            *b += r.bytes;
+        }
+    }
+    let (from, &full) = owned.iter().enumerate().max_by_key(|(_, b)| **b)?;
+    let (to, &empty) = owned.iter().enumerate().min_by_key(|(_, b)| **b)?;
+    if full < options.min_bytes || full as f64 <= (1.0 + options.max_skew) * empty as f64 {
+        return None;
+    }
+    let gap = full - empty;
+    let (from, to) = (from as OwnerId, to as OwnerId);
+    let span = |owner: OwnerId| {
+        let mut owned = stats
+            .ranges
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.owner == owner);
+        let first = owned.next().map(|(i, _)| i);
+        let last = owned.next_back().map(|(i, _)| i).or(first);
+        first.zip(last)
+    };
+    let to_span = span(to);
+    stats
+        .ranges
+        .iter()
+        .enumerate()
+        // Moving more than the gap would leave them as uneven the other way round.
+        .filter(|(_, r)| r.owner == from && r.bytes > 0 && r.bytes < gap)
+        .map(|(i, r)| {
+            let widens = match to_span {
+                None => false,
+                Some((lo, hi)) => {
+                    let (new_lo, new_hi) = (lo.min(i), hi.max(i));
+                    (new_lo..=new_hi)
+                        .filter(|&j| !(lo..=hi).contains(&j) && j != i)
+                        .any(|j| stats.ranges[j].owner != to)
+                }
+            };
+            // After the move `from` keeps the range's data until it is relocated; reads then
+            // need `to` as well, unless `to` already holds some of it.
+            let extra_read_owner = !r.forwarded_from.contains(&to);
+            let priority = match (widens, extra_read_owner) {
+                (false, _) => Priority::NoWiderOverlap,
+                (true, false) => Priority::NoExtraReadOwner,
+                (true, true) => Priority::Other,
+            };
+            let fit = r.bytes.abs_diff(gap / 2);
+            (priority, extra_read_owner, fit, i, r.bytes)
+        })
+        .min()
+        .map(|(priority, _, _, range, bytes)| Move {
+            range,
+            from,
+            to,
+            bytes,
+            owner_bytes: (full, empty),
+            priority,
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::partition::stats::{OwnerStats, RangeStats};
+
+    /// Ranges with these (owner, bytes); owners' stored bytes follow.
+    fn stats(ranges: &[(OwnerId, u64)], owners: usize) -> PartitionStats {
+        let ranges: Vec<RangeStats> = ranges
+            .iter()
+            .map(|&(owner, bytes)| RangeStats {
+                owner,
+                bytes,
+                ..RangeStats::default()
+            })
+            .collect();
+        let owners = (0..owners)
+            .map(|o| OwnerStats {
+                owner: o as OwnerId,
+                bytes: ranges
+                    .iter()
+                    .filter(|r| r.owner == o as OwnerId)
+                    .map(|r| r.bytes)
+                    .sum(),
+                ..OwnerStats::default()
+            })
+            .collect();
+        PartitionStats { ranges, owners }
+    }
+
+    const OPTS: BalanceOptions = BalanceOptions {
+        max_skew: 0.25,
+        min_bytes: 0,
+    };
+
+    #[test]
+    fn even_owners_stay_put() {
+        assert_eq!(plan_move(&stats(&[(0, 100), (1, 110)], 2), &OPTS), None);
+        let small = BalanceOptions {
+            min_bytes: 1000,
+            ..OPTS
+        };
+        assert_eq!(plan_move(&stats(&[(0, 100), (1, 10)], 2), &small), None);
+    }
+
+    #[test]
+    fn a_range_next_to_the_destination_goes_first() {
+        // Owner 0 holds ranges 0..3, owner 1 holds 3 and owner 2 holds 4..6; owner 1 is the
+        // emptiest. Range 2 sits next to owner 1's range 3; range 0 would widen owner 1's
+        // span over ranges 1 and 2.
+        let s = stats(&[(0, 60), (0, 60), (0, 60), (1, 10), (2, 60), (2, 60)], 3);
+        let m = plan_move(&s, &OPTS).unwrap();
+        assert_eq!((m.range, m.from, m.to), (2, 0, 1));
+        assert_eq!(m.priority, Priority::NoWiderOverlap);
+        assert!(m.to_string().contains("does not widen"));
+    }
+
+    #[test]
+    fn a_former_owner_is_preferred_over_a_new_one() {
+        // Owner 1 (the emptiest) owns range 4 only: moving range 0 or range 2 to it widens its
+        // span over owner 2's ranges either way. Range 2 fits half the gap (95 / 2) better...
+        let mut s = stats(&[(0, 50), (2, 10), (0, 45), (2, 10), (1, 5)], 3);
+        let m = plan_move(&s, &OPTS).unwrap();
+        assert_eq!((m.range, m.to, m.priority), (2, 1, Priority::Other));
+        // ...but range 0 still has data with owner 1, a former owner: reads of it consult
+        // owner 1 already, so moving it back adds no owner to them.
+        s.ranges[0].forwarded_from = vec![1];
+        let m = plan_move(&s, &OPTS).unwrap();
+        assert_eq!(
+            (m.range, m.to, m.priority),
+            (0, 1, Priority::NoExtraReadOwner)
+        );
+    }
+
+    #[test]
+    fn moves_never_overshoot() {
+        // Owner 0's only range is bigger than the gap: moving it would just swap the skew.
+        assert_eq!(plan_move(&stats(&[(0, 100), (1, 60)], 2), &OPTS), None);
+        let m = plan_move(&stats(&[(0, 100), (0, 30), (1, 60)], 2), &OPTS).unwrap();
+        assert_eq!(m.range, 1);
+    }
+}

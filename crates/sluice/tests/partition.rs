@@ -1,0 +1,254 @@
+//! Partitioned mode as a user sees it: tables land in their range owner's directory, the
+//! range map survives reopen and wrong options are refused, a moved range's data is rewritten
+//! into its new owner while every key stays readable, and the balancer evens out skewed owners.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use sluice::options::{PartitionOptions, PartitionOwner};
+use sluice::partition::balance::BalanceOptions;
+use sluice::{Db, Options};
+
+const KEYS: u32 = 20_000;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:08}").into_bytes()
+}
+
+fn owner_dirs(root: &Path, n: usize) -> Vec<PathBuf> {
+    (0..n).map(|i| root.join(format!("owner{i}"))).collect()
+}
+
+/// `owners` owners under `root`, `ranges` equal ranges of `key(0..KEYS)`.
+fn partitions(
+    root: &Path,
+    owners: usize,
+    ranges: u32,
+    balance: Option<BalanceOptions>,
+) -> PartitionOptions {
+    PartitionOptions {
+        owners: owner_dirs(root, owners)
+            .into_iter()
+            .map(|dir| PartitionOwner { dir, worker: None })
+            .collect(),
+        boundaries: (1..ranges).map(|r| key(r * KEYS / ranges)).collect(),
+        initial_owners: Vec::new(),
+        balance,
+    }
+}
+
+fn options(partitions: PartitionOptions) -> Options {
+    Options {
+        write_buffer_size: 256 << 10,
+        target_file_size_base: 128 << 10,
+        max_bytes_for_level_base: 1 << 20,
+        paranoid_checks: true,
+        partitions: Some(partitions),
+        ..Options::default()
+    }
+}
+
+/// Table files in `dir`.
+fn tables_in(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "sst"))
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+/// About 100 bytes that do not compress away, so table sizes follow the data written.
+fn value(i: u32, round: u32) -> Vec<u8> {
+    let mut x = u64::from(i) << 8 | u64::from(round);
+    let mut v = format!("value-{i}-{round}-").into_bytes();
+    while v.len() < 100 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        v.extend_from_slice(format!("{:016x}", x >> 1).as_bytes());
+    }
+    v
+}
+
+#[test]
+fn tables_follow_the_range_map_across_reopen() {
+    let root = tempfile::tempdir().unwrap();
+    let db_dir = root.path().join("db");
+    let p = || partitions(root.path(), 2, 4, None);
+    let db = Db::open(&db_dir, options(p())).unwrap();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let stats = db.partition_stats().unwrap();
+    // Ranges 0 and 1 belong to owner 0, ranges 2 and 3 to owner 1, and each holds data.
+    let owners: Vec<u32> = stats.ranges.iter().map(|r| r.owner).collect();
+    assert_eq!(owners, vec![0, 0, 1, 1]);
+    assert!(
+        stats
+            .ranges
+            .iter()
+            .all(|r| r.bytes > 0 && r.forwarded_bytes == 0)
+    );
+    assert!(stats.owners.iter().all(|o| o.bytes > 0 && o.ranges == 2));
+    assert!(
+        stats.skew() < 1.2,
+        "even key ranges hold even bytes: {stats:?}"
+    );
+    assert_eq!(tables_in(&db_dir), 0, "no table in the database directory");
+    for dir in owner_dirs(root.path(), 2) {
+        assert!(tables_in(&dir) > 0);
+    }
+    db.close().unwrap();
+
+    // The range map is in the MANIFEST: the initial layout in the options no longer matters.
+    let mut changed = p();
+    changed.boundaries = vec![key(5)];
+    let db = Db::open(&db_dir, options(changed)).unwrap();
+    assert_eq!(db.range_map().unwrap().len(), 4);
+    for i in (0..KEYS).step_by(101) {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)));
+    }
+    db.close().unwrap();
+
+    // Opening without partitions, or with an owner missing, is refused with a reason.
+    let plain = Options {
+        partitions: None,
+        ..options(p())
+    };
+    let err = Db::open(&db_dir, plain).err().unwrap().to_string();
+    assert!(err.contains("partitioned"), "{err}");
+    let mut one_owner = p();
+    one_owner.owners.truncate(1);
+    let err = Db::open(&db_dir, options(one_owner))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("owner 1"), "{err}");
+
+    // A database that already holds tables cannot become partitioned.
+    let other = root.path().join("plain");
+    let db = Db::open(&other, Options::default()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let err = Db::open(&other, options(partitions(root.path(), 2, 4, None)))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("already holds tables"), "{err}");
+}
+
+#[test]
+fn a_moved_range_is_relocated_and_stays_readable() {
+    let root = tempfile::tempdir().unwrap();
+    let db = Arc::new(
+        Db::open(
+            root.path().join("db"),
+            options(partitions(root.path(), 2, 4, None)),
+        )
+        .unwrap(),
+    );
+    let mut model = BTreeMap::new();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+
+    // A reader checks every key of the reference set while the range moves.
+    let model = Arc::new(model);
+    let stop = Arc::new(AtomicBool::new(false));
+    let misses = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (db, model, stop, misses) = (db.clone(), model.clone(), stop.clone(), misses.clone());
+        std::thread::spawn(move || {
+            let mut checked = 0u64;
+            while !stop.load(Ordering::Relaxed) || checked == 0 {
+                for (k, v) in model.iter().step_by(7) {
+                    if db.get(k).unwrap().as_ref() != Some(v) {
+                        misses.fetch_add(1, Ordering::Relaxed);
+                    }
+                    checked += 1;
+                }
+            }
+            checked
+        })
+    };
+
+    // Range 1 (owner 0) moves to owner 1; its tables stay with owner 0 until relocated.
+    db.move_range(1, 1).unwrap();
+    assert_eq!(db.range_map().unwrap().ranges()[1].owner, 1);
+    db.wait_for_background_work().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    let checked = reader.join().unwrap();
+    assert!(checked > 0);
+    assert_eq!(
+        misses.load(Ordering::Relaxed),
+        0,
+        "every key readable during the move"
+    );
+
+    let stats = db.partition_stats().unwrap();
+    let r = &stats.ranges[1];
+    assert_eq!(r.owner, 1);
+    assert!(r.forwarded_from.is_empty(), "the move finished: {r:?}");
+    assert_eq!(r.forwarded_bytes, 0);
+    assert!(r.bytes > 0);
+    assert!(db.metrics().relocations > 0);
+    assert_eq!(db.metrics().range_moves, 1);
+    assert_eq!(stats.owners[1].ranges, 3);
+    db.check().unwrap();
+    let got: BTreeMap<_, _> = db
+        .scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(&got, &*model);
+}
+
+#[test]
+fn the_balancer_evens_out_skewed_owners() {
+    let root = tempfile::tempdir().unwrap();
+    let balance = BalanceOptions {
+        max_skew: 0.25,
+        min_bytes: 256 << 10,
+    };
+    // Eight ranges, owners 0 and 1 with four each; every write goes to owner 0's ranges.
+    let db = Db::open(
+        root.path().join("db"),
+        options(partitions(root.path(), 2, 8, Some(balance))),
+    )
+    .unwrap();
+    for round in 0..3 {
+        for i in 0..KEYS / 2 {
+            db.put(&key(i), &value(i, round)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let stats = db.partition_stats().unwrap();
+    let m = db.metrics();
+    assert!(
+        m.range_moves > 0,
+        "skew made the balancer move ranges: {stats:?}"
+    );
+    assert!(
+        stats.skew() <= 1.0 + balance.max_skew + 0.15,
+        "owners end up within the skew bound: {stats:?}"
+    );
+    for i in (0..KEYS / 2).step_by(53) {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
+    }
+    db.check().unwrap();
+}
