@@ -153,9 +153,62 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         "last sequence: {}; snapshots: {}",
         m.last_sequence, m.snapshots
     )?;
+    if let Some(p) = &m.partitions {
+        write_partitions(p, m, out)?;
+    }
     writeln!(
         out,
         "(traffic and job counters cover this process only, since it opened the database)"
+    )
+}
+
+/// Partitioned mode: the range map, one row per range, then one per owner.
+fn write_partitions(
+    p: &sluice::partition::stats::PartitionStats,
+    m: &Metrics,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\nrange | start            | owner |       size | files |    pending | moving"
+    )?;
+    for (i, r) in p.ranges.iter().enumerate() {
+        let moving = if r.forwarded_from.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "{} still with owner {:?}",
+                size(r.forwarded_bytes),
+                r.forwarded_from
+            )
+        };
+        writeln!(
+            out,
+            "{i:>5} | {:<16} | {:>5} | {:>10} | {:>5} | {:>10} | {moving}",
+            r.start.escape_ascii().to_string(),
+            r.owner,
+            size(r.bytes),
+            r.files,
+            size(r.pending_compaction_bytes),
+        )?;
+    }
+    for o in &p.owners {
+        writeln!(
+            out,
+            "owner {}: {} ranges, {} in {} tables, {} pending compaction",
+            o.owner,
+            o.ranges,
+            size(o.bytes),
+            o.files,
+            size(o.pending_compaction_bytes)
+        )?;
+    }
+    writeln!(
+        out,
+        "skew (largest owner / smallest): {:.2}; ranges moved: {}; tables relocated: {}",
+        p.skew(),
+        m.range_moves,
+        m.relocations
     )
 }
 
@@ -226,6 +279,64 @@ mod tests {
             lines[..10].iter().all(|l| l.len() == lines[0].len()),
             "{text}"
         );
+    }
+
+    #[test]
+    fn partitioned_databases_show_their_range_map() {
+        use sluice::partition::stats::{OwnerStats, PartitionStats, RangeStats};
+        let mut m = sample();
+        m.range_moves = 1;
+        m.partitions = Some(PartitionStats {
+            ranges: vec![
+                RangeStats {
+                    owner: 1,
+                    bytes: 2 << 20,
+                    files: 3,
+                    forwarded_from: vec![0],
+                    forwarded_bytes: 1 << 20,
+                    ..RangeStats::default()
+                },
+                RangeStats {
+                    start: b"m".to_vec(),
+                    bytes: 1 << 20,
+                    files: 1,
+                    ..RangeStats::default()
+                },
+            ],
+            owners: vec![
+                OwnerStats {
+                    owner: 0,
+                    ranges: 1,
+                    bytes: 2 << 20,
+                    files: 2,
+                    ..OwnerStats::default()
+                },
+                OwnerStats {
+                    owner: 1,
+                    ranges: 1,
+                    bytes: 1 << 20,
+                    files: 2,
+                    ..OwnerStats::default()
+                },
+            ],
+        });
+        let mut buf = Vec::new();
+        write_table(&m, &mut buf).unwrap();
+        let text = String::from_utf8(buf).unwrap();
+        assert!(text.contains("1.00 MiB still with owner [0]"), "{text}");
+        assert!(
+            text.contains("    1 | m                |     0 |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("owner 1: 1 ranges, 1.00 MiB in 2 tables"),
+            "{text}"
+        );
+        assert!(
+            text.contains("skew (largest owner / smallest): 2.00; ranges moved: 1"),
+            "{text}"
+        );
+        assert_eq!(to_json(&m).unwrap()["partitions"]["ranges"][1]["files"], 1);
     }
 
     #[test]
