@@ -16,6 +16,24 @@ use std::path::{Path, PathBuf};
 
 use crate::error::WorkerError;
 
+/// The one of `roots` (each canonical) that `dir` names once its symlinks are resolved: where a
+/// task asked its outputs to go. Any other directory is refused with [`WorkerError::Invalid`]:
+/// a host must not make a worker write outside the directories it was started with.
+pub(crate) fn resolve_output_root(roots: &[PathBuf], dir: &Path) -> Result<PathBuf, WorkerError> {
+    let refused = |why: String| {
+        WorkerError::Invalid(format!(
+            "output root {} is not one of the worker's roots{why}",
+            dir.display()
+        ))
+    };
+    let canonical = std::fs::canonicalize(dir).map_err(|e| refused(format!(" ({e})")))?;
+    roots
+        .iter()
+        .find(|root| **root == canonical)
+        .cloned()
+        .ok_or_else(|| refused(String::new()))
+}
+
 /// The canonical path of the regular file `name` in the first of `roots` (each canonical)
 /// that holds an entry called `name`. Errors name the file: [`WorkerError::NotFound`] if no
 /// root holds it, [`WorkerError::Invalid`] if it leads outside its root or is not a regular
@@ -82,6 +100,29 @@ mod tests {
         dirs.iter()
             .map(|d| std::fs::canonicalize(d).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn outputs_go_only_to_a_root() {
+        let (a, b, outside) = (
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+            tempfile::tempdir().unwrap(),
+        );
+        let r = roots(&[a.path(), b.path()]);
+        assert_eq!(resolve_output_root(&r, b.path()).unwrap(), r[1]);
+        // A symlink to a root names that root.
+        let link = outside.path().join("to-a");
+        symlink(a.path(), &link).unwrap();
+        assert_eq!(resolve_output_root(&r, &link).unwrap(), r[0]);
+        for bad in [
+            outside.path().to_path_buf(),
+            a.path().join("missing"),
+            b.path().join(".."),
+        ] {
+            let e = resolve_output_root(&r, &bad).unwrap_err();
+            assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}: {e}");
+        }
     }
 
     #[test]

@@ -95,7 +95,11 @@ impl WorkerService {
             .map_err(|_| WorkerError::Internal("the worker is shutting down".into()))?;
         let started = Instant::now();
         let control = Arc::new(JobControl::default());
-        let outputs = Arc::new(OutputSet::new(self.state.roots.clone(), task.outputs));
+        let roots = match &task.output_root {
+            Some(dir) => vec![crate::resolve::resolve_output_root(&self.state.roots, dir)?],
+            None => self.state.roots.clone(),
+        };
+        let outputs = Arc::new(OutputSet::new(roots, task.outputs));
         let mut guard = JobGuard {
             job_id,
             control: Arc::clone(&control),

@@ -15,6 +15,7 @@
 //! opening the tables and building the executor's spec is [`crate::job`].
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 
 use sluice_exec::{CompactionMode, ExecOptions};
 use sluice_rpc::convert::{mode_from_wire, table_options};
@@ -90,6 +91,9 @@ pub struct CheckedTask {
     /// `None`: the worker's default; else `1..=MAX_COMPUTE_THREADS`.
     pub compute_threads: Option<usize>,
     pub outputs: OutputBlock,
+    /// The root every output goes to (checked against the roots by [`crate::resolve`]);
+    /// `None`: dealt over the roots.
+    pub output_root: Option<PathBuf>,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -204,6 +208,7 @@ impl CheckedTask {
             queue_depth,
             compute_threads,
             outputs,
+            output_root: task.output_root.as_ref().map(PathBuf::from),
         })
     }
 

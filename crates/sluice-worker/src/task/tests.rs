@@ -49,6 +49,7 @@ fn good() -> proto::CompactionTask {
         compute_threads: 0,
         first_output_number: 100,
         output_numbers: 4,
+        output_root: None,
     }
 }
 

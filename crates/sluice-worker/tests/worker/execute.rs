@@ -97,6 +97,31 @@ async fn several_roots_hold_inputs_and_take_outputs_in_turn() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_output_root_takes_every_output_and_others_are_refused() {
+    let ((_a, a), (_b, b), (_o, outside)) = (root(), root(), root());
+    let runs = standard(&[&a, &b]);
+    let worker = Worker::start(&[&a, &b], &[]);
+    // Partitioned mode: every output goes to the range owner's directory, here the second.
+    let mut t = task(&runs, ExecutorMode::Sequential, 500, 1000);
+    t.output_root = Some(b.to_str().unwrap().to_string());
+    let before_a = names(&a);
+    let result = worker.execute(&t).await.unwrap();
+    assert!(result.files.len() > 1);
+    for f in &result.files {
+        assert!(b.join(&f.name).is_file(), "{} not in the output root", f.name);
+    }
+    assert_eq!(names(&a), before_a, "nothing written to the other root");
+    // A directory the worker was not started with is refused, and nothing is written.
+    t.output_root = Some(outside.to_str().unwrap().to_string());
+    t.first_output_number = 2000;
+    let e = worker.execute(&t).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("output root"), "{}", e.message());
+    assert!(names(&outside).is_empty());
+    assert!(worker.terminate().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_decision_component_picks_sequential_for_large_values() {
     let (_d, dir) = root();
     // 20 KiB values: above the worker's 16 KiB, so nearly every entry is large.

@@ -103,6 +103,7 @@ pub fn task(
         compute_threads: COMPUTE_THREADS,
         first_output_number: first,
         output_numbers: count,
+        output_root: None,
     }
 }
 

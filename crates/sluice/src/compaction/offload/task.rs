@@ -83,6 +83,7 @@ impl ShareTask<'_> {
             first_output_number: self.numbers.start,
             output_numbers: u32::try_from(self.numbers.end - self.numbers.start)
                 .unwrap_or(u32::MAX),
+            output_root: None,
         })
     }
 }
