@@ -39,6 +39,7 @@ fn partitions(dir: &Path) -> sluice::options::PartitionOptions {
             max_skew: 0.25,
             min_bytes: 0,
         }),
+        load_balance: None,
     }
 }
 

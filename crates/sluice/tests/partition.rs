@@ -36,8 +36,9 @@ fn partitions(
             .map(|dir| PartitionOwner { dir, worker: None })
             .collect(),
         boundaries: (1..ranges).map(|r| key(r * KEYS / ranges)).collect(),
-        initial_owners: Vec::new(),
         balance,
+        load_balance: None,
+        ..PartitionOptions::default()
     }
 }
 

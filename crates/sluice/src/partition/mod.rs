@@ -18,6 +18,7 @@
 //!   entries ([`RangeMap::owners_for`]).
 
 pub mod balance;
+pub mod load;
 pub mod options;
 pub mod range_map;
 pub mod stats;

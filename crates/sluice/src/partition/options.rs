@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::balance::BalanceOptions;
+use super::load::LoadBalanceOptions;
 use super::range_map::{OwnerId, RangeMap};
 use crate::{Error, Result};
 
@@ -35,6 +36,22 @@ pub struct PartitionOptions {
     /// Storage balancing: when and how ranges move between owners. `None` turns it off
     /// (document 001's MStore-basic); ranges then move only by `Db::move_range`.
     pub balance: Option<BalanceOptions>,
+    /// Compaction-load balancing: when idle owners take shares of a backlogged owner's
+    /// compactions. `None` turns it off (MStore-basic).
+    pub load_balance: Option<LoadBalanceOptions>,
+}
+
+impl Default for PartitionOptions {
+    /// No owners (set at least one), one range, both balancers on with their defaults.
+    fn default() -> Self {
+        PartitionOptions {
+            owners: Vec::new(),
+            boundaries: Vec::new(),
+            initial_owners: Vec::new(),
+            balance: Some(BalanceOptions::default()),
+            load_balance: Some(LoadBalanceOptions::default()),
+        }
+    }
 }
 
 impl PartitionOptions {
@@ -52,6 +69,14 @@ impl PartitionOptions {
             if self.owners[..i].iter().any(|b| b.dir == a.dir) {
                 return bad(format!("owners share the directory {}", a.dir.display()));
             }
+        }
+        if let Some(l) = &self.load_balance
+            && !(l.backlog_ratio.is_finite() && l.backlog_ratio >= 1.0)
+        {
+            return bad(format!(
+                "load_balance.backlog_ratio must be at least 1, got {}",
+                l.backlog_ratio
+            ));
         }
         if let Some(b) = &self.balance
             && !(b.max_skew.is_finite() && b.max_skew >= 0.0)
@@ -109,8 +134,7 @@ mod tests {
         let p = PartitionOptions {
             owners: owners(2),
             boundaries: (1..=4u8).map(|b| vec![b]).collect(),
-            initial_owners: Vec::new(),
-            balance: None,
+            ..PartitionOptions::default()
         };
         p.validate().unwrap();
         let owners: Vec<_> = p
@@ -129,7 +153,7 @@ mod tests {
             owners: owners(2),
             boundaries: vec![b"m".to_vec()],
             initial_owners: vec![0, 2],
-            balance: Some(BalanceOptions::default()),
+            ..PartitionOptions::default()
         };
         assert!(
             p.validate()
