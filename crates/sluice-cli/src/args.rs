@@ -58,6 +58,10 @@ pub enum Command {
     /// Run a YCSB core workload (a to f): a load phase, then a run phase, with per-operation
     /// latency percentiles and throughput per second.
     Ycsb(Box<crate::commands::ycsb::YcsbArgs>),
+    /// Draw charts (PNG and SVG) from saved results: `chart peers` for the comparison of
+    /// benches/peers/run.
+    #[command(subcommand)]
+    Chart(crate::commands::chart::ChartCommand),
     /// Serve compaction shares for Sluice hosts (`--worker` of bench and compact): a stand-in
     /// for a near-data-processing device. Runs until SIGTERM or Ctrl-C.
     Worker(Box<sluice_worker::WorkerArgs>),

@@ -598,3 +598,107 @@ fn load_then_run_on_a_named_database_and_table_output() {
     let o = sluice(&["ycsb", "--workload", "g"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn ycsb_dump_ops_prints_stream_md_s_line_and_opens_no_database() {
+    // STREAM.md 8.4's test vector for workload a: the bytes every peer program prints.
+    let out = ok(&[
+        "ycsb",
+        "--workload",
+        "a",
+        "--records",
+        "1000000",
+        "--operations",
+        "1000000",
+        "--dump-ycsb-ops",
+        "5",
+    ]);
+    assert_eq!(
+        out,
+        concat!(
+            r#"{"workload":"a","distribution":"zipfian","records":1000000,"operations":1000000,"seed":301,"value_size":100,"#,
+            r#""load_value_buffer_fnv1a64":"eaa93389abcf248d","run_value_buffer_fnv1a64":"96f9f4a4a4348e8d","#,
+            r#""op_counts":{"read":499683,"update":500317,"insert":0,"scan":0,"read-modify-write":0},"#,
+            r#""ops_fnv1a64":"404df34d30a68eca","first_ops":["update 49015","update 291577","update 842051","read 342734","read 213555"]}"#,
+            "\n"
+        )
+    );
+    // Streams STREAM.md does not specify are refused with the reason.
+    let o = sluice(&["ycsb", "--workload", "d", "--dump-ycsb-ops", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("workload d inserts keys"),
+        "{}",
+        stderr(&o)
+    );
+    // A dump runs nothing, so it takes no database and writes no files.
+    let o = sluice(&["ycsb", "--dump-ycsb-ops", "1", "--db", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// A results.json of `benches/peers/run --out`, cut down to what `chart peers` reads.
+const PEER_RESULTS: &str = r#"{
+ "date": "2026-11-22 06:35 UTC", "machine": {"nproc": 2, "cpu": "AMD EPYC"},
+ "num": 20000, "repeat": 1,
+ "chart": {
+  "engines": [{"id": "sluice", "name": "Sluice"}, {"id": "pebble", "name": "Pebble"},
+              {"id": "fjall", "name": "fjall"}],
+  "rows": [
+   {"label": "fillrandom", "unit": "ops/s", "cells": {
+     "sluice": {"median": 100000, "min": 100000, "max": 100000, "runs": 1, "comparable": true},
+     "pebble": {"median": 160000, "min": 160000, "max": 160000, "runs": 1, "comparable": true},
+     "fjall": {"median": 90000, "min": 90000, "max": 90000, "runs": 1, "comparable": true}}},
+   {"label": "compact (parallel)", "unit": "MB/s", "cells": {
+     "sluice": {"median": 150, "min": 150, "max": 150, "runs": 1, "comparable": true},
+     "pebble": {"median": 65, "min": 65, "max": 65, "runs": 1, "comparable": false},
+     "fjall": {"median": 72, "min": 72, "max": 72, "runs": 1, "comparable": true}}}
+  ],
+  "notes": ["a note under the chart"]
+ }
+}"#;
+
+#[test]
+fn chart_peers_draws_both_charts_from_a_results_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.json");
+    std::fs::write(&results, PEER_RESULTS).unwrap();
+    let charts = dir.path().join("charts");
+    let out = ok(&[
+        "chart",
+        "peers",
+        "--results",
+        results.to_str().unwrap(),
+        "--out",
+        charts.to_str().unwrap(),
+    ]);
+    assert!(out.contains("wrote 4 files to"), "{out}");
+    for stem in ["peers_ratio", "peers_medians"] {
+        let png = std::fs::read(charts.join(format!("{stem}.png"))).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 10_000,
+            "{stem}.png has {} bytes",
+            png.len()
+        );
+        let svg = std::fs::read_to_string(charts.join(format!("{stem}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("<text") && svg.contains("fjall"),
+            "{stem}.svg"
+        );
+    }
+    // A damaged file is reported with its path and the offset of the damage.
+    std::fs::write(&results, &PEER_RESULTS[..200]).unwrap();
+    let o = sluice(&[
+        "chart",
+        "peers",
+        "--results",
+        results.to_str().unwrap(),
+        "--out",
+        charts.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("corrupt data in") && stderr(&o).contains("results.json"),
+        "{}",
+        stderr(&o)
+    );
+}

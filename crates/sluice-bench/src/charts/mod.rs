@@ -1,6 +1,7 @@
 //! Charts as PNG and SVG, drawn with plotters: the shared machinery (font, rendering, colours,
-//! chart kinds) and the charts of a `sluice bench` or `sluice ycsb` run ([`runs`]). The PCP
-//! experiment's figures (`crate::experiment::charts`) are drawn with the same kinds.
+//! chart kinds), the charts of a `sluice bench` or `sluice ycsb` run ([`runs`]) and the peer
+//! comparison of `benches/peers/run` ([`peers`]). The PCP experiment's figures
+//! (`crate::experiment::charts`) are drawn with the same kinds.
 //!
 //! Text is rendered with DejaVu Sans compiled into the binary (the `dejavu` crate) and
 //! registered with plotters' `ab_glyph` renderer on first use, so charts come out the same on a
@@ -14,10 +15,15 @@
 //! | [`lines::LineChart`]  | [`lines`]   | panels of lines over categorical x ticks            |
 //! | [`xy::XyChart`]       | [`xy`]      | lines over a numeric x axis, linear or log          |
 //! | [`columns::Columns`]  | [`columns`] | one bar per label with its value written on top     |
+//! | [`ratios::RatioBars`] | [`ratios`]  | grouped ratio bars around 1.0 on a log2 axis        |
+//! | [`panels::BarPanels`] | [`panels`]  | a grid of bar panels, each with its own unit         |
 
 pub(crate) mod bars;
 pub(crate) mod columns;
 pub(crate) mod lines;
+pub(crate) mod panels;
+pub mod peers;
+pub(crate) mod ratios;
 pub mod runs;
 pub(crate) mod xy;
 
@@ -28,6 +34,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use sluice::{Error, Result};
 
+pub use peers::write_peer_charts;
 pub use runs::{write_bench_charts, write_ycsb_charts};
 
 /// The font family every chart asks for; [`register_font`] maps it to DejaVu Sans.
@@ -75,6 +82,32 @@ pub(crate) fn under_caption<DB: DrawingBackend>(
 ) -> std::result::Result<DrawingArea<DB, Shift>, String> {
     root.titled(caption, (FONT, 22).into_font().style(FontStyle::Bold))
         .map_err(msg)
+}
+
+/// Height of one line of [`notes_below`], pixels.
+const NOTE_LINE: u32 = 20;
+
+/// Writes `notes` as lines of small print along the bottom of `area` and returns the area
+/// above them, where the chart goes (all of `area` when there are no notes).
+pub(crate) fn notes_below<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    notes: &[String],
+) -> std::result::Result<DrawingArea<DB, Shift>, String> {
+    if notes.is_empty() {
+        return Ok(area.clone());
+    }
+    let (_, height) = area.dim_in_pixel();
+    let lines = u32::try_from(notes.len()).unwrap_or(u32::MAX);
+    let needed = NOTE_LINE.saturating_mul(lines).saturating_add(12);
+    let (upper, lower) = area.split_vertically(height.saturating_sub(needed));
+    let font = (FONT, 14).into_font().color(&RGBColor(60, 60, 60));
+    for (i, note) in notes.iter().enumerate() {
+        let y = 4 + NOTE_LINE as i32 * i as i32;
+        lower
+            .draw(&Text::new(note.clone(), (18, y), font.clone()))
+            .map_err(msg)?;
+    }
+    Ok(upper)
 }
 
 /// Turns a plotters error into its message.

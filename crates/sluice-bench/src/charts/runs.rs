@@ -9,9 +9,14 @@
 //! | `compaction_bandwidth.{png,svg}` | MB/s of input bytes per benchmark or phase that      |
 //! |                               | compacted, coloured by executor (only if one did)        |
 //! | `stage_profile.{png,svg}`     | stacked S1..S7 shares of compaction time, same entries   |
+//! | `compaction_executors.{png,svg}` | with compaction offload only: MB/s of each side (host, |
+//! |                               | each worker) per entry, coloured by its executor         |
+//! |                               | ([`executors`] says why there is none without offload)   |
 //!
 //! Benchmarks with a single operation (compact) have no throughput line or CDF: one point
 //! says nothing about a distribution.
+
+mod executors;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -138,6 +143,9 @@ fn write_run(run: &Run<'_>, dir: &Path) -> Result<Vec<PathBuf>> {
     if run.entries.iter().any(|e| e.engine.compaction.count > 0) {
         written.extend(render(&bandwidth(run), dir)?);
         written.extend(render(&stage_profile(run), dir)?);
+    }
+    if let Some(chart) = executors::per_side(run) {
+        written.extend(render(&chart, dir)?);
     }
     Ok(written)
 }

@@ -6,7 +6,8 @@
 //! ([`generator`]). Keys are the usual zero-padded decimal key numbers ([`crate::keys`]) rather
 //! than YCSB's `user<hash>` strings, and values one `value_size` field ([`crate::values`])
 //! rather than ten. Each phase reports per-operation latency percentiles and throughput overall
-//! and per second ([`report`]).
+//! and per second ([`report`]). [`dump`] prints the run phase's operation stream without
+//! running it, the reference the peer programs of benches/peers/ are checked against.
 //!
 //! ```no_run
 //! use std::sync::atomic::AtomicBool;
@@ -19,6 +20,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod dump;
 pub mod generator;
 pub mod report;
 pub mod run;
@@ -28,6 +30,7 @@ use std::sync::atomic::AtomicBool;
 
 use sluice::{Db, Error, Result};
 
+pub use dump::{OpsDump, dump_ops};
 pub use report::{OpReport, PhaseReport, YcsbReport};
 pub use workload::{Distribution, Operation, Workload};
 

@@ -22,6 +22,7 @@ use std::time::Instant;
 use sluice::{Db, Error, ReadOptions, Result, WriteOptions};
 
 use super::YcsbConfig;
+use super::dump::{LOAD_POSITION, RUN_POSITION};
 use super::report::{OpReport, PhaseReport};
 use super::workload::{Chooser, Operation, Request};
 use crate::delta::MetricsDelta;
@@ -244,8 +245,10 @@ struct Client<'a> {
 }
 
 impl<'a> Client<'a> {
-    fn new(shared: &'a Shared<'a>, index: usize, salt: u64) -> Self {
-        let mut stream = SplitMix64::for_benchmark(shared.config.seed, salt, index as u64);
+    /// A client of thread `index` whose values come from the buffer of stream `position`
+    /// ([`LOAD_POSITION`] or [`RUN_POSITION`]: load and run write different values).
+    fn new(shared: &'a Shared<'a>, index: usize, position: u64) -> Self {
+        let mut stream = SplitMix64::for_benchmark(shared.config.seed, position, index as u64);
         Client {
             shared,
             values: ValueGenerator::from_stream(&mut stream, shared.config.value_size),
@@ -284,13 +287,9 @@ impl<'a> Client<'a> {
     }
 }
 
-/// Stream positions of the value buffers, so load and run write different values.
-const LOAD_SALT: u64 = 0;
-const RUN_SALT: u64 = 1;
-
 fn load_thread(shared: &Shared<'_>, index: usize, tally: &mut Tally) -> Result<()> {
     let (first, end) = share(shared.config.records, shared.config.threads, index);
-    let mut client = Client::new(shared, index, LOAD_SALT);
+    let mut client = Client::new(shared, index, LOAD_POSITION);
     for n in first..end {
         if shared.halted() {
             break;
@@ -310,7 +309,7 @@ fn run_thread(
     tally: &mut Tally,
 ) -> Result<()> {
     let (first, end) = share(shared.config.operations, shared.config.threads, index);
-    let mut client = Client::new(shared, index, RUN_SALT);
+    let mut client = Client::new(shared, index, RUN_POSITION);
     for _ in first..end {
         if shared.halted() {
             break;

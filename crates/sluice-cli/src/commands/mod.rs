@@ -1,6 +1,7 @@
 //! The subcommands, one module each, and the way they open a database.
 
 mod bench;
+pub mod chart;
 mod check;
 mod compact;
 mod kv;
@@ -32,6 +33,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Manifest(ManifestCommand::Dump(a)) => manifest::dump(&a, out),
         Command::Bench(a) => bench::run(&a, out),
         Command::Ycsb(a) => ycsb::run(&a, out),
+        Command::Chart(c) => chart::run(&c, out),
         Command::Worker(a) => sluice_worker::run(*a).map_err(Failure::Error),
     }
 }

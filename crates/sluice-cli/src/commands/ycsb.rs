@@ -5,6 +5,8 @@
 //! end. `--run` alone needs a database already loaded in `--db`. Ctrl-C stops the current
 //! phase and still prints what it measured. With `--out DIR` the JSON object also goes to
 //! `DIR/ycsb.json` and the run's charts (PNG and SVG, `sluice_bench::charts::runs`) into DIR.
+//! `--dump-ycsb-ops N` opens no database: it prints the operation stream the run phase would
+//! draw (`sluice_bench::ycsb::dump`), which `benches/peers/run` compares with the peers'.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use sluice::filename::current_file_name;
 use sluice::{Db, IoContext, Options};
 use sluice_bench::charts::write_ycsb_charts;
 use sluice_bench::ycsb::report::phase_table;
-use sluice_bench::ycsb::{Distribution, Workload, YcsbConfig, YcsbReport, run_ycsb};
+use sluice_bench::ycsb::{Distribution, Workload, YcsbConfig, YcsbReport, dump_ops, run_ycsb};
 
 use crate::args::Compression;
 use crate::failure::{CmdResult, Failure};
@@ -82,6 +84,12 @@ pub struct YcsbArgs {
     /// profile) into DIR, creating it if needed.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Run nothing: print the run phase's operation stream as one JSON line (both value
+    /// buffers' digests, the count of each operation, the digest of every operation and the
+    /// first N operations) and exit. The peer programs print the same bytes
+    /// (benches/peers/STREAM.md section 8.4). Workloads a, b, c and f, zipfian, one thread.
+    #[arg(long, value_name = "N", value_parser = parse_size, conflicts_with_all = ["load", "run", "db", "out", "json"])]
+    pub dump_ycsb_ops: Option<u64>,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -120,6 +128,10 @@ fn options(args: &YcsbArgs, must_exist: bool) -> Options {
 
 pub fn run(args: &YcsbArgs, out: &mut dyn Write) -> CmdResult {
     let config = config(args);
+    if let Some(first) = args.dump_ycsb_ops {
+        writeln!(out, "{}", dump_ops(&config, first)?.to_json())?;
+        return Ok(());
+    }
     config.validate()?;
     // Neither flag, or both: load then run.
     let (load, run) = if args.load == args.run {

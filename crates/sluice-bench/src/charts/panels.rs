@@ -1,0 +1,207 @@
+//! Small multiples: a grid of panels, each with one bar per label (an engine) in the panel's
+//! own unit, a whisker from the lowest to the highest run, and the value written on top.
+//!
+//! Each panel gets its own y axis from zero: workloads in different units (ops/s, MB/s) or of
+//! very different sizes would otherwise flatten one another, and a truncated axis would
+//! exaggerate differences. A bar without a value (not comparable) is written `n/a` and does
+//! not stretch the axis.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{Chart, DrawResult, FONT, msg, notes_below, si_text, under_caption};
+
+/// The y axis ends this far above the highest whisker, leaving room for the text on top.
+const Y_HEADROOM: f64 = 1.25;
+
+/// One bar of a panel.
+pub(crate) struct PanelBar {
+    /// The x tick.
+    pub label: String,
+    pub color: RGBColor,
+    /// Bar height; `None`: not comparable, written `n/a`.
+    pub value: Option<f64>,
+    /// The whisker's ends (the lowest and highest run); equal to `value` for one run.
+    pub low: f64,
+    pub high: f64,
+}
+
+/// One panel.
+pub(crate) struct BarPanel {
+    pub title: String,
+    /// Y axis description with unit.
+    pub y_label: String,
+    pub bars: Vec<PanelBar>,
+}
+
+/// A grid of bar panels under one caption, filled row by row.
+pub(crate) struct BarPanels {
+    pub stem: &'static str,
+    pub size: (u32, u32),
+    pub caption: String,
+    /// Panels per row.
+    pub columns: usize,
+    pub panels: Vec<BarPanel>,
+    /// Lines of small print under the grid.
+    pub notes: Vec<String>,
+}
+
+impl Chart for BarPanels {
+    fn stem(&self) -> &str {
+        self.stem
+    }
+
+    fn size(&self) -> (u32, u32) {
+        self.size
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
+        let body = under_caption(root, &self.caption)?;
+        let grid = notes_below(&body, &self.notes)?;
+        let columns = self.columns.max(1);
+        let rows = self.panels.len().div_ceil(columns).max(1);
+        let cells = grid.split_evenly((rows, columns));
+        for (panel, cell) in self.panels.iter().zip(&cells) {
+            draw_panel(cell, panel)?;
+        }
+        Ok(())
+    }
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPanel) -> DrawResult {
+    let top = y_top(&panel.bars);
+    let last = panel.bars.len().saturating_sub(1) as i32;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            panel.title.as_str(),
+            (FONT, 17).into_font().style(FontStyle::Bold),
+        )
+        .margin(10)
+        .x_label_area_size(30)
+        .y_label_area_size(62)
+        .build_cartesian_2d((0..last).into_segmented(), 0.0..top)
+        .map_err(msg)?;
+    let x_text = |x: &SegmentValue<i32>| match x {
+        SegmentValue::CenterOf(i) => usize::try_from(*i)
+            .ok()
+            .and_then(|i| panel.bars.get(i))
+            .map(|b| b.label.clone())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .y_desc(panel.y_label.as_str())
+        .axis_desc_style((FONT, 14))
+        .label_style((FONT, 13))
+        .x_label_formatter(&x_text)
+        .y_label_formatter(&|y| si_text(*y))
+        .y_labels(6)
+        .bold_line_style(BLACK.mix(0.12))
+        .light_line_style(TRANSPARENT)
+        .draw()
+        .map_err(msg)?;
+    let note = TextStyle::from((FONT, 13).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Bottom));
+    for (i, b) in panel.bars.iter().enumerate() {
+        let i = i as i32;
+        let Some(value) = b.value.filter(|v| v.is_finite()) else {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    "n/a",
+                    (SegmentValue::CenterOf(i), top * 0.02),
+                    note.clone(),
+                )))
+                .map_err(msg)?;
+            continue;
+        };
+        let mut bar = Rectangle::new(
+            [
+                (SegmentValue::Exact(i), 0.0),
+                (SegmentValue::Exact(i + 1), value),
+            ],
+            b.color.filled(),
+        );
+        bar.set_margin(0, 0, 8, 8);
+        chart.draw_series(std::iter::once(bar)).map_err(msg)?;
+        let high = if b.high.is_finite() { b.high } else { value };
+        if b.low.is_finite() && high > b.low {
+            let centre = SegmentValue::CenterOf(i);
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(centre.clone(), b.low), (centre, high)],
+                    BLACK.stroke_width(2),
+                )))
+                .map_err(msg)?;
+        }
+        chart
+            .draw_series(std::iter::once(Text::new(
+                value_text(value),
+                (SegmentValue::CenterOf(i), high.max(value) + top * 0.015),
+                note.clone(),
+            )))
+            .map_err(msg)?;
+    }
+    Ok(())
+}
+
+/// `107k`, `75.5k`, `149`: a bar's value to three significant digits, which is all a run's
+/// spread leaves meaningful.
+fn value_text(v: f64) -> String {
+    if !v.is_finite() || v == 0.0 {
+        return si_text(v);
+    }
+    let scale = 10f64.powi(v.abs().log10().floor() as i32 - 2);
+    si_text((v / scale).round() * scale)
+}
+
+/// Headroom over the highest comparable bar or whisker; 1 when there is none.
+fn y_top(bars: &[PanelBar]) -> f64 {
+    let max = bars
+        .iter()
+        .filter_map(|b| b.value.map(|v| v.max(b.high)))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let top = max * Y_HEADROOM;
+    if top > 0.0 && top.is_finite() {
+        top
+    } else {
+        1.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bar(value: Option<f64>, high: f64) -> PanelBar {
+        PanelBar {
+            label: String::new(),
+            color: BLACK,
+            value,
+            low: 0.0,
+            high,
+        }
+    }
+
+    #[test]
+    fn values_keep_three_significant_digits() {
+        assert_eq!(value_text(106_685.86), "107k");
+        assert_eq!(value_text(75_479.5), "75.5k");
+        assert_eq!(value_text(149.04), "149");
+        assert_eq!(value_text(4_481.1), "4.48k");
+        assert_eq!(value_text(0.0), "0");
+        assert_eq!(value_text(1.234), "1.23");
+    }
+
+    #[test]
+    fn the_axis_ignores_what_is_not_comparable() {
+        assert_eq!(y_top(&[bar(Some(100.0), 120.0), bar(None, 5_000.0)]), 150.0);
+        assert_eq!(y_top(&[bar(None, 5.0)]), 1.0);
+        assert_eq!(y_top(&[bar(Some(f64::NAN), f64::NAN)]), 1.0);
+        assert_eq!(y_top(&[bar(Some(f64::MAX), f64::MAX)]), 1.0);
+    }
+}
