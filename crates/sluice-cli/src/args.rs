@@ -73,6 +73,10 @@ pub struct DbArg {
     /// Database directory.
     #[arg(long, value_name = "DIR")]
     pub db: PathBuf,
+    /// A partitioned database's owner directories, in owner order (repeat the flag for each
+    /// owner). The range map itself is in the MANIFEST.
+    #[arg(long = "owner-dir", value_name = "DIR")]
+    pub owner_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -702,3 +702,33 @@ fn chart_peers_draws_both_charts_from_a_results_file() {
         stderr(&o)
     );
 }
+
+#[test]
+fn partitioned_databases_open_with_their_owner_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let (a, b) = (
+        dir.path().join("owner0").display().to_string(),
+        dir.path().join("owner1").display().to_string(),
+    );
+    let owners = ["--owner-dir", a.as_str(), "--owner-dir", b.as_str()];
+    let with_owners = |args: &[&str]| -> Vec<String> {
+        args.iter().chain(&owners).map(|s| s.to_string()).collect()
+    };
+    let ok = |args: Vec<String>| ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    ok(with_owners(&["put", "--db", &db, "k1", "v1"]));
+    // Without the owner directories the database cannot be opened, and the error says why.
+    let o = sluice(&["get", "--db", &db, "k1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--owner-dir"), "{}", stderr(&o));
+    assert_eq!(ok(with_owners(&["get", "--db", &db, "k1"])).trim(), "v1");
+    // The value was flushed into owner 0's directory when the database closed.
+    assert!(!tables(&a).is_empty());
+    assert!(tables(&db).is_empty());
+    let text = ok(with_owners(&["stats", "--db", &db]));
+    assert!(text.contains("range | start"), "{text}");
+    assert!(text.contains("owner 0: 1 ranges"), "{text}");
+    let json: Value =
+        serde_json::from_str(&ok(with_owners(&["stats", "--db", &db, "--json"]))).unwrap();
+    assert_eq!(json["partitions"]["owners"].as_array().unwrap().len(), 2);
+}

@@ -16,7 +16,7 @@ use crate::args::DbJsonArgs;
 use crate::failure::{CmdResult, Failure};
 
 pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
-    let db = match open(&args.db.db, Access::Existing) {
+    let db = match open(&args.db, Access::Existing) {
         Ok(db) => db,
         Err(e) if e.is_corruption() => return failed(args.json, &e, out),
         Err(e) => return Err(e.into()),

@@ -157,7 +157,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         offload: args.offload.options().map_err(Failure::Error)?,
         ..Options::default()
     };
-    let db = open_with(&args.db.db, Access::Existing, base)?;
+    let db = open_with(&args.db, Access::Existing, base)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let on_interrupt = Arc::clone(&cancel);
     // Without a handler (another one is installed, as in tests) Ctrl-C simply ends the process,

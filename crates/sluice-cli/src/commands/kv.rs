@@ -10,7 +10,7 @@ use crate::escape::escape;
 use crate::failure::{CmdResult, Failure};
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db.db, Access::Create)?;
+    let db = open(&args.db, Access::Create)?;
     let opts = WriteOptions { sync: args.sync };
     db.put_opt(&opts, args.key.as_bytes(), args.value.as_bytes())?;
     db.close()?;
@@ -18,7 +18,7 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db.db, Access::Existing)?;
+    let db = open(&args.db, Access::Existing)?;
     let value = db.get(args.key.as_bytes())?;
     db.close()?;
     match value {
@@ -31,14 +31,14 @@ pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db.db, Access::Create)?;
+    let db = open(&args.db, Access::Create)?;
     db.delete(args.key.as_bytes())?;
     db.close()?;
     Ok(())
 }
 
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db.db, Access::Existing)?;
+    let db = open(&args.db, Access::Existing)?;
     let opts = ReadOptions {
         lower_bound: args.from.as_deref().map(str::as_bytes),
         upper_bound: args.to.as_deref().map(str::as_bytes),

@@ -11,12 +11,12 @@ mod stats;
 pub mod ycsb;
 
 use std::io::Write;
-use std::path::Path;
 
 use sluice::filename::current_file_name;
+use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::{Db, Options};
 
-use crate::args::{Command, ManifestCommand, SstCommand};
+use crate::args::{Command, DbArg, ManifestCommand, SstCommand};
 use crate::failure::{CmdResult, Failure};
 
 /// Runs `command`, writing its output to `out`.
@@ -51,22 +51,45 @@ enum Access {
 }
 
 /// Opens the database in `dir` with default options adjusted for `access`.
-fn open(dir: &Path, access: Access) -> sluice::Result<Db> {
-    open_with(dir, access, Options::default())
+fn open(db: &DbArg, access: Access) -> sluice::Result<Db> {
+    open_with(db, access, Options::default())
 }
 
-/// Opens the database in `dir` with `base` options adjusted for `access`.
-fn open_with(dir: &Path, access: Access, base: Options) -> sluice::Result<Db> {
+/// Opens the database `db` names with `base` options adjusted for `access` and, with
+/// `--owner-dir`, for its partitions. The CLI never balances: it inspects or edits the data.
+fn open_with(db: &DbArg, access: Access, base: Options) -> sluice::Result<Db> {
+    let dir = db.db.as_path();
     if access == Access::Existing && !current_file_name(dir).exists() {
         return Err(sluice::Error::InvalidArgument(format!(
             "no database in {} (it has no CURRENT file)",
             dir.display()
         )));
     }
+    let partitions = (!db.owner_dirs.is_empty()).then(|| PartitionOptions {
+        owners: db
+            .owner_dirs
+            .iter()
+            .map(|dir| PartitionOwner {
+                dir: dir.clone(),
+                worker: None,
+            })
+            .collect(),
+        balance: None,
+        load_balance: None,
+        ..PartitionOptions::default()
+    });
     let options = Options {
         create_if_missing: access == Access::Create,
         disable_auto_compactions: access == Access::Existing,
+        partitions: partitions.or(base.partitions.clone()),
         ..base
     };
-    Db::open(dir, options)
+    Db::open(dir, options).map_err(|e| match e {
+        sluice::Error::InvalidArgument(m) if m.contains("partitioned") => {
+            sluice::Error::InvalidArgument(format!(
+                "{m} (pass its owner directories with --owner-dir, in owner order)"
+            ))
+        }
+        other => other,
+    })
 }

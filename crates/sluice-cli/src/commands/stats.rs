@@ -19,7 +19,7 @@ use crate::failure::CmdResult;
 use crate::units::size;
 
 pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db.db, Access::Existing)?;
+    let db = open(&args.db, Access::Existing)?;
     let m = db.metrics();
     db.close()?;
     if args.json {
