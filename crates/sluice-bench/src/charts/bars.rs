@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg, under_caption};
+use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
 
 /// Step names as the legend shows them (the document's names in capitals after ours).
 pub(crate) const STEP_LABELS: [&str; 7] = [
@@ -94,14 +94,7 @@ fn draw_bars<DB: DrawingBackend>(
         .y_label_area_size(72)
         .build_cartesian_2d((0..last).into_segmented(), 0.0..Y_TOP_PERCENT)
         .map_err(msg)?;
-    let x_text = |x: &SegmentValue<i32>| match x {
-        SegmentValue::CenterOf(i) => usize::try_from(*i)
-            .ok()
-            .and_then(|i| bars.get(i))
-            .map(|b| b.label.clone())
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
+    let x_text = |x: &SegmentValue<i32>| segment_label(x, |i| bars.get(i).map(|b| b.label.clone()));
     chart
         .configure_mesh()
         .disable_x_mesh()

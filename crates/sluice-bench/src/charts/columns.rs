@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg, under_caption};
+use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
 
 /// The y axis ends this far above the tallest bar, leaving room for the text on top.
 const Y_HEADROOM: f64 = 1.3;
@@ -61,13 +61,8 @@ impl Chart for Columns {
             .y_label_area_size(84)
             .build_cartesian_2d((0..last).into_segmented(), 0.0..top)
             .map_err(msg)?;
-        let x_text = |x: &SegmentValue<i32>| match x {
-            SegmentValue::CenterOf(i) => usize::try_from(*i)
-                .ok()
-                .and_then(|i| self.columns.get(i))
-                .map(|c| c.label.clone())
-                .unwrap_or_default(),
-            _ => String::new(),
+        let x_text = |x: &SegmentValue<i32>| {
+            segment_label(x, |i| self.columns.get(i).map(|b| b.label.clone()))
         };
         chart
             .configure_mesh()

@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Chart, DrawResult, FONT, msg, under_caption};
+use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
 
 /// Fraction of the y range above the highest point, kept free for the legend.
 const Y_HEADROOM: f64 = 1.5;
@@ -90,14 +90,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
         .y_label_area_size(72)
         .build_cartesian_2d((0..last_slot).into_segmented(), 0.0..top)
         .map_err(msg)?;
-    let tick_text = |x: &SegmentValue<i32>| match x {
-        SegmentValue::CenterOf(i) => usize::try_from(*i)
-            .ok()
-            .and_then(|i| panel.x_ticks.get(i))
-            .cloned()
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
+    let tick_text = |x: &SegmentValue<i32>| segment_label(x, |i| panel.x_ticks.get(i).cloned());
     let y_text = |y: &f64| {
         if top >= 10.0 {
             format!("{y:.0}")

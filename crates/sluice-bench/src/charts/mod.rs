@@ -111,6 +111,20 @@ pub(crate) fn notes_below<DB: DrawingBackend>(
 }
 
 /// Turns a plotters error into its message.
+/// The label under a segmented x axis's slot `x`: `label(i)` at the centre of slot `i`, nothing
+/// elsewhere (plotters also asks for the slots' edges).
+pub(crate) fn segment_label(
+    x: &plotters::prelude::SegmentValue<i32>,
+    label: impl Fn(usize) -> Option<String>,
+) -> String {
+    match x {
+        plotters::prelude::SegmentValue::CenterOf(i) => {
+            usize::try_from(*i).ok().and_then(label).unwrap_or_default()
+        }
+        _ => String::new(),
+    }
+}
+
 pub(crate) fn msg<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
     e.to_string()
 }

@@ -10,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg, notes_below, si_text, under_caption};
+use super::{Chart, DrawResult, FONT, msg, notes_below, segment_label, si_text, under_caption};
 
 /// The y axis ends this far above the highest whisker, leaving room for the text on top.
 const Y_HEADROOM: f64 = 1.25;
@@ -82,14 +82,8 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPane
         .y_label_area_size(62)
         .build_cartesian_2d((0..last).into_segmented(), 0.0..top)
         .map_err(msg)?;
-    let x_text = |x: &SegmentValue<i32>| match x {
-        SegmentValue::CenterOf(i) => usize::try_from(*i)
-            .ok()
-            .and_then(|i| panel.bars.get(i))
-            .map(|b| b.label.clone())
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
+    let x_text =
+        |x: &SegmentValue<i32>| segment_label(x, |i| panel.bars.get(i).map(|b| b.label.clone()));
     chart
         .configure_mesh()
         .disable_x_mesh()
