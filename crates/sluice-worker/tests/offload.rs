@@ -1,17 +1,21 @@
 //! Compaction offload end to end, with real worker processes on 127.0.0.1 started and
 //! killed by the tests: the tree after an offloaded compaction holds exactly what a model says,
-//! and a worker that is down, killed, stalled or refused costs a retry on the host, never data.
+//! and a worker that is down, killed, stalled or refused costs a retry on the host, never data,
+//! under the static split (one share per side) and the dynamic one (self-scheduled chunks).
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
 use sluice::options::{OffloadOptions, Secret, Split};
 use sluice::{CompactionMode, Db, Options};
+use sluice_sst::iter::InternalIterator;
+use sluice_sst::key::compare_internal;
+use sluice_sst::table::{Table, TableReadOptions};
 
 const SECRET: &str = "offload-test-secret-0123456789";
 
@@ -26,16 +30,37 @@ struct Worker {
 impl Worker {
     /// Starts `sluice-worker` serving `root`, with extra `args`, and waits for its address.
     fn start(root: &Path, secret_file: &Path, args: &[&str]) -> Worker {
+        Worker::spawn(root, secret_file, args, false).0
+    }
+
+    /// Like [`Worker::start`], but logging each task's start and end to the returned stderr.
+    fn start_logged(root: &Path, secret_file: &Path, args: &[&str]) -> (Worker, ChildStderr) {
+        let (worker, log) = Worker::spawn(root, secret_file, args, true);
+        (worker, log.unwrap())
+    }
+
+    fn spawn(
+        root: &Path,
+        secret_file: &Path,
+        args: &[&str],
+        logged: bool,
+    ) -> (Worker, Option<ChildStderr>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice-worker"))
             .args(["--listen", "127.0.0.1:0", "--root"])
             .arg(root)
             .arg("--secret-file")
             .arg(secret_file)
             .args(args)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", if logged { "info" } else { "warn" })
             .stdout(Stdio::piped())
+            .stderr(if logged {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .unwrap();
+        let log = child.stderr.take();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -45,7 +70,7 @@ impl Worker {
             .strip_prefix("sluice worker listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
             .to_string();
-        Worker { child, addr }
+        (Worker { child, addr }, log)
     }
 
     fn kill(&mut self) {
@@ -142,10 +167,19 @@ fn compact_and_check(
     off: OffloadOptions,
     model: &Model,
 ) -> sluice::compaction::offload::OffloadMetrics {
+    compact_checked(dir, Some(off), model).unwrap()
+}
+
+/// [`compact_and_check`], offloading only with `off`.
+fn compact_checked(
+    dir: &Path,
+    off: Option<OffloadOptions>,
+    model: &Model,
+) -> Option<sluice::compaction::offload::OffloadMetrics> {
     let db = Db::open(
         dir,
         Options {
-            offload: Some(off),
+            offload: off,
             ..base_options()
         },
     )
@@ -156,7 +190,7 @@ fn compact_and_check(
         model,
         "offloaded compaction changed the data"
     );
-    let metrics = db.offload_metrics().unwrap();
+    let metrics = db.offload_metrics();
     let files: usize = db.metrics().levels.iter().map(|l| l.files).sum();
     let (sst, tmp) = table_files(dir);
     assert!(tmp.is_empty(), "temporary files left: {tmp:?}");
@@ -166,6 +200,34 @@ fn compact_and_check(
     let db = Db::open(dir, base_options()).unwrap();
     assert_eq!(&contents(&db), model);
     metrics
+}
+
+/// Every entry (internal key and value) of every table in `dir`, in internal-key order: what
+/// the tree holds, versions and tombstones included, however its files are cut.
+fn entries(dir: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let (sst, _) = table_files(dir);
+    let mut all = Vec::new();
+    for name in sst {
+        let number = name.trim_end_matches(".sst").parse().unwrap();
+        let table = Table::open(&dir.join(&name), number, TableReadOptions::default()).unwrap();
+        let mut it = table.iter();
+        it.seek_to_first().unwrap();
+        while it.valid() {
+            all.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+    }
+    all.sort_by(|a, b| compare_internal(&a.0, &b.0));
+    all
+}
+
+/// The dynamic split with chunks small enough that a job has many of them.
+fn dynamic(addrs: Vec<String>) -> OffloadOptions {
+    OffloadOptions {
+        split: Split::Dynamic,
+        min_chunk_bytes: 256 << 10,
+        ..offload(addrs, SECRET)
+    }
 }
 
 #[test]
@@ -189,7 +251,8 @@ fn offloaded_compaction_keeps_every_entry() {
             split,
             host_mode: mode,
             worker_mode: mode,
-            ..offload(vec![worker.addr.clone()], SECRET)
+            // Small chunks for the dynamic split; the static one has no use for them.
+            ..dynamic(vec![worker.addr.clone()])
         };
         let m = compact_and_check(dir.path(), off, &model);
         assert!(m.jobs >= 1);
@@ -200,6 +263,35 @@ fn offloaded_compaction_keeps_every_entry() {
         );
         assert!(m.last_shares.iter().any(|s| s.side == worker.addr));
     }
+}
+
+#[test]
+fn dynamic_chunks_hold_what_a_host_only_compaction_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, offloaded) = (dir.path().join("host"), dir.path().join("offloaded"));
+    let model = inverted(&host);
+    std::fs::create_dir(&offloaded).unwrap();
+    for e in std::fs::read_dir(&host).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), offloaded.join(e.file_name())).unwrap();
+    }
+    assert!(compact_checked(&host, None, &model).is_none());
+
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(&offloaded, &secret, &[]);
+    let m = compact_and_check(&offloaded, dynamic(vec![worker.addr.clone()]), &model);
+    assert_eq!(m.retries, 0, "{m:?}");
+    assert!(
+        m.sides[0].input_bytes > 0 && m.sides[1].input_bytes > 0,
+        "both sides take chunks: {m:?}"
+    );
+    let last: Vec<&str> = m.last_shares.iter().map(|s| s.side.as_str()).collect();
+    assert_eq!(last, ["host", worker.addr.as_str()], "one report per side");
+    // Same entries, versions and tombstones as the host alone wrote; only the cuts differ.
+    let (want, got) = (entries(&host), entries(&offloaded));
+    assert!(!want.is_empty());
+    assert_eq!(want.len(), got.len());
+    assert!(want == got, "the offloaded tree holds other entries");
 }
 
 #[test]
@@ -222,6 +314,22 @@ fn two_workers_share_with_the_host() {
 }
 
 #[test]
+fn two_workers_take_dynamic_chunks_with_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let w1 = Worker::start(dir.path(), &secret, &[]);
+    let w2 = Worker::start(dir.path(), &secret, &["--mode", "pipelined"]);
+    let m = compact_and_check(
+        dir.path(),
+        dynamic(vec![w1.addr.clone(), w2.addr.clone()]),
+        &model,
+    );
+    assert_eq!(m.retries, 0, "{m:?}");
+    assert!(m.sides.iter().all(|s| s.input_bytes > 0), "{m:?}");
+}
+
+#[test]
 fn a_worker_down_at_start_costs_a_retry() {
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
@@ -231,9 +339,18 @@ fn a_worker_down_at_start_costs_a_retry() {
         .local_addr()
         .unwrap()
         .to_string();
-    let m = compact_and_check(dir.path(), offload(vec![addr], SECRET), &model);
+    let m = compact_and_check(dir.path(), offload(vec![addr.clone()], SECRET), &model);
     assert!(m.retries >= 1, "{m:?}");
     assert!(m.last_shares.iter().any(|s| s.retried));
+
+    // Dynamic: the first chunk fails, goes back to the queue, and the worker takes no more
+    // in that job: one retry per job.
+    let dir = tempfile::tempdir().unwrap();
+    let model = inverted(dir.path());
+    let m = compact_and_check(dir.path(), dynamic(vec![addr.clone()]), &model);
+    assert_eq!(m.retries, m.jobs, "{m:?}");
+    assert_eq!(m.sides[1].input_bytes, 0, "{m:?}");
+    assert!(m.last_shares.iter().any(|s| s.side == addr && s.retried));
 }
 
 #[test]
@@ -252,17 +369,24 @@ fn a_wrong_secret_is_refused_and_the_host_does_the_work() {
 
 #[test]
 fn a_stalled_worker_passes_its_deadline_and_the_host_takes_over() {
-    let dir = tempfile::tempdir().unwrap();
-    let model = inverted(dir.path());
-    let secret = secret_file(dir.path(), SECRET);
     // A device a thousand times slower than its CPU time: it sits on its reply.
-    let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
-    let off = OffloadOptions {
-        task_timeout: Duration::from_secs(2),
-        ..offload(vec![worker.addr.clone()], SECRET)
-    };
-    let m = compact_and_check(dir.path(), off, &model);
-    assert!(m.retries >= 1, "{m:?}");
+    for dynamic_split in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = inverted(dir.path());
+        let secret = secret_file(dir.path(), SECRET);
+        let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
+        let addrs = vec![worker.addr.clone()];
+        let off = OffloadOptions {
+            task_timeout: Duration::from_secs(2),
+            ..if dynamic_split {
+                dynamic(addrs)
+            } else {
+                offload(addrs, SECRET)
+            }
+        };
+        let m = compact_and_check(dir.path(), off, &model);
+        assert!(m.retries >= 1, "dynamic {dynamic_split}: {m:?}");
+    }
 }
 
 #[test]
@@ -285,4 +409,37 @@ fn a_worker_killed_mid_task_costs_a_retry() {
     killer.join().unwrap();
     worker.kill();
     assert!(m.retries >= 1, "{m:?}");
+}
+
+#[test]
+fn a_worker_killed_mid_job_under_the_dynamic_split_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let (mut worker, log) = Worker::start_logged(dir.path(), &secret, &[]);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap());
+    // SIGKILL the worker as it starts its second chunk: the host sent that one only after
+    // the first one's answer, whose files are then checked and kept, while the second dies
+    // with the worker (partial outputs on disk) and goes back to the queue.
+    let killer = std::thread::spawn(move || {
+        let mut started = 0;
+        for line in BufReader::new(log).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("task started") {
+                started += 1;
+                if started == 2 {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+        }
+        started >= 2
+    });
+    let m = compact_and_check(dir.path(), dynamic(vec![worker.addr.clone()]), &model);
+    worker.kill();
+    assert!(killer.join().unwrap(), "the worker never finished a chunk");
+    assert!(m.retries >= 1, "{m:?}");
+    assert!(
+        m.sides[1].input_bytes > 0,
+        "the chunk done before the kill is kept: {m:?}"
+    );
 }

@@ -10,6 +10,7 @@ pub mod install;
 pub mod manual;
 pub mod offload;
 pub mod picker;
+mod placement;
 pub mod run;
 
 use std::sync::Arc;

@@ -10,6 +10,7 @@ use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 use sluice_exec::{CompactionMode, ExecOptions, JobControl, auto, execute_with};
 
 use super::Compaction;
+use super::placement::Where;
 use crate::Result;
 use crate::db::DbInner;
 use crate::partition::owner_dir_index;
@@ -54,10 +55,13 @@ impl DbInner {
         };
         // Output numbers reserved for workers; like `reserved`, kept pending until installed.
         let mut worker_reserved = Vec::new();
+        // Partitioned mode places the compaction on its range's owner(s); otherwise big
+        // compactions are shared with the workers.
+        let placed = self.place(c);
         let installed = self
             .compaction_spec(c)
-            .and_then(|spec| match self.offloader_for(c) {
-                Some(off) => self.run_offloaded(
+            .and_then(|spec| match (&placed, self.offloader.as_ref()) {
+                (Some((Where::Shared(placement), _)), Some(off)) => self.run_offloaded(
                     off,
                     c,
                     &spec,
@@ -65,8 +69,22 @@ impl DbInner {
                     control,
                     &mut new_output,
                     &mut worker_reserved,
+                    Some(placement),
                 ),
-                None => execute_with(&spec, &exec, control, &mut new_output),
+                (Some(_), _) => execute_with(&spec, &exec, control, &mut new_output),
+                (None, _) => match self.offloader_for(c) {
+                    Some(off) => self.run_offloaded(
+                        off,
+                        c,
+                        &spec,
+                        &exec,
+                        control,
+                        &mut new_output,
+                        &mut worker_reserved,
+                        None,
+                    ),
+                    None => execute_with(&spec, &exec, control, &mut new_output),
+                },
             })
             .and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
         let mut st = self.state.lock();

@@ -119,6 +119,8 @@ pub(crate) struct DbInner {
     pub obsolete_files_lock: Mutex<()>,
     /// Serializes partitioned mode's range moves (read the map, edit it, apply).
     pub range_moves: Mutex<()>,
+    /// Partitioned mode: compactions running per owner, for compaction-load balancing.
+    pub owners_busy: Mutex<Vec<usize>>,
     /// Clients of the compaction workers, with `Options::offload`.
     pub offloader: Option<crate::compaction::offload::Offloader>,
     /// Held for the lifetime of the database so two processes cannot open it at once.

@@ -168,6 +168,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         counters: WriteCounters::default(),
         obsolete_files_lock: Mutex::new(()),
         range_moves: Mutex::new(()),
+        owners_busy: Mutex::new(Vec::new()),
         options,
         _lock_file: lock_file,
     };

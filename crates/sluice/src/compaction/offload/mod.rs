@@ -1,21 +1,30 @@
-//! Compaction offloaded to workers (documents 001 and 004): the host splits one compaction's
-//! sub-tasks into contiguous shares, keeps one and sends the others to worker processes, runs
-//! its own share meanwhile, checks every file the workers report, and installs all outputs in
-//! one version edit (the caller's `install_compaction`: only the host commits).
+//! Compaction offloaded to workers (documents 001 and 004): the host cuts one compaction's
+//! sub-tasks into contiguous key ranges, runs some itself and sends the others to worker
+//! processes, checks every file the workers report, and installs all outputs in one version
+//! edit (the caller's `install_compaction`: only the host commits).
 //!
-//! A worker share that fails in any way (unreachable, timed out, an error, a reply that fails
-//! the checks in [`verify`]) costs time, never data: its files are deleted and the share is
-//! re-run on the host, and the event is counted.
+//! Two splits: static (Co-KV), one share per side by a fixed ratio; dynamic, chunks handed
+//! out on demand so each side takes work as fast as it gets through it.
+//!
+//! A worker part that fails in any way (unreachable, timed out, an error, a reply that fails
+//! the checks in [`verify`]) costs time, never data: its files are deleted and its key range
+//! is re-run on the host (or, for a chunk, by whichever side asks next), and the event is
+//! counted.
 //!
 //! - [`options`]: the settings, `Options::offload`;
-//! - [`split`]: cutting sub-tasks into shares, static or by measured bandwidth;
+//! - [`split`]: cutting sub-tasks into static shares; the measured bandwidths;
+//! - [`dispatch`]: the dynamic split's chunk queue;
+//! - `run`, `dynamic`, `share`: running a job with either split, and one part of it;
 //! - [`task`]: the wire task for a share;
 //! - [`client`]: the gRPC client;
 //! - [`verify`]: the checks on reported files.
 
 pub mod client;
+pub mod dispatch;
+mod dynamic;
 pub mod options;
 mod run;
+mod share;
 pub mod split;
 pub mod task;
 pub mod verify;
@@ -31,15 +40,17 @@ use self::split::Bandwidths;
 use crate::{Error, Result};
 
 pub use options::Split;
+pub(crate) use run::Placement;
 
 /// One side's part of an offloaded compaction, as reported in metrics and the bench JSON.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ShareReport {
     /// `host`, or the worker's address.
     pub side: String,
-    /// Input bytes of the share.
+    /// Input bytes of the share (with the dynamic split: of all the side's chunks).
     pub input_bytes: u64,
-    /// Wall seconds from sending (or starting) the share to having its checked result.
+    /// Wall seconds from sending (or starting) the share to having its checked result; with
+    /// the dynamic split, the side's busy time over its chunks (waits for work left out).
     pub seconds: f64,
     /// `input_bytes / seconds`, in MB/s.
     pub bandwidth_mb_s: f64,
@@ -47,7 +58,8 @@ pub struct ShareReport {
     pub mode: String,
     /// CPU seconds the side spent.
     pub cpu_seconds: f64,
-    /// The share failed on its worker and was re-run on the host.
+    /// The share failed on its worker and was re-run on the host (dynamic split: a chunk of
+    /// this worker failed and went back to the queue).
     pub retried: bool,
 }
 
@@ -93,7 +105,7 @@ impl SideTotals {
 pub struct OffloadMetrics {
     /// Compactions split between host and workers.
     pub jobs: u64,
-    /// Worker shares re-run on the host after a failure.
+    /// Worker shares (or dynamic chunks) re-run elsewhere after a failure.
     pub retries: u64,
     /// Per side, host first, then each worker in `OffloadOptions::workers` order.
     pub sides: Vec<SideTotals>,

@@ -16,8 +16,10 @@ pub enum Split {
         /// The host's share, in `[0, 1]`.
         host_share: f64,
     },
-    /// TStore/DStore: each side's share follows its recently measured compaction bandwidth
-    /// (a moving average), so a slower side gets less.
+    /// TStore/DStore, self-scheduled: the sub-tasks are handed out as contiguous chunks on
+    /// demand, so each side takes work as fast as it gets through it and a slower side ends
+    /// up with less. Chunks shrink as the queue drains (guided self-scheduling), sized by
+    /// each side's recently measured bandwidth (a moving average) where known.
     Dynamic,
 }
 
@@ -72,6 +74,10 @@ pub struct OffloadOptions {
     /// Compactions with fewer input bytes stay on the host: a round trip and a second
     /// writer's partial last file are not worth it for small jobs.
     pub min_offload_bytes: u64,
+    /// The dynamic split's smallest chunk, in input bytes (at least four sub-tasks are
+    /// taken regardless): smaller chunks balance the sides' finishing times more finely,
+    /// at the cost of a round trip and a partial output file each.
+    pub min_chunk_bytes: u64,
     /// The executor of the host's share. `None`: the host's decision component chooses
     /// (CoPro+); `Some(Auto)`: the engine's step-time chooser.
     pub host_mode: Option<CompactionMode>,
@@ -93,6 +99,7 @@ impl OffloadOptions {
             secret,
             split: Split::default(),
             min_offload_bytes: 4 << 20,
+            min_chunk_bytes: 4 << 20,
             host_mode: None,
             worker_mode: None,
             task_timeout: Duration::from_secs(120),

@@ -1,7 +1,7 @@
-//! Sharing a compaction's sub-tasks between the host and its workers: contiguous runs of
-//! sub-tasks (so each side's outputs cover one key range and the sides' files never overlap),
-//! sized by weight. Static weights are Co-KV's fixed ratio; dynamic weights are each side's
-//! recent bandwidth (TStore/DStore), so that all sides finish at about the same time.
+//! The static split's shares: a compaction's sub-tasks cut into one contiguous run per side (so
+//! each side's outputs cover one key range and the sides' files never overlap), sized by
+//! Co-KV's fixed ratio. Also each side's measured bandwidth, which sizes the dynamic split's
+//! chunks ([`super::dispatch`]).
 
 use std::ops::Range;
 
@@ -45,7 +45,8 @@ pub fn cut(sizes: &[u64], weights: &[f64]) -> Vec<Range<usize>> {
     ranges
 }
 
-/// Each side's compaction bandwidth, as a moving average of its recent shares.
+/// Each side's compaction bandwidth, as a moving average of its recent jobs (its share's, or
+/// its chunks' summed, input bytes over busy seconds).
 #[derive(Clone, Debug)]
 pub struct Bandwidths {
     /// Bytes per second, per side; `None` until the side has run a share.
@@ -83,19 +84,9 @@ impl Bandwidths {
         self.per_side.get(side).copied().flatten()
     }
 
-    /// Split weights: each side's bandwidth; a side not yet measured counts as the average
-    /// of those that are (as equal, when none is).
-    pub fn weights(&self) -> Vec<f64> {
-        let known: Vec<f64> = self.per_side.iter().flatten().copied().collect();
-        let fallback = if known.is_empty() {
-            1.0
-        } else {
-            known.iter().sum::<f64>() / known.len() as f64
-        };
-        self.per_side
-            .iter()
-            .map(|b| b.unwrap_or(fallback))
-            .collect()
+    /// Every side's bandwidth, host first; `None` where not measured yet.
+    pub fn priors(&self) -> Vec<Option<f64>> {
+        self.per_side.clone()
     }
 }
 
@@ -121,11 +112,10 @@ mod tests {
     #[test]
     fn bandwidths_follow_measurements() {
         let mut b = Bandwidths::new(3);
-        assert_eq!(b.weights(), vec![1.0, 1.0, 1.0]);
+        assert_eq!(b.priors(), vec![None, None, None]);
         b.record(0, 100, 1.0);
-        assert_eq!(b.weights(), vec![100.0, 100.0, 100.0]);
         b.record(1, 50, 1.0);
-        assert_eq!(b.weights(), vec![100.0, 50.0, 75.0]);
+        assert_eq!(b.priors(), vec![Some(100.0), Some(50.0), None]);
         b.record(1, 150, 1.0);
         assert_eq!(b.get(1), Some(100.0));
         b.record(2, 0, 1.0);

@@ -26,6 +26,8 @@ pub struct ShareTask<'a> {
     pub exec: &'a ExecOptions,
     /// Output numbers reserved for the share.
     pub numbers: Range<u64>,
+    /// Partitioned mode: the range owner's directory, where every output must go.
+    pub output_root: Option<&'a std::path::Path>,
 }
 
 impl ShareTask<'_> {
@@ -83,7 +85,14 @@ impl ShareTask<'_> {
             first_output_number: self.numbers.start,
             output_numbers: u32::try_from(self.numbers.end - self.numbers.start)
                 .unwrap_or(u32::MAX),
-            output_root: None,
+            output_root: self
+                .output_root
+                .map(|p| {
+                    p.to_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("{} is not UTF-8", p.display()))
+                })
+                .transpose()?,
         })
     }
 }

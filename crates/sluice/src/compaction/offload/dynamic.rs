@@ -1,0 +1,414 @@
+//! The dynamic split: one compaction's sub-tasks handed out as self-scheduled chunks (see
+//! [`super::dispatch`] for the queue and chunk sizes).
+//!
+//! Who runs what:
+//! - the compaction thread is the host side: it takes a chunk, runs it with the host's
+//!   executor, and takes the next, until the queue is empty and no worker holds a chunk
+//!   (while one does, it waits: a failure would bring that chunk back to it);
+//! - one scoped driver thread per worker takes a chunk, reserves its output numbers, sends
+//!   it through the worker's client on the offload runtime and blocks on the answer. When the
+//!   answer comes, the driver first sends the worker its next chunk and only then checks the
+//!   files of the one just answered, so the worker never sits idle through the host's checks.
+//!
+//! A worker chunk that fails (unreachable, timed out, an error, a reply failing
+//! [`super::verify`]) has its reserved numbers' files deleted and goes back to the queue for
+//! another side; the worker takes nothing more in this job, and a chunk it already holds
+//! next is abandoned and re-queued the same way. Each failed chunk counts as a retry.
+//!
+//! If the host's own chunk fails, or the job is cancelled, the queue is stopped, every call in
+//! flight is aborted (dropping a call cancels it on the worker, which deletes its files; the
+//! driver deletes them too), the drivers are joined, and the outputs of finished chunks are
+//! deleted: nothing of a failed job is left behind.
+//!
+//! Lock order: the board's lock is never held across I/O, a call, or another lock.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use sluice_rpc::proto::TaskResult;
+use sluice_sst::compact::NewOutput;
+use sluice_sst::compact::plan::{CompactionPlan, plan};
+use tokio::task::{AbortHandle, JoinHandle};
+
+use super::client::ShareError;
+use super::dispatch::{Chunk, Dispatcher, HOST, Take};
+use super::share::{Job, JobParts, Part, Share, restrict};
+use super::task::numbers_needed;
+use super::{Offloader, ShareReport};
+use crate::db::DbInner;
+use crate::{Error, Result};
+
+/// Smallest chunk, in sub-tasks: with fewer, a round trip and a partial last output file
+/// weigh too much against the work.
+const MIN_CHUNK_SUB_TASKS: u64 = 4;
+
+/// How often a waiting host looks at the job's cancel flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// The queue and the finished chunks, shared by the host thread and the drivers.
+struct Board {
+    state: Mutex<BoardState>,
+    /// Signalled whenever a chunk finishes or fails: the host may be waiting for either.
+    changed: Condvar,
+}
+
+struct BoardState {
+    queue: Dispatcher,
+    /// Finished chunks' outputs by first sub-task: iteration order is key order.
+    parts: BTreeMap<usize, Part>,
+    /// Per side: what it did in this job.
+    sides: Vec<SideSum>,
+    /// Per side: its call in flight, to abort when the job stops.
+    calls: Vec<Option<AbortHandle>>,
+    /// Output numbers reserved for worker chunks.
+    reserved: Vec<u64>,
+}
+
+/// One side's chunks in this job, summed into its share report.
+#[derive(Default)]
+struct SideSum {
+    input_bytes: u64,
+    /// Busy seconds: the host's time running chunks; a worker's calls plus the checks that
+    /// did not overlap its next call.
+    seconds: f64,
+    cpu_seconds: f64,
+    /// Executors that ran the chunks, sorted and without repeats.
+    modes: Vec<String>,
+    failed: bool,
+}
+
+impl SideSum {
+    fn add(&mut self, r: &ShareReport) {
+        self.input_bytes += r.input_bytes;
+        self.seconds += r.seconds;
+        self.cpu_seconds += r.cpu_seconds;
+        if let Err(at) = self.modes.binary_search(&r.mode) {
+            self.modes.insert(at, r.mode.clone());
+        }
+    }
+}
+
+/// A worker chunk sent and not yet answered.
+struct Call {
+    chunk: Chunk,
+    share: Share,
+    numbers: Range<u64>,
+    handle: JoinHandle<(std::result::Result<TaskResult, ShareError>, Duration)>,
+}
+
+impl Board {
+    fn take(&self, side: usize) -> Take {
+        self.state.lock().queue.take(side)
+    }
+
+    fn finish(&self, side: usize, chunk: &Chunk, part: Part, report: &ShareReport) {
+        tracing::debug!(
+            side = %report.side,
+            sub_tasks = ?chunk.range,
+            input_bytes = chunk.input_bytes,
+            seconds = report.seconds,
+            files = part.files.len(),
+            "chunk done"
+        );
+        let mut st = self.state.lock();
+        st.queue.finish(side, chunk, report.seconds);
+        st.parts.insert(chunk.range.start, part);
+        if let Some(s) = st.sides.get_mut(side) {
+            s.add(report);
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// Stops the job: no more chunks for anyone, and every call in flight aborted.
+    fn stop(&self) {
+        let mut st = self.state.lock();
+        st.queue.stop();
+        for call in st.calls.iter_mut().filter_map(Option::take) {
+            call.abort();
+        }
+        drop(st);
+        self.changed.notify_all();
+    }
+}
+
+impl DbInner {
+    /// Runs `job` split into self-scheduled chunks; returns the parts in key order and one
+    /// report per side that took part. Worker output numbers are appended to `reserved`.
+    pub(super) fn run_dynamic(
+        &self,
+        job: &Job<'_>,
+        new_output: &mut NewOutput<'_>,
+        reserved: &mut Vec<u64>,
+    ) -> Result<JobParts> {
+        let off = job.off;
+        let plan = plan(job.spec, job.exec.sub_task_bytes);
+        let sizes: Vec<u64> = plan.sub_tasks.iter().map(|t| t.input_bytes()).collect();
+        let floor = off
+            .options
+            .min_chunk_bytes
+            .max(MIN_CHUNK_SUB_TASKS.saturating_mul(job.exec.sub_task_bytes));
+        let sides = off.clients.len() + 1;
+        let board = Board {
+            state: Mutex::new(BoardState {
+                queue: Dispatcher::new(sizes, &off.bandwidths.lock().priors(), floor),
+                parts: BTreeMap::new(),
+                sides: (0..sides).map(|_| SideSum::default()).collect(),
+                calls: (0..sides).map(|_| None).collect(),
+                reserved: Vec::new(),
+            }),
+            changed: Condvar::new(),
+        };
+        tracing::debug!(
+            job = job.id,
+            sub_tasks = plan.sub_tasks.len(),
+            floor,
+            "chunked job planned"
+        );
+        let hosted = std::thread::scope(|s| {
+            for side in 1..sides {
+                let board = &board;
+                let plan = &plan;
+                s.spawn(move || self.drive_worker(job, board, plan, side));
+            }
+            let hosted = self.host_chunks(job, &board, &plan, new_output);
+            if hosted.is_err() {
+                board.stop();
+            }
+            hosted
+        });
+        let st = board.state.into_inner();
+        reserved.extend(st.reserved);
+        let parts: Vec<Part> = st.parts.into_values().collect();
+        if let Err(e) = hosted {
+            self.delete_parts(&parts);
+            return Err(e);
+        }
+        if !st.queue.is_complete() {
+            self.delete_parts(&parts);
+            return Err(Error::InvalidArgument(format!(
+                "offloaded compaction {}: the chunk queue ended with sub-tasks unfinished",
+                job.id
+            )));
+        }
+        let names = std::iter::once("host").chain(off.clients.iter().map(|c| c.addr()));
+        let reports = st
+            .sides
+            .into_iter()
+            .zip(names)
+            .enumerate()
+            .filter(|(_, (sum, _))| sum.input_bytes > 0 || sum.failed)
+            .map(|(side, (sum, name))| {
+                let report = ShareReport {
+                    side: name.to_string(),
+                    input_bytes: sum.input_bytes,
+                    seconds: sum.seconds,
+                    bandwidth_mb_s: 0.0,
+                    mode: sum.modes.join("+"),
+                    cpu_seconds: sum.cpu_seconds,
+                    retried: sum.failed,
+                };
+                (side, report)
+            })
+            .collect();
+        Ok(JobParts { parts, reports })
+    }
+
+    /// The host side: runs chunks until the queue is drained and no worker holds one.
+    fn host_chunks(
+        &self,
+        job: &Job<'_>,
+        board: &Board,
+        plan: &CompactionPlan,
+        new_output: &mut NewOutput<'_>,
+    ) -> Result<()> {
+        loop {
+            let chunk = {
+                let mut st = board.state.lock();
+                loop {
+                    match st.queue.take(HOST) {
+                        Take::Chunk(chunk) => break chunk,
+                        Take::Done => return Ok(()),
+                        // Checked under the lock, so no finish or failure is missed.
+                        Take::Wait if job.control.is_cancelled() => return Err(Error::Cancelled),
+                        Take::Wait => {
+                            board.changed.wait_for(&mut st, CANCEL_POLL);
+                        }
+                    }
+                }
+            };
+            let share = chunk_share(plan, &chunk, HOST);
+            let (spec, _) = restrict(
+                job.spec,
+                &job.run_levels,
+                share.lower.as_deref(),
+                share.upper.as_deref(),
+            );
+            let (part, report) = self.run_share_on_host(job, &spec, &share, new_output)?;
+            board.finish(HOST, &chunk, part, &report);
+        }
+    }
+
+    /// A worker's driver: sends it chunks one after another until the queue has none for it,
+    /// it fails, or the job stops.
+    fn drive_worker(&self, job: &Job<'_>, board: &Board, plan: &CompactionPlan, side: usize) {
+        let addr = job.off.clients[side - 1].addr().to_string();
+        let mut next = self.send_chunk(job, board, plan, side);
+        while let Some(mut call) = next.take() {
+            let (answer, call_time) = wait(job.off, &addr, &mut call);
+            let result = match answer {
+                Ok(r) => r,
+                Err(e) => {
+                    self.fail_chunk(job, board, side, call, &e);
+                    return;
+                }
+            };
+            // The worker is free: its next chunk goes out before this one is checked.
+            next = self.send_chunk(job, board, plan, side);
+            let checking = Instant::now();
+            let numbers = call.numbers.clone();
+            match self.check_worker_result(job, &addr, &call.share, numbers, result) {
+                Ok((part, mut report)) => {
+                    let unhidden = if next.is_some() {
+                        Duration::ZERO
+                    } else {
+                        checking.elapsed()
+                    };
+                    report.seconds = (call_time + unhidden).as_secs_f64();
+                    board.finish(side, &call.chunk, part, &report);
+                }
+                Err(e) => {
+                    self.fail_chunk(job, board, side, call, &e);
+                    if let Some(abandoned) = next.take() {
+                        let why = "abandoned: the worker failed the chunk before it";
+                        self.fail_chunk(job, board, side, abandoned, &why);
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Takes the next chunk for worker `side`, reserves its numbers and sends it; `None` when
+    /// the queue has nothing for the worker (it does not wait for failed chunks: the host will
+    /// take them).
+    fn send_chunk(
+        &self,
+        job: &Job<'_>,
+        board: &Board,
+        plan: &CompactionPlan,
+        side: usize,
+    ) -> Option<Call> {
+        let off = job.off;
+        let chunk = match board.take(side) {
+            Take::Chunk(c) => c,
+            Take::Wait | Take::Done => return None,
+        };
+        let share = chunk_share(plan, &chunk, side);
+        let numbers = self.reserve_numbers(numbers_needed(chunk.input_bytes, job.spec));
+        let (spec, levels) = restrict(
+            job.spec,
+            &job.run_levels,
+            share.lower.as_deref(),
+            share.upper.as_deref(),
+        );
+        let task = job.task(&spec, &levels, &share, numbers.clone());
+        let client = Arc::clone(&off.clients[side - 1]);
+        let timeout = off.options.task_timeout;
+        let handle = off.runtime.spawn(async move {
+            let sent_at = Instant::now();
+            let answer = match task {
+                Ok(task) => client.execute(&task, timeout).await,
+                Err(reason) => Err(ShareError::Failed {
+                    addr: client.addr().to_string(),
+                    code: tonic::Code::InvalidArgument,
+                    message: format!("the task cannot be sent: {reason}"),
+                }),
+            };
+            (answer, sent_at.elapsed())
+        });
+        let mut st = board.state.lock();
+        st.reserved.extend(numbers.clone());
+        if st.queue.is_stopped() {
+            handle.abort();
+        } else if let Some(slot) = st.calls.get_mut(side) {
+            *slot = Some(handle.abort_handle());
+        }
+        Some(Call {
+            chunk,
+            share,
+            numbers,
+            handle,
+        })
+    }
+
+    /// `call` failed: its files are deleted and its chunk goes back to the queue, and the
+    /// worker is retired for this job. Counted as a retry unless the job was stopping anyway.
+    fn fail_chunk(
+        &self,
+        job: &Job<'_>,
+        board: &Board,
+        side: usize,
+        call: Call,
+        error: &dyn Display,
+    ) {
+        call.handle.abort();
+        self.delete_share_outputs(call.numbers.clone());
+        let mut st = board.state.lock();
+        let stopping = st.queue.is_stopped();
+        st.queue.fail(side, call.chunk);
+        if let Some(slot) = st.calls.get_mut(side) {
+            *slot = None;
+        }
+        if let Some(s) = st.sides.get_mut(side) {
+            s.failed = true;
+        }
+        drop(st);
+        board.changed.notify_all();
+        if !stopping {
+            let addr = job.off.clients[side - 1].addr();
+            tracing::warn!(worker = %addr, error = %error, "worker chunk failed; it goes back to the queue");
+            job.off.metrics.lock().retries += 1;
+        }
+    }
+}
+
+/// Waits for `call`'s answer; also returns the call's own duration (zero if it was aborted).
+fn wait(
+    off: &Offloader,
+    addr: &str,
+    call: &mut Call,
+) -> (std::result::Result<TaskResult, ShareError>, Duration) {
+    off.runtime.block_on(&mut call.handle).unwrap_or_else(|e| {
+        let reason = if e.is_cancelled() {
+            "the call was abandoned".to_string()
+        } else {
+            format!("the call task failed: {e}")
+        };
+        let failed = ShareError::Unreachable {
+            addr: addr.to_string(),
+            reason,
+        };
+        (Err(failed), Duration::ZERO)
+    })
+}
+
+/// The bounds and bytes of `chunk`'s sub-tasks, as a share of `side`.
+fn chunk_share(plan: &CompactionPlan, chunk: &Chunk, side: usize) -> Share {
+    let first = plan.sub_tasks.get(chunk.range.start);
+    let last = chunk
+        .range
+        .end
+        .checked_sub(1)
+        .and_then(|i| plan.sub_tasks.get(i));
+    Share {
+        side,
+        lower: first.and_then(|t| t.lower.clone()),
+        upper: last.and_then(|t| t.upper.clone()),
+        input_bytes: chunk.input_bytes,
+    }
+}
