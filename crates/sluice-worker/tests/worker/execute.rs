@@ -108,7 +108,11 @@ async fn an_output_root_takes_every_output_and_others_are_refused() {
     let result = worker.execute(&t).await.unwrap();
     assert!(result.files.len() > 1);
     for f in &result.files {
-        assert!(b.join(&f.name).is_file(), "{} not in the output root", f.name);
+        assert!(
+            b.join(&f.name).is_file(),
+            "{} not in the output root",
+            f.name
+        );
     }
     assert_eq!(names(&a), before_a, "nothing written to the other root");
     // A directory the worker was not started with is refused, and nothing is written.

@@ -15,8 +15,9 @@ pub struct PartitionOwner {
     /// database directory.
     pub dir: PathBuf,
     /// The address of the worker that runs this owner's compactions; it must be one of
-    /// `Options::offload`'s workers and serve `dir` (its first `--root`) and the other owners'
-    /// directories. `None`: the host compacts this owner's ranges itself.
+    /// `Options::offload`'s workers and serve `dir` and the other owners' directories (it
+    /// reads their tables when a range moves or a compaction is shared). `None`: the host
+    /// compacts this owner's ranges itself.
     pub worker: Option<String>,
 }
 
