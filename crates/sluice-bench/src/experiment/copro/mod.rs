@@ -167,6 +167,9 @@ pub struct Sizing {
     /// Smaller compactions stay on the host: one memtable, so every L0 compaction of four
     /// files is offloaded.
     pub min_offload_bytes: u64,
+    /// The dynamic split's smallest chunk: half a memtable (four sub-tasks), so a compaction
+    /// of a few memtables is cut into several chunks and every side takes some.
+    pub min_chunk_bytes: u64,
 }
 
 impl Sizing {
@@ -180,6 +183,7 @@ impl Sizing {
             max_bytes_for_level_base: 4 * write_buffer,
             sub_task_bytes: (write_buffer / 8).max(32 << 10),
             min_offload_bytes: write_buffer,
+            min_chunk_bytes: 4 * (write_buffer / 8).max(32 << 10),
         }
     }
 }

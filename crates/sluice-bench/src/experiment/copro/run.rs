@@ -160,6 +160,7 @@ impl Runner<'_> {
                 host_mode,
                 worker_mode,
                 min_offload_bytes: s.min_offload_bytes,
+                min_chunk_bytes: s.min_chunk_bytes,
                 ..OffloadOptions::new(workers, self.secret.clone())
             });
         Options {

@@ -62,8 +62,8 @@ fn header(report: &CoproReport) -> String {
     };
     format!(
         "CoPro experiment (document 004): {:.1} MB per run, {}-byte keys, {}, {} worker(s) at \
-         throttle {}, {} of {} usable CPU(s); memtable {}, sub-task {}, offload from {}; \
-         {} run(s) per point (median), {:.1} s in all\n",
+         throttle {}, {} of {} usable CPU(s); memtable {}, sub-task {}, offload from {}, \
+         dynamic chunks from {}; {} run(s) per point (median), {:.1} s in all\n",
         s.data_bytes as f64 / 1e6,
         s.key_size,
         s.compression,
@@ -74,6 +74,7 @@ fn header(report: &CoproReport) -> String {
         binary_size(s.sizing.write_buffer_size as u64),
         binary_size(s.sizing.sub_task_bytes),
         binary_size(s.sizing.min_offload_bytes),
+        binary_size(s.sizing.min_chunk_bytes),
         s.repeat,
         report.elapsed_seconds
     )

@@ -120,6 +120,7 @@ fn sizing_scales_with_the_data_and_stays_in_bounds() {
     assert_eq!(s.write_buffer_size, 3904 << 10);
     assert_eq!(s.min_offload_bytes, s.write_buffer_size as u64);
     assert_eq!(s.sub_task_bytes, s.min_offload_bytes / 8);
+    assert_eq!(s.min_chunk_bytes, 4 * s.sub_task_bytes);
     assert_eq!(s.max_bytes_for_level_base, 4 * s.target_file_size);
     assert_eq!(Sizing::for_data(1 << 30).write_buffer_size, 4 << 20);
     let tiny = Sizing::for_data(1 << 20);
