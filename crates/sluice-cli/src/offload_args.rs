@@ -20,7 +20,8 @@ pub struct OffloadArgs {
     #[arg(long, value_name = "FILE", requires = "workers")]
     pub worker_secret_file: Option<PathBuf>,
     /// How a compaction is shared: `static` (Co-KV: half to the host), `static:RATIO` (the
-    /// host's share, 0 to 1) or `dynamic` (by each side's measured bandwidth).
+    /// host's share, 0 to 1) or `dynamic` (contiguous chunks handed out on demand, sized by
+    /// each side's measured bandwidth).
     #[arg(long, value_name = "SPLIT", default_value = "static", value_parser = parse_split)]
     pub split: Split,
     /// The executor of the host's share: `decide` (the CoPro+ decision component), or
