@@ -21,7 +21,7 @@ use crate::version::version::{largest_user_key, smallest_user_key};
 /// The compaction score of `level`: at least 1 means it should be compacted.
 pub fn level_score(version: &Version, options: &Options, level: usize) -> f64 {
     if level == 0 {
-        version.num_files(0) as f64 / options.l0_compaction_trigger as f64
+        version.l0_depth() as f64 / options.l0_compaction_trigger as f64
     } else if level == NUM_LEVELS - 1 {
         0.0 // the last level has nowhere to go
     } else {
@@ -97,9 +97,7 @@ fn pick_in_level(
     if level == 0 {
         // Oldest file first (L0 is kept newest first); `overlapping_files` closes each seed's
         // range over every L0 file it overlaps, so no version of a key is left behind above.
-        return files
-            .iter()
-            .rev()
+        return l0_seeds(version)
             .filter(|seed| !running.is_busy(seed.number))
             .map(|seed| {
                 let inputs0 = version.overlapping_files(
@@ -124,6 +122,28 @@ fn pick_in_level(
         .filter(|seed| !running.is_busy(seed.number))
         .map(|seed| expand(version, level, vec![Arc::clone(seed)], Reason::LevelSize))
         .find(|c| !running.conflicts(c))
+}
+
+/// The L0 files a compaction may start from, oldest first. In partitioned mode only files of
+/// ranges at least three quarters as deep as the deepest qualify, deepest range first: a range
+/// holding one or two L0 files would otherwise be compacted (with all of its L1 overlap) only
+/// because another range is deep, while ranges nearly as deep can still compact beside it.
+fn l0_seeds(version: &Version) -> impl Iterator<Item = &Arc<FileMetaData>> {
+    let files = version.files(0);
+    let mut seeds: Vec<&Arc<FileMetaData>> = files.iter().rev().collect();
+    if let (Some(map), Some(counts)) = (version.range_map(), version.l0_files_per_range()) {
+        let depth = |f: &FileMetaData| {
+            counts
+                .get(map.index_of(smallest_user_key(f)))
+                .copied()
+                .unwrap_or(0)
+        };
+        let deepest = counts.iter().copied().max().unwrap_or(0);
+        // Ranges within a quarter of the deepest, so several owners can compact at once.
+        seeds.retain(|f| 4 * depth(f) >= 3 * deepest);
+        seeds.sort_by_key(|f| std::cmp::Reverse(depth(f)));
+    }
+    seeds.into_iter()
 }
 
 /// Fewest L0 files an intra-L0 compaction merges (RocksDB's `kMinFilesForIntraL0Compaction`).
@@ -292,6 +312,47 @@ mod tests {
             vec![5]
         );
         assert!(c.bottommost);
+    }
+
+    #[test]
+    fn partitioned_l0_is_as_deep_as_its_deepest_range_and_compacts_it_first() {
+        use crate::partition::{RangeMap, owner_dir_index};
+        let opts = Options::default(); // trigger 4
+        let map = RangeMap::new(&[b"m".to_vec()], &[0, 1]).unwrap();
+        let in_range = |number, lo, hi, seq, owner| {
+            let f = meta(number, lo, hi, 10, seq);
+            FileMetaData {
+                dir_index: owner_dir_index(owner),
+                ..f
+            }
+        };
+        // Range 1's single file is the oldest of all; range 0 holds four.
+        let mut files = vec![(0, in_range(1, "x", "y", 1, 1))];
+        files.extend((2..6).map(|n| (0, in_range(n, "a", "c", n, 0))));
+        let edit = VersionEdit {
+            new_files: files,
+            range_map: Some(map),
+            ..VersionEdit::default()
+        };
+        let v = Arc::new(Version::default().apply(&edit).unwrap());
+        assert_eq!(v.num_files(0), 5);
+        assert_eq!(v.l0_files_per_range(), Some(vec![4, 1]));
+        assert_eq!(v.l0_depth(), 4);
+        let c = pick(&v, &opts, &Default::default(), &InProgress::default()).unwrap();
+        let mut l0: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
+        l0.sort();
+        assert_eq!(l0, vec![2, 3, 4, 5], "the deep range, not the oldest file");
+        // Three files in each of two ranges stay below the trigger although six are in L0.
+        let mut files: Vec<_> = (1..4).map(|n| (0, in_range(n, "x", "y", n, 1))).collect();
+        files.extend((4..7).map(|n| (0, in_range(n, "a", "c", n, 0))));
+        let edit = VersionEdit {
+            new_files: files,
+            range_map: Some(RangeMap::new(&[b"m".to_vec()], &[0, 1]).unwrap()),
+            ..VersionEdit::default()
+        };
+        let v = Arc::new(Version::default().apply(&edit).unwrap());
+        assert_eq!(v.l0_depth(), 3);
+        assert!(!needs_compaction(&v, &opts));
     }
 
     #[test]

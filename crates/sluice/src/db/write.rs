@@ -154,7 +154,7 @@ impl DbInner {
             if st.closing {
                 return Err(Error::Closed);
             }
-            let l0_files = st.versions.current().num_files(0);
+            let l0_files = st.versions.current().l0_depth();
             let l0_stalls = !self.options.disable_auto_compactions;
             if l0_stalls && !slowed && l0_files >= self.options.l0_slowdown_writes_trigger {
                 // Delay this write by a millisecond rather than stopping later for seconds:

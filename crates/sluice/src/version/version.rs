@@ -58,6 +58,30 @@ impl Version {
         self.files[level].len()
     }
 
+    /// L0 files per range of the range map (ranges never share a file), in map order; `None`
+    /// when the database is not partitioned.
+    pub fn l0_files_per_range(&self) -> Option<Vec<usize>> {
+        let map = self.range_map.as_ref()?;
+        let mut counts = vec![0; map.len()];
+        for f in &self.files[0] {
+            if let Some(c) = counts.get_mut(map.index_of(smallest_user_key(f))) {
+                *c += 1;
+            }
+        }
+        Some(counts)
+    }
+
+    /// The most L0 files one key's read may visit: every L0 file, or in partitioned mode the
+    /// most that any one range holds. Each range is then an L0 of its own, so a flush cutting
+    /// the memtable into one piece per range does not make L0 look as many times deeper as
+    /// there are ranges: the compaction score and the write stalls use this depth.
+    pub fn l0_depth(&self) -> usize {
+        match self.l0_files_per_range() {
+            Some(counts) => counts.into_iter().max().unwrap_or(0),
+            None => self.files[0].len(),
+        }
+    }
+
     /// Total bytes of `level`.
     pub fn level_bytes(&self, level: usize) -> u64 {
         self.files[level].iter().map(|f| f.file_size).sum()
