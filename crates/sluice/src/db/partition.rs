@@ -97,6 +97,12 @@ impl DbInner {
         let Some(stats) = self.partition_stats() else {
             return;
         };
+        // One move at a time: until a moved range's data is relocated the owners' bytes are
+        // in flux, and the relocation is compaction work the owners are still doing.
+        if let Some(r) = stats.ranges.iter().find(|r| !r.forwarded_from.is_empty()) {
+            tracing::debug!(start = ?r.start, "balancing storage: waiting for a move to finish");
+            return;
+        }
         let Some(planned) = plan_move(&stats, &balance) else {
             return;
         };

@@ -11,14 +11,21 @@
 //! 3. then the rest.
 //!
 //! Among equals, the range whose bytes come closest to half the gap between the two owners
-//! (so the move evens them out best) wins. A move must shrink the gap. Owners are compared by
+//! (so the move evens them out best) wins. A move must shrink the gap to at most half: a range
+//! of more than three quarters of the gap would swap the owners' roles with a gap nearly as
+//! wide, and the next plan would move it back.
+//!
+//! Ranges and owners are measured by their bytes below L0. L0 is a write buffer that
+//! compaction drains into L1 (where overwritten versions drop out), and a hot range's L0
+//! swings by a memtable's worth between its compactions: counted, it would make the hot range
+//! look alternately too big and too small, and bounce between owners. Owners are compared by
 //! the bytes of the ranges they own, wherever those bytes still are, so data waiting to be
 //! relocated counts for its new owner and the next plan does not undo a move in flight.
 
 use std::fmt;
 
 use super::range_map::OwnerId;
-use super::stats::PartitionStats;
+use super::stats::{PartitionStats, RangeStats};
 
 /// When the balancer acts.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -59,9 +66,9 @@ pub struct Move {
     pub from: OwnerId,
     /// Its owner after the move (the emptiest owner).
     pub to: OwnerId,
-    /// The range's bytes.
+    /// The range's bytes below L0.
     pub bytes: u64,
-    /// Bytes owned by `from` and `to` before the move.
+    /// Bytes below L0 owned by `from` and `to` before the move.
     pub owner_bytes: (u64, u64),
     /// Why this range.
     pub priority: Priority,
@@ -84,11 +91,12 @@ impl fmt::Display for Move {
 
 /// The move to make now, if the owners are uneven enough.
 pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Move> {
+    let settled = |r: &RangeStats| r.bytes.saturating_sub(r.l0_bytes);
     // Bytes per owner, counting each range for its owner.
     let mut owned = vec![0u64; stats.owners.len()];
     for r in &stats.ranges {
         if let Some(b) = owned.get_mut(r.owner as usize) {
-            *b += r.bytes;
+            *b += settled(r);
         }
     }
     let (from, &full) = owned.iter().enumerate().max_by_key(|(_, b)| **b)?;
@@ -113,8 +121,8 @@ pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Mov
         .ranges
         .iter()
         .enumerate()
-        // Moving more than the gap would leave them as uneven the other way round.
-        .filter(|(_, r)| r.owner == from && r.bytes > 0 && r.bytes < gap)
+        // After the move the gap is `|gap - 2 * bytes|`: at most half the gap now.
+        .filter(|(_, r)| r.owner == from && settled(r) > 0 && 4 * settled(r) <= 3 * gap)
         .map(|(i, r)| {
             let widens = match to_span {
                 None => false,
@@ -133,8 +141,8 @@ pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Mov
                 (true, false) => Priority::NoExtraReadOwner,
                 (true, true) => Priority::Other,
             };
-            let fit = r.bytes.abs_diff(gap / 2);
-            (priority, extra_read_owner, fit, i, r.bytes)
+            let fit = settled(r).abs_diff(gap / 2);
+            (priority, extra_read_owner, fit, i, settled(r))
         })
         .min()
         .map(|(priority, _, _, range, bytes)| Move {
@@ -150,7 +158,7 @@ pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Mov
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::partition::stats::{OwnerStats, RangeStats};
+    use crate::partition::stats::OwnerStats;
 
     /// Ranges with these (owner, bytes); owners' stored bytes follow.
     fn stats(ranges: &[(OwnerId, u64)], owners: usize) -> PartitionStats {
@@ -221,10 +229,33 @@ mod tests {
     }
 
     #[test]
+    fn l0_bytes_do_not_count() {
+        // Range 1 would move, but range 0 is mostly L0: below L0 owner 0 holds 70 to owner
+        // 1's 40, a gap range 1 (30) would more than half reverse.
+        let mut s = stats(&[(0, 100), (0, 30), (1, 40)], 2);
+        assert_eq!(plan_move(&s, &OPTS).map(|m| m.range), Some(1));
+        s.ranges[0].l0_bytes = 60;
+        assert_eq!(plan_move(&s, &OPTS), None);
+        // Owner 1's L0 likewise: now owner 0 (40 settled) is the fuller one by far.
+        let mut s = stats(&[(0, 40), (0, 10), (1, 40)], 2);
+        s.ranges[2].l0_bytes = 35;
+        let m = plan_move(&s, &OPTS).unwrap();
+        assert_eq!((m.range, m.from, m.to, m.bytes), (1, 0, 1, 10));
+        assert_eq!(m.owner_bytes, (50, 5));
+    }
+
+    #[test]
     fn moves_never_overshoot() {
         // Owner 0's only range is bigger than the gap: moving it would just swap the skew.
         assert_eq!(plan_move(&stats(&[(0, 100), (1, 60)], 2), &OPTS), None);
         let m = plan_move(&stats(&[(0, 100), (0, 30), (1, 60)], 2), &OPTS).unwrap();
+        assert_eq!(m.range, 1);
+        // Range 0 (70 of a gap of 80) would leave a gap of 60 the other way, and the next plan
+        // would move it back.
+        let m = plan_move(&stats(&[(0, 70), (0, 10), (1, 0)], 2), &OPTS).unwrap();
+        assert_eq!(m.range, 1);
+        // Range 1 (40 of a gap of 70) overshoots half the gap but leaves only 10 the other way.
+        let m = plan_move(&stats(&[(1, 70), (0, 40), (0, 100)], 2), &OPTS).unwrap();
         assert_eq!(m.range, 1);
     }
 }

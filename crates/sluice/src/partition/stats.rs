@@ -24,6 +24,9 @@ pub struct RangeStats {
     pub forwarded_from: Vec<OwnerId>,
     /// Bytes of the range's tables, wherever they are.
     pub bytes: u64,
+    /// The part of `bytes` in L0: a write buffer that compaction drains, so it swings by a
+    /// memtable's worth between compactions of a hot range.
+    pub l0_bytes: u64,
     /// Tables of the range.
     pub files: usize,
     /// Bytes of the range's tables still in a former owner's directory.
@@ -73,14 +76,10 @@ impl PartitionStats {
     }
 }
 
-/// An estimate of the compaction input bytes a level's excess will cost: for L0, all of it
-/// once L0 reaches its trigger; for a deeper level above its target, the fraction above the
-/// target, counted in the range's share of the level.
+/// An estimate of the compaction input bytes a level's excess will cost: the fraction of a
+/// deeper level above its target, counted in each range's share of the level. (L0 is counted
+/// per range by [`pending_compaction_bytes`].)
 fn level_excess_fraction(version: &Version, options: &Options, level: usize) -> f64 {
-    if level == 0 {
-        let triggered = version.num_files(0) >= options.l0_compaction_trigger;
-        return if triggered { 1.0 } else { 0.0 };
-    }
     if level == NUM_LEVELS - 1 {
         return 0.0;
     }
@@ -93,10 +92,28 @@ fn level_excess_fraction(version: &Version, options: &Options, level: usize) -> 
     }
 }
 
-/// Pending compaction bytes of each range of `map` in `version`.
+/// Pending compaction bytes of each range of `map` in `version`: all of a range's L0 once the
+/// range holds `l0_compaction_trigger` L0 files, plus its share of every deeper level's
+/// excess.
 pub fn pending_compaction_bytes(version: &Version, options: &Options, map: &RangeMap) -> Vec<u64> {
     let mut pending = vec![0f64; map.len()];
-    for level in 0..NUM_LEVELS {
+    let mut l0_files = vec![0usize; map.len()];
+    for f in version.files(0) {
+        if let Some(n) = l0_files.get_mut(map.index_of(smallest_user_key(f))) {
+            *n += 1;
+        }
+    }
+    for f in version.files(0) {
+        let i = map.index_of(smallest_user_key(f));
+        if l0_files
+            .get(i)
+            .is_some_and(|&n| n >= options.l0_compaction_trigger)
+            && let Some(p) = pending.get_mut(i)
+        {
+            *p += f.file_size as f64;
+        }
+    }
+    for level in 1..NUM_LEVELS {
         let fraction = level_excess_fraction(version, options, level);
         if fraction == 0.0 {
             continue;
@@ -139,10 +156,13 @@ pub fn partition_stats(
             ..OwnerStats::default()
         })
         .collect();
-    for f in version.live_files() {
+    for (level, f) in (0..NUM_LEVELS).flat_map(|l| version.files(l).iter().map(move |f| (l, f))) {
         let i = map.index_of(smallest_user_key(f));
         let r = &mut ranges[i];
         r.bytes += f.file_size;
+        if level == 0 {
+            r.l0_bytes += f.file_size;
+        }
         r.files += 1;
         if f.dir_index != owner_dir_index(r.owner) {
             r.forwarded_bytes += f.file_size;
