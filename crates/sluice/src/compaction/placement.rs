@@ -1,7 +1,7 @@
 //! Partitioned mode: where a compaction runs. Every compaction lies in one range
 //! ([`crate::partition`]); it runs on that range's owner (its worker, through the offload
 //! machinery, or the host) and writes into the owner's directory. With compaction-load
-//! balancing, idle owners take shares of a backlogged owner's compaction
+//! balancing, lightly loaded owners take shares of a backlogged owner's compaction
 //! ([`crate::partition::load`]): the work moves, the outputs still go to the owner.
 
 use parking_lot::MutexGuard;
@@ -46,13 +46,28 @@ impl DbInner {
         let partitions = self.options.partitions.as_ref()?;
         let owners = match (&partitions.load_balance, self.partition_stats()) {
             (Some(lb), Some(stats)) => {
-                let busy: Vec<bool> = self.owners_busy.lock().iter().map(|n| *n > 0).collect();
-                sharing_owners(owner, c.input_bytes(), &stats, &busy, lb)
+                let running = self.owners_busy.lock().clone();
+                let owners = sharing_owners(owner, c.input_bytes(), &stats, &running, lb);
+                if owners.len() == 1 {
+                    let pending: Vec<u64> = stats
+                        .owners
+                        .iter()
+                        .map(|o| o.pending_compaction_bytes)
+                        .collect();
+                    tracing::debug!(
+                        owner,
+                        input_bytes = c.input_bytes(),
+                        ?pending,
+                        ?running,
+                        "compaction-load balancing: no owner helps"
+                    );
+                }
+                owners
             }
             _ => vec![owner],
         };
         if owners.len() > 1 {
-            tracing::info!(owner, helpers = ?&owners[1..], "compaction-load balancing: idle owners share a backlogged owner's compaction");
+            tracing::info!(owner, helpers = ?&owners[1..], "compaction-load balancing: lightly loaded owners share a backlogged owner's compaction");
         }
         let guard = self.mark_busy(owners.clone());
         let Some(off) = self.offloader.as_ref() else {
