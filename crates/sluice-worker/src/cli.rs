@@ -45,7 +45,7 @@ pub struct WorkerArgs {
     #[arg(long)]
     pub cpus: Option<CpuList>,
     /// Emulate a device CPU this many times slower: after each task sleep (F - 1) x its CPU
-    /// time. At least 1.0.
+    /// time, the sleeps of tasks running at once queued one after another. At least 1.0.
     #[arg(long, default_value_t = 1.0)]
     pub throttle: f64,
     /// Values larger than this many bytes count as large in the decision [default: 16384].

@@ -38,7 +38,8 @@ pub struct WorkerConfig {
     pub decision: DecisionConfig,
     /// Emulated slowdown of the device CPU, `1.0..=MAX_THROTTLE`: after each task the worker
     /// sleeps `(throttle - 1) x` the task's CPU time before it answers, as if its CPU were
-    /// `throttle` times slower. 1.0 is no slowdown.
+    /// `throttle` times slower; the sleeps of tasks running at once queue behind each other,
+    /// so the device's speed does not grow with its tasks. 1.0 is no slowdown.
     pub throttle: f64,
     /// Compute threads of the parallel executor when a task does not say,
     /// `1..=MAX_COMPUTE_THREADS`.

@@ -134,7 +134,8 @@ impl WorkerService {
         };
         let pause = throttle_pause(self.state.throttle, report.cpu_nanos);
         if !pause.is_zero() {
-            tokio::time::sleep(pause).await;
+            let until = self.state.device_clock.reserve(pause);
+            tokio::time::sleep_until(until.into()).await;
         }
         drop(slot);
         guard.armed = false;

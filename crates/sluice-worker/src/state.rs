@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use sluice_exec::JobControl;
 use sluice_rpc::auth::Secret;
@@ -14,6 +15,29 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::config::WorkerConfig;
 use crate::decision::Decider;
 use crate::metrics::Metrics;
+
+/// The emulated device CPU of a throttled worker. Tasks that run at once pay their throttle
+/// pauses one after another, so the worker does `1 / throttle` of a core's work however many
+/// tasks it runs: with a pause per task, two tasks sleeping side by side would make the
+/// device twice as fast as it claims to be.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceClock {
+    busy_until: Mutex<Option<Instant>>,
+}
+
+impl DeviceClock {
+    /// Reserves `pause` of the device after the pauses reserved before; returns when it ends.
+    pub fn reserve(&self, pause: Duration) -> Instant {
+        let mut busy = self
+            .busy_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let end = busy.map_or(now, |b| b.max(now)) + pause;
+        *busy = Some(end);
+        end
+    }
+}
 
 /// The state of one serving worker.
 #[derive(Debug)]
@@ -26,6 +50,8 @@ pub(crate) struct WorkerState {
     pub slots: Arc<Semaphore>,
     pub threads: usize,
     pub throttle: f64,
+    /// When the emulated device CPU has paid off every throttle pause reserved so far.
+    pub device_clock: DeviceClock,
     pub compute_threads: usize,
     pub decider: Decider,
     pub metrics: Metrics,
@@ -46,6 +72,7 @@ impl WorkerState {
             slots: Arc::new(Semaphore::new(config.threads)),
             threads: config.threads,
             throttle: config.throttle,
+            device_clock: DeviceClock::default(),
             compute_threads: config.compute_threads,
             decider: Decider::new(config.mode, config.decision),
             metrics: Metrics::default(),
@@ -121,6 +148,21 @@ impl Drop for Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn throttle_pauses_queue_behind_each_other() {
+        let clock = DeviceClock::default();
+        let start = Instant::now();
+        let first = clock.reserve(Duration::from_millis(100));
+        let second = clock.reserve(Duration::from_millis(100));
+        assert!(first >= start + Duration::from_millis(100));
+        assert!(second >= first + Duration::from_millis(100));
+        // Once the device has caught up, a pause starts from now again.
+        std::thread::sleep(second.saturating_duration_since(Instant::now()));
+        let later = clock.reserve(Duration::from_millis(10));
+        assert!(later >= second + Duration::from_millis(10));
+        assert!(later <= Instant::now() + Duration::from_millis(10));
+    }
 
     #[tokio::test]
     async fn slots_register_and_cancel_jobs() {
