@@ -18,7 +18,7 @@
 //!
 //! Each offloaded run starts its own workers ([`workers`]) serving that run's database
 //! directory, with a fresh secret, each pinned to its own core where the machine has one
-//! ([`pin`]: host on the first usable CPU, worker `i` on the `(i + 1)`-th); the host thread
+//! ([`pin`]: host on the first usable CPU, the workers on the others in turn); the host thread
 //! that opens the database is pinned to its core for the whole experiment. `throttle` makes
 //! the workers' CPU that many times slower (a device CPU).
 //!

@@ -2,8 +2,10 @@
 //!
 //! Document 004 runs the host and the device on separate CPUs. Here the host is this process
 //! and each device a `sluice worker`; [`CpuPlan`] gives the host the first CPU this process may
-//! use and worker `i` the `(i + 1)`-th (wrapping when there are more workers than CPUs, so two
-//! workers may then share a core). A machine with one usable CPU pins nothing.
+//! use and the workers the others in turn: worker `i` gets the `(1 + i % (n - 1))`-th of `n`.
+//! With more workers than other CPUs, workers share cores, never the host's: a device's
+//! compaction must not take CPU from the host's writers, or balancing work across devices
+//! would be measured as a slower host. A machine with one usable CPU pins nothing.
 //!
 //! [`HostPin`] pins the *calling thread* (`sched_setaffinity` on pid 0 acts on one thread) and
 //! every thread it creates afterwards, which inherit its mask: the database opened after the
@@ -29,7 +31,7 @@ pub struct CpuPlan {
 
 impl CpuPlan {
     /// The plan for `workers` workers over the `allowed` CPUs (ascending): host on the first,
-    /// worker `i` on the `(i + 1) % len`-th; nothing pinned with fewer than two CPUs.
+    /// worker `i` on the `(1 + i % (len - 1))`-th; nothing pinned with fewer than two CPUs.
     pub fn new(allowed: Vec<usize>, workers: usize) -> CpuPlan {
         if allowed.len() < 2 {
             return CpuPlan {
@@ -38,10 +40,12 @@ impl CpuPlan {
                 workers: vec![None; workers],
             };
         }
-        let at = |i: usize| allowed.get(i % allowed.len()).copied();
+        let others = allowed.len() - 1;
         CpuPlan {
-            host: at(0),
-            workers: (0..workers).map(|i| at(i + 1)).collect(),
+            host: allowed.first().copied(),
+            workers: (0..workers)
+                .map(|i| allowed.get(1 + i % others).copied())
+                .collect(),
             allowed,
         }
     }
@@ -121,7 +125,7 @@ mod tests {
         assert!(!plan.shared());
         let plan = CpuPlan::new(vec![2, 5, 7], 3);
         assert_eq!(plan.host, Some(2));
-        assert_eq!(plan.workers, vec![Some(5), Some(7), Some(2)]);
+        assert_eq!(plan.workers, vec![Some(5), Some(7), Some(5)]);
         assert!(plan.shared());
         let plan = CpuPlan::new(vec![3], 2);
         assert_eq!((plan.host, plan.workers), (None, vec![None, None]));

@@ -14,7 +14,7 @@ use sluice::{Db, Options, Result};
 
 use super::pin::CpuPlan;
 use super::report::{RunReport, SideReport, median};
-use super::workers::{WorkerSet, WorkerSettings};
+use super::workers::{WorkerSet, WorkerSettings, WorkerSpec};
 use super::{Configuration, CoproConfig, Sizing, Workload};
 use crate::delta::MetricsDelta;
 use crate::progress::Progress;
@@ -91,12 +91,11 @@ impl Runner<'_> {
             true => Some(WorkerSet::start(
                 &WorkerSettings {
                     program: &self.config.worker_program,
-                    root: dir,
                     secret_file: self.secret_file,
                     throttle: self.config.throttle,
                     log_dir: self.scratch,
                 },
-                &self.plan.workers,
+                &WorkerSpec::serving(dir, &self.plan.workers),
             )?),
             false => None,
         };

@@ -1,7 +1,7 @@
 //! The experiment's worker processes: a secret file, starting `sluice worker` processes on
 //! 127.0.0.1 with a free port each, and stopping them.
 //!
-//! A worker is started as `PROGRAM LEADING_ARGS.. --listen 127.0.0.1:0 --root DIR
+//! A worker is started as `PROGRAM LEADING_ARGS.. --listen 127.0.0.1:0 --root DIR..
 //! --secret-file F --mode auto --throttle T [--cpus C]` and prints exactly one line on stdout,
 //! `sluice worker listening on <addr>`, once it serves; the address is read from that line.
 //! Its stderr (its log) goes to a file, quoted in the error if it fails to start. Afterwards a
@@ -77,13 +77,33 @@ pub fn write_secret_file(path: &Path) -> Result<Secret> {
 #[derive(Clone, Debug)]
 pub struct WorkerSettings<'a> {
     pub program: &'a WorkerProgram,
-    /// The database directory the workers serve (`--root`).
-    pub root: &'a Path,
     pub secret_file: &'a Path,
     /// `--throttle`: the emulated device CPU is this many times slower.
     pub throttle: f64,
     /// Where the workers' logs go (`worker-<i>.log`).
     pub log_dir: &'a Path,
+}
+
+/// What is particular to one worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerSpec {
+    /// The directories it serves (`--root`, in order; the first is where its outputs go by
+    /// default).
+    pub roots: Vec<PathBuf>,
+    /// The core it is pinned to (`--cpus`), if any.
+    pub cpu: Option<usize>,
+}
+
+impl WorkerSpec {
+    /// One spec per core of `cpus`, every worker serving `root` alone.
+    pub fn serving(root: &Path, cpus: &[Option<usize>]) -> Vec<WorkerSpec> {
+        cpus.iter()
+            .map(|&cpu| WorkerSpec {
+                roots: vec![root.to_path_buf()],
+                cpu,
+            })
+            .collect()
+    }
 }
 
 /// One running worker.
@@ -103,15 +123,15 @@ pub struct WorkerSet {
 }
 
 impl WorkerSet {
-    /// Starts one worker per entry of `cpus` (pinned to that core where `Some`), waiting for
-    /// each to serve. On an error the workers already started are stopped.
-    pub fn start(settings: &WorkerSettings<'_>, cpus: &[Option<usize>]) -> Result<WorkerSet> {
+    /// Starts one worker per spec, waiting for each to serve. On an error the workers
+    /// already started are stopped.
+    pub fn start(settings: &WorkerSettings<'_>, specs: &[WorkerSpec]) -> Result<WorkerSet> {
         let mut set = WorkerSet {
             workers: Vec::new(),
             stop_timeout: STOP_TIMEOUT,
         };
-        for (i, &cpu) in cpus.iter().enumerate() {
-            set.workers.push(start_one(settings, i, cpu)?);
+        for (i, spec) in specs.iter().enumerate() {
+            set.workers.push(start_one(settings, i, spec)?);
         }
         Ok(set)
     }
@@ -157,7 +177,7 @@ impl Drop for WorkerSet {
     }
 }
 
-fn start_one(settings: &WorkerSettings<'_>, index: usize, cpu: Option<usize>) -> Result<Worker> {
+fn start_one(settings: &WorkerSettings<'_>, index: usize, spec: &WorkerSpec) -> Result<Worker> {
     let log = settings.log_dir.join(format!("worker-{index}.log"));
     let log_file = std::fs::File::create(&log).with_path(&log)?;
     let program = &settings.program.program;
@@ -165,14 +185,16 @@ fn start_one(settings: &WorkerSettings<'_>, index: usize, cpu: Option<usize>) ->
     command
         .args(&settings.program.leading_args)
         .arg("--listen")
-        .arg("127.0.0.1:0")
-        .arg("--root")
-        .arg(settings.root)
+        .arg("127.0.0.1:0");
+    for root in &spec.roots {
+        command.arg("--root").arg(root);
+    }
+    command
         .arg("--secret-file")
         .arg(settings.secret_file)
         .args(["--mode", "auto", "--throttle"])
         .arg(settings.throttle.to_string());
-    if let Some(cpu) = cpu {
+    if let Some(cpu) = spec.cpu {
         command.arg("--cpus").arg(cpu.to_string());
     }
     let mut child = command
@@ -300,11 +322,14 @@ mod tests {
     fn settings<'a>(program: &'a WorkerProgram, dir: &'a Path) -> WorkerSettings<'a> {
         WorkerSettings {
             program,
-            root: dir,
             secret_file: dir,
             throttle: 2.0,
             log_dir: dir,
         }
+    }
+
+    fn one(root: &Path) -> Vec<WorkerSpec> {
+        WorkerSpec::serving(root, &[None])
     }
 
     #[test]
@@ -346,7 +371,17 @@ mod tests {
             "echo \"$@\" > \"$4/args-$$\"; trap 'exit 0' TERM; \
              echo 'sluice worker listening on 127.0.0.1:9'; while true; do sleep 0.05; done",
         );
-        let set = WorkerSet::start(&settings(&program, dir.path()), &[Some(1), None]).unwrap();
+        let specs = [
+            WorkerSpec {
+                roots: vec![dir.path().into(), "/other".into()],
+                cpu: Some(1),
+            },
+            WorkerSpec {
+                roots: vec![dir.path().into()],
+                cpu: None,
+            },
+        ];
+        let set = WorkerSet::start(&settings(&program, dir.path()), &specs).unwrap();
         assert_eq!(set.addresses(), vec!["127.0.0.1:9", "127.0.0.1:9"]);
         assert!(set.cpu_seconds().iter().all(|c| c.is_some()));
         set.stop().unwrap();
@@ -363,9 +398,14 @@ mod tests {
             .collect();
         args.sort();
         let d = dir.path().display();
-        let base =
-            format!("--listen 127.0.0.1:0 --root {d} --secret-file {d} --mode auto --throttle 2");
-        assert_eq!(args, vec![base.clone(), format!("{base} --cpus 1")]);
+        let tail = format!("--secret-file {d} --mode auto --throttle 2");
+        assert_eq!(
+            args,
+            vec![
+                format!("--listen 127.0.0.1:0 --root {d} --root /other {tail} --cpus 1"),
+                format!("--listen 127.0.0.1:0 --root {d} {tail}"),
+            ]
+        );
     }
 
     #[test]
@@ -375,7 +415,7 @@ mod tests {
             "trap '' TERM; echo 'sluice worker listening on 127.0.0.1:9'; \
              while true; do sleep 0.05; done",
         );
-        let mut set = WorkerSet::start(&settings(&program, dir.path()), &[None]).unwrap();
+        let mut set = WorkerSet::start(&settings(&program, dir.path()), &one(dir.path())).unwrap();
         set.stop_timeout = Duration::from_millis(300);
         let start = Instant::now();
         let err = set.stop().unwrap_err().to_string();
@@ -387,18 +427,18 @@ mod tests {
     fn start_failures_quote_the_log_and_leave_no_process() {
         let dir = tempfile::tempdir().unwrap();
         let program = script("echo 'bad flag --frobnicate' >&2; exit 2");
-        let err = WorkerSet::start(&settings(&program, dir.path()), &[None])
+        let err = WorkerSet::start(&settings(&program, dir.path()), &one(dir.path()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("exited before serving"), "{err}");
         assert!(err.contains("bad flag --frobnicate"), "{err}");
         let program = script("echo 'hello'; sleep 5");
-        let err = WorkerSet::start(&settings(&program, dir.path()), &[None])
+        let err = WorkerSet::start(&settings(&program, dir.path()), &one(dir.path()))
             .unwrap_err()
             .to_string();
         assert!(err.contains("\"hello\""), "{err}");
         let missing = WorkerProgram::sluice(dir.path().join("no-such-sluice"));
-        assert!(WorkerSet::start(&settings(&missing, dir.path()), &[None]).is_err());
+        assert!(WorkerSet::start(&settings(&missing, dir.path()), &one(dir.path())).is_err());
     }
 
     #[test]
@@ -408,7 +448,7 @@ mod tests {
             "echo $$ > \"$4/pid\"; trap 'exit 0' TERM; \
              echo 'sluice worker listening on 127.0.0.1:9'; while true; do sleep 0.05; done",
         );
-        let set = WorkerSet::start(&settings(&program, dir.path()), &[None]).unwrap();
+        let set = WorkerSet::start(&settings(&program, dir.path()), &one(dir.path())).unwrap();
         let pid: i32 = std::fs::read_to_string(dir.path().join("pid"))
             .unwrap()
             .trim()
