@@ -331,7 +331,11 @@ pub struct BenchArgs {
     /// `copro` reproduces document 004's comparison of host only, Co-KV, CoPro, CoPro+ and the
     /// dynamic split (fillrandom and YCSB A at 100 B to 64 KiB values, --num x 64 bytes per
     /// run) with --workers worker processes (`sluice worker`) it starts itself; it uses --num,
-    /// --key-size, --compression, --seed, --workers and --throttle.
+    /// --key-size, --compression, --seed, --workers and --throttle. `mstore` reproduces
+    /// document 001's MStore-basic against MStore (storage and compaction-load balancing): one
+    /// owner directory and `sluice worker` per --workers (default 2), --num zipfian writes hot
+    /// in owner 0's ranges, a reader checking a reference set throughout; it uses --num,
+    /// --key-size, --value-size, --compression, --seed, --workers and --throttle.
     #[arg(long, value_name = "NAME", value_parser = parse_experiment, conflicts_with_all = NOT_FOR_EXPERIMENTS)]
     pub experiment: Option<Experiment>,
     /// Also write the JSON and charts (PNG and SVG) into DIR, creating it if needed: for
@@ -343,11 +347,13 @@ pub struct BenchArgs {
     /// With --experiment: measure every data point K times and report the median run.
     #[arg(long, value_name = "K", value_parser = parse_usize, requires = "experiment")]
     pub repeat: Option<usize>,
-    /// With --experiment copro: worker processes started for each offloaded run [default: 1].
+    /// With --experiment copro: worker processes started for each offloaded run [default: 1];
+    /// with mstore: owners, each with its own worker [default: 2].
     #[arg(long = "workers", value_name = "N", value_parser = parse_usize, requires = "experiment")]
     pub experiment_workers: Option<usize>,
-    /// With --experiment copro: emulate a device CPU F times slower than the host's (each
-    /// worker sleeps (F - 1) x its CPU time per share), at least 1.0 [default: 1.0].
+    /// With --experiment copro or mstore: emulate a device CPU F times slower than the host's
+    /// (each worker sleeps (F - 1) x its CPU time per share), at least 1.0 [default: 1.0 for
+    /// copro, 4.0 for mstore, whose document's devices are embedded boards].
     #[arg(long, value_name = "F", requires = "experiment")]
     pub throttle: Option<f64>,
     #[command(flatten)]

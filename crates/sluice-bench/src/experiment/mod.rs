@@ -5,6 +5,7 @@
 //! |---------|------------------------------------------------------|-----------|
 //! | `pcp`   | 000, Pipelined Compaction for the LSM-tree           | [`pcp`]   |
 //! | `copro` | 004, CoPro: host/device collaborative compaction     | [`copro`] |
+//! | `mstore`| 001, MStore: partitions owned by near-data devices   | [`mstore`]|
 //!
 //! Measurements are taken once per data point by default: on a shared machine a single run can
 //! be off by tens of percent, so read differences of a few percent as noise, or pass a repeat
@@ -23,6 +24,7 @@ pub mod charts;
 pub mod copro;
 pub mod dataset;
 pub mod measure;
+pub mod mstore;
 pub mod pcp;
 pub mod results;
 pub mod table;
@@ -47,17 +49,21 @@ pub enum Experiment {
     /// Document 004: host only, Co-KV, CoPro, CoPro+ and the dynamic split with worker
     /// processes (Fig. 9, Table 5).
     Copro,
+    /// Document 001: MStore-basic against MStore (storage and compaction-load balancing)
+    /// with one worker process per owner (Fig. 3).
+    Mstore,
 }
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 2] = [Experiment::Pcp, Experiment::Copro];
+    pub const ALL: [Experiment; 3] = [Experiment::Pcp, Experiment::Copro, Experiment::Mstore];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {
             Experiment::Pcp => "pcp",
             Experiment::Copro => "copro",
+            Experiment::Mstore => "mstore",
         }
     }
 }

@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use sluice::filename::current_file_name;
 use sluice::{Db, IoContext, Options, RateLimiter};
 use sluice_bench::charts::write_bench_charts;
-use sluice_bench::experiment::{Experiment, PcpConfig, copro, run_pcp, table, write_outputs};
+use sluice_bench::experiment::{
+    Experiment, PcpConfig, copro, mstore, run_pcp, table, write_outputs,
+};
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
 
@@ -107,13 +109,14 @@ fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write)
     match experiment {
         Experiment::Pcp => run_pcp_experiment(args, out),
         Experiment::Copro => run_copro_experiment(args, out),
+        Experiment::Mstore => run_mstore_experiment(args, out),
     }
 }
 
 fn run_pcp_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     if args.experiment_workers.is_some() || args.throttle.is_some() {
         return Err(Failure::Error(
-            "--workers and --throttle apply to --experiment copro only".into(),
+            "--workers and --throttle apply to --experiment copro and mstore only".into(),
         ));
     }
     let config = PcpConfig {
@@ -129,25 +132,13 @@ fn run_pcp_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     };
     config.validate()?;
     let report = in_scratch(|scratch| run_pcp(&config, scratch))?;
-    if args.json {
-        writeln!(out, "{}", report.to_json())?;
-    } else {
-        write!(out, "{}", table::render(&report))?;
-    }
-    out.flush()?;
-    if let Some(dir) = &args.out {
-        let written = write_outputs(&report, dir)?;
-        if !args.json {
-            list_written(dir, &written, out)?;
-        }
-    }
-    Ok(())
+    present(args, out, report.to_json(), table::render(&report), |dir| {
+        write_outputs(&report, dir)
+    })
 }
 
 /// The CoPro experiment; its workers are this executable's `worker` subcommand.
 fn run_copro_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    let sluice = std::env::current_exe()
-        .map_err(|e| Failure::Error(format!("cannot find the sluice executable: {e}")))?;
     let config = copro::CoproConfig {
         data_bytes: copro::CoproConfig::data_bytes_for_num(args.num),
         key_size: args.key_size,
@@ -157,19 +148,68 @@ fn run_copro_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
         seed: args.seed,
         repeat: args.repeat.unwrap_or(1),
         progress: std::io::stderr().is_terminal(),
-        worker_program: copro::WorkerProgram::sluice(sluice),
+        worker_program: copro::WorkerProgram::sluice(this_executable()?),
         ..copro::CoproConfig::default()
     };
     config.validate()?;
     let report = in_scratch(|scratch| copro::run_copro(&config, scratch))?;
+    present(
+        args,
+        out,
+        report.to_json(),
+        copro::table::render(&report),
+        |dir| copro::write_outputs(&report, dir),
+    )
+}
+
+/// The MStore experiment; its workers are this executable's `worker` subcommand.
+fn run_mstore_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
+    let config = mstore::MstoreConfig {
+        num: args.num,
+        key_size: args.key_size,
+        value_size: args.value_size,
+        workers: args.experiment_workers.unwrap_or(2),
+        throttle: args.throttle.unwrap_or(mstore::DEFAULT_THROTTLE),
+        compression: args.compression.into(),
+        seed: args.seed,
+        repeat: args.repeat.unwrap_or(1),
+        progress: std::io::stderr().is_terminal(),
+        worker_program: copro::WorkerProgram::sluice(this_executable()?),
+        ..mstore::MstoreConfig::default()
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| mstore::run_mstore(&config, scratch))?;
+    present(
+        args,
+        out,
+        report.to_json(),
+        mstore::table::render(&report),
+        |dir| mstore::write_outputs(&report, dir),
+    )
+}
+
+/// The path of this `sluice` executable, whose `worker` subcommand the experiments start.
+fn this_executable() -> Result<PathBuf, Failure> {
+    std::env::current_exe()
+        .map_err(|e| Failure::Error(format!("cannot find the sluice executable: {e}")))
+}
+
+/// Prints an experiment's JSON (with --json) or table, then writes its files into --out.
+fn present(
+    args: &BenchArgs,
+    out: &mut dyn Write,
+    json: String,
+    table: String,
+    write: impl FnOnce(&Path) -> sluice::Result<Vec<PathBuf>>,
+) -> CmdResult {
     if args.json {
-        writeln!(out, "{}", report.to_json())?;
+        writeln!(out, "{json}")?;
     } else {
-        write!(out, "{}", copro::table::render(&report))?;
+        write!(out, "{table}")?;
     }
     out.flush()?;
     if let Some(dir) = &args.out {
-        let written = copro::write_outputs(&report, dir)?;
+        let written = write(dir)?;
         if !args.json {
             list_written(dir, &written, out)?;
         }
