@@ -100,7 +100,7 @@ pub struct MstoreConfig {
     pub throttle: f64,
     pub compression: CompressionType,
     pub seed: u64,
-    /// Runs per variant; the median by throughput is reported.
+    /// Runs per variant, alternating the variants; the median by throughput is reported.
     pub repeat: usize,
     /// How often the sampler records the owners' bytes and bandwidth.
     pub sample_interval: Duration,
@@ -211,15 +211,27 @@ pub fn run_mstore(config: &MstoreConfig, scratch: &Path) -> Result<MstoreReport>
         secret_file: &secret_file,
         scratch,
     };
-    let outcome = config
-        .variants
-        .iter()
-        .map(|&v| runner.variant(v, &progress))
-        .collect::<Result<Vec<_>>>();
+    // Repetitions alternate the variants, so a drift in the machine's speed (it is shared)
+    // touches both alike.
+    let mut runs: Vec<Vec<VariantReport>> = vec![Vec::new(); config.variants.len()];
+    let outcome = (|| -> Result<()> {
+        for repetition in 0..config.repeat {
+            for (runs, &variant) in runs.iter_mut().zip(&config.variants) {
+                runs.push(runner.run(variant, repetition)?);
+                progress.inc(1);
+            }
+        }
+        Ok(())
+    })();
     progress.finish();
+    outcome?;
+    let variants = runs
+        .into_iter()
+        .map(report::median)
+        .collect::<Result<Vec<_>>>()?;
     Ok(MstoreReport::new(
         report::Settings::new(config, &plan),
-        outcome?,
+        variants,
         start.elapsed().as_secs_f64(),
     ))
 }

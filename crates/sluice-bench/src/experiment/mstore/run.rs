@@ -10,7 +10,7 @@ use sluice::partition::balance::BalanceOptions;
 use sluice::partition::load::LoadBalanceOptions;
 use sluice::{Db, Error, IoContext, Metrics, Options, Result};
 
-use super::report::{Sample, VariantReport, median, skew};
+use super::report::{Sample, VariantReport, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
 use super::{MstoreConfig, Variant};
 use crate::delta::MetricsDelta;
@@ -18,7 +18,6 @@ use crate::experiment::copro::Sizing;
 use crate::experiment::copro::pin::CpuPlan;
 use crate::experiment::copro::workers::{WorkerSet, WorkerSettings, WorkerSpec};
 use crate::keys::KeyFormat;
-use crate::progress::Progress;
 use crate::stream::SplitMix64;
 
 /// What every run shares.
@@ -38,23 +37,19 @@ struct Measured {
 }
 
 impl Runner<'_> {
-    /// Measures `variant` `repeat` times, each on fresh directories removed afterwards (also
-    /// on failure); reports the median run by throughput.
-    pub fn variant(&self, variant: Variant, progress: &Progress) -> Result<VariantReport> {
-        let mut runs = Vec::with_capacity(self.config.repeat);
-        for i in 0..self.config.repeat {
-            let dir = self.scratch.join(format!("{}-{i}", variant.name()));
-            tracing::info!(variant = variant.name(), run = i, "mstore run");
-            let outcome = self.run_once(variant, &dir);
-            if let Err(e) = std::fs::remove_dir_all(&dir)
-                && dir.exists()
-            {
-                tracing::warn!(dir = %dir.display(), error = %e, "could not remove a run directory");
-            }
-            runs.push(outcome?);
-            progress.inc(1);
+    /// Runs `variant` once on fresh directories, removed afterwards (also on failure).
+    pub fn run(&self, variant: Variant, repetition: usize) -> Result<VariantReport> {
+        let dir = self
+            .scratch
+            .join(format!("{}-{repetition}", variant.name()));
+        tracing::info!(variant = variant.name(), repetition, "mstore run");
+        let outcome = self.run_once(variant, &dir);
+        if let Err(e) = std::fs::remove_dir_all(&dir)
+            && dir.exists()
+        {
+            tracing::warn!(dir = %dir.display(), error = %e, "could not remove a run directory");
         }
-        median(runs)
+        outcome
     }
 
     fn run_once(&self, variant: Variant, dir: &Path) -> Result<VariantReport> {
