@@ -1,6 +1,8 @@
 //! End to end: `sluice bench --experiment copro` starts real `sluice worker` processes (this
 //! binary's `worker` subcommand), offloads compactions to them and reports every configuration.
 
+mod common;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -74,17 +76,7 @@ fn copro_experiment_offloads_to_real_workers() {
         }
     }
     // Every worker was stopped, and the scratch directory removed.
-    let ps = Command::new("pgrep")
-        .arg("-f")
-        .arg(tmp.as_os_str())
-        .output()
-        .unwrap();
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
-    assert!(
-        ps.stdout.is_empty(),
-        "workers left running: {}",
-        String::from_utf8_lossy(&ps.stdout)
-    );
+    common::assert_cleaned_up(&tmp);
 }
 
 #[test]

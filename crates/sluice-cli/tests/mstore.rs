@@ -1,6 +1,8 @@
 //! End to end: `sluice bench --experiment mstore` starts one real `sluice worker` process per
 //! owner (this binary's `worker` subcommand), runs MStore-basic and MStore, and reports both.
 
+mod common;
+
 use std::process::Command;
 
 use serde_json::Value;
@@ -66,17 +68,7 @@ fn mstore_experiment_runs_both_variants_on_real_workers() {
         }
     }
     // Every worker was stopped, and the scratch directory removed.
-    let ps = Command::new("pgrep")
-        .arg("-f")
-        .arg(tmp.as_os_str())
-        .output()
-        .unwrap();
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
-    assert!(
-        ps.stdout.is_empty(),
-        "workers left running: {}",
-        String::from_utf8_lossy(&ps.stdout)
-    );
+    common::assert_cleaned_up(&tmp);
 }
 
 #[test]

@@ -356,4 +356,4 @@ pub fn write_outputs(report: &CoproReport, dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

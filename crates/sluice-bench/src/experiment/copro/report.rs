@@ -78,7 +78,7 @@ impl SideReport {
 }
 
 /// `a / b` when `b` is positive and the result finite.
-fn ratio(a: f64, b: f64) -> Option<f64> {
+pub(crate) fn ratio(a: f64, b: f64) -> Option<f64> {
     (b > 0.0).then(|| a / b).filter(|r| r.is_finite())
 }
 

@@ -320,17 +320,7 @@ fn host_only_runs_both_workloads() {
 #[test]
 fn an_unreachable_worker_costs_retries_not_the_run() {
     let scratch = tempfile::tempdir().unwrap();
-    // Announces a port nothing listens on, then waits for SIGTERM.
-    let fake = WorkerProgram {
-        program: "/bin/sh".into(),
-        leading_args: vec![
-            "-c".into(),
-            "trap 'exit 0' TERM; echo 'sluice worker listening on 127.0.0.1:1'; \
-             while true; do sleep 0.05; done"
-                .into(),
-            "worker".into(),
-        ],
-    };
+    let fake = unreachable_worker();
     let config = CoproConfig {
         workloads: vec![Workload::FillRandom],
         ..small(vec![Configuration::CoKv], fake)
@@ -342,4 +332,19 @@ fn an_unreachable_worker_costs_retries_not_the_run() {
     assert_eq!(r.workers.len(), 1);
     assert_eq!(r.workers[0].address.as_deref(), Some("127.0.0.1:1"));
     assert!(r.host.modes.contains_key("sequential"), "{r:?}");
+}
+
+/// A stand-in worker that announces a port nothing listens on, then waits for SIGTERM: every
+/// share sent to it fails and is re-run on the host.
+pub(crate) fn unreachable_worker() -> WorkerProgram {
+    WorkerProgram {
+        program: "/bin/sh".into(),
+        leading_args: vec![
+            "-c".into(),
+            "trap 'exit 0' TERM; echo 'sluice worker listening on 127.0.0.1:1'; \
+             while true; do sleep 0.05; done"
+                .into(),
+            "worker".into(),
+        ],
+    }
 }

@@ -14,6 +14,7 @@ use super::workload::ReadCheck;
 use super::{MstoreConfig, Variant};
 use crate::experiment::copro::Sizing;
 use crate::experiment::copro::pin::CpuPlan;
+use crate::experiment::copro::report::ratio;
 
 /// The owners at one moment of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -206,9 +207,4 @@ impl MstoreReport {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
-}
-
-/// `a / b` when `b` is positive and the result finite.
-fn ratio(a: f64, b: f64) -> Option<f64> {
-    (b > 0.0).then(|| a / b).filter(|r| r.is_finite())
 }

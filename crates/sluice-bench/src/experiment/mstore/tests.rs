@@ -5,6 +5,7 @@
 use super::report::{Comparison, Settings, median, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
 use super::*;
+use crate::experiment::copro::tests::unreachable_worker;
 use crate::keys::KeyFormat;
 use crate::stream::SplitMix64;
 
@@ -13,20 +14,6 @@ fn small(worker_program: WorkerProgram) -> MstoreConfig {
         num: 48 << 10,
         worker_program,
         ..MstoreConfig::default()
-    }
-}
-
-/// Announces a port nothing listens on, then waits for SIGTERM.
-fn unreachable_worker() -> WorkerProgram {
-    WorkerProgram {
-        program: "/bin/sh".into(),
-        leading_args: vec![
-            "-c".into(),
-            "trap 'exit 0' TERM; echo 'sluice worker listening on 127.0.0.1:1'; \
-             while true; do sleep 0.05; done"
-                .into(),
-            "worker".into(),
-        ],
     }
 }
 

@@ -1,0 +1,22 @@
+//! What the end-to-end experiment tests share.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::path::Path;
+use std::process::Command;
+
+/// Asserts the experiment left `scratch` (the `TMPDIR` it was given) empty and no process
+/// whose command line names it (its workers) running.
+pub fn assert_cleaned_up(scratch: &Path) {
+    let ps = Command::new("pgrep")
+        .arg("-f")
+        .arg(scratch.as_os_str())
+        .output()
+        .unwrap();
+    assert_eq!(std::fs::read_dir(scratch).unwrap().count(), 0);
+    assert!(
+        ps.stdout.is_empty(),
+        "workers left running: {}",
+        String::from_utf8_lossy(&ps.stdout)
+    );
+}
