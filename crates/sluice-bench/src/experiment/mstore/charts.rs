@@ -119,11 +119,15 @@ fn throughput(report: &MstoreReport) -> Columns {
         .comparison
         .as_ref()
         .and_then(|c| c.throughput_ratio)
-        .map_or(String::new(), |r| format!(", MStore {r:.2}x MStore-basic"));
+        .map_or(String::new(), |r| format!(": MStore {r:.2}x MStore-basic"));
+    let s = &report.settings;
     Columns {
         stem: "mstore_throughput",
-        size: (900, 650),
-        caption: format!("Write throughput ({}{ratio})", setup(report)),
+        size: (1000, 650),
+        caption: format!(
+            "Write throughput{ratio} ({} owners, {} writes, throttle {})",
+            s.workers, s.num, s.throttle
+        ),
         x_label: "variant".into(),
         y_label: "writes per second (ops/s)".into(),
         columns: report
