@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sluice::Metrics;
 use sluice::compaction::offload::{OffloadMetrics, ShareReport, SideTotals};
-use sluice::metrics::{JobMetrics, PipelineStage, StageSeconds};
+use sluice::metrics::{JobMetrics, ModeTotals, PipelineStage, StageSeconds};
 
 /// Compaction work done during a benchmark (trivial moves excluded, as in `Metrics`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -34,6 +34,10 @@ pub struct CompactionDelta {
     pub stages: Vec<PipelineStage>,
     /// Compactions per executor mode.
     pub modes: BTreeMap<String, u64>,
+    /// Compactions, input bytes and wall seconds per executor mode (modes that ran none
+    /// during the benchmark left out), so each executor's bandwidth is measured even when
+    /// `--compaction-mode auto` picked several.
+    pub mode_totals: BTreeMap<String, ModeTotals>,
     /// With compaction offload: each side's part (host first, then each worker), over the
     /// benchmark.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,13 +131,36 @@ pub fn compaction_delta(before: &JobMetrics, after: &JobMetrics) -> CompactionDe
             .modes
             .iter()
             .filter_map(|(mode, n)| {
-                let n = n - before.modes.get(mode).copied().unwrap_or(0);
+                let n = n.saturating_sub(before.modes.get(mode).copied().unwrap_or(0));
                 (n > 0).then(|| (mode.clone(), n))
             })
             .collect(),
+        mode_totals: mode_totals_delta(&before.mode_totals, &after.mode_totals),
         shares: None,
         retries: None,
     }
+}
+
+/// Each executor mode's compactions of `after - before`, dropping modes that ran none.
+fn mode_totals_delta(
+    before: &BTreeMap<String, ModeTotals>,
+    after: &BTreeMap<String, ModeTotals>,
+) -> BTreeMap<String, ModeTotals> {
+    after
+        .iter()
+        .filter_map(|(mode, a)| {
+            let b = before.get(mode);
+            let jobs = a.jobs.saturating_sub(b.map_or(0, |b| b.jobs));
+            (jobs > 0).then(|| {
+                let totals = ModeTotals {
+                    jobs,
+                    input_bytes: a.input_bytes.saturating_sub(b.map_or(0, |b| b.input_bytes)),
+                    seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
+                };
+                (mode.clone(), totals)
+            })
+        })
+        .collect()
 }
 
 impl MetricsDelta {
@@ -256,6 +283,60 @@ mod tests {
         assert_eq!(d.compaction.cpu_seconds, 3.0);
         assert_eq!(d.flush.cpu_seconds, 0.5);
         assert_eq!(d.flush.count, 0);
+    }
+
+    fn add(m: &mut Metrics, mode: &str, jobs: u64, input_bytes: u64, seconds: f64) {
+        *m.compaction.modes.entry(mode.into()).or_insert(0) += jobs;
+        let t = m.compaction.mode_totals.entry(mode.into()).or_default();
+        t.jobs += jobs;
+        t.input_bytes += input_bytes;
+        t.seconds += seconds;
+    }
+
+    #[test]
+    fn each_mode_keeps_its_own_bandwidth() {
+        let mut before = metrics(0, 0, 0, 0, 0, 0.0);
+        add(&mut before, "pipelined", 2, 10_000_000, 0.5);
+        add(&mut before, "sequential", 1, 5_000_000, 1.0);
+        let mut after = before.clone();
+        add(&mut after, "pipelined", 3, 60_000_000, 0.75);
+        add(&mut after, "parallel", 1, 40_000_000, 0.25);
+        let d = MetricsDelta::between(&before, &after).compaction;
+
+        // Sequential ran before the benchmark only: left out, in both maps.
+        let modes: Vec<&str> = d.mode_totals.keys().map(String::as_str).collect();
+        assert_eq!(modes, ["parallel", "pipelined"]);
+        assert_eq!(
+            d.modes.keys().collect::<Vec<_>>(),
+            d.mode_totals.keys().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            d.mode_totals["pipelined"],
+            ModeTotals {
+                jobs: 3,
+                input_bytes: 60_000_000,
+                seconds: 0.75,
+            }
+        );
+        assert_eq!(d.modes["pipelined"], 3);
+        assert_eq!(d.mode_totals["pipelined"].bandwidth_mb_s(), 80.0);
+        assert_eq!(d.mode_totals["parallel"].bandwidth_mb_s(), 160.0);
+
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["mode_totals"]["parallel"]["jobs"], 1);
+        assert_eq!(json["mode_totals"]["parallel"]["input_bytes"], 40_000_000);
+        assert_eq!(json["mode_totals"]["parallel"]["seconds"], 0.25);
+    }
+
+    #[test]
+    fn a_reset_counter_never_underflows() {
+        let mut before = metrics(0, 0, 0, 0, 0, 0.0);
+        add(&mut before, "pipelined", 4, 10_000_000, 2.0);
+        let mut after = metrics(0, 0, 0, 0, 0, 0.0);
+        add(&mut after, "pipelined", 1, 1_000_000, 0.5);
+        let d = compaction_delta(&before.compaction, &after.compaction);
+        assert!(d.modes.is_empty());
+        assert!(d.mode_totals.is_empty());
     }
 
     #[test]

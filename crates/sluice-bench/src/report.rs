@@ -14,7 +14,8 @@
 //!   "flush": { "count", "output_bytes", "seconds", "cpu_seconds" },
 //!   "compaction": { "count", "input_bytes", "output_bytes", "seconds", "cpu_seconds",
 //!                   "bandwidth_mb_s", "stage_profile": { "read", ..., "write" },
-//!                   "stages": [...], "modes": { executor: count } },
+//!                   "stages": [...], "modes": { executor: count },
+//!                   "mode_totals": { executor: { "jobs", "input_bytes", "seconds" } } },
 //!   "trivial_moves", "write_slowdowns", "write_stall_micros",
 //!   "cpu": { "user_seconds", "system_seconds", "total_seconds", "foreground_seconds"
 //!            (each f64 | null), "flush_seconds", "compaction_seconds" },

@@ -411,7 +411,7 @@ fn bench_and_ycsb_write_json_and_charts_with_out() {
         "--out",
         bench_out.to_str().unwrap(),
     ]);
-    assert!(out.contains("wrote 9 files to"), "{out}");
+    assert!(out.contains("wrote 11 files to"), "{out}");
     assert!(out.contains("\n             cpu "), "{out}");
     let jsonl = std::fs::read_to_string(bench_out.join("bench.jsonl")).unwrap();
     let names: Vec<String> = json_lines(&jsonl)
@@ -423,6 +423,7 @@ fn bench_and_ycsb_write_json_and_charts_with_out() {
         "throughput",
         "latency_cdf",
         "compaction_bandwidth",
+        "compaction_executors_local",
         "stage_profile",
     ] {
         let png = std::fs::read(bench_out.join(format!("{stem}.png"))).unwrap();

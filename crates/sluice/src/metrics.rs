@@ -1,8 +1,10 @@
 //! What the database reports about itself: the per-level table of Pebble's `db.Metrics()`,
 //! flush and compaction totals, and the cumulative stage profile.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
-use sluice_sst::profile::{StageProfile, Step};
+use sluice_sst::profile::{StageProfile, StageTiming, Step};
 
 use crate::version::edit::NUM_LEVELS;
 
@@ -59,8 +61,37 @@ pub struct JobMetrics {
     pub stage_profile: StageSeconds,
     /// Busy and idle seconds per executor stage, summed over jobs (compactions only).
     pub pipeline: Vec<PipelineStage>,
-    /// Jobs run by each executor mode (compactions only).
-    pub modes: std::collections::BTreeMap<String, u64>,
+    /// Jobs run by each executor mode (compactions only). Kept beside `mode_totals` (whose
+    /// `jobs` it always equals) for the consumers that read only the counts.
+    pub modes: BTreeMap<String, u64>,
+    /// Jobs, input bytes and wall seconds of each executor mode (compactions only), so each
+    /// executor's bandwidth is a measurement even when `auto` picked several. Summed over
+    /// modes, `input_bytes` and `seconds` equal the job totals above: both are recorded from
+    /// the same figures of the same compaction.
+    pub mode_totals: BTreeMap<String, ModeTotals>,
+}
+
+/// The compactions one executor mode ran.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct ModeTotals {
+    /// Compactions completed by this executor.
+    pub jobs: u64,
+    /// Input table bytes of those compactions.
+    pub input_bytes: u64,
+    /// Wall seconds of those compactions, summed (each compaction's
+    /// [`StageProfile::wall_seconds`]).
+    pub seconds: f64,
+}
+
+impl ModeTotals {
+    /// Input bytes per wall second in MB/s (10^6 bytes); 0 when no time was measured.
+    pub fn bandwidth_mb_s(&self) -> f64 {
+        if self.seconds > 0.0 {
+            self.input_bytes as f64 / self.seconds / 1e6
+        } else {
+            0.0
+        }
+    }
 }
 
 /// Busy and idle time of one executor stage, summed over jobs and threads.
@@ -98,9 +129,21 @@ impl JobMetrics {
         self.stage_profile.add(profile);
     }
 
-    /// Adds one compaction's executor mode and stage timings.
-    pub fn record_stages(&mut self, mode: &str, stages: &[sluice_sst::profile::StageTiming]) {
+    /// Adds one compaction's executor mode and stage timings: the compaction counts under
+    /// `mode` in `modes` and, with its `input_bytes` and `profile`'s wall seconds (the figures
+    /// [`Self::record`] takes), in `mode_totals`.
+    pub fn record_stages(
+        &mut self,
+        mode: &str,
+        input_bytes: u64,
+        profile: &StageProfile,
+        stages: &[StageTiming],
+    ) {
         *self.modes.entry(mode.to_string()).or_insert(0) += 1;
+        let totals = self.mode_totals.entry(mode.to_string()).or_default();
+        totals.jobs += 1;
+        totals.input_bytes += input_bytes;
+        totals.seconds += profile.wall_seconds();
         for s in stages {
             let slot = match self.pipeline.iter_mut().position(|p| p.stage == s.stage) {
                 Some(i) => &mut self.pipeline[i],
@@ -259,4 +302,84 @@ pub(crate) struct LevelCounters {
     pub bytes_written: [u64; NUM_LEVELS],
     pub bytes_moved: [u64; NUM_LEVELS],
     pub compactions: [u64; NUM_LEVELS],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(wall_millis: u64) -> StageProfile {
+        StageProfile {
+            wall_nanos: wall_millis * 1_000_000,
+            ..StageProfile::default()
+        }
+    }
+
+    fn stage(name: &str, busy_millis: u64) -> StageTiming {
+        StageTiming {
+            stage: name.into(),
+            threads: 1,
+            busy_nanos: busy_millis * 1_000_000,
+            idle_nanos: 0,
+        }
+    }
+
+    /// Records one compaction the way `install_compaction` does.
+    fn compaction(m: &mut JobMetrics, mode: &str, input_bytes: u64, wall_millis: u64) {
+        let p = profile(wall_millis);
+        m.record(input_bytes, &p);
+        m.record_stages(mode, input_bytes, &p, &[stage("read", wall_millis / 2)]);
+    }
+
+    #[test]
+    fn each_mode_keeps_its_own_bytes_and_seconds() {
+        let mut m = JobMetrics::default();
+        compaction(&mut m, "pipelined", 40_000_000, 500);
+        compaction(&mut m, "sequential", 30_000_000, 1_000);
+        compaction(&mut m, "pipelined", 20_000_000, 250);
+
+        let pipelined = &m.mode_totals["pipelined"];
+        assert_eq!(
+            *pipelined,
+            ModeTotals {
+                jobs: 2,
+                input_bytes: 60_000_000,
+                seconds: 0.75,
+            }
+        );
+        assert_eq!(pipelined.bandwidth_mb_s(), 80.0);
+        assert_eq!(m.mode_totals["sequential"].bandwidth_mb_s(), 30.0);
+        // The blended figure is neither executor's.
+        assert!((m.bandwidth_mb_s() - 90.0 / 1.75).abs() < 1e-9);
+
+        // `modes` is unchanged in meaning and agrees with the per-mode job counts.
+        let jobs: BTreeMap<String, u64> = m
+            .mode_totals
+            .iter()
+            .map(|(mode, t)| (mode.clone(), t.jobs))
+            .collect();
+        assert_eq!(m.modes, jobs);
+        assert_eq!(m.modes["pipelined"], 2);
+
+        // Summed over modes, the totals are the job totals.
+        let bytes: u64 = m.mode_totals.values().map(|t| t.input_bytes).sum();
+        let seconds: f64 = m.mode_totals.values().map(|t| t.seconds).sum();
+        assert_eq!(bytes, m.input_bytes);
+        assert!((seconds - m.seconds).abs() < 1e-12);
+        assert_eq!(m.count, 3);
+
+        assert_eq!(m.pipeline.len(), 1);
+        assert_eq!(m.pipeline[0].threads, 3);
+    }
+
+    #[test]
+    fn no_time_means_no_bandwidth() {
+        let idle = ModeTotals {
+            jobs: 1,
+            input_bytes: 1_000,
+            seconds: 0.0,
+        };
+        assert_eq!(idle.bandwidth_mb_s(), 0.0);
+        assert_eq!(ModeTotals::default().bandwidth_mb_s(), 0.0);
+    }
 }

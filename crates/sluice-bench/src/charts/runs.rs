@@ -11,7 +11,8 @@
 //! | `stage_profile.{png,svg}`     | stacked S1..S7 shares of compaction time, same entries   |
 //! | `compaction_executors.{png,svg}` | with compaction offload only: MB/s of each side (host, |
 //! |                               | each worker) per entry, coloured by its executor         |
-//! |                               | ([`executors`] says why there is none without offload)   |
+//! | `compaction_executors_local.{png,svg}` | without offload: MB/s of each executor that     |
+//! |                               | compacted, per entry, coloured by executor ([`executors`]) |
 //!
 //! Benchmarks with a single operation (compact) have no throughput line or CDF: one point
 //! says nothing about a distribution.
@@ -145,6 +146,9 @@ fn write_run(run: &Run<'_>, dir: &Path) -> Result<Vec<PathBuf>> {
         written.extend(render(&stage_profile(run), dir)?);
     }
     if let Some(chart) = executors::per_side(run) {
+        written.extend(render(&chart, dir)?);
+    }
+    if let Some(chart) = executors::per_mode(run) {
         written.extend(render(&chart, dir)?);
     }
     Ok(written)

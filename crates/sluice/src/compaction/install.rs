@@ -43,8 +43,12 @@ impl DbInner {
         let upper_bytes: u64 = c.inputs[0].iter().map(|f| f.file_size).sum();
         let mut st = self.state.lock();
         st.compaction_metrics.record(c.input_bytes(), &out.profile);
-        st.compaction_metrics
-            .record_stages(mode.name(), &out.stages);
+        st.compaction_metrics.record_stages(
+            mode.name(),
+            c.input_bytes(),
+            &out.profile,
+            &out.stages,
+        );
         let out_level = c.output_level();
         st.level_counters.bytes_in[out_level] += upper_bytes;
         st.level_counters.bytes_read[out_level] += c.input_bytes();

@@ -78,6 +78,91 @@ fn bench_run_draws_throughput_cdf_bandwidth_and_stages() {
             "latency_cdf",
             "compaction_bandwidth",
             "stage_profile",
+            "compaction_executors_local",
+        ],
+    );
+    // The engine split its compaction figures by executor: they add up to the totals.
+    for r in results.iter().filter(|r| r.engine.compaction.count > 0) {
+        let c = &r.engine.compaction;
+        let jobs: u64 = c.mode_totals.values().map(|t| t.jobs).sum();
+        let bytes: u64 = c.mode_totals.values().map(|t| t.input_bytes).sum();
+        assert_eq!(jobs, c.count, "{}", r.name);
+        assert_eq!(bytes, c.input_bytes, "{}", r.name);
+    }
+}
+
+/// A run whose benchmark ran two executors (as `--compaction-mode auto` may) draws one local
+/// bar per executor; an offloaded benchmark in the same run adds the per-side chart and no
+/// local bar.
+#[test]
+fn mixed_executors_without_offload_get_their_own_bars() {
+    use sluice::compaction::offload::ShareReport;
+    use sluice::metrics::ModeTotals;
+
+    let mut auto = MetricsDelta::default();
+    for (mode, jobs, input_bytes, seconds) in [
+        ("pipelined", 3, 90_000_000, 1.0),
+        ("sequential", 2, 20_000_000, 0.5),
+    ] {
+        auto.compaction.count += jobs;
+        auto.compaction.input_bytes += input_bytes;
+        auto.compaction.seconds += seconds;
+        auto.compaction.modes.insert(mode.into(), jobs);
+        auto.compaction.mode_totals.insert(
+            mode.into(),
+            ModeTotals {
+                jobs,
+                input_bytes,
+                seconds,
+            },
+        );
+    }
+    auto.compaction.bandwidth_mb_s = 110.0 / 1.5;
+    let mut offloaded = auto.clone();
+    offloaded.compaction.shares = Some(vec![ShareReport {
+        side: "127.0.0.1:7001".into(),
+        input_bytes: 110_000_000,
+        seconds: 1.5,
+        bandwidth_mb_s: 110.0 / 1.5,
+        mode: "sequential".into(),
+        cpu_seconds: 1.5,
+        retried: false,
+    }]);
+    let entry = |label: &str, engine| Entry {
+        label: label.into(),
+        seconds: 2.0,
+        per_second: &[],
+        latencies: Vec::new(),
+        engine,
+    };
+    let run = Run {
+        setup: "mixed".into(),
+        entry_kind: "benchmark",
+        entries: vec![entry("compact", &auto), entry("offloaded", &offloaded)],
+    };
+
+    let local = executors::per_mode(&run).unwrap();
+    let bars: Vec<(&str, f64)> = local
+        .columns
+        .iter()
+        .map(|c| (c.label.as_str(), c.value))
+        .collect();
+    assert_eq!(
+        bars,
+        [("compact: pipelined", 90.0), ("compact: sequential", 40.0)]
+    );
+
+    let out = tempfile::tempdir().unwrap();
+    let written = write_run(&run, out.path()).unwrap();
+    assert_real_pictures(
+        &written,
+        &[
+            "throughput",
+            "latency_cdf",
+            "compaction_bandwidth",
+            "stage_profile",
+            "compaction_executors",
+            "compaction_executors_local",
         ],
     );
 }
