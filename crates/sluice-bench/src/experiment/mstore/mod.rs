@@ -20,12 +20,13 @@
 //! key that is missing or wrong is a read miss, and after the run every reference key is checked
 //! once more. A sampler records each owner's bytes and compaction bandwidth over time.
 //!
-//! Workers are pinned as in the CoPro experiment ([`super::copro::pin`]): the host on the first
-//! usable CPU, the workers on the others in turn, never on the host's. `throttle` makes the workers' CPU that
-//! many times slower, [`DEFAULT_THROTTLE`] unless set: document 001's devices are embedded
-//! boards (Cortex-A72 and A53 cores) beside a desktop host, and a compaction that a device
-//! finishes as fast as the host would never hold writes up, so there would be no load to
-//! balance.
+//! Workers are pinned as in the CoPro experiment ([`super::copro::pin`]): the host on the
+//! first usable CPU, the workers on the others in turn, never on the host's. `throttle` makes
+//! the workers' CPU that many times slower, [`DEFAULT_THROTTLE`] unless set: document 001's
+//! devices are embedded boards (Cortex-A72 and A53 cores) beside a desktop host, and a
+//! compaction that a device finishes as fast as the host would never hold writes up, so there
+//! would be no load to balance. Writers slow down and stop at LevelDB's 8 and 12 L0 files per
+//! range, as document 001's MStore is built on LevelDB.
 
 pub mod charts;
 pub mod report;
