@@ -63,18 +63,14 @@ fn copro_experiment_offloads_to_real_workers() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("copro.json")).unwrap())
             .unwrap();
     assert_eq!(file["runs"], report["runs"]);
-    for chart in [
-        "copro_throughput",
-        "copro_bandwidth_fillrandom",
-        "copro_cpu_ycsb_a",
-    ] {
-        for ext in ["png", "svg"] {
-            assert!(
-                out.path().join(format!("{chart}.{ext}")).exists(),
-                "{chart}.{ext}"
-            );
-        }
-    }
+    common::assert_charts(
+        out.path(),
+        &[
+            "copro_throughput",
+            "copro_bandwidth_fillrandom",
+            "copro_cpu_ycsb_a",
+        ],
+    );
     // Every worker was stopped, and the scratch directory removed.
     common::assert_cleaned_up(&tmp);
 }

@@ -55,18 +55,14 @@ fn mstore_experiment_runs_both_variants_on_real_workers() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("mstore.json")).unwrap())
             .unwrap();
     assert_eq!(file["variants"], report["variants"]);
-    for chart in [
-        "mstore_throughput",
-        "mstore_owner_bytes",
-        "mstore_compaction_basic",
-    ] {
-        for ext in ["png", "svg"] {
-            assert!(
-                out.path().join(format!("{chart}.{ext}")).exists(),
-                "{chart}.{ext}"
-            );
-        }
-    }
+    common::assert_charts(
+        out.path(),
+        &[
+            "mstore_throughput",
+            "mstore_owner_bytes",
+            "mstore_compaction_basic",
+        ],
+    );
     // Every worker was stopped, and the scratch directory removed.
     common::assert_cleaned_up(&tmp);
 }

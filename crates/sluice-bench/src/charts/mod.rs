@@ -164,6 +164,19 @@ pub(crate) fn executor_color(executor: &str) -> RGBColor {
     }
 }
 
+/// A legend entry per executor, in the set's order, coloured as [`executor_color`] colours it.
+pub(crate) fn executor_legend(
+    executors: std::collections::BTreeSet<String>,
+) -> Vec<(String, RGBColor)> {
+    executors
+        .into_iter()
+        .map(|x| {
+            let color = executor_color(&x);
+            (x, color)
+        })
+        .collect()
+}
+
 /// Tableau 10: distinct in print and for common colour blindness.
 pub(crate) const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),

@@ -28,7 +28,7 @@ use sluice::{IoContext, Result};
 use super::bars::{Bar, Breakdown};
 use super::columns::{Column, Columns};
 use super::xy::{XScale, XyChart, XyLine};
-use super::{executor_color, register_font, render, series_color, si_text};
+use super::{executor_color, executor_legend, register_font, render, series_color, si_text};
 use crate::delta::MetricsDelta;
 use crate::histogram::LatencyHistogram;
 use crate::report::BenchResult;
@@ -246,13 +246,7 @@ fn bandwidth(run: &Run<'_>) -> Columns {
                 }
             })
             .collect(),
-        legend: executors
-            .into_iter()
-            .map(|x| {
-                let color = executor_color(&x);
-                (x, color)
-            })
-            .collect(),
+        legend: executor_legend(executors),
     }
 }
 

@@ -20,3 +20,12 @@ pub fn assert_cleaned_up(scratch: &Path) {
         String::from_utf8_lossy(&ps.stdout)
     );
 }
+
+/// Asserts `dir` holds `<stem>.png` and `<stem>.svg` for every stem.
+pub fn assert_charts(dir: &Path, stems: &[&str]) {
+    for stem in stems {
+        for ext in ["png", "svg"] {
+            assert!(dir.join(format!("{stem}.{ext}")).exists(), "{stem}.{ext}");
+        }
+    }
+}

@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 
 use super::super::columns::{Column, Columns};
-use super::super::executor_color;
+use super::super::{executor_color, executor_legend};
 use super::Run;
 
 /// One bar per side that worked, per entry; `None` when no entry offloaded anything.
@@ -64,13 +64,7 @@ pub(super) fn per_side(run: &Run<'_>) -> Option<Columns> {
         ),
         y_label: "bandwidth of the side's shares (MB/s of input, 1 MB = 10^6 B)".into(),
         columns,
-        legend: executors
-            .into_iter()
-            .map(|x| {
-                let color = executor_color(&x);
-                (x, color)
-            })
-            .collect(),
+        legend: executor_legend(executors),
     })
 }
 
@@ -113,13 +107,7 @@ pub(super) fn per_mode(run: &Run<'_>) -> Option<Columns> {
         x_label: format!("{}: executor that ran the compactions", run.entry_kind),
         y_label: "bandwidth of the executor's compactions (MB/s of input, 1 MB = 10^6 B)".into(),
         columns,
-        legend: executors
-            .into_iter()
-            .map(|x| {
-                let color = executor_color(&x);
-                (x, color)
-            })
-            .collect(),
+        legend: executor_legend(executors),
     })
 }
 

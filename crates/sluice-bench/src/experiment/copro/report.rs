@@ -155,15 +155,20 @@ impl RunReport {
 /// The median of `runs` (at least one) by throughput; for an even count the lower middle, so
 /// every figure comes from one real run. Its `runs_ops_per_sec` lists every run.
 pub fn median(runs: Vec<RunReport>) -> Result<RunReport> {
-    let all: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
-    let mut sorted = runs;
-    sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
-    let mut median = sorted
-        .into_iter()
-        .nth((all.len().max(1) - 1) / 2)
+    let (mut median, all) = median_by(runs, |r| r.ops_per_sec)
         .ok_or_else(|| Error::InvalidArgument("a data point needs at least one run".into()))?;
     median.runs_ops_per_sec = all;
     Ok(median)
+}
+
+/// The run whose `key` is the median (the lower middle for an even count, so it is one real
+/// run) and every run's `key` in the given order; `None` without runs.
+pub(crate) fn median_by<T>(runs: Vec<T>, key: impl Fn(&T) -> f64) -> Option<(T, Vec<f64>)> {
+    let all: Vec<f64> = runs.iter().map(&key).collect();
+    let mut sorted = runs;
+    sorted.sort_by(|a, b| key(a).total_cmp(&key(b)));
+    let median = sorted.into_iter().nth(all.len().checked_sub(1)? / 2)?;
+    Some((median, all))
 }
 
 /// One configuration against the baselines at the same workload and value size, as document

@@ -14,7 +14,7 @@ use super::workload::ReadCheck;
 use super::{MstoreConfig, Variant};
 use crate::experiment::copro::Sizing;
 use crate::experiment::copro::pin::CpuPlan;
-use crate::experiment::copro::report::ratio;
+use crate::experiment::copro::report::{median_by, ratio};
 
 /// The owners at one moment of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -98,12 +98,7 @@ pub fn skew(bytes: &[u64]) -> Option<f64> {
 /// The median of `runs` (at least one) by throughput; for an even count the lower middle, so
 /// every figure comes from one real run. Its `runs_ops_per_sec` lists every run.
 pub fn median(runs: Vec<VariantReport>) -> Result<VariantReport> {
-    let all: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
-    let mut sorted = runs;
-    sorted.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
-    let mut median = sorted
-        .into_iter()
-        .nth((all.len().max(1) - 1) / 2)
+    let (mut median, all) = median_by(runs, |r| r.ops_per_sec)
         .ok_or_else(|| Error::InvalidArgument("a variant needs at least one run".into()))?;
     median.runs_ops_per_sec = all;
     Ok(median)
