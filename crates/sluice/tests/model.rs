@@ -250,6 +250,9 @@ fn run(
     let d = db.take().unwrap();
     d.check().unwrap();
     if partitioned {
+        // The figures below come from two reads of the current version; no compaction may
+        // install between them.
+        d.wait_for_background_work().unwrap();
         // Every table is counted with exactly one owner and one range, and a range's bytes
         // outside its owner are exactly those its forwarding entries point to.
         let stats = d.partition_stats().unwrap();
