@@ -13,7 +13,9 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::{RangeMap, owner_dir_index};
 use crate::table_cache::TableCache;
+use crate::version::Version;
 use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::version::smallest_user_key;
 
 /// Where a flush writes: one piece per key range, each to its own directory.
 pub(crate) struct FlushPiece<'a> {
@@ -25,18 +27,27 @@ pub(crate) struct FlushPiece<'a> {
     pub dir_index: u32,
 }
 
-/// The pieces of a flush: the whole key space into the next table directory or, in
-/// partitioned mode, one piece per range of `ranges` into its owner's directory.
+/// The pieces of a flush. Partitioned: one piece per range of `ranges`, into its owner's
+/// directory. Otherwise the key space cut at `split_keys` ([`flush_split_keys`]), each piece
+/// into the next table directory.
 pub(crate) fn flush_pieces<'a>(
     ranges: Option<&'a RangeMap>,
+    split_keys: &'a [Vec<u8>],
     table_cache: &TableCache,
 ) -> Vec<FlushPiece<'a>> {
     match ranges {
-        None => vec![FlushPiece {
-            lower: None,
-            upper: None,
-            dir_index: table_cache.dir_for_new_table(),
-        }],
+        None => {
+            let bounds = std::iter::once(None).chain(split_keys.iter().map(|k| Some(&k[..])));
+            let ends = split_keys.iter().map(|k| Some(&k[..])).chain([None]);
+            bounds
+                .zip(ends)
+                .map(|(lower, upper)| FlushPiece {
+                    lower,
+                    upper,
+                    dir_index: table_cache.dir_for_new_table(),
+                })
+                .collect()
+        }
         Some(map) => (0..map.len())
             .map(|i| {
                 let (start, end) = map.bounds(i);
@@ -48,6 +59,28 @@ pub(crate) fn flush_pieces<'a>(
             })
             .collect(),
     }
+}
+
+/// Where a flush cuts its L0 tables: at the first key of an L1 file, at most once per
+/// `options.l0_flush_split_bytes` of L1 (Pebble's flush split keys). L0 tables then line up
+/// with L1's files, so the L0 -> L1 compactions of different intervals take disjoint files of
+/// both levels and run at the same time ([`crate::compaction::l0_inputs`]), each rewriting
+/// only its own part of L1. Empty when splitting is off or L1 is too small to cut.
+pub(crate) fn flush_split_keys(version: &Version, options: &Options) -> Vec<Vec<u8>> {
+    let split_bytes = options.l0_flush_split_bytes;
+    let mut keys = Vec::new();
+    if split_bytes == 0 {
+        return keys;
+    }
+    let mut since_cut = 0u64;
+    for f in version.files(1) {
+        if since_cut >= split_bytes {
+            keys.push(smallest_user_key(f).to_vec());
+            since_cut = 0;
+        }
+        since_cut += f.file_size;
+    }
+    keys
 }
 
 /// Writes `mem` to L0 tables, one per piece of `pieces` that holds entries, numbered by
@@ -161,12 +194,12 @@ impl DbInner {
     /// MANIFEST append. Deleting obsolete files afterwards is not counted.
     pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
         let cpu_start = thread_cpu_time();
-        let (imm, ranges) = {
+        let (imm, version) = {
             let st = self.state.lock();
             let Some(imm) = st.imm.front().cloned() else {
                 return Ok(());
             };
-            (imm, st.versions.current().range_map().cloned())
+            (imm, std::sync::Arc::clone(st.versions.current()))
         };
         // Numbers handed out, kept in `pending_outputs` until the edit is installed.
         let mut numbers = Vec::new();
@@ -177,7 +210,9 @@ impl DbInner {
             numbers.push(n);
             n
         };
-        let pieces = flush_pieces(ranges.as_deref(), &self.table_cache);
+        let split_keys = flush_split_keys(&version, &self.options);
+        let ranges = version.range_map().map(|m| &**m);
+        let pieces = flush_pieces(ranges, &split_keys, &self.table_cache);
         let outcome = write_level0_tables(
             &imm,
             &self.table_cache,
@@ -227,7 +262,48 @@ impl DbInner {
 
 #[cfg(test)]
 mod tests {
+    use sluice_sst::key::{ValueKind, make_internal_key};
+
+    use super::flush_split_keys;
+    use crate::version::Version;
+    use crate::version::edit::{FileMetaData, VersionEdit};
     use crate::{Db, Options};
+
+    #[test]
+    fn flushes_cut_where_an_l1_file_begins_once_enough_l1_lies_behind() {
+        let l1 = |number: u64, lo: &str, hi: &str| {
+            let f = FileMetaData {
+                number,
+                file_size: 100,
+                smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
+                largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
+                ..FileMetaData::default()
+            };
+            (1, f)
+        };
+        let edit = VersionEdit {
+            new_files: vec![
+                l1(1, "a", "b"),
+                l1(2, "c", "d"),
+                l1(3, "e", "f"),
+                l1(4, "g", "h"),
+                l1(5, "i", "j"),
+            ],
+            ..VersionEdit::default()
+        };
+        let v = Version::default().apply(&edit).unwrap();
+        let keys = |split_bytes| {
+            let options = Options {
+                l0_flush_split_bytes: split_bytes,
+                ..Options::default()
+            };
+            flush_split_keys(&v, &options)
+        };
+        assert_eq!(keys(150), vec![b"e".to_vec(), b"i".to_vec()]);
+        assert_eq!(keys(100).len(), 4, "a cut at every file");
+        assert!(keys(1000).is_empty(), "L1 too small to cut");
+        assert!(keys(0).is_empty(), "splitting off");
+    }
 
     #[test]
     fn flushes_report_their_cpu_time() {

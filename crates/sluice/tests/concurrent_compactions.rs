@@ -18,6 +18,8 @@ fn options(mode: CompactionMode) -> Options {
         max_bytes_for_level_base: 256 << 10,
         max_bytes_for_level_multiplier: 4,
         l0_compaction_trigger: 2,
+        // Flushes cut at L1 boundaries: L0 compactions by interval.
+        l0_flush_split_bytes: 64 << 10,
         block_size: 1024,
         ..Options::default()
     }

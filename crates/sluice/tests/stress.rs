@@ -77,6 +77,8 @@ fn options(mode: CompactionMode) -> Options {
         target_file_size_base: 64 << 10,
         max_bytes_for_level_base: 256 << 10,
         l0_compaction_trigger: 2,
+        // Flushes cut at L1 boundaries: L0 compactions by interval.
+        l0_flush_split_bytes: 64 << 10,
         block_size: 1024,
         sub_task_bytes: 16 << 10,
         block_cache_bytes: 256 << 10,

@@ -10,8 +10,9 @@
 //! Everything else may run side by side. A compaction into level `n` beside one out of `n`
 //! works on disjoint files of `n`, and the one into `n` took every file of `n` overlapping its
 //! range, so the other's files lie outside it; newer data still ends up above older data.
-//! Since L0 inputs are closed under overlap, two L0 compactions with disjoint inputs and
-//! disjoint ranges never reorder versions of one key either.
+//! Since L0 inputs take every older L0 file they overlap ([`super::l0_inputs`]), two L0
+//! compactions with disjoint inputs and disjoint ranges never reorder versions of one key
+//! either: what either leaves in L0 is newer than its outputs.
 
 use super::Compaction;
 use super::picker::key_range;

@@ -7,6 +7,7 @@ pub use sluice_exec as executor;
 
 pub mod in_progress;
 pub mod install;
+pub mod l0_inputs;
 pub mod manual;
 pub mod offload;
 pub mod picker;

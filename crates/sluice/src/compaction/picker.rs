@@ -1,7 +1,7 @@
 //! The compaction picker: scores every level and chooses what to compact next.
 //!
 //! The picker only reads a version and returns a value; it never touches files. L0 is scored by
-//! file count against `l0_compaction_trigger`, deeper levels by bytes against their target
+//! its depth (sublevels) against `l0_compaction_trigger`, deeper levels by bytes against their target
 //! (10x per level). Levels with a score of at least 1 are tried most urgent first; in a level
 //! the candidates start after the level's compact pointer (so successive compactions sweep the
 //! key space; L0 starts at its oldest file), and the first one that does not conflict with the
@@ -12,16 +12,19 @@ use std::sync::Arc;
 use sluice_sst::key::{compare_internal, user_key};
 
 use super::in_progress::InProgress;
+use super::l0_inputs::l0_inputs;
 use super::{Compaction, Reason};
 use crate::options::Options;
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, NUM_LEVELS};
-use crate::version::version::{largest_user_key, smallest_user_key};
+use crate::version::version::{file_overlaps, smallest_user_key};
 
 /// The compaction score of `level`: at least 1 means it should be compacted.
 pub fn level_score(version: &Version, options: &Options, level: usize) -> f64 {
     if level == 0 {
-        version.l0_depth() as f64 / options.l0_compaction_trigger as f64
+        let depth = version.l0_depth() as f64 / options.l0_compaction_trigger as f64;
+        let files = version.num_files(0) as f64 / options.l0_compaction_file_threshold as f64;
+        depth.max(files)
     } else if level == NUM_LEVELS - 1 {
         0.0 // the last level has nowhere to go
     } else {
@@ -95,16 +98,12 @@ fn pick_in_level(
 ) -> Option<Compaction> {
     let files = version.files(level);
     if level == 0 {
-        // Oldest file first (L0 is kept newest first); `overlapping_files` closes each seed's
-        // range over every L0 file it overlaps, so no version of a key is left behind above.
+        // Oldest file first (L0 is kept newest first), with the files under it and the
+        // rectangle above them (`l0_inputs`): no older version of a key is left behind above.
         return l0_seeds(version)
             .filter(|seed| !running.is_busy(seed.number))
             .map(|seed| {
-                let inputs0 = version.overlapping_files(
-                    0,
-                    Some(smallest_user_key(seed)),
-                    Some(largest_user_key(seed)),
-                );
+                let inputs0 = l0_inputs(version, seed, running);
                 expand(version, 0, inputs0, Reason::L0FileCount)
             })
             .find(|c| !running.conflicts(c))
@@ -158,15 +157,31 @@ fn intra_l0(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> 
     if version.range_map().is_some() {
         return None;
     }
-    let inputs: Vec<_> = version
-        .files(0)
+    let files = version.files(0);
+    let mut n = files
         .iter()
         .take_while(|f| !running.is_busy(f.number))
-        .cloned()
-        .collect();
-    if inputs.len() < MIN_INTRA_L0_FILES {
-        return None;
+        .count();
+    // A flush cut into pieces leaves files of one flush side by side in L0. A run ending
+    // inside a flush would give its output sequence numbers that a piece left out also holds,
+    // and the output's range overlaps that piece: shorten the run until no file left out
+    // both overlaps it and is as new as its oldest entry.
+    loop {
+        if n < MIN_INTRA_L0_FILES {
+            return None;
+        }
+        let run = &files[..n];
+        let oldest_seq = run.iter().map(|f| f.smallest_seq).min().unwrap_or(0);
+        let (lo, hi) = key_range(run);
+        let shares_seqs = files[n..]
+            .iter()
+            .any(|f| f.largest_seq >= oldest_seq && file_overlaps(f, Some(&lo), Some(&hi)));
+        if !shares_seqs {
+            break;
+        }
+        n -= 1;
     }
+    let inputs = files[..n].to_vec();
     let c = Compaction {
         level: 0,
         inputs: [inputs, Vec::new()],
@@ -292,8 +307,12 @@ mod tests {
     }
 
     #[test]
-    fn l0_trigger_picks_overlapping_l0_and_l1_files() {
-        let opts = Options::default();
+    fn l0_trigger_picks_the_oldest_file_with_the_l1_files_under_it() {
+        // A staircase 1 <- 2 <- 3 is three sublevels deep.
+        let opts = Options {
+            l0_compaction_trigger: 3,
+            ..Options::default()
+        };
         let v = version(vec![
             (0, meta(1, "a", "c", 10, 1)),
             (0, meta(2, "b", "d", 10, 2)),
@@ -306,7 +325,8 @@ mod tests {
         assert_eq!(c.level, 0);
         let mut l0: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
         l0.sort();
-        assert_eq!(l0, vec![1, 2, 3]);
+        // 2 and 3 are newer: they may stay above the output, and 2 reaches past [a-c].
+        assert_eq!(l0, vec![1]);
         assert_eq!(
             c.inputs[1].iter().map(|f| f.number).collect::<Vec<_>>(),
             vec![5]
@@ -353,6 +373,31 @@ mod tests {
         let v = Arc::new(Version::default().apply(&edit).unwrap());
         assert_eq!(v.l0_depth(), 3);
         assert!(!needs_compaction(&v, &opts));
+    }
+
+    #[test]
+    fn disjoint_l0_files_form_one_sublevel_and_move_down_only_past_the_file_threshold() {
+        // A sequential load: flushes that never overlap stack no deeper than one sublevel.
+        let files: Vec<_> = (1..=6u64)
+            .map(|n| {
+                let lo = format!("{n:02}a");
+                let hi = format!("{n:02}z");
+                (0, meta(n, &lo, &hi, 10, n))
+            })
+            .collect();
+        let v = version(files);
+        assert_eq!(v.l0_depth(), 1);
+        let opts = Options::default();
+        assert!(!needs_compaction(&v, &opts), "depth 1 is below the trigger");
+        let opts = Options {
+            l0_compaction_file_threshold: 6,
+            ..Options::default()
+        };
+        let c = pick(&v, &opts, &Default::default(), &InProgress::default()).unwrap();
+        // The oldest file alone: the others neither lie under it nor inside its range.
+        assert_eq!(c.inputs[0].len(), 1);
+        assert_eq!(c.inputs[0][0].number, 1);
+        assert!(c.is_trivial_move(u64::MAX));
     }
 
     #[test]

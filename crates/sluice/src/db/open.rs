@@ -21,7 +21,7 @@ use crate::batch::WriteBatch;
 use crate::filename::{
     FileType, current_file_name, lock_file_name, log_file_name, parse_file_name,
 };
-use crate::flush::{flush_pieces, write_level0_tables};
+use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::RangeMap;
@@ -258,7 +258,8 @@ fn replay_wals(
         versions.next_file_number = versions.next_file_number.max(newest + 1);
     }
     let mut last_seq = versions.last_sequence;
-    let pieces = flush_pieces(ranges, table_cache);
+    let split_keys = flush_split_keys(versions.current(), options);
+    let pieces = flush_pieces(ranges, &split_keys, table_cache);
     let mut tables = Vec::new();
     let mut mem = MemTable::new(0);
     for (i, &log) in logs.iter().enumerate() {

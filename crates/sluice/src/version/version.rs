@@ -23,6 +23,9 @@ pub struct Version {
     files: [Vec<Arc<FileMetaData>>; NUM_LEVELS],
     /// Partitioned mode's range map; `None` when the database is not partitioned.
     range_map: Option<Arc<RangeMap>>,
+    /// How many sublevels L0 forms ([`super::l0_sublevels`]), kept here because every write
+    /// asks for it and L0 only changes when a version is built.
+    l0_sublevels: usize,
 }
 
 /// Smallest user key of a file.
@@ -71,14 +74,15 @@ impl Version {
         Some(counts)
     }
 
-    /// The most L0 files one key's read may visit: every L0 file, or in partitioned mode the
-    /// most that any one range holds. Each range is then an L0 of its own, so a flush cutting
-    /// the memtable into one piece per range does not make L0 look as many times deeper as
-    /// there are ranges: the compaction score and the write stalls use this depth.
+    /// How deep L0 is, for the compaction score and the write stalls: the number of L0
+    /// sublevels, which bounds the L0 files one key's read visits; in partitioned mode the
+    /// most L0 files any one range holds. Not the file count: a flush cut into pieces (one per
+    /// range, or at L1's boundaries) adds several files but one layer, and must not make L0
+    /// look as many times deeper.
     pub fn l0_depth(&self) -> usize {
         match self.l0_files_per_range() {
             Some(counts) => counts.into_iter().max().unwrap_or(0),
-            None => self.files[0].len(),
+            None => self.l0_sublevels,
         }
     }
 
@@ -201,6 +205,7 @@ impl Version {
         for level in 1..NUM_LEVELS {
             next.files[level].sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
         }
+        next.l0_sublevels = super::l0_sublevels::l0_sublevels(&next.files[0]).len();
         Ok(next)
     }
 

@@ -1,0 +1,236 @@
+//! Which L0 files an L0 -> L1 compaction takes, as Pebble picks them by sublevel: the files
+//! under a seed, not every file the seed's range touches.
+//!
+//! The one rule: a version of a key may only move down past the versions older than it. L0
+//! is read before L1, so a file may stay in L0 above the compaction's outputs if it is newer
+//! than every input it overlaps. The inputs are therefore closed *downwards*: with a file,
+//! every older L0 file overlapping it. Newer overlapping files may stay, so two compactions
+//! can take the bottom of two L0 intervals while the files stacked across both wait.
+//!
+//! Since the L1 files under the inputs' key range are rewritten anyway, the inputs then grow
+//! to the rectangle above those L1 files (Pebble's `extendCandidateToRectangle` and
+//! `extendL0ForBaseCompactionTo`): every L0 file inside their key range whose older
+//! overlapping files are all inputs joins, which costs no extra L1.
+
+use std::sync::Arc;
+
+use super::in_progress::InProgress;
+use super::picker::key_range;
+use crate::version::Version;
+use crate::version::edit::FileMetaData;
+use crate::version::version::{largest_user_key, smallest_user_key};
+
+fn overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
+    smallest_user_key(a) <= largest_user_key(b) && smallest_user_key(b) <= largest_user_key(a)
+}
+
+/// The L0 inputs of a compaction into L1 seeded by `seed` (an L0 file of `version`), newest
+/// first as the version lists them. Files `running` compactions hold are never added by the rectangle;
+/// if the downward closure needs one, the result conflicts with `running` and the caller
+/// tries another seed.
+pub fn l0_inputs(
+    version: &Version,
+    seed: &FileMetaData,
+    running: &InProgress,
+) -> Vec<Arc<FileMetaData>> {
+    // Newest first: every file older than `files[i]` has a higher index.
+    let files = version.files(0);
+    let Some(seed_at) = files.iter().position(|f| f.number == seed.number) else {
+        return Vec::new();
+    };
+    let mut taken = vec![false; files.len()];
+    taken[seed_at] = true;
+    // Downward closure: a taken file takes every older file it overlaps. Older files come
+    // later, so one pass in list order follows every chain.
+    for i in seed_at..files.len() {
+        if taken[i] {
+            for j in i + 1..files.len() {
+                taken[j] = taken[j] || overlap(&files[i], &files[j]);
+            }
+        }
+    }
+    let closure: Vec<_> = files
+        .iter()
+        .zip(&taken)
+        .filter(|(_, t)| **t)
+        .map(|(f, _)| Arc::clone(f))
+        .collect();
+    // The range the outputs cover: the closure's, widened to the L1 files it overlaps.
+    let (lo, hi) = key_range(&closure);
+    let mut covered = version.overlapping_files(1, Some(&lo), Some(&hi));
+    covered.extend(closure);
+    let (lo, hi) = key_range(&covered);
+    // The rectangle, oldest first so that a file's older neighbours are decided before it.
+    for i in (0..files.len()).rev() {
+        let f = &files[i];
+        let inside = lo.as_slice() <= smallest_user_key(f) && largest_user_key(f) <= hi.as_slice();
+        if taken[i] || !inside || running.is_busy(f.number) {
+            continue;
+        }
+        taken[i] = (i + 1..files.len()).all(|j| taken[j] || !overlap(f, &files[j]));
+    }
+    files
+        .iter()
+        .zip(&taken)
+        .filter(|(_, t)| **t)
+        .map(|(f, _)| Arc::clone(f))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_sst::key::{ValueKind, make_internal_key};
+
+    use super::*;
+    use crate::compaction::picker::expand;
+    use crate::compaction::{Compaction, Reason};
+    use crate::version::edit::VersionEdit;
+
+    fn meta(number: u64, lo: &str, hi: &str) -> (usize, FileMetaData) {
+        // Sequence numbers follow file numbers: a higher number is newer.
+        let f = FileMetaData {
+            number,
+            file_size: 10,
+            smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
+            largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
+            smallest_seq: number,
+            largest_seq: number,
+            ..FileMetaData::default()
+        };
+        (0, f)
+    }
+
+    fn version(files: Vec<(usize, FileMetaData)>) -> Arc<Version> {
+        let edit = VersionEdit {
+            new_files: files,
+            ..VersionEdit::default()
+        };
+        Arc::new(Version::default().apply(&edit).unwrap())
+    }
+
+    fn numbers(files: &[Arc<FileMetaData>]) -> Vec<u64> {
+        let mut n: Vec<u64> = files.iter().map(|f| f.number).collect();
+        n.sort();
+        n
+    }
+
+    fn inputs(v: &Version, seed: u64, running: &InProgress) -> Vec<u64> {
+        let seed = v.files(0).iter().find(|f| f.number == seed).unwrap();
+        numbers(&l0_inputs(v, seed, running))
+    }
+
+    #[test]
+    fn newer_files_overlapping_the_inputs_may_stay_but_older_ones_may_not() {
+        // A staircase: 1 [a-f] is the oldest, 2 [e-k] overlaps it, 3 [j-p] overlaps 2.
+        let v = version(vec![
+            meta(1, "a", "f"),
+            meta(2, "e", "k"),
+            meta(3, "j", "p"),
+        ]);
+        let idle = InProgress::default();
+        // The oldest file goes alone; a transitive closure would have taken all three.
+        assert_eq!(inputs(&v, 1, &idle), vec![1]);
+        // A newer file takes what lies under it, and the range grows with it.
+        assert_eq!(inputs(&v, 2, &idle), vec![1, 2]);
+        assert_eq!(inputs(&v, 3, &idle), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn the_rectangle_above_the_inputs_joins_unless_it_rests_on_a_file_left_out() {
+        // 1 [a-m] at the bottom; 2 [b-c] and 3 [d-e] inside its range; 4 [k-z] spills out of
+        // it; 5 [l-m] is inside but rests on 4.
+        let v = version(vec![
+            meta(1, "a", "m"),
+            meta(2, "b", "c"),
+            meta(3, "d", "e"),
+            meta(4, "k", "z"),
+            meta(5, "l", "m"),
+        ]);
+        assert_eq!(inputs(&v, 1, &InProgress::default()), vec![1, 2, 3]);
+        // A file a running compaction holds stays out, and so do the files resting on it.
+        let mut running = InProgress::default();
+        let busy = v.files(0).iter().find(|f| f.number == 2).unwrap().clone();
+        running.register(&Compaction {
+            level: 0,
+            inputs: [vec![busy], Vec::new()],
+            grandparents: Vec::new(),
+            bottommost: false,
+            reason: Reason::IntraL0,
+            version: Arc::clone(&v),
+        });
+        assert_eq!(inputs(&v, 1, &running), vec![1, 3]);
+    }
+
+    #[test]
+    fn the_rectangle_reaches_as_far_as_the_l1_files_the_inputs_rewrite() {
+        // 1 [a-b] is the oldest; the L1 file under it spans [a-e], so 2 [c-d] joins too.
+        let mut l1 = meta(9, "a", "e");
+        l1.0 = 1;
+        let v = version(vec![
+            meta(1, "a", "b"),
+            meta(2, "c", "d"),
+            meta(3, "d", "f"),
+            l1,
+        ]);
+        assert_eq!(inputs(&v, 1, &InProgress::default()), vec![1, 2]);
+    }
+
+    #[test]
+    fn flushes_cut_at_the_same_keys_make_stacks_that_compact_side_by_side() {
+        // Three flushes, each cut at "m": two stacks of three files.
+        let mut files = Vec::new();
+        for flush in 0..3u64 {
+            files.push(meta(10 + 2 * flush, "a", "l"));
+            files.push(meta(11 + 2 * flush, "m", "z"));
+        }
+        let v = version(files);
+        let mut running = InProgress::default();
+        let left = expand(
+            &v,
+            0,
+            l0_inputs(&v, &v.files(0)[5], &running),
+            Reason::L0FileCount,
+        );
+        assert_eq!(numbers(&left.inputs[0]), vec![10, 12, 14]);
+        running.register(&left);
+        let right = expand(
+            &v,
+            0,
+            l0_inputs(&v, &v.files(0)[4], &running),
+            Reason::L0FileCount,
+        );
+        assert_eq!(numbers(&right.inputs[0]), vec![11, 13, 15]);
+        assert!(!running.conflicts(&right), "disjoint intervals run at once");
+    }
+
+    #[test]
+    fn what_stays_in_l0_is_newer_than_every_input_it_overlaps() {
+        // Random files; whatever the seed, no file left in L0 may be older than an input it
+        // overlaps, or a read would find the older version first once the inputs reach L1.
+        let mut x = 7u64;
+        let mut files = Vec::new();
+        for n in 1..=30u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let lo = (x >> 40) % 1000;
+            let hi = lo + (x >> 20) % 150;
+            files.push(meta(n, &format!("{lo:04}"), &format!("{hi:04}")));
+        }
+        let v = version(files);
+        for seed in v.files(0) {
+            let taken = l0_inputs(&v, seed, &InProgress::default());
+            assert!(taken.iter().any(|f| f.number == seed.number));
+            for left in v.files(0).iter().filter(|f| !taken.contains(f)) {
+                for input in &taken {
+                    assert!(
+                        !(overlap(left, input) && left.number < input.number),
+                        "file {} stays above newer input {}",
+                        left.number,
+                        input.number
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! L0 cut into intervals, as Pebble organises it: flushes cut their tables where L1's files
+//! begin, the pieces of one flush share a sublevel, L0's depth counts sublevels rather than
+//! files, and the L0 -> L1 compactions of different intervals leave the data equal to the
+//! model.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::collections::BTreeMap;
+
+use sluice::{Db, Options};
+
+fn key(x: u64) -> Vec<u8> {
+    format!("key{:08}", x % 100_000).into_bytes()
+}
+
+/// Writes `n` random keys from the generator state `x` into `db` and `model`.
+fn write_random(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, x: &mut u64, n: usize) {
+    for i in 0..n {
+        *x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let k = key(*x >> 33);
+        // Hex of the generator's state: values that compression cannot shrink to nothing.
+        let v = format!(
+            "{i}-{:016x}{:016x}{}",
+            *x,
+            x.rotate_left(17),
+            "v".repeat(i % 40)
+        )
+        .into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+}
+
+fn assert_matches(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    let got: BTreeMap<Vec<u8>, Vec<u8>> =
+        db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    assert!(&got == model, "database differs from the model");
+    for (k, v) in model.iter().step_by(97) {
+        assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]));
+    }
+}
+
+#[test]
+fn flushes_cut_at_l1_boundaries_stack_one_sublevel_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        disable_auto_compactions: true,
+        paranoid_checks: true,
+        write_buffer_size: 4 << 20,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 4 << 20,
+        l0_flush_split_bytes: 128 << 10,
+        block_size: 1024,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let mut x = 5u64;
+    // One flush with an empty L1 has nowhere to cut.
+    write_random(&db, &mut model, &mut x, 20_000);
+    db.flush().unwrap();
+    let m = db.metrics();
+    assert_eq!((m.levels[0].files, m.l0_sublevels), (1, 1));
+    db.compact_range(None, None).unwrap();
+    let l1_files = db.metrics().levels[1].files;
+    assert!(l1_files >= 8, "L1 holds {l1_files} files");
+    // Now every flush is cut into pieces, about one per 128 KiB of L1, which share a layer.
+    for flush in 1..=3 {
+        write_random(&db, &mut model, &mut x, 5_000);
+        db.flush().unwrap();
+        let m = db.metrics();
+        assert_eq!(m.l0_sublevels, flush, "{m:?}");
+        assert!(
+            m.levels[0].files >= 3 * flush,
+            "flush {flush}: {} L0 files",
+            m.levels[0].files
+        );
+    }
+    assert_matches(&db, &model);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_matches(&db, &model);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.metrics().levels[0].files, 0);
+    assert_matches(&db, &model);
+}
+
+#[test]
+fn l0_compactions_by_interval_keep_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        paranoid_checks: true,
+        max_concurrent_compactions: 2,
+        write_buffer_size: 256 << 10,
+        target_file_size_base: 64 << 10,
+        max_bytes_for_level_base: 1 << 20,
+        max_bytes_for_level_multiplier: 4,
+        l0_compaction_trigger: 2,
+        l0_flush_split_bytes: 128 << 10,
+        block_size: 1024,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    let mut x = 9u64;
+    write_random(&db, &mut model, &mut x, 120_000);
+    db.wait_for_background_work().unwrap();
+    let m = db.metrics();
+    eprintln!(
+        "{} compactions, at most {} at once, {} L0 files in {} sublevels, levels {:?}",
+        m.compaction.count,
+        m.compactions_running_peak,
+        m.levels[0].files,
+        m.l0_sublevels,
+        m.levels.iter().map(|l| l.files).collect::<Vec<_>>()
+    );
+    assert!(m.compaction.count > 10, "too few compactions ran");
+    assert!(
+        m.l0_sublevels < options.l0_compaction_trigger,
+        "L0 left at or over its trigger"
+    );
+    assert_matches(&db, &model);
+    db.check().unwrap();
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_matches(&db, &model);
+}
