@@ -99,7 +99,7 @@ func openEngine(c config) (*engine, error) {
 	e.cache = cache
 	opts := &pebble.Options{
 		Cache:                       cache,
-		ErrorIfExists:               true,
+		ErrorIfExists:               !c.useExistingDb,
 		FormatMajorVersion:          pebble.FormatNewest,
 		MemTableSize:                uint64(c.writeBufferSize),
 		MemTableStopWritesThreshold: 2, // Sluice's max_write_buffer_number

@@ -32,6 +32,7 @@ type config struct {
 	targetFileSize     int64
 	cacheSize          int64
 	disableAutoCompact bool
+	useExistingDb      bool
 	parallelCompact    bool
 	compactionThreads  int
 	dumpKeys           int
@@ -46,7 +47,7 @@ var knownBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("pebble-bench", flag.ContinueOnError)
-	fs.StringVar(&c.db, "db", "", "database directory (required; must be empty or absent)")
+	fs.StringVar(&c.db, "db", "", "database directory (required; must be empty or absent unless --use-existing-db)")
 	benchmarks := fs.String("benchmarks", "fillseq,fillrandom,overwrite,readrandom,compact",
 		"comma-separated benchmarks, run in order on one database: "+strings.Join(knownBenchmarks, ", "))
 	fs.Uint64Var(&c.num, "num", 1_000_000, "number of keys: fills write N entries with keys from [0, N)")
@@ -62,6 +63,8 @@ func parseFlags(args []string) (config, error) {
 	fs.Int64Var(&c.cacheSize, "cache-size", 64<<20, "block cache capacity in bytes")
 	fs.BoolVar(&c.disableAutoCompact, "disable-auto-compactions", false,
 		"turn off automatic compactions and L0 write stalls (flushes still happen)")
+	fs.BoolVar(&c.useExistingDb, "use-existing-db", false,
+		"open the database --db already holds instead of requiring an empty directory (db_bench's flag)")
 	fs.BoolVar(&c.parallelCompact, "parallel-compact", true, "compact: let Pebble split the manual compaction into concurrent range compactions")
 	fs.IntVar(&c.compactionThreads, "compaction-threads", 2, "maximum concurrent compactions (Pebble's CompactionConcurrencyRange upper bound)")
 	fs.StringVar(&c.ycsbWorkload, "ycsb", "", "run YCSB workload a, b, c or f (load, then run) instead of --benchmarks")
@@ -206,8 +209,10 @@ func main() {
 
 // run opens the database and runs every benchmark in order, printing each result as it ends.
 func run(c config) error {
-	if err := checkEmptyDir(c.db); err != nil {
-		return err
+	if !c.useExistingDb {
+		if err := checkEmptyDir(c.db); err != nil {
+			return err
+		}
 	}
 	e, err := openEngine(c)
 	if err != nil {
@@ -219,18 +224,6 @@ func run(c config) error {
 		}
 	}
 	enc := json.NewEncoder(os.Stdout)
-	if c.ycsbWorkload != "" {
-		r, err := e.runYcsb()
-		if err != nil {
-			_ = e.close()
-			return fmt.Errorf("ycsb %s: %w", c.ycsbWorkload, err)
-		}
-		// Closed before the line is printed, as Sluice closes its database.
-		if err := e.close(); err != nil {
-			return err
-		}
-		return enc.Encode(r)
-	}
 	if c.ycsbWorkload != "" {
 		r, err := e.runYcsb()
 		if err != nil {

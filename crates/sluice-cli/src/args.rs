@@ -128,6 +128,9 @@ pub struct CompactArgs {
     /// Split each level's compaction by data and run the pieces on every core.
     #[arg(long)]
     pub parallel: bool,
+    /// The executor of each compaction without --parallel (with it: parallel).
+    #[arg(long, value_name = "MODE", default_value_t = Options::default().compaction_mode)]
+    pub compaction_mode: sluice::options::CompactionMode,
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
     pub json: bool,

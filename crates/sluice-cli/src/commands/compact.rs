@@ -154,6 +154,7 @@ impl Tracker {
 
 pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     let base = Options {
+        compaction_mode: args.compaction_mode,
         offload: args.offload.options().map_err(Failure::Error)?,
         ..Options::default()
     };
