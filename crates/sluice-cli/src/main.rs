@@ -17,6 +17,13 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of the system allocator. Compaction allocates and frees a buffer per
+/// block, often on different threads (a block is read on one, merged on another, written on a
+/// third); glibc's arenas then contend on their locks. RocksDB links jemalloc for the same
+/// reason.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use crate::args::Cli;
 
 fn init_logging() {
