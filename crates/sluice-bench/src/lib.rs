@@ -54,4 +54,4 @@ pub mod ycsb;
 
 pub use config::{BenchConfig, Benchmark};
 pub use report::BenchResult;
-pub use workloads::run_benchmarks;
+pub use workloads::{run_benchmarks, run_benchmarks_until};

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! { "name", "ops", "threads", "seconds", "micros_per_op", "ops_per_sec", "bytes", "mb_per_sec",
-//!   "found"?, "latency_us": { "p50", "p99", "p999", "max", "mean" },
+//!   "found"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
 //!   "per_second": [u64, ...],                       // ops completed in each second
 //!   "user_bytes", "disk_bytes_written", "wal_bytes_written", "write_amp": f64 | null,
 //!   "flush": { "count", "output_bytes", "seconds", "cpu_seconds" },
@@ -121,6 +121,8 @@ pub struct BenchResult {
     /// Lookups that found their key (readrandom, seekrandom).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found: Option<u64>,
+    /// True when Ctrl-C ended the benchmark early: every figure covers the part that ran.
+    pub stopped: bool,
     /// Per-operation latency percentiles in microseconds.
     pub latency_us: LatencySummary,
     /// Operations completed in each second of the benchmark ([`crate::timeline`]).
@@ -261,6 +263,9 @@ pub fn pipeline_line(stages: &[sluice::metrics::PipelineStage]) -> String {
 
 fn notes(r: &BenchResult) -> String {
     let mut notes = Vec::new();
+    if r.stopped {
+        notes.push("stopped early".to_string());
+    }
     if let Some(found) = r.found {
         notes.push(format!("found {found} of {}", r.ops));
     }
@@ -332,6 +337,7 @@ mod tests {
             bytes: 116_000,
             mb_per_sec: 0.232,
             found: Some(900),
+            stopped: false,
             latency_us: LatencySummary {
                 p50: 1.5,
                 p99: 10.0,

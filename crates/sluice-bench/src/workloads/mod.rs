@@ -13,10 +13,11 @@
 
 mod worker;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use sluice::{Db, Result};
+use sluice::{CompactOptions, Db, Result};
 
 use crate::config::{BenchConfig, Benchmark};
 use crate::delta::MetricsDelta;
@@ -35,11 +36,26 @@ pub fn run_benchmarks(
     db: &Db,
     report: &mut dyn FnMut(&BenchResult),
 ) -> Result<Vec<BenchResult>> {
+    run_benchmarks_until(config, db, &Arc::new(AtomicBool::new(false)), report)
+}
+
+/// [`run_benchmarks`], ending early once `stop` is set (by Ctrl-C): the benchmark running then
+/// ends at each thread's next operation (a compaction before its next output block) and is
+/// reported with what it did so far, marked [`BenchResult::stopped`]; the rest do not run.
+pub fn run_benchmarks_until(
+    config: &BenchConfig,
+    db: &Db,
+    stop: &Arc<AtomicBool>,
+    report: &mut dyn FnMut(&BenchResult),
+) -> Result<Vec<BenchResult>> {
     config.validate()?;
     let mut results = Vec::with_capacity(config.benchmarks.len());
     for (ordinal, &bench) in config.benchmarks.iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         tracing::info!(benchmark = %bench, "starting");
-        let result = run_benchmark(config, db, bench, ordinal as u64)?;
+        let result = run_benchmark_until(config, db, bench, ordinal as u64, stop)?;
         report(&result);
         results.push(result);
     }
@@ -54,6 +70,23 @@ pub fn run_benchmark(
     bench: Benchmark,
     ordinal: u64,
 ) -> Result<BenchResult> {
+    run_benchmark_until(
+        config,
+        db,
+        bench,
+        ordinal,
+        &Arc::new(AtomicBool::new(false)),
+    )
+}
+
+/// [`run_benchmark`], ending early once `stop` is set (see [`run_benchmarks_until`]).
+pub fn run_benchmark_until(
+    config: &BenchConfig,
+    db: &Db,
+    bench: Benchmark,
+    ordinal: u64,
+    stop: &Arc<AtomicBool>,
+) -> Result<BenchResult> {
     config.validate()?;
     let keys = KeyFormat::new(config.key_size, config.num)?;
     let expected_ops = match bench {
@@ -67,14 +100,16 @@ pub fn run_benchmark(
     let resources = ResourceSample::now();
     let start = resources.at;
     let (tally, threads) = match bench {
-        Benchmark::Compact => (compact(db, start)?, 1),
+        Benchmark::Compact => (compact(db, start, stop)?, 1),
         _ => (
-            run_threads(config, db, keys, bench, ordinal, &progress, start)?,
+            run_threads(config, db, keys, bench, (ordinal, stop), &progress, start)?,
             config.threads,
         ),
     };
-    if bench.is_fill() {
-        // The benchmark is not over until the flushes and compactions it caused are.
+    let stopped = stop.load(Ordering::Relaxed);
+    if bench.is_fill() && !stopped {
+        // The benchmark is not over until the flushes and compactions it caused are. A
+        // stopped one reports at once: whoever pressed Ctrl-C is not waiting for compactions.
         db.wait_for_background_work()?;
     }
     let seconds = start.elapsed().as_secs_f64();
@@ -103,6 +138,7 @@ pub fn run_benchmark(
         mb_per_sec: per_second(bytes as f64) / 1e6,
         found: matches!(bench, Benchmark::ReadRandom | Benchmark::SeekRandom)
             .then_some(tally.found),
+        stopped,
         latency_us: tally.hist.summary(),
         per_second: tally.per_second.into_counts(),
         engine,
@@ -113,10 +149,18 @@ pub fn run_benchmark(
     })
 }
 
-/// compact: one operation, the whole key space.
-fn compact(db: &Db, bench_start: Instant) -> Result<Tally> {
+/// compact: one operation, the whole key space; none if `stop` cancelled it.
+fn compact(db: &Db, bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tally> {
     let start = Instant::now();
-    db.compact_range(None, None)?;
+    let opts = CompactOptions {
+        cancel: Some(Arc::clone(stop)),
+        ..CompactOptions::default()
+    };
+    match db.compact_range_with(None, None, &opts) {
+        // Cancelled between output blocks: the tree is consistent, the operation unfinished.
+        Err(sluice::Error::Cancelled) => return Ok(Tally::default()),
+        other => other?,
+    }
     let end = Instant::now();
     let mut tally = Tally {
         ops: 1,
@@ -128,13 +172,14 @@ fn compact(db: &Db, bench_start: Instant) -> Result<Tally> {
 }
 
 /// Runs `bench` on `config.threads` threads and sums what they did. If one thread fails the
-/// others stop at their next operation, and the first error is returned.
+/// others stop at their next operation, and the first error is returned; once `interrupt` is
+/// set every thread stops at its next operation.
 fn run_threads(
     config: &BenchConfig,
     db: &Db,
     keys: KeyFormat,
     bench: Benchmark,
-    ordinal: u64,
+    (ordinal, interrupt): (u64, &AtomicBool),
     progress: &Progress,
     start: Instant,
 ) -> Result<Tally> {
@@ -146,8 +191,15 @@ fn run_threads(
                 std::thread::Builder::new()
                     .name(format!("bench-{index}"))
                     .spawn_scoped(scope, move || {
-                        let mut worker =
-                            Worker::new(db, config, keys, (index, ordinal), progress, stop, start);
+                        let mut worker = Worker::new(
+                            db,
+                            config,
+                            keys,
+                            (index, ordinal),
+                            progress,
+                            [stop, interrupt],
+                            start,
+                        );
                         let outcome = worker.run(bench);
                         if outcome.is_err() {
                             stop.store(true, Ordering::Relaxed);

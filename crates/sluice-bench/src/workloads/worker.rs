@@ -56,7 +56,8 @@ pub(crate) struct Worker<'a> {
     /// This thread's key/value stream for the current benchmark (STREAM.md section 2).
     stream: SplitMix64,
     ticker: Ticker<'a>,
-    stop: &'a AtomicBool,
+    /// Set when another thread failed, and when the run is interrupted (Ctrl-C).
+    stop: [&'a AtomicBool; 2],
     /// When the benchmark began, for the per-second counts.
     bench_start: Instant,
     tally: Tally,
@@ -71,7 +72,7 @@ impl<'a> Worker<'a> {
         keys: KeyFormat,
         (index, ordinal): (usize, u64),
         progress: &'a Progress,
-        stop: &'a AtomicBool,
+        stop: [&'a AtomicBool; 2],
         bench_start: Instant,
     ) -> Self {
         Worker {
@@ -94,9 +95,9 @@ impl<'a> Worker<'a> {
         self.tally
     }
 
-    /// True when another thread failed and this one should stop early.
+    /// True when another thread failed or the run was interrupted: this one stops early.
     fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop.iter().any(|s| s.load(Ordering::Relaxed))
     }
 
     /// Counts one finished operation that started at `start` and moved `bytes`.

@@ -12,9 +12,14 @@
 //! the table (or with `--json` the JSON document) goes to stdout, and with `--out DIR` the JSON
 //! and the charts are also written into DIR. Experiments keep their databases in a temporary
 //! directory that is always removed.
+//!
+//! Ctrl-C ends the running benchmark at its next operation: it is reported with what it did
+//! (`"stopped": true`), the rest are skipped, and the tree and charts are still written.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sluice::filename::current_file_name;
 use sluice::{Db, IoContext, Options, RateLimiter};
@@ -23,7 +28,7 @@ use sluice_bench::experiment::{
     Experiment, PcpConfig, copro, mstore, run_pcp, table, write_outputs,
 };
 use sluice_bench::report::{json_line, table_header, table_row};
-use sluice_bench::{BenchConfig, BenchResult, run_benchmarks};
+use sluice_bench::{BenchConfig, BenchResult, run_benchmarks_until};
 
 use crate::args::BenchArgs;
 use crate::failure::{CmdResult, Failure};
@@ -286,11 +291,23 @@ fn run_on(
             write_error = Some(e);
         }
     };
-    let ran = run_benchmarks(config, &db, &mut emit);
+    let stop = Arc::new(AtomicBool::new(false));
+    let on_interrupt = Arc::clone(&stop);
+    // Without a handler (one is already installed) Ctrl-C ends the process, which recovery
+    // leaves consistent.
+    let _ = ctrlc::set_handler(move || on_interrupt.store(true, Ordering::Relaxed));
+    let ran = run_benchmarks_until(config, &db, &stop, &mut emit);
     if let Some(e) = write_error {
         return Err(e.into());
     }
     let results = ran?;
+    if stop.load(Ordering::Relaxed) {
+        eprintln!(
+            "stopped by Ctrl-C after {} of {} benchmarks; the last one's figures cover the part that ran",
+            results.len(),
+            config.benchmarks.len()
+        );
+    }
     if !json {
         write_tree(&db, out)?;
     }
