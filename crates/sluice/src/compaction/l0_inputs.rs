@@ -18,11 +18,7 @@ use super::in_progress::InProgress;
 use super::picker::key_range;
 use crate::version::Version;
 use crate::version::edit::FileMetaData;
-use crate::version::version::{largest_user_key, smallest_user_key};
-
-fn overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
-    smallest_user_key(a) <= largest_user_key(b) && smallest_user_key(b) <= largest_user_key(a)
-}
+use crate::version::version::{largest_user_key, smallest_user_key, user_ranges_overlap};
 
 /// The L0 inputs of a compaction into L1 seeded by `seed` (an L0 file of `version`), newest
 /// first as the version lists them. Files `running` compactions hold are never added by the rectangle;
@@ -45,7 +41,7 @@ pub fn l0_inputs(
     for i in seed_at..files.len() {
         if taken[i] {
             for j in i + 1..files.len() {
-                taken[j] = taken[j] || overlap(&files[i], &files[j]);
+                taken[j] = taken[j] || user_ranges_overlap(&files[i], &files[j]);
             }
         }
     }
@@ -67,7 +63,7 @@ pub fn l0_inputs(
         if taken[i] || !inside || running.is_busy(f.number) {
             continue;
         }
-        taken[i] = (i + 1..files.len()).all(|j| taken[j] || !overlap(f, &files[j]));
+        taken[i] = (i + 1..files.len()).all(|j| taken[j] || !user_ranges_overlap(f, &files[j]));
     }
     files
         .iter()
@@ -224,7 +220,7 @@ mod tests {
             for left in v.files(0).iter().filter(|f| !taken.contains(f)) {
                 for input in &taken {
                     assert!(
-                        !(overlap(left, input) && left.number < input.number),
+                        !(user_ranges_overlap(left, input) && left.number < input.number),
                         "file {} stays above newer input {}",
                         left.number,
                         input.number

@@ -11,11 +11,7 @@
 use std::sync::Arc;
 
 use super::edit::FileMetaData;
-use super::version::{largest_user_key, smallest_user_key};
-
-fn overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
-    smallest_user_key(a) <= largest_user_key(b) && smallest_user_key(b) <= largest_user_key(a)
-}
+use super::version::{smallest_user_key, user_ranges_overlap};
 
 /// The sublevels of `l0` (files newest first, as a version keeps them): newest layer first,
 /// each layer's files sorted by smallest key.
@@ -24,7 +20,7 @@ pub fn l0_sublevels(l0: &[Arc<FileMetaData>]) -> Vec<Vec<Arc<FileMetaData>>> {
     for f in l0.iter().rev() {
         let layer = placed
             .iter()
-            .filter(|(_, older)| overlap(f, older))
+            .filter(|(_, older)| user_ranges_overlap(f, older))
             .map(|(layer, _)| layer + 1)
             .max()
             .unwrap_or(0);
@@ -49,6 +45,7 @@ mod tests {
     use sluice_sst::key::{ValueKind, make_internal_key};
 
     use super::*;
+    use crate::version::version::largest_user_key;
 
     fn file(number: u64, lo: &str, hi: &str) -> Arc<FileMetaData> {
         Arc::new(FileMetaData {
@@ -111,7 +108,7 @@ mod tests {
         for a in &l0 {
             for b in &l0 {
                 // Layers are listed newest first: a lower position is a higher layer.
-                if a.number > b.number && overlap(a, b) {
+                if a.number > b.number && user_ranges_overlap(a, b) {
                     assert!(layer_of(a.number) < layer_of(b.number));
                 }
             }

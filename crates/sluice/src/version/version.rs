@@ -255,7 +255,7 @@ impl Version {
 }
 
 /// True if the user-key ranges of `a` and `b` overlap.
-fn user_ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
+pub fn user_ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
     smallest_user_key(a) <= largest_user_key(b) && smallest_user_key(b) <= largest_user_key(a)
 }
 
