@@ -23,6 +23,7 @@
 pub mod charts;
 pub mod copro;
 pub mod dataset;
+pub mod machine_limit;
 pub mod measure;
 pub mod mstore;
 pub mod pcp;

@@ -21,6 +21,7 @@ use sluice::options::CompactionMode;
 use sluice::{CompressionType, Error, Options, Result};
 
 use crate::experiment::dataset::{Dataset, DatasetSpec, TARGET_FILE_BYTES};
+use crate::experiment::machine_limit::{DISK_PROBE_BYTES, disk_write_mb_s, machine_limit};
 use crate::experiment::measure::{ExecSettings, measure};
 use crate::experiment::results::{
     Figure, PcpReport, Point, Series, Settings, executor_label, summarize,
@@ -174,11 +175,11 @@ pub fn run_pcp(config: &PcpConfig, scratch: &Path) -> Result<PcpReport> {
     let outcome = runner.run_all();
     runner.progress.finish();
     let figures = outcome?;
-    let summary = figures
-        .iter()
-        .find(|f| f.id == "fig10")
-        .map(summarize)
-        .unwrap_or_default();
+    let fig10 = figures.iter().find(|f| f.id == "fig10");
+    let summary = fig10.map(summarize).unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let disk = disk_write_mb_s(scratch, DISK_PROBE_BYTES)?;
+    let machine_limit = fig10.and_then(|f| machine_limit(f, &summary, cpus, disk));
     let d = Options::default();
     Ok(PcpReport {
         experiment: "pcp".into(),
@@ -199,10 +200,11 @@ pub fn run_pcp(config: &PcpConfig, scratch: &Path) -> Result<PcpReport> {
                 .iter()
                 .map(|m| m.name().to_string())
                 .collect(),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus,
         },
         figures,
         summary,
+        machine_limit,
         elapsed_seconds: start.elapsed().as_secs_f64(),
     })
 }

@@ -7,6 +7,7 @@
 use serde::Serialize;
 use sluice::options::CompactionMode;
 
+use crate::experiment::machine_limit::MachineLimit;
 use crate::experiment::measure::{ExecSettings, Measurement};
 
 /// One measured data point.
@@ -156,6 +157,8 @@ pub struct PcpReport {
     pub figures: Vec<Figure>,
     /// Per executor on the largest data set.
     pub summary: Vec<SummaryRow>,
+    /// The best executor against the compute and disk ceilings, when SCP was measured.
+    pub machine_limit: Option<MachineLimit>,
     /// Wall seconds of the whole experiment (loading included).
     pub elapsed_seconds: f64,
 }

@@ -173,11 +173,26 @@ fn summary(report: &PcpReport, out: &mut String) {
             r.label, r.bandwidth_mb_s, r.ratio_to_scp, r.seconds, r.cpu_seconds
         );
     }
+    if let Some(m) = &report.machine_limit {
+        let _ = writeln!(
+            out,
+            "Machine limit: {} CPUs x {:.1} MB/s (SCP's compute steps S2..S6 alone) = {:.1} MB/s; \
+             best, {}, {:.1} MB/s = {:.0}% of it; disk sequential write (synced) {:.1} MB/s",
+            m.cpus,
+            m.one_core_compute_mb_s,
+            m.compute_limit_mb_s,
+            m.best_executor,
+            m.best_mb_s,
+            m.share_of_compute_limit * 100.0,
+            m.disk_write_mb_s
+        );
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::machine_limit::machine_limit;
     use crate::experiment::results::tests::series;
     use crate::experiment::results::{Settings, summarize};
     use sluice::options::CompactionMode;
@@ -226,6 +241,7 @@ mod tests {
                 cpus: 2,
             },
             summary: summarize(&fig10),
+            machine_limit: machine_limit(&fig10, &summarize(&fig10), 2, 250.0),
             figures: vec![fig8, fig10, fig11],
             elapsed_seconds: 3.0,
         }
@@ -240,6 +256,15 @@ mod tests {
         assert!(text.contains("10.0%"), "{text}");
         assert!(text.contains("40.0%"), "{text}");
         assert!(text.contains("Fig. 10  Compaction bandwidth"), "{text}");
+        // SCP's test point: 10 MB over 0.7 s of compute steps, on 2 CPUs; PCP at 165 MB/s.
+        assert!(
+            text.contains("Machine limit: 2 CPUs x 14.3 MB/s") && text.contains("= 28.6 MB/s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("disk sequential write (synced) 250.0 MB/s"),
+            "{text}"
+        );
         assert!(text.contains("165.0"), "{text}");
         assert!(text.contains("64 KiB") && text.contains("4 MiB"), "{text}");
         assert!(

@@ -139,6 +139,7 @@ fn charts_of_an_empty_report_still_render() {
         },
         figures: Vec::new(),
         summary: Vec::new(),
+        machine_limit: None,
         elapsed_seconds: 0.0,
     };
     let out = tempfile::tempdir().unwrap();
