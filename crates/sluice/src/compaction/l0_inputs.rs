@@ -21,9 +21,9 @@ use crate::version::edit::FileMetaData;
 use crate::version::version::{largest_user_key, smallest_user_key, user_ranges_overlap};
 
 /// The L0 inputs of a compaction into L1 seeded by `seed` (an L0 file of `version`), newest
-/// first as the version lists them. Files `running` compactions hold are never added by the rectangle;
-/// if the downward closure needs one, the result conflicts with `running` and the caller
-/// tries another seed.
+/// first as the version lists them. The rectangle never adds a file that a `running`
+/// compaction holds; if the downward closure needs one, the result conflicts with `running`
+/// and the caller tries another seed.
 pub fn l0_inputs(
     version: &Version,
     seed: &FileMetaData,
@@ -45,12 +45,15 @@ pub fn l0_inputs(
             }
         }
     }
-    let closure: Vec<_> = files
-        .iter()
-        .zip(&taken)
-        .filter(|(_, t)| **t)
-        .map(|(f, _)| Arc::clone(f))
-        .collect();
+    let chosen = |taken: &[bool]| -> Vec<Arc<FileMetaData>> {
+        files
+            .iter()
+            .zip(taken)
+            .filter(|(_, t)| **t)
+            .map(|(f, _)| Arc::clone(f))
+            .collect()
+    };
+    let closure = chosen(&taken);
     // The range the outputs cover: the closure's, widened to the L1 files it overlaps.
     let (lo, hi) = key_range(&closure);
     let mut covered = version.overlapping_files(1, Some(&lo), Some(&hi));
@@ -65,12 +68,7 @@ pub fn l0_inputs(
         }
         taken[i] = (i + 1..files.len()).all(|j| taken[j] || !user_ranges_overlap(f, &files[j]));
     }
-    files
-        .iter()
-        .zip(&taken)
-        .filter(|(_, t)| **t)
-        .map(|(f, _)| Arc::clone(f))
-        .collect()
+    chosen(&taken)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The compaction picker: scores every level and chooses what to compact next.
 //!
 //! The picker only reads a version and returns a value; it never touches files. L0 is scored by
-//! its depth (sublevels) against `l0_compaction_trigger`, deeper levels by bytes against their target
-//! (10x per level). Levels with a score of at least 1 are tried most urgent first; in a level
+//! its depth (sublevels) against `l0_compaction_trigger`, or by its file count against
+//! `l0_compaction_file_threshold` if that is higher; deeper levels by bytes against their
+//! target (10x per level). Levels with a score of at least 1 are tried most urgent first; in a level
 //! the candidates start after the level's compact pointer (so successive compactions sweep the
 //! key space; L0 starts at its oldest file), and the first one that does not conflict with the
 //! compactions already running ([`InProgress`]) is chosen.
