@@ -11,23 +11,8 @@ const CONFIGURATIONS: [&str; 5] = ["host-only", "co-kv", "copro", "copro+", "dyn
 
 #[test]
 fn copro_experiment_offloads_to_real_workers() {
-    let out = tempfile::tempdir().unwrap();
-    // The experiment's scratch directory (the workers' root) goes under a directory of ours,
-    // so the workers can be told apart from any other process.
-    let tmp = out.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["bench", "--experiment", "copro", "--num", "64K", "--json"])
-        .arg("--out")
-        .arg(out.path())
-        .env("TMPDIR", &tmp)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "stderr: {stderr}");
-    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(report["experiment"], "copro");
+    let run = common::run_experiment("copro");
+    let (out, report) = (&run.out, &run.report);
     assert_eq!(report["settings"]["workers"], 1);
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2 * 4 * CONFIGURATIONS.len());
@@ -72,7 +57,7 @@ fn copro_experiment_offloads_to_real_workers() {
         ],
     );
     // Every worker was stopped, and the scratch directory removed.
-    common::assert_cleaned_up(&tmp);
+    common::assert_cleaned_up(&run.scratch);
 }
 
 #[test]

@@ -9,23 +9,8 @@ use serde_json::Value;
 
 #[test]
 fn mstore_experiment_runs_both_variants_on_real_workers() {
-    let out = tempfile::tempdir().unwrap();
-    // The experiment's scratch directory (the workers' roots) goes under a directory of ours,
-    // so the workers can be told apart from any other process.
-    let tmp = out.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["bench", "--experiment", "mstore", "--num", "64K", "--json"])
-        .arg("--out")
-        .arg(out.path())
-        .env("TMPDIR", &tmp)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "stderr: {stderr}");
-    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(report["experiment"], "mstore");
+    let run = common::run_experiment("mstore");
+    let (out, report) = (&run.out, &run.report);
     assert_eq!(report["settings"]["workers"], 2);
     assert_eq!(report["settings"]["throttle"], 4.0);
     let variants = report["variants"].as_array().unwrap();
@@ -64,7 +49,7 @@ fn mstore_experiment_runs_both_variants_on_real_workers() {
         ],
     );
     // Every worker was stopped, and the scratch directory removed.
-    common::assert_cleaned_up(&tmp);
+    common::assert_cleaned_up(&run.scratch);
 }
 
 #[test]

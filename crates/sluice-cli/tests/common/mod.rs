@@ -2,8 +2,46 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use serde_json::Value;
+
+/// One run of `sluice bench --experiment <name> --num 64K --json --out <dir>`, which must
+/// succeed.
+pub struct ExperimentRun {
+    /// The `--out` directory (removed when this is dropped).
+    pub out: tempfile::TempDir,
+    /// The `TMPDIR` the experiment ran with, under `out`: its databases and its workers'
+    /// roots, so the workers can be told apart from any other process.
+    pub scratch: PathBuf,
+    /// What it printed.
+    pub report: Value,
+}
+
+/// Runs experiment `name` with a small data set, as [`ExperimentRun`] describes.
+pub fn run_experiment(name: &str) -> ExperimentRun {
+    let out = tempfile::tempdir().unwrap();
+    let scratch = out.path().join("tmp");
+    std::fs::create_dir(&scratch).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["bench", "--experiment", name, "--num", "64K", "--json"])
+        .arg("--out")
+        .arg(out.path())
+        .env("TMPDIR", &scratch)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stderr: {stderr}");
+    let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["experiment"], name);
+    ExperimentRun {
+        out,
+        scratch,
+        report,
+    }
+}
 
 /// Asserts the experiment left `scratch` (the `TMPDIR` it was given) empty and no process
 /// whose command line names it (its workers) running.
