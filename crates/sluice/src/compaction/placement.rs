@@ -7,6 +7,7 @@
 use parking_lot::MutexGuard;
 
 use super::Compaction;
+use super::offload::options::Split;
 use super::offload::{Offloader, Placement};
 use crate::db::DbInner;
 use crate::partition::load::sharing_owners;
@@ -73,17 +74,21 @@ impl DbInner {
         let Some(off) = self.offloader.as_ref() else {
             return Some((Where::Host, guard));
         };
-        let mut weights = vec![0.0; off.options().workers.len() + 1];
+        let mut taking_part = vec![false; off.options().workers.len() + 1];
         for o in &owners {
             let worker = partitions
                 .owners
                 .get(*o as usize)
                 .and_then(|p| p.worker.as_ref());
-            let side = side_of(off, worker);
-            if let Some(w) = weights.get_mut(side) {
-                *w = 1.0;
+            if let Some(t) = taking_part.get_mut(side_of(off, worker)) {
+                *t = true;
             }
         }
+        let measured = match off.options().split {
+            Split::Dynamic => off.bandwidths(),
+            Split::Static { .. } => Vec::new(),
+        };
+        let weights = share_weights(&taking_part, &measured);
         if weights.iter().skip(1).all(|w| *w == 0.0) {
             return Some((Where::Host, guard));
         }
@@ -117,9 +122,67 @@ impl DbInner {
     }
 }
 
+/// The weight of each side's share (host first): 0 for the sides not `taking_part`; for the
+/// others their `measured` bandwidth (the dynamic split, TStore's ratio from each side's
+/// recent bandwidth), or, for a side not measured yet (or the static split, which passes
+/// nothing measured), the average of the measured sides that take part, or 1 when none is.
+fn share_weights(taking_part: &[bool], measured: &[Option<f64>]) -> Vec<f64> {
+    let known: Vec<f64> = taking_part
+        .iter()
+        .zip(measured)
+        .filter_map(|(&t, m)| m.filter(|b| t && b.is_finite() && *b > 0.0))
+        .collect();
+    let default = if known.is_empty() {
+        1.0
+    } else {
+        known.iter().sum::<f64>() / known.len() as f64
+    };
+    taking_part
+        .iter()
+        .enumerate()
+        .map(|(side, &t)| {
+            let m = measured.get(side).copied().flatten();
+            match (t, m) {
+                (false, _) => 0.0,
+                (true, Some(b)) if b.is_finite() && b > 0.0 => b,
+                (true, _) => default,
+            }
+        })
+        .collect()
+}
+
 /// The offload side of an owner's worker: 0 (the host) without one.
 fn side_of(off: &Offloader, worker: Option<&String>) -> usize {
     worker
         .and_then(|w| off.options().workers.iter().position(|a| a == w))
         .map_or(0, |i| i + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_weights;
+
+    #[test]
+    fn shares_follow_measured_bandwidth_among_the_sides_taking_part() {
+        // Host out; worker 1 at 100 MB/s and worker 2 at 50 MB/s take part.
+        let w = share_weights(
+            &[false, true, true],
+            &[Some(300.0), Some(100.0), Some(50.0)],
+        );
+        assert_eq!(w, vec![0.0, 100.0, 50.0]);
+        // A side not measured yet counts as the average of the measured ones taking part.
+        let w = share_weights(
+            &[false, true, true, true],
+            &[None, Some(90.0), None, Some(30.0)],
+        );
+        assert_eq!(w, vec![0.0, 90.0, 60.0, 30.0]);
+        // Nothing measured (or the static split): equal shares.
+        assert_eq!(
+            share_weights(&[true, false, true], &[]),
+            vec![1.0, 0.0, 1.0]
+        );
+        // A bandwidth that is not a positive number is ignored.
+        let w = share_weights(&[false, true, true], &[None, Some(f64::NAN), Some(0.0)]);
+        assert_eq!(w, vec![0.0, 1.0, 1.0]);
+    }
 }

@@ -181,6 +181,12 @@ impl Offloader {
         &self.options
     }
 
+    /// Every side's measured bandwidth (a moving average over its shares), host first; `None`
+    /// where nothing was measured yet.
+    pub fn bandwidths(&self) -> Vec<Option<f64>> {
+        self.bandwidths.lock().priors()
+    }
+
     /// A copy of the metrics.
     pub fn metrics(&self) -> OffloadMetrics {
         let mut m = self.metrics.lock().clone();
