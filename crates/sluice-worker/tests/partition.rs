@@ -1,7 +1,8 @@
 //! Partitioned mode with real worker processes on 127.0.0.1: each owner's compactions run on
 //! its worker and its tables stay in its directory, a moved range is relocated by its new
-//! owner's worker, and a worker SIGKILLed while ranges move and compact costs a retry on the
-//! host, never a key.
+//! owner's worker, an idle owner's worker takes shares of a backlogged owner's compactions,
+//! and a worker SIGKILLed while ranges move and compact costs a retry on the host, never a
+//! key.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -11,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Secret};
+use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Secret, Split};
+use sluice::partition::load::LoadBalanceOptions;
 use sluice::{Db, Options};
 
 const SECRET: &str = "partition-test-secret-0123456789";
@@ -24,9 +26,11 @@ struct Worker {
 }
 
 impl Worker {
-    fn start(roots: &[PathBuf], secret_file: &Path) -> Worker {
+    /// `throttle`: how many times slower than this CPU the worker computes (1: not slowed).
+    fn start(roots: &[PathBuf], secret_file: &Path, throttle: f64) -> Worker {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice-worker"));
         cmd.args(["--listen", "127.0.0.1:0"]);
+        cmd.arg("--throttle").arg(throttle.to_string());
         for r in roots {
             cmd.arg("--root").arg(r);
         }
@@ -84,6 +88,11 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
+        Cluster::with_throttles([1.0, 1.0])
+    }
+
+    /// Workers slowed by `throttles` (owner 0's first).
+    fn with_throttles(throttles: [f64; 2]) -> Cluster {
         let root = tempfile::tempdir().unwrap();
         let dirs = [root.path().join("owner0"), root.path().join("owner1")];
         for d in &dirs {
@@ -92,8 +101,8 @@ impl Cluster {
         let secret = root.path().join("secret");
         std::fs::write(&secret, SECRET).unwrap();
         let workers = vec![
-            Worker::start(&[dirs[0].clone(), dirs[1].clone()], &secret),
-            Worker::start(&[dirs[1].clone(), dirs[0].clone()], &secret),
+            Worker::start(&[dirs[0].clone(), dirs[1].clone()], &secret, throttles[0]),
+            Worker::start(&[dirs[1].clone(), dirs[0].clone()], &secret, throttles[1]),
         ];
         Cluster {
             db_dir: root.path().join("db"),
@@ -214,4 +223,43 @@ fn a_worker_killed_mid_run_costs_retries_not_keys() {
     }
     let db = Db::open(&cluster.db_dir, cluster.options()).unwrap();
     assert_eq!(contents(&db), model);
+}
+
+#[test]
+fn an_idle_owner_takes_shares_of_a_backlogged_owners_compactions() {
+    // Owner 0's worker is slow and gets every write: its compactions fall behind.
+    let cluster = Cluster::with_throttles([8.0, 1.0]);
+    let mut options = cluster.options();
+    if let Some(offload) = options.offload.as_mut() {
+        // Helpers' shares follow the bandwidth each worker has shown.
+        offload.split = Split::Dynamic;
+    }
+    if let Some(partitions) = options.partitions.as_mut() {
+        partitions.load_balance = Some(LoadBalanceOptions {
+            min_compaction_bytes: 64 << 10,
+            ..LoadBalanceOptions::default()
+        });
+    }
+    let db = Db::open(&cluster.db_dir, options).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..4 {
+        for i in 0..KEYS / 2 {
+            db.put(&key(i), &value(i, round)).unwrap();
+            model.insert(key(i), value(i, round));
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let offload = db.metrics().offload.unwrap();
+    // Owner 1's worker (side 2) did part of owner 0's compactions; the data stayed with
+    // owner 0, and nothing failed over to the host.
+    assert!(offload.sides[2].shares > 0, "{offload:?}");
+    assert_eq!(offload.retries, 0);
+    let stats = db.partition_stats().unwrap();
+    assert!(
+        stats.owners[0].bytes > 0 && stats.owners[1].bytes == 0,
+        "{stats:?}"
+    );
+    assert_eq!(contents(&db), model);
+    db.check().unwrap();
 }

@@ -168,7 +168,13 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         counters: WriteCounters::default(),
         obsolete_files_lock: Mutex::new(()),
         range_moves: Mutex::new(()),
-        owners_busy: Mutex::new(Vec::new()),
+        owners_busy: Mutex::new(vec![
+            0;
+            options
+                .partitions
+                .as_ref()
+                .map_or(0, |p| p.owners.len())
+        ]),
         options,
         _lock_file: lock_file,
     };

@@ -33,7 +33,8 @@ impl Default for LoadBalanceOptions {
 pub const MAX_HELPER_COMPACTIONS: usize = 1;
 
 /// The owners that should take shares of a compaction of `input_bytes` owned by `owner`:
-/// `owner` first, then every owner running at most [`MAX_HELPER_COMPACTIONS`] (`running[o]`)
+/// `owner` first, then every owner running at most [`MAX_HELPER_COMPACTIONS`] (`running[o]`;
+/// none when `running` is too short to have an entry for `o`)
 /// whose backlog is at most `1 / backlog_ratio` of `owner`'s, when `owner`'s backlog is at
 /// least `backlog_ratio` times the others' average. Just `[owner]` otherwise.
 pub fn sharing_owners(
@@ -65,7 +66,8 @@ pub fn sharing_owners(
         return alone;
     }
     let helpers = stats.owners.iter().map(|s| s.owner).filter(|&o| {
-        let running = running.get(o as usize).copied().unwrap_or(usize::MAX);
+        // An owner missing from `running` has never compacted: it runs nothing.
+        let running = running.get(o as usize).copied().unwrap_or(0);
         o != owner
             && running <= MAX_HELPER_COMPACTIONS
             && pending(o) as f64 * options.backlog_ratio <= own as f64
@@ -107,6 +109,9 @@ mod tests {
         assert_eq!(sharing_owners(0, BIG, &s, &[1, 0, 0], &opts), vec![0, 2]);
         // The others are not the busy one: they compact alone.
         assert_eq!(sharing_owners(2, BIG, &s, &[0, 0, 0], &opts), vec![2]);
+        // An owner that never compacted (no entry in `running`) is idle, not busy.
+        let s = stats(&[100 << 20, 0]);
+        assert_eq!(sharing_owners(0, BIG, &s, &[1], &opts), vec![0, 1]);
     }
 
     #[test]
