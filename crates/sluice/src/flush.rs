@@ -194,6 +194,9 @@ impl DbInner {
     /// MANIFEST append. Deleting obsolete files afterwards is not counted.
     pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
         let cpu_start = thread_cpu_time();
+        // The tables are cut by this version's range map; no split may change its boundaries
+        // before they are installed.
+        let _map_fixed = self.range_map_lock.lock();
         let (imm, version) = {
             let st = self.state.lock();
             let Some(imm) = st.imm.front().cloned() else {

@@ -230,6 +230,8 @@ pub struct Metrics {
     pub relocations: u64,
     /// Partitioned mode: ranges moved to another owner (by the balancer or `Db::move_range`).
     pub range_moves: u64,
+    /// Partitioned mode: ranges cut in two (by the balancer or `Db::split_range`).
+    pub range_splits: u64,
     /// L0's sublevels: the files a read may have to look at in L0 (see
     /// [`crate::version::l0_sublevels`]).
     pub l0_sublevels: usize,

@@ -1,6 +1,7 @@
 //! Partitioned mode as a user sees it: tables land in their range owner's directory, the
 //! range map survives reopen and wrong options are refused, a moved range's data is rewritten
-//! into its new owner while every key stays readable, and the balancer evens out skewed owners.
+//! into its new owner while every key stays readable, a split range keeps its data and
+//! snapshots, and the balancer evens out skewed owners, splitting a range when it must.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -11,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
-use sluice::{Db, Options};
+use sluice::{Db, Options, ReadOptions};
 
 const KEYS: u32 = 20_000;
 
@@ -247,6 +248,123 @@ fn the_balancer_evens_out_skewed_owners() {
     assert!(
         stats.skew() <= 1.0 + balance.max_skew + 0.15,
         "owners end up within the skew bound: {stats:?}"
+    );
+    for i in (0..KEYS / 2).step_by(53) {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
+    }
+    db.check().unwrap();
+}
+
+#[test]
+fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
+    let root = tempfile::tempdir().unwrap();
+    let db_dir = root.path().join("db");
+    let p = || partitions(root.path(), 2, 2, None);
+    let db = Db::open(&db_dir, options(p())).unwrap();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i, 0)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    // An older view that the rewrite must keep, and an L0 table across the whole range.
+    let snapshot = db.snapshot();
+    let mut model = BTreeMap::new();
+    for i in 0..KEYS {
+        let round = u32::from(i % 3 == 0 && i < KEYS / 2);
+        model.insert(key(i), value(i, round));
+        if round == 1 {
+            db.put(&key(i), &value(i, 1)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    let before = db.partition_stats().unwrap().ranges[0].files;
+
+    // Not on a range's first key, and not in a database without partitions.
+    let err = db.split_range(1, &key(KEYS / 2)).unwrap_err().to_string();
+    assert!(err.contains("not strictly inside range 1"), "{err}");
+    let at = key(KEYS / 4 + 7);
+    db.split_range(0, &at).unwrap();
+
+    let stats = db.partition_stats().unwrap();
+    let starts: Vec<&[u8]> = stats.ranges.iter().map(|r| r.start.as_slice()).collect();
+    assert_eq!(starts, vec![&b""[..], &at[..], &key(KEYS / 2)[..]]);
+    assert_eq!(stats.ranges[0].owner, 0);
+    assert_eq!(stats.ranges[1].owner, 0);
+    assert!(
+        stats.ranges[0].files + stats.ranges[1].files > before,
+        "tables across the key became two each: {before} before, {stats:?}"
+    );
+    assert_eq!(db.metrics().range_splits, 1);
+    let at_snapshot = ReadOptions {
+        snapshot: Some(&snapshot),
+        ..ReadOptions::default()
+    };
+    for i in (0..KEYS).step_by(13) {
+        assert_eq!(
+            db.get_opt(&at_snapshot, &key(i)).unwrap(),
+            Some(value(i, 0)),
+            "the snapshot still sees key {i}"
+        );
+    }
+    drop(snapshot);
+    db.check().unwrap();
+    let scan = |db: &Db| -> BTreeMap<Vec<u8>, Vec<u8>> {
+        db.scan(None, None)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(scan(&db), model);
+
+    // The piece is a range like any other: it moves, and the map survives reopen.
+    db.move_range(1, 1).unwrap();
+    db.wait_for_background_work().unwrap();
+    db.close().unwrap();
+    let db = Db::open(&db_dir, options(p())).unwrap();
+    let map = db.range_map().unwrap();
+    assert_eq!(map.len(), 3);
+    assert_eq!(map.ranges()[1].start, at);
+    assert_eq!(map.ranges()[1].owner, 1);
+    assert_eq!(scan(&db), model);
+    db.check().unwrap();
+
+    let plain = Db::open(root.path().join("plain"), Options::default()).unwrap();
+    assert!(plain.split_range(0, b"k").is_err());
+}
+
+#[test]
+fn the_balancer_splits_a_range_too_big_to_move() {
+    let root = tempfile::tempdir().unwrap();
+    let balance = BalanceOptions {
+        max_skew: 0.25,
+        min_bytes: 256 << 10,
+    };
+    // Two ranges, one per owner; every write goes to owner 0's range, which is then all of
+    // owner 0's bytes and can only move in part.
+    let db = Db::open(
+        root.path().join("db"),
+        options(partitions(root.path(), 2, 2, Some(balance))),
+    )
+    .unwrap();
+    for round in 0..3 {
+        for i in 0..KEYS / 2 {
+            db.put(&key(i), &value(i, round)).unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let stats = db.partition_stats().unwrap();
+    let m = db.metrics();
+    assert!(m.range_splits > 0, "the balancer split a range: {stats:?}");
+    assert!(m.range_moves > 0, "and moved a piece: {stats:?}");
+    // The balancer weighs the bytes below L0 (L0 swings by a memtable between compactions).
+    let mut settled = [0u64; 2];
+    for r in &stats.ranges {
+        settled[r.owner as usize] += r.bytes - r.l0_bytes;
+    }
+    let skew = settled[0].max(settled[1]) as f64 / settled[0].min(settled[1]).max(1) as f64;
+    assert!(
+        skew <= 1.0 + balance.max_skew + 0.15,
+        "owners end up within the skew bound: {skew:.2}, {stats:?}"
     );
     for i in (0..KEYS / 2).step_by(53) {
         assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));

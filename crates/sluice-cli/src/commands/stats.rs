@@ -205,9 +205,11 @@ fn write_partitions(
     }
     writeln!(
         out,
-        "skew (largest owner / smallest): {:.2}; ranges moved: {}; tables relocated: {}",
+        "skew (largest owner / smallest): {:.2}; ranges moved: {}; ranges split: {}; tables \
+         relocated: {}",
         p.skew(),
         m.range_moves,
+        m.range_splits,
         m.relocations
     )
 }

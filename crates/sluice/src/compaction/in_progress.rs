@@ -13,6 +13,10 @@
 //! Since L0 inputs take every older L0 file they overlap ([`super::l0_inputs`]), two L0
 //! compactions with disjoint inputs and disjoint ranges never reorder versions of one key
 //! either: what either leaves in L0 is newer than its outputs.
+//!
+//! A range split (partitioned mode) registers here too, as a job that rewrites the tables
+//! crossing its split key and may not run beside any compaction whose outputs could cross
+//! that key, into whatever level ([`InProgress::reserve_split_key`]).
 
 use super::Compaction;
 use super::picker::key_range;
@@ -26,7 +30,8 @@ struct Job {
     id: JobId,
     /// Numbers of every input file.
     files: Vec<u64>,
-    output_level: usize,
+    /// `None` for a range split, which conflicts in every level.
+    output_level: Option<usize>,
     /// The user-key range of the inputs, which bounds the outputs.
     lo: Vec<u8>,
     hi: Vec<u8>,
@@ -47,7 +52,7 @@ impl InProgress {
         let (lo, hi) = range_of(c);
         self.jobs.iter().any(|job| {
             c.all_inputs().any(|f| job.files.contains(&f.number))
-                || (job.output_level == c.output_level()
+                || (job.output_level.is_none_or(|l| l == c.output_level())
                     && lo.as_slice() <= job.hi.as_slice()
                     && job.lo.as_slice() <= hi.as_slice())
         })
@@ -67,12 +72,36 @@ impl InProgress {
         self.jobs.push(Job {
             id,
             files: c.all_inputs().map(|f| f.number).collect(),
-            output_level: c.output_level(),
+            output_level: Some(c.output_level()),
             lo,
             hi,
         });
         self.peak = self.peak.max(self.jobs.len());
         id
+    }
+
+    /// Registers a range split at user key `key` that rewrites `files` (the tables crossing
+    /// it), unless a running job holds one of them or may write a table crossing `key`: one
+    /// whose key range reaches `key`. While it runs, every compaction whose range reaches
+    /// `key` conflicts with it, so no table crossing `key` appears until the split installs.
+    pub fn reserve_split_key(&mut self, key: &[u8], files: Vec<u64>) -> Option<JobId> {
+        let blocked = self.jobs.iter().any(|job| {
+            files.iter().any(|n| job.files.contains(n))
+                || (job.lo.as_slice() <= key && key <= job.hi.as_slice())
+        });
+        if blocked {
+            return None;
+        }
+        let id = JobId(self.next_id);
+        self.next_id += 1;
+        self.jobs.push(Job {
+            id,
+            files,
+            output_level: None,
+            lo: key.to_vec(),
+            hi: key.to_vec(),
+        });
+        Some(id)
     }
 
     /// The most compactions that ran at once so far.
@@ -163,5 +192,23 @@ mod tests {
         running.finish(id);
         assert!(running.is_empty());
         assert!(!running.conflicts(&a));
+    }
+
+    #[test]
+    fn a_split_waits_for_compactions_across_its_key_and_then_holds_them_off() {
+        let mut running = InProgress::default();
+        let a = running.register(&compaction(1, vec![file(1, "a", "c")], vec![]));
+        // The compaction's outputs may cross "b", and file 1 is its input.
+        assert_eq!(running.reserve_split_key(b"b", vec![]), None);
+        assert_eq!(running.reserve_split_key(b"x", vec![1]), None);
+        let split = running.reserve_split_key(b"m", vec![7]).unwrap();
+        assert!(running.is_busy(7));
+        // Any compaction reaching "m", into any level, waits; others do not.
+        assert!(running.conflicts(&compaction(3, vec![file(8, "l", "n")], vec![])));
+        assert!(running.conflicts(&compaction(0, vec![file(9, "m", "m")], vec![])));
+        assert!(!running.conflicts(&compaction(3, vec![file(10, "n", "p")], vec![])));
+        running.finish(split);
+        running.finish(a);
+        assert!(running.is_empty());
     }
 }

@@ -79,6 +79,7 @@ impl Db {
             intra_l0_compactions: st.intra_l0_compactions,
             relocations: st.relocations,
             range_moves: st.range_moves,
+            range_splits: st.range_splits,
             l0_sublevels: crate::version::l0_sublevels::l0_sublevels(v.files(0)).len(),
             compactions_running: st.compactions.len(),
             compactions_running_peak: st.compactions.peak(),

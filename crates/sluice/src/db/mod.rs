@@ -1,6 +1,7 @@
 //! The database handle and the state shared by foreground and background threads.
 //!
 //! Locks, in the order they may be taken (never the reverse):
+//! 0. `range_map_lock`: changes of the range map, and flushes (partitioned mode);
 //! 1. `commit.queue`: the group-commit queue (held only briefly, never across I/O);
 //! 2. `wal`: the active WAL writer, touched only by the group-commit leader;
 //! 3. `manifest`: the MANIFEST writer; held across the MANIFEST fsync so that installs are
@@ -84,6 +85,8 @@ pub(crate) struct DbState {
     pub relocations: u64,
     /// Partitioned mode: ranges moved to another owner.
     pub range_moves: u64,
+    /// Partitioned mode: ranges cut in two.
+    pub range_splits: u64,
 }
 
 /// Foreground counters updated without the state lock.
@@ -117,8 +120,10 @@ pub(crate) struct DbInner {
     pub counters: WriteCounters,
     /// Serializes obsolete-file collection (flush and compaction threads both run it).
     pub obsolete_files_lock: Mutex<()>,
-    /// Serializes partitioned mode's range moves (read the map, edit it, apply).
-    pub range_moves: Mutex<()>,
+    /// Partitioned mode: held by whatever changes the range map's boundaries or owners (moves
+    /// and splits: read the map, edit it, apply) and by flushes, which cut their tables by
+    /// the map and must install them into a map with the same boundaries.
+    pub range_map_lock: Mutex<()>,
     /// Partitioned mode: compactions running per owner, for compaction-load balancing.
     pub owners_busy: Mutex<Vec<usize>>,
     /// Clients of the compaction workers, with `Options::offload`.

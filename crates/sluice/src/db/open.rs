@@ -156,6 +156,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
             intra_l0_compactions: 0,
             relocations: 0,
             range_moves: 0,
+            range_splits: 0,
         }),
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
@@ -167,7 +168,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         table_cache,
         counters: WriteCounters::default(),
         obsolete_files_lock: Mutex::new(()),
-        range_moves: Mutex::new(()),
+        range_map_lock: Mutex::new(()),
         owners_busy: Mutex::new(vec![
             0;
             options

@@ -1,13 +1,19 @@
-//! Partitioned mode's operations on an open database: the range map and its figures, and
-//! moving a range to another owner.
+//! Partitioned mode's operations on an open database: the range map and its figures, moving
+//! a range to another owner, cutting a range in two, and the storage balancer that does both.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use sluice_exec::{CompactionMode, ExecOptions, execute_with};
+use sluice_sst::compact::CompactionSpec;
+
 use super::{Db, DbInner};
-use crate::partition::balance::plan_move;
+use crate::flush::file_meta;
+use crate::partition::balance::{plan_move, plan_split};
+use crate::partition::split::{choose_split_key, tables_crossing};
 use crate::partition::stats::{PartitionStats, partition_stats};
 use crate::partition::{OwnerId, RangeMap};
-use crate::version::edit::VersionEdit;
+use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
 impl Db {
@@ -35,6 +41,15 @@ impl Db {
     pub fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
         self.inner.move_range(range, to)
     }
+
+    /// Cuts range `range` in two at user key `at`, which must lie strictly inside it: `[start,
+    /// at)` keeps the range's index and `[at, end)` becomes range `range + 1`, both with the
+    /// same owner. Tables holding keys on both sides of `at` are rewritten in two, at their
+    /// level and in their directory, in the edit that changes the map. Waits for running
+    /// compactions that could write such a table.
+    pub fn split_range(&self, range: usize, at: &[u8]) -> Result<()> {
+        self.inner.split_range(range, at, true).map(|_| ())
+    }
 }
 
 impl DbInner {
@@ -56,9 +71,9 @@ impl DbInner {
                 partitions.owners.len()
             )));
         }
-        // Moves are read-modify-write of the map: one at a time. Other edits only settle
-        // forwarding entries, which `log_and_apply` recomputes from the tables anyway.
-        let _moving = self.range_moves.lock();
+        // Moves are read-modify-write of the map: one change at a time. Other edits only
+        // settle forwarding entries, which `log_and_apply` recomputes from the tables anyway.
+        let _moving = self.range_map_lock.lock();
         let map = self.state.lock().versions.current().range_map().cloned();
         let Some(map) = map else {
             return Err(Error::InvalidArgument(
@@ -87,9 +102,144 @@ impl DbInner {
         Ok(())
     }
 
-    /// Storage balancing: moves one range if the owners are uneven enough (see
-    /// [`crate::partition::balance`]). Runs on the flush thread after each flush, since writes
-    /// are what make owners uneven. A failed move is logged; the next flush tries again.
+    /// See [`Db::split_range`]. With `wait` false, gives up (returning `Ok(false)`) instead of
+    /// waiting when a running compaction could write a table across `at`.
+    pub(crate) fn split_range(&self, range: usize, at: &[u8], wait: bool) -> Result<bool> {
+        if self.options.partitions.is_none() {
+            return Err(Error::InvalidArgument(
+                "split_range: the database is not partitioned".into(),
+            ));
+        }
+        let _changing = self.range_map_lock.lock();
+        let (job, map, crossing) = {
+            let mut st = self.state.lock();
+            let mut waiting = false;
+            let reserved = loop {
+                Self::check_bg_error(&st)?;
+                if st.closing {
+                    break Err(Error::Closed);
+                }
+                let version = Arc::clone(st.versions.current());
+                let map = version
+                    .range_map()
+                    .ok_or_else(|| {
+                        Error::InvalidArgument("split_range: the database has no range map".into())
+                    })?
+                    .with_split(range, at)
+                    .map_err(|e| Error::InvalidArgument(format!("split_range: {e}")))?;
+                let crossing = tables_crossing(&version, at);
+                let numbers = crossing.iter().map(|(_, f)| f.number).collect();
+                if let Some(job) = st.compactions.reserve_split_key(at, numbers) {
+                    break Ok(Some((job, map, crossing)));
+                }
+                if !wait {
+                    break Ok(None);
+                }
+                // Like a manual compaction: no new automatic compaction starts meanwhile.
+                if !waiting {
+                    st.manual_waiting += 1;
+                    waiting = true;
+                }
+                self.bg_work.notify_all();
+                self.bg_done.wait(&mut st);
+            };
+            if waiting {
+                st.manual_waiting -= 1;
+            }
+            match reserved? {
+                Some(reserved) => reserved,
+                None => return Ok(false),
+            }
+        };
+        let mut reserved = Vec::new();
+        let result = self
+            .split_tables(&crossing, at, &mut reserved)
+            .and_then(|new_files| {
+                let mut edit = VersionEdit {
+                    range_map: Some(map),
+                    new_files,
+                    ..VersionEdit::default()
+                };
+                for (level, f) in &crossing {
+                    edit.delete_file(*level, f.number);
+                }
+                self.log_and_apply(edit)
+            });
+        let mut st = self.state.lock();
+        st.compactions.finish(job);
+        for n in &reserved {
+            st.pending_outputs.remove(n);
+        }
+        if result.is_ok() {
+            st.range_splits += 1;
+        }
+        self.bg_done.notify_all();
+        self.bg_work.notify_all();
+        drop(st);
+        // A failed split leaves the tables it wrote unreferenced; this deletes them, and on
+        // success the tables it replaced.
+        drop(crossing);
+        self.delete_obsolete_files();
+        result?;
+        tracing::info!(range, at = %at.escape_ascii(), "split a key range");
+        Ok(true)
+    }
+
+    /// Rewrites each table of `crossing` as two, the keys below `at` and the rest, at the same
+    /// level and in the same directory; returns them for the version edit. Each half is a
+    /// one-input compaction, so versions no snapshot can see are dropped as any compaction
+    /// would, and nothing else; numbers handed out are added to `reserved` (and kept pending).
+    fn split_tables(
+        &self,
+        crossing: &[(usize, Arc<FileMetaData>)],
+        at: &[u8],
+        reserved: &mut Vec<u64>,
+    ) -> Result<Vec<(usize, FileMetaData)>> {
+        let exec = ExecOptions {
+            mode: CompactionMode::Sequential,
+            ..self.options.exec_options()
+        };
+        let mut new_files = Vec::new();
+        for (level, f) in crossing {
+            let table = self.table_cache.get_for_compaction(f)?;
+            for (lower, upper) in [(None, Some(at.to_vec())), (Some(at.to_vec()), None)] {
+                let spec = CompactionSpec {
+                    inputs: vec![vec![Arc::clone(&table)]],
+                    snapshots: self.snapshots.sequences(),
+                    bottommost: false,
+                    table: self.options.table_options(),
+                    storage: self.options.background_storage(),
+                    target_file_size: u64::MAX,
+                    grandparents: Vec::new(),
+                    max_grandparent_overlap_bytes: u64::MAX,
+                    lower,
+                    upper,
+                };
+                let mut new_output = || -> Result<(u64, PathBuf)> {
+                    let number = {
+                        let mut st = self.state.lock();
+                        let n = st.versions.new_file_number();
+                        st.pending_outputs.insert(n);
+                        n
+                    };
+                    reserved.push(number);
+                    Ok((number, self.table_cache.table_path(f.dir_index, number)))
+                };
+                let out = execute_with(&spec, &exec, Arc::default(), &mut new_output)?;
+                new_files.extend(
+                    out.files
+                        .iter()
+                        .map(|o| (*level, file_meta(o.number, f.dir_index, &o.summary))),
+                );
+            }
+        }
+        Ok(new_files)
+    }
+
+    /// Storage balancing: moves one range if the owners are uneven enough, first cutting one
+    /// in two if none is small enough to move (see [`crate::partition::balance`]). Runs on the
+    /// flush thread after each flush, since writes are what make owners uneven. A failure is
+    /// logged; the next flush tries again.
     pub(crate) fn maybe_balance(&self) {
         let Some(balance) = self.options.partitions.as_ref().and_then(|p| p.balance) else {
             return;
@@ -103,12 +253,61 @@ impl DbInner {
             tracing::debug!(start = ?r.start, "balancing storage: waiting for a move to finish");
             return;
         }
-        let Some(planned) = plan_move(&stats, &balance) else {
-            return;
+        let planned = match plan_move(&stats, &balance) {
+            Some(planned) => planned,
+            None => {
+                let Some(split) = plan_split(&stats, &balance) else {
+                    return;
+                };
+                if !self.split_for_balance(&split) {
+                    return;
+                }
+                let Some(planned) = self
+                    .partition_stats()
+                    .and_then(|stats| plan_move(&stats, &balance))
+                else {
+                    return;
+                };
+                planned
+            }
         };
         tracing::info!(decision = %planned, "balancing storage: moving a range");
         if let Err(e) = self.move_range(planned.range, planned.to) {
             tracing::warn!(error = %e, "balancing storage: the move failed");
+        }
+    }
+
+    /// Carries out `split` if a key gives a piece the balancer can move; true if it did.
+    fn split_for_balance(&self, split: &crate::partition::balance::SplitPlan) -> bool {
+        let version = Arc::clone(self.state.lock().versions.current());
+        let Some(key) = choose_split_key(
+            &version,
+            split.range,
+            split.side,
+            split.target_bytes,
+            split.max_piece_bytes,
+        ) else {
+            tracing::debug!(plan = %split, "balancing storage: no key splits the range well");
+            return false;
+        };
+        drop(version);
+        tracing::info!(
+            decision = %split,
+            at = %key.key.escape_ascii(),
+            piece_bytes = key.piece_bytes,
+            tables_rewritten = key.crossing.len(),
+            "balancing storage: splitting a range"
+        );
+        match self.split_range(split.range, &key.key, false) {
+            Ok(true) => true,
+            Ok(false) => {
+                tracing::debug!("balancing storage: the split waits for a running compaction");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "balancing storage: the split failed");
+                false
+            }
         }
     }
 }

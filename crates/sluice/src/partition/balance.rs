@@ -13,7 +13,8 @@
 //! Among equals, the range whose bytes come closest to half the gap between the two owners
 //! (so the move evens them out best) wins. A move must shrink the gap to at most half: a range
 //! of more than three quarters of the gap would swap the owners' roles with a gap nearly as
-//! wide, and the next plan would move it back.
+//! wide, and the next plan would move it back. When every range of the fullest owner is that
+//! big, the balancer splits one ([`plan_split`], [`super::split`]) and moves the piece.
 //!
 //! Ranges and owners are measured by their bytes below L0. L0 is a write buffer that
 //! compaction drains into L1 (where overwritten versions drop out), and a hot range's L0
@@ -25,6 +26,7 @@
 use std::fmt;
 
 use super::range_map::OwnerId;
+use super::split::Side;
 use super::stats::{PartitionStats, RangeStats};
 
 /// When the balancer acts.
@@ -89,53 +91,89 @@ impl fmt::Display for Move {
     }
 }
 
-/// The move to make now, if the owners are uneven enough.
-pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Move> {
-    let settled = |r: &RangeStats| r.bytes.saturating_sub(r.l0_bytes);
-    // Bytes per owner, counting each range for its owner.
-    let mut owned = vec![0u64; stats.owners.len()];
-    for r in &stats.ranges {
-        if let Some(b) = owned.get_mut(r.owner as usize) {
-            *b += settled(r);
+/// The fullest and the emptiest owner, when they are uneven enough to act on.
+struct Uneven {
+    from: OwnerId,
+    to: OwnerId,
+    /// Bytes below L0 of the ranges `from` and `to` own.
+    full: u64,
+    empty: u64,
+    /// `to`'s first and last range, if it owns any.
+    to_span: Option<(usize, usize)>,
+}
+
+impl Uneven {
+    fn find(stats: &PartitionStats, options: &BalanceOptions) -> Option<Uneven> {
+        // Bytes per owner, counting each range for its owner.
+        let mut owned = vec![0u64; stats.owners.len()];
+        for r in &stats.ranges {
+            if let Some(b) = owned.get_mut(r.owner as usize) {
+                *b += settled(r);
+            }
         }
-    }
-    let (from, &full) = owned.iter().enumerate().max_by_key(|(_, b)| **b)?;
-    let (to, &empty) = owned.iter().enumerate().min_by_key(|(_, b)| **b)?;
-    if full < options.min_bytes || full as f64 <= (1.0 + options.max_skew) * empty as f64 {
-        return None;
-    }
-    let gap = full - empty;
-    let (from, to) = (from as OwnerId, to as OwnerId);
-    let span = |owner: OwnerId| {
-        let mut owned = stats
+        let (from, &full) = owned.iter().enumerate().max_by_key(|(_, b)| **b)?;
+        let (to, &empty) = owned.iter().enumerate().min_by_key(|(_, b)| **b)?;
+        if full < options.min_bytes || full as f64 <= (1.0 + options.max_skew) * empty as f64 {
+            return None;
+        }
+        let to = to as OwnerId;
+        let mut owned_by_to = stats
             .ranges
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.owner == owner);
-        let first = owned.next().map(|(i, _)| i);
-        let last = owned.next_back().map(|(i, _)| i).or(first);
-        first.zip(last)
-    };
-    let to_span = span(to);
+            .filter(|(_, r)| r.owner == to)
+            .map(|(i, _)| i);
+        let first = owned_by_to.next();
+        let last = owned_by_to.next_back().or(first);
+        Some(Uneven {
+            from: from as OwnerId,
+            to,
+            full,
+            empty,
+            to_span: first.zip(last),
+        })
+    }
+
+    fn gap(&self) -> u64 {
+        self.full - self.empty
+    }
+
+    /// True if giving range `i` to `to` stretches `to`'s span over a range of another owner.
+    fn widens(&self, stats: &PartitionStats, i: usize) -> bool {
+        let Some((lo, hi)) = self.to_span else {
+            return false;
+        };
+        (lo.min(i)..=hi.max(i))
+            .filter(|&j| !(lo..=hi).contains(&j) && j != i)
+            .any(|j| stats.ranges[j].owner != self.to)
+    }
+
+    /// True if `bytes` may move: the gap after the move, `|gap - 2 * bytes|`, is at most half
+    /// the gap now.
+    fn may_move(&self, bytes: u64) -> bool {
+        bytes > 0 && 4 * bytes <= 3 * self.gap()
+    }
+}
+
+/// A range's bytes below L0.
+fn settled(r: &RangeStats) -> u64 {
+    r.bytes.saturating_sub(r.l0_bytes)
+}
+
+/// The move to make now, if the owners are uneven enough.
+pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Move> {
+    let u = Uneven::find(stats, options)?;
+    let gap = u.gap();
     stats
         .ranges
         .iter()
         .enumerate()
-        // After the move the gap is `|gap - 2 * bytes|`: at most half the gap now.
-        .filter(|(_, r)| r.owner == from && settled(r) > 0 && 4 * settled(r) <= 3 * gap)
+        .filter(|(_, r)| r.owner == u.from && u.may_move(settled(r)))
         .map(|(i, r)| {
-            let widens = match to_span {
-                None => false,
-                Some((lo, hi)) => {
-                    let (new_lo, new_hi) = (lo.min(i), hi.max(i));
-                    (new_lo..=new_hi)
-                        .filter(|&j| !(lo..=hi).contains(&j) && j != i)
-                        .any(|j| stats.ranges[j].owner != to)
-                }
-            };
+            let widens = u.widens(stats, i);
             // After the move `from` keeps the range's data until it is relocated; reads then
             // need `to` as well, unless `to` already holds some of it.
-            let extra_read_owner = !r.forwarded_from.contains(&to);
+            let extra_read_owner = !r.forwarded_from.contains(&u.to);
             let priority = match (widens, extra_read_owner) {
                 (false, _) => Priority::NoWiderOverlap,
                 (true, false) => Priority::NoExtraReadOwner,
@@ -147,12 +185,79 @@ pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Mov
         .min()
         .map(|(priority, _, _, range, bytes)| Move {
             range,
-            from,
-            to,
+            from: u.from,
+            to: u.to,
             bytes,
-            owner_bytes: (full, empty),
+            owner_bytes: (u.full, u.empty),
             priority,
         })
+}
+
+/// A planned split: cut `range` so that the piece on `side` can move from `from` to `to`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitPlan {
+    /// The range to cut, owned by `from`.
+    pub range: usize,
+    /// The fullest owner.
+    pub from: OwnerId,
+    /// The emptiest owner, which the piece moves to next.
+    pub to: OwnerId,
+    /// The half that moves: the one next to `to`'s ranges.
+    pub side: Side,
+    /// The piece should hold about this many bytes below L0 (half the gap)...
+    pub target_bytes: u64,
+    /// ...and at most this many, or moving it would not even the owners out.
+    pub max_piece_bytes: u64,
+    /// The range's bytes below L0.
+    pub range_bytes: u64,
+    /// Bytes below L0 owned by `from` and `to`.
+    pub owner_bytes: (u64, u64),
+}
+
+impl fmt::Display for SplitPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "split range {} ({} bytes) of owner {} ({} bytes) to move its {:?} piece of about {} \
+             bytes to owner {} ({} bytes): no range of the owner is small enough to move whole",
+            self.range,
+            self.range_bytes,
+            self.from,
+            self.owner_bytes.0,
+            self.side,
+            self.target_bytes,
+            self.to,
+            self.owner_bytes.1
+        )
+    }
+}
+
+/// The split to make when the owners are uneven but [`plan_move`] finds no range small enough
+/// to move: the range of the fullest owner whose piece would move with the best priority, the
+/// biggest among those.
+pub fn plan_split(stats: &PartitionStats, options: &BalanceOptions) -> Option<SplitPlan> {
+    let u = Uneven::find(stats, options)?;
+    let (range, r) = stats
+        .ranges
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.owner == u.from && settled(r) > 0 && !u.may_move(settled(r)))
+        .min_by_key(|&(i, r)| (u.widens(stats, i), std::cmp::Reverse(settled(r))))?;
+    // The piece next to `to`'s span, so it joins the span without stretching it further.
+    let side = match u.to_span {
+        Some((_, hi)) if hi < range => Side::Lower,
+        _ => Side::Upper,
+    };
+    Some(SplitPlan {
+        range,
+        from: u.from,
+        to: u.to,
+        side,
+        target_bytes: u.gap() / 2,
+        max_piece_bytes: 3 * u.gap() / 4,
+        range_bytes: settled(r),
+        owner_bytes: (u.full, u.empty),
+    })
 }
 
 #[cfg(test)]
@@ -257,5 +362,23 @@ mod tests {
         // Range 1 (40 of a gap of 70) overshoots half the gap but leaves only 10 the other way.
         let m = plan_move(&stats(&[(1, 70), (0, 40), (0, 100)], 2), &OPTS).unwrap();
         assert_eq!(m.range, 1);
+    }
+
+    #[test]
+    fn a_range_too_big_to_move_is_split_on_the_side_of_the_destination() {
+        // Owner 0's ranges 0 and 1 are both bigger than 3/4 of the gap (170): no move.
+        let s = stats(&[(0, 130), (0, 140), (1, 100)], 2);
+        assert_eq!(plan_move(&s, &OPTS), None);
+        let p = plan_split(&s, &OPTS).unwrap();
+        // Range 1 is next to owner 1's range 2 and the bigger one: its upper piece moves.
+        assert_eq!((p.range, p.from, p.to, p.side), (1, 0, 1, Side::Upper));
+        assert_eq!((p.target_bytes, p.max_piece_bytes), (85, 127));
+        assert!(p.to_string().contains("split range 1"));
+        // Owner 1's ranges below: range 1's lower piece is the one next to them.
+        let s = stats(&[(1, 100), (0, 140), (0, 130)], 2);
+        let p = plan_split(&s, &OPTS).unwrap();
+        assert_eq!((p.range, p.side), (1, Side::Lower));
+        // No split when the owners are even.
+        assert_eq!(plan_split(&stats(&[(0, 100), (1, 90)], 2), &OPTS), None);
     }
 }

@@ -185,6 +185,30 @@ impl RangeMap {
         next
     }
 
+    /// The map after range `i` is cut in two at `at`: `[start_i, at)` keeps index `i`, `[at,
+    /// end_i)` becomes range `i + 1`, and every later range's index grows by one. Both halves
+    /// keep the owner and the forwarding entries (the host settles those with the edit).
+    /// Fails unless `at` lies strictly inside range `i`.
+    pub fn with_split(&self, i: usize, at: &[u8]) -> Result<RangeMap, String> {
+        let Some(r) = self.ranges.get(i) else {
+            return Err(format!("range {i} is not one of the {} ranges", self.len()));
+        };
+        let (start, end) = self.bounds(i);
+        if at <= start || end.is_some_and(|end| at >= end) {
+            return Err(format!(
+                "'{}' is not strictly inside range {i}",
+                at.escape_ascii()
+            ));
+        }
+        let upper = KeyRange {
+            start: at.to_vec(),
+            ..r.clone()
+        };
+        let mut next = self.clone();
+        next.ranges.insert(i + 1, upper);
+        Ok(next)
+    }
+
     /// The map with exactly the forwarding entries `(range, owner)` of `entries`, leaving out
     /// those naming a range's own owner or no range.
     pub fn with_forwarding(&self, entries: impl IntoIterator<Item = (usize, OwnerId)>) -> RangeMap {
@@ -321,6 +345,27 @@ mod tests {
         assert_eq!(all.ranges()[0].forwarded_from, vec![1, 2]);
         assert_eq!(all.ranges()[1].forwarded_from, vec![0]);
         assert_eq!(all.with_forwarding([]), map());
+    }
+
+    #[test]
+    fn a_split_cuts_one_range_in_two_with_the_same_owner() {
+        let m = map().with_move(1, 0).with_forwarding([(1, 1)]);
+        let split = m.with_split(1, b"k").unwrap();
+        assert_eq!(split.len(), 4);
+        assert_eq!(split.bounds(1), (&b"g"[..], Some(&b"k"[..])));
+        assert_eq!(split.bounds(2), (&b"k"[..], Some(&b"p"[..])));
+        assert_eq!(split.ranges()[2].owner, 0);
+        assert_eq!(split.ranges()[2].forwarded_from, vec![1]);
+        assert_eq!(split.index_of(b"zz"), 3);
+        assert!(split.validate().is_ok());
+        // The last range splits too; a split at a range's start or outside it does not.
+        assert_eq!(
+            map().with_split(2, b"x").unwrap().bounds(3),
+            (&b"x"[..], None)
+        );
+        for (i, at) in [(1, &b"g"[..]), (1, b"p"), (0, b""), (0, b"h"), (3, b"z")] {
+            assert!(map().with_split(i, at).is_err(), "range {i} at {at:?}");
+        }
     }
 
     #[test]
