@@ -242,9 +242,10 @@ pub struct BenchArgs {
     /// Comma-separated benchmarks, run in order on one database.
     #[arg(long, value_delimiter = ',', value_parser = parse_benchmark, default_value = DEFAULT_BENCHMARKS)]
     pub benchmarks: Vec<Benchmark>,
-    /// Number of keys: fills write N entries with keys from [0, N).
-    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "1000000")]
-    pub num: u64,
+    /// Number of keys: fills write N entries with keys from [0, N) [default: 1000000; 3000000
+    /// with --experiment mstore].
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub num: Option<u64>,
     /// Operations of readrandom and seekrandom, and the entry limit of readseq [default: --num].
     #[arg(long, value_name = "N", value_parser = parse_size)]
     pub reads: Option<u64>,
@@ -363,6 +364,13 @@ pub struct BenchArgs {
     pub offload: crate::offload_args::OffloadArgs,
 }
 
+impl BenchArgs {
+    /// `--num` for benchmarks and every experiment but mstore, which has its own default.
+    pub fn num(&self) -> u64 {
+        self.num.unwrap_or(1_000_000)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,7 +388,7 @@ mod tests {
             panic!("not bench")
         };
         assert_eq!(b.benchmarks, Benchmark::ALL.to_vec());
-        assert_eq!(b.num, 1_000_000);
+        assert_eq!(b.num(), 1_000_000);
         assert_eq!(b.compression, Compression::Lz4);
         let cli = Cli::try_parse_from([
             "sluice",
@@ -400,7 +408,7 @@ mod tests {
             b.benchmarks,
             vec![Benchmark::FillRandom, Benchmark::ReadRandom]
         );
-        assert_eq!((b.num, b.write_buffer_size), (2048, 1 << 20));
+        assert_eq!((b.num(), b.write_buffer_size), (2048, 1 << 20));
     }
 
     #[test]
@@ -423,7 +431,7 @@ mod tests {
         };
         assert_eq!(b.experiment, Some(Experiment::Pcp));
         assert_eq!(b.out, Some(PathBuf::from("charts")));
-        assert_eq!((b.num, b.repeat), (100 << 10, Some(3)));
+        assert_eq!((b.num(), b.repeat), (100 << 10, Some(3)));
         // --out also serves plain benchmarks.
         let cli = Cli::try_parse_from(["sluice", "bench", "--out", "charts"]).unwrap();
         let Command::Bench(b) = cli.command else {

@@ -65,8 +65,8 @@ fn options(args: &BenchArgs) -> Result<Options, Failure> {
 fn config(args: &BenchArgs) -> BenchConfig {
     BenchConfig {
         benchmarks: args.benchmarks.clone(),
-        num: args.num,
-        reads: args.reads.unwrap_or(args.num),
+        num: args.num(),
+        reads: args.reads.unwrap_or(args.num()),
         key_size: args.key_size,
         value_size: args.value_size,
         threads: args.threads,
@@ -125,7 +125,7 @@ fn run_pcp_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
         ));
     }
     let config = PcpConfig {
-        num: args.num,
+        num: args.num(),
         key_size: args.key_size,
         value_size: args.value_size,
         compression: args.compression.into(),
@@ -145,7 +145,7 @@ fn run_pcp_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
 /// The CoPro experiment; its workers are this executable's `worker` subcommand.
 fn run_copro_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     let config = copro::CoproConfig {
-        data_bytes: copro::CoproConfig::data_bytes_for_num(args.num),
+        data_bytes: copro::CoproConfig::data_bytes_for_num(args.num()),
         key_size: args.key_size,
         workers: args.experiment_workers.unwrap_or(1),
         throttle: args.throttle.unwrap_or(1.0),
@@ -170,7 +170,7 @@ fn run_copro_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
 /// The MStore experiment; its workers are this executable's `worker` subcommand.
 fn run_mstore_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     let config = mstore::MstoreConfig {
-        num: args.num,
+        num: args.num.unwrap_or(mstore::DEFAULT_NUM),
         key_size: args.key_size,
         value_size: args.value_size,
         workers: args.experiment_workers.unwrap_or(2),

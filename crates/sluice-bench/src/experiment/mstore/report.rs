@@ -47,6 +47,8 @@ pub struct VariantReport {
     pub skew: Option<f64>,
     /// Ranges moved by the storage balancer.
     pub moves: u64,
+    /// Ranges the storage balancer cut in two (to move a piece of one too big to move whole).
+    pub splits: u64,
     /// Tables rewritten from a former owner into their range's new owner.
     pub relocations: u64,
     /// Reference lookups that missed, during the run and in the final check.

@@ -113,6 +113,7 @@ impl Runner<'_> {
             skew: skew(&owner_bytes),
             owner_bytes,
             moves: after.range_moves.saturating_sub(before.range_moves),
+            splits: after.range_splits.saturating_sub(before.range_splits),
             relocations: after.relocations.saturating_sub(before.relocations),
             read_misses: 0,
             reads_checked: 0,

@@ -24,7 +24,7 @@ pub fn render(report: &MstoreReport) -> String {
     out.push('\n');
     let _ = writeln!(
         out,
-        "{:<13} {:>10} {:>7} {:>6} {:>24} {:>6} {:>6} {:>7} {:>7} {:>8}",
+        "{:<13} {:>10} {:>7} {:>6} {:>24} {:>6} {:>6} {:>6} {:>7} {:>7} {:>8}",
         "variant",
         "ops/s",
         "MB/s",
@@ -32,6 +32,7 @@ pub fn render(report: &MstoreReport) -> String {
         "owner MiB",
         "skew",
         "moves",
+        "splits",
         "relocs",
         "misses",
         "stall s"
@@ -85,7 +86,7 @@ fn row(v: &VariantReport, out: &mut String) {
     let mib = |b: &u64| format!("{:.1}", *b as f64 / f64::from(1 << 20));
     let _ = writeln!(
         out,
-        "{:<13} {:>10.0} {:>7.2} {:>6} {:>24} {:>6} {:>6} {:>7} {:>7} {:>8.2}",
+        "{:<13} {:>10.0} {:>7.2} {:>6} {:>24} {:>6} {:>6} {:>6} {:>7} {:>7} {:>8.2}",
         v.name,
         v.ops_per_sec,
         v.mb_per_sec,
@@ -93,6 +94,7 @@ fn row(v: &VariantReport, out: &mut String) {
         list(&v.owner_bytes, |b| mib(&b)),
         skew_text(v.skew),
         v.moves,
+        v.splits,
         v.relocations,
         v.read_misses,
         v.write_stall_seconds,

@@ -173,6 +173,7 @@ fn sample_variant(variant: Variant, ops_per_sec: f64) -> VariantReport {
         owner_bytes: if balanced { vec![11, 10] } else { vec![30, 10] },
         skew: Some(if balanced { 1.1 } else { 3.0 }),
         moves: u64::from(balanced) * 2,
+        splits: u64::from(balanced),
         relocations: u64::from(balanced) * 5,
         read_misses: 0,
         reads_checked: 500,
