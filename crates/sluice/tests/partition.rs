@@ -371,3 +371,57 @@ fn the_balancer_splits_a_range_too_big_to_move() {
     }
     db.check().unwrap();
 }
+
+#[test]
+fn a_split_that_fails_midway_changes_nothing_and_leaves_no_tables_behind() {
+    use sluice::fs::{Fault, FaultInjectingFs, FaultOp, os_fs};
+    let root = tempfile::tempdir().unwrap();
+    let fs = FaultInjectingFs::new(os_fs());
+    let db = Db::open(
+        root.path().join("db"),
+        Options {
+            fs: fs.clone(),
+            ..options(partitions(root.path(), 2, 2, None))
+        },
+    )
+    .unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        model.insert(key(i), value(i, 0));
+    }
+    db.compact_range(None, None).unwrap();
+    let owner0 = &owner_dirs(root.path(), 2)[0];
+    let tables_before = tables_in(owner0);
+    let at = key(KEYS / 4 + 7);
+
+    // The first half is written; syncing the second fails.
+    fs.inject(
+        Fault::fail(FaultOp::Sync)
+            .on_paths_containing("owner0")
+            .after(1),
+    );
+    let err = db.split_range(0, &at).unwrap_err().to_string();
+    assert!(err.contains("owner0"), "the error names the file: {err}");
+    assert_eq!(db.range_map().unwrap().len(), 2, "the map is unchanged");
+    assert_eq!(db.metrics().range_splits, 0);
+    assert_eq!(
+        tables_in(owner0),
+        tables_before,
+        "the halves written were deleted"
+    );
+    let scan = |db: &Db| -> BTreeMap<Vec<u8>, Vec<u8>> {
+        db.scan(None, None)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert_eq!(scan(&db), model);
+
+    // The same split succeeds once the device behaves.
+    fs.clear();
+    db.split_range(0, &at).unwrap();
+    assert_eq!(db.range_map().unwrap().len(), 3);
+    assert_eq!(scan(&db), model);
+    db.check().unwrap();
+}
