@@ -6,8 +6,8 @@
 //!
 //! The child is this same test binary, re-run with `SLUICE_CRASH_CHILD` set. Rounds rotate
 //! through the compaction executors, so each is killed mid-compaction. A second run does the
-//! same in partitioned mode, with ranges moving between owners all the while, so kills land
-//! in the middle of moves and relocations.
+//! same in partitioned mode, with ranges moving between owners and splitting all the while, so
+//! kills land in the middle of moves, splits and relocations.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -113,6 +113,15 @@ fn crash_child() {
             db.move_range((i / 301 % 8) as usize, (i / 301 % 3) as u32)
                 .unwrap();
         }
+        if partitioned && i % 701 == 700 {
+            // Split whichever range holds some key; a key that starts its range is refused.
+            let at = key(i * 7919 % KEYS);
+            let range = db.range_map().unwrap().index_of(&at);
+            match db.split_range(range, &at) {
+                Ok(()) | Err(sluice::Error::InvalidArgument(_)) => {}
+                Err(e) => panic!("split at {at:?}: {e}"),
+            }
+        }
     }
 }
 
@@ -202,5 +211,13 @@ fn kill_and_verify(partitioned: bool) {
             apply(&mut model, round, i);
         }
         model = verify(dir.path(), partitioned, &model, Some((round, acked)));
+    }
+    if partitioned {
+        let db = Db::open(dir.path(), options(dir.path(), true)).unwrap();
+        let ranges = db.range_map().unwrap().len();
+        assert!(
+            ranges > 8,
+            "some rounds got as far as splitting a range: {ranges}"
+        );
     }
 }
