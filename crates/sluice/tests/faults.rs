@@ -321,3 +321,92 @@ fn a_failed_flush_loses_no_acknowledged_write() {
     assert_contents(&db, &model);
     db.check().unwrap();
 }
+
+/// Options for the WAL and MANIFEST tests: small memtables so flushes (and their MANIFEST
+/// edits) come often.
+fn log_options(fs: &Arc<FaultInjectingFs>, dir: &Path) -> Options {
+    Options {
+        write_buffer_size: 64 << 10,
+        ..options(fs, CompactionMode::Sequential, false, dir, Dirs::One)
+    }
+}
+
+#[test]
+fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let fs = FaultInjectingFs::new(os_fs());
+    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    let sync = sluice::WriteOptions { sync: true };
+    let mut model = Model::new();
+    for i in 0..500u32 {
+        let (k, v) = (format!("key{i:06}").into_bytes(), value(0, i));
+        db.put_opt(&sync, &k, &v).unwrap();
+        model.insert(k, v);
+    }
+    fs.inject(Fault::fail(FaultOp::Sync).on_paths_containing(".log"));
+    let err = db.put_opt(&sync, b"key999999", b"unsure").unwrap_err();
+    assert!(
+        err.to_string().contains(".log"),
+        "the error names the WAL: {err}"
+    );
+    // After a failed fsync the WAL's tail is unknown: nothing more may be appended to it.
+    fs.clear();
+    assert!(db.put(b"after", b"failure").is_err());
+    assert_eq!(db.get(b"key000042").unwrap(), Some(value(0, 42)));
+    drop(db);
+
+    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    let got: Model = db
+        .scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // The write whose sync failed reached the OS and may have survived; nothing else differs.
+    let mut with_unsure = model.clone();
+    with_unsure.insert(b"key999999".to_vec(), b"unsure".to_vec());
+    assert!(
+        got == model || got == with_unsure,
+        "acknowledged writes lost or changed"
+    );
+    db.check().unwrap();
+}
+
+#[test]
+fn a_failed_manifest_write_stops_background_work_and_reopen_recovers_everything() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let fs = FaultInjectingFs::new(os_fs());
+    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    let mut model = Model::new();
+    for i in 0..2000u32 {
+        let (k, v) = (format!("key{i:06}").into_bytes(), value(1, i));
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    // The flush writes its table, then fails to record it in the MANIFEST.
+    fs.inject(Fault::fail(FaultOp::Write).on_paths_containing("MANIFEST"));
+    let err = db.flush().unwrap_err();
+    assert!(
+        err.to_string().contains("MANIFEST"),
+        "the error names the MANIFEST: {err}"
+    );
+    fs.clear();
+    // The MANIFEST may end in a partial record: no edit is trusted after it, and no write.
+    assert!(matches!(
+        db.put(b"after", b"failure"),
+        Err(Error::Background(_))
+    ));
+    assert_eq!(db.get(b"key000042").unwrap(), Some(value(1, 42)));
+    drop(db);
+
+    // Opening writes a new MANIFEST; a failure there is an error naming it, and changes nothing.
+    fs.inject(Fault::fail(FaultOp::Sync).on_paths_containing("MANIFEST"));
+    let err = Db::open(dir.path(), log_options(&fs, dir.path()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("MANIFEST"), "{err}");
+    fs.clear();
+    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    assert_contents(&db, &model);
+    db.check().unwrap();
+}

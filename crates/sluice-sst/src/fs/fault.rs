@@ -256,4 +256,13 @@ impl WriteFile for FaultWriteFile {
         self.state.fail_if_hit(FaultOp::Sync, &self.path)?;
         self.inner.sync()
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Sync, &self.path)?;
+        self.inner.sync_data()
+    }
 }

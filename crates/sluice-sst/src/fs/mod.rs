@@ -1,7 +1,8 @@
 //! The storage layer under tables: how a file is opened, read at an offset, appended to, synced
 //! and removed.
 //!
-//! Table reads and writes go through a [`FileSystem`], so two things need no change above it:
+//! Table reads and writes, and the writes of the WAL and MANIFEST, go through a [`FileSystem`],
+//! so two things need no change above it:
 //! compaction can switch to direct I/O ([`IoMode::Direct`], RocksDB's
 //! `use_direct_io_for_flush_and_compaction`), and a test can put a [`FaultInjectingFs`] under the
 //! whole engine to fail or corrupt one chosen read, write or sync (Pebble's `vfs.FS` and
@@ -55,6 +56,21 @@ pub trait WriteFile: Send + fmt::Debug {
     /// Writes out everything appended and makes it durable (`fsync`). Appending may continue
     /// afterwards.
     fn sync(&mut self) -> io::Result<()>;
+
+    /// Hands everything appended to the operating system without waiting for the device, so
+    /// it survives a crash of this process (not of the machine): what a log's unsynced group
+    /// commit promises. The default does nothing, which is right for writers that keep no
+    /// buffer; a direct-I/O writer keeps its unaligned tail until `sync`, so logs, which
+    /// need this, are written buffered.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+
+    /// [`WriteFile::sync`], except that metadata not needed to read the data back may stay
+    /// unsynced (`fdatasync`): what a log pays on every synced write.
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.sync()
+    }
 }
 
 /// Opens, creates and removes files.

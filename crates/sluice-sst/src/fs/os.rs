@@ -125,6 +125,15 @@ impl WriteFile for BufferedWriteFile {
         self.file.flush()?;
         self.file.get_ref().sync_all()
     }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.file.flush()?;
+        self.file.get_ref().sync_data()
+    }
 }
 
 #[cfg(test)]

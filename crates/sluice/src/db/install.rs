@@ -65,7 +65,8 @@ impl DbInner {
             // switches CURRENT, the old MANIFEST is current and lacks this edit, whose output
             // files are then unreferenced garbage: safe.
             Some((number, snapshot)) => {
-                ManifestWriter::create(&self.dir, number, &snapshot).map(|w| *manifest = w)
+                ManifestWriter::create(&*self.options.fs, &self.dir, number, &snapshot)
+                    .map(|w| *manifest = w)
             }
         };
         let mut st = self.state.lock();

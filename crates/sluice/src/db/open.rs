@@ -108,7 +108,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
     // Start a new WAL and a new MANIFEST that records the replayed tables.
     let log_number = versions.new_file_number();
     let log_path = log_file_name(dir, log_number);
-    let log_file = File::create(&log_path).with_path(&log_path)?;
+    let wal = LogWriter::create(&*options.fs, log_path)?;
     let manifest_number = versions.new_file_number();
     let mut edit = VersionEdit {
         log_number: Some(log_number),
@@ -127,7 +127,12 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
     )?;
     versions.install(version, &edit);
     versions.manifest_number = manifest_number;
-    let manifest = ManifestWriter::create(dir, manifest_number, &versions.snapshot_edit())?;
+    let manifest = ManifestWriter::create(
+        &*options.fs,
+        dir,
+        manifest_number,
+        &versions.snapshot_edit(),
+    )?;
     // Durable from here: the old WALs are no longer needed.
 
     let offloader = options
@@ -161,7 +166,7 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
         commit: CommitQueue::default(),
-        wal: Mutex::new(LogWriter::new(log_file, log_path, 0)),
+        wal: Mutex::new(wal),
         manifest: Mutex::new(manifest),
         visible_seq: AtomicU64::new(last_seq),
         snapshots: Arc::new(SnapshotList::default()),

@@ -14,7 +14,7 @@ use crate::filename::log_file_name;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::wal::LogWriter;
-use crate::{Error, IoContext, Result};
+use crate::{Error, Result};
 
 impl Db {
     /// Sets `key` to `value`.
@@ -195,12 +195,11 @@ impl DbInner {
             let log_number = st.versions.new_file_number();
             drop(st);
             let path = log_file_name(&self.dir, log_number);
-            let file = std::fs::File::create(&path).with_path(&path)?;
+            let new_wal = LogWriter::create(&*self.options.fs, path)?;
             // The new WAL's directory entry must be durable before a synced write to it is
             // acknowledged, or a power loss could take the whole file.
             crate::filename::sync_dir(&self.dir)?;
-            let mut old_wal =
-                std::mem::replace(&mut *self.wal.lock(), LogWriter::new(file, path, 0));
+            let mut old_wal = std::mem::replace(&mut *self.wal.lock(), new_wal);
             // Sync the finished WAL so a torn tail can only ever be in the newest one: a
             // damaged older WAL followed by synced newer ones would be a gap in history.
             let synced = old_wal.sync();

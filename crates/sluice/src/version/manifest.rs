@@ -19,9 +19,10 @@
 //! assume it applied nor delete anything it names; it must stop committing edits (the failure
 //! is sticky) and reopen.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use sluice_sst::fs::FileSystem;
 use sluice_sst::{Error, IoContext, Result};
 
 use super::edit::VersionEdit;
@@ -52,7 +53,14 @@ impl ManifestWriter {
     ///
     /// If this fails, `CURRENT` names either the old or the new manifest (both complete); the
     /// caller must not delete either and should treat the failure as sticky.
-    pub fn create(dir: &Path, manifest_number: u64, snapshot: &VersionEdit) -> Result<Self> {
+    ///
+    /// The MANIFEST is written through `fs`, so tests can fail its writes and syncs.
+    pub fn create(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        manifest_number: u64,
+        snapshot: &VersionEdit,
+    ) -> Result<Self> {
         let path = manifest_file_name(dir, manifest_number);
         if current_file_name(dir).exists() {
             let live = read_current_file(dir)?;
@@ -63,13 +71,7 @@ impl ManifestWriter {
                 )));
             }
         }
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .with_path(&path)?;
-        let mut log = LogWriter::new(file, path, 0);
+        let mut log = LogWriter::create(fs, path)?;
         let mut record = Vec::new();
         snapshot.encode(&mut record);
         log.add_record(&record)?;
@@ -155,7 +157,9 @@ mod tests {
     use super::*;
     use crate::filename::log_file_name;
     use crate::version::edit::FileMetaData;
+    use sluice_sst::fs::os_fs;
     use sluice_sst::key::{ValueKind, make_internal_key};
+    use std::fs::OpenOptions;
 
     fn snapshot(next_file: u64) -> VersionEdit {
         VersionEdit {
@@ -190,7 +194,7 @@ mod tests {
 
     /// A manifest with a snapshot and three edits; returns it and each record's offset.
     fn write_manifest(dir: &Path) -> (ManifestWriter, Vec<VersionEdit>, Vec<u64>) {
-        let mut w = ManifestWriter::create(dir, 2, &snapshot(10)).unwrap();
+        let mut w = ManifestWriter::create(&*os_fs(), dir, 2, &snapshot(10)).unwrap();
         let mut edits = vec![snapshot(10)];
         let mut offsets = vec![0];
         for n in 4..7 {
@@ -215,7 +219,7 @@ mod tests {
     fn switching_manifests_moves_current() {
         let dir = tempfile::tempdir().unwrap();
         let (old, edits, _) = write_manifest(dir.path());
-        let new = ManifestWriter::create(dir.path(), 11, &snapshot(12)).unwrap();
+        let new = ManifestWriter::create(&*os_fs(), dir.path(), 11, &snapshot(12)).unwrap();
         assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000011");
         assert_eq!(read_manifest(new.path()).unwrap(), vec![snapshot(12)]);
         assert_eq!(
@@ -229,13 +233,13 @@ mod tests {
     fn live_manifest_is_never_overwritten_but_orphans_are() {
         let dir = tempfile::tempdir().unwrap();
         let (w, edits, _) = write_manifest(dir.path());
-        let err = ManifestWriter::create(dir.path(), 2, &snapshot(99)).unwrap_err();
+        let err = ManifestWriter::create(&*os_fs(), dir.path(), 2, &snapshot(99)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
         assert_eq!(read_manifest(w.path()).unwrap(), edits);
 
         let orphan = manifest_file_name(dir.path(), 7);
         std::fs::write(&orphan, b"half-written garbage").unwrap();
-        ManifestWriter::create(dir.path(), 7, &snapshot(8)).unwrap();
+        ManifestWriter::create(&*os_fs(), dir.path(), 7, &snapshot(8)).unwrap();
         assert_eq!(read_manifest(&orphan).unwrap(), vec![snapshot(8)]);
     }
 
@@ -278,7 +282,7 @@ mod tests {
     fn checksummed_but_undecodable_edit_is_corruption() {
         let dir = tempfile::tempdir().unwrap();
         let path = manifest_file_name(dir.path(), 5);
-        let mut log = LogWriter::new(File::create(&path).unwrap(), path.clone(), 0);
+        let mut log = LogWriter::create(&*os_fs(), path.clone()).unwrap();
         let mut good = Vec::new();
         snapshot(6).encode(&mut good);
         log.add_record(&good).unwrap();
@@ -307,7 +311,7 @@ mod tests {
         assert!(read_manifest(&path).unwrap_err().is_corruption());
         // A log file is not confused with a manifest: its records do not decode as edits.
         let log_path = log_file_name(dir.path(), 1);
-        let mut log = LogWriter::new(File::create(&log_path).unwrap(), log_path.clone(), 0);
+        let mut log = LogWriter::create(&*os_fs(), log_path.clone()).unwrap();
         log.add_record(&[0xff; 20]).unwrap();
         log.sync().unwrap();
         assert!(read_manifest(&log_path).unwrap_err().is_corruption());

@@ -22,7 +22,7 @@ fn payload(seed: usize, len: usize) -> Vec<u8> {
 /// Writes `records` to `dir/000007.log`; returns the path and each record's start offset.
 fn write_log(dir: &Path, records: &[Vec<u8>]) -> (PathBuf, Vec<u64>) {
     let path = dir.join("000007.log");
-    let mut w = LogWriter::new(File::create(&path).unwrap(), path.clone(), 0);
+    let mut w = LogWriter::create(&*sluice_sst::fs::os_fs(), path.clone()).unwrap();
     let mut offsets = Vec::new();
     for r in records {
         // A record starts at the writer's length unless that leaves no room for a header.
@@ -144,24 +144,6 @@ fn every_trailer_length_round_trips() {
         assert!(out.records == records, "leftover {leftover}");
         assert_eq!(out.offsets, offsets);
     }
-}
-
-#[test]
-fn appending_to_an_existing_log_continues_its_block_layout() {
-    let dir = tempfile::tempdir().unwrap();
-    let first = vec![payload(1, 40_000), payload(2, 10)];
-    let (path, _) = write_log(dir.path(), &first);
-    let len = std::fs::metadata(&path).unwrap().len();
-    let file = OpenOptions::new().append(true).open(&path).unwrap();
-    let mut w = LogWriter::new(file, path.clone(), len);
-    let second = vec![payload(3, 70_000), payload(4, 0)];
-    for r in &second {
-        w.add_record(r).unwrap();
-    }
-    w.sync().unwrap();
-    let out = read_all(&path, ABSOLUTE);
-    out.end.unwrap();
-    assert!(out.records == [first, second].concat());
 }
 
 #[test]

@@ -13,10 +13,9 @@
 //! Thread-safety: `&mut self` everywhere; the commit pipeline owns the writer (one leader at a
 //! time), so no internal locking.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use sluice_sst::fs::{FileSystem, IoMode, WriteFile};
 use sluice_sst::{Error, Result};
 
 use super::format::{BLOCK_SIZE, HEADER_SIZE, RecordType, encode_fragment};
@@ -31,7 +30,8 @@ use super::format::{BLOCK_SIZE, HEADER_SIZE, RecordType, encode_fragment};
 ///
 /// Records added but not flushed are discarded if the writer is dropped.
 pub struct LogWriter {
-    file: File,
+    /// Created through the database's file system, so tests can fail its writes and syncs.
+    file: Box<dyn WriteFile>,
     path: PathBuf,
     /// Encoded bytes not yet handed to the OS.
     buf: Vec<u8>,
@@ -44,21 +44,20 @@ pub struct LogWriter {
 }
 
 impl LogWriter {
-    /// Wraps `file`, which already holds `existing_len` bytes of log.
-    ///
-    /// Precondition: writes to `file` land at offset `existing_len`, i.e. it was just created
-    /// (`existing_len == 0`) or opened in append mode. Appending to an existing log is only
-    /// correct if it ends cleanly: a torn tail left by a crash must first be truncated to
-    /// [`super::LogReader::valid_len`], otherwise the new records follow garbage.
-    pub fn new(file: File, path: PathBuf, existing_len: u64) -> Self {
-        LogWriter {
+    /// Creates an empty log at `path` on `fs`, replacing any file there. Logs are written
+    /// buffered: [`LogWriter::flush`] must reach the OS, which a direct-I/O file does not do.
+    pub fn create(fs: &dyn FileSystem, path: PathBuf) -> Result<Self> {
+        let file = fs
+            .create(&path, IoMode::Buffered)
+            .map_err(|e| Error::io(&path, e))?;
+        Ok(LogWriter {
             file,
             path,
             buf: Vec::new(),
-            block_offset: (existing_len % BLOCK_SIZE as u64) as usize,
-            len: existing_len,
+            block_offset: 0,
+            len: 0,
             failed: None,
-        }
+        })
     }
 
     /// Encodes `payload` as one logical record into the user-space buffer. Nothing reaches the
@@ -100,14 +99,15 @@ impl LogWriter {
         Ok(())
     }
 
-    /// Hands every buffered record to the OS (one `write` call, retried on short writes).
+    /// Hands every buffered record to the OS (one `write` call, retried on short writes, when
+    /// the group exceeds the file's own buffer).
     /// After this returns, the records survive a process crash but not a power failure.
     pub fn flush(&mut self) -> Result<()> {
         self.check_healthy()?;
         if self.buf.is_empty() {
             return Ok(());
         }
-        if let Err(e) = self.file.write_all(&self.buf) {
+        if let Err(e) = self.file.append(&self.buf).and_then(|()| self.file.flush()) {
             // Some prefix of the buffer may be in the file now: poison the writer.
             self.failed = Some(format!("write failed: {e}"));
             return Err(Error::io(&self.path, e));
@@ -169,13 +169,13 @@ impl std::fmt::Debug for LogWriter {
 
 #[cfg(test)]
 mod tests {
+    use sluice_sst::fs::{Fault, FaultInjectingFs, FaultOp};
+
     use super::*;
     use crate::wal::format::{MAX_FRAGMENT_LEN, valid_fragment_at};
 
     fn writer(dir: &Path) -> LogWriter {
-        let path = dir.join("000001.log");
-        let file = File::create(&path).unwrap();
-        LogWriter::new(file, path, 0)
+        LogWriter::create(&*sluice_sst::fs::os_fs(), dir.join("000001.log")).unwrap()
     }
 
     #[test]
@@ -233,10 +233,9 @@ mod tests {
     #[test]
     fn failures_are_sticky() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("000002.log");
-        File::create(&path).unwrap();
-        // A read-only handle makes `write` fail.
-        let mut w = LogWriter::new(File::open(&path).unwrap(), path.clone(), 0);
+        let fs = FaultInjectingFs::new(sluice_sst::fs::os_fs());
+        let mut w = LogWriter::create(&*fs, dir.path().join("000002.log")).unwrap();
+        fs.inject(Fault::fail(FaultOp::Write));
         w.add_record(b"buffered").unwrap();
         assert!(matches!(w.flush(), Err(Error::Io { .. })));
         for result in [w.add_record(b"more"), w.flush(), w.sync()] {
