@@ -2,11 +2,10 @@
 //! and removed.
 //!
 //! Table reads and writes, and the writes of the WAL and MANIFEST, go through a [`FileSystem`],
-//! so two things need no change above it:
-//! compaction can switch to direct I/O ([`IoMode::Direct`], RocksDB's
-//! `use_direct_io_for_flush_and_compaction`), and a test can put a [`FaultInjectingFs`] under the
-//! whole engine to fail or corrupt one chosen read, write or sync (Pebble's `vfs.FS` and
-//! `errorfs`, RocksDB's `FileSystem` and `FaultInjectionTestFS`). Errors here are plain
+//! so two things need no change above it: compaction can switch to direct I/O
+//! ([`IoMode::Direct`], RocksDB's `use_direct_io_for_flush_and_compaction`), and a test can put
+//! a [`FaultInjectingFs`] under the whole engine to fail or corrupt one chosen read, write or
+//! sync (Pebble's `vfs.FS` and `errorfs`, RocksDB's `FileSystem` and `FaultInjectionTestFS`). Errors here are plain
 //! `io::Error`s; callers add the path with [`crate::IoContext`].
 
 mod direct;
