@@ -205,7 +205,7 @@ fn parse_experiment(s: &str) -> Result<Experiment, String> {
 
 /// Flags of the db_bench mode that an experiment does not use (it chooses its own databases,
 /// executors and engine options per data point).
-const NOT_FOR_EXPERIMENTS: [&str; 26] = [
+const NOT_FOR_EXPERIMENTS: [&str; 31] = [
     "benchmarks",
     "reads",
     "db",
@@ -223,6 +223,11 @@ const NOT_FOR_EXPERIMENTS: [&str; 26] = [
     "compaction_queue_depth",
     "max_concurrent_compactions",
     "sub_task_bytes",
+    "l0_compaction_trigger",
+    "l0_slowdown_writes_trigger",
+    "l0_stop_writes_trigger",
+    "l0_compaction_file_threshold",
+    "l0_flush_split_bytes",
     "data_dirs",
     "rate_limit",
     "threads",
@@ -306,6 +311,23 @@ pub struct BenchArgs {
     /// Input bytes per compaction sub-task.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().sub_task_bytes)]
     pub sub_task_bytes: u64,
+    /// L0 depth (sublevels) that starts an L0 compaction.
+    #[arg(long = "level0-file-num-compaction-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_compaction_trigger)]
+    pub l0_compaction_trigger: usize,
+    /// L0 depth at which each write is delayed.
+    #[arg(long = "level0-slowdown-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_slowdown_writes_trigger)]
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 depth at which writes stop until compaction catches up.
+    #[arg(long = "level0-stop-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_stop_writes_trigger)]
+    pub l0_stop_writes_trigger: usize,
+    /// L0 files that start an L0 compaction however shallow L0 is (Pebble's
+    /// L0CompactionFileThreshold).
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_compaction_file_threshold)]
+    pub l0_compaction_file_threshold: usize,
+    /// Cut flushes at L1 file boundaries at most once per this many bytes of L1 (Pebble's
+    /// FlushSplitBytes; 0: never).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().l0_flush_split_bytes)]
+    pub l0_flush_split_bytes: u64,
     /// Extra data directories, one per storage device (S-PPCP): new tables are dealt over the
     /// database directory and these.
     #[arg(long, value_name = "DIR", value_delimiter = ',')]
@@ -399,11 +421,16 @@ mod tests {
             "2K",
             "--write-buffer-size",
             "1M",
+            "--level0-stop-writes-trigger",
+            "50",
+            "--l0-flush-split-bytes",
+            "0",
         ])
         .unwrap();
         let Command::Bench(b) = cli.command else {
             panic!("not bench")
         };
+        assert_eq!((b.l0_stop_writes_trigger, b.l0_flush_split_bytes), (50, 0));
         assert_eq!(
             b.benchmarks,
             vec![Benchmark::FillRandom, Benchmark::ReadRandom]
