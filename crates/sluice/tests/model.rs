@@ -29,6 +29,9 @@ enum Op {
     Reopen,
     /// Partitioned runs: move range `.0 % ranges` to owner `.1 % owners`.
     MoveRange(u8, u8),
+    /// Partitioned runs: split the range holding `key(.0)` at that key (refused if the key
+    /// starts its range).
+    SplitRange(u16),
 }
 
 fn key(k: u16) -> Vec<u8> {
@@ -62,6 +65,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(a, b)| Op::Compact(a, b)),
         1 => Just(Op::Reopen),
         2 => (any::<u8>(), any::<u8>()).prop_map(|(r, o)| Op::MoveRange(r, o)),
+        1 => (0u16..300).prop_map(Op::SplitRange),
     ]
 }
 
@@ -240,11 +244,28 @@ fn run(
             }
             Op::MoveRange(r, o) => {
                 if partitioned {
-                    let ranges = RANGE_STARTS.len() + 1;
+                    let ranges = d.range_map().unwrap().len();
                     d.move_range(usize::from(r) % ranges, u32::from(o % OWNERS))
                         .unwrap();
                 } else {
                     prop_assert!(d.move_range(0, 0).is_err());
+                }
+            }
+            Op::SplitRange(k) => {
+                let at = key(k);
+                if partitioned {
+                    let range = d.range_map().unwrap().index_of(&at);
+                    match d.split_range(range, &at) {
+                        Ok(()) => {
+                            prop_assert_eq!(d.range_map().unwrap().range_of(&at).start.clone(), at)
+                        }
+                        Err(sluice::Error::InvalidArgument(_)) => {
+                            prop_assert_eq!(d.range_map().unwrap().range_of(&at).start.clone(), at);
+                        }
+                        Err(e) => return Err(TestCaseError::fail(format!("split: {e}"))),
+                    }
+                } else {
+                    prop_assert!(d.split_range(0, &at).is_err());
                 }
             }
         }
