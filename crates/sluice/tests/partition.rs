@@ -425,3 +425,46 @@ fn a_split_that_fails_midway_changes_nothing_and_leaves_no_tables_behind() {
     assert_eq!(scan(&db), model);
     db.check().unwrap();
 }
+
+#[test]
+fn splits_and_manual_compactions_at_once_lose_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let db = Arc::new(
+        Db::open(
+            root.path().join("db"),
+            options(partitions(root.path(), 2, 2, None)),
+        )
+        .unwrap(),
+    );
+    let mut model = BTreeMap::new();
+    for round in 0..2 {
+        for i in 0..KEYS {
+            db.put(&key(i), &value(i, round)).unwrap();
+            model.insert(key(i), value(i, round));
+        }
+    }
+    let compactor = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            for _ in 0..4 {
+                db.compact_range(None, None).unwrap();
+            }
+        })
+    };
+    // Each split waits for the manual compaction running across its key, never races it.
+    for n in 1..8 {
+        let at = key(n * KEYS / 8 + 3);
+        let range = db.range_map().unwrap().index_of(&at);
+        db.split_range(range, &at).unwrap();
+    }
+    compactor.join().unwrap();
+    assert_eq!(db.range_map().unwrap().len(), 2 + 7);
+    assert_eq!(db.metrics().range_splits, 7);
+    let got: BTreeMap<_, _> = db
+        .scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(got, model);
+    db.check().unwrap();
+}

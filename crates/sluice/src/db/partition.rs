@@ -103,7 +103,8 @@ impl DbInner {
     }
 
     /// See [`Db::split_range`]. With `wait` false, gives up (returning `Ok(false)`) instead of
-    /// waiting when a running compaction could write a table across `at`.
+    /// waiting when a running compaction could write a table across `at`, or a manual
+    /// compaction runs.
     pub(crate) fn split_range(&self, range: usize, at: &[u8], wait: bool) -> Result<bool> {
         if self.options.partitions.is_none() {
             return Err(Error::InvalidArgument(
@@ -129,7 +130,11 @@ impl DbInner {
                     .map_err(|e| Error::InvalidArgument(format!("split_range: {e}")))?;
                 let crossing = tables_crossing(&version, at);
                 let numbers = crossing.iter().map(|(_, f)| f.number).collect();
-                if let Some(job) = st.compactions.reserve_split_key(at, numbers) {
+                // A manual compaction's jobs are not registered: it runs alone, so wait for it.
+                let job = (!st.manual_running)
+                    .then(|| st.compactions.reserve_split_key(at, numbers))
+                    .flatten();
+                if let Some(job) = job {
                     break Ok(Some((job, map, crossing)));
                 }
                 if !wait {
