@@ -207,9 +207,7 @@ impl DbInner {
         // Numbers handed out, kept in `pending_outputs` until the edit is installed.
         let mut numbers = Vec::new();
         let mut new_number = || {
-            let mut st = self.state.lock();
-            let n = st.versions.new_file_number();
-            st.pending_outputs.insert(n);
+            let n = self.reserve_number();
             numbers.push(n);
             n
         };

@@ -219,17 +219,17 @@ fn a_moved_range_is_relocated_and_stays_readable() {
     assert_eq!(&got, &*model);
 }
 
-#[test]
-fn the_balancer_evens_out_skewed_owners() {
-    let root = tempfile::tempdir().unwrap();
-    let balance = BalanceOptions {
-        max_skew: 0.25,
-        min_bytes: 256 << 10,
-    };
-    // Eight ranges, owners 0 and 1 with four each; every write goes to owner 0's ranges.
+const BALANCE: BalanceOptions = BalanceOptions {
+    max_skew: 0.25,
+    min_bytes: 256 << 10,
+};
+
+/// Two owners with `ranges / 2` ranges each and the balancer on; three rounds of writes to
+/// the keys of owner 0's ranges only, then quiet.
+fn skewed_writes(root: &Path, ranges: u32) -> Db {
     let db = Db::open(
-        root.path().join("db"),
-        options(partitions(root.path(), 2, 8, Some(balance))),
+        root.join("db"),
+        options(partitions(root, 2, ranges, Some(BALANCE))),
     )
     .unwrap();
     for round in 0..3 {
@@ -239,6 +239,15 @@ fn the_balancer_evens_out_skewed_owners() {
     }
     db.flush().unwrap();
     db.wait_for_background_work().unwrap();
+    db
+}
+
+#[test]
+fn the_balancer_evens_out_skewed_owners() {
+    let root = tempfile::tempdir().unwrap();
+    let balance = BALANCE;
+    // Eight ranges, owners 0 and 1 with four each.
+    let db = skewed_writes(root.path(), 8);
     let stats = db.partition_stats().unwrap();
     let m = db.metrics();
     assert!(
@@ -334,24 +343,10 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
 #[test]
 fn the_balancer_splits_a_range_too_big_to_move() {
     let root = tempfile::tempdir().unwrap();
-    let balance = BalanceOptions {
-        max_skew: 0.25,
-        min_bytes: 256 << 10,
-    };
-    // Two ranges, one per owner; every write goes to owner 0's range, which is then all of
-    // owner 0's bytes and can only move in part.
-    let db = Db::open(
-        root.path().join("db"),
-        options(partitions(root.path(), 2, 2, Some(balance))),
-    )
-    .unwrap();
-    for round in 0..3 {
-        for i in 0..KEYS / 2 {
-            db.put(&key(i), &value(i, round)).unwrap();
-        }
-    }
-    db.flush().unwrap();
-    db.wait_for_background_work().unwrap();
+    let balance = BALANCE;
+    // Two ranges, one per owner: owner 0's range is all of its bytes and can only move in
+    // part.
+    let db = skewed_writes(root.path(), 2);
     let stats = db.partition_stats().unwrap();
     let m = db.metrics();
     assert!(m.range_splits > 0, "the balancer split a range: {stats:?}");

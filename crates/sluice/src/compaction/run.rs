@@ -43,12 +43,7 @@ impl DbInner {
         // Partitioned mode: outputs go to the range owner's directory.
         let owner_dir = c.range().map(|(_, owner)| owner_dir_index(owner));
         let mut new_output = || -> Result<(u64, PathBuf)> {
-            let number = {
-                let mut st = self.state.lock();
-                let n = st.versions.new_file_number();
-                st.pending_outputs.insert(n);
-                n
-            };
+            let number = self.reserve_number();
             reserved.push(number);
             let dir = owner_dir.unwrap_or_else(|| self.table_cache.dir_for_new_table());
             Ok((number, self.table_cache.table_path(dir, number)))

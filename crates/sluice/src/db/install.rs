@@ -87,6 +87,26 @@ impl DbInner {
         Ok(current)
     }
 
+    /// Reserves `count` consecutive file numbers and adds them to `pending_outputs`, so no
+    /// obsolete-file collection deletes a file written under them before the edit naming it
+    /// is installed. The caller removes them from `pending_outputs` once that edit is
+    /// installed or abandoned.
+    pub(crate) fn reserve_numbers(&self, count: u64) -> std::ops::Range<u64> {
+        let mut st = self.state.lock();
+        let first = st.versions.new_file_number();
+        st.pending_outputs.insert(first);
+        for _ in 1..count {
+            let n = st.versions.new_file_number();
+            st.pending_outputs.insert(n);
+        }
+        first..first + count
+    }
+
+    /// One number of [`DbInner::reserve_numbers`].
+    pub(crate) fn reserve_number(&self) -> u64 {
+        self.reserve_numbers(1).start
+    }
+
     /// Deletes table, WAL, MANIFEST and temporary files that no live version, pending job or
     /// recovery needs. Errors are logged, not returned: a leftover file wastes space but is
     /// harmless, and it is retried after the next install.

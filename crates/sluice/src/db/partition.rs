@@ -221,12 +221,7 @@ impl DbInner {
                     upper,
                 };
                 let mut new_output = || -> Result<(u64, PathBuf)> {
-                    let number = {
-                        let mut st = self.state.lock();
-                        let n = st.versions.new_file_number();
-                        st.pending_outputs.insert(n);
-                        n
-                    };
+                    let number = self.reserve_number();
                     reserved.push(number);
                     Ok((number, self.table_cache.table_path(f.dir_index, number)))
                 };

@@ -219,20 +219,6 @@ impl DbInner {
         Ok((part, report))
     }
 
-    /// Reserves `count` consecutive output numbers and adds them to `pending_outputs`, so no
-    /// obsolete-file sweep deletes a worker's file before it is installed. The caller must
-    /// hand them to `run_compaction`'s reserved list, which takes them out again.
-    pub(super) fn reserve_numbers(&self, count: u64) -> Range<u64> {
-        let mut st = self.state.lock();
-        let first = st.versions.new_file_number();
-        st.pending_outputs.insert(first);
-        for _ in 1..count {
-            let n = st.versions.new_file_number();
-            st.pending_outputs.insert(n);
-        }
-        first..first + count
-    }
-
     /// Deletes whatever a failed worker share left: finished tables and temporary files with
     /// any of its reserved numbers, in every table directory. Best effort: anything missed is
     /// named by no version and is deleted by the next obsolete-file sweep or open.
