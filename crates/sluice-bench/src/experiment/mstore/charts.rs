@@ -41,7 +41,7 @@ pub fn write_charts(report: &MstoreReport, dir: &Path) -> Result<Vec<PathBuf>> {
 fn setup(report: &MstoreReport) -> String {
     let s = &report.settings;
     format!(
-        "{} owners, {} ranges, {} zipfian writes of {} B values, throttle {}",
+        "{} owners, {} ranges at first, {} zipfian writes of {} B values, throttle {}",
         s.workers, s.ranges, s.num, s.value_size, s.throttle
     )
 }
@@ -137,10 +137,11 @@ fn throughput(report: &MstoreReport) -> Columns {
                 label: v.name.clone(),
                 value: v.ops_per_sec,
                 note: format!(
-                    "{} ops/s, skew {}, {} moves",
+                    "{} ops/s, skew {}, {} moves, {} splits",
                     si_text(v.ops_per_sec),
                     v.skew.map_or("inf".into(), |s| format!("{s:.2}")),
-                    v.moves
+                    v.moves,
+                    v.splits
                 ),
                 color: variant_color(&v.name),
             })

@@ -10,8 +10,9 @@ use super::report::{MstoreReport, VariantReport};
 pub fn render(report: &MstoreReport) -> String {
     let s = &report.settings;
     let mut out = format!(
-        "MStore (document 001, Fig. 3): {} owners x {} ranges, {} zipfian writes of {}+{} B \
-         hot in owner 0's ranges, {} reference keys checked throughout, worker throttle {}\n",
+        "MStore (document 001, Fig. 3): {} owners x {} ranges at first, {} zipfian writes of \
+         {}+{} B hot in owner 0's ranges, {} reference keys checked throughout, worker \
+         throttle {}\n",
         s.workers,
         s.ranges / s.workers.max(1),
         s.num,
