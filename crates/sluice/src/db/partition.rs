@@ -7,7 +7,8 @@ use std::sync::Arc;
 use sluice_exec::{CompactionMode, ExecOptions, execute_with};
 use sluice_sst::compact::CompactionSpec;
 
-use super::{Db, DbInner};
+use super::{Db, DbInner, DbState};
+use crate::compaction::in_progress::JobId;
 use crate::flush::file_meta;
 use crate::partition::balance::{plan_move, plan_split};
 use crate::partition::split::{choose_split_key, tables_crossing};
@@ -15,6 +16,15 @@ use crate::partition::stats::{PartitionStats, partition_stats};
 use crate::partition::{OwnerId, RangeMap};
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
+
+/// A split registered as a running job.
+struct ReservedSplit {
+    job: JobId,
+    /// The range map after the split.
+    map: RangeMap,
+    /// The tables crossing the split key, with their levels: they are rewritten in two.
+    crossing: Vec<(usize, Arc<FileMetaData>)>,
+}
 
 impl Db {
     /// The current range map, or `None` when the database is not partitioned.
@@ -112,41 +122,22 @@ impl DbInner {
             ));
         }
         let _changing = self.range_map_lock.lock();
-        let (job, map, crossing) = {
+        let ReservedSplit { job, map, crossing } = {
             let mut st = self.state.lock();
             let mut waiting = false;
             let reserved = loop {
-                Self::check_bg_error(&st)?;
-                if st.closing {
-                    break Err(Error::Closed);
+                match Self::try_reserve_split(&mut st, range, at) {
+                    Ok(None) if wait => {
+                        // Like a manual compaction: no automatic compaction starts meanwhile.
+                        if !waiting {
+                            st.manual_waiting += 1;
+                            waiting = true;
+                        }
+                        self.bg_work.notify_all();
+                        self.bg_done.wait(&mut st);
+                    }
+                    outcome => break outcome,
                 }
-                let version = Arc::clone(st.versions.current());
-                let map = version
-                    .range_map()
-                    .ok_or_else(|| {
-                        Error::InvalidArgument("split_range: the database has no range map".into())
-                    })?
-                    .with_split(range, at)
-                    .map_err(|e| Error::InvalidArgument(format!("split_range: {e}")))?;
-                let crossing = tables_crossing(&version, at);
-                let numbers = crossing.iter().map(|(_, f)| f.number).collect();
-                // A manual compaction's jobs are not registered: it runs alone, so wait for it.
-                let job = (!st.manual_running)
-                    .then(|| st.compactions.reserve_split_key(at, numbers))
-                    .flatten();
-                if let Some(job) = job {
-                    break Ok(Some((job, map, crossing)));
-                }
-                if !wait {
-                    break Ok(None);
-                }
-                // Like a manual compaction: no new automatic compaction starts meanwhile.
-                if !waiting {
-                    st.manual_waiting += 1;
-                    waiting = true;
-                }
-                self.bg_work.notify_all();
-                self.bg_done.wait(&mut st);
             };
             if waiting {
                 st.manual_waiting -= 1;
@@ -188,6 +179,37 @@ impl DbInner {
         result?;
         tracing::info!(range, at = %at.escape_ascii(), "split a key range");
         Ok(true)
+    }
+
+    /// Registers a split of `range` at `at` as a running job, if nothing running stands in
+    /// its way (`None` otherwise).
+    fn try_reserve_split(
+        st: &mut DbState,
+        range: usize,
+        at: &[u8],
+    ) -> Result<Option<ReservedSplit>> {
+        Self::check_bg_error(st)?;
+        if st.closing {
+            return Err(Error::Closed);
+        }
+        let version = Arc::clone(st.versions.current());
+        let map = version
+            .range_map()
+            .ok_or_else(|| {
+                Error::InvalidArgument("split_range: the database has no range map".into())
+            })?
+            .with_split(range, at)
+            .map_err(|e| Error::InvalidArgument(format!("split_range: {e}")))?;
+        // A manual compaction's jobs are not registered: it runs alone, so wait for it.
+        if st.manual_running {
+            return Ok(None);
+        }
+        let crossing = tables_crossing(&version, at);
+        let numbers = crossing.iter().map(|(_, f)| f.number).collect();
+        Ok(st
+            .compactions
+            .reserve_split_key(at, numbers)
+            .map(|job| ReservedSplit { job, map, crossing }))
     }
 
     /// Rewrites each table of `crossing` as two, the keys below `at` and the rest, at the same
