@@ -52,6 +52,10 @@ pub enum Command {
     /// Inspect the MANIFEST.
     #[command(subcommand)]
     Manifest(ManifestCommand),
+    /// Change a partitioned database's range map by hand: move a range to another owner, or
+    /// split one in two. Prints the map afterwards.
+    #[command(subcommand)]
+    Range(RangeCommand),
     /// Run db_bench-style benchmarks (fillseq, fillrandom, overwrite, readrandom, readseq,
     /// seekrandom, compact), or with --experiment reproduce a document's evaluation.
     Bench(Box<BenchArgs>),
@@ -145,6 +149,36 @@ pub struct DbJsonArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RangeCommand {
+    /// Give range RANGE to owner OWNER. Its tables stay with the old owner, still read
+    /// through a forwarding entry, until compactions rewrite them into OWNER's directory.
+    Move(RangeMoveArgs),
+    /// Cut range RANGE in two at KEY: the keys from KEY on become range RANGE + 1, with the
+    /// same owner. Tables holding keys on both sides are rewritten in two.
+    Split(RangeSplitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RangeMoveArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The range's index in the map (`sluice stats` lists them).
+    pub range: usize,
+    /// The owner's index: its position among the --owner-dir flags.
+    pub owner: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct RangeSplitArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The range's index in the map (`sluice stats` lists them).
+    pub range: usize,
+    /// The first key of the new range; strictly inside RANGE.
+    pub key: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -732,4 +732,28 @@ fn partitioned_databases_open_with_their_owner_directories() {
     let json: Value =
         serde_json::from_str(&ok(with_owners(&["stats", "--db", &db, "--json"]))).unwrap();
     assert_eq!(json["partitions"]["owners"].as_array().unwrap().len(), 2);
+
+    // The range map changed by hand: split the one range at "m", give the upper part to owner 1.
+    ok(with_owners(&["put", "--db", &db, "m1", "v2"]));
+    let map = ok(with_owners(&["range", "split", "--db", &db, "0", "m"]));
+    assert!(map.contains("range 1 ['m' .. end) owner 0"), "{map}");
+    let map = ok(with_owners(&["range", "move", "--db", &db, "1", "1"]));
+    assert!(map.contains("range 1 ['m' .. end) owner 1"), "{map}");
+    assert_eq!(ok(with_owners(&["get", "--db", &db, "m1"])).trim(), "v2");
+    // A key that does not lie strictly inside the range, or an owner that does not exist.
+    for args in [
+        ["range", "split", "--db", &db, "1", "m"],
+        ["range", "move", "--db", &db, "0", "5"],
+    ] {
+        let o = sluice(
+            &with_owners(&args)
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains("range"), "{}", stderr(&o));
+    }
+    let text = ok(with_owners(&["stats", "--db", &db]));
+    assert!(text.contains("owner 1: 1 ranges"), "{text}");
 }

@@ -6,6 +6,7 @@ mod check;
 mod compact;
 mod kv;
 mod manifest;
+mod range;
 mod sst;
 mod stats;
 pub mod ycsb;
@@ -16,7 +17,7 @@ use sluice::filename::current_file_name;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::{Db, Options};
 
-use crate::args::{Command, DbArg, ManifestCommand, SstCommand};
+use crate::args::{Command, DbArg, ManifestCommand, RangeCommand, SstCommand};
 use crate::failure::{CmdResult, Failure};
 
 /// Runs `command`, writing its output to `out`.
@@ -31,6 +32,8 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Check(a) => check::run(&a, out),
         Command::Sst(SstCommand::Dump(a)) => sst::dump(&a, out),
         Command::Manifest(ManifestCommand::Dump(a)) => manifest::dump(&a, out),
+        Command::Range(RangeCommand::Move(a)) => range::move_range(&a, out),
+        Command::Range(RangeCommand::Split(a)) => range::split(&a, out),
         Command::Bench(a) => bench::run(&a, out),
         Command::Ycsb(a) => ycsb::run(&a, out),
         Command::Chart(c) => chart::run(&c, out),
