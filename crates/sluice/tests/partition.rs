@@ -54,6 +54,14 @@ fn options(partitions: PartitionOptions) -> Options {
     }
 }
 
+/// Every key and value of `db`, in key order.
+fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    db.scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 /// Table files in `dir`.
 fn tables_in(dir: &Path) -> usize {
     std::fs::read_dir(dir)
@@ -211,12 +219,7 @@ fn a_moved_range_is_relocated_and_stays_readable() {
     assert_eq!(db.metrics().range_moves, 1);
     assert_eq!(stats.owners[1].ranges, 3);
     db.check().unwrap();
-    let got: BTreeMap<_, _> = db
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(&got, &*model);
+    assert_eq!(contents(&db), *model);
 }
 
 const BALANCE: BalanceOptions = BalanceOptions {
@@ -242,6 +245,14 @@ fn skewed_writes(root: &Path, ranges: u32) -> Db {
     db
 }
 
+/// Every 53rd key of [`skewed_writes`] has its last value, and every table verifies.
+fn assert_last_round_reads_back(db: &Db) {
+    for i in (0..KEYS / 2).step_by(53) {
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
+    }
+    db.check().unwrap();
+}
+
 #[test]
 fn the_balancer_evens_out_skewed_owners() {
     let root = tempfile::tempdir().unwrap();
@@ -258,10 +269,7 @@ fn the_balancer_evens_out_skewed_owners() {
         stats.skew() <= 1.0 + balance.max_skew + 0.15,
         "owners end up within the skew bound: {stats:?}"
     );
-    for i in (0..KEYS / 2).step_by(53) {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
-    }
-    db.check().unwrap();
+    assert_last_round_reads_back(&db);
 }
 
 #[test]
@@ -316,13 +324,7 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
     }
     drop(snapshot);
     db.check().unwrap();
-    let scan = |db: &Db| -> BTreeMap<Vec<u8>, Vec<u8>> {
-        db.scan(None, None)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
-    assert_eq!(scan(&db), model);
+    assert_eq!(contents(&db), model);
 
     // The piece is a range like any other: it moves, and the map survives reopen.
     db.move_range(1, 1).unwrap();
@@ -333,7 +335,7 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
     assert_eq!(map.len(), 3);
     assert_eq!(map.ranges()[1].start, at);
     assert_eq!(map.ranges()[1].owner, 1);
-    assert_eq!(scan(&db), model);
+    assert_eq!(contents(&db), model);
     db.check().unwrap();
 
     let plain = Db::open(root.path().join("plain"), Options::default()).unwrap();
@@ -361,10 +363,7 @@ fn the_balancer_splits_a_range_too_big_to_move() {
         skew <= 1.0 + balance.max_skew + 0.15,
         "owners end up within the skew bound: {skew:.2}, {stats:?}"
     );
-    for i in (0..KEYS / 2).step_by(53) {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
-    }
-    db.check().unwrap();
+    assert_last_round_reads_back(&db);
 }
 
 #[test]
@@ -405,19 +404,13 @@ fn a_split_that_fails_midway_changes_nothing_and_leaves_no_tables_behind() {
         tables_before,
         "the halves written were deleted"
     );
-    let scan = |db: &Db| -> BTreeMap<Vec<u8>, Vec<u8>> {
-        db.scan(None, None)
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap()
-    };
-    assert_eq!(scan(&db), model);
+    assert_eq!(contents(&db), model);
 
     // The same split succeeds once the device behaves.
     fs.clear();
     db.split_range(0, &at).unwrap();
     assert_eq!(db.range_map().unwrap().len(), 3);
-    assert_eq!(scan(&db), model);
+    assert_eq!(contents(&db), model);
     db.check().unwrap();
 }
 
@@ -455,11 +448,6 @@ fn splits_and_manual_compactions_at_once_lose_nothing() {
     compactor.join().unwrap();
     assert_eq!(db.range_map().unwrap().len(), 2 + 7);
     assert_eq!(db.metrics().range_splits, 7);
-    let got: BTreeMap<_, _> = db
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    assert_eq!(got, model);
+    assert_eq!(contents(&db), model);
     db.check().unwrap();
 }
