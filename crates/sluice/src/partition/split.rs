@@ -8,10 +8,10 @@
 //!
 //! A split must keep the partitioning invariant that every table lies inside one range, so
 //! the tables crossing the split key are rewritten in two, at their own level, in the same
-//! edit that changes the map (`DbInner::split_range`). The key is chosen where little has to
-//! be rewritten: it is the first key of a table below L0, so at most one table per other
-//! level crosses it, plus the range's L0 tables, which are a memtable or a few large and
-//! are about to be compacted anyway.
+//! edit that changes the map (`Db::split_range`). The key is chosen where little has to be
+//! rewritten: it is the first key of a table below L0, so at most one table per other level
+//! crosses it, plus the range's L0 tables, which hold a few memtables' worth and are about to
+//! be compacted anyway.
 
 use std::sync::Arc;
 
