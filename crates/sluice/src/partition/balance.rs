@@ -232,10 +232,18 @@ impl fmt::Display for SplitPlan {
     }
 }
 
+/// Splits stop once the map has this many ranges per owner. Every edit that changes the map
+/// records it whole, and a piece whose halves came out uneven can be split again: without a
+/// bound a map could grow for as long as writes stay skewed.
+pub const MAX_RANGES_PER_OWNER: usize = 64;
+
 /// The split to make when the owners are uneven but [`plan_move`] finds no range small enough
 /// to move: the range of the fullest owner whose piece would move with the best priority, the
-/// biggest among those.
+/// biggest among those. `None` once the map has [`MAX_RANGES_PER_OWNER`] ranges per owner.
 pub fn plan_split(stats: &PartitionStats, options: &BalanceOptions) -> Option<SplitPlan> {
+    if stats.ranges.len() >= MAX_RANGES_PER_OWNER * stats.owners.len() {
+        return None;
+    }
     let u = Uneven::find(stats, options)?;
     let (range, r) = stats
         .ranges
@@ -378,6 +386,14 @@ mod tests {
         let s = stats(&[(1, 100), (0, 140), (0, 130)], 2);
         let p = plan_split(&s, &OPTS).unwrap();
         assert_eq!((p.range, p.side), (1, Side::Lower));
+        // No split once the map is at its size bound (here with empty ranges of owner 1).
+        let crowded: Vec<(OwnerId, u64)> = [(0, 140), (1, 100)]
+            .into_iter()
+            .chain(std::iter::repeat_n((1, 0), 2 * MAX_RANGES_PER_OWNER - 2))
+            .collect();
+        assert_eq!(plan_split(&stats(&crowded, 2), &OPTS), None);
+        let p = plan_split(&stats(&crowded[..crowded.len() - 1], 2), &OPTS).unwrap();
+        assert_eq!((p.range, p.from), (0, 0));
         // No split when the owners are even.
         assert_eq!(plan_split(&stats(&[(0, 100), (1, 90)], 2), &OPTS), None);
     }
