@@ -66,16 +66,9 @@ impl InProgress {
     /// Records `c` as running. REQUIRES: `!self.conflicts(c)`.
     pub fn register(&mut self, c: &Compaction) -> JobId {
         debug_assert!(!self.conflicts(c), "registering a conflicting compaction");
-        let id = JobId(self.next_id);
-        self.next_id += 1;
         let (lo, hi) = range_of(c);
-        self.jobs.push(Job {
-            id,
-            files: c.all_inputs().map(|f| f.number).collect(),
-            output_level: Some(c.output_level()),
-            lo,
-            hi,
-        });
+        let files = c.all_inputs().map(|f| f.number).collect();
+        let id = self.push(files, Some(c.output_level()), lo, hi);
         self.peak = self.peak.max(self.jobs.len());
         id
     }
@@ -92,16 +85,27 @@ impl InProgress {
         if blocked {
             return None;
         }
+        Some(self.push(files, None, key.to_vec(), key.to_vec()))
+    }
+
+    /// Records a job under a fresh id.
+    fn push(
+        &mut self,
+        files: Vec<u64>,
+        output_level: Option<usize>,
+        lo: Vec<u8>,
+        hi: Vec<u8>,
+    ) -> JobId {
         let id = JobId(self.next_id);
         self.next_id += 1;
         self.jobs.push(Job {
             id,
             files,
-            output_level: None,
-            lo: key.to_vec(),
-            hi: key.to_vec(),
+            output_level,
+            lo,
+            hi,
         });
-        Some(id)
+        id
     }
 
     /// The most compactions that ran at once so far.

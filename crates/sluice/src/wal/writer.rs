@@ -99,9 +99,8 @@ impl LogWriter {
         Ok(())
     }
 
-    /// Hands every buffered record to the OS (one `write` call, retried on short writes, when
-    /// the group exceeds the file's own buffer).
-    /// After this returns, the records survive a process crash but not a power failure.
+    /// Hands every buffered record to the OS (through the file's own buffer, flushed at the
+    /// end). After this returns, the records survive a process crash but not a power failure.
     pub fn flush(&mut self) -> Result<()> {
         self.check_healthy()?;
         if self.buf.is_empty() {
