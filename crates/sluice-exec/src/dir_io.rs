@@ -17,9 +17,9 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use parking_lot::Mutex;
-use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::plan::CompactionPlan;
 use sluice_sst::compact::subtask::{PartialRead, assemble_sub_task, read_sub_task_part};
+use sluice_sst::compact::{CompactionSpec, StepTimes};
 use sluice_sst::fs::{FileSystem, IoMode, ReadFile, WriteFile};
 use sluice_sst::profile::thread_cpu_time;
 
@@ -73,9 +73,11 @@ fn read_dir_stage(
     let start = Instant::now();
     let mut idle = 0u64;
     let here = |t: &sluice_sst::table::Table| t.path().parent() == Some(dir);
+    let times = StepTimes::default();
     shared.with_cpu(|| {
         for st in &plan.sub_tasks {
-            let msg = read_sub_task_part(spec, st, &shared.times, &here).map(|p| (st.index, p));
+            let msg = read_sub_task_part(spec, st, &times, &here).map(|p| (st.index, p));
+            times.drain_into(&shared.times);
             let failed = msg.is_err();
             if timed(&mut idle, || tx.send(msg)).is_err() || failed {
                 return;

@@ -7,6 +7,7 @@
 //! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
 //!   sub-tasks, and a writer that puts results back in key order; with tables spread over
 //!   several directories (S-PPCP), a reader and a writer thread per directory (`dir_io`);
+//!   with buffered I/O the compute threads read their own sub-tasks (`local_read`);
 //! - [`streaming`] (document 002's engine): a decoder per input run, a comparator, an encoder
 //!   and the writer, each a stage on its own thread, passing blocks rather than sub-tasks.
 //!
@@ -20,6 +21,7 @@
 pub mod auto;
 pub mod decide;
 mod dir_io;
+mod local_read;
 pub mod parallel;
 pub mod pipelined;
 pub mod sequential;
@@ -275,11 +277,12 @@ impl Shared {
 
     /// The stages recorded, in data-flow order.
     fn stages(&self) -> Vec<StageTiming> {
-        const ORDER: [&str; 9] = [
+        const ORDER: [&str; 10] = [
             "sequential",
             "read",
             "index decoder",
             "data decoder",
+            "read+compute",
             "compute",
             "comparator",
             "encoder",

@@ -1,7 +1,9 @@
 //! C-PPCP: one reader, `compute_threads` compute threads working on different sub-tasks, and a
 //! writer that restores key order before S7. With tables in several directories it is S-PPCP:
 //! one reader per directory holding inputs, and the writer's I/O handed to one thread per
-//! directory (the `dir_io` module).
+//! directory (the `dir_io` module). With buffered I/O from one directory and two or more
+//! compute threads, the compute threads read their own sub-tasks instead ([`super::local_read`]
+//! says why).
 //!
 //! The pipelined executor is the special case of one compute thread.
 
@@ -10,14 +12,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
-use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::output::{NewOutput, OutputFile};
 use sluice_sst::compact::plan::CompactionPlan;
 use sluice_sst::compact::subtask::{
     decode_sub_task, encode_sub_task, merge_sub_task, read_sub_task,
 };
 use sluice_sst::compact::writer::OutputWriter;
-use sluice_sst::fs::Storage;
+use sluice_sst::compact::{CompactionSpec, StepTimes};
+use sluice_sst::fs::{IoMode, Storage};
 use sluice_sst::table::{EncodedBlock, RawBlock};
 
 use super::dir_io::{DirWriters, input_dirs, read_by_dir};
@@ -75,9 +77,12 @@ fn stages(
 ) -> Result<Vec<OutputFile>> {
     let depth = depth.max(1);
     let threads = threads.max(1);
+    let dirs = input_dirs(spec);
+    if threads > 1 && dirs.len() <= 1 && spec.storage.mode == IoMode::Buffered {
+        return super::local_read::run(spec, plan, depth, threads, shared, new_output);
+    }
     let (raw_tx, raw_rx) = bounded(depth);
     let (done_tx, done_rx) = bounded(depth + threads);
-    let dirs = input_dirs(spec);
     std::thread::scope(|scope| {
         if dirs.len() > 1 {
             read_by_dir(scope, spec, plan, shared, dirs, depth, raw_tx);
@@ -91,7 +96,7 @@ fn stages(
         // The writer must see the queue close once every compute thread is done.
         drop(done_tx);
         drop(raw_rx);
-        write_stage(spec, shared, done_rx, new_output)
+        write_stage(spec, shared, done_rx, new_output, &mut |_| {})
     })
 }
 
@@ -104,9 +109,11 @@ pub(super) fn read_stage(
 ) {
     let start = Instant::now();
     let mut idle = 0u64;
+    let times = StepTimes::default();
     shared.with_cpu(|| {
         for st in &plan.sub_tasks {
-            let msg = read_sub_task(spec, st, &shared.times).map(|raw| (st.index, raw));
+            let msg = read_sub_task(spec, st, &times).map(|raw| (st.index, raw));
+            times.drain_into(&shared.times);
             let failed = msg.is_err();
             let sent = timed(&mut idle, || tx.send(msg));
             if sent.is_err() || failed {
@@ -135,17 +142,19 @@ pub(super) fn compute_stage(
 ) {
     let start = Instant::now();
     let mut idle = 0u64;
+    let times = StepTimes::default();
     shared.with_cpu(|| {
         while let Ok(msg) = timed(&mut idle, || rx.recv()) {
             let done = msg.and_then(|(index, raw)| {
                 let st = plan.sub_tasks.get(index).ok_or_else(|| {
                     Error::InvalidArgument(format!("sub-task {index} is not in the plan"))
                 })?;
-                let blocks = decode_sub_task(raw, &shared.times)?;
-                let merged = merge_sub_task(spec, st, blocks, &shared.times)?;
+                let blocks = decode_sub_task(raw, &times)?;
+                let merged = merge_sub_task(spec, st, blocks, &times)?;
                 shared.add_stats(&merged.stats);
-                Ok((index, encode_sub_task(merged.blocks, spec, &shared.times)))
+                Ok((index, encode_sub_task(merged.blocks, spec, &times)))
             });
+            times.drain_into(&shared.times);
             let failed = done.is_err();
             if timed(&mut idle, || tx.send(done)).is_err() || failed {
                 return;
@@ -156,11 +165,13 @@ pub(super) fn compute_stage(
 }
 
 /// S7 in sub-task order. Results may arrive out of order; they wait until their turn.
+/// `written(i)` is called once sub-task `i` is all appended.
 pub(super) fn write_stage(
     spec: &CompactionSpec,
     shared: &Shared,
     rx: Receiver<DoneMsg>,
     new_output: &mut NewOutput<'_>,
+    written: &mut dyn FnMut(usize),
 ) -> Result<Vec<OutputFile>> {
     let start = Instant::now();
     let mut idle = 0u64;
@@ -177,6 +188,7 @@ pub(super) fn write_stage(
                         shared.before_append()?;
                         writer.append(block)?;
                     }
+                    written(next);
                     next += 1;
                 }
             }

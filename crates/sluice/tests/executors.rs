@@ -1,7 +1,8 @@
 //! Every executor produces the same bytes: for random input trees (overlapping runs, snapshots,
 //! tombstones, values from 0 bytes to 64 KiB), the sequential, pipelined, parallel and streaming executors
 //! must write identical files with identical cuts, and so must S-PPCP (inputs and outputs spread
-//! over directories, each with its own reader and writer) and an executor reading and writing
+//! over directories, each with its own reader and writer), C-PPCP whose compute threads read
+//! their own sub-tasks (buffered inputs in one directory) and an executor reading and writing
 //! with direct I/O.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
@@ -169,6 +170,22 @@ proptest! {
             for (i, (a, b)) in got.iter().zip(&reference).enumerate() {
                 prop_assert!(a == b, "{} file {} differs from sequential", mode, i);
             }
+        }
+        // Inputs in one directory: C-PPCP's compute threads read for themselves.
+        let together = dir.path().join("together");
+        std::fs::create_dir_all(&together).unwrap();
+        let one_dir_spec = CompactionSpec {
+            inputs: spec.inputs.iter().map(|run| run.iter().map(|t| {
+                let path = together.join(t.path().file_name().unwrap());
+                std::fs::copy(t.path(), &path).unwrap();
+                Table::open(&path, t.file_number(), TableReadOptions::default()).unwrap()
+            }).collect()).collect(),
+            ..spec.clone()
+        };
+        for threads in [2, 3] {
+            let out = dir.path().join(format!("local-read-{threads}"));
+            let got = run_mode(&one_dir_spec, CompactionMode::Parallel, threads, &out, 1);
+            prop_assert!(got == reference, "parallel reading on {} compute threads differs", threads);
         }
         if probe_direct_io(&OsFileSystem, dir.path()).is_ok() {
             let direct = Storage::new(os_fs(), IoMode::Direct);

@@ -110,20 +110,23 @@ fn select_blocks<'a>(run: &'a [Arc<Table>], group: &[BlockRef]) -> Result<TableB
 }
 
 /// The data decoder: S1, S2 and S3 for every handle the index decoder sends; streams the
-/// decoded blocks in order, in bursts, then `End`, or the first error.
+/// decoded blocks in order, in bursts, then `End`, or the first error. Step times go to
+/// `total` once per batch (see [`StepTimes::drain_into`]).
 pub(super) fn data_decoder(
-    times: &StepTimes,
+    total: &StepTimes,
     mut rx: Inlet<TableBlocks<'_>>,
     mut tx: BurstOutlet<Arc<Block>>,
 ) {
+    let times = StepTimes::default();
     loop {
+        times.drain_into(total);
         let batch = match rx.recv() {
             Ok(Some(batch)) => batch,
             Ok(None) => return tx.close(Ok(())),
             Err(e) => return tx.close(Err(e)),
         };
         for handle in batch.handles {
-            match decode_block(batch.table, handle, times) {
+            match decode_block(batch.table, handle, &times) {
                 Ok(block) => {
                     if !tx.push(block) {
                         return;

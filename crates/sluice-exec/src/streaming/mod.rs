@@ -142,14 +142,17 @@ pub(super) fn run(
     })
 }
 
-/// The encoder stage: S5 and S6 for every sealed block, in order, a burst at a time.
+/// The encoder stage: S5 and S6 for every sealed block, in order, a burst at a time. Step
+/// times go to `total` once per burst.
 fn encoder(
     spec: &CompactionSpec,
-    times: &StepTimes,
+    total: &StepTimes,
     mut rx: Inlet<Vec<SealedBlock>>,
     tx: Outlet<Vec<EncodedBlock>>,
 ) {
+    let times = &StepTimes::default();
     loop {
+        times.drain_into(total);
         match rx.recv() {
             Ok(Some(burst)) => {
                 let encoded = burst

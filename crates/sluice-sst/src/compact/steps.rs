@@ -27,7 +27,10 @@ use crate::table::{
 /// Time per step and bytes moved, shared by the parts of one executor thread.
 ///
 /// Counters are atomics so stage threads of pipelined executors can each own one and still
-/// hand it across threads; a sequential executor uses one for everything.
+/// hand it across threads; a sequential executor uses one for everything. Threads that run
+/// steps side by side each keep a tally of their own and [`StepTimes::drain_into`] the job's
+/// total once per sub-task: charging one shared set of counters per block made every block
+/// bounce its cache line between the cores.
 #[derive(Debug, Default)]
 pub struct StepTimes {
     nanos: [AtomicU64; 7],
@@ -74,6 +77,21 @@ impl StepTimes {
     /// Counts bytes written to output files.
     pub fn add_bytes_written(&self, n: u64) {
         self.bytes_written.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Moves everything counted so far into `total`, leaving this tally at zero.
+    pub fn drain_into(&self, total: &StepTimes) {
+        for (mine, theirs) in self.nanos.iter().zip(&total.nanos) {
+            theirs.fetch_add(mine.swap(0, Ordering::Relaxed), Ordering::Relaxed);
+        }
+        total.bytes_read.fetch_add(
+            self.bytes_read.swap(0, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        total.bytes_written.fetch_add(
+            self.bytes_written.swap(0, Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
     }
 
     /// The steps and byte counts as a profile (entries, wall and CPU time left for the caller).
