@@ -100,6 +100,13 @@ fn put_get_delete_scan_round_trip() {
             .as_array()
             .is_some_and(|l| l.len() == 7)
     );
+    let stages = summary["stages"].as_array().unwrap();
+    assert!(
+        stages
+            .iter()
+            .all(|s| s["stage"].is_string() && s["busy_seconds"].is_number()),
+        "{summary}"
+    );
     assert_eq!(
         ok(&["scan", "--db", &db, "--from", "c"]),
         "c\ttab\\x09here\\x5c\nd\tfour\n"

@@ -10,7 +10,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use sluice::compaction::offload::ShareReport;
-use sluice::metrics::StageSeconds;
+use sluice::metrics::{PipelineStage, StageSeconds};
 use sluice::{CompactOptions, CompactProgress, Error, Options};
 use sluice_bench::delta::MetricsDelta;
 
@@ -87,6 +87,8 @@ struct CompactSummary {
     lsm_after: Vec<LevelShape>,
     /// Seconds per step S1..S7.
     stage_profile: StageSeconds,
+    /// Per pipeline stage (per executor thread kind): threads, busy and idle seconds.
+    stages: Vec<PipelineStage>,
     /// With --worker: each side's part (host first), summed over the compactions.
     #[serde(skip_serializing_if = "Option::is_none")]
     shares: Option<Vec<ShareReport>>,
@@ -208,6 +210,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         lsm_before: shape(&before),
         lsm_after: shape(&after),
         stage_profile: c.stage_profile,
+        stages: c.stages,
         shares: offload
             .as_ref()
             .map(|m| m.sides.iter().map(|s| s.report()).collect()),
