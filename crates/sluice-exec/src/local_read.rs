@@ -24,15 +24,13 @@
 //! that wait is what the pipeline overlaps with computing.
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::output::{NewOutput, OutputFile};
 use sluice_sst::compact::plan::CompactionPlan;
-use sluice_sst::compact::subtask::{
-    decode_sub_task, encode_sub_task, merge_sub_task, read_sub_task,
-};
-use sluice_sst::compact::{CompactionSpec, StepTimes};
+use sluice_sst::compact::subtask::read_sub_task;
 
 use super::Shared;
-use super::parallel::{DoneMsg, timed, write_stage};
+use super::parallel::{DoneMsg, compute_sub_task, sub_task, work_stage, write_stage};
 use crate::Result;
 
 /// The sub-task indices compute threads may claim: those below `released`, not yet claimed.
@@ -111,28 +109,10 @@ fn read_and_compute_stage(
     todo: Receiver<usize>,
     tx: Sender<DoneMsg>,
 ) {
-    let start = std::time::Instant::now();
-    let mut idle = 0u64;
-    let times = StepTimes::default();
-    shared.with_cpu(|| {
-        while let Ok(index) = timed(&mut idle, || todo.recv()) {
-            let Some(st) = plan.sub_tasks.get(index) else {
-                return;
-            };
-            let done = read_sub_task(spec, st, &times).and_then(|raw| {
-                let blocks = decode_sub_task(raw, &times)?;
-                let merged = merge_sub_task(spec, st, blocks, &times)?;
-                shared.add_stats(&merged.stats);
-                Ok((index, encode_sub_task(merged.blocks, spec, &times)))
-            });
-            times.drain_into(&shared.times);
-            let failed = done.is_err();
-            if timed(&mut idle, || tx.send(done)).is_err() || failed {
-                return;
-            }
-        }
+    work_stage(shared, "read+compute", todo, tx, |index, times| {
+        let raw = read_sub_task(spec, sub_task(plan, index)?, times)?;
+        compute_sub_task(spec, plan, shared, index, raw, times)
     });
-    shared.record_stage("read+compute", start.elapsed(), idle);
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 use sluice_sst::compact::output::{NewOutput, OutputFile};
-use sluice_sst::compact::plan::CompactionPlan;
+use sluice_sst::compact::plan::{CompactionPlan, SubTask};
 use sluice_sst::compact::subtask::{
     decode_sub_task, encode_sub_task, merge_sub_task, read_sub_task,
 };
@@ -140,20 +140,28 @@ pub(super) fn compute_stage(
     rx: Receiver<ReadMsg>,
     tx: Sender<DoneMsg>,
 ) {
+    work_stage(shared, "compute", rx, tx, |msg, times| {
+        let (index, raw) = msg?;
+        compute_sub_task(spec, plan, shared, index, raw, times)
+    });
+}
+
+/// Runs `work` on each message from `rx` and sends its result to `tx`, until `rx` closes, `tx`
+/// is gone or `work` fails. Step times are tallied per thread and drained once per message;
+/// the time blocked on either queue is the stage's idle time.
+pub(super) fn work_stage<T>(
+    shared: &Shared,
+    stage: &str,
+    rx: Receiver<T>,
+    tx: Sender<DoneMsg>,
+    mut work: impl FnMut(T, &StepTimes) -> DoneMsg,
+) {
     let start = Instant::now();
     let mut idle = 0u64;
     let times = StepTimes::default();
     shared.with_cpu(|| {
         while let Ok(msg) = timed(&mut idle, || rx.recv()) {
-            let done = msg.and_then(|(index, raw)| {
-                let st = plan.sub_tasks.get(index).ok_or_else(|| {
-                    Error::InvalidArgument(format!("sub-task {index} is not in the plan"))
-                })?;
-                let blocks = decode_sub_task(raw, &times)?;
-                let merged = merge_sub_task(spec, st, blocks, &times)?;
-                shared.add_stats(&merged.stats);
-                Ok((index, encode_sub_task(merged.blocks, spec, &times)))
-            });
+            let done = work(msg, &times);
             times.drain_into(&shared.times);
             let failed = done.is_err();
             if timed(&mut idle, || tx.send(done)).is_err() || failed {
@@ -161,7 +169,30 @@ pub(super) fn compute_stage(
             }
         }
     });
-    shared.record_stage("compute", start.elapsed(), idle);
+    shared.record_stage(stage, start.elapsed(), idle);
+}
+
+/// The plan's sub-task `index`.
+pub(super) fn sub_task(plan: &CompactionPlan, index: usize) -> Result<&SubTask> {
+    plan.sub_tasks
+        .get(index)
+        .ok_or_else(|| Error::InvalidArgument(format!("sub-task {index} is not in the plan")))
+}
+
+/// S2..S6 of sub-task `index`, whose blocks `raw` were read.
+pub(super) fn compute_sub_task(
+    spec: &CompactionSpec,
+    plan: &CompactionPlan,
+    shared: &Shared,
+    index: usize,
+    raw: Vec<Vec<RawBlock>>,
+    times: &StepTimes,
+) -> DoneMsg {
+    let st = sub_task(plan, index)?;
+    let blocks = decode_sub_task(raw, times)?;
+    let merged = merge_sub_task(spec, st, blocks, times)?;
+    shared.add_stats(&merged.stats);
+    Ok((index, encode_sub_task(merged.blocks, spec, times)))
 }
 
 /// S7 in sub-task order. Results may arrive out of order; they wait until their turn.
