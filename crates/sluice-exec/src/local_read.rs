@@ -3,16 +3,16 @@
 //! ```text
 //! window ──indices──▶ compute × k (S1..S6, one sub-task each) ──queue──▶ writer (S7)
 //!    ▲                                                                     │
-//!    └──────────────── "sub-task i written": i + depth may start ──────────┘
+//!    └──────────────── "sub-task i written": one more may start ───────────┘
 //! ```
 //!
 //! With buffered I/O, S1 of a block already in the page cache is a memory copy. Done by a
 //! separate reader thread, it fills that core's cache, and the compute thread that verifies the
 //! block on another core pays again to fetch every byte: on two cores the checksum step ran
 //! 2-3x slower behind a reader than in SCP. Document 000 keeps S2..S6 on one processor for this
-//! reason ("the processors may not share the dcache"); once there are as many compute threads
-//! as cores, the copy is just one more step that belongs on the core using the bytes, and every
-//! core is busy either way. So here each compute thread runs S1..S6 of a whole sub-task.
+//! reason ("the processors may not share the dcache"). With two or more compute threads the
+//! cores are busy computing anyway, and the copy is one more step that belongs on the core
+//! using the bytes. So here each compute thread runs S1..S6 of a whole sub-task.
 //!
 //! Sub-tasks are handed out in plan order through a *window*: at most `2 * depth + threads` of
 //! them are claimed and not yet written, so memory stays bounded however unevenly the threads run,
