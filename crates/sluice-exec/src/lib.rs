@@ -144,6 +144,8 @@ impl Default for ExecOptions {
 #[derive(Debug, Default)]
 pub struct JobControl {
     cancel: Arc<AtomicBool>,
+    /// The enclosing job's flag, for a [`JobControl::child`]: cancelling the job stops it too.
+    parent: Option<Arc<AtomicBool>>,
     bytes_read: AtomicU64,
 }
 
@@ -152,6 +154,17 @@ impl JobControl {
     pub fn with_cancel_flag(cancel: Arc<AtomicBool>) -> Self {
         JobControl {
             cancel,
+            parent: None,
+            bytes_read: AtomicU64::new(0),
+        }
+    }
+
+    /// A control for part of this job that can be stopped on its own: cancelling the child
+    /// stops only the child, cancelling `self` stops both. Its progress is its own.
+    pub fn child(&self) -> JobControl {
+        JobControl {
+            cancel: Arc::default(),
+            parent: Some(Arc::clone(&self.cancel)),
             bytes_read: AtomicU64::new(0),
         }
     }
@@ -162,9 +175,13 @@ impl JobControl {
         self.cancel.store(true, Ordering::Relaxed);
     }
 
-    /// True once [`JobControl::cancel`] was called.
+    /// True once [`JobControl::cancel`] was called, on this control or on its parent.
     pub fn is_cancelled(&self) -> bool {
         self.cancel.load(Ordering::Relaxed)
+            || self
+                .parent
+                .as_ref()
+                .is_some_and(|p| p.load(Ordering::Relaxed))
     }
 
     /// Input bytes read so far (S1), as of the last output block written.
@@ -308,5 +325,22 @@ impl Shared {
         self.cpu_nanos
             .fetch_add(used.as_nanos() as u64, Ordering::Relaxed);
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_stops_with_its_parent_but_not_the_other_way() {
+        let job = JobControl::default();
+        let mine = job.child();
+        let sibling = job.child();
+        mine.cancel();
+        assert!(mine.is_cancelled());
+        assert!(!sibling.is_cancelled() && !job.is_cancelled());
+        job.cancel();
+        assert!(sibling.is_cancelled());
     }
 }

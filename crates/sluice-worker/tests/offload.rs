@@ -343,14 +343,14 @@ fn a_worker_down_at_start_costs_a_retry() {
     assert!(m.retries >= 1, "{m:?}");
     assert!(m.last_shares.iter().any(|s| s.retried));
 
-    // Dynamic: the first chunk fails, goes back to the queue, and the worker takes no more
-    // in that job: one retry per job.
+    // Dynamic: the first chunk fails and goes back to the queue, unless the host, out of
+    // work, raced it first; either way the worker takes no more in that job.
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
     let m = compact_and_check(dir.path(), dynamic(vec![addr.clone()]), &model);
-    assert_eq!(m.retries, m.jobs, "{m:?}");
+    assert!(m.retries <= m.jobs, "{m:?}");
+    assert!(m.retries + m.races_won_by_host >= m.jobs, "{m:?}");
     assert_eq!(m.sides[1].input_bytes, 0, "{m:?}");
-    assert!(m.last_shares.iter().any(|s| s.side == addr && s.retried));
 }
 
 #[test]
@@ -370,23 +370,43 @@ fn a_wrong_secret_is_refused_and_the_host_does_the_work() {
 #[test]
 fn a_stalled_worker_passes_its_deadline_and_the_host_takes_over() {
     // A device a thousand times slower than its CPU time: it sits on its reply.
-    for dynamic_split in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let model = inverted(dir.path());
-        let secret = secret_file(dir.path(), SECRET);
-        let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
-        let addrs = vec![worker.addr.clone()];
-        let off = OffloadOptions {
-            task_timeout: Duration::from_secs(2),
-            ..if dynamic_split {
-                dynamic(addrs)
-            } else {
-                offload(addrs, SECRET)
-            }
-        };
-        let m = compact_and_check(dir.path(), off, &model);
-        assert!(m.retries >= 1, "dynamic {dynamic_split}: {m:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let model = inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
+    let off = OffloadOptions {
+        task_timeout: Duration::from_secs(2),
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    let m = compact_and_check(dir.path(), off, &model);
+    assert!(m.retries >= 1, "{m:?}");
+}
+
+#[test]
+fn under_the_dynamic_split_the_host_races_a_stalled_worker_and_keeps_its_own_copy() {
+    // The same stalled device, with a deadline far beyond the test: the host, out of other
+    // work, runs the worker's chunk itself, keeps its copy and abandons the call. Nothing
+    // counts as a failure, and the worker deletes what it wrote when the call goes away.
+    let dir = tempfile::tempdir().unwrap();
+    let model = inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
+    let off = OffloadOptions {
+        task_timeout: Duration::from_secs(3600),
+        ..dynamic(vec![worker.addr.clone()])
+    };
+    let m = compact_and_check(dir.path(), off, &model);
+    assert!(m.jobs >= 1, "{m:?}");
+    assert_eq!(m.races_won_by_host, m.jobs, "{m:?}");
+    assert_eq!(m.races, m.jobs, "{m:?}");
+    assert_eq!(m.retries, 0, "{m:?}");
+    assert_eq!(m.sides[1].input_bytes, 0, "{m:?}");
+    // The worker notices the abandoned calls and removes their files.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !table_files(dir.path()).1.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
     }
+    assert!(table_files(dir.path()).1.is_empty(), "temporary files left");
 }
 
 #[test]

@@ -95,6 +95,12 @@ struct CompactSummary {
     /// With --worker: worker shares re-run on the host after a failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     retries: Option<u64>,
+    /// With --worker and the dynamic split: worker chunks the host also ran, and how many of
+    /// those the host's copy finished first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    races: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    races_won_by_host: Option<u64>,
 }
 
 /// Records each level's time from the progress reports and draws the bar.
@@ -215,6 +221,8 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             .as_ref()
             .map(|m| m.sides.iter().map(|s| s.report()).collect()),
         retries: offload.as_ref().map(|m| m.retries),
+        races: offload.as_ref().map(|m| m.races),
+        races_won_by_host: offload.as_ref().map(|m| m.races_won_by_host),
     };
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -243,6 +251,13 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         }
         if let Some(r) = summary.retries.filter(|r| *r > 0) {
             writeln!(out, "  {r} worker share(s) re-run on the host")?;
+        }
+        if let Some(r) = summary.races.filter(|r| *r > 0) {
+            let won = summary.races_won_by_host.unwrap_or(0);
+            writeln!(
+                out,
+                "  {r} worker chunk(s) also run on the host, its copy first {won} time(s)"
+            )?;
         }
         writeln!(out, "  before: {}", shape_line(&summary.lsm_before))?;
         writeln!(out, "  after:  {}", shape_line(&summary.lsm_after))?;

@@ -26,6 +26,12 @@
 //!   while another side holds a chunk, since a failure would bring it back: so the job ends
 //!   with every sub-task finished, or with [`Dispatcher::stop`].
 //!
+//! When the queue is empty and a worker still holds a chunk, the host would only wait. If it
+//! could finish that chunk sooner than the worker is expected to ([`Dispatcher::worth_racing`]),
+//! it [`Dispatcher::take_over`]s the chunk and runs it too; the first copy to finish is kept (a
+//! backup task, as MapReduce runs for stragglers). This is what rescues a job whose first
+//! worker chunk, sized before anything was measured, went to a much slower worker.
+//!
 //! The dispatcher is plain data with no locks or clocks; the caller serialises access and
 //! reports each finished chunk's busy seconds.
 
@@ -181,6 +187,38 @@ impl Dispatcher {
             .requeued
             .partition_point(|c| c.range.start < chunk.range.start);
         self.requeued.insert(at, chunk);
+    }
+
+    /// Whether the host, with nothing left to take, should also run the chunk of `bytes` that
+    /// worker `side` has held for `elapsed_seconds`: when it would finish it sooner than the
+    /// worker is expected to, or when the worker's speed is not known at all (its first chunk,
+    /// with no earlier job to go by, is a guess that may be far too big for it).
+    pub fn worth_racing(&self, side: usize, bytes: u64, elapsed_seconds: f64) -> bool {
+        if side == HOST {
+            return false;
+        }
+        let Some(worker) = self.sides.get(side).and_then(Side::measured) else {
+            return true;
+        };
+        let host = self.rate(HOST);
+        bytes as f64 / worker - elapsed_seconds > bytes as f64 / host
+    }
+
+    /// The host takes over `chunk`, which worker `side` holds, to run it itself: the chunk is
+    /// now the host's to [`Dispatcher::finish`] (whoever's copy ends first is kept), and the
+    /// worker, which proved slower than thought, takes nothing more in this job.
+    pub fn take_over(&mut self, side: usize, chunk: &Chunk) {
+        if side == HOST {
+            return;
+        }
+        if let Some(s) = self.sides.get_mut(side) {
+            release(s, side, chunk);
+            s.gone = true;
+        }
+        if let Some(h) = self.sides.get_mut(HOST) {
+            h.out += 1;
+            h.out_bytes += chunk.input_bytes;
+        }
     }
 
     /// Ends the job early: every side is told [`Take::Done`] from now on.
@@ -421,6 +459,34 @@ mod tests {
     }
 
     #[test]
+    fn the_host_races_a_straggler_only_when_it_would_finish_first() {
+        let mut d = Dispatcher::new(vec![MIB; 40], &[None, None], 4 * MIB);
+        let w = chunk(d.take(1));
+        let h = chunk(d.take(HOST));
+        // The worker's speed is unknown: its chunk is worth racing at once.
+        assert!(d.worth_racing(1, w.input_bytes, 0.0));
+        assert!(!d.worth_racing(HOST, h.input_bytes, 0.0));
+        d.finish(HOST, &h, 0.1);
+        // The host does its first 10 MiB in 0.1 s (100 MiB/s). A worker known at 10 MiB/s
+        // needs 1 s for 10 MiB, the host 0.1 s: worth racing until the worker is 0.9 s in.
+        let mut known = Dispatcher::new(vec![MIB; 40], &[None, Some(10.0 * MIB as f64)], MIB);
+        let first = chunk(known.take(HOST));
+        assert_eq!(first.input_bytes, 10 * MIB);
+        known.finish(HOST, &first, 0.1);
+        let ten = 10 * MIB;
+        assert!(known.worth_racing(1, ten, 0.5));
+        assert!(!known.worth_racing(1, ten, 0.95));
+        // Taken over, the chunk is the host's: the worker is done, the host finishes it.
+        d.take_over(1, &w);
+        assert_eq!(d.take(1), Take::Done);
+        d.finish(HOST, &w, 0.0);
+        while let Take::Chunk(c) = d.take(HOST) {
+            d.finish(HOST, &c, 0.01);
+        }
+        assert!(d.is_complete());
+    }
+
+    #[test]
     fn stop_ends_every_side() {
         let mut d = Dispatcher::new(vec![MIB; 40], &[None, None], MIB);
         let c = chunk(d.take(1));
@@ -439,6 +505,8 @@ mod tests {
         /// Finish the side's last chunk at this many bytes per second.
         Finish(usize, f64),
         Fail(usize),
+        /// The host takes over the side's last chunk.
+        Race(usize),
     }
 
     fn step() -> impl Strategy<Value = Step> {
@@ -446,6 +514,7 @@ mod tests {
             (0usize..3).prop_map(Step::Take),
             (0usize..3, 1.0f64..1e9).prop_map(|(s, r)| Step::Finish(s, r)),
             (0usize..3).prop_map(Step::Fail),
+            (1usize..3).prop_map(Step::Race),
         ]
     }
 
@@ -499,6 +568,17 @@ mod tests {
                         if let Some(c) = held[side].pop() {
                             for i in c.range.clone() { done[i] += 1; }
                             d.finish(side, &c, c.input_bytes as f64 / rate);
+                        }
+                    }
+                    Step::Race(side) => {
+                        if let Some(c) = held[side].pop() {
+                            d.take_over(side, &c);
+                            gone[side] = true;
+                            held[HOST].push(c);
+                            // The rest of what a retired side holds fails, as a driver does.
+                            while let Some(c) = held[side].pop() {
+                                d.fail(side, c);
+                            }
                         }
                     }
                     Step::Fail(side) => {

@@ -3,8 +3,10 @@
 //!
 //! Who runs what:
 //! - the compaction thread is the host side: it takes a chunk, runs it with the host's
-//!   executor, and takes the next, until the queue is empty and no worker holds a chunk
-//!   (while one does, it waits: a failure would bring that chunk back to it);
+//!   executor, and takes the next, until the queue is empty and no worker holds a chunk.
+//!   While one does, the host either runs a copy of that chunk itself, when the dispatcher
+//!   judges it would finish first ([`Dispatcher::worth_racing`]), or waits, since a failure
+//!   would bring the chunk back to it;
 //! - one scoped driver thread per worker takes a chunk, reserves its output numbers, sends
 //!   it through the worker's client on the offload runtime and blocks on the answer. When the
 //!   answer comes, the driver first sends the worker its next chunk and only then checks the
@@ -14,6 +16,11 @@
 //! [`super::verify`]) has its reserved numbers' files deleted and goes back to the queue for
 //! another side; the worker takes nothing more in this job, and a chunk it already holds
 //! next is abandoned and re-queued the same way. Each failed chunk counts as a retry.
+//!
+//! A raced chunk is kept from whichever copy finishes first: the first to put it in the
+//! board's finished parts, under the lock, wins. The loser's files are deleted: the host's copy
+//! is cancelled through a child of the job's control, the worker's call is aborted. The worker
+//! is retired for the job either way.
 //!
 //! If the host's own chunk fails, or the job is cancelled, the queue is stopped, every call in
 //! flight is aborted (dropping a call cancels it on the worker, which deletes its files; the
@@ -29,6 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use sluice_exec::JobControl;
 use sluice_rpc::proto::TaskResult;
 use sluice_sst::compact::NewOutput;
 use sluice_sst::compact::plan::{CompactionPlan, plan};
@@ -62,8 +70,8 @@ struct BoardState {
     parts: BTreeMap<usize, Part>,
     /// Per side: what it did in this job.
     sides: Vec<SideSum>,
-    /// Per side: its call in flight, to abort when the job stops.
-    calls: Vec<Option<AbortHandle>>,
+    /// Worker chunks sent and not answered yet, by first sub-task.
+    in_flight: BTreeMap<usize, InFlight>,
     /// Output numbers reserved for worker chunks.
     reserved: Vec<u64>,
 }
@@ -92,6 +100,34 @@ impl SideSum {
     }
 }
 
+/// A worker chunk whose answer has not arrived, as the host sees it.
+struct InFlight {
+    side: usize,
+    chunk: Chunk,
+    sent: Instant,
+    /// Aborts the call when the job stops or the host's copy finishes first.
+    abort: AbortHandle,
+    /// Set while the host runs a copy of the chunk: cancels that copy if the worker wins.
+    backup: Option<Arc<JobControl>>,
+}
+
+/// The host's copy of a chunk a worker holds.
+struct Backup {
+    side: usize,
+    chunk: Chunk,
+    control: Arc<JobControl>,
+}
+
+/// What a driver learns when its worker's answer arrives: whether the host races the chunk.
+enum Answered {
+    /// Nobody else runs it.
+    Alone,
+    /// The host runs a copy, cancelled by this control if the worker's copy is kept.
+    Raced(Arc<JobControl>),
+    /// The host's copy already finished (or the job stopped): the worker's is not wanted.
+    Gone,
+}
+
 /// A worker chunk sent and not yet answered.
 struct Call {
     chunk: Chunk,
@@ -105,7 +141,23 @@ impl Board {
         self.state.lock().queue.take(side)
     }
 
-    fn finish(&self, side: usize, chunk: &Chunk, part: Part, report: &ShareReport) {
+    /// Keeps `part`, the outputs of `chunk`, unless another copy of the chunk was kept first:
+    /// then the part comes back, for its files to be deleted. `report` is added to `side`'s
+    /// sums; `busy_seconds` go to the dispatcher's figures for side `ran` (the host when it
+    /// took the chunk over: then a worker's time must not count as the host's, and is passed
+    /// as zero).
+    fn keep(
+        &self,
+        (side, ran): (usize, usize),
+        chunk: &Chunk,
+        part: Part,
+        report: &ShareReport,
+        busy_seconds: f64,
+    ) -> Option<Part> {
+        let mut st = self.state.lock();
+        if st.parts.contains_key(&chunk.range.start) {
+            return Some(part);
+        }
         tracing::debug!(
             side = %report.side,
             sub_tasks = ?chunk.range,
@@ -114,25 +166,58 @@ impl Board {
             files = part.files.len(),
             "chunk done"
         );
-        let mut st = self.state.lock();
-        st.queue.finish(side, chunk, report.seconds);
+        st.queue.finish(ran, chunk, busy_seconds);
         st.parts.insert(chunk.range.start, part);
         if let Some(s) = st.sides.get_mut(side) {
             s.add(report);
         }
         drop(st);
         self.changed.notify_all();
+        None
+    }
+
+    /// Called by a driver when its call for `chunk` has ended: the chunk is no longer in
+    /// flight, so the host will not start racing it.
+    fn answered(&self, chunk: &Chunk) -> Answered {
+        match self.state.lock().in_flight.remove(&chunk.range.start) {
+            Some(InFlight {
+                backup: Some(control),
+                ..
+            }) => Answered::Raced(control),
+            Some(_) => Answered::Alone,
+            None => Answered::Gone,
+        }
     }
 
     /// Stops the job: no more chunks for anyone, and every call in flight aborted.
     fn stop(&self) {
         let mut st = self.state.lock();
         st.queue.stop();
-        for call in st.calls.iter_mut().filter_map(Option::take) {
-            call.abort();
+        for call in std::mem::take(&mut st.in_flight).into_values() {
+            call.abort.abort();
         }
         drop(st);
         self.changed.notify_all();
+    }
+}
+
+impl BoardState {
+    /// A chunk in flight that the idle host should run too, if there is one: it is taken over
+    /// (see [`Dispatcher::take_over`]) and marked as raced.
+    fn pick_race(&mut self, job: &JobControl) -> Option<Backup> {
+        let (queue, in_flight) = (&mut self.queue, &mut self.in_flight);
+        let call = in_flight.values_mut().find(|f| {
+            let elapsed = f.sent.elapsed().as_secs_f64();
+            f.backup.is_none() && queue.worth_racing(f.side, f.chunk.input_bytes, elapsed)
+        })?;
+        let control = Arc::new(job.child());
+        call.backup = Some(Arc::clone(&control));
+        queue.take_over(call.side, &call.chunk);
+        Some(Backup {
+            side: call.side,
+            chunk: call.chunk.clone(),
+            control,
+        })
     }
 }
 
@@ -158,7 +243,7 @@ impl DbInner {
                 queue: Dispatcher::new(sizes, &off.bandwidths.lock().priors(), floor),
                 parts: BTreeMap::new(),
                 sides: (0..sides).map(|_| SideSum::default()).collect(),
-                calls: (0..sides).map(|_| None).collect(),
+                in_flight: BTreeMap::new(),
                 reserved: Vec::new(),
             }),
             changed: Condvar::new(),
@@ -218,7 +303,8 @@ impl DbInner {
         Ok(JobParts { parts, reports })
     }
 
-    /// The host side: runs chunks until the queue is drained and no worker holds one.
+    /// The host side: runs chunks until the queue is drained and no worker holds one, racing
+    /// the workers' chunks it would finish first.
     fn host_chunks(
         &self,
         job: &Job<'_>,
@@ -227,15 +313,18 @@ impl DbInner {
         new_output: &mut NewOutput<'_>,
     ) -> Result<()> {
         loop {
-            let chunk = {
+            let (chunk, backup) = {
                 let mut st = board.state.lock();
                 loop {
                     match st.queue.take(HOST) {
-                        Take::Chunk(chunk) => break chunk,
+                        Take::Chunk(chunk) => break (chunk, None),
                         Take::Done => return Ok(()),
                         // Checked under the lock, so no finish or failure is missed.
                         Take::Wait if job.control.is_cancelled() => return Err(Error::Cancelled),
                         Take::Wait => {
+                            if let Some(b) = st.pick_race(&job.control) {
+                                break (b.chunk.clone(), Some(b));
+                            }
                             board.changed.wait_for(&mut st, CANCEL_POLL);
                         }
                     }
@@ -248,8 +337,38 @@ impl DbInner {
                 share.lower.as_deref(),
                 share.upper.as_deref(),
             );
-            let (part, report) = self.run_share_on_host(job, &spec, &share, new_output)?;
-            board.finish(HOST, &chunk, part, &report);
+            let Some(backup) = backup else {
+                let (part, report) =
+                    self.run_share_on_host(job, &spec, &share, &job.control, new_output)?;
+                if let Some(part) = board.keep((HOST, HOST), &chunk, part, &report, report.seconds)
+                {
+                    // A chunk taken from the queue has no other copy; were one kept, this
+                    // one would be surplus.
+                    self.delete_parts(&[part]);
+                }
+                continue;
+            };
+            let addr = job.off.clients[backup.side - 1].addr();
+            tracing::info!(worker = %addr, sub_tasks = ?chunk.range, "the host races a worker's chunk");
+            job.off.metrics.lock().races += 1;
+            match self.run_share_on_host(job, &spec, &share, &backup.control, new_output) {
+                Ok((part, report)) => {
+                    match board.keep((HOST, HOST), &chunk, part, &report, report.seconds) {
+                        Some(lost) => self.delete_parts(&[lost]),
+                        None => {
+                            tracing::info!(worker = %addr, sub_tasks = ?chunk.range, "the host's copy finished first");
+                            job.off.metrics.lock().races_won_by_host += 1;
+                            let call = board.state.lock().in_flight.remove(&chunk.range.start);
+                            if let Some(call) = call {
+                                call.abort.abort();
+                            }
+                        }
+                    }
+                }
+                // The worker's copy was kept first; the executor deleted the host's files.
+                Err(Error::Cancelled) if !job.control.is_cancelled() => {}
+                Err(e) => return Err(e),
+            }
         }
     }
 
@@ -260,14 +379,24 @@ impl DbInner {
         let mut next = self.send_chunk(job, board, plan, side);
         while let Some(mut call) = next.take() {
             let (answer, call_time) = wait(job.off, &addr, &mut call);
-            let result = match answer {
-                Ok(r) => r,
-                Err(e) => {
-                    self.fail_chunk(job, board, side, call, &e);
+            let raced = match board.answered(&call.chunk) {
+                Answered::Alone => None,
+                Answered::Raced(control) => Some(control),
+                Answered::Gone => {
+                    // The host's copy was kept (and aborted this call), or the job stopped.
+                    self.delete_share_outputs(call.numbers.clone());
                     return;
                 }
             };
-            // The worker is free: its next chunk goes out before this one is checked.
+            let result = match answer {
+                Ok(r) => r,
+                Err(e) => {
+                    self.fail_chunk(job, board, side, call, raced.is_some(), &e);
+                    return;
+                }
+            };
+            // The worker is free: its next chunk goes out before this one is checked (a
+            // raced worker is retired: there is none).
             next = self.send_chunk(job, board, plan, side);
             let checking = Instant::now();
             let numbers = call.numbers.clone();
@@ -279,13 +408,35 @@ impl DbInner {
                         checking.elapsed()
                     };
                     report.seconds = (call_time + unhidden).as_secs_f64();
-                    board.finish(side, &call.chunk, part, &report);
+                    // A raced chunk is the host's in the dispatcher's books.
+                    let (ran, busy) = match &raced {
+                        Some(_) => (HOST, 0.0),
+                        None => (side, report.seconds),
+                    };
+                    match board.keep((side, ran), &call.chunk, part, &report, busy) {
+                        Some(_) => self.delete_share_outputs(call.numbers.clone()),
+                        None => {
+                            if let Some(control) = raced {
+                                tracing::info!(worker = %addr, sub_tasks = ?call.chunk.range, "the worker's copy finished first");
+                                control.cancel();
+                            }
+                        }
+                    }
                 }
                 Err(e) => {
-                    self.fail_chunk(job, board, side, call, &e);
+                    self.fail_chunk(job, board, side, call, raced.is_some(), &e);
                     if let Some(abandoned) = next.take() {
                         let why = "abandoned: the worker failed the chunk before it";
-                        self.fail_chunk(job, board, side, abandoned, &why);
+                        match board.answered(&abandoned.chunk) {
+                            Answered::Gone => {
+                                abandoned.handle.abort();
+                                self.delete_share_outputs(abandoned.numbers.clone());
+                            }
+                            a => {
+                                let raced = matches!(a, Answered::Raced(_));
+                                self.fail_chunk(job, board, side, abandoned, raced, &why);
+                            }
+                        }
                     }
                     return;
                 }
@@ -335,8 +486,15 @@ impl DbInner {
         st.reserved.extend(numbers.clone());
         if st.queue.is_stopped() {
             handle.abort();
-        } else if let Some(slot) = st.calls.get_mut(side) {
-            *slot = Some(handle.abort_handle());
+        } else {
+            let in_flight = InFlight {
+                side,
+                chunk: chunk.clone(),
+                sent: Instant::now(),
+                abort: handle.abort_handle(),
+                backup: None,
+            };
+            st.in_flight.insert(chunk.range.start, in_flight);
         }
         Some(Call {
             chunk,
@@ -346,23 +504,24 @@ impl DbInner {
         })
     }
 
-    /// `call` failed: its files are deleted and its chunk goes back to the queue, and the
-    /// worker is retired for this job. Counted as a retry unless the job was stopping anyway.
+    /// `call` failed: its files are deleted, its chunk goes back to the queue (unless the host
+    /// took it over and runs it already), and the worker is retired for this job. Counted as a
+    /// retry unless the job was stopping anyway.
     fn fail_chunk(
         &self,
         job: &Job<'_>,
         board: &Board,
         side: usize,
         call: Call,
+        taken_over: bool,
         error: &dyn Display,
     ) {
         call.handle.abort();
         self.delete_share_outputs(call.numbers.clone());
         let mut st = board.state.lock();
         let stopping = st.queue.is_stopped();
-        st.queue.fail(side, call.chunk);
-        if let Some(slot) = st.calls.get_mut(side) {
-            *slot = None;
+        if !taken_over {
+            st.queue.fail(side, call.chunk);
         }
         if let Some(s) = st.sides.get_mut(side) {
             s.failed = true;

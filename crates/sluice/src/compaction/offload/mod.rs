@@ -107,6 +107,11 @@ pub struct OffloadMetrics {
     pub jobs: u64,
     /// Worker shares (or dynamic chunks) re-run elsewhere after a failure.
     pub retries: u64,
+    /// Dynamic chunks a worker held that the host, out of other work, also ran because it
+    /// expected to finish them sooner (the first copy to finish is kept).
+    pub races: u64,
+    /// Of `races`, those where the host's copy finished first.
+    pub races_won_by_host: u64,
     /// Per side, host first, then each worker in `OffloadOptions::workers` order.
     pub sides: Vec<SideTotals>,
     /// The host decision component's choices (CoPro+).

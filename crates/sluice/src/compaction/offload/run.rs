@@ -147,7 +147,7 @@ impl DbInner {
         tracing::debug!(job = job.id, shares = shares.len(), "static shares sent");
         let mut outputs: Vec<(usize, Part, ShareReport)> = Vec::new();
         if let Some(share) = shares.iter().find(|s| s.side == 0) {
-            match self.run_share_on_host(job, spec, share, new_output) {
+            match self.run_share_on_host(job, spec, share, &job.control, new_output) {
                 Ok((part, report)) => {
                     tracing::debug!(seconds = report.seconds, "host share done");
                     outputs.push((0, part, report))
@@ -193,17 +193,17 @@ impl DbInner {
                     tracing::warn!(worker = %addr, error = %e, "worker share failed; re-running it on the host");
                     self.delete_share_outputs(numbers);
                     off.metrics.lock().retries += 1;
-                    let (part, mut report) = match self
-                        .run_share_on_host(job, spec, share, new_output)
-                    {
-                        Ok(out) => out,
-                        Err(e) => {
-                            // The job fails: nothing of it is installed.
-                            let parts: Vec<Part> = outputs.into_iter().map(|(_, p, _)| p).collect();
-                            self.delete_parts(&parts);
-                            return Err(e);
-                        }
-                    };
+                    let (part, mut report) =
+                        match self.run_share_on_host(job, spec, share, &job.control, new_output) {
+                            Ok(out) => out,
+                            Err(e) => {
+                                // The job fails: nothing of it is installed.
+                                let parts: Vec<Part> =
+                                    outputs.into_iter().map(|(_, p, _)| p).collect();
+                                self.delete_parts(&parts);
+                                return Err(e);
+                            }
+                        };
                     report.retried = true;
                     outputs.push((share.side, part, report));
                 }

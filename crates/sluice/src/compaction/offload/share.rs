@@ -128,12 +128,14 @@ pub(super) fn restrict(
 }
 
 impl DbInner {
-    /// Runs `share` of `spec` on the compaction thread with the job's host executor.
+    /// Runs `share` of `spec` on the compaction thread with the job's host executor, stopped
+    /// by `control` (the job's, or a child of it for a copy that may be abandoned).
     pub(super) fn run_share_on_host(
         &self,
         job: &Job<'_>,
         spec: &CompactionSpec,
         share: &Share,
+        control: &Arc<JobControl>,
         new_output: &mut NewOutput<'_>,
     ) -> Result<(Part, ShareReport)> {
         let started = Instant::now();
@@ -142,12 +144,7 @@ impl DbInner {
             upper: share.upper.clone(),
             ..spec.clone()
         };
-        let out = execute_with(
-            &share_spec,
-            &job.host_exec,
-            Arc::clone(&job.control),
-            new_output,
-        )?;
+        let out = execute_with(&share_spec, &job.host_exec, Arc::clone(control), new_output)?;
         let report = ShareReport {
             side: "host".into(),
             input_bytes: share.input_bytes,
