@@ -114,6 +114,10 @@ pub struct RunReport {
     pub offloaded_jobs: u64,
     /// Worker shares re-run on the host after a failure.
     pub retries: u64,
+    /// Dynamic-split chunks a worker held that the host also ran, out of other work, and of
+    /// those, how many the host's copy finished first.
+    pub races: u64,
+    pub races_won_by_host: u64,
     /// The host decision component's choices (CoPro+, dynamic split).
     pub host_pipelined_decisions: u64,
     pub host_sequential_decisions: u64,

@@ -283,6 +283,8 @@ impl Runner<'_> {
             compaction_bandwidth_mb_s: c.bandwidth_mb_s,
             offloaded_jobs: offload.map_or(0, |o| o.jobs),
             retries: offload.map_or(0, |o| o.retries),
+            races: offload.map_or(0, |o| o.races),
+            races_won_by_host: offload.map_or(0, |o| o.races_won_by_host),
             host_pipelined_decisions: offload.map_or(0, |o| o.host_pipelined_decisions),
             host_sequential_decisions: offload.map_or(0, |o| o.host_sequential_decisions),
             host,

@@ -59,6 +59,8 @@ fn run(workload: Workload, value_size: usize, c: Configuration) -> RunReport {
         compaction_bandwidth_mb_s: bw,
         offloaded_jobs: if c.offloaded() { 4 } else { 0 },
         retries: 0,
+        races: 0,
+        races_won_by_host: 0,
         host_pipelined_decisions: u64::from(c == Configuration::CoProPlus),
         host_sequential_decisions: 0,
         host: side("host", bw, mode),
