@@ -101,7 +101,12 @@ fn open_inputs(roots: &[PathBuf], task: &CheckedTask) -> Result<Vec<Vec<Arc<Tabl
         let mut tables: Vec<Arc<Table>> = Vec::with_capacity(run.len());
         for input in run {
             let path = resolve_input(roots, &input.name)?;
-            let table = Table::open(&path, input.number, TableReadOptions::default())?;
+            // A worker only compacts, and compaction never looks a key up.
+            let opts = TableReadOptions {
+                load_filter: false,
+                ..TableReadOptions::default()
+            };
+            let table = Table::open(&path, input.number, opts)?;
             check_matches(task.job_id, input, &table)?;
             if let Some(prev) = tables.last()
                 && compare_internal(

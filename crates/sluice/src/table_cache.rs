@@ -103,6 +103,7 @@ impl TableCache {
                 cache: self.block_cache.clone(),
                 verify_checksums: self.verify_checksums,
                 storage: self.storage.clone(),
+                load_filter: true,
             },
         )?;
         self.tables.insert(file.number, Arc::clone(&table));
@@ -124,6 +125,8 @@ impl TableCache {
                 cache: None,
                 verify_checksums: true,
                 storage: self.compaction_storage.clone(),
+                // This reader only serves the compaction, which looks no key up.
+                load_filter: false,
             },
         )
     }

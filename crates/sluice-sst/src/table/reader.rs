@@ -36,6 +36,10 @@ pub struct TableReadOptions {
     pub verify_checksums: bool,
     /// The file system the table is read from, and how.
     pub storage: Storage,
+    /// Read the bloom filter at open. A table opened only to be compacted never looks a key
+    /// up, so it can skip the filter block: about as many bytes as the index to read, check
+    /// and keep in memory for nothing.
+    pub load_filter: bool,
 }
 
 impl Default for TableReadOptions {
@@ -44,6 +48,7 @@ impl Default for TableReadOptions {
             cache: None,
             verify_checksums: true,
             storage: Storage::default(),
+            load_filter: true,
         }
     }
 }
@@ -141,9 +146,9 @@ impl std::fmt::Debug for Table {
 impl Table {
     /// Opens the table at `path`, whose blocks are cached under `file_number`.
     ///
-    /// Reads and verifies the footer, index, filter and properties. A short file, a bad magic
-    /// number, a bad checksum or an inconsistent index is `Corruption` naming the path and the
-    /// offset of the bad bytes.
+    /// Reads and verifies the footer, index, filter (unless `opts.load_filter` is off) and
+    /// properties. A short file, a bad magic number, a bad checksum or an inconsistent index is
+    /// `Corruption` naming the path and the offset of the bad bytes.
     pub fn open(path: &Path, file_number: u64, opts: TableReadOptions) -> Result<Arc<Table>> {
         let file = opts.storage.open_read(path).with_path(path)?;
         let file_size = file.size().with_path(path)?;
@@ -187,7 +192,7 @@ impl Table {
             &path,
             footer.properties.offset,
         )?;
-        let filter = match footer.filter {
+        let filter = match footer.filter.filter(|_| opts.load_filter) {
             Some(h) => {
                 let bytes = decompress_raw_contents(read_meta(h)?)?;
                 Some(

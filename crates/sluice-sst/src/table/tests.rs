@@ -244,6 +244,42 @@ fn bloom_filter_rejects_absent_keys_without_reading_blocks() {
 }
 
 #[test]
+fn a_table_opened_for_compaction_skips_its_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut m = Model::new();
+    for i in 0..3000u64 {
+        m.insert(
+            InternalKey::new(format!("key{i:06}").as_bytes(), 10, ValueKind::Value),
+            vec![2; 20],
+        );
+    }
+    let (path, _) = write_table(dir.path(), "t.sst", &m, &TableOptions::default());
+    let no_filter = TableReadOptions {
+        load_filter: false,
+        ..TableReadOptions::default()
+    };
+    let t = Table::open(&path, 9, no_filter.clone()).unwrap();
+    assert!(!t.has_filter());
+    assert_eq!(scan_forward(&t), model_entries(&m));
+    assert_eq!(
+        t.get(&seek_key(b"key000042", 100)).unwrap().map(|e| e.1),
+        Some(vec![2; 20])
+    );
+    assert_eq!(t.get(&seek_key(b"absent", 100)).unwrap(), None);
+    assert_eq!(t.bloom_stats(), BloomStats::default());
+
+    // A damaged filter fails a full open and names its offset, but is never read otherwise.
+    let filter = open(&path, None).footer().filter.unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[filter.offset as usize + 3] ^= 0x40;
+    std::fs::write(&path, &bytes).unwrap();
+    let full = Table::open(&path, 9, TableReadOptions::default());
+    assert_corruption(full, &path, filter.offset..filter.offset + filter.size + 5);
+    let t = Table::open(&path, 9, no_filter).unwrap();
+    assert_eq!(scan_forward(&t), model_entries(&m));
+}
+
+#[test]
 fn empty_table_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     let (path, summary) = write_table(dir.path(), "e.sst", &Model::new(), &TableOptions::default());
