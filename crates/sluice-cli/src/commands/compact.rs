@@ -238,6 +238,15 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             summary.bandwidth_mb_s
         )?;
         for s in summary.shares.iter().flatten() {
+            if s.input_bytes == 0 {
+                let why = if s.retried {
+                    " (it failed; re-run elsewhere)"
+                } else {
+                    ""
+                };
+                writeln!(out, "  {}: no share{why}", s.side)?;
+                continue;
+            }
             writeln!(
                 out,
                 "  {}: {} in {:.3} s ({:.1} MB/s, {}, cpu {:.2} s)",
