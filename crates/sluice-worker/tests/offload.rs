@@ -367,35 +367,42 @@ fn a_wrong_secret_is_refused_and_the_host_does_the_work() {
     assert!(m.retries >= 1, "{m:?}");
 }
 
-#[test]
-fn a_stalled_worker_passes_its_deadline_and_the_host_takes_over() {
-    // A device a thousand times slower than its CPU time: it sits on its reply.
+/// Compacts an inverted tree with `off(address)` and a worker that sits on every reply (a
+/// device a thousand times slower than its CPU time); returns the directory, the still
+/// running worker and the offload metrics.
+fn with_a_stalled_worker(
+    off: impl FnOnce(String) -> OffloadOptions,
+) -> (
+    tempfile::TempDir,
+    Worker,
+    sluice::compaction::offload::OffloadMetrics,
+) {
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);
     let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
-    let off = OffloadOptions {
+    let m = compact_and_check(dir.path(), off(worker.addr.clone()), &model);
+    (dir, worker, m)
+}
+
+#[test]
+fn a_stalled_worker_passes_its_deadline_and_the_host_takes_over() {
+    let (_dir, _worker, m) = with_a_stalled_worker(|addr| OffloadOptions {
         task_timeout: Duration::from_secs(2),
-        ..offload(vec![worker.addr.clone()], SECRET)
-    };
-    let m = compact_and_check(dir.path(), off, &model);
+        ..offload(vec![addr], SECRET)
+    });
     assert!(m.retries >= 1, "{m:?}");
 }
 
 #[test]
 fn under_the_dynamic_split_the_host_races_a_stalled_worker_and_keeps_its_own_copy() {
-    // The same stalled device, with a deadline far beyond the test: the host, out of other
-    // work, runs the worker's chunk itself, keeps its copy and abandons the call. Nothing
-    // counts as a failure, and the worker deletes what it wrote when the call goes away.
-    let dir = tempfile::tempdir().unwrap();
-    let model = inverted(dir.path());
-    let secret = secret_file(dir.path(), SECRET);
-    let worker = Worker::start(dir.path(), &secret, &["--throttle", "1000"]);
-    let off = OffloadOptions {
+    // With a deadline far beyond the test, the host, out of other work, runs the worker's
+    // chunk itself, keeps its copy and abandons the call. Nothing counts as a failure, and
+    // the worker deletes what it wrote when the call goes away.
+    let (dir, _worker, m) = with_a_stalled_worker(|addr| OffloadOptions {
         task_timeout: Duration::from_secs(3600),
-        ..dynamic(vec![worker.addr.clone()])
-    };
-    let m = compact_and_check(dir.path(), off, &model);
+        ..dynamic(vec![addr])
+    });
     assert!(m.jobs >= 1, "{m:?}");
     assert_eq!(m.races_won_by_host, m.jobs, "{m:?}");
     assert_eq!(m.races, m.jobs, "{m:?}");

@@ -182,16 +182,20 @@ fn seek_and_get_match_the_model() {
     assert!(stats.useful > 0, "bloom rejected absent keys: {stats:?}");
 }
 
+/// Keys `key000000..` up to `n`, all at sequence 10, all holding `value`.
+fn numbered_keys(n: u64, value: &[u8]) -> Model {
+    (0..n)
+        .map(|i| {
+            let k = InternalKey::new(format!("key{i:06}").as_bytes(), 10, ValueKind::Value);
+            (k, value.to_vec())
+        })
+        .collect()
+}
+
 #[test]
 fn bloom_filter_rejects_absent_keys_without_reading_blocks() {
     let dir = tempfile::tempdir().unwrap();
-    let mut m = Model::new();
-    for i in 0..5000u64 {
-        m.insert(
-            InternalKey::new(format!("key{i:06}").as_bytes(), 10, ValueKind::Value),
-            vec![1; 10],
-        );
-    }
+    let m = numbered_keys(5000, &[1; 10]);
     let cache = Arc::new(BlockCache::new(1 << 20));
     let (path, _) = write_table(dir.path(), "t.sst", &m, &TableOptions::default());
     let t = open(&path, Some(Arc::clone(&cache)));
@@ -246,13 +250,7 @@ fn bloom_filter_rejects_absent_keys_without_reading_blocks() {
 #[test]
 fn a_table_opened_for_compaction_skips_its_filter() {
     let dir = tempfile::tempdir().unwrap();
-    let mut m = Model::new();
-    for i in 0..3000u64 {
-        m.insert(
-            InternalKey::new(format!("key{i:06}").as_bytes(), 10, ValueKind::Value),
-            vec![2; 20],
-        );
-    }
+    let m = numbered_keys(3000, &[2; 20]);
     let (path, _) = write_table(dir.path(), "t.sst", &m, &TableOptions::default());
     let no_filter = TableReadOptions {
         load_filter: false,
