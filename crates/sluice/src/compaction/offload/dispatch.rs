@@ -575,7 +575,8 @@ mod tests {
                             d.take_over(side, &c);
                             gone[side] = true;
                             held[HOST].push(c);
-                            // The rest of what a retired side holds fails, as a driver does.
+                            // The rest of what the retired side holds fails (the harder
+                            // case: a driver may also still finish a chunk it is checking).
                             while let Some(c) = held[side].pop() {
                                 d.fail(side, c);
                             }
