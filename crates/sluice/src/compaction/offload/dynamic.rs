@@ -384,7 +384,7 @@ impl DbInner {
                 Answered::Raced(control) => Some(control),
                 Answered::Gone => {
                     // The host's copy was kept (and aborted this call), or the job stopped.
-                    self.delete_share_outputs(call.numbers.clone());
+                    self.drop_call(call);
                     return;
                 }
             };
@@ -428,10 +428,7 @@ impl DbInner {
                     if let Some(abandoned) = next.take() {
                         let why = "abandoned: the worker failed the chunk before it";
                         match board.answered(&abandoned.chunk) {
-                            Answered::Gone => {
-                                abandoned.handle.abort();
-                                self.delete_share_outputs(abandoned.numbers.clone());
-                            }
+                            Answered::Gone => self.drop_call(abandoned),
                             a => {
                                 let raced = matches!(a, Answered::Raced(_));
                                 self.fail_chunk(job, board, side, abandoned, raced, &why);
@@ -516,12 +513,12 @@ impl DbInner {
         taken_over: bool,
         error: &dyn Display,
     ) {
-        call.handle.abort();
-        self.delete_share_outputs(call.numbers.clone());
+        let chunk = call.chunk.clone();
+        self.drop_call(call);
         let mut st = board.state.lock();
         let stopping = st.queue.is_stopped();
         if !taken_over {
-            st.queue.fail(side, call.chunk);
+            st.queue.fail(side, chunk);
         }
         if let Some(s) = st.sides.get_mut(side) {
             s.failed = true;
@@ -530,9 +527,21 @@ impl DbInner {
         board.changed.notify_all();
         if !stopping {
             let addr = job.off.clients[side - 1].addr();
-            tracing::warn!(worker = %addr, error = %error, "worker chunk failed; it goes back to the queue");
+            let then = if taken_over {
+                "the host runs it already"
+            } else {
+                "it goes back to the queue"
+            };
+            tracing::warn!(worker = %addr, error = %error, "worker chunk failed; {then}");
             job.off.metrics.lock().retries += 1;
         }
+    }
+
+    /// Abandons `call`: aborts it if it still runs and deletes whatever its reserved numbers
+    /// name (the worker deletes its own files too when the call goes away).
+    fn drop_call(&self, call: Call) {
+        call.handle.abort();
+        self.delete_share_outputs(call.numbers);
     }
 }
 
