@@ -287,8 +287,9 @@ impl Table {
             .collect()
     }
 
-    /// Handle of data block `i` and its last key, if `i` is in range.
-    pub(super) fn index_entry(&self, i: usize) -> Option<(&[u8], BlockHandle)> {
+    /// Data block `i`'s last internal key and handle, if `i` is in range; borrowed from the
+    /// decoded index, so planning a compaction copies nothing.
+    pub fn index_entry(&self, i: usize) -> Option<(&[u8], BlockHandle)> {
         Some((self.index.key(i), self.index.handle(i)?))
     }
 
