@@ -9,6 +9,7 @@
 //! The plan depends only on the inputs and `sub_task_bytes`, never on the executor, which is
 //! what lets every executor produce the same blocks.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::format::{BLOCK_TRAILER_LEN, BlockHandle};
@@ -97,14 +98,25 @@ fn choose_boundaries(spec: &CompactionSpec, sub_task_bytes: u64) -> Vec<Vec<u8>>
     let (lower, upper) = (spec.lower.as_deref(), spec.upper.as_deref());
     // The blocks whose last user key lies in [lower, upper), run by run and table by table;
     // the stable sort below keeps that order among equal keys, on which the cuts depend.
-    let mut blocks: Vec<(&[u8], u64)> = Vec::new();
-    for table in spec.inputs.iter().flatten() {
-        let first = lower.map_or(0, |lo| first_block_reaching(table, lo));
-        let end = upper.map_or(table.num_data_blocks(), |hi| {
-            first_block_reaching(table, hi)
-        });
+    let ranges: Vec<(&Arc<Table>, Range<usize>)> = spec
+        .inputs
+        .iter()
+        .flatten()
+        .map(|table| {
+            let first = lower.map_or(0, |lo| first_block_reaching(table, lo));
+            let end = upper.map_or(table.num_data_blocks(), |hi| {
+                first_block_reaching(table, hi)
+            });
+            (table, first..end.max(first))
+        })
+        .collect();
+    // Sized up front: a whole compaction lists 100k+ blocks, and growing the vector by
+    // doubling would copy it and fault in fresh pages several times over.
+    let mut blocks: Vec<(&[u8], u64)> =
+        Vec::with_capacity(ranges.iter().map(|(_, r)| r.len()).sum());
+    for (table, range) in ranges {
         blocks.extend(
-            (first..end)
+            range
                 .filter_map(|i| table.index_entry(i))
                 .map(|(last, h)| (user_key(last), h.size + BLOCK_TRAILER_LEN as u64)),
         );
