@@ -281,12 +281,15 @@ fn dynamic_chunks_hold_what_a_host_only_compaction_holds() {
     let worker = Worker::start(&offloaded, &secret, &[]);
     let m = compact_and_check(&offloaded, dynamic(vec![worker.addr.clone()]), &model);
     assert_eq!(m.retries, 0, "{m:?}");
-    assert!(
-        m.sides[0].input_bytes > 0 && m.sides[1].input_bytes > 0,
-        "both sides take chunks: {m:?}"
-    );
+    assert_every_side_took_part(&m);
     let last: Vec<&str> = m.last_shares.iter().map(|s| s.side.as_str()).collect();
-    assert_eq!(last, ["host", worker.addr.as_str()], "one report per side");
+    let kept: Vec<&str> = ["host", worker.addr.as_str()]
+        .into_iter()
+        .zip(&m.sides)
+        .filter(|(_, side)| side.input_bytes > 0)
+        .map(|(name, _)| name)
+        .collect();
+    assert_eq!(last, kept, "one report per side that kept work, host first");
     // Same entries, versions and tombstones as the host alone wrote; only the cuts differ.
     let (want, got) = (entries(&host), entries(&offloaded));
     assert!(!want.is_empty());
@@ -326,7 +329,23 @@ fn two_workers_take_dynamic_chunks_with_the_host() {
         &model,
     );
     assert_eq!(m.retries, 0, "{m:?}");
-    assert!(m.sides.iter().all(|s| s.input_bytes > 0), "{m:?}");
+    assert_every_side_took_part(&m);
+}
+
+/// Every side ran chunks that were kept, unless a race explains it. A worker with no
+/// measured speed yet is raced as soon as the host runs out of work, and on these small jobs
+/// either copy may finish first: a worker whose copy lost, or a host whose only chunk was a
+/// copy that lost, keeps nothing.
+fn assert_every_side_took_part(m: &sluice::compaction::offload::OffloadMetrics) {
+    let idle_workers = m.sides[1..].iter().filter(|s| s.input_bytes == 0).count() as u64;
+    assert!(
+        idle_workers <= m.races_won_by_host,
+        "a worker without kept work, and no race it lost: {m:?}"
+    );
+    assert!(
+        m.sides[0].input_bytes > 0 || m.races > m.races_won_by_host,
+        "the host kept no work, and lost no race: {m:?}"
+    );
 }
 
 #[test]
