@@ -344,13 +344,12 @@ pub(crate) mod tests {
     /// every table, then filtered to the spec's range, sorted and cut. Cuts must not change,
     /// or executors and hosts of different versions would disagree on sub-task boundaries.
     fn copying_plan(spec: &CompactionSpec, sub_task_bytes: u64) -> CompactionPlan {
-        let entries = |t: &Table| -> Vec<(Vec<u8>, BlockHandle)> { t.index_entries() };
         let (lower, upper) = (spec.lower.as_deref(), spec.upper.as_deref());
         let mut blocks: Vec<(Vec<u8>, u64)> = spec
             .inputs
             .iter()
             .flatten()
-            .flat_map(|t| entries(t))
+            .flat_map(|t| t.index_entries())
             .map(|(last, h)| (user_key(&last).to_vec(), h.size + BLOCK_TRAILER_LEN as u64))
             .filter(|(uk, _)| {
                 lower.is_none_or(|lo| uk.as_slice() >= lo)
@@ -384,7 +383,7 @@ pub(crate) mod tests {
                 .map(|run| {
                     let mut refs = Vec::new();
                     for (table, t) in run.iter().enumerate() {
-                        let e = entries(t);
+                        let e = t.index_entries();
                         if hi
                             .as_deref()
                             .is_some_and(|h| user_key(&t.properties().smallest_key) >= h)
