@@ -90,7 +90,7 @@ fn select_blocks<'a>(run: &'a [Arc<Table>], group: &[BlockRef]) -> Result<TableB
     })?;
     let mut wanted = group.iter().map(|r| r.handle).peekable();
     let mut handles = Vec::with_capacity(group.len());
-    for (_, handle) in table.index_entries() {
+    for (_, handle) in (0..table.num_data_blocks()).filter_map(|i| table.index_entry(i)) {
         if wanted.next_if_eq(&handle).is_some() {
             handles.push(handle);
         }

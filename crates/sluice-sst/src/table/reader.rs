@@ -280,7 +280,8 @@ impl Table {
         self.index.len()
     }
 
-    /// Every data block's last internal key and handle, in key order (for compaction planning).
+    /// Every data block's last internal key and handle, in key order, copied out (for tools
+    /// and tests; [`Table::index_entry`] borrows one without copying).
     pub fn index_entries(&self) -> Vec<(Vec<u8>, BlockHandle)> {
         (0..self.index.len())
             .filter_map(|i| Some((self.index.key(i).to_vec(), self.index.handle(i)?)))
