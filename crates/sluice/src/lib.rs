@@ -37,7 +37,7 @@ pub mod wal;
 
 pub use batch::WriteBatch;
 pub use compaction::manual::{CompactOptions, CompactProgress};
-pub use db::{CheckReport, Db, DbIterator};
+pub use db::{CheckReport, Db, DbIterator, RecoveryReport};
 pub use metrics::Metrics;
 pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};
 pub use rate_limiter::RateLimiter;

@@ -263,6 +263,14 @@ pub struct Metrics {
     pub last_sequence: u64,
     /// Live snapshots.
     pub snapshots: usize,
+    /// WAL records (write batches) the open replayed.
+    pub recovery_wal_records: u64,
+    /// Bytes of the MANIFEST and WALs the open did not apply: torn tails of appends never
+    /// acknowledged as durable, or what `SkipAnyCorruptedRecords` skipped
+    /// ([`crate::RecoveryReport::dropped`] says where and why).
+    pub recovery_dropped_bytes: u64,
+    /// Files no version referenced that the open deleted.
+    pub orphans_deleted_at_open: u64,
     /// Compaction offload to workers, with `Options::offload`.
     pub offload: Option<crate::compaction::offload::OffloadMetrics>,
     /// Partitioned mode: the range map with per-range and per-owner figures.

@@ -147,20 +147,39 @@ fn missing_table_is_reported_on_open() {
     assert_corruption_in(err, table);
 }
 
-/// Writes `n` keys that stay in the WAL (no flush), then closes.
-fn db_with_wal(dir: &Path, n: u32) -> PathBuf {
-    let db = Db::open(dir, options()).unwrap();
+/// Copies the files of the database in `from` into `to` as a crash would leave them: taken
+/// while it is open, so nothing `close` writes (the WAL's final synced length) is in it.
+fn crash_image(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap() != "LOCK" {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// Writes `n` keys that stay in the WAL (no flush). With `crash`, `dir` ends up holding the
+/// crash image of the database taken before close; otherwise the database is closed cleanly.
+fn db_with_wal(dir: &Path, n: u32, crash: bool) -> PathBuf {
+    let live = tempfile::tempdir().unwrap();
+    let db = Db::open(live.path(), options()).unwrap();
     for i in 0..n {
         db.put(&key(i), &[b'v'; 300]).unwrap();
     }
+    if crash {
+        crash_image(live.path(), dir);
+    }
     db.close().unwrap();
+    if !crash {
+        crash_image(live.path(), dir);
+    }
     files_with_ext(dir, "log").pop().unwrap()
 }
 
 #[test]
 fn torn_wal_tail_recovers_every_complete_record() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = db_with_wal(dir.path(), 1000);
+    let wal = db_with_wal(dir.path(), 1000, true);
     let f = OpenOptions::new().write(true).open(&wal).unwrap();
     let len = f.metadata().unwrap().len();
     f.set_len(len - 100).unwrap(); // tear the last record
@@ -175,17 +194,56 @@ fn torn_wal_tail_recovers_every_complete_record() {
         present[recovered..].iter().all(|p| !p),
         "no write after a gap"
     );
+    let report = db.recovery_report();
+    assert_eq!(report.dropped.len(), 1, "{report:?}");
+    assert!(report.dropped_bytes() > 0 && report.dropped[0].file == wal);
+}
+
+#[test]
+fn a_wal_cut_short_after_a_clean_close_is_corruption() {
+    // Close syncs the WAL and records its length: every byte of it was promised.
+    let dir = tempfile::tempdir().unwrap();
+    let wal = db_with_wal(dir.path(), 1000, false);
+    let f = OpenOptions::new().write(true).open(&wal).unwrap();
+    let len = f.metadata().unwrap().len();
+    f.set_len(len - 100).unwrap();
+    drop(f);
+    let err = Db::open(dir.path(), options())
+        .err()
+        .expect("open must fail");
+    assert_corruption_in(err, &wal);
 }
 
 #[test]
 fn flipped_byte_in_the_middle_of_the_wal_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = db_with_wal(dir.path(), 1000);
+    let wal = db_with_wal(dir.path(), 1000, false);
     flip_byte(&wal, 1000);
     let err = Db::open(dir.path(), options())
         .err()
         .expect("open must fail");
     assert_corruption_in(err, &wal);
+}
+
+#[test]
+fn flipped_byte_in_unsynced_wal_records_is_dropped_only_at_a_point_in_time() {
+    // No write was synced: after a power loss any of them may be gone, so point-in-time
+    // recovery stops at the damage (and reports it); tolerating only torn tails refuses.
+    let dir = tempfile::tempdir().unwrap();
+    let wal = db_with_wal(dir.path(), 1000, true);
+    flip_byte(&wal, 1000);
+    let strict = Options {
+        wal_recovery_mode: sluice::options::WalRecoveryMode::TolerateCorruptedTailRecords,
+        ..options()
+    };
+    let err = Db::open(dir.path(), strict).err().expect("open must fail");
+    assert_corruption_in(err, &wal);
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert!(db.get(&key(0)).unwrap().is_some());
+    assert!(db.get(&key(999)).unwrap().is_none());
+    let report = db.recovery_report();
+    assert_eq!(report.dropped.len(), 1);
+    assert!(report.dropped[0].offset <= 1000, "{report:?}");
 }
 
 #[test]
@@ -250,14 +308,15 @@ fn unwritten_page_in_the_newest_wal_recovers_to_the_point_before_it() {
     // After a power loss the unsynced tail of the newest WAL can reach the disk out of order:
     // a page that was never written reads as zeros while a later page survived.
     let dir = tempfile::tempdir().unwrap();
+    let live = tempfile::tempdir().unwrap();
     let wal = {
-        let db = Db::open(dir.path(), options()).unwrap();
+        let db = Db::open(live.path(), options()).unwrap();
         db.put_opt(&sluice::WriteOptions { sync: true }, b"synced", b"1")
             .unwrap();
         for i in 0..80u32 {
             db.put(&key(i), &[b'x'; 2000]).unwrap();
         }
-        db.close().unwrap();
+        crash_image(live.path(), dir.path());
         files_with_ext(dir.path(), "log").pop().unwrap()
     };
     let mut bytes = std::fs::read(&wal).unwrap();

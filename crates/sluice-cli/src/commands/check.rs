@@ -1,10 +1,13 @@
-//! `check`: verify every block checksum of every live table.
+//! `check`: verify the MANIFEST, every WAL and every block checksum of every live table,
+//! without changing the database (it is opened read-only).
 //!
-//! Success prints `ok: N files, M blocks, B bytes verified`. Any failure to verify (damage
-//! found while opening the database or reading a table, or an I/O error on a table) exits with
-//! status 1 and a first line `check failed: <error>`; for damage the error starts with
-//! `corrupt data in <file> at offset <n>`. Failing to open the database for other reasons
-//! (say, the directory does not exist) is an ordinary error, status 2.
+//! Success prints `ok: N files, M blocks, B bytes verified; MANIFEST: E edits; WAL: W files,
+//! R records`. Any failure to verify exits with status 1 and a first line `check failed:
+//! <error>`: damage found while opening the database or reading a table (the error starts
+//! with `corrupt data in <file> at offset <n>`), an I/O error on a table, or any byte of the
+//! MANIFEST or a WAL that recovery would not apply (a torn tail included: the line names the
+//! file, the offset and why). Failing to open the database for other reasons (say, the
+//! directory does not exist) is an ordinary error, status 2.
 
 use std::io::Write;
 
@@ -16,7 +19,7 @@ use crate::args::DbJsonArgs;
 use crate::failure::{CmdResult, Failure};
 
 pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
-    let db = match open(&args.db, Access::Existing) {
+    let db = match open(&args.db, Access::ReadOnly) {
         Ok(db) => db,
         Err(e) if e.is_corruption() => return failed(args.json, &e, out),
         Err(e) => return Err(e.into()),
@@ -24,26 +27,63 @@ pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
     let outcome = db.check();
     let closed = db.close();
     match outcome {
-        Ok(report) => {
+        Ok(report) if report.recovery.dropped.is_empty() => {
             closed?;
             passed(args.json, &report, out)
         }
+        Ok(report) => dropped(args.json, &report, out),
         Err(e) => failed(args.json, &e, out),
     }
 }
 
 fn passed(json: bool, r: &CheckReport, out: &mut dyn Write) -> CmdResult {
+    let rec = &r.recovery;
     if json {
-        let v = json!({ "ok": true, "files": r.files, "blocks": r.blocks, "bytes": r.bytes });
+        let v = json!({
+            "ok": true, "files": r.files, "blocks": r.blocks, "bytes": r.bytes,
+            "manifest_edits": rec.manifest_edits, "wal_files": rec.wal_files,
+            "wal_records": rec.wal_records,
+        });
         writeln!(out, "{v}")?;
     } else {
         writeln!(
             out,
-            "ok: {} files, {} blocks, {} bytes verified",
-            r.files, r.blocks, r.bytes
+            "ok: {} files, {} blocks, {} bytes verified; MANIFEST: {} edits; WAL: {} files, {} \
+             records",
+            r.files, r.blocks, r.bytes, rec.manifest_edits, rec.wal_files, rec.wal_records
         )?;
     }
     Ok(())
+}
+
+/// Recovery would not apply part of the MANIFEST or a WAL: data on disk is not accounted for.
+fn dropped(json: bool, r: &CheckReport, out: &mut dyn Write) -> CmdResult {
+    let drops = &r.recovery.dropped;
+    if json {
+        let v = json!({
+            "ok": false, "corruption": false,
+            "error": format!("recovery drops {} bytes", r.recovery.dropped_bytes()),
+            "dropped": drops.iter().map(|d| json!({
+                "file": d.file.display().to_string(), "offset": d.offset, "bytes": d.bytes,
+                "reason": d.reason,
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{v}")?;
+    } else {
+        for d in drops {
+            writeln!(out, "dropped: {d}")?;
+        }
+    }
+    Err(Failure::Negative(format!(
+        "check failed: recovery drops {} bytes of {} (run with RUST_LOG=warn for details; \
+         `sluice repair` salvages what is readable)",
+        r.recovery.dropped_bytes(),
+        drops
+            .iter()
+            .map(|d| format!("{} at offset {}", d.file.display(), d.offset))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
 }
 
 fn failed(json: bool, e: &Error, out: &mut dyn Write) -> CmdResult {

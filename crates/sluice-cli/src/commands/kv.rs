@@ -18,7 +18,7 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Existing)?;
+    let db = open(&args.db, Access::ReadOnly)?;
     let value = db.get(args.key.as_bytes())?;
     db.close()?;
     match value {
@@ -38,7 +38,7 @@ pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Existing)?;
+    let db = open(&args.db, Access::ReadOnly)?;
     let opts = ReadOptions {
         lower_bound: args.from.as_deref().map(str::as_bytes),
         upper_bound: args.to.as_deref().map(str::as_bytes),

@@ -21,17 +21,25 @@ use crate::units::size;
 pub fn dump(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
     let dir = &args.db.db;
     let path = dir.join(read_current_file(dir)?);
-    let edits = read_manifest(&path)?;
-    let version = replay(&path, &edits)?;
+    let contents = read_manifest(&path)?;
+    let edits = &contents.edits;
+    let version = replay(&path, edits)?;
     if args.json {
         let v = json!({
             "manifest": path.display().to_string(),
             "edits": edits.iter().map(edit_json).collect::<Vec<_>>(),
             "levels": (0..NUM_LEVELS).map(|l| level_json(&version, l)).collect::<Vec<_>>(),
+            "dropped": contents.dropped.iter().map(|d| json!({
+                "offset": d.offset, "bytes": d.bytes, "reason": d.reason,
+            })).collect::<Vec<_>>(),
         });
         writeln!(out, "{v}")?;
     } else {
-        write_text(&path, &edits, &version, out)?;
+        write_text(&path, edits, &version, out)?;
+        for d in &contents.dropped {
+            writeln!(out)?;
+            writeln!(out, "torn last record not applied: {d}")?;
+        }
     }
     Ok(())
 }
@@ -100,6 +108,9 @@ fn write_text(
         for (level, f) in &e.new_files {
             writeln!(out, "  add L{level} {}", file_text(f))?;
         }
+        for (number, synced) in &e.wals {
+            writeln!(out, "  wal #{number:06} synced {synced} bytes")?;
+        }
     }
     writeln!(out)?;
     writeln!(out, "files per level:")?;
@@ -151,6 +162,9 @@ fn edit_json(e: &VersionEdit) -> Value {
                 v["level"] = json!(level);
                 v
             })
+            .collect::<Vec<_>>(),
+        "wals": e.wals.iter()
+            .map(|(number, synced)| json!({ "number": number, "synced_bytes": synced }))
             .collect::<Vec<_>>(),
     })
 }

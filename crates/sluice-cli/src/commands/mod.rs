@@ -47,10 +47,13 @@ enum Access {
     /// Writes user data: creates the database if the directory holds none, and lets automatic
     /// compactions run as they would in an application.
     Create,
-    /// Reads or maintains an existing database (a missing one is an error). No automatic
-    /// compaction starts, so the command returns as soon as its own work is done and figures
-    /// it prints are its own (opening still replays the WAL, as every open does).
+    /// Maintains an existing database (a missing one is an error). No automatic compaction
+    /// starts, so the command returns as soon as its own work is done and figures it prints
+    /// are its own (opening still replays the WAL, as every read-write open does).
     Existing,
+    /// Reads an existing database without changing a byte of it ([`Db::open_read_only`]): the
+    /// WAL's records are served from memory.
+    ReadOnly,
 }
 
 /// Opens the database in `dir` with default options adjusted for `access`.
@@ -62,7 +65,7 @@ fn open(db: &DbArg, access: Access) -> sluice::Result<Db> {
 /// `--owner-dir`, for its partitions. The CLI never balances: it inspects or edits the data.
 fn open_with(db: &DbArg, access: Access, base: Options) -> sluice::Result<Db> {
     let dir = db.db.as_path();
-    if access == Access::Existing && !current_file_name(dir).exists() {
+    if access != Access::Create && !current_file_name(dir).exists() {
         return Err(sluice::Error::InvalidArgument(format!(
             "no database in {} (it has no CURRENT file)",
             dir.display()
@@ -83,11 +86,15 @@ fn open_with(db: &DbArg, access: Access, base: Options) -> sluice::Result<Db> {
     });
     let options = Options {
         create_if_missing: access == Access::Create,
-        disable_auto_compactions: access == Access::Existing,
+        disable_auto_compactions: access != Access::Create,
         partitions: partitions.or(base.partitions.clone()),
         ..base
     };
-    Db::open(dir, options).map_err(|e| match e {
+    let opened = match access {
+        Access::ReadOnly => Db::open_read_only(dir, options),
+        Access::Create | Access::Existing => Db::open(dir, options),
+    };
+    opened.map_err(|e| match e {
         sluice::Error::InvalidArgument(m) if m.contains("partitioned") => {
             sluice::Error::InvalidArgument(format!(
                 "{m} (pass its owner directories with --owner-dir, in owner order)"

@@ -19,7 +19,7 @@ use crate::failure::CmdResult;
 use crate::units::size;
 
 pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Existing)?;
+    let db = open(&args.db, Access::ReadOnly)?;
     let m = db.metrics();
     db.close()?;
     if args.json {
@@ -152,6 +152,11 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         out,
         "last sequence: {}; snapshots: {}",
         m.last_sequence, m.snapshots
+    )?;
+    writeln!(
+        out,
+        "recovery: {} WAL records replayed, {} bytes of MANIFEST or WAL not applied",
+        m.recovery_wal_records, m.recovery_dropped_bytes
     )?;
     if let Some(p) = &m.partitions {
         write_partitions(p, m, out)?;

@@ -18,14 +18,18 @@ pub struct CheckReport {
     pub blocks: u64,
     /// Bytes read.
     pub bytes: u64,
+    /// What opening the database read and checked of the MANIFEST and the WALs, and what it
+    /// dropped. Anything dropped means data on disk was not applied: a caller that must know
+    /// every byte is accounted for treats a non-empty `recovery.dropped` as a failure, as
+    /// `sluice check` does.
+    pub recovery: super::RecoveryReport,
 }
 
 impl Db {
     /// Compacts every key in `[start, end]` (`None` = unbounded) down the tree, so that the
     /// range ends up in a single level with shadowed versions and deletions removed.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        self.inner
-            .compact_range(start, end, &CompactOptions::default())
+        self.compact_range_with(start, end, &CompactOptions::default())
     }
 
     /// [`Db::compact_range`] with options: parallel pieces, progress reports, cancellation
@@ -37,6 +41,7 @@ impl Db {
         end: Option<&[u8]>,
         opts: &CompactOptions,
     ) -> Result<()> {
+        self.inner.check_writable()?;
         self.inner.compact_range(start, end, opts)
     }
 
@@ -71,7 +76,11 @@ impl Db {
             })
             .collect();
         let cache = inner.table_cache.block_cache();
+        let recovery = inner.recovery.lock();
         Metrics {
+            recovery_wal_records: recovery.wal_records,
+            recovery_dropped_bytes: recovery.dropped_bytes(),
+            orphans_deleted_at_open: recovery.orphans_deleted as u64,
             levels,
             flush: st.flush_metrics.clone(),
             compaction: st.compaction_metrics.clone(),
@@ -107,10 +116,16 @@ impl Db {
     }
 
     /// Reads every block of every live table and verifies its checksum. The first failure is
-    /// returned as `Error::Corruption` naming the file and offset.
+    /// returned as `Error::Corruption` naming the file and offset. The MANIFEST and the WALs
+    /// were read and verified when the database was opened; the report carries what that
+    /// found ([`CheckReport::recovery`]). To check a database without changing it, open it
+    /// with [`Db::open_read_only`].
     pub fn check(&self) -> Result<CheckReport> {
         let version = std::sync::Arc::clone(self.inner.state.lock().versions.current());
-        let mut report = CheckReport::default();
+        let mut report = CheckReport {
+            recovery: self.recovery_report(),
+            ..CheckReport::default()
+        };
         for f in version.live_files() {
             let table = self.inner.table_cache.get(f)?;
             let verified = table.verify_all()?;

@@ -42,7 +42,10 @@ impl DbInner {
                 sync_dir(path)?;
             }
         }
-        let mut manifest = self.manifest.lock();
+        let mut manifest_guard = self.manifest.lock();
+        let manifest = manifest_guard.as_mut().ok_or_else(|| {
+            Error::InvalidArgument(format!("{} is open read-only", self.dir.display()))
+        })?;
         let (version, rollover) = {
             let mut st = self.state.lock();
             Self::check_bg_error(&st)?;
@@ -83,7 +86,7 @@ impl DbInner {
         st.versions.install(version, &edit);
         let current = Arc::clone(st.versions.current());
         drop(st);
-        drop(manifest);
+        drop(manifest_guard);
         Ok(current)
     }
 
@@ -108,9 +111,19 @@ impl DbInner {
     }
 
     /// Deletes table, WAL, MANIFEST and temporary files that no live version, pending job or
-    /// recovery needs. Errors are logged, not returned: a leftover file wastes space but is
-    /// harmless, and it is retried after the next install.
-    pub(crate) fn delete_obsolete_files(&self) {
+    /// recovery needs, in every table directory, and returns how many table and temporary
+    /// files it deleted (at open: the orphans a crash left). Errors are
+    /// logged, not returned: a leftover file wastes space but is harmless, and it is retried
+    /// after the next install.
+    ///
+    /// At open, `next_file_number` is above every number on disk, so every unreferenced table
+    /// is collected, whatever its number; later, numbers from `next_file_number` on are left
+    /// alone, as a job may be creating them.
+    pub(crate) fn delete_obsolete_files(&self) -> usize {
+        if self.read_only {
+            return 0;
+        }
+        let mut deleted = 0;
         // One collector at a time: two would race to delete the same files.
         let _collecting = self.obsolete_files_lock.lock();
         let (live, pending, first_unsafe, log_number, manifest_number) = {
@@ -161,11 +174,15 @@ impl DbInner {
                 }
                 let path = entry.path();
                 match std::fs::remove_file(&path).with_path(&path) {
-                    Ok(()) => tracing::debug!(file = %path.display(), "deleted obsolete file"),
+                    Ok(()) => {
+                        deleted += usize::from(matches!(kind, FileType::Table | FileType::Temp));
+                        tracing::debug!(file = %path.display(), "deleted obsolete file");
+                    }
                     Err(e) => tracing::warn!(error = %e, "could not delete obsolete file"),
                 }
             }
         }
+        deleted
     }
 
     /// Waits until no memtable awaits flush and no compaction is needed or running.

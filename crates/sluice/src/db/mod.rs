@@ -17,6 +17,7 @@ mod install;
 mod open;
 mod partition;
 mod read;
+mod recover;
 mod write;
 
 use std::collections::{BTreeSet, VecDeque};
@@ -41,6 +42,7 @@ use crate::{Error, Result};
 
 pub use admin::CheckReport;
 pub use read::DbIterator;
+pub use recover::RecoveryReport;
 
 /// An open database. Cheap to share across threads (`&Db` is enough; wrap it in an `Arc` to
 /// move it into threads).
@@ -109,10 +111,10 @@ pub(crate) struct DbInner {
     /// Signalled (with `state`) when there may be background work to do.
     pub bg_work: Condvar,
     pub commit: commit::CommitQueue,
-    /// The active WAL. Only the group-commit leader locks it.
-    pub wal: Mutex<LogWriter>,
-    /// The MANIFEST writer; see the lock order above.
-    pub manifest: Mutex<ManifestWriter>,
+    /// The active WAL. Only the group-commit leader locks it. `None` when open read-only.
+    pub wal: Mutex<Option<LogWriter>>,
+    /// The MANIFEST writer; see the lock order above. `None` when open read-only.
+    pub manifest: Mutex<Option<ManifestWriter>>,
     /// Highest sequence number visible to readers. Published after the memtable insert.
     pub visible_seq: AtomicU64,
     pub snapshots: Arc<SnapshotList>,
@@ -128,20 +130,54 @@ pub(crate) struct DbInner {
     pub owners_busy: Mutex<Vec<usize>>,
     /// Clients of the compaction workers, with `Options::offload`.
     pub offloader: Option<crate::compaction::offload::Offloader>,
-    /// Held for the lifetime of the database so two processes cannot open it at once.
-    _lock_file: File,
+    /// What the open read and dropped.
+    pub recovery: Mutex<RecoveryReport>,
+    /// Opened with [`Db::open_read_only`]: `wal` and `manifest` are `None`.
+    pub read_only: bool,
+    /// Held for the lifetime of the database so two processes cannot open it at once (shared
+    /// when open read-only; `None` for a read-only open of a directory without a LOCK file).
+    _lock_file: Option<File>,
 }
 
 impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`, recovering from
     /// the MANIFEST and replaying the WAL.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(open::open_inner(path.as_ref(), options)?);
+        let inner = Arc::new(open::open_inner(
+            path.as_ref(),
+            options,
+            open::Access::ReadWrite,
+        )?);
         let background = crate::background::start(&inner)?;
         Ok(Db {
             inner,
             background: Mutex::new(background),
         })
+    }
+
+    /// Opens the existing database in `path` without changing it: no file in it is created,
+    /// written, renamed or deleted. The MANIFEST and every WAL are read and checked as by
+    /// [`Db::open`], and the WALs' records are served from memory instead of being written to
+    /// tables. Writes, flushes and compactions fail with [`Error::InvalidArgument`].
+    ///
+    /// The LOCK file is taken shared: several read-only opens may run at once, but not beside
+    /// a process that has the database open for writing (its files would change underneath).
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = open::open_inner(path.as_ref(), options, open::Access::ReadOnly)?;
+        Ok(Db {
+            inner: Arc::new(inner),
+            background: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// What opening the database read from its MANIFEST and WALs, and what it dropped.
+    pub fn recovery_report(&self) -> RecoveryReport {
+        self.inner.recovery.lock().clone()
+    }
+
+    /// True if the database was opened with [`Db::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.is_read_only()
     }
 
     /// The options the database was opened with.
@@ -167,13 +203,18 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
-    /// Waits until no flush or compaction is pending or running.
+    /// Waits until no flush or compaction is pending or running (at once when read-only:
+    /// nothing runs).
     pub fn wait_for_background_work(&self) -> Result<()> {
+        if self.inner.is_read_only() {
+            return Ok(());
+        }
         self.inner.wait_for_quiet()
     }
 
-    /// Stops background work and closes the database. Writes acknowledged without `sync` are
-    /// in the WAL file (written to the OS) and will be replayed on the next open.
+    /// Stops background work and closes the database. The WAL is synced and its length
+    /// recorded in the MANIFEST, so every write acknowledged before `close` is durable and the
+    /// next open fails, rather than drops it, if any of it is later damaged or lost.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
@@ -188,7 +229,7 @@ impl Db {
         for handle in self.background.lock().drain(..) {
             let _ = handle.join();
         }
-        self.inner.wal.lock().flush()
+        self.inner.close_wal()
     }
 }
 
@@ -221,5 +262,51 @@ impl DbInner {
     /// The sequence number reads see by default.
     pub fn latest_seq(&self) -> SeqNo {
         self.visible_seq.load(Ordering::Acquire)
+    }
+
+    /// True when opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Fails when opened read-only: whatever the caller was about to do changes the database.
+    pub fn check_writable(&self) -> Result<()> {
+        if self.is_read_only() {
+            return Err(Error::InvalidArgument(format!(
+                "{} is open read-only",
+                self.dir.display()
+            )));
+        }
+        Ok(())
+    }
+
+    /// At close, after the background threads stopped: syncs the WAL and records its length
+    /// in the MANIFEST, so the next open knows every byte of it was synced and fails, rather
+    /// than drops them, if any of them are then damaged or missing. After a background error
+    /// the WAL is only flushed: the MANIFEST takes no more edits.
+    fn close_wal(&self) -> Result<()> {
+        let (number, synced) = {
+            let mut wal = self.wal.lock();
+            let Some(wal) = wal.as_mut() else {
+                return Ok(());
+            };
+            if self.state.lock().bg_error.is_some() {
+                return wal.flush();
+            }
+            wal.sync()?;
+            (wal.log_number(), wal.synced_len())
+        };
+        let Some(number) = number else {
+            return Ok(());
+        };
+        let recorded = self.state.lock().versions.wals.get(&number).copied();
+        if recorded == Some(synced) {
+            return Ok(());
+        }
+        self.log_and_apply(crate::version::edit::VersionEdit {
+            wals: vec![(number, synced)],
+            ..Default::default()
+        })
+        .map(|_| ())
     }
 }

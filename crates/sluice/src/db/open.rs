@@ -1,5 +1,6 @@
 //! Opening a database: locking the directory, recovering the version set from the MANIFEST,
-//! replaying WAL files into L0 tables, and starting a fresh WAL and MANIFEST.
+//! replaying WAL files into L0 tables, and starting a fresh WAL and MANIFEST. A read-only open
+//! stops after recovery ([`super::recover`]) and keeps the WALs' records in memtables.
 //!
 //! Crash ordering: replayed WAL data is written to new L0 tables, then one new MANIFEST that
 //! lists them and the new WAL number is made current. Only then are the old WALs deleted. A
@@ -16,10 +17,12 @@ use parking_lot::{Condvar, Mutex};
 use sluice_sst::cache::BlockCache;
 use sluice_sst::key::SeqNo;
 
+use super::recover::{
+    RecoveryReport, check_tables_exist, raise_next_file_number, replay_wals, wals_to_replay,
+};
 use super::{DbInner, DbState, WriteCounters, commit::CommitQueue};
-use crate::batch::WriteBatch;
 use crate::filename::{
-    FileType, current_file_name, lock_file_name, log_file_name, parse_file_name,
+    current_file_name, lock_file_name, log_file_name, manifest_file_name, sync_dir,
 };
 use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
@@ -27,19 +30,34 @@ use crate::options::Options;
 use crate::partition::RangeMap;
 use crate::snapshot::SnapshotList;
 use crate::table_cache::TableCache;
-use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::edit::VersionEdit;
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
-use crate::wal::{LogReader, LogWriter};
+use crate::wal::LogWriter;
 use crate::{Error, IoContext, Result};
 
-pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
+/// Whether an open may change the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Access {
+    /// Replays the WALs into tables, starts a new WAL and MANIFEST, deletes orphans.
+    ReadWrite,
+    /// Writes nothing: the WALs' records are served from memory.
+    ReadOnly,
+}
+
+pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result<DbInner> {
     options.validate()?;
+    let read_only = access == Access::ReadOnly;
     if !dir.exists() {
-        if !options.create_if_missing {
+        if !options.create_if_missing || read_only {
             return Err(Error::InvalidArgument(format!(
-                "{} does not exist (create_if_missing is false)",
-                dir.display()
+                "{} does not exist{}",
+                dir.display(),
+                if read_only {
+                    ""
+                } else {
+                    " (create_if_missing is false)"
+                }
             )));
         }
         std::fs::create_dir_all(dir).with_path(dir)?;
@@ -52,32 +70,50 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
                 data_dir.display()
             )));
         }
-        std::fs::create_dir_all(data_dir).with_path(data_dir)?;
+        if !read_only {
+            std::fs::create_dir_all(data_dir).with_path(data_dir)?;
+        }
     }
-    let lock_file = lock_directory(dir)?;
+    let lock_file = lock_directory(dir, access)?;
     let exists = current_file_name(dir).exists();
-    if exists && options.error_if_exists {
+    if exists && options.error_if_exists && !read_only {
         return Err(Error::InvalidArgument(format!(
             "{} already holds a database (error_if_exists is true)",
             dir.display()
         )));
     }
-    if !exists && !options.create_if_missing {
+    if !exists && (!options.create_if_missing || read_only) {
         return Err(Error::InvalidArgument(format!(
-            "{} holds no database (create_if_missing is false)",
-            dir.display()
+            "{} holds no database{}",
+            dir.display(),
+            if read_only {
+                ""
+            } else {
+                " (create_if_missing is false)"
+            }
         )));
     }
+    let mut report = RecoveryReport::default();
     let mut versions = if exists {
-        VersionSet::recover(dir)?
+        let (versions, edits, dropped) = VersionSet::recover(dir)?;
+        report.manifest = manifest_file_name(dir, versions.manifest_number);
+        report.manifest_edits = edits;
+        report.dropped = dropped;
+        versions
     } else {
         VersionSet::new_empty()
     };
+    raise_next_file_number(&mut versions, &dirs)?;
 
     let new_range_map = reconcile_partitions(&versions, &options)?;
+    if read_only && new_range_map.is_some() {
+        return Err(Error::InvalidArgument(
+            "partitioning a database needs a read-write open".into(),
+        ));
+    }
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
-    if options.use_direct_io_for_flush_and_compaction {
+    if options.use_direct_io_for_flush_and_compaction && !read_only {
         for d in &dirs {
             sluice_sst::fs::probe_direct_io(&*options.fs, d).map_err(|e| {
                 Error::InvalidArgument(format!(
@@ -88,65 +124,154 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         }
     }
     let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache));
-    for f in versions.current().live_files() {
-        let path = table_cache.table_path(f.dir_index, f.number);
-        if !path.exists() {
-            return Err(Error::corruption(
-                &path,
-                0,
-                "table file listed in the MANIFEST is missing",
-            ));
+    // A torn MANIFEST record may be dropped only if nothing it made obsolete was deleted:
+    // these two checks fail if a later, acknowledged edit was acted on.
+    let wals = check_tables_exist(&versions, &table_cache)
+        .and_then(|()| wals_to_replay(dir, &versions))
+        .map_err(|e| blame_torn_manifest(e, &report))?;
+
+    let inner = if read_only {
+        let mut frozen = VecDeque::new();
+        let (mem, last_seq) =
+            replay_wals(&wals, &options, versions.last_sequence, &mut report, |m| {
+                frozen.push_back(Arc::new(m));
+                Ok(())
+            })?;
+        let parts = Parts {
+            mem,
+            imm: frozen,
+            versions,
+            last_seq,
+            wal: None,
+            manifest: None,
+            report,
+        };
+        new_inner(dir, options, table_cache, lock_file, parts)?
+    } else {
+        let ranges = new_range_map
+            .clone()
+            .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
+        let split_keys = flush_split_keys(versions.current(), &options);
+        let pieces = flush_pieces(ranges.as_ref(), &split_keys, &table_cache);
+        let mut new_files = Vec::new();
+        let mut to_l0 = |mem: &MemTable, versions: &mut VersionSet| -> Result<()> {
+            if !mem.is_empty() {
+                let mut new_number = || versions.new_file_number();
+                let (metas, _) =
+                    write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
+                new_files.extend(metas);
+            }
+            Ok(())
+        };
+        let first_seq = versions.last_sequence;
+        let (last_mem, last_seq) = replay_wals(&wals, &options, first_seq, &mut report, |m| {
+            to_l0(&m, &mut versions)
+        })?;
+        to_l0(&last_mem, &mut versions)?;
+
+        // Start a new WAL and a new MANIFEST that records the replayed tables.
+        let log_number = versions.new_file_number();
+        let wal = LogWriter::create_wal(&*options.fs, log_file_name(dir, log_number), log_number)?;
+        sync_dir(dir)?;
+        let manifest_number = versions.new_file_number();
+        let mut edit = VersionEdit {
+            log_number: Some(log_number),
+            range_map: new_range_map,
+            wals: vec![(log_number, 0)],
+            ..VersionEdit::default()
+        };
+        for f in new_files {
+            edit.new_files.push((0, f));
         }
-    }
-
-    let ranges = new_range_map
-        .clone()
-        .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
-    let (new_files, last_seq) =
-        replay_wals(dir, &options, &mut versions, &table_cache, ranges.as_ref())?;
-
-    // Start a new WAL and a new MANIFEST that records the replayed tables.
-    let log_number = versions.new_file_number();
-    let log_path = log_file_name(dir, log_number);
-    let wal = LogWriter::create(&*options.fs, log_path)?;
-    let manifest_number = versions.new_file_number();
-    let mut edit = VersionEdit {
-        log_number: Some(log_number),
-        range_map: new_range_map,
-        ..VersionEdit::default()
+        // Partitioned tables are checked against the range map even without paranoid checks:
+        // a table in the wrong directory means the MANIFEST and the options disagree.
+        let version = versions.prepare(
+            &mut edit,
+            last_seq,
+            options.paranoid_checks || ranges.is_some(),
+        )?;
+        versions.install(version, &edit);
+        versions.manifest_number = manifest_number;
+        let manifest = ManifestWriter::create(
+            &*options.fs,
+            dir,
+            manifest_number,
+            &versions.snapshot_edit(),
+        )?;
+        // Durable from here: the old WALs are no longer needed.
+        let parts = Parts {
+            mem: MemTable::new(log_number),
+            imm: VecDeque::new(),
+            versions,
+            last_seq,
+            wal: Some(wal),
+            manifest: Some(manifest),
+            report,
+        };
+        new_inner(dir, options, table_cache, lock_file, parts)?
     };
-    for f in new_files {
-        edit.new_files.push((0, f));
+    if !read_only {
+        let deleted = inner.delete_obsolete_files();
+        if deleted > 0 {
+            tracing::info!(
+                files = deleted,
+                "deleted files no version references at open"
+            );
+        }
+        inner.recovery.lock().orphans_deleted = deleted;
     }
-    // Partitioned tables are checked against the range map even without paranoid checks: a
-    // table in the wrong directory means the MANIFEST and the options disagree.
-    let version = versions.prepare(
-        &mut edit,
-        last_seq,
-        options.paranoid_checks || ranges.is_some(),
-    )?;
-    versions.install(version, &edit);
-    versions.manifest_number = manifest_number;
-    let manifest = ManifestWriter::create(
-        &*options.fs,
-        dir,
-        manifest_number,
-        &versions.snapshot_edit(),
-    )?;
-    // Durable from here: the old WALs are no longer needed.
+    Ok(inner)
+}
 
-    let offloader = options
-        .offload
-        .clone()
-        .map(crate::compaction::offload::Offloader::new)
-        .transpose()?;
-    let inner = DbInner {
+/// A file the recovered state needs is missing. If the MANIFEST's last record was dropped as
+/// torn, that is the cause: the record was acknowledged (something it made obsolete was
+/// deleted), so the MANIFEST is what is damaged, and the error names it.
+fn blame_torn_manifest(err: Error, report: &RecoveryReport) -> Error {
+    match (report.dropped.first(), &err) {
+        (Some(torn), Error::Corruption { .. }) => Error::corruption(
+            &torn.file,
+            torn.offset,
+            format!(
+                "the MANIFEST's last {} bytes do not form a complete record, and the state                  before them is not on disk, so the record was acknowledged and is lost: {err}",
+                torn.bytes
+            ),
+        ),
+        _ => err,
+    }
+}
+
+/// What recovery hands to the database handle.
+struct Parts {
+    mem: MemTable,
+    imm: VecDeque<Arc<MemTable>>,
+    versions: VersionSet,
+    last_seq: SeqNo,
+    wal: Option<LogWriter>,
+    manifest: Option<ManifestWriter>,
+    report: RecoveryReport,
+}
+
+fn new_inner(
+    dir: &Path,
+    options: Options,
+    table_cache: Arc<TableCache>,
+    lock_file: Option<File>,
+    parts: Parts,
+) -> Result<DbInner> {
+    for d in &parts.report.dropped {
+        tracing::warn!(dropped = %d, "recovery did not apply part of a log");
+    }
+    let offloader = match (&options.offload, parts.wal.is_some()) {
+        (Some(offload), true) => Some(crate::compaction::offload::Offloader::new(offload.clone())?),
+        _ => None,
+    };
+    Ok(DbInner {
         offloader,
         dir: dir.to_path_buf(),
         state: Mutex::new(DbState {
-            mem: Arc::new(MemTable::new(log_number)),
-            imm: VecDeque::new(),
-            versions,
+            mem: Arc::new(parts.mem),
+            imm: parts.imm,
+            versions: parts.versions,
             bg_error: None,
             closing: false,
             flush_running: false,
@@ -166,9 +291,10 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
         commit: CommitQueue::default(),
-        wal: Mutex::new(wal),
-        manifest: Mutex::new(manifest),
-        visible_seq: AtomicU64::new(last_seq),
+        read_only: parts.wal.is_none(),
+        wal: Mutex::new(parts.wal),
+        manifest: Mutex::new(parts.manifest),
+        visible_seq: AtomicU64::new(parts.last_seq),
         snapshots: Arc::new(SnapshotList::default()),
         table_cache,
         counters: WriteCounters::default(),
@@ -181,11 +307,10 @@ pub(super) fn open_inner(dir: &Path, options: Options) -> Result<DbInner> {
                 .as_ref()
                 .map_or(0, |p| p.owners.len())
         ]),
+        recovery: Mutex::new(parts.report),
         options,
         _lock_file: lock_file,
-    };
-    inner.delete_obsolete_files();
-    Ok(inner)
+    })
 }
 
 /// Checks `options.partitions` against the recovered MANIFEST. Returns the range map to record
@@ -220,94 +345,40 @@ fn reconcile_partitions(versions: &VersionSet, options: &Options) -> Result<Opti
     }
 }
 
-/// Takes an exclusive lock on `dir/LOCK` so two processes never open one database.
-fn lock_directory(dir: &Path) -> Result<File> {
+/// Locks `dir/LOCK`: exclusively for a read-write open, so two processes never write one
+/// database; shared for a read-only one, so no writer opens it while it is read. A read-only
+/// open of a directory without a LOCK file creates none and takes no lock.
+fn lock_directory(dir: &Path, access: Access) -> Result<Option<File>> {
     let path = lock_file_name(dir);
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .with_path(&path)?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
+    let file = match access {
+        Access::ReadWrite => File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path),
+        Access::ReadOnly => File::open(&path),
+    };
+    let file = match file {
+        Ok(file) => file,
+        Err(e) if access == Access::ReadOnly && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(None);
+        }
+        Err(e) => return Err(Error::io(&path, e)),
+    };
+    let locked = match access {
+        Access::ReadWrite => file.try_lock(),
+        Access::ReadOnly => file.try_lock_shared(),
+    };
+    match locked {
+        Ok(()) => Ok(Some(file)),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::InvalidArgument(format!(
-            "{} is locked: another process has the database open",
-            dir.display()
+            "{} is locked: another process has the database open{}",
+            dir.display(),
+            match access {
+                Access::ReadWrite => "",
+                Access::ReadOnly => " for writing",
+            }
         ))),
         Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
     }
-}
-
-/// Replays every WAL at or after the version set's log number, writing what it holds to new L0
-/// tables. Returns the tables and the highest sequence number seen.
-fn replay_wals(
-    dir: &Path,
-    options: &Options,
-    versions: &mut VersionSet,
-    table_cache: &TableCache,
-    ranges: Option<&RangeMap>,
-) -> Result<(Vec<FileMetaData>, SeqNo)> {
-    let mut logs: Vec<u64> = std::fs::read_dir(dir)
-        .with_path(dir)?
-        .flatten()
-        .filter_map(|e| parse_file_name(e.file_name().to_str()?))
-        .filter(|&(kind, n)| kind == FileType::Log && n >= versions.log_number)
-        .map(|(_, n)| n)
-        .collect();
-    logs.sort_unstable();
-    // Numbers at or above 2^56 are not ours (sequence and file numbers share that bound);
-    // refusing them keeps `number + 1` below from overflowing.
-    if let Some(&huge) = logs.iter().find(|&&n| n >= sluice_sst::key::MAX_SEQ) {
-        return Err(Error::corruption(
-            log_file_name(dir, huge),
-            0,
-            "WAL file number is out of range",
-        ));
-    }
-    // Tables written during replay must not take the number of a WAL still to be replayed.
-    if let Some(&newest) = logs.last() {
-        versions.next_file_number = versions.next_file_number.max(newest + 1);
-    }
-    let mut last_seq = versions.last_sequence;
-    let split_keys = flush_split_keys(versions.current(), options);
-    let pieces = flush_pieces(ranges, &split_keys, table_cache);
-    let mut tables = Vec::new();
-    let mut mem = MemTable::new(0);
-    for (i, &log) in logs.iter().enumerate() {
-        let path = log_file_name(dir, log);
-        let file = File::open(&path).with_path(&path)?;
-        let mut reader = LogReader::new(file, path.clone(), options.wal_recovery_mode);
-        reader.stop_at_unwritten_gap(i + 1 == logs.len());
-        while let Some(record) = reader.read_record()? {
-            let batch = WriteBatch::from_wal_record(record, &path, reader.last_record_offset())?;
-            let mut seq = batch.sequence();
-            for entry in batch.iter() {
-                let entry = entry?;
-                mem.add(seq, entry.kind, entry.key, entry.value);
-                seq += 1;
-            }
-            last_seq = last_seq.max(seq.saturating_sub(1));
-            if mem.approximate_bytes() >= options.write_buffer_size {
-                let mut new_number = || versions.new_file_number();
-                let (metas, _) =
-                    write_level0_tables(&mem, table_cache, &pieces, &mut new_number, options)?;
-                tables.extend(metas);
-                mem = MemTable::new(0);
-            }
-        }
-        if reader.dropped_bytes() > 0 {
-            tracing::warn!(
-                wal = %path.display(),
-                dropped_bytes = reader.dropped_bytes(),
-                "WAL ended in a torn record; recovered up to the last complete one"
-            );
-        }
-    }
-    if !mem.is_empty() {
-        let mut new_number = || versions.new_file_number();
-        let (metas, _) = write_level0_tables(&mem, table_cache, &pieces, &mut new_number, options)?;
-        tables.extend(metas);
-    }
-    Ok((tables, last_seq))
 }

@@ -49,6 +49,7 @@ impl Db {
     /// is, reachable through a forwarding entry, until compaction rewrites it into `to`'s
     /// directory (document 001).
     pub fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
+        self.inner.check_writable()?;
         self.inner.move_range(range, to)
     }
 
@@ -58,6 +59,7 @@ impl Db {
     /// level and in their directory, in the edit that changes the map. Waits for running
     /// compactions that could write such a table.
     pub fn split_range(&self, range: usize, at: &[u8]) -> Result<()> {
+        self.inner.check_writable()?;
         self.inner.split_range(range, at, true).map(|_| ())
     }
 }

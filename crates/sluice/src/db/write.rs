@@ -13,6 +13,7 @@ use crate::batch::WriteBatch;
 use crate::filename::log_file_name;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
+use crate::version::edit::VersionEdit;
 use crate::wal::LogWriter;
 use crate::{Error, Result};
 
@@ -81,6 +82,7 @@ impl DbInner {
     }
 
     pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.check_writable()?;
         if batch.is_empty() {
             return Ok(());
         }
@@ -114,6 +116,7 @@ impl DbInner {
         combined.set_sequence(first_seq);
         {
             let mut wal = self.wal.lock();
+            let wal = wal.as_mut().ok_or(Error::Closed)?;
             let before = wal.len();
             // If the process dies after this write reaches the OS, recovery replays the whole
             // group; if it dies before, none of it was acknowledged.
@@ -194,17 +197,9 @@ impl DbInner {
             // nobody else touches the WAL, so the file work happens without the state lock.
             let log_number = st.versions.new_file_number();
             drop(st);
-            let path = log_file_name(&self.dir, log_number);
-            let new_wal = LogWriter::create(&*self.options.fs, path)?;
-            // The new WAL's directory entry must be durable before a synced write to it is
-            // acknowledged, or a power loss could take the whole file.
-            crate::filename::sync_dir(&self.dir)?;
-            let mut old_wal = std::mem::replace(&mut *self.wal.lock(), new_wal);
-            // Sync the finished WAL so a torn tail can only ever be in the newest one: a
-            // damaged older WAL followed by synced newer ones would be a gap in history.
-            let synced = old_wal.sync();
+            let switched = self.switch_wal(log_number);
             st = self.state.lock();
-            if let Err(e) = synced {
+            if let Err(e) = switched {
                 self.set_bg_error(&mut st, &e);
                 return Err(e);
             }
@@ -215,6 +210,34 @@ impl DbInner {
         }
     }
 
+    /// Closes the active WAL and makes `log_number` the new one. In this order, each step
+    /// durable before the next:
+    /// 1. the old WAL is synced whole, so a WAL with a newer non-empty one after it was synced
+    ///    entirely (recovery treats any damage in it as lost data);
+    /// 2. the new WAL is created and its directory entry synced, so a synced write to it cannot
+    ///    lose the whole file;
+    /// 3. the MANIFEST records the old WAL's synced length and the new WAL's existence, so that
+    ///    recovery fails if either later goes missing or shrinks, instead of quietly replaying
+    ///    less;
+    /// 4. only then do writes go to the new WAL.
+    fn switch_wal(&self, log_number: u64) -> Result<()> {
+        let (old_number, old_synced) = {
+            let mut wal = self.wal.lock();
+            let wal = wal.as_mut().ok_or(Error::Closed)?;
+            wal.sync()?;
+            (wal.log_number(), wal.synced_len())
+        };
+        let path = log_file_name(&self.dir, log_number);
+        let new_wal = LogWriter::create_wal(&*self.options.fs, path, log_number)?;
+        crate::filename::sync_dir(&self.dir)?;
+        let mut edit = VersionEdit::default();
+        edit.wals.extend(old_number.map(|n| (n, old_synced)));
+        edit.wals.push((log_number, 0));
+        self.log_and_apply(edit)?;
+        *self.wal.lock() = Some(new_wal);
+        Ok(())
+    }
+
     fn note_stall(&self, start: Instant) {
         self.counters
             .stall_micros
@@ -223,6 +246,7 @@ impl DbInner {
 
     /// Freezes the memtable and waits for all frozen memtables to reach L0.
     pub(crate) fn flush_and_wait(&self) -> Result<()> {
+        self.check_writable()?;
         // Lead an empty group so no leader is mid-insert into the memtable we freeze.
         let group = self.commit.join_barrier();
         let outcome = self.make_room_for_write(true).map(|_| ());

@@ -15,6 +15,8 @@
 //!   20 new_file          level: varint32, body: length-prefixed (file fields, below)
 //!   21 range_map         body: length-prefixed (partitioned mode's whole range map, encoded
 //!                        as `partition::range_map` documents); replaces the previous map
+//!   22 wal               log number: varint64, synced bytes: varint64 -- the WAL exists
+//!                        and was synced through that many bytes (0 when just created)
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -55,6 +57,7 @@ const TAG_COMPACT_POINTER: u32 = 5;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 20;
 const TAG_RANGE_MAP: u32 = 21;
+const TAG_WAL: u32 = 22;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -117,6 +120,11 @@ pub struct VersionEdit {
     pub new_files: Vec<(usize, FileMetaData)>,
     /// Partitioned mode: the range map from this edit on (the whole map, not a change).
     pub range_map: Option<RangeMap>,
+    /// `(log number, bytes synced)` of WALs that exist: recorded when a WAL is created (0
+    /// bytes) and when it is closed. Recovery fails if a recorded WAL is missing, shorter than
+    /// recorded, or damaged below that length. A WAL stops being tracked once `log_number`
+    /// passes it.
+    pub wals: Vec<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -182,6 +190,11 @@ impl VersionEdit {
             put_varint32(dst, TAG_RANGE_MAP);
             put_length_prefixed(dst, &body);
         }
+        for &(number, synced) in &self.wals {
+            put_varint32(dst, TAG_WAL);
+            put_varint64(dst, number);
+            put_varint64(dst, synced);
+        }
     }
 
     /// Decodes an edit. `path` and `offset` name the MANIFEST record it came from; every error
@@ -244,6 +257,11 @@ impl VersionEdit {
                     if edit.range_map.replace(map).is_some() {
                         return Err(d.error_at(at, format!("tag {tag} appears twice")));
                     }
+                }
+                TAG_WAL => {
+                    let number = d.varint64("WAL number")?;
+                    let synced = d.varint64("WAL synced bytes")?;
+                    edit.wals.push((number, synced));
                 }
                 _ => {
                     return Err(d.error_at(
@@ -468,6 +486,9 @@ impl fmt::Display for VersionEdit {
         for (level, file) in &self.new_files {
             writeln!(f, "add L{level} {file}")?;
         }
+        for (number, synced) in &self.wals {
+            writeln!(f, "wal #{number:06} synced={synced}")?;
+        }
         if let Some(map) = &self.range_map {
             write!(f, "range map:\n{map}")?;
         }
@@ -491,6 +512,7 @@ impl fmt::Debug for VersionEdit {
             .field("deleted_files", &self.deleted_files)
             .field("new_files", &self.new_files)
             .field("range_map", &self.range_map)
+            .field("wals", &self.wals)
             .finish()
     }
 }

@@ -10,8 +10,10 @@
 //! Replaying the records of the manifest named by `CURRENT`, in order, rebuilds the tree. A
 //! new manifest is started on every open (and may be started when one grows too large), so
 //! an existing manifest is never appended to after a crash: its torn tail can be dropped
-//! without a following write ever landing after it. `docs/format/manifest.md` is the full
-//! specification.
+//! without a following write ever landing after it. Every append is synced before it is
+//! acknowledged, so only the last record can be torn, and only by being cut short: a complete
+//! record that fails its checksum is damage, never a torn write. `docs/format/manifest.md` is
+//! the full specification.
 //!
 //! Durability contract for callers: an edit is committed once [`ManifestWriter::append`]
 //! returns `Ok`; only then may the files it deletes be removed. If `append` fails, the edit
@@ -29,7 +31,7 @@ use super::edit::VersionEdit;
 use crate::filename::{
     current_file_name, manifest_file_name, read_current_file, set_current_file, sync_dir,
 };
-use crate::wal::{LogReader, LogWriter, WalRecoveryMode};
+use crate::wal::{DroppedRange, LogReader, LogWriter};
 
 /// Appends edits to the live manifest.
 ///
@@ -120,20 +122,27 @@ impl ManifestWriter {
     }
 }
 
+/// What [`read_manifest`] found.
+#[derive(Debug)]
+pub struct ManifestContents {
+    /// Every complete edit, in order.
+    pub edits: Vec<VersionEdit>,
+    /// A torn last record, if one was dropped.
+    pub dropped: Vec<DroppedRange>,
+}
+
 /// Reads every edit of the manifest at `path`, in order.
 ///
-/// A torn final record (an append that crashed before its sync, so was never acknowledged)
-/// is dropped with a warning. Damage followed by valid records, or a record whose checksum
-/// is valid but which does not decode, is [`Error::Corruption`] naming the file and the
-/// record's offset. A manifest with no complete record is also corruption: the first record
-/// is synced before `CURRENT` can name the file.
-pub fn read_manifest(path: &Path) -> Result<Vec<VersionEdit>> {
+/// A last record the file ends inside (an append that crashed before its sync, so was never
+/// acknowledged) is dropped, and returned in [`ManifestContents::dropped`]; the caller must
+/// still check that nothing durable depended on it (see `db::open`). Damage followed by valid
+/// records, a complete record that fails its checksum, or a record whose checksum is valid
+/// but which does not decode, is [`Error::Corruption`] naming the file and the record's
+/// offset. A manifest with no complete record is also corruption: the first record is synced
+/// before `CURRENT` can name the file.
+pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
     let file = File::open(path).with_path(path)?;
-    let mut reader = LogReader::new(
-        file,
-        PathBuf::from(path),
-        WalRecoveryMode::TolerateCorruptedTail,
-    );
+    let mut reader = LogReader::manifest(file, PathBuf::from(path));
     let mut edits = Vec::new();
     while let Some(record) = reader.read_record()? {
         edits.push(VersionEdit::decode(
@@ -149,7 +158,10 @@ pub fn read_manifest(path: &Path) -> Result<Vec<VersionEdit>> {
             "manifest holds no complete edit",
         ));
     }
-    Ok(edits)
+    Ok(ManifestContents {
+        edits,
+        dropped: reader.dropped().to_vec(),
+    })
 }
 
 #[cfg(test)]
@@ -159,7 +171,6 @@ mod tests {
     use crate::version::edit::FileMetaData;
     use sluice_sst::fs::os_fs;
     use sluice_sst::key::{ValueKind, make_internal_key};
-    use std::fs::OpenOptions;
 
     fn snapshot(next_file: u64) -> VersionEdit {
         VersionEdit {
@@ -212,7 +223,7 @@ mod tests {
         assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000002");
         assert_eq!(w.number(), 2);
         assert_eq!(std::fs::metadata(w.path()).unwrap().len(), w.file_size());
-        assert_eq!(read_manifest(w.path()).unwrap(), edits);
+        assert_eq!(read_manifest(w.path()).unwrap().edits, edits);
     }
 
     #[test]
@@ -221,9 +232,9 @@ mod tests {
         let (old, edits, _) = write_manifest(dir.path());
         let new = ManifestWriter::create(&*os_fs(), dir.path(), 11, &snapshot(12)).unwrap();
         assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000011");
-        assert_eq!(read_manifest(new.path()).unwrap(), vec![snapshot(12)]);
+        assert_eq!(read_manifest(new.path()).unwrap().edits, vec![snapshot(12)]);
         assert_eq!(
-            read_manifest(old.path()).unwrap(),
+            read_manifest(old.path()).unwrap().edits,
             edits,
             "the old manifest is untouched"
         );
@@ -235,31 +246,71 @@ mod tests {
         let (w, edits, _) = write_manifest(dir.path());
         let err = ManifestWriter::create(&*os_fs(), dir.path(), 2, &snapshot(99)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-        assert_eq!(read_manifest(w.path()).unwrap(), edits);
+        assert_eq!(read_manifest(w.path()).unwrap().edits, edits);
 
         let orphan = manifest_file_name(dir.path(), 7);
         std::fs::write(&orphan, b"half-written garbage").unwrap();
         ManifestWriter::create(&*os_fs(), dir.path(), 7, &snapshot(8)).unwrap();
-        assert_eq!(read_manifest(&orphan).unwrap(), vec![snapshot(8)]);
+        assert_eq!(read_manifest(&orphan).unwrap().edits, vec![snapshot(8)]);
     }
 
     #[test]
-    fn torn_last_edit_is_dropped() {
+    fn cut_short_last_edit_is_dropped_and_reported() {
         let dir = tempfile::tempdir().unwrap();
         let (w, edits, offsets) = write_manifest(dir.path());
+        let bytes = std::fs::read(w.path()).unwrap();
         let last = *offsets.last().unwrap();
         for cut in last + 1..w.file_size() {
-            OpenOptions::new()
-                .write(true)
-                .open(w.path())
-                .unwrap()
-                .set_len(cut)
-                .unwrap();
+            std::fs::write(w.path(), &bytes[..cut as usize]).unwrap();
+            let contents = read_manifest(w.path()).unwrap();
+            assert_eq!(contents.edits, edits[..edits.len() - 1], "cut at {cut}");
+            assert_eq!(contents.dropped.len(), 1, "cut at {cut}");
             assert_eq!(
-                read_manifest(w.path()).unwrap(),
-                edits[..edits.len() - 1],
-                "cut at {cut}"
+                (contents.dropped[0].offset, contents.dropped[0].bytes),
+                (last, cut - last)
             );
+        }
+    }
+
+    #[test]
+    fn never_written_zero_tail_is_dropped() {
+        // The file grew but no byte of the last record reached the disk.
+        let dir = tempfile::tempdir().unwrap();
+        let (w, edits, offsets) = write_manifest(dir.path());
+        let mut bytes = std::fs::read(w.path()).unwrap();
+        let last = *offsets.last().unwrap() as usize;
+        bytes[last..].fill(0);
+        std::fs::write(w.path(), &bytes).unwrap();
+        assert_eq!(
+            read_manifest(w.path()).unwrap().edits,
+            edits[..edits.len() - 1]
+        );
+    }
+
+    #[test]
+    fn damaged_complete_last_edit_is_corruption_not_a_torn_tail() {
+        // A bad checksum on a record whose bytes are all there is damage: a crash during an
+        // append leaves the record cut short, never complete and wrong.
+        let dir = tempfile::tempdir().unwrap();
+        let (w, _, offsets) = write_manifest(dir.path());
+        let bytes = std::fs::read(w.path()).unwrap();
+        let last = *offsets.last().unwrap();
+        let end = bytes.len() as u64;
+        // Checksum bytes, the type byte, and payload bytes up to the last one; a flip in the
+        // length field can make the record run past the end, which is a cut-short record.
+        let targets = (last..last + 4)
+            .chain([last + 6])
+            .chain(last + crate::wal::format::HEADER_SIZE as u64..end);
+        for at in targets {
+            let mut damaged = bytes.clone();
+            damaged[at as usize] ^= 0x21;
+            std::fs::write(w.path(), &damaged).unwrap();
+            match read_manifest(w.path()) {
+                Err(Error::Corruption { file, offset, .. }) => {
+                    assert_eq!((file.as_path(), offset), (w.path(), last), "flip at {at}");
+                }
+                other => panic!("flip at {at}: expected corruption, got {other:?}"),
+            }
         }
     }
 

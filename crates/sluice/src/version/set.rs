@@ -5,6 +5,7 @@
 //! that lock (callers hold `&mut` or `&` through the guard). The MANIFEST writer is kept apart
 //! (see `db::install`) so its fsync happens with the state lock released.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
@@ -14,6 +15,7 @@ use super::Version;
 use super::edit::{NUM_LEVELS, VersionEdit};
 use super::manifest::read_manifest;
 use crate::filename::{manifest_file_name, read_current_file};
+use crate::wal::DroppedRange;
 use crate::{Error, Result};
 
 /// Name recorded in the MANIFEST; a database written with another ordering cannot be opened.
@@ -36,6 +38,9 @@ pub struct VersionSet {
     /// Per level, the largest key of the last compaction, so automatic compactions rotate
     /// through the key space.
     pub compact_pointers: [Vec<u8>; NUM_LEVELS],
+    /// WALs at or above `log_number` the MANIFEST knows exist, with the bytes each is known to
+    /// have been synced through (0 while it is being written).
+    pub wals: BTreeMap<u64, u64>,
 }
 
 impl VersionSet {
@@ -49,14 +54,18 @@ impl VersionSet {
             log_number: 0,
             manifest_number: 1,
             compact_pointers: Default::default(),
+            wals: BTreeMap::new(),
         }
     }
 
-    /// Rebuilds the version set from `CURRENT` and the MANIFEST it names in `dir`.
-    pub fn recover(dir: &Path) -> Result<Self> {
+    /// Rebuilds the version set from `CURRENT` and the MANIFEST it names in `dir`. Also
+    /// returns how many edits were replayed and the MANIFEST's torn last record, if one was
+    /// dropped: the caller must check that nothing durable depended on it.
+    pub fn recover(dir: &Path) -> Result<(Self, usize, Vec<DroppedRange>)> {
         let manifest_name = read_current_file(dir)?;
         let manifest_path: PathBuf = dir.join(&manifest_name);
-        let edits = read_manifest(&manifest_path)?;
+        let contents = read_manifest(&manifest_path)?;
+        let edits = contents.edits;
         let mut set = VersionSet::new_empty();
         let mut version = Version::default();
         let mut saw_next_file = false;
@@ -102,7 +111,7 @@ impl VersionSet {
         set.next_file_number = set.next_file_number.max(max_file + 1);
         set.next_file_number = set.next_file_number.max(set.manifest_number + 1);
         set.current = Arc::new(version);
-        Ok(set)
+        Ok((set, edits.len(), contents.dropped))
     }
 
     /// Takes the counters an edit records. They only move forward: numbers handed out while
@@ -118,6 +127,7 @@ impl VersionSet {
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
         }
+        track_wals(&mut self.wals, &edit.wals, self.log_number);
     }
 
     /// The current version.
@@ -209,6 +219,13 @@ impl VersionSet {
             }
         }
         snapshot.range_map = version.range_map().map(|m| (**m).clone());
+        let mut wals = self.wals.clone();
+        track_wals(
+            &mut wals,
+            &edit.wals,
+            snapshot.log_number.unwrap_or_default(),
+        );
+        snapshot.wals = wals.into_iter().collect();
         snapshot
     }
 
@@ -222,6 +239,16 @@ impl VersionSet {
         }
         live
     }
+}
+
+/// Adds an edit's WAL records to `wals` (a length only grows) and forgets WALs below
+/// `log_number`, whose data is in tables.
+fn track_wals(wals: &mut BTreeMap<u64, u64>, recorded: &[(u64, u64)], log_number: u64) {
+    for &(number, synced) in recorded {
+        let known = wals.entry(number).or_default();
+        *known = (*known).max(synced);
+    }
+    wals.retain(|&n, _| n >= log_number);
 }
 
 fn manifest_number_of(name: &str) -> Option<u64> {
@@ -282,5 +309,44 @@ mod tests {
         let rebuilt = Version::default().apply(&snap).unwrap();
         assert_eq!(rebuilt.files(2)[0].number, 5);
         assert_eq!(snap.last_sequence, Some(3));
+    }
+
+    #[test]
+    fn wals_are_tracked_until_the_log_number_passes_them() {
+        let mut set = VersionSet::new_empty();
+        let apply = |set: &mut VersionSet, mut edit: VersionEdit| {
+            let v = set.prepare(&mut edit, 1, true).unwrap();
+            set.install(v, &edit);
+        };
+        apply(
+            &mut set,
+            VersionEdit {
+                log_number: Some(3),
+                wals: vec![(3, 0)],
+                ..VersionEdit::default()
+            },
+        );
+        // A switch: WAL 3 closed at 900 bytes, WAL 7 created. A stale, smaller length
+        // never shrinks what is known.
+        apply(
+            &mut set,
+            VersionEdit {
+                wals: vec![(3, 900), (7, 0), (3, 10)],
+                ..VersionEdit::default()
+            },
+        );
+        assert_eq!(set.wals, BTreeMap::from([(3, 900), (7, 0)]));
+        assert_eq!(set.snapshot_edit().wals, vec![(3, 900), (7, 0)]);
+        // The flush of WAL 3's memtable: its data is in a table now.
+        apply(
+            &mut set,
+            VersionEdit {
+                log_number: Some(7),
+                ..VersionEdit::default()
+            },
+        );
+        assert_eq!(set.wals, BTreeMap::from([(7, 0)]));
+        let rebuilt = set.snapshot_edit();
+        assert_eq!((rebuilt.log_number, rebuilt.wals), (Some(7), vec![(7, 0)]));
     }
 }

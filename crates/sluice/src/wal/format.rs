@@ -14,8 +14,9 @@
 //!
 //! A logical record (one `add_record` call) is stored as a single `Full` fragment, or as
 //! `First`, zero or more `Middle`, and `Last` when it does not fit in the rest of the block.
-//! This is LevelDB's log format byte for byte (`doc/log_format.md` there); `docs/format/wal.md`
-//! is the full specification.
+//! This is LevelDB's log format byte for byte (`doc/log_format.md` there), plus one record type
+//! of Sluice's own, [`RecordType::SyncMark`], that a WAL writes to say how far it was synced;
+//! `docs/format/wal.md` is the full specification.
 
 /// Size of a log block. Frozen: changing it makes every existing log unreadable.
 pub const BLOCK_SIZE: usize = 32 * 1024;
@@ -43,6 +44,10 @@ pub enum RecordType {
     Middle = 3,
     /// The final fragment.
     Last = 4,
+    /// Not part of any logical record: a WAL's statement that it was synced through an offset
+    /// before this fragment was written ([`SYNC_MARK_LEN`] bytes: log number, synced length).
+    /// Recovery uses it to tell lost synced data from an unsynced torn tail.
+    SyncMark = 5,
 }
 
 impl RecordType {
@@ -54,6 +59,7 @@ impl RecordType {
             2 => Some(RecordType::First),
             3 => Some(RecordType::Middle),
             4 => Some(RecordType::Last),
+            5 => Some(RecordType::SyncMark),
             _ => None,
         }
     }
@@ -82,6 +88,31 @@ pub(crate) fn encode_fragment(dst: &mut Vec<u8>, kind: RecordType, payload: &[u8
     dst.extend_from_slice(&(payload.len() as u16).to_le_bytes());
     dst.push(kind as u8);
     dst.extend_from_slice(payload);
+}
+
+/// Payload bytes of a [`RecordType::SyncMark`] fragment: log number, then synced length, both
+/// `u64` little-endian.
+pub const SYNC_MARK_LEN: usize = 16;
+
+/// Bytes a whole sync mark fragment takes in a block.
+pub const SYNC_MARK_FRAGMENT_LEN: usize = HEADER_SIZE + SYNC_MARK_LEN;
+
+/// The payload of a sync mark: log `log_number` was synced through `synced_len` bytes.
+pub(crate) fn encode_sync_mark(log_number: u64, synced_len: u64) -> [u8; SYNC_MARK_LEN] {
+    let mut payload = [0u8; SYNC_MARK_LEN];
+    payload[..8].copy_from_slice(&log_number.to_le_bytes());
+    payload[8..].copy_from_slice(&synced_len.to_le_bytes());
+    payload
+}
+
+/// Decodes a sync mark payload into `(log_number, synced_len)`; `None` if it has the wrong size.
+pub(crate) fn decode_sync_mark(payload: &[u8]) -> Option<(u64, u64)> {
+    let bytes: &[u8; SYNC_MARK_LEN] = payload.try_into().ok()?;
+    let (number, synced) = bytes.split_at(8);
+    Some((
+        u64::from_le_bytes(number.try_into().ok()?),
+        u64::from_le_bytes(synced.try_into().ok()?),
+    ))
 }
 
 /// A physical record header as found on disk, not yet validated.
@@ -224,11 +255,20 @@ mod tests {
             (RecordType::First, 2),
             (RecordType::Middle, 3),
             (RecordType::Last, 4),
+            (RecordType::SyncMark, 5),
         ];
         for (kind, value) in all {
             assert_eq!(kind as u8, value);
             assert_eq!(RecordType::from_u8(value), Some(kind));
         }
-        assert_eq!(RecordType::from_u8(5), None);
+        assert_eq!(RecordType::from_u8(6), None);
+    }
+
+    #[test]
+    fn sync_mark_round_trips() {
+        let payload = encode_sync_mark(7, 0x0102_0304_0506);
+        assert_eq!(&payload[..8], &7u64.to_le_bytes());
+        assert_eq!(decode_sync_mark(&payload), Some((7, 0x0102_0304_0506)));
+        assert_eq!(decode_sync_mark(&payload[..15]), None);
     }
 }

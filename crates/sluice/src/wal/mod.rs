@@ -13,7 +13,7 @@ pub mod format;
 mod reader;
 mod writer;
 
-pub use reader::{LogReader, WalRecoveryMode};
+pub use reader::{DroppedRange, LogReader, WalRecoveryMode};
 pub use writer::LogWriter;
 
 #[cfg(test)]

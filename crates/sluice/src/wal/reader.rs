@@ -1,40 +1,147 @@
 //! Reads logical records back from a log file, telling a torn tail from lost data.
 //!
 //! A crash while appending leaves a *torn tail*: the last write reached the disk partly, or not
-//! at all, or as zeros (the file size was extended but the data pages were not written). Such a
-//! tail was never acknowledged as durable, so recovery may discard it. Damage *followed by*
-//! valid records is different: acknowledged writes after the damage exist, and silently
-//! skipping the damaged ones would lose data, so it is always reported as corruption.
+//! at all, or as zeros (the file size was extended but the data pages were not written), and
+//! after a power loss the unsynced pages of a log may even reach the disk out of order. None of
+//! that was acknowledged as durable, so recovery may discard it. Damage to bytes that *were*
+//! synced is different: acknowledged writes are gone, and recovery must say so.
 //!
-//! The reader tells the two apart by scanning forward from the first bad byte for any valid
-//! fragment (a header of a known type whose CRC32C matches, inside one block). Fragments are
-//! searched at every byte offset because a damaged length field hides where the next record
-//! starts. The scan only runs after damage is found, so clean logs pay nothing, and it stops at
-//! the first valid fragment. A payload that itself contains a well-formed log record (e.g. a
-//! user value holding a copy of a log) can make a torn tail look like mid-log damage: that
-//! errs on the safe side, refusing to open rather than dropping data.
+//! What the reader knows about how far a log was synced:
+//! - the MANIFEST records each closed WAL's synced length, and a WAL with a newer WAL after it
+//!   was synced whole before the newer one was created ([`LogReader::synced_through`],
+//!   [`LogReader::whole_file_synced`]);
+//! - a WAL carries its own [`RecordType::SyncMark`]s: after each sync the writer states, in
+//!   front of the next record, how far the file was synced. Damage with a mark after it that
+//!   covers the damaged offset lost synced data.
+//!
+//! Damage at or below the synced point is [`Error::Corruption`] in every mode but
+//! [`WalRecoveryMode::SkipAnyCorruptedRecords`]; what happens past it depends on the mode.
+//! The MANIFEST is read by a stricter rule: every append to it is synced, so only a physically
+//! incomplete last record (the file ends inside it, or in zeros) can be a torn write.
+//!
+//! The reader finds what follows damage by scanning forward for any valid fragment (a header
+//! of a known type whose CRC32C matches, inside one block) at every byte offset, because a
+//! damaged length field hides where the next record starts. Clean logs pay nothing for this.
+//! A payload that itself contains a well-formed record (say, a value holding a copy of a log)
+//! can make unsynced damage look like lost synced data: that errs on the safe side, refusing to
+//! open rather than dropping data.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sluice_sst::{Error, IoContext, Result};
 
 use super::format::{
-    BLOCK_SIZE, BadFragment, HEADER_SIZE, RecordType, check_fragment, valid_fragment_at,
+    BLOCK_SIZE, BadFragment, HEADER_SIZE, RecordType, SYNC_MARK_FRAGMENT_LEN, SYNC_MARK_LEN,
+    check_fragment, decode_sync_mark, valid_fragment_at,
 };
 
-/// How recovery treats damage at the end of a log.
+/// How WAL recovery treats damage: RocksDB's `WALRecoveryMode`, with its names and meanings.
+///
+/// In every mode but [`SkipAnyCorruptedRecords`](Self::SkipAnyCorruptedRecords), damage at or
+/// below the point the log is known to have been synced through is [`Error::Corruption`]:
+/// those records were acknowledged as durable. The modes differ past that point, where only
+/// writes that were never synced can be. Every byte a mode drops is counted
+/// ([`LogReader::dropped`]), logged, and reported by `open` and `check`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WalRecoveryMode {
-    /// A damaged region after which the file holds no valid record is a torn write from a
-    /// crash: it is treated as the end of the log, counted in [`LogReader::dropped_bytes`] and
-    /// logged. Damage followed by valid records is [`Error::Corruption`].
-    #[default]
-    TolerateCorruptedTail,
-    /// Every damaged byte is [`Error::Corruption`], including a torn tail. Only an all-zero
-    /// tail (preallocated space) after a complete record ends the log cleanly.
+    /// Damage past the synced point with no valid record after it (a torn tail) is dropped.
+    /// Damage followed by valid records is [`Error::Corruption`], even past the synced point.
+    TolerateCorruptedTailRecords,
+    /// No damage is tolerated: a torn tail is [`Error::Corruption`] too. Only an all-zero tail
+    /// after a complete record (space the writer never wrote) ends the log cleanly.
     AbsoluteConsistency,
+    /// Recovery stops at the first damage past the synced point and drops the rest of the log,
+    /// valid records included: none of them was synced, and replaying records after a hole
+    /// would give a state that never existed. The default, as in RocksDB.
+    #[default]
+    PointInTime,
+    /// Salvage: every damaged region is skipped, synced or not, and reading resumes at the next
+    /// valid record. Acknowledged writes may be lost; every skipped byte is counted. For
+    /// `sluice repair` and for reading whatever survives of a damaged log.
+    SkipAnyCorruptedRecords,
+}
+
+impl WalRecoveryMode {
+    /// Every mode, in the order RocksDB numbers them.
+    pub const ALL: [WalRecoveryMode; 4] = [
+        WalRecoveryMode::TolerateCorruptedTailRecords,
+        WalRecoveryMode::AbsoluteConsistency,
+        WalRecoveryMode::PointInTime,
+        WalRecoveryMode::SkipAnyCorruptedRecords,
+    ];
+
+    /// The mode's name in options files and on the command line (RocksDB's, in snake case).
+    pub fn name(self) -> &'static str {
+        match self {
+            WalRecoveryMode::TolerateCorruptedTailRecords => "tolerate_corrupted_tail_records",
+            WalRecoveryMode::AbsoluteConsistency => "absolute_consistency",
+            WalRecoveryMode::PointInTime => "point_in_time",
+            WalRecoveryMode::SkipAnyCorruptedRecords => "skip_any_corrupted_records",
+        }
+    }
+}
+
+impl std::fmt::Display for WalRecoveryMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for WalRecoveryMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        WalRecoveryMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = WalRecoveryMode::ALL.iter().map(|m| m.name()).collect();
+                format!(
+                    "unknown WAL recovery mode {s:?}; one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// A region of a log that recovery did not apply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DroppedRange {
+    /// The log file.
+    pub file: PathBuf,
+    /// Offset of the first byte not applied.
+    pub offset: u64,
+    /// Bytes not applied, from `offset` on.
+    pub bytes: u64,
+    /// Why.
+    pub reason: String,
+}
+
+impl std::fmt::Display for DroppedRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} bytes of {} at offset {}: {}",
+            self.bytes,
+            self.file.display(),
+            self.offset,
+            self.reason
+        )
+    }
+}
+
+/// Which rules the log is read by.
+#[derive(Clone, Copy, Debug)]
+enum Rule {
+    /// A write-ahead log: sync marks name `log_number`; damage is judged by `mode`.
+    Wal {
+        mode: WalRecoveryMode,
+        log_number: u64,
+    },
+    /// The MANIFEST: every append is synced, so only an incomplete last record may be dropped.
+    Manifest,
 }
 
 /// Reads the logical records of one log file in order.
@@ -43,7 +150,11 @@ pub enum WalRecoveryMode {
 pub struct LogReader {
     file: File,
     path: PathBuf,
-    mode: WalRecoveryMode,
+    rule: Rule,
+    /// Damage below this offset lost synced data. Raised by sync marks as they are read.
+    synced_through: u64,
+    /// The whole file was synced (a newer log exists): any damage lost synced data.
+    whole_file_synced: bool,
     /// The block being parsed: `BLOCK_SIZE` bytes, or fewer only if it is the file's last.
     block: Vec<u8>,
     /// File offset of `block[0]`; always a multiple of `BLOCK_SIZE`.
@@ -54,10 +165,9 @@ pub struct LogReader {
     at_eof: bool,
     last_record_offset: u64,
     valid_len: u64,
-    dropped_bytes: u64,
+    records: u64,
+    dropped: Vec<DroppedRange>,
     state: State,
-    /// See [`LogReader::stop_at_unwritten_gap`].
-    stop_at_unwritten_gap: bool,
 }
 
 /// Whether the reader can continue. After the end or an error, `read_record` keeps returning
@@ -71,47 +181,124 @@ enum State {
     },
 }
 
-/// A fragment found by [`LogReader::next_fragment`]; its payload has been appended to the
-/// caller's buffer.
+/// A physical record found by [`LogReader::next_fragment`].
 enum Physical {
-    Fragment { kind: RecordType, offset: u64 },
-    Bad { offset: u64, reason: BadFragment },
+    /// A valid fragment; its payload is `block[start..end]`.
+    Fragment {
+        kind: RecordType,
+        offset: u64,
+        start: usize,
+        end: usize,
+    },
+    Bad {
+        offset: u64,
+        reason: BadFragment,
+    },
     Eof,
 }
 
+/// Why the bytes at some offset are not the next record.
+enum Damage {
+    /// A fragment that does not check out.
+    Bad(BadFragment),
+    /// The file ends inside a record split across blocks.
+    EndsInsideRecord,
+    /// Fragments whose checksums match, in an order the writer never produces. No crash makes
+    /// this, so it is never a torn tail; skipping resumes at `resume_at`.
+    Misordered { what: String, resume_at: u64 },
+}
+
+impl Damage {
+    /// The file ends inside the record: what an append cut short by a crash leaves.
+    fn is_incomplete(&self) -> bool {
+        matches!(
+            self,
+            Damage::EndsInsideRecord
+                | Damage::Bad(BadFragment::TooShort | BadFragment::PastEndOfFile { .. })
+        )
+    }
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::Bad(reason) => write!(f, "{reason}"),
+            Damage::EndsInsideRecord => write!(f, "log ends inside a record split across blocks"),
+            Damage::Misordered { what, .. } => f.write_str(what),
+        }
+    }
+}
+
 /// What follows a damaged offset, up to the end of the file.
-enum Tail {
-    /// Only zero bytes (or nothing).
-    Zeros,
-    /// Non-zero bytes but no valid fragment.
-    Garbage,
-    /// A valid fragment starts at this file offset.
-    ValidFragmentAt(u64),
+struct Tail {
+    /// The first valid fragment after the damage, if any.
+    next_valid: Option<u64>,
+    /// Every byte from the damage on is zero (or there are none).
+    zeros_only: bool,
+    /// The largest synced length a sync mark of this log after the damage states.
+    max_mark: u64,
+    /// The file's length.
+    file_len: u64,
+}
+
+/// Where reading goes after damage was judged.
+enum After {
+    End,
+    ResumeAt(u64),
 }
 
 impl LogReader {
-    /// Reads `file` from its current position, which must be offset 0 (a freshly opened file).
-    pub fn new(file: File, path: PathBuf, mode: WalRecoveryMode) -> Self {
+    /// Reads write-ahead log number `log_number` from `file` (opened at offset 0), judging
+    /// damage by `mode`. Nothing is known to be synced until [`LogReader::synced_through`] or
+    /// [`LogReader::whole_file_synced`] says so, or the log's own sync marks do.
+    pub fn wal(file: File, path: PathBuf, mode: WalRecoveryMode, log_number: u64) -> Self {
+        Self::new(file, path, Rule::Wal { mode, log_number })
+    }
+
+    /// Reads a MANIFEST from `file`: a complete record that is damaged is
+    /// [`Error::Corruption`]; only a last record the file ends inside (or in zeros) is dropped
+    /// as a torn append, and counted.
+    pub fn manifest(file: File, path: PathBuf) -> Self {
+        Self::new(file, path, Rule::Manifest)
+    }
+
+    fn new(file: File, path: PathBuf, rule: Rule) -> Self {
         LogReader {
             file,
             path,
-            mode,
+            rule,
+            synced_through: 0,
+            whole_file_synced: false,
             block: Vec::with_capacity(BLOCK_SIZE),
             block_start: 0,
             pos: 0,
             at_eof: false,
             last_record_offset: 0,
             valid_len: 0,
-            dropped_bytes: 0,
+            records: 0,
+            dropped: Vec::new(),
             state: State::Reading,
-            stop_at_unwritten_gap: false,
         }
     }
 
-    /// Returns the next logical record, or `None` at the end of the log (a clean end, an
-    /// all-zero tail, or, in [`WalRecoveryMode::TolerateCorruptedTail`], a torn tail).
+    /// The log is known to have been synced through `offset` (the MANIFEST says so): damage
+    /// before it, or a file shorter than it, lost acknowledged writes.
+    pub fn synced_through(mut self, offset: u64) -> Self {
+        self.synced_through = self.synced_through.max(offset);
+        self
+    }
+
+    /// The whole file is known to have been synced (a newer log exists, and a log is synced
+    /// before its successor is created): any damage lost acknowledged writes.
+    pub fn whole_file_synced(mut self) -> Self {
+        self.whole_file_synced = true;
+        self
+    }
+
+    /// Returns the next logical record, or `None` at the end of the log (a clean end, or the
+    /// point where the mode stopped).
     ///
-    /// Errors: [`Error::Corruption`] naming this file and the offset of the damaged fragment;
+    /// Errors: [`Error::Corruption`] naming this file and the offset of the damage;
     /// [`Error::Io`] if reading fails. After `None` or an error, every later call returns the
     /// same outcome.
     pub fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
@@ -136,7 +323,7 @@ impl LogReader {
         }
         let result = self.read_logical();
         match &result {
-            Ok(Some(_)) => {}
+            Ok(Some(_)) => self.records += 1,
             Ok(None) => self.state = State::Finished,
             Err(Error::Corruption { offset, reason, .. }) => {
                 self.state = State::Failed {
@@ -159,16 +346,30 @@ impl LogReader {
         self.last_record_offset
     }
 
-    /// File offset just past the last record returned. Truncating the file to this length
-    /// removes a torn tail, after which appending to the log is safe.
+    /// File offset just past the last record returned.
     pub fn valid_len(&self) -> u64 {
         self.valid_len
     }
 
-    /// Bytes discarded as a torn tail: from the start of the incomplete record to the end of
-    /// the file. Zero unless the mode is `TolerateCorruptedTail` and the tail was torn.
+    /// Logical records returned so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// How far the log is known to have been synced: the larger of what the caller said and
+    /// what the sync marks read so far state.
+    pub fn synced_len(&self) -> u64 {
+        self.synced_through
+    }
+
+    /// Every region not applied, in file order.
+    pub fn dropped(&self) -> &[DroppedRange] {
+        &self.dropped
+    }
+
+    /// Total bytes in [`LogReader::dropped`].
     pub fn dropped_bytes(&self) -> u64 {
-        self.dropped_bytes
+        self.dropped.iter().map(|d| d.bytes).sum()
     }
 
     /// The log file's path.
@@ -181,46 +382,83 @@ impl LogReader {
         // File offset of the first fragment of a record split across blocks, while reading it.
         let mut pending: Option<u64> = None;
         loop {
-            match self.next_fragment(&mut record)? {
-                Physical::Fragment { kind, offset } => match (kind, pending) {
-                    (RecordType::Full, None) => return Ok(Some(self.finish(record, offset))),
-                    (RecordType::First, None) => pending = Some(offset),
-                    (RecordType::Middle, Some(_)) => {}
-                    (RecordType::Last, Some(start)) => return Ok(Some(self.finish(record, start))),
-                    (RecordType::Full | RecordType::First, Some(start)) => {
-                        // A valid fragment follows, so this cannot be a torn tail.
-                        return Err(Error::corruption(
-                            &self.path,
-                            start,
-                            format!(
-                                "record split across blocks has no last fragment; a new record \
-                                 starts at offset {offset}"
-                            ),
-                        ));
-                    }
-                    (RecordType::Middle | RecordType::Last | RecordType::Zero, _) => {
-                        return Err(Error::corruption(
-                            &self.path,
-                            offset,
-                            format!("{kind:?} fragment without a preceding first fragment"),
-                        ));
-                    }
-                },
+            let (kind, offset, start, end) = match self.next_fragment()? {
+                Physical::Fragment {
+                    kind,
+                    offset,
+                    start,
+                    end,
+                } => (kind, offset, start, end),
                 Physical::Bad { offset, reason } => {
-                    return self.bad_region(pending, offset, &reason.to_string());
+                    match self.on_damage(pending, offset, Damage::Bad(reason))? {
+                        After::End => return Ok(None),
+                        After::ResumeAt(at) => {
+                            record.clear();
+                            pending = None;
+                            self.seek(at)?;
+                            continue;
+                        }
+                    }
                 }
                 Physical::Eof => {
-                    return match pending {
-                        None => Ok(None),
-                        Some(_) => {
-                            let end = self.file_offset();
-                            self.bad_region(
-                                pending,
-                                end,
-                                "log ends inside a record split across blocks",
-                            )
-                        }
-                    };
+                    let end = self.file_offset();
+                    if pending.is_some() {
+                        // Skipping resumes nowhere: the damage runs to the end of the file.
+                        self.on_damage(pending, end, Damage::EndsInsideRecord)?;
+                        return Ok(None);
+                    }
+                    self.check_synced_length(end)?;
+                    return Ok(None);
+                }
+            };
+            let next = self.file_offset();
+            let misordered = |what: String, resume_at: u64| Damage::Misordered { what, resume_at };
+            let damage = match (kind, pending) {
+                (RecordType::Full, None) => {
+                    record.extend_from_slice(&self.block[start..end]);
+                    return Ok(Some(self.finish(record, offset)));
+                }
+                (RecordType::First, None) => {
+                    record.extend_from_slice(&self.block[start..end]);
+                    pending = Some(offset);
+                    continue;
+                }
+                (RecordType::Middle, Some(_)) => {
+                    record.extend_from_slice(&self.block[start..end]);
+                    continue;
+                }
+                (RecordType::Last, Some(first)) => {
+                    record.extend_from_slice(&self.block[start..end]);
+                    return Ok(Some(self.finish(record, first)));
+                }
+                (RecordType::SyncMark, None) => match self.absorb_sync_mark(offset, start, end) {
+                    Ok(()) => continue,
+                    Err(what) => misordered(what, next),
+                },
+                // Every arm below is damage of a record whose fragments all check out.
+                (RecordType::Full | RecordType::First | RecordType::SyncMark, Some(_)) => {
+                    misordered(
+                        format!(
+                            "record split across blocks has no last fragment; a {kind:?} \
+                             fragment starts at offset {offset}"
+                        ),
+                        offset,
+                    )
+                }
+                (RecordType::Zero, _) | (RecordType::Middle | RecordType::Last, None) => {
+                    misordered(
+                        format!("{kind:?} fragment without a preceding first fragment"),
+                        next,
+                    )
+                }
+            };
+            let bad_at = pending.unwrap_or(offset);
+            match self.on_damage(pending, bad_at, damage)? {
+                After::End => return Ok(None),
+                After::ResumeAt(at) => {
+                    record.clear();
+                    pending = None;
+                    self.seek(at)?;
                 }
             }
         }
@@ -232,14 +470,158 @@ impl LogReader {
         record
     }
 
+    /// Takes the synced length a sync mark at `offset` (payload `block[start..end]`) states.
+    /// Errors say why the mark cannot be this log's.
+    fn absorb_sync_mark(
+        &mut self,
+        offset: u64,
+        start: usize,
+        end: usize,
+    ) -> std::result::Result<(), String> {
+        let Rule::Wal { log_number, .. } = self.rule else {
+            return Err("a MANIFEST holds no sync marks".into());
+        };
+        let (number, synced) = decode_sync_mark(&self.block[start..end])
+            .ok_or_else(|| format!("sync mark of {} bytes, not {SYNC_MARK_LEN}", end - start))?;
+        if number != log_number {
+            return Err(format!(
+                "sync mark of log {number} in log {log_number}: the file holds another log's \
+                 records"
+            ));
+        }
+        if synced > offset {
+            return Err(format!(
+                "sync mark at offset {offset} states {synced} bytes synced"
+            ));
+        }
+        self.synced_through = self.synced_through.max(synced);
+        Ok(())
+    }
+
+    /// At a clean end of the file: fails if the log was synced through more than it holds.
+    fn check_synced_length(&mut self, end: u64) -> Result<()> {
+        if self.whole_file_synced || end >= self.synced_through {
+            return Ok(());
+        }
+        let missing = self.synced_through - end;
+        let reason = format!(
+            "log ends at offset {end}, but it was synced through offset {}: {missing} bytes of \
+             acknowledged writes are missing",
+            self.synced_through
+        );
+        if self.mode() == Some(WalRecoveryMode::SkipAnyCorruptedRecords) {
+            self.drop_range(end, missing, reason);
+            return Ok(());
+        }
+        Err(Error::corruption(&self.path, end, reason))
+    }
+
+    fn mode(&self) -> Option<WalRecoveryMode> {
+        match self.rule {
+            Rule::Wal { mode, .. } => Some(mode),
+            Rule::Manifest => None,
+        }
+    }
+
+    /// Judges damage found at `bad`; `pending` is the start of the split record being
+    /// assembled, lost along with it.
+    fn on_damage(&mut self, pending: Option<u64>, bad: u64, damage: Damage) -> Result<After> {
+        let start = pending.unwrap_or(bad);
+        let skip = self.mode() == Some(WalRecoveryMode::SkipAnyCorruptedRecords);
+        let path = self.path.clone();
+        let corrupt = |why: String| Err(Error::corruption(&path, bad, why));
+        if let (Damage::Misordered { what, .. }, false) = (&damage, skip) {
+            return corrupt(what.clone());
+        }
+        // Salvage needs only the next valid fragment; judging needs the sync marks too.
+        let tail = self.scan_tail(bad, !skip)?;
+        if skip {
+            let resume = match &damage {
+                Damage::Misordered { resume_at, .. } => Some(*resume_at),
+                _ => tail.next_valid,
+            };
+            let until = resume.unwrap_or(tail.file_len).max(start);
+            self.drop_range(start, until - start, format!("skipped: {damage}"));
+            return Ok(resume.map_or(After::End, After::ResumeAt));
+        }
+        let synced_through = self.synced_through.max(tail.max_mark);
+        if self.whole_file_synced {
+            return corrupt(format!(
+                "{damage}; a newer log exists, so this one was synced whole and acknowledged \
+                 writes are lost"
+            ));
+        }
+        if start < synced_through {
+            return corrupt(format!(
+                "{damage}; the log was synced through offset {synced_through}, so acknowledged \
+                 writes are lost"
+            ));
+        }
+        let clean_end = tail.zeros_only && pending.is_none();
+        let torn = format!("{damage}; never synced, so never acknowledged as durable");
+        let mode = match self.rule {
+            Rule::Wal { mode, .. } => mode,
+            Rule::Manifest => {
+                if let Some(next) = tail.next_valid {
+                    return corrupt(format!(
+                        "{damage}; a valid record follows at offset {next}, so edits were lost"
+                    ));
+                }
+                if clean_end {
+                    return Ok(After::End);
+                }
+                if tail.zeros_only || damage.is_incomplete() {
+                    self.drop_range(start, tail.file_len - start, torn);
+                    return Ok(After::End);
+                }
+                return corrupt(format!(
+                    "{damage}; the record is complete but damaged, which a crash during an \
+                     append cannot leave"
+                ));
+            }
+        };
+        match mode {
+            WalRecoveryMode::AbsoluteConsistency if !clean_end => corrupt(format!(
+                "{damage} (absolute_consistency tolerates no damage)"
+            )),
+            WalRecoveryMode::TolerateCorruptedTailRecords if tail.next_valid.is_some() => {
+                let next = tail.next_valid.unwrap_or_default();
+                corrupt(format!(
+                    "{damage}; a valid record follows at offset {next}, so this is not a torn \
+                     tail (tolerate_corrupted_tail_records drops only those)"
+                ))
+            }
+            _ if clean_end => Ok(After::End),
+            _ => {
+                self.drop_range(start, tail.file_len - start, torn);
+                Ok(After::End)
+            }
+        }
+    }
+
+    fn drop_range(&mut self, offset: u64, bytes: u64, reason: String) {
+        tracing::warn!(
+            file = %self.path.display(),
+            offset,
+            dropped_bytes = bytes,
+            reason,
+            "log recovery dropped bytes"
+        );
+        self.dropped.push(DroppedRange {
+            file: self.path.clone(),
+            offset,
+            bytes,
+            reason,
+        });
+    }
+
     /// File offset of `block[pos]`.
     fn file_offset(&self) -> u64 {
         self.block_start + self.pos as u64
     }
 
-    /// Parses the next physical record, loading blocks as needed. On success the payload is
-    /// appended to `out`.
-    fn next_fragment(&mut self, out: &mut Vec<u8>) -> Result<Physical> {
+    /// Parses the next physical record, loading blocks as needed.
+    fn next_fragment(&mut self) -> Result<Physical> {
         loop {
             let rest = self.block.get(self.pos..).unwrap_or_default();
             if rest.len() < HEADER_SIZE {
@@ -260,152 +642,125 @@ impl LogReader {
                         reason: BadFragment::NonZeroTrailer,
                     });
                 }
-                self.load_next_block()?;
+                self.load_block(self.block_start + self.block.len() as u64)?;
                 continue;
             }
             let offset = self.file_offset();
             return Ok(match check_fragment(&self.block, self.pos) {
                 Ok((kind, payload)) => {
-                    out.extend_from_slice(payload);
-                    self.pos += HEADER_SIZE + payload.len();
-                    Physical::Fragment { kind, offset }
+                    let start = self.pos + HEADER_SIZE;
+                    let end = start + payload.len();
+                    self.pos = end;
+                    Physical::Fragment {
+                        kind,
+                        offset,
+                        start,
+                        end,
+                    }
                 }
                 Err(reason) => Physical::Bad { offset, reason },
             });
         }
     }
 
-    /// Replaces `block` with the file's next block.
-    fn load_next_block(&mut self) -> Result<()> {
-        self.block_start += self.block.len() as u64;
+    /// Makes the block starting at `start` (a multiple of `BLOCK_SIZE`) current, at its start.
+    fn load_block(&mut self, start: u64) -> Result<()> {
         self.block.clear();
+        self.block_start = start;
         self.pos = 0;
-        let n = (&mut self.file)
-            .take(BLOCK_SIZE as u64)
-            .read_to_end(&mut self.block)
-            .with_path(&self.path)?;
+        let n = read_block(&mut self.file, start, &mut self.block).with_path(&self.path)?;
         self.at_eof = n < BLOCK_SIZE;
         Ok(())
     }
 
-    /// Treats a zero-filled record header followed by valid records as the end of the log
-    /// (point-in-time recovery) instead of corruption.
-    ///
-    /// Use it only for the newest WAL, whose unsynced tail may reach the disk out of order after
-    /// a power loss: a page that was never written reads as zeros while a later one survived.
-    /// Older WALs are synced before the switch, so a gap in them is real damage.
-    pub fn stop_at_unwritten_gap(&mut self, yes: bool) {
-        self.stop_at_unwritten_gap = yes;
+    /// Continues reading at file offset `at` (skipping damage).
+    fn seek(&mut self, at: u64) -> Result<()> {
+        let block = BLOCK_SIZE as u64;
+        self.load_block(at - at % block)?;
+        self.pos = (at % block) as usize;
+        Ok(())
     }
 
-    fn header_is_zero_at(&self, offset: u64) -> bool {
-        let Some(start) = offset
-            .checked_sub(self.block_start)
-            .and_then(|o| usize::try_from(o).ok())
-        else {
-            return false;
+    /// Scans from `from` to the end of the file for the first valid fragment and, with
+    /// `marks`, for every sync mark of this log. Fragments never cross block boundaries, so
+    /// each block is searched on its own. Leaves the current block as it was.
+    fn scan_tail(&mut self, from: u64, marks: bool) -> Result<Tail> {
+        let log_number = match self.rule {
+            Rule::Wal { log_number, .. } if marks => Some(log_number),
+            _ => None,
         };
-        self.block
-            .get(start..)
-            .is_some_and(|rest| !rest.is_empty() && rest.iter().take(HEADER_SIZE).all(|&b| b == 0))
-    }
-
-    /// Counts everything from `region_start` to the end of the file as dropped and returns it.
-    /// REQUIRES: `scan_tail` ran, so `block` is the file's last block.
-    fn drop_rest_from(&mut self, region_start: u64) -> u64 {
-        let file_len = self.block_start + self.block.len() as u64;
-        let dropped = file_len.saturating_sub(region_start);
-        self.dropped_bytes += dropped;
-        dropped
-    }
-
-    /// Decides what a damaged fragment at `bad_offset` means. `pending` is the start of the
-    /// split record being assembled, if any: it is lost along with the damaged fragment.
-    fn bad_region(
-        &mut self,
-        pending: Option<u64>,
-        bad_offset: u64,
-        reason: &str,
-    ) -> Result<Option<Vec<u8>>> {
-        let region_start = pending.unwrap_or(bad_offset);
-        let unwritten_gap = self.stop_at_unwritten_gap
-            && self.mode == WalRecoveryMode::TolerateCorruptedTail
-            && self.header_is_zero_at(bad_offset);
-        let tail = self.scan_tail(bad_offset)?;
-        if let (Tail::ValidFragmentAt(next), true) = (&tail, unwritten_gap) {
-            let dropped = self.drop_rest_from(region_start);
-            tracing::warn!(
-                file = %self.path.display(),
-                offset = region_start,
-                resumes_at = next,
-                dropped_bytes = dropped,
-                "newest WAL has a never-written gap; recovering to the point before it"
-            );
-            return Ok(None);
-        }
-        if let Tail::ValidFragmentAt(next) = tail {
-            return Err(Error::corruption(
-                &self.path,
-                bad_offset,
-                format!(
-                    "{reason}; a valid record follows at offset {next}, so records were lost \
-                     (this is not a torn write)"
-                ),
-            ));
-        }
-        if matches!(tail, Tail::Zeros) && pending.is_none() {
-            // Preallocated or never-written space after the last complete record.
-            return Ok(None);
-        }
-        match self.mode {
-            WalRecoveryMode::AbsoluteConsistency => Err(Error::corruption(
-                &self.path,
-                bad_offset,
-                format!("{reason} (torn tail; absolute consistency requested)"),
-            )),
-            WalRecoveryMode::TolerateCorruptedTail => {
-                let dropped = self.drop_rest_from(region_start);
-                tracing::warn!(
-                    file = %self.path.display(),
-                    offset = region_start,
-                    dropped_bytes = dropped,
-                    reason,
-                    "dropping torn tail of log: the last write never completed"
-                );
-                Ok(None)
-            }
-        }
-    }
-
-    /// Scans from `from` (in the current block) to the end of the file for a valid fragment.
-    /// Fragments never cross block boundaries, so each block is searched on its own.
-    fn scan_tail(&mut self, from: u64) -> Result<Tail> {
-        let mut at = usize::try_from(from.saturating_sub(self.block_start)).unwrap_or(usize::MAX);
-        let mut all_zero = true;
+        let block_len = BLOCK_SIZE as u64;
+        let mut tail = Tail {
+            next_valid: None,
+            zeros_only: true,
+            max_mark: 0,
+            file_len: from,
+        };
+        let mut buf = Vec::with_capacity(BLOCK_SIZE);
+        let mut block_start = from - from % block_len;
+        let mut at = (from % block_len) as usize;
         loop {
-            let rest = self.block.get(at..).unwrap_or_default();
-            if let Some(i) =
-                (at..self.block.len()).find(|&i| valid_fragment_at(&self.block, i).is_some())
-            {
-                return Ok(Tail::ValidFragmentAt(self.block_start + i as u64));
+            buf.clear();
+            let n = read_block(&mut self.file, block_start, &mut buf).with_path(&self.path)?;
+            tail.file_len = block_start + n as u64;
+            tail.zeros_only &= buf.get(at..).unwrap_or_default().iter().all(|&b| b == 0);
+            if tail.next_valid.is_none() {
+                tail.next_valid = (at..buf.len())
+                    .find(|&i| valid_fragment_at(&buf, i).is_some())
+                    .map(|i| block_start + i as u64);
             }
-            all_zero &= rest.iter().all(|&b| b == 0);
-            if self.at_eof {
-                return Ok(if all_zero { Tail::Zeros } else { Tail::Garbage });
+            if let Some(number) = log_number {
+                for i in at..buf.len() {
+                    // A mark can only state bytes before itself.
+                    if let Some(synced) = sync_mark_at(&buf, i, number)
+                        && synced <= block_start + i as u64
+                    {
+                        tail.max_mark = tail.max_mark.max(synced);
+                    }
+                }
+            } else if tail.next_valid.is_some() {
+                // A valid fragment means the tail is not all zeros; the length is the file's.
+                tail.file_len = self.file.metadata().with_path(&self.path)?.len();
+                return Ok(tail);
             }
-            self.load_next_block()?;
+            if n < BLOCK_SIZE {
+                return Ok(tail);
+            }
+            block_start += block_len;
             at = 0;
         }
     }
+}
+
+/// Reads up to one block at `start` into `buf`; returns the bytes read.
+fn read_block(file: &mut File, start: u64, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+    file.seek(SeekFrom::Start(start))?;
+    file.take(BLOCK_SIZE as u64).read_to_end(buf)
+}
+
+/// The synced length of a valid sync mark of log `log_number` at `block[at..]`. Checks the
+/// length and type bytes before the checksum, so scanning every offset of a tail is cheap.
+fn sync_mark_at(block: &[u8], at: usize, log_number: u64) -> Option<u64> {
+    let fragment = block.get(at..at + SYNC_MARK_FRAGMENT_LEN)?;
+    let header_tail = [SYNC_MARK_LEN as u8, 0, RecordType::SyncMark as u8];
+    if fragment[4..HEADER_SIZE] != header_tail {
+        return None;
+    }
+    let (RecordType::SyncMark, payload) = valid_fragment_at(block, at)? else {
+        return None;
+    };
+    let (number, synced) = decode_sync_mark(payload)?;
+    (number == log_number).then_some(synced)
 }
 
 impl std::fmt::Debug for LogReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LogReader")
             .field("path", &self.path)
-            .field("mode", &self.mode)
+            .field("rule", &self.rule)
             .field("offset", &self.file_offset())
-            .field("dropped_bytes", &self.dropped_bytes)
+            .field("synced_through", &self.synced_through)
+            .field("dropped", &self.dropped)
             .finish()
     }
 }

@@ -9,7 +9,7 @@ use sluice_sst::Error;
 use super::format::{BLOCK_SIZE, HEADER_SIZE, MAX_FRAGMENT_LEN, RecordType, encode_fragment};
 use super::{LogReader, LogWriter, WalRecoveryMode};
 
-const TOLERATE: WalRecoveryMode = WalRecoveryMode::TolerateCorruptedTail;
+const TOLERATE: WalRecoveryMode = WalRecoveryMode::TolerateCorruptedTailRecords;
 const ABSOLUTE: WalRecoveryMode = WalRecoveryMode::AbsoluteConsistency;
 
 /// A payload whose bytes depend on `seed`, so records cannot be confused with each other.
@@ -51,7 +51,7 @@ struct Outcome {
 }
 
 fn read_all(path: &Path, mode: WalRecoveryMode) -> Outcome {
-    let mut r = LogReader::new(File::open(path).unwrap(), path.to_path_buf(), mode);
+    let mut r = LogReader::wal(File::open(path).unwrap(), path.to_path_buf(), mode, 7);
     let mut out = Outcome {
         records: vec![],
         offsets: vec![],
@@ -357,7 +357,7 @@ fn outcome_repeats_after_the_end_and_after_an_error() {
         dir.path(),
         &[payload(1, 10), payload(2, 10), payload(3, 10)],
     );
-    let mut r = LogReader::new(File::open(&path).unwrap(), path.clone(), ABSOLUTE);
+    let mut r = LogReader::wal(File::open(&path).unwrap(), path.clone(), ABSOLUTE, 7);
     for _ in 0..3 {
         assert!(r.read_record().unwrap().is_some());
     }
@@ -367,7 +367,7 @@ fn outcome_repeats_after_the_end_and_after_an_error() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[HEADER_SIZE + 3] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    let mut r = LogReader::new(File::open(&path).unwrap(), path.clone(), ABSOLUTE);
+    let mut r = LogReader::wal(File::open(&path).unwrap(), path.clone(), ABSOLUTE, 7);
     let first = r.read_record().unwrap_err();
     let again = r.read_record().unwrap_err();
     assert!(first.is_corruption() && again.is_corruption());
@@ -440,4 +440,245 @@ proptest! {
             prop_assert!(out.valid_len <= bytes.len() as u64);
         }
     }
+}
+
+const POINT_IN_TIME: WalRecoveryMode = WalRecoveryMode::PointInTime;
+const SKIP: WalRecoveryMode = WalRecoveryMode::SkipAnyCorruptedRecords;
+
+/// Writes `records` to WAL number 7 the way synced writes do: each record synced on its own,
+/// so each one after the first is preceded by a sync mark. Returns the path, each record's
+/// start offset (after its mark) and end offset.
+fn write_synced_wal(dir: &Path, records: &[Vec<u8>]) -> (PathBuf, Vec<(u64, u64)>) {
+    let path = dir.join("000007.log");
+    let mut w = LogWriter::create_wal(&*sluice_sst::fs::os_fs(), path.clone(), 7).unwrap();
+    let mut spans = Vec::new();
+    for r in records {
+        w.add_record(r).unwrap();
+        let end = w.len();
+        // The record is the last thing written; its payload ends the file.
+        spans.push((end, end));
+        w.sync().unwrap();
+    }
+    // Find each record's start by reading the log back.
+    let mut reader = LogReader::wal(File::open(&path).unwrap(), path.clone(), ABSOLUTE, 7);
+    for span in &mut spans {
+        reader.read_record().unwrap().unwrap();
+        span.0 = reader.last_record_offset();
+    }
+    (path, spans)
+}
+
+fn read_wal(path: &Path, mode: WalRecoveryMode, synced_through: u64, whole: bool) -> Outcome {
+    let mut r = LogReader::wal(File::open(path).unwrap(), path.to_path_buf(), mode, 7)
+        .synced_through(synced_through);
+    if whole {
+        r = r.whole_file_synced();
+    }
+    let mut out = Outcome {
+        records: vec![],
+        offsets: vec![],
+        end: Ok(()),
+        dropped: 0,
+        valid_len: 0,
+    };
+    loop {
+        match r.read_record() {
+            Ok(Some(rec)) => {
+                out.records.push(rec);
+                out.offsets.push(r.last_record_offset());
+            }
+            Ok(None) => break,
+            Err(e) => {
+                out.end = Err(e);
+                break;
+            }
+        }
+    }
+    out.dropped = r.dropped_bytes();
+    out.valid_len = r.valid_len();
+    out
+}
+
+#[test]
+fn synced_wal_carries_a_sync_mark_before_each_later_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Vec<u8>> = (0..4).map(|i| payload(i, 100)).collect();
+    let (path, spans) = write_synced_wal(dir.path(), &records);
+    let bytes = std::fs::read(&path).unwrap();
+    // Record 0 starts the file; each later one follows a 23-byte mark of the length before it.
+    assert_eq!(spans[0].0, 0);
+    for i in 1..records.len() {
+        let mark_at = spans[i - 1].1 as usize;
+        assert_eq!(spans[i].0 as usize, mark_at + HEADER_SIZE + 16);
+        let (kind, mark) = super::format::valid_fragment_at(&bytes, mark_at).unwrap();
+        assert_eq!(kind, RecordType::SyncMark);
+        assert_eq!(
+            super::format::decode_sync_mark(mark),
+            Some((7, spans[i - 1].1))
+        );
+    }
+    for mode in [TOLERATE, ABSOLUTE, POINT_IN_TIME, SKIP] {
+        let out = read_wal(&path, mode, 0, false);
+        out.end.unwrap();
+        assert!(out.records == records, "{mode}");
+    }
+}
+
+/// The finding of issue 18: a zeroed page in the newest WAL with synced records after it was
+/// taken for a never-written gap and everything after it was silently dropped.
+#[test]
+fn zeroed_page_of_synced_records_is_corruption_wherever_a_later_mark_covers_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Vec<u8>> = (0..400).map(|i| payload(i, 90 + i % 50)).collect();
+    let (path, spans) = write_synced_wal(dir.path(), &records);
+    let bytes = std::fs::read(&path).unwrap();
+    let page = 4096usize;
+    let mut corrupt = 0;
+    for start in (0..bytes.len()).step_by(page) {
+        let end = (start + page).min(bytes.len());
+        let mut damaged = bytes.clone();
+        damaged[start..end].fill(0);
+        std::fs::write(&path, &damaged).unwrap();
+        // What must happen: the last record that ends after the page started is lost; if any
+        // record after it survives (with its mark), the page was synced data.
+        let survivor_after = spans.iter().any(|&(s, _)| s as usize >= end);
+        for mode in [TOLERATE, ABSOLUTE, POINT_IN_TIME] {
+            let out = read_wal(&path, mode, 0, false);
+            if survivor_after {
+                // Named: the first fragment the page damaged (a record, or the mark before it).
+                let hit = spans.iter().find(|&&(_, e)| e as usize > start).unwrap().0;
+                let lowest = hit.saturating_sub((HEADER_SIZE + 16) as u64);
+                let offset = corruption_offset(&out.end, &path);
+                assert!(
+                    offset >= lowest && (offset as usize) < end,
+                    "page {start}: {offset}"
+                );
+            } else if mode == ABSOLUTE {
+                assert!(
+                    out.end.is_err(),
+                    "page {start}: absolute tolerates no torn tail"
+                );
+            } else {
+                out.end
+                    .unwrap_or_else(|e| panic!("page {start}, {mode}: {e}"));
+                let kept = spans
+                    .iter()
+                    .take_while(|&&(_, e)| e as usize <= start)
+                    .count();
+                assert!(out.records == records[..kept], "page {start}, {mode}");
+            }
+        }
+        corrupt += usize::from(survivor_after);
+        // Skipping loses only what the page held, and counts it.
+        let out = read_wal(&path, SKIP, 0, false);
+        out.end.unwrap();
+        let lost = spans
+            .iter()
+            .filter(|&&(s, e)| (s as usize) < end && e as usize > start)
+            .count();
+        assert_eq!(out.records.len(), records.len() - lost, "page {start}");
+        assert!(out.dropped > 0);
+    }
+    assert!(corrupt > 10, "most pages are followed by synced records");
+}
+
+#[test]
+fn damage_past_the_synced_point_is_dropped_by_point_in_time_even_before_valid_records() {
+    // Unsynced records (no marks): a hole in the middle of them is what a power loss can leave.
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Vec<u8>> = (0..6).map(|i| payload(i, 200)).collect();
+    let (path, offsets) = write_log(dir.path(), &records);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[offsets[2] as usize + 9] ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+    let out = read_wal(&path, POINT_IN_TIME, 0, false);
+    out.end.unwrap();
+    assert!(out.records == records[..2]);
+    assert_eq!(out.dropped, bytes.len() as u64 - offsets[2]);
+    // Tolerating only a torn tail, the valid records after the damage make it corruption.
+    let out = read_wal(&path, TOLERATE, 0, false);
+    assert_eq!(corruption_offset(&out.end, &path), offsets[2]);
+    // The MANIFEST said the log was synced past the damage: corruption in every mode.
+    for mode in [TOLERATE, ABSOLUTE, POINT_IN_TIME] {
+        let out = read_wal(&path, mode, offsets[3], false);
+        assert_eq!(corruption_offset(&out.end, &path), offsets[2], "{mode}");
+        let out = read_wal(&path, mode, 0, true);
+        assert_eq!(corruption_offset(&out.end, &path), offsets[2], "{mode}");
+    }
+    // Skipping keeps every record but the damaged one.
+    let out = read_wal(&path, SKIP, offsets[3], true);
+    out.end.unwrap();
+    let mut expected = records.clone();
+    expected.remove(2);
+    assert!(out.records == expected);
+    assert_eq!(out.dropped, offsets[3] - offsets[2]);
+}
+
+#[test]
+fn log_shorter_than_its_synced_length_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Vec<u8>> = (0..5).map(|i| payload(i, 300)).collect();
+    let (path, offsets) = write_log(dir.path(), &records);
+    let len = std::fs::metadata(&path).unwrap().len();
+    // Cut at a record boundary: the file still parses cleanly, but it was synced further.
+    OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(offsets[3])
+        .unwrap();
+    for mode in [TOLERATE, ABSOLUTE, POINT_IN_TIME] {
+        let out = read_wal(&path, mode, len, false);
+        assert_eq!(corruption_offset(&out.end, &path), offsets[3], "{mode}");
+        let Err(e) = out.end else { unreachable!() };
+        assert!(e.to_string().contains("synced through"), "{e}");
+        // Without the MANIFEST's length the same file is a clean, shorter log.
+        read_wal(&path, mode, 0, false).end.unwrap();
+    }
+    let out = read_wal(&path, SKIP, len, false);
+    out.end.unwrap();
+    assert_eq!(out.dropped, len - offsets[3]);
+}
+
+#[test]
+fn a_zeroed_tail_below_the_synced_length_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let records: Vec<Vec<u8>> = (0..5).map(|i| payload(i, 300)).collect();
+    let (path, offsets) = write_log(dir.path(), &records);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let len = bytes.len() as u64;
+    bytes[offsets[4] as usize..].fill(0);
+    std::fs::write(&path, &bytes).unwrap();
+    // Alone, an all-zero tail is space the writer never wrote: a clean end.
+    read_wal(&path, POINT_IN_TIME, offsets[4], false)
+        .end
+        .unwrap();
+    for mode in [TOLERATE, ABSOLUTE, POINT_IN_TIME] {
+        let out = read_wal(&path, mode, len, false);
+        assert_eq!(corruption_offset(&out.end, &path), offsets[4], "{mode}");
+    }
+}
+
+#[test]
+fn a_sync_mark_of_another_log_is_corruption() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = write_synced_wal(dir.path(), &[payload(1, 10), payload(2, 10)]);
+    // Read it as log 8: the file holds log 7's marks.
+    let mut r = LogReader::wal(File::open(&path).unwrap(), path.clone(), POINT_IN_TIME, 8);
+    assert!(r.read_record().unwrap().is_some());
+    let err = r.read_record().unwrap_err();
+    assert!(
+        err.to_string().contains("sync mark of log 7 in log 8"),
+        "{err}"
+    );
+}
+
+#[test]
+fn recovery_modes_have_rocksdb_names() {
+    for mode in WalRecoveryMode::ALL {
+        assert_eq!(mode.name().parse::<WalRecoveryMode>(), Ok(mode));
+    }
+    assert_eq!(WalRecoveryMode::default(), POINT_IN_TIME);
+    assert_eq!(POINT_IN_TIME.to_string(), "point_in_time");
+    assert!("tolerate".parse::<WalRecoveryMode>().is_err());
 }

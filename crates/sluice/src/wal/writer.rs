@@ -10,6 +10,11 @@
 //! 2. after `flush`: in the OS page cache; survives a process crash, not a power failure;
 //! 3. after `sync`: on stable storage.
 //!
+//! A write-ahead log also says how far it was synced: after each sync, the next record is
+//! preceded by a [`RecordType::SyncMark`] stating the synced length, so recovery can tell a
+//! damaged synced region (lost acknowledged writes) from an unsynced torn tail. The MANIFEST,
+//! which syncs every append, carries none.
+//!
 //! Thread-safety: `&mut self` everywhere; the commit pipeline owns the writer (one leader at a
 //! time), so no internal locking.
 
@@ -18,7 +23,9 @@ use std::path::{Path, PathBuf};
 use sluice_sst::fs::{FileSystem, IoMode, WriteFile};
 use sluice_sst::{Error, Result};
 
-use super::format::{BLOCK_SIZE, HEADER_SIZE, RecordType, encode_fragment};
+use super::format::{
+    BLOCK_SIZE, HEADER_SIZE, RecordType, SYNC_MARK_FRAGMENT_LEN, encode_fragment, encode_sync_mark,
+};
 
 /// Appends records to one log file.
 ///
@@ -41,11 +48,18 @@ pub struct LogWriter {
     len: u64,
     /// Set when a write or sync failed; see the type's documentation.
     failed: Option<String>,
+    /// A WAL's number, named in its sync marks; `None` for a log that writes none.
+    log_number: Option<u64>,
+    /// Bytes made durable by the last successful sync.
+    synced_len: u64,
+    /// The synced length the last sync mark stated.
+    marked_len: u64,
 }
 
 impl LogWriter {
-    /// Creates an empty log at `path` on `fs`, replacing any file there. Logs are written
-    /// buffered: [`LogWriter::flush`] must reach the OS, which a direct-I/O file does not do.
+    /// Creates an empty log at `path` on `fs`, replacing any file there, that writes no sync
+    /// marks (the MANIFEST). Logs are written buffered: [`LogWriter::flush`] must reach the OS,
+    /// which a direct-I/O file does not do.
     pub fn create(fs: &dyn FileSystem, path: PathBuf) -> Result<Self> {
         let file = fs
             .create(&path, IoMode::Buffered)
@@ -57,7 +71,18 @@ impl LogWriter {
             block_offset: 0,
             len: 0,
             failed: None,
+            log_number: None,
+            synced_len: 0,
+            marked_len: 0,
         })
+    }
+
+    /// Creates write-ahead log number `log_number` at `path`: like [`LogWriter::create`], and
+    /// every record written after a sync is preceded by a sync mark naming this number.
+    pub fn create_wal(fs: &dyn FileSystem, path: PathBuf, log_number: u64) -> Result<Self> {
+        let mut log = Self::create(fs, path)?;
+        log.log_number = Some(log_number);
+        Ok(log)
     }
 
     /// Encodes `payload` as one logical record into the user-space buffer. Nothing reaches the
@@ -67,6 +92,7 @@ impl LogWriter {
     pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
         self.check_healthy()?;
         let start_len = self.buf.len();
+        self.add_sync_mark();
         let mut rest = payload;
         let mut first = true;
         loop {
@@ -99,6 +125,31 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Writes a sync mark if the log was synced past what the last mark stated. A mark never
+    /// spans blocks: when it does not fit in the rest of the block, the next record goes
+    /// there and the mark waits for the next call.
+    fn add_sync_mark(&mut self) {
+        let Some(number) = self.log_number else {
+            return;
+        };
+        if self.synced_len <= self.marked_len {
+            return;
+        }
+        if BLOCK_SIZE - self.block_offset < HEADER_SIZE {
+            // The same zero trailer the record would get.
+            self.buf
+                .resize(self.buf.len() + BLOCK_SIZE - self.block_offset, 0);
+            self.block_offset = 0;
+        }
+        if BLOCK_SIZE - self.block_offset < SYNC_MARK_FRAGMENT_LEN {
+            return;
+        }
+        let mark = encode_sync_mark(number, self.synced_len);
+        encode_fragment(&mut self.buf, RecordType::SyncMark, &mark);
+        self.block_offset += SYNC_MARK_FRAGMENT_LEN;
+        self.marked_len = self.synced_len;
+    }
+
     /// Hands every buffered record to the OS (through the file's own buffer, flushed at the
     /// end). After this returns, the records survive a process crash but not a power failure.
     pub fn flush(&mut self) -> Result<()> {
@@ -126,7 +177,18 @@ impl LogWriter {
             self.failed = Some(format!("fdatasync failed: {e}"));
             return Err(Error::io(&self.path, e));
         }
+        self.synced_len = self.len;
         Ok(())
+    }
+
+    /// The WAL number its sync marks name; `None` for a log without marks.
+    pub fn log_number(&self) -> Option<u64> {
+        self.log_number
+    }
+
+    /// Bytes known to be durable: the log's length at the last successful sync.
+    pub fn synced_len(&self) -> u64 {
+        self.synced_len
     }
 
     /// Logical size of the log in bytes, including records still buffered.

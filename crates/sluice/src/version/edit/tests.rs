@@ -45,6 +45,7 @@ fn full_edit() -> VersionEdit {
             .with_move(0, 1)
             .with_forwarding([(0, 0)]),
     );
+    e.wals = vec![(11, 70_000), (12, 0)];
     e
 }
 
@@ -163,8 +164,8 @@ fn truncation_never_panics_and_mid_field_cuts_fail() {
             boundaries += 1;
         }
     }
-    // The empty prefix, plus the end of each of the 10 fields except the last.
-    assert_eq!(boundaries, 10);
+    // The empty prefix, plus the end of each of the 12 fields except the last.
+    assert_eq!(boundaries, 12);
 }
 
 #[test]
@@ -189,6 +190,7 @@ fn display_is_readable() {
     assert!(text.contains("log_number: 12\n"));
     assert!(text.contains("compact_pointer L2: 'm'@5:Value\n"));
     assert!(text.contains("delete L1 #000017\n"));
+    assert!(text.contains("wal #000011 synced=70000\n"), "{text}");
     assert!(
         text.contains(
             "add L6 #000019 size=77824 ['apple'@10:Value .. 'zebra\\x00'@3:Deletion] seq=3..10"
@@ -243,6 +245,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
         proptest::collection::btree_set((0..NUM_LEVELS, any::<u64>()), 0..5),
         proptest::collection::vec((0..NUM_LEVELS, file_strategy()), 0..5),
         proptest::option::of(range_map_strategy()),
+        proptest::collection::vec(any::<(u64, u64)>(), 0..3),
     )
         .prop_map(
             |(
@@ -252,6 +255,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                 deleted_files,
                 new_files,
                 range_map,
+                wals,
             )| {
                 VersionEdit {
                     comparator,
@@ -262,6 +266,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                     deleted_files,
                     new_files,
                     range_map,
+                    wals,
                 }
             },
         )
@@ -374,4 +379,13 @@ fn encoding_is_frozen() {
     let mut expected = vec![21, body.len() as u8];
     expected.extend_from_slice(&body);
     assert_eq!(buf, expected);
+
+    // A tracked WAL: tag 22, the log number, the synced bytes (300 = 0xac 0x02).
+    let e = VersionEdit {
+        wals: vec![(5, 300)],
+        ..VersionEdit::default()
+    };
+    let mut buf = Vec::new();
+    e.encode(&mut buf);
+    assert_eq!(buf, [22, 5, 0xac, 0x02]);
 }

@@ -1,0 +1,197 @@
+//! What an open reads before it may write anything: the MANIFEST's state checked against the
+//! directories, and the WALs read back into memtables.
+//!
+//! Nothing here writes to the database, so a read-only open uses it unchanged. The checks are
+//! what makes dropping a torn MANIFEST record safe: an edit whose append was cut short was
+//! never acknowledged, so nothing it made obsolete has been deleted. If a table the recovered
+//! state names is missing, or a WAL it tracks, later edits *were* acknowledged and acted on,
+//! and open fails with [`Error::Corruption`] rather than hand back an older state.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use sluice_sst::key::{MAX_SEQ, SeqNo};
+
+use crate::batch::WriteBatch;
+use crate::filename::{FileType, log_file_name, parse_file_name};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::table_cache::TableCache;
+use crate::version::set::VersionSet;
+use crate::wal::{DroppedRange, LogReader};
+use crate::{Error, IoContext, Result};
+
+/// What opening the database read from its MANIFEST and WALs, and what it did not apply.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    /// The MANIFEST `CURRENT` named (empty for a new database).
+    pub manifest: PathBuf,
+    /// Edits replayed from it.
+    pub manifest_edits: usize,
+    /// WAL files read.
+    pub wal_files: usize,
+    /// WAL records (write batches) replayed.
+    pub wal_records: u64,
+    /// Table and temporary files no version referenced, deleted by the open (a read-only
+    /// open deletes none).
+    pub orphans_deleted: usize,
+    /// Regions of the MANIFEST or a WAL that were not applied: torn tails of appends never
+    /// acknowledged as durable, or what `SkipAnyCorruptedRecords` skipped.
+    pub dropped: Vec<DroppedRange>,
+}
+
+impl RecoveryReport {
+    /// Total bytes in [`RecoveryReport::dropped`].
+    pub fn dropped_bytes(&self) -> u64 {
+        self.dropped.iter().map(|d| d.bytes).sum()
+    }
+}
+
+/// One WAL to replay and what is known of how far it was synced.
+#[derive(Debug)]
+pub(super) struct WalFile {
+    pub number: u64,
+    pub path: PathBuf,
+    /// Synced length the MANIFEST records (0 if untracked or still open at the crash).
+    pub synced_through: u64,
+    /// A newer, non-empty WAL exists: this one was synced whole before that one got records.
+    pub whole_file_synced: bool,
+}
+
+/// Raises `versions.next_file_number` above every numbered file in `dirs`, so that a number
+/// an unfinished job used (or a MANIFEST record that was lost named) is never handed out
+/// again: reusing it would overwrite a file that may hold the only copy of some data.
+pub(super) fn raise_next_file_number(versions: &mut VersionSet, dirs: &[PathBuf]) -> Result<()> {
+    for dir in dirs {
+        for (_, number) in numbered_files(dir)? {
+            if number < MAX_SEQ {
+                versions.next_file_number = versions.next_file_number.max(number + 1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `(type, number)` of every Sluice file in `dir` (none if the directory does not exist yet).
+pub(super) fn numbered_files(dir: &Path) -> Result<Vec<(FileType, u64)>> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.with_path(dir)?;
+        if let Some(parsed) = entry.file_name().to_str().and_then(parse_file_name) {
+            files.push(parsed);
+        }
+    }
+    Ok(files)
+}
+
+/// Fails unless every table of the recovered version is on disk.
+pub(super) fn check_tables_exist(versions: &VersionSet, table_cache: &TableCache) -> Result<()> {
+    for f in versions.current().live_files() {
+        let path = table_cache.table_path(f.dir_index, f.number);
+        if !path.exists() {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "table file listed in the MANIFEST is missing",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The WALs to replay, oldest first: every WAL file at or above the recovered log number.
+/// Fails if a WAL the MANIFEST tracks is missing.
+pub(super) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<WalFile>> {
+    let mut numbers: Vec<u64> = numbered_files(dir)?
+        .into_iter()
+        .filter(|&(kind, n)| kind == FileType::Log && n >= versions.log_number)
+        .map(|(_, n)| n)
+        .collect();
+    numbers.sort_unstable();
+    // Numbers at or above 2^56 are not ours (sequence and file numbers share that bound).
+    if let Some(&huge) = numbers.iter().find(|&&n| n >= MAX_SEQ) {
+        return Err(Error::corruption(
+            log_file_name(dir, huge),
+            0,
+            "WAL file number is out of range",
+        ));
+    }
+    if let Some((&missing, &synced)) = versions
+        .wals
+        .iter()
+        .find(|&(n, _)| numbers.binary_search(n).is_err())
+    {
+        return Err(Error::corruption(
+            log_file_name(dir, missing),
+            0,
+            format!(
+                "WAL listed in the MANIFEST (synced through {synced} bytes) is missing: its \
+                 writes are lost"
+            ),
+        ));
+    }
+    let mut wals = Vec::with_capacity(numbers.len());
+    let mut newer_has_records = false;
+    for &number in numbers.iter().rev() {
+        let path = log_file_name(dir, number);
+        let len = std::fs::metadata(&path).with_path(&path)?.len();
+        wals.push(WalFile {
+            number,
+            synced_through: versions.wals.get(&number).copied().unwrap_or(0),
+            whole_file_synced: newer_has_records,
+            path,
+        });
+        newer_has_records |= len > 0;
+    }
+    wals.reverse();
+    Ok(wals)
+}
+
+/// Reads `wals` into memtables, oldest first. Whenever the memtable reaches
+/// `options.write_buffer_size` it is handed to `full` (which writes it to L0, or keeps it);
+/// the last one is returned, with the highest sequence number seen (at least `last_seq`).
+pub(super) fn replay_wals(
+    wals: &[WalFile],
+    options: &Options,
+    mut last_seq: SeqNo,
+    report: &mut RecoveryReport,
+    mut full: impl FnMut(MemTable) -> Result<()>,
+) -> Result<(MemTable, SeqNo)> {
+    let mut mem = MemTable::new(wals.first().map_or(0, |w| w.number));
+    for wal in wals {
+        let file = File::open(&wal.path).with_path(&wal.path)?;
+        let mut reader = LogReader::wal(
+            file,
+            wal.path.clone(),
+            options.wal_recovery_mode,
+            wal.number,
+        )
+        .synced_through(wal.synced_through);
+        if wal.whole_file_synced {
+            reader = reader.whole_file_synced();
+        }
+        while let Some(record) = reader.read_record()? {
+            let batch =
+                WriteBatch::from_wal_record(record, &wal.path, reader.last_record_offset())?;
+            let mut seq = batch.sequence();
+            for entry in batch.iter() {
+                let entry = entry?;
+                mem.add(seq, entry.kind, entry.key, entry.value);
+                seq += 1;
+            }
+            last_seq = last_seq.max(seq.saturating_sub(1));
+            if mem.approximate_bytes() >= options.write_buffer_size {
+                full(std::mem::replace(&mut mem, MemTable::new(wal.number)))?;
+            }
+        }
+        report.wal_files += 1;
+        report.wal_records += reader.records();
+        report.dropped.extend_from_slice(reader.dropped());
+    }
+    Ok((mem, last_seq))
+}
