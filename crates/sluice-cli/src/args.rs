@@ -17,7 +17,7 @@ use crate::units::{parse_size, parse_u32, parse_usize};
 /// RUST_LOG (default: warn).
 ///
 /// Exit status: 0 on success, 1 when `get` finds no value or `check` finds damage, 2 on any
-/// other error.
+/// other error. `get`, `scan`, `stats`, `check` and the dumps never change the database.
 #[derive(Debug, Parser)]
 #[command(
     name = "sluice",
@@ -44,8 +44,13 @@ pub enum Command {
     Compact(CompactArgs),
     /// Print the per-level LSM table, flush and compaction totals and the stage profile.
     Stats(DbJsonArgs),
-    /// Read every block of every live table and verify its checksum; exit 1 on damage.
+    /// Verify the MANIFEST, every WAL and every block of every live table without changing
+    /// the database; exit 1 on damage or on anything recovery would not apply.
     Check(DbJsonArgs),
+    /// Rebuild a damaged database from what can still be read: merge every readable table and
+    /// WAL record into a new tree and MANIFEST, set what cannot be read aside in `lost/`, and
+    /// print what was kept and dropped.
+    Repair(Box<crate::commands::repair::RepairArgs>),
     /// Inspect table (.sst) files.
     #[command(subcommand)]
     Sst(SstCommand),

@@ -30,6 +30,7 @@ pub mod metrics;
 pub mod options;
 pub mod partition;
 pub mod rate_limiter;
+pub mod repair;
 pub mod snapshot;
 mod table_cache;
 pub mod version;
@@ -41,6 +42,7 @@ pub use db::{CheckReport, Db, DbIterator, RecoveryReport};
 pub use metrics::Metrics;
 pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};
 pub use rate_limiter::RateLimiter;
+pub use repair::{RepairReport, repair};
 pub use sluice_sst::error::IoContext;
 /// The storage layer tables are read and written through ([`Options::fs`]).
 pub use sluice_sst::fs;

@@ -7,6 +7,7 @@ mod compact;
 mod kv;
 mod manifest;
 mod range;
+pub mod repair;
 mod sst;
 mod stats;
 pub mod ycsb;
@@ -30,6 +31,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Compact(a) => compact::run(&a, out),
         Command::Stats(a) => stats::run(&a, out),
         Command::Check(a) => check::run(&a, out),
+        Command::Repair(a) => repair::run(&a, out),
         Command::Sst(SstCommand::Dump(a)) => sst::dump(&a, out),
         Command::Manifest(ManifestCommand::Dump(a)) => manifest::dump(&a, out),
         Command::Range(RangeCommand::Move(a)) => range::move_range(&a, out),

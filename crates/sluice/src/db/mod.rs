@@ -17,7 +17,7 @@ mod install;
 mod open;
 mod partition;
 mod read;
-mod recover;
+pub(crate) mod recover;
 mod write;
 
 use std::collections::{BTreeSet, VecDeque};
@@ -41,6 +41,7 @@ use crate::wal::LogWriter;
 use crate::{Error, Result};
 
 pub use admin::CheckReport;
+pub(crate) use open::{Access, lock_directory};
 pub use read::DbIterator;
 pub use recover::RecoveryReport;
 

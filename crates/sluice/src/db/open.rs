@@ -38,7 +38,7 @@ use crate::{Error, IoContext, Result};
 
 /// Whether an open may change the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Access {
+pub(crate) enum Access {
     /// Replays the WALs into tables, starts a new WAL and MANIFEST, deletes orphans.
     ReadWrite,
     /// Writes nothing: the WALs' records are served from memory.
@@ -232,7 +232,8 @@ fn blame_torn_manifest(err: Error, report: &RecoveryReport) -> Error {
             &torn.file,
             torn.offset,
             format!(
-                "the MANIFEST's last {} bytes do not form a complete record, and the state                  before them is not on disk, so the record was acknowledged and is lost: {err}",
+                "the MANIFEST's last {} bytes do not form a complete record, and the state \
+                 before them is not on disk, so the record was acknowledged and is lost: {err}",
                 torn.bytes
             ),
         ),
@@ -348,7 +349,7 @@ fn reconcile_partitions(versions: &VersionSet, options: &Options) -> Result<Opti
 /// Locks `dir/LOCK`: exclusively for a read-write open, so two processes never write one
 /// database; shared for a read-only one, so no writer opens it while it is read. A read-only
 /// open of a directory without a LOCK file creates none and takes no lock.
-fn lock_directory(dir: &Path, access: Access) -> Result<Option<File>> {
+pub(crate) fn lock_directory(dir: &Path, access: Access) -> Result<Option<File>> {
     let path = lock_file_name(dir);
     let file = match access {
         Access::ReadWrite => File::options()

@@ -49,7 +49,7 @@ impl RecoveryReport {
 
 /// One WAL to replay and what is known of how far it was synced.
 #[derive(Debug)]
-pub(super) struct WalFile {
+pub(crate) struct WalFile {
     pub number: u64,
     pub path: PathBuf,
     /// Synced length the MANIFEST records (0 if untracked or still open at the crash).
@@ -61,7 +61,7 @@ pub(super) struct WalFile {
 /// Raises `versions.next_file_number` above every numbered file in `dirs`, so that a number
 /// an unfinished job used (or a MANIFEST record that was lost named) is never handed out
 /// again: reusing it would overwrite a file that may hold the only copy of some data.
-pub(super) fn raise_next_file_number(versions: &mut VersionSet, dirs: &[PathBuf]) -> Result<()> {
+pub(crate) fn raise_next_file_number(versions: &mut VersionSet, dirs: &[PathBuf]) -> Result<()> {
     for dir in dirs {
         for (_, number) in numbered_files(dir)? {
             if number < MAX_SEQ {
@@ -73,7 +73,7 @@ pub(super) fn raise_next_file_number(versions: &mut VersionSet, dirs: &[PathBuf]
 }
 
 /// `(type, number)` of every Sluice file in `dir` (none if the directory does not exist yet).
-pub(super) fn numbered_files(dir: &Path) -> Result<Vec<(FileType, u64)>> {
+pub(crate) fn numbered_files(dir: &Path) -> Result<Vec<(FileType, u64)>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -90,7 +90,7 @@ pub(super) fn numbered_files(dir: &Path) -> Result<Vec<(FileType, u64)>> {
 }
 
 /// Fails unless every table of the recovered version is on disk.
-pub(super) fn check_tables_exist(versions: &VersionSet, table_cache: &TableCache) -> Result<()> {
+pub(crate) fn check_tables_exist(versions: &VersionSet, table_cache: &TableCache) -> Result<()> {
     for f in versions.current().live_files() {
         let path = table_cache.table_path(f.dir_index, f.number);
         if !path.exists() {
@@ -106,7 +106,7 @@ pub(super) fn check_tables_exist(versions: &VersionSet, table_cache: &TableCache
 
 /// The WALs to replay, oldest first: every WAL file at or above the recovered log number.
 /// Fails if a WAL the MANIFEST tracks is missing.
-pub(super) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<WalFile>> {
+pub(crate) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<WalFile>> {
     let mut numbers: Vec<u64> = numbered_files(dir)?
         .into_iter()
         .filter(|&(kind, n)| kind == FileType::Log && n >= versions.log_number)
@@ -155,7 +155,7 @@ pub(super) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<Wa
 /// Reads `wals` into memtables, oldest first. Whenever the memtable reaches
 /// `options.write_buffer_size` it is handed to `full` (which writes it to L0, or keeps it);
 /// the last one is returned, with the highest sequence number seen (at least `last_seq`).
-pub(super) fn replay_wals(
+pub(crate) fn replay_wals(
     wals: &[WalFile],
     options: &Options,
     mut last_seq: SeqNo,

@@ -1,0 +1,351 @@
+//! Repair: rebuilding a database from the files that can still be read, when its MANIFEST is
+//! damaged or lost, or a table or WAL is (RocksDB's and LevelDB's `RepairDB`).
+//!
+//! 1. The MANIFEST is read if it can be. Its live tables, and tables numbered at or above its
+//!    next file number (outputs of edits it lost), are used; other tables are obsolete (inputs
+//!    of compactions that finished) and are set aside in `lost/`, unused: merging them could
+//!    bring back versions a dropped tombstone had deleted. Without a readable MANIFEST every
+//!    table is used, as LevelDB's repair does, with that risk reported.
+//! 2. Every used table is verified. A damaged one contributes the entries of its good blocks.
+//! 3. Every WAL (at or above the MANIFEST's log number, or all of them) is read with
+//!    [`WalRecoveryMode::SkipAnyCorruptedRecords`].
+//! 4. Everything is merged into one sorted run in the bottom level (shadowed versions and
+//!    tombstones dropped, as no snapshot exists), because tables put back side by side could
+//!    shadow each other in the wrong order. This rewrites the data once.
+//! 5. A new MANIFEST naming only the merged tables is made current. Only then are the merged
+//!    inputs deleted and what could not be read (damaged tables and WALs, obsolete tables, old
+//!    MANIFESTs) moved into `lost/`, so a crash at any point leaves a database that repair can
+//!    be run on again.
+
+mod salvage;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice_exec::{CompactionMode, execute_with};
+use sluice_sst::compact::CompactionSpec;
+use sluice_sst::key::SeqNo;
+use sluice_sst::table::Table;
+
+use crate::db::recover::{RecoveryReport, numbered_files, replay_wals, wals_to_replay};
+use crate::db::{Access, lock_directory};
+use crate::filename::{FileType, manifest_file_name, sync_dir};
+use crate::flush::{file_meta, flush_pieces, write_level0_tables};
+use crate::options::{Options, WalRecoveryMode};
+use crate::table_cache::TableCache;
+use crate::version::Version;
+use crate::version::edit::{NUM_LEVELS, VersionEdit};
+use crate::version::manifest::ManifestWriter;
+use crate::version::set::{COMPARATOR_NAME, VersionSet};
+use crate::wal::DroppedRange;
+use crate::{Error, IoContext, Result};
+use salvage::{TableSalvage, salvage_table};
+
+/// A file repair could not use, and where it went.
+#[derive(Clone, Debug)]
+pub struct LostFile {
+    /// Where it was.
+    pub path: PathBuf,
+    /// Where it is now, under `lost/`.
+    pub moved_to: PathBuf,
+    /// Why it was set aside.
+    pub reason: String,
+}
+
+/// What [`repair`] kept and what it dropped.
+#[derive(Clone, Debug, Default)]
+pub struct RepairReport {
+    /// The MANIFEST could be read and said which tables were live.
+    pub manifest_readable: bool,
+    /// Tables merged whole.
+    pub tables_whole: usize,
+    /// Damaged tables whose good blocks were merged.
+    pub tables_partial: usize,
+    /// WAL files read.
+    pub wal_files: usize,
+    /// WAL records (write batches) merged.
+    pub wal_records: u64,
+    /// Tables the repaired database holds.
+    pub output_tables: usize,
+    /// Entries in them.
+    pub output_entries: u64,
+    /// Bytes of them.
+    pub output_bytes: u64,
+    /// The repaired database's last sequence number.
+    pub last_sequence: SeqNo,
+    /// Files set aside in `lost/`.
+    pub lost: Vec<LostFile>,
+    /// Parts of WALs and tables not merged (damaged blocks and records).
+    pub dropped: Vec<DroppedRange>,
+    /// Tables the MANIFEST listed that were not on disk.
+    pub missing: Vec<PathBuf>,
+}
+
+/// Where a table to merge came from.
+struct Input {
+    table: Arc<Table>,
+    /// The original file, deleted once the repaired state is durable (`None` for tables repair
+    /// wrote itself, which the new MANIFEST may not name either: they are merged).
+    original: Option<PathBuf>,
+}
+
+/// Rebuilds the database in `dir` (see the module documentation) and returns what was kept and
+/// dropped. `options` must name the same table directories the database uses (`data_dirs`);
+/// partitioned databases are not supported.
+pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
+    options.validate()?;
+    if options.partitions.is_some() {
+        return Err(Error::InvalidArgument(
+            "repair of a partitioned database is not supported".into(),
+        ));
+    }
+    if !dir.is_dir() {
+        return Err(Error::InvalidArgument(format!(
+            "{} is not a directory",
+            dir.display()
+        )));
+    }
+    let _lock = lock_directory(dir, Access::ReadWrite)?;
+    let dirs = options.table_dirs(dir);
+    let table_cache = TableCache::new(dirs.clone(), &options, None);
+    let mut report = RepairReport::default();
+    let mut set_aside: Vec<(PathBuf, String)> = Vec::new();
+
+    let recovered = match VersionSet::recover(dir) {
+        Ok((versions, _, _)) => Some(versions),
+        Err(e) => {
+            tracing::warn!(error = %e, "the MANIFEST cannot be read; using every table found");
+            None
+        }
+    };
+    report.manifest_readable = recovered.is_some();
+    let mut next_number = recovered.as_ref().map_or(2, |v| v.next_file_number);
+    let mut tables = Vec::new();
+    for (dir_index, d) in dirs.iter().enumerate() {
+        for (kind, number) in numbered_files(d)? {
+            next_number = next_number.max(number.saturating_add(1));
+            if kind == FileType::Table {
+                tables.push((table_cache.table_path(dir_index as u32, number), number));
+            }
+        }
+    }
+    let live: BTreeSet<u64> = recovered.as_ref().map_or_else(BTreeSet::new, |v| {
+        v.current().live_files().map(|f| f.number).collect()
+    });
+    if let Some(v) = &recovered {
+        for f in v.current().live_files() {
+            let path = table_cache.table_path(f.dir_index, f.number);
+            if !path.exists() {
+                report.missing.push(path);
+            }
+        }
+    }
+
+    let mut new_number = || {
+        let n = next_number;
+        next_number += 1;
+        n
+    };
+    let mut inputs = Vec::new();
+    let mut salvaged = Vec::new();
+    for (path, number) in tables {
+        let obsolete = recovered
+            .as_ref()
+            .is_some_and(|v| !live.contains(&number) && number < v.next_file_number);
+        if obsolete {
+            set_aside.push((path, "obsolete: not in the MANIFEST's version".into()));
+            continue;
+        }
+        match salvage_table(&path, number) {
+            TableSalvage::Whole(table) => {
+                report.tables_whole += 1;
+                inputs.push(Input {
+                    table,
+                    original: Some(path),
+                });
+            }
+            TableSalvage::Partial { entries, dropped } => {
+                report.tables_partial += 1;
+                report.dropped.extend(dropped);
+                salvaged.push(*entries);
+                set_aside.push((path, "damaged: its good blocks were merged".into()));
+            }
+            TableSalvage::Unreadable(e) => {
+                set_aside.push((path, format!("unreadable: {e}")));
+            }
+        }
+    }
+
+    // The WALs, read into memtables of at most a write buffer each.
+    let mut versions_for_wals = VersionSet::new_empty();
+    versions_for_wals.log_number = recovered.as_ref().map_or(0, |v| v.log_number);
+    let wals = wals_to_replay(dir, &versions_for_wals)?;
+    let mut salvage_options = options.clone();
+    salvage_options.wal_recovery_mode = WalRecoveryMode::SkipAnyCorruptedRecords;
+    let mut wal_report = RecoveryReport::default();
+    let start_seq = recovered.as_ref().map_or(0, |v| v.last_sequence);
+    let (last_mem, wal_seq) =
+        replay_wals(&wals, &salvage_options, start_seq, &mut wal_report, |m| {
+            salvaged.push(m);
+            Ok(())
+        })?;
+    salvaged.push(last_mem);
+    report.wal_files = wal_report.wal_files;
+    report.wal_records = wal_report.wal_records;
+    for wal in &wals {
+        let damaged = wal_report.dropped.iter().any(|d| d.file == wal.path);
+        if damaged {
+            set_aside.push((
+                wal.path.clone(),
+                "damaged: its good records were merged".into(),
+            ));
+        }
+    }
+    report.dropped.extend(wal_report.dropped);
+
+    // Salvaged entries become tables, merged with the rest.
+    let pieces = flush_pieces(None, &[], &table_cache);
+    for mem in salvaged.iter().filter(|m| !m.is_empty()) {
+        let (metas, _) =
+            write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
+        for meta in metas {
+            inputs.push(Input {
+                table: table_cache.get(&meta)?,
+                original: None,
+            });
+        }
+    }
+    report.last_sequence = inputs
+        .iter()
+        .map(|i| i.table.properties().largest_seq)
+        .fold(wal_seq, SeqNo::max);
+
+    let edit = merge_into_bottom_level(
+        &inputs,
+        &table_cache,
+        &options,
+        &mut new_number,
+        &mut report,
+    )?;
+    let manifest_number = new_number();
+    let snapshot = VersionEdit {
+        comparator: Some(COMPARATOR_NAME.to_string()),
+        log_number: Some(new_number()),
+        next_file_number: Some(new_number()),
+        last_sequence: Some(report.last_sequence),
+        ..edit
+    };
+    Version::default().apply(&snapshot)?;
+    for d in &dirs {
+        sync_dir(d)?;
+    }
+    let old_manifests: Vec<PathBuf> = numbered_files(dir)?
+        .into_iter()
+        .filter(|&(kind, _)| kind == FileType::Manifest)
+        .map(|(_, n)| manifest_file_name(dir, n))
+        .collect();
+    ManifestWriter::create(&*options.fs, dir, manifest_number, &snapshot)?;
+    // Durable from here: the repaired state is current.
+
+    for input in &inputs {
+        let path = input
+            .original
+            .clone()
+            .unwrap_or_else(|| input.table.path().to_path_buf());
+        remove(&path);
+    }
+    for wal in &wals {
+        if !set_aside.iter().any(|(p, _)| *p == wal.path) {
+            remove(&wal.path);
+        }
+    }
+    for path in old_manifests {
+        set_aside.push((path, "the MANIFEST before the repair".into()));
+    }
+    for (path, reason) in set_aside {
+        let moved_to = move_to_lost(&path)?;
+        report.lost.push(LostFile {
+            path,
+            moved_to,
+            reason,
+        });
+    }
+    sync_dir(dir)?;
+    Ok(report)
+}
+
+/// Merges every input into one sorted run and returns the edit adding it to the bottom level.
+fn merge_into_bottom_level(
+    inputs: &[Input],
+    table_cache: &TableCache,
+    options: &Options,
+    new_number: &mut dyn FnMut() -> u64,
+    report: &mut RepairReport,
+) -> Result<VersionEdit> {
+    let mut edit = VersionEdit::default();
+    if inputs.is_empty() {
+        return Ok(edit);
+    }
+    let spec = CompactionSpec {
+        // Every table is its own sorted run; the merge orders versions by sequence number,
+        // so the order of the runs does not matter.
+        inputs: inputs.iter().map(|i| vec![Arc::clone(&i.table)]).collect(),
+        snapshots: Vec::new(),
+        bottommost: true,
+        table: options.table_options(),
+        storage: options.background_storage(),
+        target_file_size: options.target_file_size_base,
+        grandparents: Vec::new(),
+        max_grandparent_overlap_bytes: u64::MAX,
+        lower: None,
+        upper: None,
+    };
+    let mut exec = options.exec_options();
+    if exec.mode == CompactionMode::Auto {
+        exec.mode = CompactionMode::Sequential;
+    }
+    let mut new_output = || -> Result<(u64, PathBuf)> {
+        let number = new_number();
+        let dir = table_cache.dir_for_new_table();
+        Ok((number, table_cache.table_path(dir, number)))
+    };
+    let out = execute_with(&spec, &exec, Arc::default(), &mut new_output)?;
+    for f in &out.files {
+        report.output_tables += 1;
+        report.output_entries += f.summary.properties.num_entries;
+        report.output_bytes += f.summary.file_size;
+        let dir = table_cache.dir_index_of(&f.path);
+        edit.add_file(NUM_LEVELS - 1, file_meta(f.number, dir, &f.summary));
+    }
+    Ok(edit)
+}
+
+/// Deletes a file the repaired state no longer needs; a failure leaves an orphan the next
+/// open sweeps.
+fn remove(path: &Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        tracing::warn!(file = %path.display(), error = %e, "could not delete a merged file");
+    }
+}
+
+/// Moves `path` into `lost/` of its own directory (a rename never crosses devices), under a
+/// name no earlier repair used.
+fn move_to_lost(path: &Path) -> Result<PathBuf> {
+    let lost_dir = path.parent().unwrap_or(Path::new(".")).join("lost");
+    std::fs::create_dir_all(&lost_dir).with_path(&lost_dir)?;
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let mut target = lost_dir.join(&name);
+    let mut n = 1;
+    while target.exists() {
+        target = lost_dir.join(format!("{name}.{n}"));
+        n += 1;
+    }
+    std::fs::rename(path, &target).with_path(path)?;
+    sync_dir(&lost_dir)?;
+    Ok(target)
+}
