@@ -25,8 +25,8 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(path, data).expect("write scratch file");
     for verify_checksums in [true, false] {
         let opts = TableReadOptions {
-            cache: None,
             verify_checksums,
+            ..TableReadOptions::default()
         };
         let Ok(table) = Table::open(path, 1, opts) else {
             continue;
