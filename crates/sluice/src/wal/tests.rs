@@ -51,31 +51,7 @@ struct Outcome {
 }
 
 fn read_all(path: &Path, mode: WalRecoveryMode) -> Outcome {
-    let mut r = LogReader::wal(File::open(path).unwrap(), path.to_path_buf(), mode, 7);
-    let mut out = Outcome {
-        records: vec![],
-        offsets: vec![],
-        end: Ok(()),
-        dropped: 0,
-        valid_len: 0,
-    };
-    loop {
-        match r.read_record() {
-            Ok(Some(rec)) => {
-                out.records.push(rec);
-                out.offsets.push(r.last_record_offset());
-            }
-            Ok(None) => break,
-            Err(e) => {
-                out.end = Err(e);
-                break;
-            }
-        }
-        assert!(out.records.len() < 100_000, "reader does not terminate");
-    }
-    out.dropped = r.dropped_bytes();
-    out.valid_len = r.valid_len();
-    out
+    read_wal(path, mode, 0, false)
 }
 
 fn corruption_offset(end: &Result<(), Error>, path: &Path) -> u64 {
@@ -468,6 +444,8 @@ fn write_synced_wal(dir: &Path, records: &[Vec<u8>]) -> (PathBuf, Vec<(u64, u64)
     (path, spans)
 }
 
+/// Reads log 7 at `path` to its end, told it was synced through `synced_through` (and whole,
+/// with `whole`).
 fn read_wal(path: &Path, mode: WalRecoveryMode, synced_through: u64, whole: bool) -> Outcome {
     let mut r = LogReader::wal(File::open(path).unwrap(), path.to_path_buf(), mode, 7)
         .synced_through(synced_through);
@@ -493,6 +471,7 @@ fn read_wal(path: &Path, mode: WalRecoveryMode, synced_through: u64, whole: bool
                 break;
             }
         }
+        assert!(out.records.len() < 100_000, "reader does not terminate");
     }
     out.dropped = r.dropped_bytes();
     out.valid_len = r.valid_len();
