@@ -11,9 +11,12 @@
 
 pub mod format;
 mod reader;
+mod recovery;
+mod tail;
 mod writer;
 
-pub use reader::{DroppedRange, LogReader, WalRecoveryMode};
+pub use reader::LogReader;
+pub use recovery::{DroppedRange, WalRecoveryMode};
 pub use writer::LogWriter;
 
 #[cfg(test)]

@@ -27,110 +27,16 @@
 //! open rather than dropping data.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sluice_sst::{Error, IoContext, Result};
 
 use super::format::{
-    BLOCK_SIZE, BadFragment, HEADER_SIZE, RecordType, SYNC_MARK_FRAGMENT_LEN, SYNC_MARK_LEN,
-    check_fragment, decode_sync_mark, valid_fragment_at,
+    BLOCK_SIZE, BadFragment, HEADER_SIZE, RecordType, SYNC_MARK_LEN, check_fragment,
+    decode_sync_mark,
 };
-
-/// How WAL recovery treats damage: RocksDB's `WALRecoveryMode`, with its names and meanings.
-///
-/// In every mode but [`SkipAnyCorruptedRecords`](Self::SkipAnyCorruptedRecords), damage at or
-/// below the point the log is known to have been synced through is [`Error::Corruption`]:
-/// those records were acknowledged as durable. The modes differ past that point, where only
-/// writes that were never synced can be. Every byte a mode drops is counted
-/// ([`LogReader::dropped`]), logged, and reported by `open` and `check`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum WalRecoveryMode {
-    /// Damage past the synced point with no valid record after it (a torn tail) is dropped.
-    /// Damage followed by valid records is [`Error::Corruption`], even past the synced point.
-    TolerateCorruptedTailRecords,
-    /// No damage is tolerated: a torn tail is [`Error::Corruption`] too. Only an all-zero tail
-    /// after a complete record (space the writer never wrote) ends the log cleanly.
-    AbsoluteConsistency,
-    /// Recovery stops at the first damage past the synced point and drops the rest of the log,
-    /// valid records included: none of them was synced, and replaying records after a hole
-    /// would give a state that never existed. The default, as in RocksDB.
-    #[default]
-    PointInTime,
-    /// Salvage: every damaged region is skipped, synced or not, and reading resumes at the next
-    /// valid record. Acknowledged writes may be lost; every skipped byte is counted. For
-    /// `sluice repair` and for reading whatever survives of a damaged log.
-    SkipAnyCorruptedRecords,
-}
-
-impl WalRecoveryMode {
-    /// Every mode, in the order RocksDB numbers them.
-    pub const ALL: [WalRecoveryMode; 4] = [
-        WalRecoveryMode::TolerateCorruptedTailRecords,
-        WalRecoveryMode::AbsoluteConsistency,
-        WalRecoveryMode::PointInTime,
-        WalRecoveryMode::SkipAnyCorruptedRecords,
-    ];
-
-    /// The mode's name in options files and on the command line (RocksDB's, in snake case).
-    pub fn name(self) -> &'static str {
-        match self {
-            WalRecoveryMode::TolerateCorruptedTailRecords => "tolerate_corrupted_tail_records",
-            WalRecoveryMode::AbsoluteConsistency => "absolute_consistency",
-            WalRecoveryMode::PointInTime => "point_in_time",
-            WalRecoveryMode::SkipAnyCorruptedRecords => "skip_any_corrupted_records",
-        }
-    }
-}
-
-impl std::fmt::Display for WalRecoveryMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for WalRecoveryMode {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        WalRecoveryMode::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = WalRecoveryMode::ALL.iter().map(|m| m.name()).collect();
-                format!(
-                    "unknown WAL recovery mode {s:?}; one of {}",
-                    names.join(", ")
-                )
-            })
-    }
-}
-
-/// A region of a log that recovery did not apply.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DroppedRange {
-    /// The log file.
-    pub file: PathBuf,
-    /// Offset of the first byte not applied.
-    pub offset: u64,
-    /// Bytes not applied, from `offset` on.
-    pub bytes: u64,
-    /// Why.
-    pub reason: String,
-}
-
-impl std::fmt::Display for DroppedRange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} bytes of {} at offset {}: {}",
-            self.bytes,
-            self.file.display(),
-            self.offset,
-            self.reason
-        )
-    }
-}
+use super::recovery::{DroppedRange, WalRecoveryMode};
+use super::tail::{read_block, scan_tail};
 
 /// Which rules the log is read by.
 #[derive(Clone, Copy, Debug)]
@@ -227,18 +133,6 @@ impl std::fmt::Display for Damage {
             Damage::Misordered { what, .. } => f.write_str(what),
         }
     }
-}
-
-/// What follows a damaged offset, up to the end of the file.
-struct Tail {
-    /// The first valid fragment after the damage, if any.
-    next_valid: Option<u64>,
-    /// Every byte from the damage on is zero (or there are none).
-    zeros_only: bool,
-    /// The largest synced length a sync mark of this log after the damage states.
-    max_mark: u64,
-    /// The file's length.
-    file_len: u64,
 }
 
 /// Where reading goes after damage was judged.
@@ -534,7 +428,11 @@ impl LogReader {
             return corrupt(what.clone());
         }
         // Salvage needs only the next valid fragment; judging needs the sync marks too.
-        let tail = self.scan_tail(bad, !skip)?;
+        let marks_of = match self.rule {
+            Rule::Wal { log_number, .. } if !skip => Some(log_number),
+            _ => None,
+        };
+        let tail = scan_tail(&mut self.file, &self.path, bad, marks_of)?;
         if skip {
             let resume = match &damage {
                 Damage::Misordered { resume_at, .. } => Some(*resume_at),
@@ -680,77 +578,6 @@ impl LogReader {
         self.pos = (at % block) as usize;
         Ok(())
     }
-
-    /// Scans from `from` to the end of the file for the first valid fragment and, with
-    /// `marks`, for every sync mark of this log. Fragments never cross block boundaries, so
-    /// each block is searched on its own. Leaves the current block as it was.
-    fn scan_tail(&mut self, from: u64, marks: bool) -> Result<Tail> {
-        let log_number = match self.rule {
-            Rule::Wal { log_number, .. } if marks => Some(log_number),
-            _ => None,
-        };
-        let block_len = BLOCK_SIZE as u64;
-        let mut tail = Tail {
-            next_valid: None,
-            zeros_only: true,
-            max_mark: 0,
-            file_len: from,
-        };
-        let mut buf = Vec::with_capacity(BLOCK_SIZE);
-        let mut block_start = from - from % block_len;
-        let mut at = (from % block_len) as usize;
-        loop {
-            buf.clear();
-            let n = read_block(&mut self.file, block_start, &mut buf).with_path(&self.path)?;
-            tail.file_len = block_start + n as u64;
-            tail.zeros_only &= buf.get(at..).unwrap_or_default().iter().all(|&b| b == 0);
-            if tail.next_valid.is_none() {
-                tail.next_valid = (at..buf.len())
-                    .find(|&i| valid_fragment_at(&buf, i).is_some())
-                    .map(|i| block_start + i as u64);
-            }
-            if let Some(number) = log_number {
-                for i in at..buf.len() {
-                    // A mark can only state bytes before itself.
-                    if let Some(synced) = sync_mark_at(&buf, i, number)
-                        && synced <= block_start + i as u64
-                    {
-                        tail.max_mark = tail.max_mark.max(synced);
-                    }
-                }
-            } else if tail.next_valid.is_some() {
-                // A valid fragment means the tail is not all zeros; the length is the file's.
-                tail.file_len = self.file.metadata().with_path(&self.path)?.len();
-                return Ok(tail);
-            }
-            if n < BLOCK_SIZE {
-                return Ok(tail);
-            }
-            block_start += block_len;
-            at = 0;
-        }
-    }
-}
-
-/// Reads up to one block at `start` into `buf`; returns the bytes read.
-fn read_block(file: &mut File, start: u64, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    file.seek(SeekFrom::Start(start))?;
-    file.take(BLOCK_SIZE as u64).read_to_end(buf)
-}
-
-/// The synced length of a valid sync mark of log `log_number` at `block[at..]`. Checks the
-/// length and type bytes before the checksum, so scanning every offset of a tail is cheap.
-fn sync_mark_at(block: &[u8], at: usize, log_number: u64) -> Option<u64> {
-    let fragment = block.get(at..at + SYNC_MARK_FRAGMENT_LEN)?;
-    let header_tail = [SYNC_MARK_LEN as u8, 0, RecordType::SyncMark as u8];
-    if fragment[4..HEADER_SIZE] != header_tail {
-        return None;
-    }
-    let (RecordType::SyncMark, payload) = valid_fragment_at(block, at)? else {
-        return None;
-    };
-    let (number, synced) = decode_sync_mark(payload)?;
-    (number == log_number).then_some(synced)
 }
 
 impl std::fmt::Debug for LogReader {
