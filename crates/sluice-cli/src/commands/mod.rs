@@ -9,6 +9,7 @@ mod manifest;
 mod range;
 mod sst;
 mod stats;
+pub mod stress;
 pub mod ycsb;
 
 use std::io::Write;
@@ -36,6 +37,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Range(RangeCommand::Split(a)) => range::split(&a, out),
         Command::Bench(a) => bench::run(&a, out),
         Command::Ycsb(a) => ycsb::run(&a, out),
+        Command::Stress(a) => stress::run(&a, out),
         Command::Chart(c) => chart::run(&c, out),
         Command::Worker(a) => sluice_worker::run(*a).map_err(Failure::Error),
     }
