@@ -128,9 +128,10 @@ impl Slot {
         b[0..4].copy_from_slice(&self.committed.to_le_bytes());
         b[4..8].copy_from_slice(&pending.to_le_bytes());
         b[8..12].copy_from_slice(&self.group.to_le_bytes());
-        b[12] = u8::from(self.committed_delete) * COMMITTED_DELETE
-            | u8::from(pending_delete) * PENDING_DELETE
-            | u8::from(self.pending.is_some()) * HAS_PENDING;
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        b[12] = flag(self.committed_delete, COMMITTED_DELETE)
+            | flag(pending_delete, PENDING_DELETE)
+            | flag(self.pending.is_some(), HAS_PENDING);
         b
     }
 

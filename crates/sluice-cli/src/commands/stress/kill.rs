@@ -3,7 +3,8 @@
 //! verifies that every acknowledged write survived. Also starts the offload workers, which
 //! outlive the children they serve.
 //!
-//! The child reports on stdout, one line at a time: `progress <operations> <verified>` every
+//! The child reports on stdout, one line at a time: `progress <operations> <verified>
+//! <offloaded compactions>` every
 //! [`PROGRESS_EVERY`], and `failure: <message>` (then it exits with status 1) when a read
 //! returned something the expected state does not allow. Its stderr goes to
 //! `<db>.stress/child.log`.
@@ -130,13 +131,13 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng, every: f64, workers: O
     };
     // Lines are read on a thread so the kill lands at a wall-clock moment, not between lines.
     let reader = std::thread::spawn(move || {
-        let (mut progress, mut failures) = ((0u64, 0u64), Vec::new());
+        let (mut progress, mut failures) = ([0u64; 3], Vec::new());
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             if let Some(counts) = line.strip_prefix("progress ") {
-                let mut it = counts.split(' ').filter_map(|n| n.parse().ok());
-                if let (Some(ops), Some(verified)) = (it.next(), it.next()) {
-                    progress = (ops, verified);
+                let counts: Vec<u64> = counts.split(' ').filter_map(|n| n.parse().ok()).collect();
+                if let Ok(counts) = counts.try_into() {
+                    progress = counts;
                 }
             } else if let Some(message) = line.strip_prefix("failure: ") {
                 failures.push(message.to_string());
@@ -173,9 +174,10 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng, every: f64, workers: O
             Err(e) => run.fail(round, format!("reaping the child: {e}")),
         }
     }
-    let ((ops, verified), failures) = reader.join().unwrap_or_default();
+    let ([ops, verified, offloaded], failures) = reader.join().unwrap_or_default();
     run.tally.ops(ops);
     run.tally.verified(verified);
+    run.tally.offloaded.fetch_add(offloaded, Ordering::Relaxed);
     for f in &failures {
         run.fail(round, format!("child ({} executor): {f}", run.mode(round)));
     }

@@ -276,7 +276,7 @@ fn stress(
     while run.tally.failures() == 0 && !run.time_left().is_zero() {
         round += 1;
         let mut rng = StdRng::seed_from_u64(seed ^ round.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        if args.corrupt && round % 3 == 0 {
+        if args.corrupt && round.is_multiple_of(3) {
             faults::round(&run, round, &mut rng);
         } else if let Some(every) = args.kill_every {
             kill::round(
@@ -310,6 +310,17 @@ fn stress(
     }
     for message in run.tally.failure_messages() {
         writeln!(out, "{message}")?;
+    }
+    if args.workers > 0 {
+        let offloaded = run
+            .tally
+            .offloaded
+            .load(std::sync::atomic::Ordering::Relaxed);
+        writeln!(
+            out,
+            "offload: {offloaded} compactions shared with {} workers",
+            args.workers
+        )?;
     }
     if args.corrupt {
         for line in run.tally.class_lines() {

@@ -1,7 +1,7 @@
 //! The two halves of an in-process round: run the workload on an open database and close it
 //! cleanly; reopen it and verify every key.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rand::Rng;
@@ -36,6 +36,8 @@ pub fn workload(run: &Run<'_>, round: u64, rng: &mut StdRng, length: Duration) {
         stop: &stop,
     };
     workload.run(&slots, rng.r#gen(), Instant::now() + length);
+    let offloaded = db.offload_metrics().map_or(0, |m| m.jobs);
+    run.tally.offloaded.fetch_add(offloaded, Ordering::Relaxed);
     if let Err(e) = db.close() {
         run.fail(round, format!("close after the workload: {e}"));
     }

@@ -40,6 +40,8 @@ pub struct Tally {
     pub fault_errors: AtomicU64,
     pub rounds: AtomicU64,
     pub kills: AtomicU64,
+    /// Compactions shared with offload workers.
+    pub offloaded: AtomicU64,
     failures: AtomicU64,
     messages: Mutex<Vec<String>>,
     damage: Mutex<BTreeMap<&'static str, ClassCount>>,
