@@ -247,9 +247,10 @@ pub fn child(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
     let deadline = Instant::now() + Duration::from_secs_f64(args.duration);
     let progress = |out: &mut dyn Write| -> std::io::Result<()> {
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let offloaded = db.offload_metrics().map_or(0, |m| m.jobs);
         writeln!(
             out,
-            "progress {} {}",
+            "progress {} {} {offloaded}",
             load(&tally.operations),
             load(&tally.verified)
         )?;
