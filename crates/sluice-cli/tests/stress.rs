@@ -72,11 +72,15 @@ fn every_damage_and_fault_is_reported_or_harmless() {
     let injected = count(&summary, "damage injected");
     assert!(injected >= 1, "{summary}");
     let stdout = String::from_utf8_lossy(&o.stdout);
-    // Per class: injected = reported + harmless (hidden damage would be a failure above).
+    // Every damage is reported: a clean close synced everything, so nothing may go unsaid.
+    // The one exception: a MANIFEST cut exactly between records loses only the close's
+    // record of the WAL's length, and the data reads back whole (harmless).
     for line in stdout.lines().filter(|l| l.starts_with("damage ")) {
-        assert_eq!(
-            line_number(line, "injected"),
-            line_number(line, "reported") + line_number(line, "harmless"),
+        let harmless_allowed = line.starts_with("damage manifest-truncate:");
+        let (injected, reported) = (line_number(line, "injected"), line_number(line, "reported"));
+        let harmless = line_number(line, "harmless");
+        assert!(
+            reported == injected || (harmless_allowed && reported + harmless == injected),
             "{line}"
         );
     }

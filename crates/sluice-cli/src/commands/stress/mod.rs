@@ -180,19 +180,16 @@ pub fn run(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
         return kill::child(args, out);
     }
     let seed = args.seed.unwrap_or_else(|| rand::thread_rng().r#gen());
-    let temp = match &args.db {
-        Some(_) => None,
-        None => Some(
-            tempfile::Builder::new()
+    // Without --db: a fresh temporary directory, removed at the end unless the run fails.
+    let (db, temp) = match &args.db {
+        Some(db) => (db.clone(), None),
+        None => {
+            let temp = tempfile::Builder::new()
                 .prefix("sluice-stress-")
                 .tempdir()
-                .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?,
-        ),
-    };
-    let db = match (&args.db, &temp) {
-        (Some(db), _) => db.clone(),
-        (None, Some(t)) => t.path().join("db"),
-        (None, None) => unreachable!("a temporary directory is made when --db is not given"),
+                .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+            (temp.path().join("db"), Some(temp))
+        }
     };
     let paths = Paths::beside(&db);
     writeln!(out, "stress: seed {seed}, db {}", db.display())?;
