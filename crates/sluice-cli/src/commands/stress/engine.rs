@@ -38,14 +38,23 @@ impl Engine {
 
     /// Partitioned: two ranges per owner to start with, moved by the storage balancer (and
     /// the workload) from then on. The boundaries count only when the database is created.
-    fn partitions(&self) -> Option<PartitionOptions> {
+    /// The owners' workers are options of each open, not part of the MANIFEST, so checks
+    /// (which run without offload) name none.
+    fn partitions(&self, with_workers: bool) -> Option<PartitionOptions> {
         (self.owners > 0).then(|| {
             let ranges = self.owners * 2;
             PartitionOptions {
                 owners: (0..self.owners)
                     .map(|i| PartitionOwner {
                         dir: Self::owner_dir(&self.db, i),
-                        worker: None,
+                        // With workers, each owner's compactions go to one (round robin).
+                        worker: self
+                            .offload
+                            .as_ref()
+                            .filter(|_| with_workers)
+                            .and_then(|o| {
+                                o.workers.get(i as usize % o.workers.len().max(1)).cloned()
+                            }),
                     })
                     .collect(),
                 boundaries: (1..ranges)
@@ -92,6 +101,7 @@ impl Engine {
             block_cache_bytes: 256 << 10,
             max_concurrent_compactions: rng.gen_range(1..=3),
             compaction_threads: 2,
+            partitions: self.partitions(offload.is_some()),
             offload,
             disable_auto_compactions: false,
             ..self.check_options()
@@ -102,7 +112,7 @@ impl Engine {
     /// flushes the WALs, then only reads), no offload.
     pub fn check_options(&self) -> Options {
         Options {
-            partitions: self.partitions(),
+            partitions: self.partitions(false),
             write_buffer_size: 1 << 20,
             target_file_size_base: 128 << 10,
             max_bytes_for_level_base: 512 << 10,
