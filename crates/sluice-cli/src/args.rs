@@ -67,6 +67,12 @@ pub enum Command {
     /// Run a YCSB core workload (a to f): a load phase, then a run phase, with per-operation
     /// latency percentiles and throughput per second.
     Ycsb(Box<crate::commands::ycsb::YcsbArgs>),
+    /// Stress and crash-test the engine (db_stress + db_crashtest): random writes, batches,
+    /// snapshots, iterators and compactions checked against an expected state kept beside
+    /// the database; with --kill-every the workload is SIGKILLed again and again, with
+    /// --corrupt files are damaged and I/O faults injected. Prints one summary line; exit 1
+    /// on any failure.
+    Stress(Box<crate::commands::stress::StressArgs>),
     /// Draw charts (PNG and SVG) from saved results: `chart peers` for the comparison of
     /// benches/peers/run.
     #[command(subcommand)]

@@ -10,6 +10,7 @@ mod range;
 pub mod repair;
 mod sst;
 mod stats;
+pub mod stress;
 pub mod ycsb;
 
 use std::io::Write;
@@ -38,6 +39,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Range(RangeCommand::Split(a)) => range::split(&a, out),
         Command::Bench(a) => bench::run(&a, out),
         Command::Ycsb(a) => ycsb::run(&a, out),
+        Command::Stress(a) => stress::run(&a, out),
         Command::Chart(c) => chart::run(&c, out),
         Command::Worker(a) => sluice_worker::run(*a).map_err(Failure::Error),
     }

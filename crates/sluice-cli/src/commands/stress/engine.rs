@@ -1,0 +1,128 @@
+//! The engine options a stress run opens its database with: small memtables, tables, blocks
+//! and level targets, so flushes and compactions happen all the time; drawn anew each round
+//! (memtable and file sizes, compression, L0 trigger), so rounds meet different tree shapes.
+
+use std::path::{Path, PathBuf};
+
+use rand::Rng;
+use rand::rngs::StdRng;
+use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Split};
+use sluice::partition::balance::BalanceOptions;
+use sluice::{CompactionMode, CompressionType, Options};
+
+use super::value::key;
+
+/// What every open of one run's database shares.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    pub db: PathBuf,
+    pub keys: u32,
+    /// Partition owners (0: not partitioned), in `<db>/owner<i>`.
+    pub owners: u32,
+    /// Compaction workers to offload to, if any.
+    pub offload: Option<OffloadOptions>,
+}
+
+impl Engine {
+    /// Owner `i`'s directory.
+    pub fn owner_dir(db: &Path, i: u32) -> PathBuf {
+        db.join(format!("owner{i}"))
+    }
+
+    /// Every directory tables may live in: the database directory and the owners'.
+    pub fn table_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = vec![self.db.clone()];
+        dirs.extend((0..self.owners).map(|i| Self::owner_dir(&self.db, i)));
+        dirs
+    }
+
+    /// Partitioned: two ranges per owner to start with, moved by the storage balancer (and
+    /// the workload) from then on. The boundaries count only when the database is created.
+    /// The owners' workers are options of each open, not part of the MANIFEST, so checks
+    /// (which run without offload) name none.
+    fn partitions(&self, with_workers: bool) -> Option<PartitionOptions> {
+        (self.owners > 0).then(|| {
+            let ranges = self.owners * 2;
+            PartitionOptions {
+                owners: (0..self.owners)
+                    .map(|i| PartitionOwner {
+                        dir: Self::owner_dir(&self.db, i),
+                        // With workers, each owner's compactions go to one (round robin).
+                        worker: self
+                            .offload
+                            .as_ref()
+                            .filter(|_| with_workers)
+                            .and_then(|o| {
+                                o.workers.get(i as usize % o.workers.len().max(1)).cloned()
+                            }),
+                    })
+                    .collect(),
+                boundaries: (1..ranges)
+                    .map(|r| key((u64::from(r) * u64::from(self.keys) / u64::from(ranges)) as u32))
+                    .collect(),
+                balance: Some(BalanceOptions {
+                    max_skew: 0.25,
+                    min_bytes: 0,
+                }),
+                ..PartitionOptions::default()
+            }
+        })
+    }
+
+    /// Options for a workload round with executor `mode`, the sizes drawn from `rng`.
+    pub fn workload_options(&self, mode: CompactionMode, rng: &mut StdRng) -> Options {
+        let write_buffer_size = [64 << 10, 256 << 10, 1 << 20][rng.gen_range(0..3)];
+        let target_file_size_base = [64 << 10, 128 << 10, 256 << 10][rng.gen_range(0..3)];
+        let compression = [
+            CompressionType::None,
+            CompressionType::Snappy,
+            CompressionType::Lz4,
+            CompressionType::Zstd,
+        ][rng.gen_range(0..4)];
+        let offload = self.offload.clone().map(|o| OffloadOptions {
+            split: if rng.r#gen() {
+                Split::Dynamic
+            } else {
+                Split::default()
+            },
+            host_mode: Some(mode),
+            ..o
+        });
+        Options {
+            compaction_mode: mode,
+            write_buffer_size,
+            target_file_size_base,
+            max_bytes_for_level_base: target_file_size_base * 4,
+            l0_compaction_trigger: rng.gen_range(2..=4),
+            l0_flush_split_bytes: if rng.r#gen() { 64 << 10 } else { 0 },
+            block_size: [512, 1024, 4096][rng.gen_range(0..3)],
+            compression,
+            sub_task_bytes: 16 << 10,
+            block_cache_bytes: 256 << 10,
+            max_concurrent_compactions: rng.gen_range(1..=3),
+            compaction_threads: 2,
+            partitions: self.partitions(offload.is_some()),
+            offload,
+            disable_auto_compactions: false,
+            ..self.check_options()
+        }
+    }
+
+    /// Options for verifying and damage checks: no automatic compaction (the open replays and
+    /// flushes the WALs, then only reads), no offload.
+    pub fn check_options(&self) -> Options {
+        Options {
+            partitions: self.partitions(false),
+            write_buffer_size: 1 << 20,
+            target_file_size_base: 128 << 10,
+            max_bytes_for_level_base: 512 << 10,
+            l0_compaction_trigger: 2,
+            paranoid_checks: true,
+            disable_auto_compactions: true,
+            ..Options::default()
+        }
+    }
+}
+
+/// A worker share is worth sending at this many input bytes: the stress tables are small.
+pub const OFFLOAD_MIN_BYTES: u64 = 64 << 10;
