@@ -263,13 +263,7 @@ impl Shared {
 
     /// Adds one sub-task's merge statistics.
     pub fn add_stats(&self, s: &CompactionIterStats) {
-        let mut t = self.stats.lock();
-        t.entries_in += s.entries_in;
-        t.entries_out += s.entries_out;
-        t.shadowed_dropped += s.shadowed_dropped;
-        t.tombstones_dropped += s.tombstones_dropped;
-        t.input_key_bytes += s.input_key_bytes;
-        t.input_value_bytes += s.input_value_bytes;
+        *self.stats.lock() += *s;
     }
 
     /// Adds one thread's run of stage `stage`: `elapsed` in all, `idle_nanos` of it blocked on

@@ -134,6 +134,7 @@ pub fn stats_to_wire(s: &CompactionIterStats) -> proto::DropStats {
         tombstones_dropped: s.tombstones_dropped,
         input_key_bytes: s.input_key_bytes,
         input_value_bytes: s.input_value_bytes,
+        dropped_digest: s.dropped_digest,
     }
 }
 
@@ -146,6 +147,7 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         tombstones_dropped: s.tombstones_dropped,
         input_key_bytes: s.input_key_bytes,
         input_value_bytes: s.input_value_bytes,
+        dropped_digest: s.dropped_digest,
     }
 }
 

@@ -11,6 +11,7 @@ pub mod coding;
 pub mod compact;
 pub mod compaction_iter;
 pub mod compression;
+pub mod digest;
 pub mod error;
 pub mod filter;
 pub mod format;

@@ -12,13 +12,16 @@
 //! Tags (frozen: never renumber or reuse): 1 num_entries, 2 num_deletions, 3 num_data_blocks,
 //! 4 raw_key_bytes, 5 raw_value_bytes, 6 data_bytes, 7 index_bytes, 8 filter_bytes,
 //! 9 smallest_key, 10 largest_key, 11 smallest_seq, 12 largest_seq, 13 compression,
-//! 14 value_size_histogram. Readers skip tags they do not know, so new properties may be added
-//! under new tags without a format version change; a missing property reads as zero / empty.
+//! 14 value_size_histogram, 15 entry_digest (8 bytes, little-endian: the sum of the entries'
+//! [`crate::digest::entry_hash`]es). Readers skip tags they do not know, so new properties may
+//! be added under new tags without a format version change; a missing property reads as zero /
+//! empty (the digest as absent: tables written before it existed).
 
 use std::path::Path;
 
 use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64, varint_length};
 use crate::compression::CompressionType;
+use crate::digest::EntryDigest;
 use crate::table::BlockMeta;
 use crate::{Error, Result};
 
@@ -40,6 +43,7 @@ mod tag {
     pub const LARGEST_SEQ: u32 = 12;
     pub const COMPRESSION: u32 = 13;
     pub const VALUE_SIZE_HISTOGRAM: u32 = 14;
+    pub const ENTRY_DIGEST: u32 = 15;
 }
 
 /// What a table holds, summarised when it was written.
@@ -75,6 +79,9 @@ pub struct TableProperties {
     /// bucket (bucket 0: empty values); the last bucket counts every value of `2^22` bytes or
     /// more.
     pub value_size_histogram: [u64; VALUE_SIZE_BUCKETS],
+    /// Sum of the entries' [`crate::digest::entry_hash`]es, modulo 2^64; `None` in a table
+    /// written before the property existed.
+    pub entry_digest: Option<u64>,
 }
 
 /// The histogram bucket of a value of `size` bytes.
@@ -99,6 +106,11 @@ impl TableProperties {
         }
         self.largest_key.clone_from(&meta.last_key);
         self.largest_seq = self.largest_seq.max(meta.largest_seq);
+        self.entry_digest = Some(
+            self.entry_digest
+                .unwrap_or_default()
+                .wrapping_add(meta.digest_sum),
+        );
         self.num_entries += meta.num_entries;
         self.num_deletions += meta.num_deletions;
         self.raw_key_bytes += meta.raw_key_bytes;
@@ -109,6 +121,16 @@ impl TableProperties {
             .zip(meta.value_size_histogram)
         {
             *sum += n;
+        }
+    }
+
+    /// The table's entry count and digest ([`crate::digest`]); `None` if the table was written
+    /// before digests were recorded (an empty table's is known: zero).
+    pub fn digest(&self) -> Option<EntryDigest> {
+        match (self.entry_digest, self.num_entries) {
+            (Some(sum), entries) => Some(EntryDigest { entries, sum }),
+            (None, 0) => Some(EntryDigest::default()),
+            (None, _) => None,
         }
     }
 
@@ -171,6 +193,9 @@ impl TableProperties {
             put_varint64(&mut hist, c);
         }
         bytes(&mut out, tag::VALUE_SIZE_HISTOGRAM, &hist);
+        if let Some(digest) = self.entry_digest {
+            bytes(&mut out, tag::ENTRY_DIGEST, &digest.to_le_bytes());
+        }
         out
     }
 
@@ -232,6 +257,12 @@ impl TableProperties {
                     if at != value.len() {
                         return Err(corrupt("histogram has more than 24 buckets"));
                     }
+                }
+                tag::ENTRY_DIGEST => {
+                    let bytes: [u8; 8] = value
+                        .try_into()
+                        .map_err(|_| corrupt("entry digest is not 8 bytes"))?;
+                    p.entry_digest = Some(u64::from_le_bytes(bytes));
                 }
                 _ => {} // A property from a newer writer: skipped.
             }

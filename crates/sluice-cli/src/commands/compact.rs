@@ -101,6 +101,10 @@ struct CompactSummary {
     races: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     races_won_by_host: Option<u64>,
+    /// With --worker: worker shares whose outputs did not account for their inputs (the
+    /// digest check), re-run on the host; also counted in `retries`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digest_failures: Option<u64>,
 }
 
 /// Records each level's time from the progress reports and draws the bar.
@@ -223,6 +227,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         retries: offload.as_ref().map(|m| m.retries),
         races: offload.as_ref().map(|m| m.races),
         races_won_by_host: offload.as_ref().map(|m| m.races_won_by_host),
+        digest_failures: offload.as_ref().map(|m| m.digest_failures),
     };
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -260,6 +265,13 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         }
         if let Some(r) = summary.retries.filter(|r| *r > 0) {
             writeln!(out, "  {r} worker share(s) re-run on the host")?;
+        }
+        if let Some(d) = summary.digest_failures.filter(|d| *d > 0) {
+            writeln!(
+                out,
+                "  {d} of them failed the digest check: their outputs did not account for their \
+                 inputs"
+            )?;
         }
         if let Some(r) = summary.races.filter(|r| *r > 0) {
             let won = summary.races_won_by_host.unwrap_or(0);

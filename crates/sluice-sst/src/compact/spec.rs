@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::compaction_iter::CompactionIterStats;
+use crate::digest::EntryDigest;
 use crate::fs::Storage;
 use crate::key::SeqNo;
 use crate::profile::{StageProfile, StageTiming};
@@ -61,4 +62,35 @@ pub struct CompactionOutput {
     pub stats: CompactionIterStats,
     /// Busy and idle time per executor stage.
     pub stages: Vec<StageTiming>,
+}
+
+impl CompactionSpec {
+    /// The count and digest of every input entry, from the input tables' properties: what a
+    /// correct compaction of the whole spec accounts for ([`CompactionOutput::accounted`]).
+    /// `None` when that is unknown: a table was written before digests were recorded, or the
+    /// spec is bounded to a key range (a share), which the tables' whole-file digests do not
+    /// describe.
+    pub fn input_digest(&self) -> Option<EntryDigest> {
+        if self.lower.is_some() || self.upper.is_some() {
+            return None;
+        }
+        self.inputs
+            .iter()
+            .flatten()
+            .map(|t| t.properties().digest())
+            .sum()
+    }
+}
+
+impl CompactionOutput {
+    /// The count and digest of what the outputs hold plus what was dropped: equal to
+    /// [`CompactionSpec::input_digest`] when nothing was lost, changed or invented.
+    pub fn accounted(&self) -> EntryDigest {
+        let written: EntryDigest = self
+            .files
+            .iter()
+            .map(|f| f.summary.properties.digest().unwrap_or_default())
+            .sum();
+        written + self.stats.dropped()
+    }
 }

@@ -57,6 +57,7 @@
 #[cfg(test)]
 mod tests;
 
+use crate::digest::{EntryDigest, entry_hash};
 use crate::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, parse_internal_key};
 use crate::{Error, InternalIterator, Result};
 
@@ -67,7 +68,8 @@ pub const MERGE_INPUT: &str = "<merge input>";
 /// Counters describing what a compaction iterator consumed and produced.
 ///
 /// Once the input is exhausted, `entries_in == entries_out + shadowed_dropped +
-/// tombstones_dropped`.
+/// tombstones_dropped`, and `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
+/// entries, so the digest equation of [`crate::digest`] can be checked.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactionIterStats {
     /// Input entries examined (within the upper bound).
@@ -82,6 +84,37 @@ pub struct CompactionIterStats {
     pub input_key_bytes: u64,
     /// Sum of the value lengths of the examined entries, in bytes.
     pub input_value_bytes: u64,
+    /// Sum of the [`entry_hash`]es of every dropped entry (shadowed versions and tombstones),
+    /// modulo 2^64.
+    pub dropped_digest: u64,
+}
+
+impl CompactionIterStats {
+    /// The dropped entries' count and digest.
+    pub fn dropped(&self) -> EntryDigest {
+        EntryDigest {
+            entries: self.shadowed_dropped + self.tombstones_dropped,
+            sum: self.dropped_digest,
+        }
+    }
+
+    /// Accounts one dropped entry's hash (the counters say which kind it was).
+    fn drop_hash(&mut self, hash: u64) {
+        self.dropped_digest = self.dropped_digest.wrapping_add(hash);
+    }
+}
+
+impl std::ops::AddAssign for CompactionIterStats {
+    /// Adds another sub-task's (or share's) counters.
+    fn add_assign(&mut self, s: CompactionIterStats) {
+        self.entries_in += s.entries_in;
+        self.entries_out += s.entries_out;
+        self.shadowed_dropped += s.shadowed_dropped;
+        self.tombstones_dropped += s.tombstones_dropped;
+        self.input_key_bytes += s.input_key_bytes;
+        self.input_value_bytes += s.input_value_bytes;
+        self.dropped_digest = self.dropped_digest.wrapping_add(s.dropped_digest);
+    }
 }
 
 /// Where the current output entry lives.
@@ -282,6 +315,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
                     return Ok(());
                 }
                 self.stats.tombstones_dropped += 1;
+                self.stats
+                    .drop_hash(entry_hash(&self.pending_key, &self.pending_value));
             }
 
             let value_len = self.input.value().len();
@@ -292,6 +327,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
 
             if shadowed {
                 self.stats.shadowed_dropped += 1;
+                self.stats
+                    .drop_hash(entry_hash(self.input.key(), self.input.value()));
                 self.input.next()?;
                 continue;
             }
@@ -305,6 +342,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
             if parsed.kind == ValueKind::Deletion && self.bottommost {
                 if stripe == 0 {
                     self.stats.tombstones_dropped += 1;
+                    self.stats
+                        .drop_hash(entry_hash(self.input.key(), self.input.value()));
                 } else {
                     self.pending_key.clear();
                     self.pending_key.extend_from_slice(ikey);
@@ -327,6 +366,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
         if self.pending {
             self.pending = false;
             self.stats.tombstones_dropped += 1;
+            self.stats
+                .drop_hash(entry_hash(&self.pending_key, &self.pending_value));
         }
         self.position = Position::Invalid;
     }

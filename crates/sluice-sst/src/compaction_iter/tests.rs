@@ -451,6 +451,16 @@ proptest! {
         prop_assert_eq!(stats.input_key_bytes, input.iter().map(|e| e.0.len() as u64).sum::<u64>());
         prop_assert_eq!(stats.input_value_bytes, input.iter().map(|e| e.1.len() as u64).sum::<u64>());
 
+        // The digest equation: what went in is what came out plus what was dropped.
+        let digest = |entries: &Entries| {
+            let mut d = crate::digest::EntryDigest::default();
+            for (k, v) in entries {
+                d.add(k, v);
+            }
+            d
+        };
+        prop_assert_eq!(digest(&input), digest(&out) + stats.dropped());
+
         // Two sub-tasks split at a user key produce the same output as one task.
         let bound = vec![b'a' + split];
         let mut lo = CompactionIterator::new(merged(&input, &run_of), snapshots.clone(), bottommost);
@@ -464,6 +474,9 @@ proptest! {
         prop_assert_eq!(lo.stats().entries_in + hi.stats().entries_in, stats.entries_in);
         prop_assert_eq!(lo.stats().tombstones_dropped + hi.stats().tombstones_dropped,
             stats.tombstones_dropped);
+        let mut summed = lo.stats();
+        summed += hi.stats();
+        prop_assert_eq!(summed.dropped(), stats.dropped());
     }
 
     /// Arbitrary bytes as keys, in arbitrary order: never a panic, only output or corruption.

@@ -80,9 +80,9 @@ impl AlignedBuf {
     }
 }
 
-fn open_direct(options: &mut OpenOptions, path: &Path) -> io::Result<File> {
+fn open_direct(options: &mut OpenOptions, extra_flags: i32, path: &Path) -> io::Result<File> {
     options
-        .custom_flags(libc::O_DIRECT)
+        .custom_flags(libc::O_DIRECT | extra_flags)
         .open(path)
         .map_err(|e| {
             if e.raw_os_error() == Some(libc::EINVAL) {
@@ -164,7 +164,7 @@ impl std::fmt::Debug for DirectReadFile {
 
 impl DirectReadFile {
     pub(super) fn open(path: &Path) -> io::Result<Self> {
-        let file = open_direct(OpenOptions::new().read(true), path)?;
+        let file = open_direct(OpenOptions::new().read(true), 0, path)?;
         Ok(DirectReadFile {
             file,
             window: Mutex::new(None),
@@ -246,10 +246,7 @@ impl std::fmt::Debug for DirectWriteFile {
 
 impl DirectWriteFile {
     pub(super) fn create(path: &Path) -> io::Result<Self> {
-        let file = open_direct(
-            OpenOptions::new().write(true).create(true).truncate(true),
-            path,
-        )?;
+        let file = open_direct(&mut super::os::new_file_options(), libc::O_NOFOLLOW, path)?;
         Ok(DirectWriteFile {
             file,
             buf: AlignedBuf::new(WRITE_BUFFER_BYTES),

@@ -77,7 +77,11 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// Opens an existing file for reading.
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>>;
 
-    /// Creates the file at `path`, truncating any file already there.
+    /// Creates a new file at `path`. Fails with [`io::ErrorKind::AlreadyExists`] if anything
+    /// is there already, a symbolic link included (`O_CREAT | O_EXCL | O_NOFOLLOW`): every
+    /// file Sluice writes takes a number never used before, so an existing file means
+    /// something else owns the name, and writing through a link planted there could reach a
+    /// file outside the database.
     fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>>;
 
     /// Removes the file at `path`.

@@ -34,7 +34,10 @@ impl FileSystem for OsFileSystem {
 
     fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
         Ok(match mode {
-            IoMode::Buffered => Box::new(BufferedWriteFile::new(File::create(path)?)),
+            IoMode::Buffered => {
+                let file = new_file_options().open(path)?;
+                Box::new(BufferedWriteFile::new(file))
+            }
             IoMode::Direct => Box::new(DirectWriteFile::create(path)?),
         })
     }
@@ -42,6 +45,19 @@ impl FileSystem for OsFileSystem {
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
     }
+}
+
+/// Options that create a file only where nothing exists, not even a symbolic link
+/// (see [`FileSystem::create`]).
+pub(super) fn new_file_options() -> std::fs::OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = std::fs::OpenOptions::new();
+    // O_EXCL alone already refuses a link at the name; O_NOFOLLOW says so in the flags.
+    options
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW);
+    options
 }
 
 /// A file read with `pread`, through the page cache.

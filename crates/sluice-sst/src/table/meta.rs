@@ -6,6 +6,7 @@
 //! such: the writer folds it into the filter and properties blocks (see `filter.rs`,
 //! `properties.rs` and `docs/format/sst.md`).
 
+use crate::digest::entry_hash;
 use crate::filter::hash64;
 use crate::key::{ValueKind, parse_internal_key, user_key};
 use crate::properties::{VALUE_SIZE_BUCKETS, value_size_bucket};
@@ -39,6 +40,8 @@ pub struct BlockMeta {
     pub smallest_seq: u64,
     /// Largest sequence number of any entry (0 when no entry has a valid trailer).
     pub largest_seq: u64,
+    /// Sum of the entries' [`entry_hash`]es, modulo 2^64 (see [`crate::digest`]).
+    pub digest_sum: u64,
 }
 
 impl Default for BlockMeta {
@@ -56,6 +59,7 @@ impl Default for BlockMeta {
             value_size_histogram: [0; VALUE_SIZE_BUCKETS],
             smallest_seq: u64::MAX,
             largest_seq: 0,
+            digest_sum: 0,
         }
     }
 }
@@ -75,6 +79,7 @@ impl BlockMeta {
             self.filter_hashes.push(h);
         }
         self.num_entries += 1;
+        self.digest_sum = self.digest_sum.wrapping_add(entry_hash(ikey, value));
         self.raw_key_bytes += ikey.len() as u64;
         self.raw_value_bytes += value.len() as u64;
         self.value_size_histogram[value_size_bucket(value.len() as u64)] += 1;

@@ -6,14 +6,15 @@ use std::sync::Arc;
 
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
+use sluice_sst::digest::EntryDigest;
 
 use sluice_exec::{CompactionMode, ExecOptions, JobControl, auto, execute_with};
 
 use super::Compaction;
 use super::placement::Where;
-use crate::Result;
 use crate::db::DbInner;
 use crate::partition::owner_dir_index;
+use crate::{Error, Result};
 
 impl DbInner {
     /// Runs an automatic compaction the picker chose (and the caller registered as running).
@@ -53,8 +54,12 @@ impl DbInner {
         // Partitioned mode places the compaction on its range's owner(s); otherwise big
         // compactions are shared with the workers.
         let placed = self.place(c);
+        // What the outputs and the dropped entries must add up to; known from the inputs'
+        // properties alone (None for inputs written before digests existed).
+        let mut expected = None;
         let installed = self
             .compaction_spec(c)
+            .inspect(|spec| expected = spec.input_digest())
             .and_then(|spec| match (&placed, self.offloader.as_ref()) {
                 (Some((Where::Shared(placement), _)), Some(off)) => self.run_offloaded(
                     off,
@@ -81,7 +86,10 @@ impl DbInner {
                     None => execute_with(&spec, &exec, control, &mut new_output),
                 },
             })
-            .and_then(|out: CompactionOutput| self.install_compaction(c, exec.mode, &out));
+            .and_then(|out: CompactionOutput| {
+                check_accounts_for_inputs(expected, &out)?;
+                self.install_compaction(c, exec.mode, &out)
+            });
         let mut st = self.state.lock();
         for n in reserved.into_iter().chain(worker_reserved) {
             st.pending_outputs.remove(&n);
@@ -186,5 +194,105 @@ impl DbInner {
             .iter()
             .map(|f| self.table_cache.get_for_compaction(f))
             .collect()
+    }
+}
+
+/// Refuses a compaction whose outputs plus dropped entries do not add up to its inputs, in
+/// count and digest ([`sluice_sst::digest`]): an entry was lost, changed or invented on the
+/// way, by whichever executor or worker ran it. Checked before the edit that would install
+/// the outputs and make the inputs obsolete.
+pub(crate) fn check_accounts_for_inputs(
+    expected: Option<EntryDigest>,
+    out: &CompactionOutput,
+) -> Result<()> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let accounted = out.accounted();
+    if accounted == expected {
+        return Ok(());
+    }
+    let file = out
+        .files
+        .first()
+        .map_or_else(|| PathBuf::from("<compaction output>"), |f| f.path.clone());
+    Err(Error::corruption(
+        file,
+        0,
+        format!(
+            "compaction outputs do not account for their inputs: inputs hold {expected}, \
+             outputs plus dropped entries {accounted} ({} written, {} dropped)",
+            out.files
+                .iter()
+                .map(|f| f.summary.properties.num_entries)
+                .sum::<u64>(),
+            out.stats.dropped().entries
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_sst::compact::OutputFile;
+    use sluice_sst::compaction_iter::CompactionIterStats;
+    use sluice_sst::properties::TableProperties;
+    use sluice_sst::table::TableSummary;
+
+    use super::*;
+
+    /// An output of files holding `(entries, digest)` each, having dropped `dropped`.
+    fn output(files: &[(u64, u64)], dropped: (u64, u64)) -> CompactionOutput {
+        let files = files
+            .iter()
+            .enumerate()
+            .map(|(i, &(entries, sum))| OutputFile {
+                number: i as u64 + 10,
+                path: PathBuf::from(format!("/db/{:06}.sst", i + 10)),
+                summary: TableSummary {
+                    file_size: 100,
+                    smallest_key: Vec::new(),
+                    largest_key: Vec::new(),
+                    properties: TableProperties {
+                        num_entries: entries,
+                        entry_digest: Some(sum),
+                        ..TableProperties::default()
+                    },
+                    file_checksum: 0,
+                },
+            })
+            .collect();
+        CompactionOutput {
+            files,
+            profile: Default::default(),
+            stats: CompactionIterStats {
+                shadowed_dropped: dropped.0,
+                dropped_digest: dropped.1,
+                ..CompactionIterStats::default()
+            },
+            stages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_compaction_that_loses_changes_or_invents_an_entry_is_refused() {
+        let inputs = EntryDigest {
+            entries: 10,
+            sum: 1000u64.wrapping_neg(),
+        };
+        // 6 + 3 written, 1 dropped; the sums wrap around 2^64.
+        let honest = output(&[(6, 5000), (3, u64::MAX - 6999)], (1, 1000));
+        check_accounts_for_inputs(Some(inputs), &honest).unwrap();
+        check_accounts_for_inputs(None, &output(&[], (0, 0))).unwrap();
+        let lies = [
+            output(&[(6, 5000), (2, u64::MAX - 6999)], (1, 1000)), // an entry lost
+            output(&[(6, 5001), (3, u64::MAX - 6999)], (1, 1000)), // a value changed
+            output(&[(7, 5000), (3, u64::MAX - 6999)], (1, 1000)), // an entry invented
+            output(&[(6, 5000), (3, u64::MAX - 6999)], (1, 999)),  // a drop misreported
+        ];
+        for lie in lies {
+            let err = check_accounts_for_inputs(Some(inputs), &lie).unwrap_err();
+            assert!(err.is_corruption(), "{err}");
+            assert!(err.to_string().contains("do not account"), "{err}");
+        }
     }
 }

@@ -49,9 +49,10 @@ impl ManifestWriter {
     /// switches `CURRENT` to it.
     ///
     /// Preconditions: `manifest_number` was allocated from `next_file_number` and `snapshot`
-    /// records a `next_file_number` above it. A file of that name not named by `CURRENT` can
-    /// only be an orphan from a crash during an earlier `create`; it is overwritten. Naming the
-    /// live manifest is refused with [`Error::InvalidArgument`].
+    /// records a `next_file_number` above it. Naming the live manifest is refused with
+    /// [`Error::InvalidArgument`]; any other existing file of that name is never overwritten
+    /// ([`Error::Io`], already exists): numbers are never reused, since open raises
+    /// `next_file_number` above every number on disk.
     ///
     /// If this fails, `CURRENT` names either the old or the new manifest (both complete); the
     /// caller must not delete either and should treat the failure as sticky.
@@ -241,7 +242,7 @@ mod tests {
     }
 
     #[test]
-    fn live_manifest_is_never_overwritten_but_orphans_are() {
+    fn an_existing_manifest_is_never_overwritten() {
         let dir = tempfile::tempdir().unwrap();
         let (w, edits, _) = write_manifest(dir.path());
         let err = ManifestWriter::create(&*os_fs(), dir.path(), 2, &snapshot(99)).unwrap_err();
@@ -250,8 +251,13 @@ mod tests {
 
         let orphan = manifest_file_name(dir.path(), 7);
         std::fs::write(&orphan, b"half-written garbage").unwrap();
-        ManifestWriter::create(&*os_fs(), dir.path(), 7, &snapshot(8)).unwrap();
-        assert_eq!(read_manifest(&orphan).unwrap().edits, vec![snapshot(8)]);
+        let err = ManifestWriter::create(&*os_fs(), dir.path(), 7, &snapshot(8)).unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&orphan).unwrap(), b"half-written garbage");
+        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000002");
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod client;
 pub mod dispatch;
 mod dynamic;
 pub mod options;
+mod prove;
 mod run;
 mod share;
 pub mod split;
@@ -112,6 +113,9 @@ pub struct OffloadMetrics {
     pub races: u64,
     /// Of `races`, those where the host's copy finished first.
     pub races_won_by_host: u64,
+    /// Worker parts whose outputs did not account for their inputs (the digest check): run
+    /// again on the host, and counted in `retries` too.
+    pub digest_failures: u64,
     /// Per side, host first, then each worker in `OffloadOptions::workers` order.
     pub sides: Vec<SideTotals>,
     /// The host decision component's choices (CoPro+).

@@ -100,7 +100,7 @@ impl DbInner {
             control,
             output_root: placement.map(|p| p.output_root.clone()),
         };
-        let JobParts { parts, reports } = match (placement, off.options.split) {
+        let JobParts { parts, mut reports } = match (placement, off.options.split) {
             (Some(p), _) => self.run_static(&job, &p.weights, new_output, reserved)?,
             (None, Split::Static { host_share }) => {
                 let weights = off.static_weights(host_share);
@@ -108,6 +108,7 @@ impl DbInner {
             }
             (None, Split::Dynamic) => self.run_dynamic(&job, new_output, reserved)?,
         };
+        let parts = self.prove_parts(&job, parts, &mut reports, new_output)?;
         Ok(off.assemble(parts, reports, start))
     }
 
@@ -263,12 +264,7 @@ impl Offloader {
             profile.bytes_read += part.profile.bytes_read;
             profile.bytes_written += part.profile.bytes_written;
             profile.cpu_nanos += part.profile.cpu_nanos;
-            stats.entries_in += part.stats.entries_in;
-            stats.entries_out += part.stats.entries_out;
-            stats.shadowed_dropped += part.stats.shadowed_dropped;
-            stats.tombstones_dropped += part.stats.tombstones_dropped;
-            stats.input_key_bytes += part.stats.input_key_bytes;
-            stats.input_value_bytes += part.stats.input_value_bytes;
+            stats += part.stats;
         }
         profile.entries_in = stats.entries_in;
         profile.entries_out = stats.entries_out;

@@ -42,6 +42,7 @@ pub(super) struct Job<'a> {
 }
 
 /// A contiguous run of sub-tasks given to one side: outputs must lie in `[lower, upper)`.
+#[derive(Clone, Debug)]
 pub(super) struct Share {
     /// 0 for the host, `i + 1` for worker `i`.
     pub side: usize,
@@ -52,6 +53,8 @@ pub(super) struct Share {
 
 /// What a share produced, whoever ran it.
 pub(super) struct Part {
+    /// The share it ran: who ran it and its key range.
+    pub share: Share,
     /// Output tables in key order.
     pub files: Vec<OutputFile>,
     pub profile: StageProfile,
@@ -155,6 +158,7 @@ impl DbInner {
             retried: false,
         };
         let part = Part {
+            share: share.clone(),
             files: out.files,
             profile: out.profile,
             stats: out.stats,
@@ -208,6 +212,7 @@ impl DbInner {
             retried: false,
         };
         let part = Part {
+            share: share.clone(),
             stats: r.stats.as_ref().map(stats_from_wire).unwrap_or_default(),
             stages: Vec::new(),
             files,
