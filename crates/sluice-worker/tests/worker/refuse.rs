@@ -64,6 +64,7 @@ async fn names_outside_the_roots_are_refused() {
     let cases = [
         ("../x.sst", 1, Code::InvalidArgument),
         ("/etc/passwd", 1, Code::InvalidArgument),
+        // A link to a real table, even one inside a root, is never followed.
         ("000009.sst", 9, Code::InvalidArgument),
         ("000042.sst", 42, Code::NotFound),
     ];
@@ -80,6 +81,40 @@ async fn names_outside_the_roots_are_refused() {
     }
     assert_eq!(names(&dir), before);
     assert_eq!(worker.metrics().await.tasks_failed, 4);
+    assert!(worker.terminate().success());
+}
+
+/// Issue 19, finding 3: a link planted at an output's temporary name was written through,
+/// to a file outside the root. Outputs are created exclusively: the task fails instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_planted_at_an_output_name_is_never_written_through() {
+    let ((_d, dir), (_o, outside)) = (root(), root());
+    let runs = standard(&[&dir]);
+    let victim = outside.join("victim");
+    std::fs::write(&victim, b"not the worker's to write").unwrap();
+    symlink(&victim, dir.join("000100.dbtmp")).unwrap();
+    let before = names(&dir);
+    let worker = Worker::start(&[&dir], &[]);
+    for mode in [ExecutorMode::Sequential, ExecutorMode::Pipelined] {
+        let e = worker
+            .execute(&task(&runs, mode, 100, 100))
+            .await
+            .unwrap_err();
+        assert!(e.message().contains("000100.dbtmp"), "{}", e.message());
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"not the worker's to write"
+        );
+        // The failed task cleans up under its reserved numbers: the planted link may go,
+        // nothing else does and nothing is added.
+        let after = names(&dir);
+        assert!(
+            after.iter().all(|n| before.contains(n)),
+            "{mode:?}: {after:?}"
+        );
+        assert_eq!(after.len(), before.len() - 1, "{mode:?}: {after:?}");
+        symlink(&victim, dir.join("000100.dbtmp")).unwrap();
+    }
     assert!(worker.terminate().success());
 }
 

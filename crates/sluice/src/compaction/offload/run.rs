@@ -99,6 +99,7 @@ impl DbInner {
             host_exec: off.host_exec(spec, exec),
             control,
             output_root: placement.map(|p| p.output_root.clone()),
+            inputs: super::verify::InputFacts::of(spec),
         };
         let JobParts { parts, mut reports } = match (placement, off.options.split) {
             (Some(p), _) => self.run_static(&job, &p.weights, new_output, reserved)?,

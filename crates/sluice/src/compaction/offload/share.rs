@@ -39,6 +39,8 @@ pub(super) struct Job<'a> {
     pub control: Arc<JobControl>,
     /// Partitioned mode: the directory every worker output goes to (the range owner's).
     pub output_root: Option<std::path::PathBuf>,
+    /// What every worker output is held against.
+    pub inputs: super::verify::InputFacts,
 }
 
 /// A contiguous run of sub-tasks given to one side: outputs must lie in `[lower, upper)`.
@@ -185,6 +187,7 @@ impl DbInner {
             numbers,
             lower: share.lower.as_deref(),
             upper: share.upper.as_deref(),
+            inputs: &job.inputs,
         };
         let files = verify_outputs(
             &r.files,

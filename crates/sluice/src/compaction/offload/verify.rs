@@ -4,19 +4,29 @@
 //!
 //! Always: the number is one the host reserved for this share and not reported twice, the
 //! name is the table name of that number, the file exists in one of the database's table
-//! directories with the reported size, it opens (footer, index, filter and properties blocks
-//! all pass their checksums), its properties agree with the reported entry count and key
-//! range, its keys lie inside the share, and the files are in key order without overlap.
-//! With `verify_file_checksums`, every byte is read and the CRC32C compared.
+//! directories with the reported size, it is a regular file of its own (not a symbolic link,
+//! one hard link, not the inode of any input), it opens (footer, index, filter and properties
+//! blocks all pass their checksums), its properties agree with the reported entry count and
+//! key range, its keys lie inside the share and inside the inputs' key range, no entry is
+//! newer than the newest input, and the files are in key order without overlap. With
+//! `verify_file_checksums`, every byte is read and the CRC32C compared.
+//!
+//! These catch a worker whose report does not match its files, and files that are not new
+//! tables. Whether the files hold the right entries is [`super::prove`]'s digest check.
+//!
+//! Known gap: the checks look at the file by name; a worker racing the host could swap the
+//! name for a link between the check and the install. The digest check and the install's own
+//! reads do not follow such a swap either; closing it takes opening by file descriptor.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::io::Read;
 use std::ops::Range;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use sluice_rpc::proto;
-use sluice_sst::compact::OutputFile;
+use sluice_sst::compact::{CompactionSpec, OutputFile};
 use sluice_sst::key::{compare_internal, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
 
@@ -30,6 +40,43 @@ pub struct ShareBounds<'a> {
     pub lower: Option<&'a [u8]>,
     /// Exclusive upper user-key bound, if any.
     pub upper: Option<&'a [u8]>,
+    /// What the whole compaction's inputs are.
+    pub inputs: &'a InputFacts,
+}
+
+/// What the host knows of a compaction's inputs, to hold every output against.
+#[derive(Clone, Debug, Default)]
+pub struct InputFacts {
+    /// `(device, inode)` of every input table: an output is a new file, never one of them.
+    pub inodes: HashSet<(u64, u64)>,
+    /// The newest sequence number of any input: compaction never makes an entry newer.
+    pub max_seq: u64,
+    /// The inputs' smallest and largest user keys: compaction never makes a key outside them.
+    pub key_range: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl InputFacts {
+    /// The facts of `spec`'s input tables. An input whose inode cannot be read is left out of
+    /// `inodes` (its output would then still fail the link-count check).
+    pub fn of(spec: &CompactionSpec) -> InputFacts {
+        let mut facts = InputFacts::default();
+        for table in spec.inputs.iter().flatten() {
+            let p = table.properties();
+            facts.max_seq = facts.max_seq.max(p.largest_seq);
+            if let Ok(meta) = std::fs::metadata(table.path()) {
+                facts.inodes.insert((meta.dev(), meta.ino()));
+            }
+            if p.num_entries == 0 {
+                continue;
+            }
+            let (lo, hi) = (user_key(&p.smallest_key), user_key(&p.largest_key));
+            facts.key_range = Some(match facts.key_range.take() {
+                None => (lo.to_vec(), hi.to_vec()),
+                Some((a, b)) => (a.min(lo.to_vec()), b.max(hi.to_vec())),
+            });
+        }
+        facts
+    }
 }
 
 /// Checks `files` (as reported, in key order) against `bounds` and the files on disk in
@@ -82,9 +129,27 @@ fn verify_one(
     if path.file_name().and_then(|n| n.to_str()) != Some(f.name.as_str()) {
         return Err(format!("name is not the table name of number {}", f.number));
     }
-    let size = std::fs::metadata(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
+    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "{} is not a regular file (a link, or a directory)",
+            path.display()
+        ));
+    }
+    if meta.nlink() != 1 {
+        return Err(format!(
+            "{} has {} hard links: an output is a new file of its own",
+            path.display(),
+            meta.nlink()
+        ));
+    }
+    if bounds.inputs.inodes.contains(&(meta.dev(), meta.ino())) {
+        return Err(format!(
+            "{} is one of the compaction's inputs",
+            path.display()
+        ));
+    }
+    let size = meta.len();
     if size != f.size {
         return Err(format!(
             "{} is {size} bytes, reported {}",
@@ -111,6 +176,18 @@ fn verify_one(
     let above = bounds.upper.is_some_and(|hi| user_key(&f.largest) >= hi);
     if below || above {
         return Err("keys outside the share's range".into());
+    }
+    let outside_inputs = bounds.inputs.key_range.as_ref().is_none_or(|(lo, hi)| {
+        user_key(&f.smallest) < lo.as_slice() || user_key(&f.largest) > hi.as_slice()
+    });
+    if outside_inputs {
+        return Err("keys outside the inputs' key range".into());
+    }
+    if props.largest_seq > bounds.inputs.max_seq {
+        return Err(format!(
+            "holds sequence number {}, newer than any input's ({})",
+            props.largest_seq, bounds.inputs.max_seq
+        ));
     }
     if full_checksum {
         let crc = file_crc32c(&path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -175,11 +252,22 @@ mod tests {
         }
     }
 
+    /// Inputs spanning `key000..key099` at sequence numbers up to 5.
+    fn facts() -> &'static InputFacts {
+        static FACTS: std::sync::OnceLock<InputFacts> = std::sync::OnceLock::new();
+        FACTS.get_or_init(|| InputFacts {
+            inodes: HashSet::new(),
+            max_seq: 5,
+            key_range: Some((b"key000".to_vec(), b"key099".to_vec())),
+        })
+    }
+
     fn bounds(lower: Option<&'static [u8]>, upper: Option<&'static [u8]>) -> ShareBounds<'static> {
         ShareBounds {
             numbers: 10..20,
             lower,
             upper,
+            inputs: facts(),
         }
     }
 
@@ -276,6 +364,32 @@ mod tests {
                 "{what} was accepted"
             );
         }
+        // Facts of the inputs: an output newer than every input, or with keys past them.
+        for (what, inputs) in [
+            (
+                "newer than the inputs",
+                InputFacts {
+                    max_seq: 4,
+                    ..facts().clone()
+                },
+            ),
+            (
+                "keys past the inputs",
+                InputFacts {
+                    key_range: Some((b"key000".to_vec(), b"key098".to_vec())),
+                    ..facts().clone()
+                },
+            ),
+        ] {
+            let b = ShareBounds {
+                inputs: &inputs,
+                ..bounds(None, None)
+            };
+            assert!(
+                verify_outputs(std::slice::from_ref(&good), &b, &dirs, true).is_err(),
+                "{what}"
+            );
+        }
         // The same file twice: reported twice, and overlapping itself.
         assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs, true).is_err());
         // A corrupt byte in the middle of the file: the footer still opens, the CRC does not match.
@@ -288,5 +402,60 @@ mod tests {
             verify_outputs(&[good], &any, &dirs, false).is_ok(),
             "without the full checksum only metadata is checked"
         );
+    }
+
+    #[test]
+    fn an_output_must_be_a_new_file_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = vec![dir.path().to_path_buf()];
+        let input = honest(dir.path(), 5);
+        let input_path = table_file_name(dir.path(), 5);
+        let meta = std::fs::metadata(&input_path).unwrap();
+        let inputs = InputFacts {
+            inodes: HashSet::from([(meta.dev(), meta.ino())]),
+            ..facts().clone()
+        };
+        let b = ShareBounds {
+            inputs: &inputs,
+            ..bounds(None, None)
+        };
+        // The input itself under an output's number, reported with its size, range and CRC:
+        // as a symbolic link, and as a hard link.
+        let output = table_file_name(dir.path(), 12);
+        let as_output = proto::OutputFile {
+            number: 12,
+            name: "000012.sst".into(),
+            ..input
+        };
+        std::os::unix::fs::symlink(&input_path, &output).unwrap();
+        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, true).unwrap_err();
+        assert!(err.contains("not a regular file"), "{err}");
+        std::fs::remove_file(&output).unwrap();
+        std::fs::hard_link(&input_path, &output).unwrap();
+        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, true).unwrap_err();
+        assert!(err.contains("hard links"), "{err}");
+        // A copy is a file of its own, but not when it is (by inode) an input.
+        std::fs::remove_file(&output).unwrap();
+        std::fs::copy(&input_path, &output).unwrap();
+        verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, true).unwrap();
+        std::fs::remove_file(&input_path).unwrap();
+        std::fs::rename(&output, &input_path).unwrap();
+        let meta = std::fs::metadata(&input_path).unwrap();
+        let same = InputFacts {
+            inodes: HashSet::from([(meta.dev(), meta.ino())]),
+            ..facts().clone()
+        };
+        let as_input = proto::OutputFile {
+            number: 5,
+            name: "000005.sst".into(),
+            ..as_output
+        };
+        let b = ShareBounds {
+            inputs: &same,
+            numbers: 5..6,
+            ..bounds(None, None)
+        };
+        let err = verify_outputs(&[as_input], &b, &dirs, true).unwrap_err();
+        assert!(err.contains("one of the compaction's inputs"), "{err}");
     }
 }
