@@ -54,6 +54,10 @@ pub struct WorkerArgs {
     /// Run sequentially when the decision's f reaches this [default: 0.7].
     #[arg(long)]
     pub decision_threshold: Option<f64>,
+    /// Test builds only: misreport every task this way (see `lies.rs`).
+    #[cfg(feature = "test-lies")]
+    #[arg(long, hide = true)]
+    pub lie: Option<crate::lies::Lie>,
 }
 
 /// `--mode`.
@@ -163,6 +167,10 @@ pub fn run(args: WorkerArgs) -> Result<(), String> {
     }
     let config = config(&args, secret);
     config.validate()?;
+    #[cfg(feature = "test-lies")]
+    if let Some(lie) = args.lie {
+        crate::lies::set(lie);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("sluice-worker")

@@ -22,6 +22,8 @@ pub mod config;
 mod decision;
 pub mod error;
 mod job;
+#[cfg(feature = "test-lies")]
+pub mod lies;
 mod metrics;
 mod outputs;
 mod resolve;

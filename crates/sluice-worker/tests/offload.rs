@@ -489,3 +489,7 @@ fn a_worker_killed_mid_job_under_the_dynamic_split_loses_nothing() {
         "the chunk done before the kill is kept: {m:?}"
     );
 }
+
+#[cfg(feature = "test-lies")]
+#[path = "offload/lies.rs"]
+mod lies;

@@ -1,0 +1,90 @@
+//! A worker that lies (the `test-lies` feature's `--lie`): for every way issue 19 found a
+//! worker could misreport a share with valid-looking files, the host catches it, runs the
+//! share itself, counts the retry, and the database holds exactly what it did.
+
+use super::*;
+
+/// Compacts the inverted tree with a worker told to `lie`, under `split`; checks the data,
+/// the files and `check`, and returns the offload metrics.
+fn caught(lie: &str, split: Split) -> sluice::compaction::offload::OffloadMetrics {
+    let m = compacted_with_a_liar(lie, split);
+    assert!(
+        m.retries >= 1,
+        "{lie} under {split:?} went unnoticed: {m:?}"
+    );
+    m
+}
+
+/// [`caught`] without requiring a retry: under the dynamic split the host may race the
+/// worker's every chunk and win, and then no lie reaches it.
+fn compacted_with_a_liar(lie: &str, split: Split) -> sluice::compaction::offload::OffloadMetrics {
+    let dir = tempfile::tempdir().unwrap();
+    let model = inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--lie", lie]);
+    let off = OffloadOptions {
+        split,
+        // Dynamic: chunks small enough that the worker gets some before the host is done.
+        ..dynamic(vec![worker.addr.clone()])
+    };
+    let m = compact_and_check(dir.path(), off, &model);
+    let db = Db::open(dir.path(), base_options()).unwrap();
+    db.check().unwrap();
+    assert!(
+        m.retries >= 1,
+        "{lie} under {split:?} went unnoticed: {m:?}"
+    );
+    m
+}
+
+const ALL_TO_THE_WORKER: Split = Split::Static { host_share: 0.0 };
+const HALF: Split = Split::Static { host_share: 0.5 };
+
+/// Finding 1: the output replaced by a link to an input, reported as the input.
+#[test]
+fn an_output_that_is_a_link_to_an_input_is_refused() {
+    for lie in ["symlink-output", "hardlink-output"] {
+        let m = caught(lie, ALL_TO_THE_WORKER);
+        assert_eq!(
+            m.digest_failures, 0,
+            "{lie}: the structural check catches it first"
+        );
+    }
+}
+
+/// Finding 2: every lie inside a well-formed table, caught by the digest check.
+#[test]
+fn entries_lost_changed_or_invented_fail_the_digest_check() {
+    for (lie, split) in [
+        ("drop-every:1000", ALL_TO_THE_WORKER),
+        ("drop-every:1000", HALF),
+        ("change-every:1000", HALF),
+        ("invent-key", ALL_TO_THE_WORKER),
+    ] {
+        let m = caught(lie, split);
+        assert!(m.digest_failures >= 1, "{lie} under {split:?}: {m:?}");
+    }
+    // Dynamic: whenever the worker's copy of a chunk was kept, the lie in it was caught; and
+    // within a few jobs the worker keeps one.
+    let mut kept = 0;
+    for _ in 0..5 {
+        let m = compacted_with_a_liar("drop-every:1000", Split::Dynamic);
+        if m.sides[1].shares > 0 {
+            assert!(m.digest_failures >= 1, "dynamic: {m:?}");
+            kept += 1;
+        }
+        if kept >= 2 {
+            break;
+        }
+    }
+    assert!(kept >= 1, "the worker never kept a chunk in five jobs");
+}
+
+/// Finding 2: an entry re-sequenced 2^40 into the future, and a key past every input key when
+/// the share is unbounded: caught before the digest, by what the inputs allow.
+#[test]
+fn a_resequenced_entry_or_a_key_past_the_inputs_is_refused() {
+    for lie in ["raise-seq", "outside-inputs"] {
+        caught(lie, ALL_TO_THE_WORKER);
+    }
+}
