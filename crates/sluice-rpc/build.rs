@@ -7,6 +7,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)
+        // A request that does not decode is the caller's error: INVALID_ARGUMENT.
+        .codec_path("crate::codec::WireCodec")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -114,7 +114,8 @@ mod tests {
     }
 
     #[test]
-    fn a_worker_needs_a_readable_secret() {
+    fn a_worker_needs_a_readable_private_secret() {
+        use std::os::unix::fs::PermissionsExt;
         let c = Cli::try_parse_from(["x", "--worker", "127.0.0.1:1"]).unwrap();
         assert!(c.offload.options().is_err());
         let dir = tempfile::tempdir().unwrap();
@@ -128,6 +129,11 @@ mod tests {
             path.to_str().unwrap(),
         ])
         .unwrap();
+        // The host refuses a secret others can read, as the worker does.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = c.offload.options().unwrap_err().to_string();
+        assert!(err.contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let o = c.offload.options().unwrap().unwrap();
         assert_eq!(o.workers, vec!["127.0.0.1:1".to_string()]);
     }

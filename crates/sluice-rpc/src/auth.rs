@@ -44,6 +44,7 @@ impl Secret {
     pub fn from_file(path: &Path) -> Result<Secret, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read secret file {}: {e}", path.display()))?;
+        check_private(path)?;
         Secret::new(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
 
@@ -65,6 +66,32 @@ impl Secret {
         }
         diff == 0
     }
+}
+
+/// Refuses a secret file that its group or others may access, as ssh refuses such a key:
+/// whoever can read the secret can command the worker (or impersonate the host).
+#[cfg(unix)]
+fn check_private(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path)
+        .map_err(|e| format!("cannot read secret file {}: {e}", path.display()))?
+        .permissions()
+        .mode();
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "secret file {} is accessible by its group or others (mode {:03o}): anyone who can \
+             read it can command the worker; make it private with `chmod 600 {}`",
+            path.display(),
+            mode & 0o777,
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_private(_: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 #[cfg(test)]
@@ -96,11 +123,23 @@ mod tests {
     }
 
     #[test]
-    fn reads_a_secret_file() {
+    fn reads_a_private_secret_file_and_refuses_a_shared_one() {
+        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("secret");
         std::fs::write(&path, "abcdefghijklmnopqrstuvwxyz\n").unwrap();
-        assert!(Secret::from_file(&path).is_ok());
+        for mode in [0o644, 0o640, 0o604, 0o620, 0o601] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = Secret::from_file(&path).unwrap_err();
+            assert!(
+                err.contains("chmod 600") && err.contains("secret"),
+                "{mode:o}: {err}"
+            );
+        }
+        for mode in [0o600, 0o400] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            assert!(Secret::from_file(&path).is_ok(), "{mode:o}");
+        }
         let missing = Secret::from_file(&dir.path().join("none")).unwrap_err();
         assert!(missing.contains("none"), "{missing}");
     }

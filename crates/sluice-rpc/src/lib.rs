@@ -4,6 +4,7 @@
 //! - [`envelope`]: document 004's semantic message (kind, origin, payload, checksum), sealed
 //!   and opened with the version and checksum checked;
 //! - [`auth`]: the shared secret every call carries;
+//! - [`codec`]: prost's gRPC codec, with undecodable messages reported as `INVALID_ARGUMENT`;
 //! - [`convert`]: between wire messages and the engine's types;
 //! - [`names`]: which file names a task may use.
 //!
@@ -11,6 +12,7 @@
 //! the top of the `.proto`.
 
 pub mod auth;
+pub mod codec;
 pub mod convert;
 pub mod envelope;
 pub mod names;

@@ -85,9 +85,16 @@ impl Drop for Worker {
     }
 }
 
+/// Makes `path` readable by its owner only, as a secret file must be.
+fn private(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+}
+
 fn secret_file(dir: &Path, text: &str) -> PathBuf {
     let path = dir.join(format!("secret-{}", text.len()));
     std::fs::write(&path, text).unwrap();
+    private(&path);
     path
 }
 

@@ -100,6 +100,9 @@ impl Cluster {
         }
         let secret = root.path().join("secret");
         std::fs::write(&secret, SECRET).unwrap();
+        // A secret file must be private to its owner.
+        let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+        std::fs::set_permissions(&secret, private).unwrap();
         let workers = vec![
             Worker::start(&[dirs[0].clone(), dirs[1].clone()], &secret, throttles[0]),
             Worker::start(&[dirs[1].clone(), dirs[0].clone()], &secret, throttles[1]),

@@ -458,3 +458,44 @@ fn splits_and_manual_compactions_at_once_lose_nothing() {
     assert_eq!(contents(&db), model);
     db.check().unwrap();
 }
+
+/// Issue 19: wrong or misordered owner directories said only "table file listed in the
+/// MANIFEST is missing". Now the error names the owner and the directory expected.
+#[test]
+fn wrong_owner_directories_are_named() {
+    let root = tempfile::tempdir().unwrap();
+    let p = partitions(root.path(), 2, 4, None);
+    let db = Db::open(root.path(), options(p.clone())).unwrap();
+    for i in 0..KEYS {
+        db.put(&key(i), &[b'v'; 100]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    db.close().unwrap();
+    assert!(tables_in(&p.owners[0].dir) > 1 && tables_in(&p.owners[1].dir) > 1);
+
+    let with_owners = |dirs: [&Path; 2]| {
+        let mut q = p.clone();
+        for (owner, dir) in q.owners.iter_mut().zip(dirs) {
+            owner.dir = dir.to_path_buf();
+        }
+        options(q)
+    };
+    let (a, b) = (p.owners[0].dir.clone(), p.owners[1].dir.clone());
+    let swapped = Db::open(root.path(), with_owners([&b, &a])).err().unwrap();
+    let message = swapped.to_string();
+    assert!(message.contains("another order"), "{message}");
+    assert!(message.contains("owner 0's directory"), "{message}");
+    let wrong = root.path().join("typo");
+    for open in [Db::open_read_only, Db::open] {
+        let err = open(root.path(), with_owners([&a, &wrong])).err().unwrap();
+        let message = err.to_string();
+        assert!(
+            message.contains("owner 1's directory") && message.contains("typo"),
+            "{message}"
+        );
+    }
+    // The right directories still open it, with every key.
+    let db = Db::open(root.path(), options(p)).unwrap();
+    assert_eq!(contents(&db).len(), KEYS as usize);
+}

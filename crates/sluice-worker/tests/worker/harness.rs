@@ -36,6 +36,7 @@ impl Worker {
         let state = tempfile::tempdir().unwrap();
         let secret = state.path().join("secret");
         std::fs::write(&secret, format!("{SECRET}\n")).unwrap();
+        private(&secret);
         let log = std::fs::File::create(state.path().join("log")).unwrap();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice-worker"));
         cmd.args(["--listen", "127.0.0.1:0", "--secret-file"])
@@ -163,4 +164,10 @@ pub fn root() -> (TempDir, PathBuf) {
     let d = tempfile::tempdir().unwrap();
     let p = std::fs::canonicalize(d.path()).unwrap();
     (d, p)
+}
+
+/// Makes `path` readable by its owner only, as a secret file must be.
+pub fn private(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }

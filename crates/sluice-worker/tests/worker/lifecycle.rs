@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 
 use sluice_rpc::PROTOCOL_VERSION;
 
-use crate::harness::{Worker, root};
+use crate::harness::{Worker, private, root};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_names_the_worker() {
@@ -47,11 +47,17 @@ fn bad_arguments_fail_with_a_message() {
     let (_d, dir) = root();
     let secret = dir.join("secret");
     std::fs::write(&secret, "0123456789abcdef0123").unwrap();
+    let shared = dir.join("shared");
+    std::fs::write(&shared, "0123456789abcdef0123").unwrap();
+    private(&secret);
     let weak = dir.join("weak");
     std::fs::write(&weak, "short").unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    private(&weak);
+    let cases: [(&[&str], &str); 6] = [
         (&["--secret-file", "/nonexistent/secret"], "secret"),
         (&["--secret-file", weak.to_str().unwrap()], "at least"),
+        // Issue 19: a world-readable secret file is refused, saying how to fix it.
+        (&["--secret-file", shared.to_str().unwrap()], "chmod 600"),
         (
             &[
                 "--secret-file",

@@ -52,6 +52,38 @@ async fn calls_without_the_secret_are_unauthenticated() {
     assert!(worker.terminate().success());
 }
 
+/// Issue 19: a body that is not an envelope at all, sent with the right secret, was
+/// `INTERNAL` (the worker's fault). It is the caller's: `INVALID_ARGUMENT`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_garbage_body_with_the_right_secret_is_invalid_argument() {
+    use sluice_rpc::proto::{Envelope, FileRef};
+    let (_d, dir) = root();
+    let worker = Worker::start(&[&dir], &[]);
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{}", worker.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.unwrap();
+    // Field 1 of an envelope is a varint; a file reference's is a string.
+    let garbage = FileRef {
+        name: "not an envelope".into(),
+        ..FileRef::default()
+    };
+    let path = tonic::codegen::http::uri::PathAndQuery::from_static(
+        "/sluice.worker.v1.CompactionWorker/Execute",
+    );
+    let codec = tonic_prost::ProstCodec::<FileRef, Envelope>::default();
+    let e = grpc
+        .unary(authed(garbage, Some(SECRET)), path, codec)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("Envelope"), "{}", e.message());
+    assert!(worker.terminate().success());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_outside_the_roots_are_refused() {
     let ((_d, dir), (_o, outside)) = (root(), root());

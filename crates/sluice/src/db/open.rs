@@ -126,7 +126,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache));
     // A torn MANIFEST record may be dropped only if nothing it made obsolete was deleted:
     // these two checks fail if a later, acknowledged edit was acted on.
-    let wals = check_tables_exist(&versions, &table_cache)
+    let wals = check_tables_exist(&versions, &table_cache, &options)
         .and_then(|()| wals_to_replay(dir, &versions))
         .map_err(|e| blame_torn_manifest(e, &report))?;
 

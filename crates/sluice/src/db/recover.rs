@@ -89,17 +89,72 @@ pub(crate) fn numbered_files(dir: &Path) -> Result<Vec<(FileType, u64)>> {
     Ok(files)
 }
 
-/// Fails unless every table of the recovered version is on disk.
-pub(crate) fn check_tables_exist(versions: &VersionSet, table_cache: &TableCache) -> Result<()> {
+/// Fails unless every table of the recovered version is on disk. When one is not, says
+/// whether the database's table directories were given wrongly (a data or owner directory
+/// missing, or given in another order than the database was created with) or the file is gone.
+pub(crate) fn check_tables_exist(
+    versions: &VersionSet,
+    table_cache: &TableCache,
+    options: &Options,
+) -> Result<()> {
+    let dirs = table_cache.dirs();
+    let name_of = |i: usize| match (&options.partitions, i) {
+        (_, 0) => "the database directory".to_string(),
+        (Some(_), i) => format!("owner {}'s directory", i - 1),
+        (None, i) => format!("data directory {}", i - 1),
+    };
     for f in versions.current().live_files() {
+        let index = f.dir_index as usize;
+        let Some(dir) = dirs.get(index) else {
+            return Err(Error::InvalidArgument(format!(
+                "table {} is in {}, but only {} table directories are given; pass the \
+                 database's data or owner directories, in the order it was created with",
+                f.number,
+                name_of(index),
+                dirs.len()
+            )));
+        };
         let path = table_cache.table_path(f.dir_index, f.number);
-        if !path.exists() {
-            return Err(Error::corruption(
-                &path,
-                0,
-                "table file listed in the MANIFEST is missing",
-            ));
+        if path.exists() {
+            continue;
         }
+        if let Some(other) = (0..dirs.len())
+            .find(|&i| i != index && table_cache.table_path(i as u32, f.number).exists())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "table {} belongs in {} ({}) but is in {} ({}): the table directories are given \
+                 in another order than the database was created with",
+                f.number,
+                name_of(index),
+                dir.display(),
+                name_of(other),
+                dirs[other].display()
+            )));
+        }
+        let listed = versions
+            .current()
+            .live_files()
+            .filter(|g| g.dir_index == f.dir_index)
+            .collect::<Vec<_>>();
+        let none_there = listed
+            .iter()
+            .all(|g| !table_cache.table_path(g.dir_index, g.number).exists());
+        // A missing directory, or one with none of several tables (open creates a data
+        // directory that does not exist yet): most likely the wrong directory was given.
+        if index > 0 && (!dir.is_dir() || (none_there && listed.len() > 1)) {
+            return Err(Error::InvalidArgument(format!(
+                "{} {} holds none of the {} tables the MANIFEST lists there: is it the \
+                 directory the database was created with?",
+                name_of(index),
+                dir.display(),
+                listed.len()
+            )));
+        }
+        return Err(Error::corruption(
+            &path,
+            0,
+            "table file listed in the MANIFEST is missing",
+        ));
     }
     Ok(())
 }
