@@ -34,6 +34,10 @@ pub struct OffloadArgs {
     /// Compactions with fewer input bytes stay on the host.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
     pub offload_min_bytes: u64,
+    /// This database's name on the workers, when one worker serves several databases
+    /// (`sluice worker --root NAME=DIR`); by default the workers' unnamed roots.
+    #[arg(long, value_name = "NAME", default_value = "", requires = "workers")]
+    pub worker_database: String,
 }
 
 /// An executor, or "let the decision component choose" (`None`).
@@ -67,6 +71,7 @@ impl OffloadArgs {
             host_mode: self.host_mode.0,
             worker_mode: self.worker_mode.0,
             min_offload_bytes: self.offload_min_bytes,
+            database: self.worker_database.clone(),
             ..OffloadOptions::new(self.workers.clone(), secret)
         }))
     }

@@ -27,10 +27,12 @@ pub struct WorkerArgs {
     /// Address to listen on; port 0 picks a free port (the line printed at start names it).
     #[arg(long, default_value = "127.0.0.1:7419")]
     pub listen: SocketAddr,
-    /// A directory the worker may read inputs from and write outputs to (repeatable: the
-    /// host's data directories; outputs are dealt over them in order).
-    #[arg(long = "root", required = true)]
-    pub roots: Vec<PathBuf>,
+    /// A directory the worker may read inputs from and write outputs to, as `DIR` or
+    /// `NAME=DIR` (repeatable: a database's data directories, outputs dealt over them in
+    /// order; with names, the directories of several databases, each task served only from
+    /// the roots of the database it names; unnamed roots serve hosts that name none).
+    #[arg(long = "root", required = true, value_name = "[NAME=]DIR")]
+    pub roots: Vec<crate::config::Root>,
     /// File holding the secret every call must carry (at least 16 printable characters).
     #[arg(long)]
     pub secret_file: PathBuf,
@@ -268,7 +270,13 @@ mod tests {
         ])
         .unwrap();
         let a = cli.args;
-        assert_eq!(a.roots, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(
+            a.roots,
+            vec![
+                crate::config::Root::unnamed("/a"),
+                crate::config::Root::unnamed("/b")
+            ]
+        );
         assert_eq!(a.listen, "127.0.0.1:7419".parse().unwrap());
         assert_eq!(a.cpus, Some(CpuList(vec![0, 1])));
         let c = config(&a, Secret::new("0123456789abcdef0123").unwrap());

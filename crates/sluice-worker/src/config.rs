@@ -16,6 +16,67 @@ pub const MAX_COMPUTE_THREADS: usize = 64;
 /// `(throttle - 1) x cpu time` stays a number of seconds a `Duration` holds.
 pub const MAX_THROTTLE: f64 = 1000.0;
 
+/// A directory the worker may touch, and the database it belongs to.
+///
+/// One worker may serve several databases (several hosts): each task names its database, and
+/// the worker looks for its inputs and writes its outputs only in that database's roots, so
+/// two databases' files of the same name are never confused. Roots given without a name
+/// belong to the database named `""`, which is what a host that names none asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Root {
+    /// The database's name: up to [`MAX_DATABASE_NAME`] ASCII letters, digits, `_`, `-`, `.`.
+    pub database: String,
+    /// The directory.
+    pub dir: PathBuf,
+}
+
+/// Longest database name.
+pub const MAX_DATABASE_NAME: usize = 64;
+
+/// Checks a database name (see [`Root::database`]).
+pub fn check_database_name(name: &str) -> Result<(), String> {
+    let ok = name.len() <= MAX_DATABASE_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "database name {name:?} must be at most {MAX_DATABASE_NAME} ASCII letters, digits, \
+             '_', '-' or '.'"
+        ))
+    }
+}
+
+impl std::str::FromStr for Root {
+    type Err = String;
+
+    /// `NAME=DIR`, or `DIR` for the unnamed database. A `DIR` containing `=` needs a name.
+    fn from_str(s: &str) -> Result<Root, String> {
+        match s.split_once('=') {
+            Some((name, dir)) if check_database_name(name).is_ok() && !dir.is_empty() => Ok(Root {
+                database: name.to_string(),
+                dir: PathBuf::from(dir),
+            }),
+            _ => Ok(Root {
+                database: String::new(),
+                dir: PathBuf::from(s),
+            }),
+        }
+    }
+}
+
+impl Root {
+    /// A root of the unnamed database.
+    pub fn unnamed(dir: impl Into<PathBuf>) -> Root {
+        Root {
+            database: String::new(),
+            dir: dir.into(),
+        }
+    }
+}
+
 /// A worker's settings. [`WorkerConfig::validate`] states what must hold; [`crate::serve`]
 /// checks it before it accepts a connection.
 #[derive(Clone, Debug)]
@@ -23,9 +84,10 @@ pub struct WorkerConfig {
     /// The address asked for (the bound address may differ when the port is 0; the listener
     /// given to [`crate::serve`] is what is actually served).
     pub listen: SocketAddr,
-    /// The directories the worker may touch: inputs are found in them, outputs written to
-    /// them. Non-empty; each an existing directory; no two the same directory.
-    pub roots: Vec<PathBuf>,
+    /// The directories the worker may touch, by database: a task's inputs are found in its
+    /// database's roots, and its outputs written to them. Non-empty; each an existing
+    /// directory; no two the same directory.
+    pub roots: Vec<Root>,
     /// The secret every call must carry.
     pub secret: Secret,
     /// Tasks run at once, `1..=MAX_THREADS`; further tasks wait for a slot.
@@ -49,7 +111,7 @@ pub struct WorkerConfig {
 impl WorkerConfig {
     /// A configuration with the defaults: one task per core, the decision component with the
     /// worker's settings, no throttle.
-    pub fn new(listen: SocketAddr, roots: Vec<PathBuf>, secret: Secret) -> Self {
+    pub fn new(listen: SocketAddr, roots: Vec<Root>, secret: Secret) -> Self {
         WorkerConfig {
             listen,
             roots,
@@ -63,10 +125,10 @@ impl WorkerConfig {
     }
 
     /// Checks every field against its documented range, and that every root is an existing
-    /// directory and no two roots are the same directory. Returns the roots canonicalized
-    /// (symlinks and `..` resolved), in the order given: inputs are looked for in that order
-    /// and outputs dealt over it.
-    pub fn validate(&self) -> Result<Vec<PathBuf>, String> {
+    /// directory, no two roots are the same directory and every database name is valid.
+    /// Returns the roots canonicalized (symlinks and `..` resolved), in the order given:
+    /// inputs are looked for in that order and outputs dealt over it.
+    pub fn validate(&self) -> Result<Vec<Root>, String> {
         if self.roots.is_empty() {
             return Err("a worker needs at least one root directory".into());
         }
@@ -92,21 +154,26 @@ impl WorkerConfig {
             ));
         }
         self.decision.validate().map_err(|e| e.to_string())?;
-        let mut canonical = Vec::with_capacity(self.roots.len());
-        for root in &self.roots {
+        let mut canonical: Vec<Root> = Vec::with_capacity(self.roots.len());
+        for Root { database, dir } in &self.roots {
+            check_database_name(database)?;
             let c =
-                std::fs::canonicalize(root).map_err(|e| format!("root {}: {e}", root.display()))?;
+                std::fs::canonicalize(dir).map_err(|e| format!("root {}: {e}", dir.display()))?;
             if !c.is_dir() {
-                return Err(format!("root {} is not a directory", root.display()));
+                return Err(format!("root {} is not a directory", dir.display()));
             }
-            if canonical.contains(&c) {
+            if let Some(other) = canonical.iter().find(|r| r.dir == c) {
                 return Err(format!(
-                    "root {} is given twice (as {})",
-                    root.display(),
-                    c.display()
+                    "root {} is given twice (as {}, for databases {:?} and {database:?})",
+                    dir.display(),
+                    c.display(),
+                    other.database
                 ));
             }
-            canonical.push(c);
+            canonical.push(Root {
+                database: database.clone(),
+                dir: c,
+            });
         }
         Ok(canonical)
     }
@@ -123,6 +190,7 @@ mod tests {
 
     fn config(roots: Vec<PathBuf>) -> WorkerConfig {
         let secret = Secret::new("0123456789abcdef0123").unwrap();
+        let roots = roots.into_iter().map(Root::unnamed).collect();
         WorkerConfig::new("127.0.0.1:0".parse().unwrap(), roots, secret)
     }
 
@@ -136,7 +204,10 @@ mod tests {
         assert_eq!(c.mode, None);
         assert_eq!(c.decision, DecisionConfig::worker());
         let roots = c.validate().unwrap();
-        assert_eq!(roots, vec![std::fs::canonicalize(&sub).unwrap()]);
+        assert_eq!(
+            roots,
+            vec![Root::unnamed(std::fs::canonicalize(&sub).unwrap())]
+        );
     }
 
     #[test]
@@ -208,5 +279,56 @@ mod tests {
                 .unwrap_err()
                 .contains("not a directory")
         );
+    }
+
+    #[test]
+    fn roots_name_their_database() {
+        let root = |s: &str| s.parse::<Root>().unwrap();
+        assert_eq!(root("/data/db"), Root::unnamed("/data/db"));
+        assert_eq!(
+            root("db0=/data/db0"),
+            Root {
+                database: "db0".into(),
+                dir: "/data/db0".into()
+            }
+        );
+        // Not a valid name before the '=': the whole text is a directory.
+        assert_eq!(root("/odd=dir"), Root::unnamed("/odd=dir"));
+        assert_eq!(root("a b=/x"), Root::unnamed("a b=/x"));
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        let secret = Secret::new("0123456789abcdef0123").unwrap();
+        let named = |roots: Vec<Root>| {
+            WorkerConfig::new("127.0.0.1:0".parse().unwrap(), roots, secret.clone()).validate()
+        };
+        let two = named(vec![
+            Root {
+                database: "x".into(),
+                dir: a.clone(),
+            },
+            Root {
+                database: "y".into(),
+                dir: b.clone(),
+            },
+        ])
+        .unwrap();
+        assert_eq!(two[1].database, "y");
+        // One directory cannot serve two databases.
+        let err = named(vec![
+            Root {
+                database: "x".into(),
+                dir: a.clone(),
+            },
+            Root {
+                database: "y".into(),
+                dir: a.join("../a"),
+            },
+        ])
+        .unwrap_err();
+        assert!(err.contains("twice"), "{err}");
+        assert!(check_database_name(&"n".repeat(65)).is_err());
+        assert!(check_database_name("ok_name-1.2").is_ok());
     }
 }

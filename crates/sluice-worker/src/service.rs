@@ -95,9 +95,10 @@ impl WorkerService {
             .map_err(|_| WorkerError::Internal("the worker is shutting down".into()))?;
         let started = Instant::now();
         let control = Arc::new(JobControl::default());
+        let database = self.state.database_roots(&task.database)?;
         let roots = match &task.output_root {
-            Some(dir) => vec![crate::resolve::resolve_output_root(&self.state.roots, dir)?],
-            None => self.state.roots.clone(),
+            Some(dir) => vec![crate::resolve::resolve_output_root(&database, dir)?],
+            None => database.clone(),
         };
         let outputs = Arc::new(OutputSet::new(roots, task.outputs));
         let mut guard = JobGuard {
@@ -113,7 +114,7 @@ impl WorkerService {
         // at most `threads` at once thanks to the slot it owns.
         let handle = tokio::task::spawn_blocking(move || {
             let env = JobEnv {
-                roots: &state.roots,
+                roots: &database,
                 decider: &state.decider,
                 compute_threads: state.compute_threads,
             };

@@ -12,8 +12,9 @@ use sluice_exec::JobControl;
 use sluice_rpc::auth::Secret;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::config::WorkerConfig;
+use crate::config::{Root, WorkerConfig};
 use crate::decision::Decider;
+use crate::error::WorkerError;
 use crate::metrics::Metrics;
 
 /// The emulated device CPU of a throttled worker. Tasks that run at once pay their throttle
@@ -43,7 +44,7 @@ impl DeviceClock {
 #[derive(Debug)]
 pub(crate) struct WorkerState {
     /// Canonical roots, non-empty ([`WorkerConfig::validate`]).
-    pub roots: Vec<PathBuf>,
+    pub roots: Vec<Root>,
     pub secret: Secret,
     /// `threads` permits: a task holds one from before it opens its inputs until it answers
     /// (throttle sleep included) or, if the host went away, until its job thread has stopped.
@@ -63,9 +64,30 @@ pub(crate) struct WorkerState {
 }
 
 impl WorkerState {
+    /// The roots of database `name`, in the order given: where its tasks' inputs are looked
+    /// for and their outputs dealt. A database the worker does not serve is refused, naming
+    /// the ones it does.
+    pub fn database_roots(&self, name: &str) -> Result<Vec<PathBuf>, WorkerError> {
+        let roots: Vec<PathBuf> = self
+            .roots
+            .iter()
+            .filter(|r| r.database == name)
+            .map(|r| r.dir.clone())
+            .collect();
+        if roots.is_empty() {
+            let mut served: Vec<&str> = self.roots.iter().map(|r| r.database.as_str()).collect();
+            served.dedup();
+            return Err(WorkerError::Invalid(format!(
+                "this worker serves no database named {name:?}; it serves {served:?} (start it \
+                 with --root {name}=DIR, or name one of those in the host's options)"
+            )));
+        }
+        Ok(roots)
+    }
+
     /// State for `config`, whose roots were canonicalized by [`WorkerConfig::validate`] as
     /// `roots`; `bound` is the address actually listened on.
-    pub fn new(config: &WorkerConfig, roots: Vec<PathBuf>, bound: SocketAddr) -> Self {
+    pub fn new(config: &WorkerConfig, roots: Vec<Root>, bound: SocketAddr) -> Self {
         WorkerState {
             roots,
             secret: config.secret.clone(),
@@ -170,7 +192,7 @@ mod tests {
         let secret = Secret::new("0123456789abcdef0123").unwrap();
         let mut config = WorkerConfig::new(
             "127.0.0.1:0".parse().unwrap(),
-            vec![dir.path().into()],
+            vec![Root::unnamed(dir.path())],
             secret,
         );
         config.threads = 2;

@@ -94,6 +94,8 @@ pub struct CheckedTask {
     /// The root every output goes to (checked against the roots by [`crate::resolve`]);
     /// `None`: dealt over the roots.
     pub output_root: Option<PathBuf>,
+    /// The database whose roots the task may touch ([`crate::config::Root`]).
+    pub database: String,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -209,6 +211,11 @@ impl CheckedTask {
             compute_threads,
             outputs,
             output_root: task.output_root.as_ref().map(PathBuf::from),
+            database: {
+                crate::config::check_database_name(&task.database)
+                    .map_err(|e| invalid(task.job_id, e))?;
+                task.database.clone()
+            },
         })
     }
 

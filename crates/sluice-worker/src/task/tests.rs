@@ -50,6 +50,7 @@ fn good() -> proto::CompactionTask {
         first_output_number: 100,
         output_numbers: 4,
         output_root: None,
+        database: String::new(),
     }
 }
 
@@ -119,6 +120,10 @@ type Edit = dyn Fn(&mut proto::CompactionTask);
 fn each_bad_field_is_refused() {
     let cases: Vec<(&str, Box<Edit>)> = vec![
         ("no input runs", Box::new(|t| t.runs.clear())),
+        (
+            "database name",
+            Box::new(|t| t.database = "../other".into()),
+        ),
         ("run 1 is empty", Box::new(|t| t.runs[1].files.clear())),
         ("level 7", Box::new(|t| t.runs[0].files[0].level = 7)),
         ("twice", Box::new(|t| t.runs[1].files[1] = file(5))),

@@ -169,3 +169,84 @@ async fn the_decision_component_picks_sequential_for_large_values() {
     assert_eq!(worker.log().matches("worker decision").count(), 2);
     assert!(worker.terminate().success());
 }
+
+/// Issue 19, finding 4: a worker serving several databases resolved every input name in its
+/// first root, so a task of one database could read another's files of the same name and size.
+/// Named roots keep each database's tasks in its own directories.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_database_is_served_from_its_own_roots() {
+    use sluice_sst::key::{ValueKind, make_internal_key};
+    use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
+    // The same file names, sizes and key ranges in every database; only the values differ.
+    let write = |dir: &std::path::Path, number: u64, fill: u8| {
+        let path = dir.join(format!("{number:06}.sst"));
+        let opts = TableOptions {
+            compression: sluice_sst::compression::CompressionType::None,
+            block_size: 512,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::create(&path, &opts).unwrap();
+        for k in (0..2000u32).step_by(number as usize) {
+            let key = make_internal_key(
+                format!("key{k:06}").as_bytes(),
+                100 / number,
+                ValueKind::Value,
+            );
+            b.add(&key, &[fill; 40]).unwrap();
+        }
+        b.finish().unwrap();
+        Table::open(&path, number, TableReadOptions::default()).unwrap()
+    };
+    let dbs: Vec<_> = (0..3).map(|_| root()).collect();
+    let runs: Vec<Vec<Vec<std::sync::Arc<Table>>>> = dbs
+        .iter()
+        .enumerate()
+        .map(|(i, (_, dir))| {
+            vec![
+                vec![write(dir, 1, b'a' + i as u8)],
+                vec![write(dir, 2, b'x' + i as u8)],
+            ]
+        })
+        .collect();
+    let sizes: Vec<u64> = runs.iter().map(|r| r[0][0].file_size()).collect();
+    assert!(sizes.iter().all(|&s| s == sizes[0]), "{sizes:?}");
+    let roots: Vec<String> = dbs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (_, dir))| ["--root".to_string(), format!("db{i}={}", dir.display())])
+        .collect();
+    let worker = Worker::start(&[], &roots.iter().map(String::as_str).collect::<Vec<_>>());
+    for (i, (_, dir)) in dbs.iter().enumerate().rev() {
+        let mut sent = task(
+            &runs[i],
+            ExecutorMode::Sequential,
+            100 * (i as u64 + 1),
+            100,
+        );
+        sent.database = format!("db{i}");
+        let result = worker.execute(&sent).await.unwrap();
+        let (_o, out) = root();
+        let expected = local(&runs[i], CompactionMode::Sequential, &out);
+        assert_eq!(result.files.len(), expected.files.len());
+        for (got, want) in result.files.iter().zip(&expected.files) {
+            assert_eq!(
+                std::fs::read(dir.join(&got.name)).unwrap(),
+                std::fs::read(&want.path).unwrap(),
+                "db{i} was compacted from its own files, into its own directory"
+            );
+        }
+    }
+    // A database the worker does not serve, and the unnamed one it does not serve either.
+    for name in ["db9", ""] {
+        let mut sent = task(&runs[0], ExecutorMode::Sequential, 900, 100);
+        sent.database = name.to_string();
+        let e = worker.execute(&sent).await.unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument, "{name:?}");
+        assert!(
+            e.message().contains("serves no database"),
+            "{}",
+            e.message()
+        );
+    }
+    assert!(worker.terminate().success());
+}

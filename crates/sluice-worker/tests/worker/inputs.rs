@@ -104,6 +104,7 @@ pub fn task(
         first_output_number: first,
         output_numbers: count,
         output_root: None,
+        database: String::new(),
     }
 }
 

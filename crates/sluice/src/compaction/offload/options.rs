@@ -88,6 +88,10 @@ pub struct OffloadOptions {
     /// Read every byte of each file a worker reports and check its CRC32C, on top of the
     /// size, footer, properties and key-range checks that always run.
     pub verify_file_checksums: bool,
+    /// The database's name on the workers (their `--root NAME=DIR`): a worker serving several
+    /// databases resolves this database's files only in its roots. `""`: the workers' unnamed
+    /// roots.
+    pub database: String,
 }
 
 impl OffloadOptions {
@@ -104,6 +108,7 @@ impl OffloadOptions {
             worker_mode: None,
             task_timeout: Duration::from_secs(120),
             verify_file_checksums: true,
+            database: String::new(),
         }
     }
 
@@ -121,6 +126,18 @@ impl OffloadOptions {
         }
         if self.task_timeout.is_zero() {
             return bad("offload task_timeout must be positive".into());
+        }
+        let name_ok = self.database.len() <= 64
+            && self
+                .database
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if !name_ok {
+            return bad(format!(
+                "offload database name {:?} must be at most 64 ASCII letters, digits, '_', '-' \
+                 or '.'",
+                self.database
+            ));
         }
         Ok(())
     }

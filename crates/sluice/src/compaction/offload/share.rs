@@ -92,6 +92,7 @@ impl Job<'_> {
             exec: self.exec,
             numbers,
             output_root: self.output_root.as_deref(),
+            database: &self.off.options.database,
         }
         .to_wire()
     }

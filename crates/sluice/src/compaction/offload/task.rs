@@ -28,6 +28,8 @@ pub struct ShareTask<'a> {
     pub numbers: Range<u64>,
     /// Partitioned mode: the range owner's directory, where every output must go.
     pub output_root: Option<&'a std::path::Path>,
+    /// The database's name on the workers.
+    pub database: &'a str,
 }
 
 impl ShareTask<'_> {
@@ -93,6 +95,7 @@ impl ShareTask<'_> {
                         .ok_or_else(|| format!("{} is not UTF-8", p.display()))
                 })
                 .transpose()?,
+            database: self.database.to_string(),
         })
     }
 }
