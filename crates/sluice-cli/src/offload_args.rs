@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use sluice::CompactionMode;
-use sluice::options::{OffloadOptions, Secret, Split};
+use sluice::options::{OffloadOptions, Secret, Split, VerifyOutputs};
 
 use crate::units::parse_size;
 
@@ -34,6 +34,12 @@ pub struct OffloadArgs {
     /// Compactions with fewer input bytes stay on the host.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
     pub offload_min_bytes: u64,
+    /// How far each worker's outputs are proven against the inputs before they are
+    /// installed: `none`, `digest` (counts and entry digests from properties alone),
+    /// `sample:K` (also K keys per worker share re-merged on the host) or `full` (every worker
+    /// share merged again on the host and compared byte for byte).
+    #[arg(long, value_name = "LEVEL", default_value = "digest", value_parser = parse_verify)]
+    pub verify_outputs: VerifyOutputs,
     /// This database's name on the workers, when one worker serves several databases
     /// (`sluice worker --root NAME=DIR`); by default the workers' unnamed roots.
     #[arg(long, value_name = "NAME", default_value = "", requires = "workers")]
@@ -55,6 +61,10 @@ fn parse_split(s: &str) -> Result<Split, String> {
     s.parse()
 }
 
+fn parse_verify(s: &str) -> Result<VerifyOutputs, String> {
+    s.parse()
+}
+
 impl OffloadArgs {
     /// The engine's offload settings, or `None` without `--worker`.
     pub fn options(&self) -> Result<Option<OffloadOptions>, String> {
@@ -72,6 +82,7 @@ impl OffloadArgs {
             worker_mode: self.worker_mode.0,
             min_offload_bytes: self.offload_min_bytes,
             database: self.worker_database.clone(),
+            verify_outputs: self.verify_outputs,
             ..OffloadOptions::new(self.workers.clone(), secret)
         }))
     }

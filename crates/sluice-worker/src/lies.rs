@@ -11,6 +11,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
 use sluice_sst::compact::CompactionOutput;
+use sluice_sst::digest::EntryDigest;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, make_internal_key, parse_internal_key, user_key};
 use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions, TableSummary};
@@ -28,6 +29,9 @@ pub enum Lie {
     HardlinkOutput,
     /// Leave out every `n`th entry.
     DropEvery(u64),
+    /// Leave out every `n`th entry and claim it was dropped (shadowed): the counts and the
+    /// digest still add up, which only reading the data can catch.
+    DropAndForge(u64),
     /// Change the value of every `n`th entry.
     ChangeEvery(u64),
     /// Add an entry for a key no input has, inside the outputs' range.
@@ -50,6 +54,9 @@ impl FromStr for Lie {
             None if s == "raise-seq" => Lie::RaiseSeq,
             None if s == "outside-inputs" => Lie::OutsideInputs,
             Some(("drop-every", n)) if every(n).is_some() => Lie::DropEvery(every(n).unwrap_or(1)),
+            Some(("drop-and-forge", n)) if every(n).is_some() => {
+                Lie::DropAndForge(every(n).unwrap_or(1))
+            }
             Some(("change-every", n)) if every(n).is_some() => {
                 Lie::ChangeEvery(every(n).unwrap_or(1))
             }
@@ -104,13 +111,16 @@ pub(crate) fn apply(
         }
         _ => {
             let mut seen = 0u64;
+            let mut forged = EntryDigest::default();
             let last = published.len() - 1;
             for (i, (p, f)) in published.iter().zip(out.files.iter_mut()).enumerate() {
                 let path = p.root.join(&p.name);
                 let entries = read_all(&path)?;
-                let changed = transform(lie, entries, &mut seen, i == 0, i == last);
+                let changed = transform(lie, entries, &mut seen, i == 0, i == last, &mut forged);
                 f.summary = rewrite(&path, &changed, table)?;
             }
+            out.stats.shadowed_dropped += forged.entries;
+            out.stats.dropped_digest = out.stats.dropped_digest.wrapping_add(forged.sum);
         }
     }
     Ok(())
@@ -130,8 +140,16 @@ fn read_all(path: &Path) -> Result<Entries, WorkerError> {
     Ok(entries)
 }
 
-/// The entries of one output after `lie`; `seen` counts entries across outputs.
-fn transform(lie: Lie, entries: Entries, seen: &mut u64, first: bool, last: bool) -> Entries {
+/// The entries of one output after `lie`; `seen` counts entries across outputs, `forged`
+/// sums the entries claimed as dropped.
+fn transform(
+    lie: Lie,
+    entries: Entries,
+    seen: &mut u64,
+    first: bool,
+    last: bool,
+    forged: &mut EntryDigest,
+) -> Entries {
     let mut out = Vec::with_capacity(entries.len() + 1);
     let first_key = entries
         .first()
@@ -142,6 +160,10 @@ fn transform(lie: Lie, entries: Entries, seen: &mut u64, first: bool, last: bool
         *seen += 1;
         match lie {
             Lie::DropEvery(n) if (*seen).is_multiple_of(n) => continue,
+            Lie::DropAndForge(n) if (*seen).is_multiple_of(n) => {
+                forged.add(&k, &v);
+                continue;
+            }
             Lie::ChangeEvery(n) if (*seen).is_multiple_of(n) => {
                 let mut v = v;
                 v.push(b'!');

@@ -13,7 +13,7 @@ pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
-pub use crate::compaction::offload::options::{OffloadOptions, Split};
+pub use crate::compaction::offload::options::{OffloadOptions, Split, VerifyOutputs};
 pub use crate::partition::{PartitionOptions, PartitionOwner};
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;

@@ -104,7 +104,7 @@ struct CompactSummary {
     /// With --worker: worker shares whose outputs did not account for their inputs (the
     /// digest check), re-run on the host; also counted in `retries`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    digest_failures: Option<u64>,
+    verify_failures: Option<u64>,
 }
 
 /// Records each level's time from the progress reports and draws the bar.
@@ -227,7 +227,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         retries: offload.as_ref().map(|m| m.retries),
         races: offload.as_ref().map(|m| m.races),
         races_won_by_host: offload.as_ref().map(|m| m.races_won_by_host),
-        digest_failures: offload.as_ref().map(|m| m.digest_failures),
+        verify_failures: offload.as_ref().map(|m| m.verify_failures),
     };
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -266,7 +266,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         if let Some(r) = summary.retries.filter(|r| *r > 0) {
             writeln!(out, "  {r} worker share(s) re-run on the host")?;
         }
-        if let Some(d) = summary.digest_failures.filter(|d| *d > 0) {
+        if let Some(d) = summary.verify_failures.filter(|d| *d > 0) {
             writeln!(
                 out,
                 "  {d} of them failed the digest check: their outputs did not account for their \

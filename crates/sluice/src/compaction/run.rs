@@ -54,14 +54,23 @@ impl DbInner {
         // Partitioned mode places the compaction on its range's owner(s); otherwise big
         // compactions are shared with the workers.
         let placed = self.place(c);
-        // What the outputs and the dropped entries must add up to; known from the inputs'
-        // properties alone (None for inputs written before digests existed).
-        let mut expected = None;
-        let installed = self
-            .compaction_spec(c)
-            .inspect(|spec| expected = spec.input_digest())
-            .and_then(|spec| match (&placed, self.offloader.as_ref()) {
-                (Some((Where::Shared(placement), _)), Some(off)) => self.run_offloaded(
+        // Who runs it: the owners (partitioned mode), the workers for a big compaction, or
+        // this thread.
+        let offload = match (&placed, self.offloader.as_ref()) {
+            (Some((Where::Shared(placement), _)), Some(off)) => Some((off, Some(placement))),
+            (Some(_), _) => None,
+            (None, _) => self.offloader_for(c).map(|off| (off, None)),
+        };
+        let installed = self.compaction_spec(c).and_then(|spec| {
+            // What the outputs and the dropped entries must add up to, known from the inputs'
+            // properties alone (None for inputs written before digests existed). Workers the
+            // options trust (`VerifyOutputs::None`) are not held to it.
+            let trusted = offload.is_some_and(|(off, _)| {
+                off.options().verify_outputs == super::offload::VerifyOutputs::None
+            });
+            let expected = spec.input_digest().filter(|_| !trusted);
+            let out = match offload {
+                Some((off, placement)) => self.run_offloaded(
                     off,
                     c,
                     &spec,
@@ -69,27 +78,13 @@ impl DbInner {
                     control,
                     &mut new_output,
                     &mut worker_reserved,
-                    Some(placement),
-                ),
-                (Some(_), _) => execute_with(&spec, &exec, control, &mut new_output),
-                (None, _) => match self.offloader_for(c) {
-                    Some(off) => self.run_offloaded(
-                        off,
-                        c,
-                        &spec,
-                        &exec,
-                        control,
-                        &mut new_output,
-                        &mut worker_reserved,
-                        None,
-                    ),
-                    None => execute_with(&spec, &exec, control, &mut new_output),
-                },
-            })
-            .and_then(|out: CompactionOutput| {
-                check_accounts_for_inputs(expected, &out)?;
-                self.install_compaction(c, exec.mode, &out)
-            });
+                    placement,
+                )?,
+                None => execute_with(&spec, &exec, control, &mut new_output)?,
+            };
+            check_accounts_for_inputs(expected, &out)?;
+            self.install_compaction(c, exec.mode, &out)
+        });
         let mut st = self.state.lock();
         for n in reserved.into_iter().chain(worker_reserved) {
             st.pending_outputs.remove(&n);

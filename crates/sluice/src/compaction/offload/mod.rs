@@ -25,6 +25,7 @@ mod dynamic;
 pub mod options;
 mod prove;
 mod run;
+mod sample;
 mod share;
 pub mod split;
 pub mod task;
@@ -40,7 +41,7 @@ use self::options::OffloadOptions;
 use self::split::Bandwidths;
 use crate::{Error, Result};
 
-pub use options::Split;
+pub use options::{Split, VerifyOutputs};
 pub(crate) use run::Placement;
 
 /// One side's part of an offloaded compaction, as reported in metrics and the bench JSON.
@@ -113,9 +114,10 @@ pub struct OffloadMetrics {
     pub races: u64,
     /// Of `races`, those where the host's copy finished first.
     pub races_won_by_host: u64,
-    /// Worker parts whose outputs did not account for their inputs (the digest check): run
-    /// again on the host, and counted in `retries` too.
-    pub digest_failures: u64,
+    /// Worker parts whose outputs did not match their inputs (by digest, by sampled keys, or
+    /// by a full re-merge, as `OffloadOptions::verify_outputs` says): run again on the host,
+    /// and counted in `retries` too.
+    pub verify_failures: u64,
     /// Per side, host first, then each worker in `OffloadOptions::workers` order.
     pub sides: Vec<SideTotals>,
     /// The host decision component's choices (CoPro+).

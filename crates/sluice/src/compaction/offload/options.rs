@@ -61,6 +61,58 @@ impl std::fmt::Display for Split {
     }
 }
 
+/// How far the host proves each worker's outputs against the compaction's inputs before it
+/// installs them, beyond the structural checks that always run (`verify.rs`). The costs are
+/// measured in `docs/design/0005-compaction-offload.md`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerifyOutputs {
+    /// Trust the worker's files once they pass the structural checks.
+    None,
+    /// Check that outputs plus dropped entries add up to the inputs, in count and digest,
+    /// from table properties alone: catches any lost, changed, invented or re-sequenced entry
+    /// unless the worker also forges its dropped-entry digest.
+    #[default]
+    Digest,
+    /// `Digest`, and for each worker part, this many user keys drawn from its inputs: their
+    /// versions in the outputs must be exactly what merging the inputs gives. Catches a
+    /// forged dropped digest with a probability that grows with the keys sampled.
+    Sample(u32),
+    /// `Digest`, and every worker part merged again on the host: its files must be
+    /// byte-identical to the host's.
+    Full,
+}
+
+impl std::str::FromStr for VerifyOutputs {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "none" => Ok(VerifyOutputs::None),
+            "digest" => Ok(VerifyOutputs::Digest),
+            "full" => Ok(VerifyOutputs::Full),
+            _ => s
+                .strip_prefix("sample:")
+                .and_then(|k| k.parse::<u32>().ok())
+                .filter(|&k| k > 0)
+                .map(VerifyOutputs::Sample)
+                .ok_or_else(|| {
+                    format!("unknown verification {s:?}: none, digest, sample:K (K > 0) or full")
+                }),
+        }
+    }
+}
+
+impl std::fmt::Display for VerifyOutputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerifyOutputs::None => f.write_str("none"),
+            VerifyOutputs::Digest => f.write_str("digest"),
+            VerifyOutputs::Sample(k) => write!(f, "sample:{k}"),
+            VerifyOutputs::Full => f.write_str("full"),
+        }
+    }
+}
+
 /// Compaction workers and how to use them. A worker must serve (as its `--root`s) the
 /// directories this database keeps its tables in: tasks name files, not bytes.
 #[derive(Clone, Debug)]
@@ -88,6 +140,8 @@ pub struct OffloadOptions {
     /// Read every byte of each file a worker reports and check its CRC32C, on top of the
     /// size, footer, properties and key-range checks that always run.
     pub verify_file_checksums: bool,
+    /// How far each worker's outputs are proven against the inputs before they are installed.
+    pub verify_outputs: VerifyOutputs,
     /// The database's name on the workers (their `--root NAME=DIR`): a worker serving several
     /// databases resolves this database's files only in its roots. `""`: the workers' unnamed
     /// roots.
@@ -108,6 +162,7 @@ impl OffloadOptions {
             worker_mode: None,
             task_timeout: Duration::from_secs(120),
             verify_file_checksums: true,
+            verify_outputs: VerifyOutputs::default(),
             database: String::new(),
         }
     }
@@ -146,6 +201,22 @@ impl OffloadOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verification_levels_parse_and_print() {
+        for level in [
+            VerifyOutputs::None,
+            VerifyOutputs::Digest,
+            VerifyOutputs::Sample(64),
+            VerifyOutputs::Full,
+        ] {
+            assert_eq!(level.to_string().parse::<VerifyOutputs>(), Ok(level));
+        }
+        assert_eq!(VerifyOutputs::default(), VerifyOutputs::Digest);
+        for bad in ["", "sample", "sample:0", "sample:x", "all"] {
+            assert!(bad.parse::<VerifyOutputs>().is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn splits_parse() {

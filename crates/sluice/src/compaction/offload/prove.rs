@@ -1,18 +1,28 @@
-//! Proving an offloaded compaction against its inputs before anything of it is installed.
+//! Proving an offloaded compaction against its inputs before anything of it is installed, as
+//! far as `OffloadOptions::verify_outputs` asks.
 //!
 //! Every check of [`super::verify`] compares a worker's files with what the worker *said*
-//! about them. This one compares them with the inputs: the parts' outputs plus the entries they
-//! dropped must add up, in count and digest, to the input tables' ([`sluice_sst::digest`]).
-//! Input digests are known per table, not per key range, so the equation is checked over the
-//! whole job; when it fails, nothing tells which part is wrong, so every worker part is run
-//! again on the host, and a part whose host copy adds up differently is the one that lied.
-//! The host's copies replace the workers' outputs, and the equation must then hold, or the
-//! job fails and nothing is installed.
+//! about them. These compare them with the inputs:
+//!
+//! - **digest** (the default): the parts' outputs plus the entries they dropped must add up,
+//!   in count and digest, to the input tables' ([`sluice_sst::digest`]). Input digests are
+//!   known per table, not per key range, so the equation is checked over the whole job; when
+//!   it fails, nothing tells which part is wrong, so every worker part is run again on the
+//!   host, and a part whose host copy adds up differently is one that lied;
+//! - **sample:K**: then K keys per worker part, drawn from its inputs, must have exactly the
+//!   versions merging the inputs gives ([`super::sample`]);
+//! - **full**: then every worker part is run again on the host, and its files must be
+//!   byte-identical to the host's (executors write identical files for the same share).
+//!
+//! A part that fails is replaced by the host's copy, and counts as a retry and a verification
+//! failure. The job's parts must then add up, or the job fails and nothing is installed.
 
 use sluice_sst::compact::NewOutput;
 use sluice_sst::digest::EntryDigest;
 
 use super::ShareReport;
+use super::options::VerifyOutputs;
+use super::sample::check_sample;
 use super::share::{Job, Part};
 use crate::db::DbInner;
 use crate::{Error, Result};
@@ -27,75 +37,121 @@ impl Part {
             .sum();
         written + self.stats.dropped()
     }
+
+    /// True if `other` wrote the same files: same count, sizes and checksums, in order.
+    fn same_files(&self, other: &Part) -> bool {
+        let shape = |p: &Part| {
+            p.files
+                .iter()
+                .map(|f| (f.summary.file_size, f.summary.file_checksum))
+                .collect::<Vec<_>>()
+        };
+        shape(self) == shape(other)
+    }
+}
+
+/// What a job's proof works on: its parts and their sides' reports.
+pub(super) struct Proof<'p> {
+    pub parts: Vec<Part>,
+    pub reports: &'p mut [(usize, ShareReport)],
 }
 
 impl DbInner {
-    /// Returns `parts` once they account for the job's inputs, re-running worker parts on the
-    /// host if they do not (see the module docs). A part that failed the check counts as a
-    /// retry, and its side's report is marked retried. On error every part's outputs are
-    /// deleted.
+    /// Returns the job's parts once they are proven as far as the options ask (see the
+    /// module docs). On error every part's outputs are deleted.
     pub(super) fn prove_parts(
         &self,
         job: &Job<'_>,
-        mut parts: Vec<Part>,
-        reports: &mut [(usize, ShareReport)],
+        mut proof: Proof<'_>,
         new_output: &mut NewOutput<'_>,
     ) -> Result<Vec<Part>> {
-        let Some(expected) = job.spec.input_digest() else {
-            return Ok(parts);
+        let level = job.off.options.verify_outputs;
+        let Some(expected) = job
+            .spec
+            .input_digest()
+            .filter(|_| level != VerifyOutputs::None)
+        else {
+            return Ok(proof.parts);
         };
+        let outcome = self.prove(job, &mut proof, expected, level, new_output);
+        if let Err(e) = outcome {
+            self.delete_parts(&proof.parts);
+            return Err(e);
+        }
+        Ok(proof.parts)
+    }
+
+    fn prove(
+        &self,
+        job: &Job<'_>,
+        proof: &mut Proof<'_>,
+        expected: EntryDigest,
+        level: VerifyOutputs,
+        new_output: &mut NewOutput<'_>,
+    ) -> Result<()> {
         let sum = |parts: &[Part]| parts.iter().map(Part::accounted).sum::<EntryDigest>();
-        let claimed = sum(&parts);
-        if claimed == expected {
-            return Ok(parts);
-        }
-        tracing::warn!(
-            job = job.id,
-            inputs = %expected,
-            outputs_and_dropped = %claimed,
-            "an offloaded compaction does not account for its inputs; running the workers' parts \
-             again on the host"
-        );
-        for i in 0..parts.len() {
-            let side = parts[i].share.side;
-            if side == 0 {
-                continue;
-            }
-            let share = parts[i].share.clone();
-            let rerun = self.run_share_on_host(job, job.spec, &share, &job.control, new_output);
-            let fresh = match rerun {
-                Ok((fresh, _)) => fresh,
-                Err(e) => {
-                    self.delete_parts(&parts);
-                    return Err(e);
+        let claimed = sum(&proof.parts);
+        if claimed != expected {
+            tracing::warn!(
+                job = job.id,
+                inputs = %expected,
+                outputs_and_dropped = %claimed,
+                "an offloaded compaction does not account for its inputs; running the workers' \
+                 parts again on the host"
+            );
+            for i in worker_parts(&proof.parts) {
+                let fresh = self.host_copy(job, &proof.parts[i], new_output)?;
+                let (told, proven) = (proof.parts[i].accounted(), fresh.accounted());
+                if told != proven {
+                    let why = format!(
+                        "its outputs account for {told}, the host's copy for {proven}: it lost, \
+                         changed or invented entries"
+                    );
+                    failed(job, proof, i, &why);
                 }
-            };
-            let (told, proven) = (parts[i].accounted(), fresh.accounted());
-            if told != proven {
-                let worker = job.off.clients[side - 1].addr();
-                tracing::warn!(
-                    %worker,
-                    lower = ?share.lower,
-                    upper = ?share.upper,
-                    worker_accounts_for = %told,
-                    host_accounts_for = %proven,
-                    "a worker's part fails the digest check: its outputs lose, change or invent \
-                     entries; the host's copy replaces them"
-                );
-                let mut m = job.off.metrics.lock();
-                m.retries += 1;
-                m.digest_failures += 1;
-                drop(m);
-                for (_, report) in reports.iter_mut().filter(|(s, _)| *s == side) {
-                    report.retried = true;
+                self.replace(&mut proof.parts[i], fresh);
+            }
+        }
+        match level {
+            VerifyOutputs::Sample(k) => {
+                for i in worker_parts(&proof.parts) {
+                    let part = &proof.parts[i];
+                    let (lower, upper) = (part.share.lower.as_deref(), part.share.upper.as_deref());
+                    let verdict = match check_sample(job.spec, lower, upper, &part.files, k) {
+                        Ok(None) => continue,
+                        Ok(Some(m)) => format!(
+                            "key {:?} has {} versions in its outputs, {} in the inputs' merge",
+                            String::from_utf8_lossy(&m.key),
+                            m.found,
+                            m.expected
+                        ),
+                        Err(e) => format!("its outputs cannot be sampled: {e}"),
+                    };
+                    failed(job, proof, i, &verdict);
+                    let fresh = self.host_copy(job, &proof.parts[i], new_output)?;
+                    self.replace(&mut proof.parts[i], fresh);
                 }
             }
-            let lied = std::mem::replace(&mut parts[i], fresh);
-            self.delete_parts(std::slice::from_ref(&lied));
+            VerifyOutputs::Full => {
+                for i in worker_parts(&proof.parts) {
+                    let fresh = self.host_copy(job, &proof.parts[i], new_output)?;
+                    if proof.parts[i].same_files(&fresh) {
+                        self.delete_parts(std::slice::from_ref(&fresh));
+                        continue;
+                    }
+                    failed(
+                        job,
+                        proof,
+                        i,
+                        "its files differ from the host's merge of its share",
+                    );
+                    self.replace(&mut proof.parts[i], fresh);
+                }
+            }
+            VerifyOutputs::None | VerifyOutputs::Digest => {}
         }
-        let proven = sum(&parts);
+        let proven = sum(&proof.parts);
         if proven != expected {
-            self.delete_parts(&parts);
             return Err(Error::corruption(
                 "<offloaded compaction>",
                 0,
@@ -106,6 +162,52 @@ impl DbInner {
                 ),
             ));
         }
-        Ok(parts)
+        Ok(())
+    }
+
+    /// The host's own run of `part`'s share.
+    fn host_copy(
+        &self,
+        job: &Job<'_>,
+        part: &Part,
+        new_output: &mut NewOutput<'_>,
+    ) -> Result<Part> {
+        let (fresh, _) =
+            self.run_share_on_host(job, job.spec, &part.share, &job.control, new_output)?;
+        Ok(fresh)
+    }
+
+    /// Puts `fresh` in `slot`'s place and deletes what `slot` wrote.
+    fn replace(&self, slot: &mut Part, fresh: Part) {
+        let old = std::mem::replace(slot, fresh);
+        self.delete_parts(std::slice::from_ref(&old));
+    }
+}
+
+/// Positions of the parts a worker ran.
+fn worker_parts(parts: &[Part]) -> Vec<usize> {
+    (0..parts.len())
+        .filter(|&i| parts[i].share.side > 0)
+        .collect()
+}
+
+/// Records that worker part `i` failed verification: logged, a retry and a verification
+/// failure in the metrics, and its side's report marked retried.
+fn failed(job: &Job<'_>, proof: &mut Proof<'_>, i: usize, why: &str) {
+    let share = &proof.parts[i].share;
+    let worker = job.off.clients[share.side - 1].addr();
+    tracing::warn!(
+        %worker,
+        lower = ?share.lower,
+        upper = ?share.upper,
+        reason = why,
+        "a worker's part fails verification; the host's copy replaces it"
+    );
+    let mut m = job.off.metrics.lock();
+    m.retries += 1;
+    m.verify_failures += 1;
+    drop(m);
+    for (_, report) in proof.reports.iter_mut().filter(|(s, _)| *s == share.side) {
+        report.retried = true;
     }
 }

@@ -109,7 +109,11 @@ impl DbInner {
             }
             (None, Split::Dynamic) => self.run_dynamic(&job, new_output, reserved)?,
         };
-        let parts = self.prove_parts(&job, parts, &mut reports, new_output)?;
+        let proof = super::prove::Proof {
+            parts,
+            reports: &mut reports,
+        };
+        let parts = self.prove_parts(&job, proof, new_output)?;
         Ok(off.assemble(parts, reports, start))
     }
 
