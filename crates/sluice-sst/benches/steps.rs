@@ -142,7 +142,58 @@ fn bench_steps(c: &mut Criterion) {
         })
     });
     group.finish();
+    bench_digest(c, &runs, &blocks);
     bench_two_cores(c, &runs, &blocks, &spec, &whole);
+}
+
+/// What the entry digest costs (`sluice_sst::digest`): hashing every entry, which a
+/// compaction does once per input entry (S4 for what it writes, the compaction iterator for
+/// what it drops), against the "S4 merge" figure above; and the check at install, which
+/// sums the digests of a compaction's tables from their properties.
+fn bench_digest(c: &mut Criterion, runs: &[Vec<SealedBlock>], blocks: &[Vec<Arc<Block>>]) {
+    use sluice_sst::digest::EntryDigest;
+    use sluice_sst::iter::InternalIterator;
+    use sluice_sst::properties::TableProperties;
+    let mut entries = Vec::new();
+    for block in blocks.iter().flatten() {
+        let mut it = block.iter();
+        it.seek_to_first().unwrap();
+        while it.valid() {
+            entries.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().unwrap();
+        }
+    }
+    let mut group = c.benchmark_group("entry digest");
+    group.throughput(Throughput::Bytes(raw_bytes(runs)));
+    group.bench_function("hash every entry", |b| {
+        b.iter(|| {
+            let mut d = EntryDigest::default();
+            for (k, v) in &entries {
+                d.add(k, v);
+            }
+            black_box(d)
+        })
+    });
+    // A big compaction: 1000 tables in and out.
+    let tables: Vec<TableProperties> = (0..1000u64)
+        .map(|i| TableProperties {
+            num_entries: 40_000 + i,
+            entry_digest: Some(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+            ..TableProperties::default()
+        })
+        .collect();
+    group.throughput(Throughput::Elements(tables.len() as u64));
+    group.bench_function("check: sum 1000 tables' digests", |b| {
+        b.iter(|| {
+            black_box(
+                tables
+                    .iter()
+                    .map(|p| p.digest())
+                    .sum::<Option<EntryDigest>>(),
+            )
+        })
+    });
+    group.finish();
 }
 
 /// The machine limit the executors are held to is "2 cores times one core's bandwidth". This

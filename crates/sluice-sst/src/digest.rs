@@ -28,15 +28,41 @@
 
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-/// The seed of the key hash. Frozen.
+use crate::coding::get_fixed64;
+use crate::filter::hash64;
+use crate::key::TRAILER_LEN;
+
+/// Mixed into the trailer's hash. Frozen.
 pub const ENTRY_DIGEST_SEED: u64 = 0x5_1c1c_e0d1_9e57;
 
-/// The 64-bit hash of one entry: XXH3-64 of the value, seeded with XXH3-64 of the internal key
-/// (seeded with [`ENTRY_DIGEST_SEED`]). Chaining through the seed keeps key and value apart, so
-/// moving bytes across the key/value boundary changes the hash.
+/// The 64-bit hash of one entry `(internal key, value)`: XXH3-64 of the value, seeded with the
+/// user key's [`hash64`] (the bloom filter's hash, which the table writer computes for every
+/// entry anyway) XOR the mixed trailer (sequence number and kind). Key, trailer and value are
+/// hashed apart, so moving bytes across their boundaries changes the hash. See
+/// [`entry_hash_parts`].
 #[inline]
 pub fn entry_hash(ikey: &[u8], value: &[u8]) -> u64 {
-    xxh3_64_with_seed(value, xxh3_64_with_seed(ikey, ENTRY_DIGEST_SEED))
+    let split = ikey.len().saturating_sub(TRAILER_LEN);
+    let (user_key, trailer) = ikey.split_at(split);
+    entry_hash_parts(hash64(user_key), get_fixed64(trailer).unwrap_or(0), value)
+}
+
+/// [`entry_hash`] from the user key's [`hash64`], the trailer (the internal key's last 8
+/// bytes, little-endian) and the value: for callers that have the user key's hash already.
+#[inline]
+pub fn entry_hash_parts(user_key_hash: u64, trailer: u64, value: &[u8]) -> u64 {
+    xxh3_64_with_seed(value, user_key_hash ^ fmix64(trailer ^ ENTRY_DIGEST_SEED))
+}
+
+/// MurmurHash3's 64-bit finalizer: every input bit flips each output bit with probability
+/// about 1/2, so neighbouring sequence numbers give unrelated seeds.
+#[inline]
+fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
 }
 
 /// The count and hash sum of a multiset of entries.
@@ -100,8 +126,14 @@ mod tests {
     fn the_hash_is_frozen() {
         // If this changes, every stored digest is wrong: see the module docs.
         let ikey = make_internal_key(b"key", 7, ValueKind::Value);
-        assert_eq!(entry_hash(&ikey, b"value"), 0x71d9_8325_7aa4_c40d);
-        assert_eq!(entry_hash(b"", b""), 0xfc23_4fe6_035d_6e34);
+        assert_eq!(entry_hash(&ikey, b"value"), 0x1192_dda5_c4c8_4548);
+        assert_eq!(entry_hash(b"", b""), 0x2728_d457_d5ec_8e0d);
+        // The two ways of computing it agree.
+        let trailer = u64::from_le_bytes(ikey[3..].try_into().unwrap());
+        assert_eq!(
+            entry_hash(&ikey, b"value"),
+            entry_hash_parts(hash64(b"key"), trailer, b"value")
+        );
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! such: the writer folds it into the filter and properties blocks (see `filter.rs`,
 //! `properties.rs` and `docs/format/sst.md`).
 
-use crate::digest::entry_hash;
+use crate::coding::get_fixed64;
+use crate::digest::entry_hash_parts;
 use crate::filter::hash64;
-use crate::key::{ValueKind, parse_internal_key, user_key};
+use crate::key::{TRAILER_LEN, ValueKind, parse_internal_key, user_key};
 use crate::properties::{VALUE_SIZE_BUCKETS, value_size_bucket};
 
 /// Per-block summary of the entries in one data block.
@@ -79,7 +80,13 @@ impl BlockMeta {
             self.filter_hashes.push(h);
         }
         self.num_entries += 1;
-        self.digest_sum = self.digest_sum.wrapping_add(entry_hash(ikey, value));
+        let trailer = ikey
+            .get(ikey.len().saturating_sub(TRAILER_LEN)..)
+            .and_then(get_fixed64)
+            .unwrap_or(0);
+        self.digest_sum = self
+            .digest_sum
+            .wrapping_add(entry_hash_parts(h, trailer, value));
         self.raw_key_bytes += ikey.len() as u64;
         self.raw_value_bytes += value.len() as u64;
         self.value_size_histogram[value_size_bucket(value.len() as u64)] += 1;
