@@ -86,11 +86,16 @@ impl CompactionOutput {
     /// The count and digest of what the outputs hold plus what was dropped: equal to
     /// [`CompactionSpec::input_digest`] when nothing was lost, changed or invented.
     pub fn accounted(&self) -> EntryDigest {
-        let written: EntryDigest = self
-            .files
-            .iter()
-            .map(|f| f.summary.properties.digest().unwrap_or_default())
-            .sum();
-        written + self.stats.dropped()
+        accounted(&self.files, &self.stats)
     }
+}
+
+/// What `files` hold plus what `stats` says was dropped making them (an output written
+/// without a digest counts as none: it cannot add up).
+pub fn accounted(files: &[OutputFile], stats: &CompactionIterStats) -> EntryDigest {
+    let written: EntryDigest = files
+        .iter()
+        .map(|f| f.summary.properties.digest().unwrap_or_default())
+        .sum();
+    written + stats.dropped()
 }

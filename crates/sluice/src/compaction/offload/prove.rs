@@ -30,12 +30,7 @@ use crate::{Error, Result};
 impl Part {
     /// What the part's outputs hold plus what it dropped.
     pub(super) fn accounted(&self) -> EntryDigest {
-        let written: EntryDigest = self
-            .files
-            .iter()
-            .map(|f| f.summary.properties.digest().unwrap_or_default())
-            .sum();
-        written + self.stats.dropped()
+        sluice_sst::compact::spec::accounted(&self.files, &self.stats)
     }
 
     /// True if `other` wrote the same files: same count, sizes and checksums, in order.
