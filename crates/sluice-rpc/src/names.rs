@@ -27,9 +27,39 @@ pub fn check_file_name(name: &str) -> Result<(), RpcError> {
     Ok(())
 }
 
+/// Longest database name a task may carry.
+pub const MAX_DATABASE_NAME: usize = 64;
+
+/// Checks a database name (a task's `database`, a worker's `--root NAME=DIR`): at most
+/// [`MAX_DATABASE_NAME`] ASCII letters, digits, `_`, `-` or `.`; empty names the unnamed
+/// database.
+pub fn check_database_name(name: &str) -> Result<(), RpcError> {
+    let ok = name.len() <= MAX_DATABASE_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if ok {
+        return Ok(());
+    }
+    Err(RpcError::Invalid(format!(
+        "database name {name:?} must be at most {MAX_DATABASE_NAME} ASCII letters, digits, \
+         '_', '-' or '.'"
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn database_names_are_short_and_plain() {
+        for good in ["", "db0", "ok_name-1.2", &"n".repeat(64)] {
+            assert!(check_database_name(good).is_ok(), "{good:?}");
+        }
+        for bad in ["../x", "a b", "a/b", &"n".repeat(65)] {
+            assert!(check_database_name(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn only_bare_names_pass() {

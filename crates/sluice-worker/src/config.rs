@@ -24,29 +24,15 @@ pub const MAX_THROTTLE: f64 = 1000.0;
 /// belong to the database named `""`, which is what a host that names none asks for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Root {
-    /// The database's name: up to [`MAX_DATABASE_NAME`] ASCII letters, digits, `_`, `-`, `.`.
+    /// The database's name ([`sluice_rpc::names::check_database_name`]).
     pub database: String,
     /// The directory.
     pub dir: PathBuf,
 }
 
-/// Longest database name.
-pub const MAX_DATABASE_NAME: usize = 64;
-
 /// Checks a database name (see [`Root::database`]).
 pub fn check_database_name(name: &str) -> Result<(), String> {
-    let ok = name.len() <= MAX_DATABASE_NAME
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "database name {name:?} must be at most {MAX_DATABASE_NAME} ASCII letters, digits, \
-             '_', '-' or '.'"
-        ))
-    }
+    sluice_rpc::names::check_database_name(name).map_err(|e| e.to_string())
 }
 
 impl std::str::FromStr for Root {
@@ -328,7 +314,5 @@ mod tests {
         ])
         .unwrap_err();
         assert!(err.contains("twice"), "{err}");
-        assert!(check_database_name(&"n".repeat(65)).is_err());
-        assert!(check_database_name("ok_name-1.2").is_ok());
     }
 }

@@ -43,9 +43,9 @@ impl DbInner {
             }
         }
         let mut manifest_guard = self.manifest.lock();
-        let manifest = manifest_guard.as_mut().ok_or_else(|| {
-            Error::InvalidArgument(format!("{} is open read-only", self.dir.display()))
-        })?;
+        let manifest = manifest_guard
+            .as_mut()
+            .ok_or_else(|| self.read_only_error())?;
         let (version, rollover) = {
             let mut st = self.state.lock();
             Self::check_bg_error(&st)?;

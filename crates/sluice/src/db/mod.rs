@@ -273,12 +273,14 @@ impl DbInner {
     /// Fails when opened read-only: whatever the caller was about to do changes the database.
     pub fn check_writable(&self) -> Result<()> {
         if self.is_read_only() {
-            return Err(Error::InvalidArgument(format!(
-                "{} is open read-only",
-                self.dir.display()
-            )));
+            return Err(self.read_only_error());
         }
         Ok(())
+    }
+
+    /// What a change refused by a read-only open returns.
+    pub fn read_only_error(&self) -> Error {
+        Error::InvalidArgument(format!("{} is open read-only", self.dir.display()))
     }
 
     /// At close, after the background threads stopped: syncs the WAL and records its length

@@ -127,7 +127,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     // A torn MANIFEST record may be dropped only if nothing it made obsolete was deleted:
     // these two checks fail if a later, acknowledged edit was acted on.
     let wals = check_tables_exist(&versions, &table_cache, &options)
-        .and_then(|()| wals_to_replay(dir, &versions))
+        .and_then(|()| wals_to_replay(dir, versions.log_number, &versions.wals))
         .map_err(|e| blame_torn_manifest(e, &report))?;
 
     let inner = if read_only {
@@ -215,7 +215,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
         if deleted > 0 {
             tracing::info!(
                 files = deleted,
-                "deleted files no version references at open"
+                "deleted table and temporary files no version references"
             );
         }
         inner.recovery.lock().orphans_deleted = deleted;
@@ -259,9 +259,6 @@ fn new_inner(
     lock_file: Option<File>,
     parts: Parts,
 ) -> Result<DbInner> {
-    for d in &parts.report.dropped {
-        tracing::warn!(dropped = %d, "recovery did not apply part of a log");
-    }
     let offloader = match (&options.offload, parts.wal.is_some()) {
         (Some(offload), true) => Some(crate::compaction::offload::Offloader::new(offload.clone())?),
         _ => None,

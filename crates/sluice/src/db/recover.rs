@@ -7,6 +7,7 @@
 //! state names is missing, or a WAL it tracks, later edits *were* acknowledged and acted on,
 //! and open fails with [`Error::Corruption`] rather than hand back an older state.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -159,12 +160,16 @@ pub(crate) fn check_tables_exist(
     Ok(())
 }
 
-/// The WALs to replay, oldest first: every WAL file at or above the recovered log number.
-/// Fails if a WAL the MANIFEST tracks is missing.
-pub(crate) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<WalFile>> {
+/// The WALs to replay, oldest first: every WAL file at or above `log_number`. `tracked` is
+/// what the MANIFEST knows of them (number to synced length); fails if one of those is missing.
+pub(crate) fn wals_to_replay(
+    dir: &Path,
+    log_number: u64,
+    tracked: &BTreeMap<u64, u64>,
+) -> Result<Vec<WalFile>> {
     let mut numbers: Vec<u64> = numbered_files(dir)?
         .into_iter()
-        .filter(|&(kind, n)| kind == FileType::Log && n >= versions.log_number)
+        .filter(|&(kind, n)| kind == FileType::Log && n >= log_number)
         .map(|(_, n)| n)
         .collect();
     numbers.sort_unstable();
@@ -176,8 +181,7 @@ pub(crate) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<Wa
             "WAL file number is out of range",
         ));
     }
-    if let Some((&missing, &synced)) = versions
-        .wals
+    if let Some((&missing, &synced)) = tracked
         .iter()
         .find(|&(n, _)| numbers.binary_search(n).is_err())
     {
@@ -197,7 +201,7 @@ pub(crate) fn wals_to_replay(dir: &Path, versions: &VersionSet) -> Result<Vec<Wa
         let len = std::fs::metadata(&path).with_path(&path)?.len();
         wals.push(WalFile {
             number,
-            synced_through: versions.wals.get(&number).copied().unwrap_or(0),
+            synced_through: tracked.get(&number).copied().unwrap_or(0),
             whole_file_synced: newer_has_records,
             path,
         });

@@ -178,9 +178,9 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     }
 
     // The WALs, read into memtables of at most a write buffer each.
-    let mut versions_for_wals = VersionSet::new_empty();
-    versions_for_wals.log_number = recovered.as_ref().map_or(0, |v| v.log_number);
-    let wals = wals_to_replay(dir, &versions_for_wals)?;
+    // Salvage reads whatever WALs there are: a tracked one gone missing is no reason to stop.
+    let log_number = recovered.as_ref().map_or(0, |v| v.log_number);
+    let wals = wals_to_replay(dir, log_number, &Default::default())?;
     let mut salvage_options = options.clone();
     salvage_options.wal_recovery_mode = WalRecoveryMode::SkipAnyCorruptedRecords;
     let mut wal_report = RecoveryReport::default();

@@ -250,12 +250,6 @@ impl LogReader {
         self.records
     }
 
-    /// How far the log is known to have been synced: the larger of what the caller said and
-    /// what the sync marks read so far state.
-    pub fn synced_len(&self) -> u64 {
-        self.synced_through
-    }
-
     /// Every region not applied, in file order.
     pub fn dropped(&self) -> &[DroppedRange] {
         &self.dropped

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 use rand::rngs::StdRng;
-use sluice::Db;
 use sluice::fs::{Fault, FaultInjectingFs, FaultOp, os_fs};
 
 use super::Run;
@@ -57,13 +56,9 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng) {
         block_cache_bytes: 0,
         ..run.engine.workload_options(run.mode(round), rng)
     };
-    let db = match Db::open(&run.paths.db, options) {
-        Ok(db) => db,
-        Err(e) => return run.fail(round, format!("open for the fault round: {e}")),
-    };
-    let slots = match run.expected.load() {
-        Ok(slots) => slots,
-        Err(e) => return run.fail(round, e),
+    let Some((db, slots)) = rounds::open_for_workload(run, round, options, "the fault round")
+    else {
+        return;
     };
     let errors_before = run.tally.fault_errors.load(Ordering::Relaxed);
     let stop = AtomicBool::new(false);

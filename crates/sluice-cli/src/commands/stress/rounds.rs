@@ -9,20 +9,40 @@ use rand::rngs::StdRng;
 use sluice::Db;
 
 use super::Run;
+use super::expected::Slot;
 use super::verify::verify_and_settle;
 use super::workload::Workload;
+
+/// Opens the database with `options` and loads the expected state a workload starts from;
+/// a failure is the round's (`what` says which open it was), and `None`.
+pub fn open_for_workload(
+    run: &Run<'_>,
+    round: u64,
+    options: sluice::Options,
+    what: &str,
+) -> Option<(Db, Vec<Slot>)> {
+    let db = match Db::open(&run.paths.db, options) {
+        Ok(db) => db,
+        Err(e) => {
+            run.fail(round, format!("open for {what}: {e}"));
+            return None;
+        }
+    };
+    match run.expected.load() {
+        Ok(slots) => Some((db, slots)),
+        Err(e) => {
+            run.fail(round, e);
+            None
+        }
+    }
+}
 
 /// Opens the database with round `round`'s executor and sizes, runs the workload for
 /// `length`, and closes it (which syncs the WAL and records its length in the MANIFEST).
 pub fn workload(run: &Run<'_>, round: u64, rng: &mut StdRng, length: Duration) {
     let options = run.engine.workload_options(run.mode(round), rng);
-    let db = match Db::open(&run.paths.db, options) {
-        Ok(db) => db,
-        Err(e) => return run.fail(round, format!("open for the workload: {e}")),
-    };
-    let slots = match run.expected.load() {
-        Ok(slots) => slots,
-        Err(e) => return run.fail(round, e),
+    let Some((db, slots)) = open_for_workload(run, round, options, "the workload") else {
+        return;
     };
     let stop = AtomicBool::new(false);
     let workload = Workload {

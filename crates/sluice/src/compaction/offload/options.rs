@@ -182,17 +182,8 @@ impl OffloadOptions {
         if self.task_timeout.is_zero() {
             return bad("offload task_timeout must be positive".into());
         }
-        let name_ok = self.database.len() <= 64
-            && self
-                .database
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
-        if !name_ok {
-            return bad(format!(
-                "offload database name {:?} must be at most 64 ASCII letters, digits, '_', '-' \
-                 or '.'",
-                self.database
-            ));
+        if let Err(e) = sluice_rpc::names::check_database_name(&self.database) {
+            return bad(format!("offload: {e}"));
         }
         Ok(())
     }
