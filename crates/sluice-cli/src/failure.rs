@@ -29,6 +29,13 @@ impl From<sluice::Error> for Failure {
     }
 }
 
+/// Errors of the format layer (`sluice sst`, `sluice manifest` read files directly).
+impl From<sluice_sst::Error> for Failure {
+    fn from(e: sluice_sst::Error) -> Self {
+        Failure::Error(e.to_string())
+    }
+}
+
 impl From<io::Error> for Failure {
     fn from(e: io::Error) -> Self {
         if e.kind() == io::ErrorKind::BrokenPipe {

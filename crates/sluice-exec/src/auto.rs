@@ -1,5 +1,5 @@
 //! The `auto` mode: picks an executor before each compaction from the step times measured so
-//! far, following document 000 section III.
+//! far, following the PCP paper section III.
 //!
 //! A pipeline's bandwidth is bounded by its slowest stage. If I/O (S1 + S7) and compute
 //! (S2..S6) are both significant, overlapping them (PCP) hides the smaller; if compute dominates,

@@ -8,7 +8,7 @@
 //!   sub-tasks, and a writer that puts results back in key order; with tables spread over
 //!   several directories (S-PPCP), a reader and a writer thread per directory (`dir_io`);
 //!   with buffered I/O the compute threads read their own sub-tasks (`local_read`);
-//! - [`streaming`] (document 002's engine): a decoder per input run, a comparator, an encoder
+//! - [`streaming`] (the in-storage compaction paper's engine): a decoder per input run, a comparator, an encoder
 //!   and the writer, each a stage on its own thread, passing blocks rather than sub-tasks.
 //!
 //! All of them produce byte-identical files with identical cuts, because blocks are sealed at
@@ -50,7 +50,7 @@ pub enum CompactionMode {
     Pipelined,
     /// C-PPCP: a reader, several compute threads, a writer.
     Parallel,
-    /// Document 002's engine: per-input decoders, a comparator, an encoder, a writer.
+    /// The in-storage compaction paper's engine: per-input decoders, a comparator, an encoder, a writer.
     Streaming,
     /// Chosen before each compaction from the step times measured so far ([`auto`]).
     Auto,
@@ -118,7 +118,7 @@ pub struct ExecOptions {
 }
 
 impl ExecOptions {
-    /// Input bytes per sub-task: document 000 found 512 KiB best.
+    /// Input bytes per sub-task: the PCP paper found 512 KiB best.
     pub const DEFAULT_SUB_TASK_BYTES: u64 = 512 << 10;
     /// Sub-tasks queued between stages: deep enough to ride out bursts (with direct I/O every
     /// input's readahead runs dry at about the same sub-task); at 512 KiB a sub-task, about
@@ -190,6 +190,40 @@ impl JobControl {
     }
 }
 
+/// Runs one compaction: produces its output files and nothing else; the caller decides
+/// whether to install them. Every executor of this crate implements it (through
+/// [`ExecOptions`], whose `mode` names one), and so does the engine's offloaded split, so the
+/// engine runs whichever was chosen the same way.
+pub trait Executor: Sync {
+    /// The name recorded in logs and metrics (`sequential`, `pipelined`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Runs `spec`, reporting progress to and taking cancellation from `control`. Output files
+    /// are named by `new_output`; on failure every file written so far is deleted before the
+    /// error is returned.
+    fn execute(
+        &self,
+        spec: &CompactionSpec,
+        control: Arc<JobControl>,
+        new_output: &mut NewOutput<'_>,
+    ) -> Result<CompactionOutput>;
+}
+
+impl Executor for ExecOptions {
+    fn name(&self) -> &'static str {
+        self.mode.name()
+    }
+
+    fn execute(
+        &self,
+        spec: &CompactionSpec,
+        control: Arc<JobControl>,
+        new_output: &mut NewOutput<'_>,
+    ) -> Result<CompactionOutput> {
+        execute_with(spec, self, control, new_output)
+    }
+}
+
 /// Runs `spec` with the executor `exec` selects. Output files are named by `new_output`; on
 /// failure every file written so far is deleted before the error is returned.
 pub fn execute(
@@ -218,6 +252,8 @@ pub fn execute_with(
         CompactionMode::Pipelined => pipelined::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Parallel => parallel::run(spec, &plan, exec, &shared, new_output),
         CompactionMode::Streaming => streaming::run(spec, &plan, exec, &shared, new_output),
+        // The engine resolves `Auto` in one place (`sluice::compaction::choose`) before it
+        // builds an executor; reaching here with it is a caller's mistake, not a panic.
         CompactionMode::Auto => Err(Error::InvalidArgument(
             "resolve the auto compaction mode with executor::auto::choose before executing".into(),
         )),

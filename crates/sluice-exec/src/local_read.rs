@@ -9,7 +9,7 @@
 //! With buffered I/O, S1 of a block already in the page cache is a memory copy. Done by a
 //! separate reader thread, it fills that core's cache, and the compute thread that verifies the
 //! block on another core pays again to fetch every byte: on two cores the checksum step ran
-//! 2-3x slower behind a reader than in SCP. Document 000 keeps S2..S6 on one processor for this
+//! 2-3x slower behind a reader than in SCP. The PCP paper keeps S2..S6 on one processor for this
 //! reason ("the processors may not share the dcache"). With two or more compute threads the
 //! cores are busy computing anyway, and the copy is one more step that belongs on the core
 //! using the bytes. So here each compute thread runs S1..S6 of a whole sub-task.

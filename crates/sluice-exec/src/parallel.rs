@@ -192,7 +192,7 @@ pub(super) fn compute_sub_task(
     let blocks = decode_sub_task(raw, times)?;
     let merged = merge_sub_task(spec, st, blocks, times)?;
     shared.add_stats(&merged.stats);
-    Ok((index, encode_sub_task(merged.blocks, spec, times)))
+    Ok((index, encode_sub_task(merged.blocks, &spec.table, times)))
 }
 
 /// S7 in sub-task order. Results may arrive out of order; they wait until their turn.
@@ -207,7 +207,7 @@ pub(super) fn write_stage(
     let start = Instant::now();
     let mut idle = 0u64;
     let result = shared.with_cpu(|| {
-        let mut writer = OutputWriter::new(spec, &shared.times, new_output);
+        let mut writer = OutputWriter::new(spec.output_rules(), &shared.times, new_output);
         let mut waiting: BTreeMap<usize, Vec<EncodedBlock>> = BTreeMap::new();
         let mut next = 0usize;
         let outcome = (|| {

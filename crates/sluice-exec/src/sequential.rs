@@ -20,13 +20,13 @@ pub(super) fn run(
     let start = std::time::Instant::now();
     let result = shared.with_cpu(|| {
         let times = &shared.times;
-        let mut writer = OutputWriter::new(spec, times, new_output);
+        let mut writer = OutputWriter::new(spec.output_rules(), times, new_output);
         let outcome = plan.sub_tasks.iter().try_for_each(|st| {
             let raw = read_sub_task(spec, st, times)?;
             let blocks = decode_sub_task(raw, times)?;
             let merged = merge_sub_task(spec, st, blocks, times)?;
             shared.add_stats(&merged.stats);
-            for block in encode_sub_task(merged.blocks, spec, times) {
+            for block in encode_sub_task(merged.blocks, &spec.table, times) {
                 shared.before_append()?;
                 writer.append(&block)?;
             }

@@ -1,4 +1,4 @@
-//! Document 004's semantic message: `[header, length, type, flag, payload, checksum]` as a
+//! The CoPro paper's semantic message: `[header, length, type, flag, payload, checksum]` as a
 //! protobuf [`Envelope`]: the kind of message, who sent it, the payload as the exact bytes
 //! that were encoded, and a CRC32C over those bytes.
 //!

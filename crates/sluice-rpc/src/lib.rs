@@ -1,7 +1,7 @@
 //! The compaction worker protocol: what a host and a compaction worker say to each other.
 //!
 //! - [`proto`]: the messages and the gRPC service generated from `proto/worker.proto`;
-//! - [`envelope`]: document 004's semantic message (kind, origin, payload, checksum), sealed
+//! - [`envelope`]: the CoPro paper's semantic message (kind, origin, payload, checksum), sealed
 //!   and opened with the version and checksum checked;
 //! - [`auth`]: the shared secret every call carries;
 //! - [`codec`]: prost's gRPC codec, with undecodable messages reported as `INVALID_ARGUMENT`;

@@ -1,10 +1,11 @@
-//! The error type shared by every Sluice crate.
+//! The format layer's errors: what reading, writing and merging tables can go wrong with.
 //!
-//! Errors come in a few kinds that tell the caller what to do: `Corruption` (data on disk is
-//! wrong; the file and byte offset say where), `Io` (the operating system refused; the path says
-//! which file), `InvalidArgument` (the caller asked for something impossible), `Background` (an
-//! earlier background failure made the database read-only), and `Closed`. Corruption is always
-//! its own variant so that nobody mistakes a bad checksum for a transient I/O failure.
+//! `Corruption` (data on disk is wrong; the file and byte offset say where), `Io` (the
+//! operating system refused; the path says which file), `InvalidArgument` (the caller asked
+//! for something impossible) and `Cancelled` (a compaction's control stopped it). Corruption
+//! is always its own variant so that nobody mistakes a bad checksum for a transient I/O
+//! failure. Engine states (a closed or busy database, sticky background failures) belong to
+//! the engine's error (`sluice::Error`), which every one of these converts into.
 
 use std::path::PathBuf;
 
@@ -37,13 +38,6 @@ pub enum Error {
     /// The caller passed an argument or option that cannot be honoured.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// A background flush or compaction failed earlier; the database refuses writes until it is
-    /// reopened (the failure is sticky so it cannot be silently ignored).
-    #[error("database is read-only after a background error: {0}")]
-    Background(String),
-    /// The database has been closed.
-    #[error("database is closed")]
-    Closed,
     /// The caller cancelled the operation; what it had not finished was discarded and the
     /// database is as if that part had not started.
     #[error("cancelled")]

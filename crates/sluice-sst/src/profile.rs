@@ -1,6 +1,6 @@
 //! The stage profile: where one compaction (or flush) spent its time, step by step.
 //!
-//! Document 000 splits a compaction into seven steps per data block. Every executor records the
+//! The PCP paper splits a compaction into seven steps per data block. Every executor records the
 //! time it spends in each, so users can see which resource bounds a compaction. Times are summed
 //! across threads, so for parallel executors the sum of steps may exceed the wall time.
 

@@ -73,7 +73,7 @@ pub enum WorkerMode {
     Pipelined,
     /// C-PPCP.
     Parallel,
-    /// Document 002's streaming engine.
+    /// The in-storage compaction paper's streaming engine.
     Streaming,
 }
 

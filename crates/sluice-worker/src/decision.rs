@@ -1,5 +1,5 @@
 //! Which executor a task runs: the task's own mode, else the worker's fixed `--mode`, else the
-//! CoPro+ decision component (document 004, section 3.3) from this worker's load and the
+//! CoPro+ decision component (the CoPro paper, section 3.3) from this worker's load and the
 //! task's values.
 
 use std::sync::{Arc, Mutex, PoisonError};

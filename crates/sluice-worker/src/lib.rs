@@ -1,6 +1,6 @@
 //! The compaction worker: a process that runs compaction shares a host sends it, in the
 //! directories it was started with, and reports the files it wrote. It is the software
-//! stand-in for documents 001 and 004's near-data-processing device (DESIGN.md section 5).
+//! stand-in for the MStore and CoPro papers's near-data-processing device (DESIGN.md section 5).
 //!
 //! What it may do is fixed by what it depends on: the table layer (`sluice-sst`), the
 //! executors (`sluice-exec`) and the protocol (`sluice-rpc`), not the engine. A worker can

@@ -1,14 +1,17 @@
-//! Flush (the "minor compaction"): writing a frozen memtable to an L0 table.
+//! Flush (the "minor compaction"): writing a frozen memtable to L0 tables. A job like a
+//! compaction: it writes files through its [`JobEnv`] and returns a version edit that `db/`
+//! installs.
 
 use std::time::Instant;
 
 use sluice_sst::compact::subtask::encode_sub_task;
-use sluice_sst::compact::{CompactionSpec, OutputWriter, StepTimes};
+use sluice_sst::compact::{OutputRules, OutputWriter, StepTimes};
+use sluice_sst::fs::Storage;
 use sluice_sst::profile::{StageProfile, Step, thread_cpu_time};
 use sluice_sst::table::TableContentBuilder;
 
 use crate::Result;
-use crate::db::DbInner;
+use crate::compaction::env::JobEnv;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::{RangeMap, owner_dir_index};
@@ -97,30 +100,20 @@ pub(crate) fn write_level0_tables(
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
-    // A flush is a compaction of one sorted input (the memtable) into one file per piece.
-    let spec = CompactionSpec {
-        inputs: Vec::new(),
-        snapshots: Vec::new(),
-        bottommost: false,
-        table: options.table_options(),
-        storage: options.background_storage(),
-        target_file_size: u64::MAX,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-    };
+    let (table, storage) = (options.table_options(), options.background_storage());
     let mut metas = Vec::new();
     for piece in pieces {
-        let mut new_output = || -> Result<(u64, std::path::PathBuf)> {
+        let mut new_output = || -> sluice_sst::Result<(u64, std::path::PathBuf)> {
             let number = new_number();
             Ok((number, table_cache.table_path(piece.dir_index, number)))
         };
-        let mut writer = OutputWriter::new(&spec, &times, &mut new_output);
-        let mut builder = TableContentBuilder::new(&spec.table);
+        // A flush is a merge of one sorted input (the memtable) into one file per piece.
+        let rules = OutputRules::one_file(&table, &storage);
+        let mut writer = OutputWriter::new(rules, &times, &mut new_output);
+        let mut builder = TableContentBuilder::new(&table);
         let write_sealed = |builder: &mut TableContentBuilder, writer: &mut OutputWriter<'_>| {
             let sealed: Vec<_> = std::iter::from_fn(|| builder.take_sealed()).collect();
-            encode_sub_task(sealed, &spec, &times)
+            encode_sub_task(sealed, &table, &times)
                 .iter()
                 .try_for_each(|block| writer.append(block))
         };
@@ -138,11 +131,11 @@ pub(crate) fn write_level0_tables(
             Ok(files) => metas.extend(
                 files
                     .into_iter()
-                    .map(|f| file_meta(f.number, piece.dir_index, &f.summary)),
+                    .map(|f| FileMetaData::of_new_table(f.number, piece.dir_index, &f.summary)),
             ),
             Err(e) => {
-                delete_tables(table_cache, &metas);
-                return Err(e);
+                delete_tables(table_cache, &storage, &metas);
+                return Err(e.into());
             }
         }
     }
@@ -159,106 +152,49 @@ pub(crate) fn write_level0_tables(
 
 /// Removes tables a failed flush already finished; nothing references them yet. Best effort:
 /// a leftover is unreferenced and deleted as obsolete later.
-fn delete_tables(table_cache: &TableCache, metas: &[FileMetaData]) {
+fn delete_tables(table_cache: &TableCache, storage: &Storage, metas: &[FileMetaData]) {
     for m in metas {
-        let _ = std::fs::remove_file(table_cache.table_path(m.dir_index, m.number));
+        let _ = storage
+            .fs
+            .remove(&table_cache.table_path(m.dir_index, m.number));
     }
 }
 
-/// The MANIFEST's description of a freshly written table.
-pub(crate) fn file_meta(
-    number: u64,
-    dir_index: u32,
-    summary: &sluice_sst::table::TableSummary,
-) -> FileMetaData {
-    let p = &summary.properties;
-    FileMetaData {
-        number,
-        file_size: summary.file_size,
-        smallest: summary.smallest_key.clone(),
-        largest: summary.largest_key.clone(),
-        smallest_seq: p.smallest_seq,
-        largest_seq: p.largest_seq,
-        num_entries: p.num_entries,
-        num_deletions: p.num_deletions,
-        raw_value_bytes: p.raw_value_bytes,
-        dir_index,
-    }
+/// A frozen memtable written to L0, ready to install.
+pub(crate) struct FlushOutcome {
+    /// Adds the tables, and moves the log number past the memtable's WAL.
+    pub edit: VersionEdit,
+    /// The tables written, in key order (none for an empty memtable).
+    pub tables: Vec<FileMetaData>,
+    pub profile: StageProfile,
 }
 
-impl DbInner {
-    /// Writes the oldest frozen memtable to L0 and installs it. Runs on the flush thread.
-    ///
-    /// The flush's CPU time (`Metrics::flush.cpu_seconds`) is this thread's CPU clock from
-    /// here until the edit is installed: building and writing the table, its fsync, and the
-    /// MANIFEST append. Deleting obsolete files afterwards is not counted.
-    pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
-        let cpu_start = thread_cpu_time();
-        // The tables are cut by this version's range map; no split may change its boundaries
-        // before they are installed.
-        let _map_fixed = self.range_map_lock.lock();
-        let (imm, version) = {
-            let st = self.state.lock();
-            let Some(imm) = st.imm.front().cloned() else {
-                return Ok(());
-            };
-            (imm, std::sync::Arc::clone(st.versions.current()))
-        };
-        // Numbers handed out, kept in `pending_outputs` until the edit is installed.
-        let mut numbers = Vec::new();
-        let mut new_number = || {
-            let n = self.reserve_number();
-            numbers.push(n);
-            n
-        };
-        let split_keys = flush_split_keys(&version, &self.options);
-        let ranges = version.range_map().map(|m| &**m);
-        let pieces = flush_pieces(ranges, &split_keys, &self.table_cache);
-        let outcome = write_level0_tables(
-            &imm,
-            &self.table_cache,
-            &pieces,
-            &mut new_number,
-            &self.options,
-        )
-        .and_then(|(metas, profile)| {
-            let mut edit = VersionEdit::default();
-            for m in &metas {
-                edit.new_files.push((0, m.clone()));
-            }
-            // Once this edit is durable the frozen memtable's WAL is no longer needed:
-            // recovery starts from the WAL of the next memtable.
-            edit.log_number = Some({
-                let st = self.state.lock();
-                st.imm
-                    .get(1)
-                    .map_or(st.mem.log_number(), |m| m.log_number())
-            });
-            // On failure the tables stay: the edit may have reached the MANIFEST before the
-            // error, so only the next open can tell whether they are garbage.
-            self.log_and_apply(edit)?;
-            Ok((metas, profile))
-        });
-        let cpu_used = thread_cpu_time().saturating_sub(cpu_start);
-        let mut st = self.state.lock();
-        for n in &numbers {
-            st.pending_outputs.remove(n);
-        }
-        let (metas, mut profile) = outcome?;
-        // Replaces the table writer's own figure, which ends before the install.
-        profile.cpu_nanos = cpu_used.as_nanos() as u64;
-        st.imm.pop_front();
-        st.flush_metrics
-            .record(imm.approximate_bytes() as u64, &profile);
-        let bytes: u64 = metas.iter().map(|m| m.file_size).sum();
-        st.level_counters.bytes_in[0] += imm.approximate_bytes() as u64;
-        st.level_counters.bytes_written[0] += bytes;
-        st.level_counters.compactions[0] += 1;
-        drop(st);
-        tracing::debug!(tables = metas.len(), bytes, "flushed memtable to L0");
-        self.delete_obsolete_files();
-        Ok(())
-    }
+/// The flush job: writes `imm` to L0 tables cut as `version` says (its range map and L1
+/// files), and returns the edit that adds them. Once that edit is durable the memtable's WAL
+/// is no longer needed: recovery starts from `next_log_number`, the WAL of the memtable after
+/// it.
+pub(crate) fn run(
+    imm: &MemTable,
+    version: &Version,
+    next_log_number: u64,
+    env: &JobEnv<'_>,
+) -> Result<FlushOutcome> {
+    let split_keys = flush_split_keys(version, env.options);
+    let ranges = version.range_map().map(|m| &**m);
+    let pieces = flush_pieces(ranges, &split_keys, env.table_cache);
+    let mut new_number = || env.reserve_numbers(1).start;
+    let (tables, profile) =
+        write_level0_tables(imm, env.table_cache, &pieces, &mut new_number, env.options)?;
+    let edit = VersionEdit {
+        new_files: tables.iter().map(|m| (0, m.clone())).collect(),
+        log_number: Some(next_log_number),
+        ..VersionEdit::default()
+    };
+    Ok(FlushOutcome {
+        edit,
+        tables,
+        profile,
+    })
 }
 
 #[cfg(test)]

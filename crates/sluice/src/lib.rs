@@ -18,10 +18,10 @@
 //! # Ok::<(), sluice::Error>(())
 //! ```
 
-mod background;
 pub mod batch;
 pub mod compaction;
 mod db;
+pub mod error;
 pub mod filename;
 mod flush;
 pub mod iter;
@@ -39,12 +39,11 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, Db, DbIterator, RecoveryReport};
+pub use error::{Error, ErrorKind, IoContext, Result};
 pub use metrics::Metrics;
 pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};
 pub use rate_limiter::RateLimiter;
 pub use repair::{RepairReport, repair};
-pub use sluice_sst::error::IoContext;
 /// The storage layer tables are read and written through ([`Options::fs`]).
 pub use sluice_sst::fs;
-pub use sluice_sst::{Error, Result};
 pub use snapshot::Snapshot;

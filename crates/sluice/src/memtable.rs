@@ -15,7 +15,7 @@ use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{self, SeqNo, ValueKind, compare_internal};
 use smallvec::SmallVec;
 
-use crate::Result;
+use sluice_sst::Result;
 
 /// Bytes charged per entry for the skiplist node and allocations beyond the key and value.
 const ENTRY_OVERHEAD_BYTES: usize = 64;

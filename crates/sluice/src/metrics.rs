@@ -272,6 +272,7 @@ pub struct Metrics {
     /// Files no version referenced that the open deleted.
     pub orphans_deleted_at_open: u64,
     /// Compaction offload to workers, with `Options::offload`.
+    #[cfg(feature = "offload")]
     pub offload: Option<crate::compaction::offload::OffloadMetrics>,
     /// Partitioned mode: the range map with per-range and per-owner figures.
     pub partitions: Option<crate::partition::stats::PartitionStats>,
@@ -334,7 +335,7 @@ mod tests {
         }
     }
 
-    /// Records one compaction the way `install_compaction` does.
+    /// Records one compaction the way the database records an installed one.
     fn compaction(m: &mut JobMetrics, mode: &str, input_bytes: u64, wall_millis: u64) {
         let p = profile(wall_millis);
         m.record(input_bytes, &p);

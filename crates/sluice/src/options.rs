@@ -13,12 +13,14 @@ pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
+#[cfg(feature = "offload")]
 pub use crate::compaction::offload::options::{OffloadOptions, Split, VerifyOutputs};
 pub use crate::partition::{PartitionOptions, PartitionOwner};
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;
 use crate::{Error, Result};
 /// The secret shared with compaction workers.
+#[cfg(feature = "offload")]
 pub use sluice_rpc::auth::Secret;
 
 /// Number of levels in the tree (L0..L6).
@@ -90,7 +92,7 @@ pub struct Options {
     pub data_dirs: Vec<PathBuf>,
     /// How each compaction is scheduled onto threads (SCP, PCP, C-PPCP).
     pub compaction_mode: CompactionMode,
-    /// Input bytes per compaction sub-task (document 000 found 512 KiB best).
+    /// Input bytes per compaction sub-task (the PCP paper found 512 KiB best).
     pub sub_task_bytes: u64,
     /// Compute threads of the parallel executor.
     pub compaction_threads: usize,
@@ -118,10 +120,11 @@ pub struct Options {
     /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
     /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
     pub rate_limiter: Option<Arc<RateLimiter>>,
-    /// Compaction workers to share big compactions with (documents 001 and 004). `None`: every
+    /// Compaction workers to share big compactions with (the MStore and CoPro papers). `None`: every
     /// compaction runs on this host. Each worker must serve this database's table directories.
+    #[cfg(feature = "offload")]
     pub offload: Option<OffloadOptions>,
-    /// Partitioned mode (document 001): key ranges owned by directories and their workers.
+    /// Partitioned mode (the MStore paper): key ranges owned by directories and their workers.
     /// `None`: one tree in the database directory (and `data_dirs`).
     pub partitions: Option<PartitionOptions>,
 }
@@ -163,6 +166,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
             rate_limiter: None,
+            #[cfg(feature = "offload")]
             offload: None,
             partitions: None,
             paranoid_checks: false,
@@ -252,6 +256,7 @@ impl Options {
                 self.zstd_level
             ));
         }
+        #[cfg(feature = "offload")]
         if let Some(o) = &self.offload {
             o.validate()?;
         }
@@ -262,7 +267,10 @@ impl Options {
                     "partitions and data_dirs cannot both be set: in partitioned mode each owner's directory is a data directory".into(),
                 );
             }
+            #[cfg(feature = "offload")]
             let workers = self.offload.as_ref().map_or(&[][..], |o| &o.workers[..]);
+            #[cfg(not(feature = "offload"))]
+            let workers: &[String] = &[];
             if let Some(w) = p
                 .owners
                 .iter()

@@ -4,7 +4,7 @@
 //! shared. The cache is bounded by `max_open_files`; an evicted reader closes its file when the
 //! last iterator using it is dropped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_sst::cache::BlockCache;
@@ -13,7 +13,9 @@ use sluice_sst::table::{Table, TableReadOptions};
 
 use crate::filename::table_file_name;
 use crate::version::edit::FileMetaData;
-use crate::{Options, Result};
+use sluice_sst::Result;
+
+use crate::Options;
 
 /// Open table readers shared by reads and compactions.
 pub struct TableCache {
@@ -79,15 +81,18 @@ impl TableCache {
         &self.dirs
     }
 
-    /// The path of table `number` stored in data directory `dir_index`.
+    /// The path of table `number` stored in data directory `dir_index`. An index beyond the
+    /// directories (which the open refuses for every table of the tree) gives a path under a
+    /// directory named `<unknown table directory N>`: whatever opens it fails with an error
+    /// naming the index, and never reads a table of the same number elsewhere.
     pub fn table_path(&self, dir_index: u32, number: u64) -> PathBuf {
-        let dir = self
-            .dirs
-            .get(dir_index as usize)
-            .or_else(|| self.dirs.first())
-            .cloned()
-            .unwrap_or_default();
-        table_file_name(&dir, number)
+        match self.dirs.get(dir_index as usize) {
+            Some(dir) => table_file_name(dir, number),
+            None => table_file_name(
+                Path::new(&format!("<unknown table directory {dir_index}>")),
+                number,
+            ),
+        }
     }
 
     /// The reader for `file`, opening it on first use.
@@ -139,5 +144,24 @@ impl TableCache {
     /// The shared block cache, if enabled.
     pub fn block_cache(&self) -> Option<&Arc<BlockCache>> {
         self.block_cache.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_directory_index_never_resolves_to_another_directory() {
+        let dirs = vec![PathBuf::from("/db"), PathBuf::from("/data1")];
+        let cache = TableCache::new(dirs, &Options::default(), None);
+        assert_eq!(cache.table_path(1, 7), table_file_name(Path::new("/data1"), 7));
+        let unknown = cache.table_path(5, 7);
+        assert!(!unknown.starts_with("/db") && !unknown.starts_with("/data1"));
+        assert!(
+            unknown.to_string_lossy().contains("unknown table directory 5"),
+            "{}",
+            unknown.display()
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use sluice::{Db, Error, Options};
+use sluice::{Db, Error, ErrorKind, Options};
 use sluice_sst::format::{FOOTER_LEN, Footer};
 
 fn options() -> Options {
@@ -341,4 +341,38 @@ fn a_stray_file_with_a_huge_number_is_an_error_not_a_panic() {
         .err()
         .expect("open must fail");
     assert!(err.is_corruption(), "{err}");
+}
+
+#[test]
+fn a_corruption_a_background_compaction_finds_stays_a_corruption_for_later_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    db_with_tables(dir.path());
+    for table in files_with_ext(dir.path(), "sst") {
+        flip_byte(&table, 100);
+    }
+    let db = Db::open(
+        dir.path(),
+        Options {
+            l0_compaction_trigger: 2,
+            ..options()
+        },
+    )
+    .unwrap();
+    // Two L0 tables over the damaged L1 start an automatic L0 -> L1 compaction, which reads
+    // the damaged block and fails in the background.
+    for round in 0..2 {
+        for i in (0..5000).step_by(50) {
+            db.put(&key(i), format!("round-{round}").as_bytes())
+                .unwrap();
+        }
+        db.flush().unwrap();
+    }
+    let err = db.wait_for_background_work().unwrap_err();
+    assert!(matches!(err, Error::Background(_)), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Corruption, "{err}");
+    assert!(err.is_corruption(), "{err}");
+    assert!(err.to_string().contains(".sst"), "names the table: {err}");
+    // Every later write is refused with the same kind.
+    let refused = db.put(b"after", b"failure").unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::Corruption, "{refused}");
 }

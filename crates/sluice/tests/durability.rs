@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sluice::{Db, Error, Options, WriteOptions};
+use sluice::{Db, Error, ErrorKind, Options, WriteOptions};
 
 fn key(i: u32) -> Vec<u8> {
     format!("{i:016}").into_bytes()
@@ -377,10 +377,9 @@ fn a_read_only_open_leaves_every_file_byte_identical() {
             db.flush(),
             db.compact_range(None, None),
         ] {
-            assert!(
-                matches!(refused, Err(Error::InvalidArgument(ref m)) if m.contains("read-only")),
-                "{refused:?}"
-            );
+            let err = refused.expect_err("a read-only open refuses changes");
+            assert_eq!(err.kind(), ErrorKind::ReadOnly, "{err}");
+            assert!(err.to_string().contains("read-only"), "{err}");
         }
         db.wait_for_background_work().unwrap();
         db.close().unwrap();
@@ -408,6 +407,12 @@ fn a_read_only_open_needs_an_existing_database_and_no_writer() {
         .err()
         .expect("a writer holds the lock");
     assert!(err.to_string().contains("locked"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
+    // A second handle in the same process is refused the same way.
+    let err = Db::open(dir.path(), Options::default())
+        .err()
+        .expect("the first handle holds the lock");
+    assert_eq!(err.kind(), ErrorKind::Busy, "{err}");
     drop(db);
     let a = Db::open_read_only(dir.path(), Options::default()).unwrap();
     let b = Db::open_read_only(dir.path(), Options::default()).unwrap();

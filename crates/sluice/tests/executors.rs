@@ -96,7 +96,7 @@ fn run_mode(
         std::fs::create_dir_all(out.join(format!("d{d}"))).unwrap();
     }
     let mut next = 1000u64;
-    let mut new_output = || -> sluice::Result<(u64, PathBuf)> {
+    let mut new_output = || -> sluice_sst::Result<(u64, PathBuf)> {
         next += 1;
         let dir = out.join(format!("d{}", next as usize % dirs));
         Ok((next, dir.join(format!("{next:06}.sst"))))

@@ -219,7 +219,7 @@ fn write_entries(t: &Arc<Table>, out: &mut dyn Write) -> CmdResult {
         )
         .map_err(|e| {
             write_error = Some(e);
-            Error::Closed
+            Error::Cancelled
         })
     });
     if let Some(e) = write_error {

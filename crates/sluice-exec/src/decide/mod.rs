@@ -1,7 +1,7 @@
-//! The CoPro+ decision component (document 004, sections 3.2 and 3.3): before each share of a
+//! The CoPro+ decision component (the CoPro paper, sections 3.2 and 3.3): before each share of a
 //! compaction, pipeline it or not, from the load of the side that runs it.
 //!
-//! Document 004's formula (1) is
+//! The CoPro paper's formula (1) is
 //!
 //! ```text
 //! f = α · C_cost + β · M_usage + φ · V_size
@@ -11,7 +11,7 @@
 //! values that are "large". When `f` reaches the threshold the pipeline is switched off and the
 //! share runs sequentially (one thread): the pipeline's extra threads cost CPU, which a busy or
 //! weak side (the document's near-data device) cannot spare, and for large values they buy less
-//! bandwidth than they cost (document 004 Fig. 7: on the host the bandwidth-gain / CPU-gain
+//! bandwidth than they cost (the CoPro paper Fig. 7: on the host the bandwidth-gain / CPU-gain
 //! ratio falls below 1 from 32 KB values, on the device below 0.5 from 16 KB). Below the
 //! threshold the share is pipelined.
 //!
@@ -58,14 +58,14 @@ pub struct DecisionConfig {
 }
 
 impl DecisionConfig {
-    /// Document 004's proportion threshold: 70% of large values.
+    /// The CoPro paper's proportion threshold: 70% of large values.
     pub const DEFAULT_THRESHOLD: f64 = 0.7;
-    /// Large values on the host: more than 32 KiB (document 004 section 3.3).
+    /// Large values on the host: more than 32 KiB (the CoPro paper section 3.3).
     pub const HOST_LARGE_VALUE_BYTES: u64 = 32 << 10;
     /// Large values on the device (here, a worker): more than 16 KiB.
     pub const WORKER_LARGE_VALUE_BYTES: u64 = 16 << 10;
 
-    /// The host's settings in document 004's experiment: `f` is the large-value share alone
+    /// The host's settings in the CoPro paper's experiment: `f` is the large-value share alone
     /// (α = β = 0, φ = 1), threshold 0.7, large values above 32 KiB.
     pub fn host() -> Self {
         DecisionConfig {
@@ -87,7 +87,7 @@ impl DecisionConfig {
 
     /// Checks that the weights are finite and not negative and the threshold is finite and
     /// above 0; returns [`Error::InvalidArgument`] naming the field otherwise. All weights 0
-    /// is allowed: `f` is then always 0 and every share is pipelined (document 004's CoPro).
+    /// is allowed: `f` is then always 0 and every share is pipelined (the CoPro paper's plain CoPro).
     pub fn validate(&self) -> Result<()> {
         for (name, w) in [
             ("cpu_weight", self.cpu_weight),

@@ -97,7 +97,7 @@ fn weights_combine_the_terms() {
     }
     assert!(d.to_string().starts_with("pipelined (process cpu 0.100)"));
 
-    // All weights 0: always pipelined (document 004's CoPro).
+    // All weights 0: always pipelined (the CoPro paper's plain CoPro).
     let off = DecisionConfig {
         value_weight: 0.0,
         ..DecisionConfig::host()

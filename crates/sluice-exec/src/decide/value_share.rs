@@ -19,7 +19,7 @@ use sluice_sst::table::Table;
 /// So at the power-of-two defaults, values of *exactly* the threshold count as large: 32 KiB
 /// (32768) is the lowest size of the bucket `32768 ..= 65535`, which counts as
 /// `32767 / 32768` of its entries, because the histogram cannot tell a 32768-byte value from a
-/// 65535-byte one. That agrees with document 004 Fig. 7, where pipelining already loses at
+/// 65535-byte one. That agrees with the CoPro paper Fig. 7, where pipelining already loses at
 /// 32 KB values on the host (and at 16 KB on the device). To count them as small instead, set
 /// the threshold to the bucket's top (`65535`). Values one byte below the threshold fall in
 /// the bucket below and count nothing. The open last bucket always counts whole, so thresholds

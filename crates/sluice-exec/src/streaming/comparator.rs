@@ -1,4 +1,4 @@
-//! The comparator (document 002, Fig. 3): merges the decoders' streams into one entry stream,
+//! The comparator (the in-storage compaction paper, Fig. 3): merges the decoders' streams into one entry stream,
 //! keeps what a reader can still see, and builds data blocks (S4).
 //!
 //! One [`CompactionIterator`] runs over the whole key range of the plan instead of one per

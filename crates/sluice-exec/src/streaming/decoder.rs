@@ -1,4 +1,4 @@
-//! The decoder of one input run (document 002, Fig. 2): an index decoder and a data decoder,
+//! The decoder of one input run (the in-storage compaction paper, Fig. 2): an index decoder and a data decoder,
 //! each on its own thread, the first running ahead of the second.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Streaming: the in-storage compaction engine of document 002 (Lim, Jung, Shin) in software.
+//! Streaming: the in-storage compaction engine of the in-storage compaction paper (Lim, Jung, Shin) in software.
 //! Each component of the engine is a stage on its own thread, and the stages are joined by
 //! bounded queues, as the paper's are by AXI4-Stream links:
 //!
@@ -180,7 +180,7 @@ fn write_stage(
     mut rx: Inlet<Vec<EncodedBlock>>,
     new_output: &mut NewOutput<'_>,
 ) -> Result<Vec<OutputFile>> {
-    let mut writer = OutputWriter::new(spec, &shared.times, new_output);
+    let mut writer = OutputWriter::new(spec.output_rules(), &shared.times, new_output);
     let outcome = (|| {
         while let Some(burst) = rx.recv()? {
             for block in &burst {

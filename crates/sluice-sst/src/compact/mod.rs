@@ -16,4 +16,4 @@ pub mod writer;
 pub use output::{NewOutput, OutputFile};
 pub use spec::{CompactionOutput, CompactionSpec, GrandparentFile};
 pub use steps::StepTimes;
-pub use writer::OutputWriter;
+pub use writer::{OutputRules, OutputWriter};

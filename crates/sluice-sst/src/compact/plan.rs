@@ -1,7 +1,7 @@
 //! The compaction planner: cuts one compaction into sub-tasks.
 //!
 //! A sub-task is a user-key range `[lower, upper)` covering about `sub_task_bytes` of input,
-//! chosen from the inputs' index blocks (document 000 found 512 KiB best). Boundaries are user
+//! chosen from the inputs' index blocks (the PCP paper found 512 KiB best). Boundaries are user
 //! keys, so all versions of one key fall into one sub-task and shadowing never crosses a
 //! boundary. For every sub-task the plan lists, per input run, exactly the data blocks it must
 //! read; a block that straddles a boundary is read by both neighbours.

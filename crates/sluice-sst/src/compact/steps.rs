@@ -1,4 +1,4 @@
-//! The seven steps of a compaction (document 000), one function each, every one timed.
+//! The seven steps of a compaction (the PCP paper), one function each, every one timed.
 //!
 //! | step | function | resource |
 //! |---|---|---|

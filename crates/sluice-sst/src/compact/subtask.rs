@@ -14,7 +14,7 @@ use crate::compaction_iter::{CompactionIterStats, CompactionIterator};
 use crate::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key};
 use crate::merge::MergingIterator;
 use crate::profile::Step;
-use crate::table::{EncodedBlock, RawBlock, SealedBlock, Table, TableContentBuilder};
+use crate::table::{EncodedBlock, RawBlock, SealedBlock, Table, TableContentBuilder, TableOptions};
 
 use super::block_list::BlockListIter;
 use super::plan::SubTask;
@@ -160,13 +160,13 @@ pub fn merge_sub_task(
 /// S5 and S6: compresses and checksums a sub-task's blocks.
 pub fn encode_sub_task(
     blocks: Vec<SealedBlock>,
-    spec: &CompactionSpec,
+    table: &TableOptions,
     times: &StepTimes,
 ) -> Vec<EncodedBlock> {
     blocks
         .into_iter()
         .map(|sealed| {
-            let (compressed, used) = compress_block(&sealed, &spec.table, times);
+            let (compressed, used) = compress_block(&sealed, table, times);
             checksum_block(sealed, compressed, used, times)
         })
         .collect()

@@ -14,8 +14,53 @@ use crate::profile::Step;
 use crate::table::{EncodedBlock, TableFileWriter};
 
 use super::output::{NewOutput, OutputFile};
-use super::spec::CompactionSpec;
+use super::spec::{CompactionSpec, GrandparentFile};
 use super::steps::{StepTimes, write_block};
+use crate::fs::Storage;
+use crate::table::TableOptions;
+
+/// What the writer needs to know: how to write a table and where to cut files. A compaction
+/// takes them from its spec ([`CompactionSpec::output_rules`]); a flush has only the first
+/// two ([`OutputRules::one_file`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OutputRules<'a> {
+    /// Block size, compression, filters.
+    pub table: &'a TableOptions,
+    /// Where and how files are written.
+    pub storage: &'a Storage,
+    /// Cut a file once it holds this many bytes (`u64::MAX`: never by size).
+    pub target_file_size: u64,
+    /// Grandparent files, sorted: a file is cut once it overlaps too many of their bytes.
+    pub grandparents: &'a [GrandparentFile],
+    /// Cut a file once it overlaps this many grandparent bytes.
+    pub max_grandparent_overlap_bytes: u64,
+}
+
+impl<'a> OutputRules<'a> {
+    /// Everything in one file, never cut: a flush writes one table per piece.
+    pub fn one_file(table: &'a TableOptions, storage: &'a Storage) -> Self {
+        OutputRules {
+            table,
+            storage,
+            target_file_size: u64::MAX,
+            grandparents: &[],
+            max_grandparent_overlap_bytes: u64::MAX,
+        }
+    }
+}
+
+impl CompactionSpec {
+    /// How this compaction's outputs are written and cut.
+    pub fn output_rules(&self) -> OutputRules<'_> {
+        OutputRules {
+            table: &self.table,
+            storage: &self.storage,
+            target_file_size: self.target_file_size,
+            grandparents: &self.grandparents,
+            max_grandparent_overlap_bytes: self.max_grandparent_overlap_bytes,
+        }
+    }
+}
 
 struct OpenFile {
     number: u64,
@@ -25,7 +70,7 @@ struct OpenFile {
 
 /// Appends blocks to output files, cutting files as described in the module docs.
 pub struct OutputWriter<'a> {
-    spec: &'a CompactionSpec,
+    rules: OutputRules<'a>,
     times: &'a StepTimes,
     new_output: &'a mut NewOutput<'a>,
     current: Option<OpenFile>,
@@ -38,14 +83,14 @@ pub struct OutputWriter<'a> {
 }
 
 impl<'a> OutputWriter<'a> {
-    /// A writer for `spec`'s outputs; files are named by `new_output`.
+    /// A writer of outputs following `rules`; files are named by `new_output`.
     pub fn new(
-        spec: &'a CompactionSpec,
+        rules: OutputRules<'a>,
         times: &'a StepTimes,
         new_output: &'a mut NewOutput<'a>,
     ) -> Self {
         OutputWriter {
-            spec,
+            rules,
             times,
             new_output,
             current: None,
@@ -58,7 +103,7 @@ impl<'a> OutputWriter<'a> {
 
     fn should_cut_before(&mut self, block: &EncodedBlock) -> bool {
         let first = &block.meta.first_key;
-        let grandparents = &self.spec.grandparents;
+        let grandparents = self.rules.grandparents;
         while let Some(gp) = grandparents.get(self.grandparent_index) {
             if compare_internal(first, &gp.largest).is_le() {
                 break;
@@ -76,8 +121,8 @@ impl<'a> OutputWriter<'a> {
             .as_deref()
             .is_some_and(|last| last == user_key(first));
         !same_key
-            && (open.writer.file_size() >= self.spec.target_file_size
-                || self.overlapped_bytes > self.spec.max_grandparent_overlap_bytes)
+            && (open.writer.file_size() >= self.rules.target_file_size
+                || self.overlapped_bytes > self.rules.max_grandparent_overlap_bytes)
     }
 
     /// S7: appends one block, first ending the open file if the block belongs to the next.
@@ -88,7 +133,7 @@ impl<'a> OutputWriter<'a> {
         }
         if self.current.is_none() {
             let (number, path) = (self.new_output)()?;
-            let writer = TableFileWriter::create(&self.spec.storage, &path, &self.spec.table)?;
+            let writer = TableFileWriter::create(self.rules.storage, &path, self.rules.table)?;
             self.current = Some(OpenFile {
                 number,
                 path,
@@ -148,7 +193,7 @@ impl<'a> OutputWriter<'a> {
         }
         for f in self.done.drain(..) {
             // Nothing references the file yet; if removal fails it is garbage collected later.
-            let _ = self.spec.storage.fs.remove(&f.path);
+            let _ = self.rules.storage.fs.remove(&f.path);
         }
     }
 }

@@ -1,4 +1,10 @@
-//! The single-threaded table writer used by flushes: S4..S7 on the caller's thread.
+//! A table from entries in key order, on the caller's thread: RocksDB's `SstFileWriter`, for
+//! tools and tests that need a table without a database (the worker's lie tests, fixtures).
+//!
+//! Not a write path of its own: it composes the same pieces flushes and compactions use
+//! ([`TableContentBuilder`] for S4, [`encode_block`] for S5 and S6, [`TableFileWriter`] for
+//! S7), so its files are byte-for-byte what they would write for the same entries. The
+//! engine itself writes through `compact::OutputWriter`.
 
 use std::path::Path;
 

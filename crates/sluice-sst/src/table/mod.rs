@@ -27,7 +27,7 @@
 //! may cut files anywhere between blocks built on different threads.
 //!
 //! The read side likewise: S1 [`read_raw_block`], S2 [`verify_raw_block`], S3
-//! [`decompress_raw_block`]. [`TableBuilder`] composes the write steps on one thread (flush);
+//! [`decompress_raw_block`]. [`TableBuilder`] composes the write steps on one thread (tools and tests);
 //! [`Table`] serves reads with a pinned index and filter and an optional shared block cache.
 //!
 //! Index entries use each data block's exact last key (not a shortened separator): the write

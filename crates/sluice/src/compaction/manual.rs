@@ -1,6 +1,6 @@
 //! Manual compaction: `compact_range` pushes everything in a key range down the tree.
 //!
-//! Level by level from the top, as LevelDB and document 003's `manualCompact` do: each level's
+//! Level by level from the top, as LevelDB and Pebble's `manualCompact` do: each level's
 //! files in the range are compacted with the overlapping files of the next level, and the next
 //! level starts only when that is installed. With [`CompactOptions::parallel`] each level's
 //! compaction is cut into sub-tasks by its data (the planner's key ranges of about
@@ -15,12 +15,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::db::DbInner;
+use sluice_exec::{CompactionMode, ExecOptions, JobControl};
+
+use super::Compaction;
+use super::choose::Request;
+use super::picker::pick_manual_per_range;
+use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
-
-use super::picker::pick_manual_per_range;
-use sluice_exec::{CompactionMode, JobControl};
 
 /// How often progress is reported and the cancel flag looked at.
 const TICK: Duration = Duration::from_millis(100);
@@ -68,7 +70,7 @@ impl std::fmt::Debug for CompactOptions {
 }
 
 impl CompactOptions {
-    fn cancelled(&self) -> bool {
+    pub(crate) fn cancelled(&self) -> bool {
         self.cancel
             .as_ref()
             .is_some_and(|c| c.load(Ordering::Relaxed))
@@ -100,136 +102,99 @@ fn tick(
     }
 }
 
-impl DbInner {
-    /// Flushes the memtable, then compacts every level holding data in `[start, end]` into the
-    /// next, from L0 down, until the range lives in one level (the deepest that held it, or
-    /// L1). Automatic compactions pause while it runs.
-    pub(crate) fn compact_range(
-        &self,
-        start: Option<&[u8]>,
-        end: Option<&[u8]>,
-        opts: &CompactOptions,
-    ) -> Result<()> {
-        if let (Some(s), Some(e)) = (start, end)
-            && s > e
-        {
-            return Err(Error::InvalidArgument(
-                "compact_range: start is after end".into(),
-            ));
-        }
-        self.flush_and_wait()?;
-        self.acquire_compaction_slot()?;
-        let result = self.compact_levels(start, end, opts);
-        self.release_compaction_slot();
-        result
-    }
+/// What a manual compaction needs of the database.
+pub(crate) trait ManualEnv {
+    /// The current version, to pick from.
+    fn current_version(&self) -> Arc<Version>;
 
-    fn compact_levels(
-        &self,
-        start: Option<&[u8]>,
-        end: Option<&[u8]>,
-        opts: &CompactOptions,
-    ) -> Result<()> {
-        let (deepest, levels) = {
-            let st = self.state.lock();
-            let v = st.versions.current();
-            let deepest = (1..NUM_LEVELS)
-                .rev()
-                .find(|&l| !v.overlapping_files(l, start, end).is_empty())
-                .unwrap_or(1);
-            let levels = (0..deepest)
-                .filter(|&l| !v.overlapping_files(l, start, end).is_empty())
-                .count();
-            (deepest, levels)
-        };
-        let mut exec = self.resolve_exec_options();
-        if opts.parallel {
-            exec.mode = CompactionMode::Parallel;
-            exec.compute_threads = std::thread::available_parallelism().map_or(1, usize::from);
-        }
-        let pieces = match exec.mode {
-            CompactionMode::Parallel => exec.compute_threads,
-            _ => 1,
-        };
-        let mut progress = CompactProgress {
-            levels,
-            pieces_running: pieces,
-            ..CompactProgress::default()
-        };
-        for level in 0..deepest {
-            if opts.cancelled() {
-                return Err(Error::Cancelled);
-            }
-            // One compaction per range in partitioned mode (each on its owner), else one.
-            let picked = {
-                let st = self.state.lock();
-                pick_manual_per_range(st.versions.current(), level, start, end)
-            };
-            if picked.is_empty() {
-                continue;
-            }
-            progress.level = level;
-            progress.bytes_done = 0;
-            progress.bytes_total = picked.iter().map(|c| c.input_bytes()).sum();
-            // One control for the level: its byte count is the level's progress.
-            let control = Arc::new(match &opts.cancel {
-                Some(flag) => JobControl::with_cancel_flag(Arc::clone(flag)),
-                None => JobControl::default(),
-            });
-            let finished = AtomicU64::new(0);
-            let run_all = || {
-                picked.iter().try_for_each(|c| {
-                    self.run_compaction(c, exec, Arc::clone(&control))?;
-                    finished.fetch_add(c.input_bytes(), Ordering::Relaxed);
-                    Ok::<(), Error>(())
-                })
-            };
-            let result = if opts.progress.is_some() {
-                let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-                std::thread::scope(|scope| {
-                    scope.spawn(|| tick(&control, &finished, &done_rx, opts, progress));
-                    let result = run_all();
-                    // Wakes the ticker at once.
-                    drop(done_tx);
-                    result
-                })
-            } else {
-                run_all()
-            };
-            drop(picked);
-            self.delete_obsolete_files();
-            result?;
-            progress.levels_done += 1;
-            progress.bytes_done = progress.bytes_total;
-            opts.report(&progress);
-        }
-        Ok(())
-    }
+    /// The local executor for the levels' compactions.
+    fn exec(&self, request: Request) -> ExecOptions;
 
-    /// Waits until no compaction runs and claims the right to run alone; automatic
-    /// compactions do not start while a manual one waits.
-    fn acquire_compaction_slot(&self) -> Result<()> {
-        let mut st = self.state.lock();
-        st.manual_waiting += 1;
-        while (!st.compactions.is_empty() || st.manual_running)
-            && st.bg_error.is_none()
-            && !st.closing
-        {
-            self.bg_done.wait(&mut st);
-        }
-        st.manual_waiting -= 1;
-        Self::check_bg_error(&st)?;
-        if st.closing {
-            return Err(Error::Closed);
-        }
-        st.manual_running = true;
-        Ok(())
-    }
+    /// Runs `c` with `exec` and installs it; `control` sees its progress and may cancel it.
+    fn run(&self, c: &Compaction, exec: ExecOptions, control: Arc<JobControl>) -> Result<()>;
 
-    fn release_compaction_slot(&self) {
-        let mut st = self.state.lock();
-        st.manual_running = false;
-        self.bg_done.notify_all();
-        self.bg_work.notify_all();
+    /// Deletes the files no version needs any more.
+    fn delete_obsolete_files(&self);
+}
+
+/// Compacts every level holding data in `[start, end]` into the next, from L0 down, until the
+/// range lives in one level (the deepest that held it, or L1). The caller has flushed the
+/// memtable and holds the right to run alone.
+pub(crate) fn compact_levels(
+    db: &dyn ManualEnv,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+    opts: &CompactOptions,
+) -> Result<()> {
+    let (deepest, levels) = {
+        let v = db.current_version();
+        let deepest = (1..NUM_LEVELS)
+            .rev()
+            .find(|&l| !v.overlapping_files(l, start, end).is_empty())
+            .unwrap_or(1);
+        let levels = (0..deepest)
+            .filter(|&l| !v.overlapping_files(l, start, end).is_empty())
+            .count();
+        (deepest, levels)
+    };
+    let exec = db.exec(if opts.parallel {
+        Request::ParallelOnEveryCore
+    } else {
+        Request::Configured
+    });
+    let pieces = match exec.mode {
+        CompactionMode::Parallel => exec.compute_threads,
+        _ => 1,
+    };
+    let mut progress = CompactProgress {
+        levels,
+        pieces_running: pieces,
+        ..CompactProgress::default()
+    };
+    for level in 0..deepest {
+        if opts.cancelled() {
+            return Err(Error::Cancelled);
+        }
+        // One compaction per range in partitioned mode (each on its owner), else one.
+        let picked = pick_manual_per_range(&db.current_version(), level, start, end);
+        if picked.is_empty() {
+            continue;
+        }
+        progress.level = level;
+        progress.bytes_done = 0;
+        progress.bytes_total = picked.iter().map(|c| c.input_bytes()).sum();
+        // One control for the level: its byte count is the level's progress.
+        let control = Arc::new(match &opts.cancel {
+            Some(flag) => JobControl::with_cancel_flag(Arc::clone(flag)),
+            None => JobControl::default(),
+        });
+        let finished = AtomicU64::new(0);
+        let run_all = || {
+            picked.iter().try_for_each(|c| {
+                db.run(c, exec, Arc::clone(&control))?;
+                finished.fetch_add(c.input_bytes(), Ordering::Relaxed);
+                Ok::<(), Error>(())
+            })
+        };
+        let result = if opts.progress.is_some() {
+            let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+            std::thread::scope(|scope| {
+                scope.spawn(|| tick(&control, &finished, &done_rx, opts, progress));
+                let result = run_all();
+                // Wakes the ticker at once.
+                drop(done_tx);
+                result
+            })
+        } else {
+            run_all()
+        };
+        // The picked compactions pin their inputs; release them before collecting.
+        drop(picked);
+        db.delete_obsolete_files();
+        result?;
+        progress.levels_done += 1;
+        progress.bytes_done = progress.bytes_total;
+        opts.report(&progress);
     }
+    Ok(())
 }

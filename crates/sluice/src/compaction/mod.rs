@@ -1,18 +1,24 @@
-//! Compaction: deciding what to compact (picker), running it (an executor of the
-//! `sluice-exec` crate, re-exported here as [`executor`]) and committing the result (install).
-//! The three are kept apart: the picker returns a [`Compaction`] value, the executor only
-//! produces files, and `install` alone turns them into a version edit.
+//! Compaction: deciding what to compact, running it, and handing back the result.
+//!
+//! - [`picker`] returns a [`Compaction`] value (what to merge, and why);
+//! - `choose` decides who runs it: a local executor of the `sluice-exec` crate (re-exported
+//!   as [`executor`]) or, with the `offload` feature, the host and its workers;
+//! - `job` runs it through the chosen [`executor::Executor`] inside a narrow `env::JobEnv`
+//!   (file numbers, table paths, open tables, snapshots) and returns a version edit.
+//!
+//! Nothing here touches the version set or the MANIFEST: the database installs the edit.
 
 pub use sluice_exec as executor;
 
+pub(crate) mod choose;
+pub(crate) mod env;
 pub mod in_progress;
-pub mod install;
+pub(crate) mod job;
 pub mod l0_inputs;
 pub mod manual;
+#[cfg(feature = "offload")]
 pub mod offload;
 pub mod picker;
-mod placement;
-pub mod run;
 
 use std::sync::Arc;
 
@@ -33,7 +39,7 @@ pub enum Reason {
     /// Pebble's intra-L0 compaction).
     IntraL0,
     /// Partitioned mode: a table of a range that moved, still in its former owner's
-    /// directory, is rewritten at its level into the range owner's directory (document 001:
+    /// directory, is rewritten at its level into the range owner's directory (the MStore paper:
     /// moved data is rewritten by compaction, not copied ahead of it).
     Relocate,
 }

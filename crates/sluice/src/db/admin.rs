@@ -47,6 +47,7 @@ impl Db {
 
     /// What compaction offloading has done (shares per side, retries, host decisions), or
     /// `None` without `Options::offload`.
+    #[cfg(feature = "offload")]
     pub fn offload_metrics(&self) -> Option<crate::compaction::offload::OffloadMetrics> {
         self.inner.offloader.as_ref().map(|o| o.metrics())
     }
@@ -106,6 +107,7 @@ impl Db {
             block_cache_misses: cache.map_or(0, |c| c.misses()),
             last_sequence: inner.latest_seq(),
             snapshots: inner.snapshots.sequences().len(),
+            #[cfg(feature = "offload")]
             // Lock order: the state lock, then the offloader's (which never takes the state
             // lock while it holds its own).
             offload: inner.offloader.as_ref().map(|o| o.metrics()),

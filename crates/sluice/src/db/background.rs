@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::db::DbInner;
+use super::DbInner;
 use crate::{Error, Result};
 
 /// Starts the flush and compaction threads.

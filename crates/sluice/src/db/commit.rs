@@ -30,7 +30,7 @@ struct QueueState {
     /// True while a leader is committing a group.
     leader_active: bool,
     /// Outcomes for followers whose group has been committed, by ticket.
-    results: HashMap<u64, std::result::Result<(), String>>,
+    results: HashMap<u64, std::result::Result<(), Error>>,
 }
 
 /// A group the current leader must commit.
@@ -71,7 +71,7 @@ impl CommitQueue {
         });
         loop {
             if let Some(outcome) = q.results.remove(&ticket) {
-                return Turn::Done(outcome.map_err(Error::Background));
+                return Turn::Done(outcome.map_err(|e| Error::Background(Box::new(e))));
             }
             let at_front = q.waiting.front().is_some_and(|p| p.ticket == ticket);
             if at_front && !q.leader_active {
@@ -132,9 +132,9 @@ impl CommitQueue {
     /// Publishes the leader's outcome to its followers and lets the next leader go.
     pub fn finish(&self, group: &Group, outcome: &Result<()>) {
         let mut q = self.queue.lock();
-        let shared = outcome.as_ref().map(|_| ()).map_err(|e| e.to_string());
         for &ticket in group.tickets.iter().skip(1) {
-            q.results.insert(ticket, shared.clone());
+            let shared = outcome.as_ref().map(|_| ()).map_err(Error::duplicate);
+            q.results.insert(ticket, shared);
         }
         q.leader_active = false;
         self.cv.notify_all();

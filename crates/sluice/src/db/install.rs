@@ -1,9 +1,10 @@
-//! Committing version edits (the only place the MANIFEST is written) and deleting files no
-//! version needs any more.
+//! Committing version edits (the only place the MANIFEST is written), handing out file
+//! numbers, and deleting files no version needs any more.
 
 use std::sync::Arc;
 
-use super::{DbInner, DbState};
+use super::DbInner;
+use crate::compaction::env::FileNumbers;
 use crate::filename::{FileType, parse_file_name, sync_dir};
 use crate::version::Version;
 use crate::version::edit::VersionEdit;
@@ -71,7 +72,8 @@ impl DbInner {
                 ManifestWriter::create(&*self.options.fs, &self.dir, number, &snapshot)
                     .map(|w| *manifest = w)
             }
-        };
+        }
+        .map_err(Error::from);
         let mut st = self.state.lock();
         if let Some((number, _)) = &rollover_number {
             st.pending_outputs.remove(number);
@@ -88,26 +90,6 @@ impl DbInner {
         drop(st);
         drop(manifest_guard);
         Ok(current)
-    }
-
-    /// Reserves `count` consecutive file numbers and adds them to `pending_outputs`, so no
-    /// obsolete-file collection deletes a file written under them before the edit naming it
-    /// is installed. The caller removes them from `pending_outputs` once that edit is
-    /// installed or abandoned.
-    pub(crate) fn reserve_numbers(&self, count: u64) -> std::ops::Range<u64> {
-        let mut st = self.state.lock();
-        let first = st.versions.new_file_number();
-        st.pending_outputs.insert(first);
-        for _ in 1..count {
-            let n = st.versions.new_file_number();
-            st.pending_outputs.insert(n);
-        }
-        first..first + count
-    }
-
-    /// One number of [`DbInner::reserve_numbers`].
-    pub(crate) fn reserve_number(&self) -> u64 {
-        self.reserve_numbers(1).start
     }
 
     /// Deletes table, WAL, MANIFEST and temporary files that no live version, pending job or
@@ -184,32 +166,24 @@ impl DbInner {
         }
         deleted
     }
+}
 
-    /// Waits until no memtable awaits flush and no compaction is needed or running.
-    pub(crate) fn wait_for_quiet(&self) -> Result<()> {
+impl FileNumbers for DbInner {
+    fn reserve(&self, count: u64) -> std::ops::Range<u64> {
         let mut st = self.state.lock();
-        loop {
-            Self::check_bg_error(&st)?;
-            if st.closing {
-                return Err(Error::Closed);
-            }
-            let busy = !st.imm.is_empty()
-                || st.flush_running
-                || !st.compactions.is_empty()
-                || st.manual_running
-                || st.manual_waiting > 0
-                || self.needs_compaction(&st);
-            if !busy {
-                return Ok(());
-            }
-            self.bg_work.notify_all();
-            self.bg_done.wait(&mut st);
+        let first = st.versions.new_file_number();
+        st.pending_outputs.insert(first);
+        for _ in 1..count {
+            let n = st.versions.new_file_number();
+            st.pending_outputs.insert(n);
         }
+        first..first + count
     }
 
-    /// True when automatic compaction has work. REQUIRES: the state lock.
-    pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
-        !self.options.disable_auto_compactions
-            && crate::compaction::picker::needs_compaction(st.versions.current(), &self.options)
+    fn release(&self, numbers: &[u64]) {
+        let mut st = self.state.lock();
+        for n in numbers {
+            st.pending_outputs.remove(n);
+        }
     }
 }

@@ -12,8 +12,10 @@
 //! every later write fails with `Error::Background` until the database is reopened.
 
 mod admin;
+mod background;
 mod commit;
 mod install;
+mod jobs;
 mod open;
 mod partition;
 mod read;
@@ -24,12 +26,12 @@ use std::collections::{BTreeSet, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
-use sluice_sst::key::SeqNo;
 
+use crate::Result;
 use crate::memtable::MemTable;
 use crate::metrics::{JobMetrics, LevelCounters};
 use crate::options::Options;
@@ -38,7 +40,6 @@ use crate::table_cache::TableCache;
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
 use crate::wal::LogWriter;
-use crate::{Error, Result};
 
 pub use admin::CheckReport;
 pub(crate) use open::{Access, lock_directory};
@@ -60,8 +61,9 @@ pub(crate) struct DbState {
     pub imm: VecDeque<Arc<MemTable>>,
     /// The tree of files and the persistent counters.
     pub versions: VersionSet,
-    /// The first background failure; sticky.
-    pub bg_error: Option<String>,
+    /// The first background failure; sticky. Later calls fail with
+    /// [`Error::Background`] around a copy of it, of the same kind.
+    pub bg_error: Option<crate::Error>,
     /// Set by `close`: background threads exit.
     pub closing: bool,
     /// A flush is being written.
@@ -127,9 +129,10 @@ pub(crate) struct DbInner {
     /// and splits: read the map, edit it, apply) and by flushes, which cut their tables by
     /// the map and must install them into a map with the same boundaries.
     pub range_map_lock: Mutex<()>,
-    /// Partitioned mode: compactions running per owner, for compaction-load balancing.
-    pub owners_busy: Mutex<Vec<usize>>,
+    /// Where compactions run and write: partitioned mode's owners, or anywhere.
+    pub placement: Box<dyn crate::partition::placement::Placement>,
     /// Clients of the compaction workers, with `Options::offload`.
+    #[cfg(feature = "offload")]
     pub offloader: Option<crate::compaction::offload::Offloader>,
     /// What the open read and dropped.
     pub recovery: Mutex<RecoveryReport>,
@@ -149,7 +152,7 @@ impl Db {
             options,
             open::Access::ReadWrite,
         )?);
-        let background = crate::background::start(&inner)?;
+        let background = background::start(&inner)?;
         Ok(Db {
             inner,
             background: Mutex::new(background),
@@ -239,77 +242,5 @@ impl Drop for Db {
         if let Err(e) = self.shutdown() {
             tracing::warn!(error = %e, "error while closing database");
         }
-    }
-}
-
-impl DbInner {
-    /// Fails with the sticky background error, if any. REQUIRES: the state lock.
-    pub fn check_bg_error(st: &DbState) -> Result<()> {
-        match &st.bg_error {
-            Some(e) => Err(Error::Background(e.clone())),
-            None => Ok(()),
-        }
-    }
-
-    /// Records a background failure (the first one wins) and wakes everyone waiting.
-    pub fn set_bg_error(&self, st: &mut DbState, err: &Error) {
-        tracing::error!(error = %err, "background error; database is now read-only");
-        if st.bg_error.is_none() {
-            st.bg_error = Some(err.to_string());
-        }
-        self.bg_done.notify_all();
-    }
-
-    /// The sequence number reads see by default.
-    pub fn latest_seq(&self) -> SeqNo {
-        self.visible_seq.load(Ordering::Acquire)
-    }
-
-    /// True when opened read-only.
-    pub fn is_read_only(&self) -> bool {
-        self.read_only
-    }
-
-    /// Fails when opened read-only: whatever the caller was about to do changes the database.
-    pub fn check_writable(&self) -> Result<()> {
-        if self.is_read_only() {
-            return Err(self.read_only_error());
-        }
-        Ok(())
-    }
-
-    /// What a change refused by a read-only open returns.
-    pub fn read_only_error(&self) -> Error {
-        Error::InvalidArgument(format!("{} is open read-only", self.dir.display()))
-    }
-
-    /// At close, after the background threads stopped: syncs the WAL and records its length
-    /// in the MANIFEST, so the next open knows every byte of it was synced and fails, rather
-    /// than drops them, if any of them are then damaged or missing. After a background error
-    /// the WAL is only flushed: the MANIFEST takes no more edits.
-    fn close_wal(&self) -> Result<()> {
-        let (number, synced) = {
-            let mut wal = self.wal.lock();
-            let Some(wal) = wal.as_mut() else {
-                return Ok(());
-            };
-            if self.state.lock().bg_error.is_some() {
-                return wal.flush();
-            }
-            wal.sync()?;
-            (wal.log_number(), wal.synced_len())
-        };
-        let Some(number) = number else {
-            return Ok(());
-        };
-        let recorded = self.state.lock().versions.wals.get(&number).copied();
-        if recorded == Some(synced) {
-            return Ok(());
-        }
-        self.log_and_apply(crate::version::edit::VersionEdit {
-            wals: vec![(number, synced)],
-            ..Default::default()
-        })
-        .map(|_| ())
     }
 }

@@ -28,6 +28,7 @@ use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::RangeMap;
+use crate::partition::placement::{ByRange, Placement, Unpartitioned};
 use crate::snapshot::SnapshotList;
 use crate::table_cache::TableCache;
 use crate::version::edit::VersionEdit;
@@ -259,12 +260,19 @@ fn new_inner(
     lock_file: Option<File>,
     parts: Parts,
 ) -> Result<DbInner> {
+    #[cfg(feature = "offload")]
     let offloader = match (&options.offload, parts.wal.is_some()) {
         (Some(offload), true) => Some(crate::compaction::offload::Offloader::new(offload.clone())?),
         _ => None,
     };
+    let placement: Box<dyn Placement> = match &options.partitions {
+        Some(p) => Box::new(ByRange::new(p.clone())),
+        None => Box::new(Unpartitioned),
+    };
     Ok(DbInner {
+        #[cfg(feature = "offload")]
         offloader,
+        placement,
         dir: dir.to_path_buf(),
         state: Mutex::new(DbState {
             mem: Arc::new(parts.mem),
@@ -298,13 +306,6 @@ fn new_inner(
         counters: WriteCounters::default(),
         obsolete_files_lock: Mutex::new(()),
         range_map_lock: Mutex::new(()),
-        owners_busy: Mutex::new(vec![
-            0;
-            options
-                .partitions
-                .as_ref()
-                .map_or(0, |p| p.owners.len())
-        ]),
         recovery: Mutex::new(parts.report),
         options,
         _lock_file: lock_file,
@@ -369,7 +370,7 @@ pub(crate) fn lock_directory(dir: &Path, access: Access) -> Result<Option<File>>
     };
     match locked {
         Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::InvalidArgument(format!(
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy(format!(
             "{} is locked: another process has the database open{}",
             dir.display(),
             match access {

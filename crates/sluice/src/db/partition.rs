@@ -1,17 +1,12 @@
 //! Partitioned mode's operations on an open database: the range map and its figures, moving
 //! a range to another owner, cutting a range in two, and the storage balancer that does both.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-
-use sluice_exec::{CompactionMode, ExecOptions, execute_with};
-use sluice_sst::compact::CompactionSpec;
 
 use super::{Db, DbInner, DbState};
 use crate::compaction::in_progress::JobId;
-use crate::flush::file_meta;
 use crate::partition::balance::{plan_move, plan_split};
-use crate::partition::split::{choose_split_key, tables_crossing};
+use crate::partition::split::{choose_split_key, split_tables, tables_crossing};
 use crate::partition::stats::{PartitionStats, partition_stats};
 use crate::partition::{OwnerId, RangeMap};
 use crate::version::edit::{FileMetaData, VersionEdit};
@@ -47,7 +42,7 @@ impl Db {
     /// Moves range `range` to owner `to`: from the next flush on its data goes to `to`'s
     /// directory and its compactions run on `to`. Data already with the old owner stays where it
     /// is, reachable through a forwarding entry, until compaction rewrites it into `to`'s
-    /// directory (document 001).
+    /// directory (the MStore paper).
     pub fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
         self.inner.check_writable()?;
         self.inner.move_range(range, to)
@@ -149,25 +144,22 @@ impl DbInner {
                 None => return Ok(false),
             }
         };
-        let mut reserved = Vec::new();
-        let result = self
-            .split_tables(&crossing, at, &mut reserved)
-            .and_then(|new_files| {
-                let mut edit = VersionEdit {
-                    range_map: Some(map),
-                    new_files,
-                    ..VersionEdit::default()
-                };
-                for (level, f) in &crossing {
-                    edit.delete_file(*level, f.number);
-                }
-                self.log_and_apply(edit)
-            });
+        let env = self.job_env();
+        let result = split_tables(&crossing, at, &env).and_then(|new_files| {
+            let mut edit = VersionEdit {
+                range_map: Some(map),
+                new_files,
+                ..VersionEdit::default()
+            };
+            for (level, f) in &crossing {
+                edit.delete_file(*level, f.number);
+            }
+            self.log_and_apply(edit)
+        });
+        // Releases the new tables' numbers: installed, or garbage.
+        drop(env);
         let mut st = self.state.lock();
         st.compactions.finish(job);
-        for n in &reserved {
-            st.pending_outputs.remove(n);
-        }
         if result.is_ok() {
             st.range_splits += 1;
         }
@@ -212,52 +204,6 @@ impl DbInner {
             .compactions
             .reserve_split_key(at, numbers)
             .map(|job| ReservedSplit { job, map, crossing }))
-    }
-
-    /// Rewrites each table of `crossing` as two, the keys below `at` and the rest, at the same
-    /// level and in the same directory; returns them for the version edit. Each half is a
-    /// one-input compaction, so versions no snapshot can see are dropped as any compaction
-    /// would, and nothing else; numbers handed out are added to `reserved` (and kept pending).
-    fn split_tables(
-        &self,
-        crossing: &[(usize, Arc<FileMetaData>)],
-        at: &[u8],
-        reserved: &mut Vec<u64>,
-    ) -> Result<Vec<(usize, FileMetaData)>> {
-        let exec = ExecOptions {
-            mode: CompactionMode::Sequential,
-            ..self.options.exec_options()
-        };
-        let mut new_files = Vec::new();
-        for (level, f) in crossing {
-            let table = self.table_cache.get_for_compaction(f)?;
-            for (lower, upper) in [(None, Some(at.to_vec())), (Some(at.to_vec()), None)] {
-                let spec = CompactionSpec {
-                    inputs: vec![vec![Arc::clone(&table)]],
-                    snapshots: self.snapshots.sequences(),
-                    bottommost: false,
-                    table: self.options.table_options(),
-                    storage: self.options.background_storage(),
-                    target_file_size: u64::MAX,
-                    grandparents: Vec::new(),
-                    max_grandparent_overlap_bytes: u64::MAX,
-                    lower,
-                    upper,
-                };
-                let mut new_output = || -> Result<(u64, PathBuf)> {
-                    let number = self.reserve_number();
-                    reserved.push(number);
-                    Ok((number, self.table_cache.table_path(f.dir_index, number)))
-                };
-                let out = execute_with(&spec, &exec, Arc::default(), &mut new_output)?;
-                new_files.extend(
-                    out.files
-                        .iter()
-                        .map(|o| (*level, file_meta(o.number, f.dir_index, &o.summary))),
-                );
-            }
-        }
-        Ok(new_files)
     }
 
     /// Storage balancing: moves one range if the owners are uneven enough, first cutting one

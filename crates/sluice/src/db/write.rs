@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use sluice_sst::key::MAX_SEQ;
+use sluice_sst::key::{MAX_SEQ, SeqNo};
 
 use super::commit::{Group, Turn};
 use super::{Db, DbInner};
@@ -52,6 +52,59 @@ impl Db {
 }
 
 impl DbInner {
+    /// The sequence number reads see by default.
+    pub(crate) fn latest_seq(&self) -> SeqNo {
+        self.visible_seq.load(Ordering::Acquire)
+    }
+
+    /// True when opened read-only.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// Fails when opened read-only: whatever the caller was about to do changes the database.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.is_read_only() {
+            return Err(self.read_only_error());
+        }
+        Ok(())
+    }
+
+    /// What a change refused by a read-only open returns.
+    pub(crate) fn read_only_error(&self) -> Error {
+        Error::ReadOnly(self.dir.clone())
+    }
+
+    /// At close, after the background threads stopped: syncs the WAL and records its length
+    /// in the MANIFEST, so the next open knows every byte of it was synced and fails, rather
+    /// than drops them, if any of them are then damaged or missing. After a background error
+    /// the WAL is only flushed: the MANIFEST takes no more edits.
+    pub(super) fn close_wal(&self) -> Result<()> {
+        let (number, synced) = {
+            let mut wal = self.wal.lock();
+            let Some(wal) = wal.as_mut() else {
+                return Ok(());
+            };
+            if self.state.lock().bg_error.is_some() {
+                return Ok(wal.flush()?);
+            }
+            wal.sync()?;
+            (wal.log_number(), wal.synced_len())
+        };
+        let Some(number) = number else {
+            return Ok(());
+        };
+        let recorded = self.state.lock().versions.wals.get(&number).copied();
+        if recorded == Some(synced) {
+            return Ok(());
+        }
+        self.log_and_apply(crate::version::edit::VersionEdit {
+            wals: vec![(number, synced)],
+            ..Default::default()
+        })
+        .map(|_| ())
+    }
+
     /// Rejects a key or value over the configured limits.
     fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
         if key.len() > self.options.max_key_size {
@@ -111,7 +164,9 @@ impl DbInner {
         }
         let count = combined.count() as u64;
         if first_seq + count > MAX_SEQ {
-            return Err(Error::InvalidArgument("sequence numbers exhausted".into()));
+            return Err(Error::ResourceExhausted(
+                "sequence numbers: the database has used every one of 2^56".into(),
+            ));
         }
         combined.set_sequence(first_seq);
         {
@@ -128,6 +183,7 @@ impl DbInner {
                     wal.flush()
                 }
             });
+            let logged = logged.map_err(Error::from);
             self.counters
                 .wal_bytes
                 .fetch_add(wal.len().saturating_sub(before), Ordering::Relaxed);

@@ -7,9 +7,9 @@ use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::compare_internal;
 use sluice_sst::table::TableIter;
 
-use crate::Result;
 use crate::table_cache::TableCache;
 use crate::version::edit::FileMetaData;
+use sluice_sst::Result;
 
 /// Concatenates the files of one level. REQUIRES: `files` sorted and non-overlapping.
 pub struct LevelIter {

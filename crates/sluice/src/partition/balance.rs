@@ -1,4 +1,4 @@
-//! Storage balancing (document 001, "key-range adjustment"): when the owners hold uneven
+//! Storage balancing (the MStore paper, "key-range adjustment"): when the owners hold uneven
 //! amounts of data, move a key range from the fullest owner to the emptiest.
 //!
 //! Which range moves follows the document's priorities, as the issue states them:
@@ -25,9 +25,9 @@
 
 use std::fmt;
 
-use super::range_map::OwnerId;
 use super::split::Side;
 use super::stats::{PartitionStats, RangeStats};
+use crate::version::range_map::OwnerId;
 
 /// When the balancer acts.
 #[derive(Clone, Copy, Debug, PartialEq)]

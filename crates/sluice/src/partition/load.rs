@@ -1,11 +1,11 @@
-//! Compaction-load balancing (document 001, section 2.3): each owner compacts its own ranges,
+//! Compaction-load balancing (the MStore paper, section 2.3): each owner compacts its own ranges,
 //! so skewed writes leave one owner with a compaction backlog while the others idle, and the
 //! busiest owner becomes "the shortest stave of the barrel". When an owner's backlog is far
 //! above the others', idle owners take shares of its compactions: the work moves, the data
 //! stays (outputs still go to the range owner's directory).
 
-use super::range_map::OwnerId;
 use super::stats::PartitionStats;
+use crate::version::range_map::OwnerId;
 
 /// When idle owners help a busy one.
 #[derive(Clone, Copy, Debug, PartialEq)]

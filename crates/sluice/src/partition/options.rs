@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use super::balance::BalanceOptions;
 use super::load::LoadBalanceOptions;
-use super::range_map::{OwnerId, RangeMap};
+use crate::version::range_map::{OwnerId, RangeMap};
 use crate::{Error, Result};
 
 /// One owner of key ranges: a data directory, standing for one near-data-processing device's
@@ -35,7 +35,7 @@ pub struct PartitionOptions {
     /// possible, in owner order (owner 0 takes the first block).
     pub initial_owners: Vec<OwnerId>,
     /// Storage balancing: when and how ranges move between owners. `None` turns it off
-    /// (document 001's MStore-basic); ranges then move only by `Db::move_range`.
+    /// (the MStore paper's MStore-basic); ranges then move only by `Db::move_range`.
     pub balance: Option<BalanceOptions>,
     /// Compaction-load balancing: when idle owners take shares of a backlogged owner's
     /// compactions. `None` turns it off (MStore-basic).
@@ -63,8 +63,11 @@ impl PartitionOptions {
         if self.owners.is_empty() {
             return bad("at least one owner is needed".into());
         }
-        if self.owners.len() > super::range_map::MAX_OWNERS as usize {
-            return bad(format!("at most {} owners", super::range_map::MAX_OWNERS));
+        if self.owners.len() > crate::version::range_map::MAX_OWNERS as usize {
+            return bad(format!(
+                "at most {} owners",
+                crate::version::range_map::MAX_OWNERS
+            ));
         }
         for (i, a) in self.owners.iter().enumerate() {
             if self.owners[..i].iter().any(|b| b.dir == a.dir) {

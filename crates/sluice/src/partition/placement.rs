@@ -1,53 +1,100 @@
-//! Partitioned mode: where a compaction runs. Every compaction lies in one range
-//! ([`crate::partition`]); it runs on that range's owner (its worker, through the offload
-//! machinery, or the host) and writes into the owner's directory. With compaction-load
-//! balancing, lightly loaded owners take shares of a backlogged owner's compaction
-//! ([`crate::partition::load`]): the work moves, the outputs still go to the owner.
+//! Partitioned mode's placement policy: where a compaction runs and where its outputs go.
+//!
+//! Every compaction lies in one range ([`crate::partition`]); its outputs go to that range's
+//! owner's directory, and it runs on that owner (its worker, through the offload machinery,
+//! or the host). With compaction-load balancing, lightly loaded owners take shares of a
+//! backlogged owner's compaction ([`crate::partition::load`]): the work moves, the outputs
+//! still go to the owner.
+//!
+//! The engine asks a [`Placement`] and does not know which one it has: [`Unpartitioned`]
+//! deals outputs over the data directories and leaves the choice of sides to the offload
+//! options; [`ByRange`] is partitioned mode.
 
-use parking_lot::MutexGuard;
+use parking_lot::Mutex;
 
-use super::Compaction;
-use super::offload::options::Split;
-use super::offload::{Offloader, Placement};
-use crate::db::DbInner;
-use crate::partition::load::sharing_owners;
-use crate::partition::{OwnerId, owner_dir_index};
+use super::load::sharing_owners;
+use super::options::PartitionOptions;
+use super::stats::partition_stats;
+use super::{OwnerId, owner_dir_index};
+use crate::compaction::Compaction;
+#[cfg(feature = "offload")]
+use crate::compaction::offload::{Offloader, Sharing, options::Split};
+use crate::options::Options;
+#[cfg(feature = "offload")]
+use crate::table_cache::TableCache;
 
-/// How a partitioned compaction runs.
-pub(crate) enum Where {
-    /// On this host's compaction thread only.
+/// Where a compaction runs and writes.
+pub(crate) trait Placement: Send + Sync {
+    /// Where `c` goes, and the owners it keeps busy until the returned value is dropped.
+    fn place<'a>(&'a self, c: &Compaction, ctx: &PlaceContext<'_>) -> Placed<'a>;
+}
+
+/// What a placement may consult.
+pub(crate) struct PlaceContext<'a> {
+    pub options: &'a Options,
+    #[cfg(feature = "offload")]
+    pub table_cache: &'a TableCache,
+    #[cfg(feature = "offload")]
+    pub offloader: Option<&'a Offloader>,
+}
+
+/// A placement decision.
+pub(crate) struct Placed<'a> {
+    /// The table directory outputs go to; `None`: dealt over the data directories.
+    pub output_dir: Option<u32>,
+    /// Who computes the compaction.
+    pub sides: Sides,
+    /// Releases the owners when dropped.
+    _busy: Option<OwnersBusy<'a>>,
+}
+
+/// Who computes a compaction.
+pub(crate) enum Sides {
+    /// Whoever the offload options say: the workers for a big compaction, else the host.
+    Default,
+    /// This host's compaction thread only.
     Host,
-    /// Over the sides of the placement, through the offloader.
-    Shared(Placement),
+    /// Over the given sides, through the offloader.
+    #[cfg(feature = "offload")]
+    Shared(Sharing),
 }
 
-/// The owners a compaction occupies, released when dropped so that load balancing sees them
-/// idle again.
-pub(crate) struct OwnersBusy<'a> {
-    inner: &'a DbInner,
-    owners: Vec<OwnerId>,
-}
+/// Not partitioned: no constraint.
+pub(crate) struct Unpartitioned;
 
-impl Drop for OwnersBusy<'_> {
-    fn drop(&mut self) {
-        let mut busy = self.inner.owners_busy.lock();
-        for o in &self.owners {
-            if let Some(n) = busy.get_mut(*o as usize) {
-                *n = n.saturating_sub(1);
-            }
+impl Placement for Unpartitioned {
+    fn place<'a>(&'a self, _: &Compaction, _: &PlaceContext<'_>) -> Placed<'a> {
+        Placed {
+            output_dir: None,
+            sides: Sides::Default,
+            _busy: None,
         }
     }
 }
 
-impl DbInner {
-    /// Where partitioned compaction `c` runs, and the owners it keeps busy meanwhile; `None`
-    /// when the database is not partitioned.
-    pub(crate) fn place(&self, c: &Compaction) -> Option<(Where, OwnersBusy<'_>)> {
-        let (_, owner) = c.range()?;
-        let partitions = self.options.partitions.as_ref()?;
-        let owners = match (&partitions.load_balance, self.partition_stats()) {
+/// Partitioned mode: a compaction runs on its range's owner(s) and writes into the owner's
+/// directory.
+pub(crate) struct ByRange {
+    partitions: PartitionOptions,
+    /// Compactions running per owner, for compaction-load balancing.
+    busy: Mutex<Vec<usize>>,
+}
+
+impl ByRange {
+    pub fn new(partitions: PartitionOptions) -> Self {
+        ByRange {
+            partitions,
+            busy: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The owners sharing `c`, `owner`'s compaction: just `owner`, or with load balancing
+    /// the lightly loaded owners too.
+    fn owners(&self, c: &Compaction, owner: OwnerId, options: &Options) -> Vec<OwnerId> {
+        let stats = partition_stats(&c.version, options, self.partitions.owners.len());
+        let owners = match (&self.partitions.load_balance, stats) {
             (Some(lb), Some(stats)) => {
-                let running = self.owners_busy.lock().clone();
+                let running = self.busy.lock().clone();
                 let owners = sharing_owners(owner, c.input_bytes(), &stats, &running, lb);
                 if owners.len() == 1 {
                     let pending: Vec<u64> = stats
@@ -70,13 +117,34 @@ impl DbInner {
         if owners.len() > 1 {
             tracing::info!(owner, helpers = ?&owners[1..], "compaction-load balancing: lightly loaded owners share a backlogged owner's compaction");
         }
-        let guard = self.mark_busy(owners.clone());
-        let Some(off) = self.offloader.as_ref() else {
-            return Some((Where::Host, guard));
+        owners
+    }
+
+    fn mark_busy(&self, owners: Vec<OwnerId>) -> OwnersBusy<'_> {
+        let mut busy = self.busy.lock();
+        for o in &owners {
+            let o = *o as usize;
+            if busy.len() <= o {
+                busy.resize(o + 1, 0);
+            }
+            busy[o] += 1;
+        }
+        OwnersBusy {
+            busy: &self.busy,
+            owners,
+        }
+    }
+
+    /// The sides computing a compaction of `owners`, writing into `owner`'s directory.
+    #[cfg(feature = "offload")]
+    fn sides(&self, owner: OwnerId, owners: &[OwnerId], ctx: &PlaceContext<'_>) -> Sides {
+        let Some(off) = ctx.offloader else {
+            return Sides::Host;
         };
         let mut taking_part = vec![false; off.options().workers.len() + 1];
-        for o in &owners {
-            let worker = partitions
+        for o in owners {
+            let worker = self
+                .partitions
                 .owners
                 .get(*o as usize)
                 .and_then(|p| p.worker.as_ref());
@@ -90,34 +158,52 @@ impl DbInner {
         };
         let weights = share_weights(&taking_part, &measured);
         if weights.iter().skip(1).all(|w| *w == 0.0) {
-            return Some((Where::Host, guard));
+            return Sides::Host;
         }
-        let output_root = self
-            .table_cache
-            .dirs()
-            .get(owner_dir_index(owner) as usize)?
-            .clone();
-        Some((
-            Where::Shared(Placement {
+        match ctx.table_cache.dirs().get(owner_dir_index(owner) as usize) {
+            Some(root) => Sides::Shared(Sharing {
                 weights,
-                output_root,
+                output_root: root.clone(),
             }),
-            guard,
-        ))
+            None => Sides::Host,
+        }
     }
 
-    fn mark_busy(&self, owners: Vec<OwnerId>) -> OwnersBusy<'_> {
-        let mut busy: MutexGuard<'_, Vec<usize>> = self.owners_busy.lock();
-        for o in &owners {
-            let o = *o as usize;
-            if busy.len() <= o {
-                busy.resize(o + 1, 0);
-            }
-            busy[o] += 1;
+    #[cfg(not(feature = "offload"))]
+    fn sides(&self, _: OwnerId, _: &[OwnerId], _: &PlaceContext<'_>) -> Sides {
+        Sides::Host
+    }
+}
+
+impl Placement for ByRange {
+    fn place<'a>(&'a self, c: &Compaction, ctx: &PlaceContext<'_>) -> Placed<'a> {
+        let Some((_, owner)) = c.range() else {
+            return Unpartitioned.place(c, ctx);
+        };
+        let owners = self.owners(c, owner, ctx.options);
+        let sides = self.sides(owner, &owners, ctx);
+        Placed {
+            output_dir: Some(owner_dir_index(owner)),
+            sides,
+            _busy: Some(self.mark_busy(owners)),
         }
-        OwnersBusy {
-            inner: self,
-            owners,
+    }
+}
+
+/// The owners a compaction occupies, released when dropped so that load balancing sees them
+/// idle again.
+struct OwnersBusy<'a> {
+    busy: &'a Mutex<Vec<usize>>,
+    owners: Vec<OwnerId>,
+}
+
+impl Drop for OwnersBusy<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.busy.lock();
+        for o in &self.owners {
+            if let Some(n) = busy.get_mut(*o as usize) {
+                *n = n.saturating_sub(1);
+            }
         }
     }
 }
@@ -126,6 +212,7 @@ impl DbInner {
 /// others their `measured` bandwidth (the dynamic split, TStore's ratio from each side's
 /// recent bandwidth), or, for a side not measured yet (or the static split, which passes
 /// nothing measured), the average of the measured sides that take part, or 1 when none is.
+#[cfg(feature = "offload")]
 fn share_weights(taking_part: &[bool], measured: &[Option<f64>]) -> Vec<f64> {
     let known: Vec<f64> = taking_part
         .iter()
@@ -152,13 +239,14 @@ fn share_weights(taking_part: &[bool], measured: &[Option<f64>]) -> Vec<f64> {
 }
 
 /// The offload side of an owner's worker: 0 (the host) without one.
+#[cfg(feature = "offload")]
 fn side_of(off: &Offloader, worker: Option<&String>) -> usize {
     worker
         .and_then(|w| off.options().workers.iter().position(|a| a == w))
         .map_or(0, |i| i + 1)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "offload"))]
 mod tests {
     use super::share_weights;
 

@@ -13,8 +13,14 @@
 //! crosses it, plus the range's L0 tables, which hold a few memtables' worth and are about to
 //! be compacted anyway.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use sluice_exec::{CompactionMode, ExecOptions, Executor};
+use sluice_sst::compact::CompactionSpec;
+
+use crate::Result;
+use crate::compaction::env::JobEnv;
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, NUM_LEVELS};
 use crate::version::version::{largest_user_key, smallest_user_key};
@@ -107,6 +113,49 @@ pub fn choose_split_key(
         piece_bytes,
         crossing: tables_crossing(version, key),
     })
+}
+
+/// The range-split job: rewrites each table of `crossing` as two, the keys below `at` and the
+/// rest, at the same level and in the same directory, and returns them for the version edit.
+/// Each half is a one-input compaction, so versions no snapshot can see are dropped as any
+/// compaction would, and nothing else.
+pub(crate) fn split_tables(
+    crossing: &[(usize, Arc<FileMetaData>)],
+    at: &[u8],
+    env: &JobEnv<'_>,
+) -> Result<Vec<(usize, FileMetaData)>> {
+    let executor = ExecOptions {
+        mode: CompactionMode::Sequential,
+        ..env.options.exec_options()
+    };
+    let mut new_files = Vec::new();
+    for (level, f) in crossing {
+        let table = env.table_cache.get_for_compaction(f)?;
+        for (lower, upper) in [(None, Some(at.to_vec())), (Some(at.to_vec()), None)] {
+            let spec = CompactionSpec {
+                inputs: vec![vec![Arc::clone(&table)]],
+                snapshots: env.snapshots.clone(),
+                bottommost: false,
+                table: env.options.table_options(),
+                storage: env.options.background_storage(),
+                target_file_size: u64::MAX,
+                grandparents: Vec::new(),
+                max_grandparent_overlap_bytes: u64::MAX,
+                lower,
+                upper,
+            };
+            let mut new_output =
+                || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };
+            let out = executor.execute(&spec, Arc::default(), &mut new_output)?;
+            new_files.extend(out.files.iter().map(|o| {
+                (
+                    *level,
+                    FileMetaData::of_new_table(o.number, f.dir_index, &o.summary),
+                )
+            }));
+        }
+    }
+    Ok(new_files)
 }
 
 #[cfg(test)]

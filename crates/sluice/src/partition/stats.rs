@@ -4,11 +4,11 @@
 
 use serde::Serialize;
 
-use super::range_map::{OwnerId, RangeMap};
-use super::{owner_of_dir, range_map::owner_dir_index};
+use super::{owner_dir_index, owner_of_dir};
 use crate::options::Options;
 use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
+use crate::version::range_map::{OwnerId, RangeMap};
 use crate::version::version::smallest_user_key;
 
 /// One range of the map and what it holds.

@@ -31,11 +31,11 @@ use sluice_sst::table::Table;
 use crate::db::recover::{RecoveryReport, numbered_files, replay_wals, wals_to_replay};
 use crate::db::{Access, lock_directory};
 use crate::filename::{FileType, manifest_file_name, sync_dir};
-use crate::flush::{file_meta, flush_pieces, write_level0_tables};
+use crate::flush::{flush_pieces, write_level0_tables};
 use crate::options::{Options, WalRecoveryMode};
 use crate::table_cache::TableCache;
 use crate::version::Version;
-use crate::version::edit::{NUM_LEVELS, VersionEdit};
+use crate::version::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::{COMPARATOR_NAME, VersionSet};
 use crate::wal::DroppedRange;
@@ -305,7 +305,7 @@ fn merge_into_bottom_level(
     if exec.mode == CompactionMode::Auto {
         exec.mode = CompactionMode::Sequential;
     }
-    let mut new_output = || -> Result<(u64, PathBuf)> {
+    let mut new_output = || -> sluice_sst::Result<(u64, PathBuf)> {
         let number = new_number();
         let dir = table_cache.dir_for_new_table();
         Ok((number, table_cache.table_path(dir, number)))
@@ -316,7 +316,10 @@ fn merge_into_bottom_level(
         report.output_entries += f.summary.properties.num_entries;
         report.output_bytes += f.summary.file_size;
         let dir = table_cache.dir_index_of(&f.path);
-        edit.add_file(NUM_LEVELS - 1, file_meta(f.number, dir, &f.summary));
+        edit.add_file(
+            NUM_LEVELS - 1,
+            FileMetaData::of_new_table(f.number, dir, &f.summary),
+        );
     }
     Ok(edit)
 }

@@ -34,7 +34,7 @@ pub(super) fn salvage_table(path: &Path, number: u64) -> TableSalvage {
     };
     let table = match Table::open(path, number, opts) {
         Ok(table) => table,
-        Err(e) => return TableSalvage::Unreadable(e),
+        Err(e) => return TableSalvage::Unreadable(e.into()),
     };
     if table.verify_all().is_ok() {
         return TableSalvage::Whole(table);

@@ -14,7 +14,7 @@
 //!   6  deleted_file      level: varint32, file number: varint64
 //!   20 new_file          level: varint32, body: length-prefixed (file fields, below)
 //!   21 range_map         body: length-prefixed (partitioned mode's whole range map, encoded
-//!                        as `partition::range_map` documents); replaces the previous map
+//!                        as `version::range_map` documents); replaces the previous map
 //!   22 wal               log number: varint64, synced bytes: varint64 -- the WAL exists
 //!                        and was synced through that many bytes (0 when just created)
 //!
@@ -42,7 +42,7 @@ use sluice_sst::coding::{
 use sluice_sst::key::{SeqNo, parse_internal_key};
 use sluice_sst::{Error, Result};
 
-use crate::partition::RangeMap;
+use super::range_map::RangeMap;
 
 /// Number of levels in the tree.
 pub const NUM_LEVELS: usize = 7;
@@ -433,6 +433,30 @@ impl fmt::Display for KeyDisplay<'_> {
 impl fmt::Debug for KeyDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
+    }
+}
+
+impl FileMetaData {
+    /// The MANIFEST's description of a freshly written table, numbered `number`, in table
+    /// directory `dir_index`.
+    pub fn of_new_table(
+        number: u64,
+        dir_index: u32,
+        summary: &sluice_sst::table::TableSummary,
+    ) -> FileMetaData {
+        let p = &summary.properties;
+        FileMetaData {
+            number,
+            file_size: summary.file_size,
+            smallest: summary.smallest_key.clone(),
+            largest: summary.largest_key.clone(),
+            smallest_seq: p.smallest_seq,
+            largest_seq: p.largest_seq,
+            num_entries: p.num_entries,
+            num_deletions: p.num_deletions,
+            raw_value_bytes: p.raw_value_bytes,
+            dir_index,
+        }
     }
 }
 

@@ -1,9 +1,12 @@
 //! Which files make up the tree: version edits, the MANIFEST that logs them, immutable
-//! versions, and the version set that recovers and installs them.
+//! versions, the version set that recovers and installs them, and partitioned mode's range
+//! map (data the version carries, with the invariants it puts on tables).
 
 pub mod edit;
 pub mod l0_sublevels;
 pub mod manifest;
+pub mod range_checks;
+pub mod range_map;
 pub mod set;
 #[expect(
     clippy::module_inception,

@@ -50,7 +50,7 @@ pub struct KeyRange {
     pub start: Vec<u8>,
     /// Who owns the range now: its flushes and compactions go to this owner's directory.
     pub owner: OwnerId,
-    /// Former owners whose directories may still hold data of this range (document 001's
+    /// Former owners whose directories may still hold data of this range (the MStore paper's
     /// `<key:NDP_ID>` forwarding entries). Reads of the range consult them too; compaction
     /// removes an entry once no table of the range is left in that owner's directory.
     pub forwarded_from: Vec<OwnerId>,

@@ -159,7 +159,7 @@ impl VersionSet {
         // Partitioned mode: forwarding entries follow the tables, so the edit that leaves a
         // range's data with a former owner records the entry, and the one that removes the
         // last such table ends it.
-        if let Some(settled) = crate::partition::settle_forwarding(&version) {
+        if let Some(settled) = super::range_checks::settle_forwarding(&version) {
             tracing::info!(range_map = %settled, "forwarding entries changed");
             edit.range_map = Some(settled);
             version = self.current.apply(edit)?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use sluice_sst::key::{compare_internal, user_key};
 
 use super::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
-use crate::partition::RangeMap;
+use super::range_map::RangeMap;
 use crate::{Error, Result};
 
 /// The live files of the tree at one point in time.
@@ -248,7 +248,7 @@ impl Version {
         }
         if let Some(map) = &self.range_map {
             let files = (0..NUM_LEVELS).flat_map(|l| self.files[l].iter().map(move |f| (l, &**f)));
-            crate::partition::check_tables(map, files)?;
+            super::range_checks::check_tables(map, files)?;
         }
         Ok(())
     }

@@ -47,8 +47,7 @@ use super::dispatch::{Chunk, Dispatcher, HOST, Take};
 use super::share::{Job, JobParts, Part, Share, restrict};
 use super::task::numbers_needed;
 use super::{Offloader, ShareReport};
-use crate::db::DbInner;
-use crate::{Error, Result};
+use sluice_sst::{Error, Result};
 
 /// Smallest chunk, in sub-tasks: with fewer, a round trip and a partial last output file
 /// weigh too much against the work.
@@ -72,8 +71,6 @@ struct BoardState {
     sides: Vec<SideSum>,
     /// Worker chunks sent and not answered yet, by first sub-task.
     in_flight: BTreeMap<usize, InFlight>,
-    /// Output numbers reserved for worker chunks.
-    reserved: Vec<u64>,
 }
 
 /// One side's chunks in this job, summed into its share report.
@@ -221,22 +218,17 @@ impl BoardState {
     }
 }
 
-impl DbInner {
+impl Job<'_> {
     /// Runs `job` split into self-scheduled chunks; returns the parts in key order and one
-    /// report per side that took part. Worker output numbers are appended to `reserved`.
-    pub(super) fn run_dynamic(
-        &self,
-        job: &Job<'_>,
-        new_output: &mut NewOutput<'_>,
-        reserved: &mut Vec<u64>,
-    ) -> Result<JobParts> {
-        let off = job.off;
-        let plan = plan(job.spec, job.exec.sub_task_bytes);
+    /// report per side that took part.
+    pub(super) fn run_dynamic(&self, new_output: &mut NewOutput<'_>) -> Result<JobParts> {
+        let off = self.off;
+        let plan = plan(self.spec, self.exec.sub_task_bytes);
         let sizes: Vec<u64> = plan.sub_tasks.iter().map(|t| t.input_bytes()).collect();
         let floor = off
             .options
             .min_chunk_bytes
-            .max(MIN_CHUNK_SUB_TASKS.saturating_mul(job.exec.sub_task_bytes));
+            .max(MIN_CHUNK_SUB_TASKS.saturating_mul(self.exec.sub_task_bytes));
         let sides = off.clients.len() + 1;
         let board = Board {
             state: Mutex::new(BoardState {
@@ -244,12 +236,11 @@ impl DbInner {
                 parts: BTreeMap::new(),
                 sides: (0..sides).map(|_| SideSum::default()).collect(),
                 in_flight: BTreeMap::new(),
-                reserved: Vec::new(),
             }),
             changed: Condvar::new(),
         };
         tracing::debug!(
-            job = job.id,
+            job = self.id,
             sub_tasks = plan.sub_tasks.len(),
             floor,
             "chunked job planned"
@@ -258,16 +249,15 @@ impl DbInner {
             for side in 1..sides {
                 let board = &board;
                 let plan = &plan;
-                s.spawn(move || self.drive_worker(job, board, plan, side));
+                s.spawn(move || self.drive_worker(board, plan, side));
             }
-            let hosted = self.host_chunks(job, &board, &plan, new_output);
+            let hosted = self.host_chunks(&board, &plan, new_output);
             if hosted.is_err() {
                 board.stop();
             }
             hosted
         });
         let st = board.state.into_inner();
-        reserved.extend(st.reserved);
         let parts: Vec<Part> = st.parts.into_values().collect();
         if let Err(e) = hosted {
             self.delete_parts(&parts);
@@ -277,7 +267,7 @@ impl DbInner {
             self.delete_parts(&parts);
             return Err(Error::InvalidArgument(format!(
                 "offloaded compaction {}: the chunk queue ended with sub-tasks unfinished",
-                job.id
+                self.id
             )));
         }
         let names = std::iter::once("host").chain(off.clients.iter().map(|c| c.addr()));
@@ -307,7 +297,6 @@ impl DbInner {
     /// the workers' chunks it would finish first.
     fn host_chunks(
         &self,
-        job: &Job<'_>,
         board: &Board,
         plan: &CompactionPlan,
         new_output: &mut NewOutput<'_>,
@@ -320,9 +309,9 @@ impl DbInner {
                         Take::Chunk(chunk) => break (chunk, None),
                         Take::Done => return Ok(()),
                         // Checked under the lock, so no finish or failure is missed.
-                        Take::Wait if job.control.is_cancelled() => return Err(Error::Cancelled),
+                        Take::Wait if self.control.is_cancelled() => return Err(Error::Cancelled),
                         Take::Wait => {
-                            if let Some(b) = st.pick_race(&job.control) {
+                            if let Some(b) = st.pick_race(&self.control) {
                                 break (b.chunk.clone(), Some(b));
                             }
                             board.changed.wait_for(&mut st, CANCEL_POLL);
@@ -332,14 +321,14 @@ impl DbInner {
             };
             let share = chunk_share(plan, &chunk, HOST);
             let (spec, _) = restrict(
-                job.spec,
-                &job.run_levels,
+                self.spec,
+                &self.run_levels,
                 share.lower.as_deref(),
                 share.upper.as_deref(),
             );
             let Some(backup) = backup else {
                 let (part, report) =
-                    self.run_share_on_host(job, &spec, &share, &job.control, new_output)?;
+                    self.run_share_on_host(&spec, &share, &self.control, new_output)?;
                 if let Some(part) = board.keep((HOST, HOST), &chunk, part, &report, report.seconds)
                 {
                     // A chunk taken from the queue has no other copy; were one kept, this
@@ -348,16 +337,16 @@ impl DbInner {
                 }
                 continue;
             };
-            let addr = job.off.clients[backup.side - 1].addr();
+            let addr = self.off.clients[backup.side - 1].addr();
             tracing::info!(worker = %addr, sub_tasks = ?chunk.range, "the host races a worker's chunk");
-            job.off.metrics.lock().races += 1;
-            match self.run_share_on_host(job, &spec, &share, &backup.control, new_output) {
+            self.off.metrics.lock().races += 1;
+            match self.run_share_on_host(&spec, &share, &backup.control, new_output) {
                 Ok((part, report)) => {
                     match board.keep((HOST, HOST), &chunk, part, &report, report.seconds) {
                         Some(lost) => self.delete_parts(&[lost]),
                         None => {
                             tracing::info!(worker = %addr, sub_tasks = ?chunk.range, "the host's copy finished first");
-                            job.off.metrics.lock().races_won_by_host += 1;
+                            self.off.metrics.lock().races_won_by_host += 1;
                             let call = board.state.lock().in_flight.remove(&chunk.range.start);
                             if let Some(call) = call {
                                 call.abort.abort();
@@ -366,7 +355,7 @@ impl DbInner {
                     }
                 }
                 // The worker's copy was kept first; the executor deleted the host's files.
-                Err(Error::Cancelled) if !job.control.is_cancelled() => {}
+                Err(Error::Cancelled) if !self.control.is_cancelled() => {}
                 Err(e) => return Err(e),
             }
         }
@@ -374,11 +363,11 @@ impl DbInner {
 
     /// A worker's driver: sends it chunks one after another until the queue has none for it,
     /// it fails, or the job stops.
-    fn drive_worker(&self, job: &Job<'_>, board: &Board, plan: &CompactionPlan, side: usize) {
-        let addr = job.off.clients[side - 1].addr().to_string();
-        let mut next = self.send_chunk(job, board, plan, side);
+    fn drive_worker(&self, board: &Board, plan: &CompactionPlan, side: usize) {
+        let addr = self.off.clients[side - 1].addr().to_string();
+        let mut next = self.send_chunk(board, plan, side);
         while let Some(mut call) = next.take() {
-            let (answer, call_time) = wait(job.off, &addr, &mut call);
+            let (answer, call_time) = wait(self.off, &addr, &mut call);
             let raced = match board.answered(&call.chunk) {
                 Answered::Alone => None,
                 Answered::Raced(control) => Some(control),
@@ -391,16 +380,16 @@ impl DbInner {
             let result = match answer {
                 Ok(r) => r,
                 Err(e) => {
-                    self.fail_chunk(job, board, side, call, raced.is_some(), &e);
+                    self.fail_chunk(board, side, call, raced.is_some(), &e);
                     return;
                 }
             };
             // The worker is free: its next chunk goes out before this one is checked (a
             // raced worker is retired: there is none).
-            next = self.send_chunk(job, board, plan, side);
+            next = self.send_chunk(board, plan, side);
             let checking = Instant::now();
             let numbers = call.numbers.clone();
-            match self.check_worker_result(job, &addr, &call.share, numbers, result) {
+            match self.check_worker_result(&addr, &call.share, numbers, result) {
                 Ok((part, mut report)) => {
                     let unhidden = if next.is_some() {
                         Duration::ZERO
@@ -424,14 +413,14 @@ impl DbInner {
                     }
                 }
                 Err(e) => {
-                    self.fail_chunk(job, board, side, call, raced.is_some(), &e);
+                    self.fail_chunk(board, side, call, raced.is_some(), &e);
                     if let Some(abandoned) = next.take() {
                         let why = "abandoned: the worker failed the chunk before it";
                         match board.answered(&abandoned.chunk) {
                             Answered::Gone => self.drop_call(abandoned),
                             a => {
                                 let raced = matches!(a, Answered::Raced(_));
-                                self.fail_chunk(job, board, side, abandoned, raced, &why);
+                                self.fail_chunk(board, side, abandoned, raced, &why);
                             }
                         }
                     }
@@ -444,27 +433,23 @@ impl DbInner {
     /// Takes the next chunk for worker `side`, reserves its numbers and sends it; `None` when
     /// the queue has nothing for the worker (it does not wait for failed chunks: the host will
     /// take them).
-    fn send_chunk(
-        &self,
-        job: &Job<'_>,
-        board: &Board,
-        plan: &CompactionPlan,
-        side: usize,
-    ) -> Option<Call> {
-        let off = job.off;
+    fn send_chunk(&self, board: &Board, plan: &CompactionPlan, side: usize) -> Option<Call> {
+        let off = self.off;
         let chunk = match board.take(side) {
             Take::Chunk(c) => c,
             Take::Wait | Take::Done => return None,
         };
         let share = chunk_share(plan, &chunk, side);
-        let numbers = self.reserve_numbers(numbers_needed(chunk.input_bytes, job.spec));
+        let numbers = self
+            .env
+            .reserve_numbers(numbers_needed(chunk.input_bytes, self.spec));
         let (spec, levels) = restrict(
-            job.spec,
-            &job.run_levels,
+            self.spec,
+            &self.run_levels,
             share.lower.as_deref(),
             share.upper.as_deref(),
         );
-        let task = job.task(&spec, &levels, &share, numbers.clone());
+        let task = self.task(&spec, &levels, &share, numbers.clone());
         let client = Arc::clone(&off.clients[side - 1]);
         let timeout = off.options.task_timeout;
         let handle = off.runtime.spawn(async move {
@@ -480,7 +465,6 @@ impl DbInner {
             (answer, sent_at.elapsed())
         });
         let mut st = board.state.lock();
-        st.reserved.extend(numbers.clone());
         if st.queue.is_stopped() {
             handle.abort();
         } else {
@@ -502,11 +486,10 @@ impl DbInner {
     }
 
     /// `call` failed: its files are deleted, its chunk goes back to the queue (unless the host
-    /// took it over and runs it already), and the worker is retired for this job. Counted as a
+    /// took it over and runs it already), and the worker is retired for this self. Counted as a
     /// retry unless the job was stopping anyway.
     fn fail_chunk(
         &self,
-        job: &Job<'_>,
         board: &Board,
         side: usize,
         call: Call,
@@ -526,14 +509,14 @@ impl DbInner {
         drop(st);
         board.changed.notify_all();
         if !stopping {
-            let addr = job.off.clients[side - 1].addr();
+            let addr = self.off.clients[side - 1].addr();
             let then = if taken_over {
                 "the host runs it already"
             } else {
                 "it goes back to the queue"
             };
             tracing::warn!(worker = %addr, error = %error, "worker chunk failed; {then}");
-            job.off.metrics.lock().retries += 1;
+            self.off.metrics.lock().retries += 1;
         }
     }
 

@@ -1,7 +1,7 @@
-//! Compaction offloaded to workers (documents 001 and 004): the host cuts one compaction's
+//! Compaction offloaded to workers (the MStore and CoPro papers): the host cuts one compaction's
 //! sub-tasks into contiguous key ranges, runs some itself and sends the others to worker
 //! processes, checks every file the workers report, and installs all outputs in one version
-//! edit (the caller's `install_compaction`: only the host commits).
+//! edit (the database installs the job's edit: only the host commits).
 //!
 //! Two splits: static (Co-KV), one share per side by a fixed ratio; dynamic, chunks handed
 //! out on demand so each side takes work as fast as it gets through it.
@@ -42,7 +42,7 @@ use self::split::Bandwidths;
 use crate::{Error, Result};
 
 pub use options::{Split, VerifyOutputs};
-pub(crate) use run::Placement;
+pub(crate) use run::{Offloaded, Sharing};
 
 /// One side's part of an offloaded compaction, as reported in metrics and the bench JSON.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]

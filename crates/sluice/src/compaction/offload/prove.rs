@@ -24,8 +24,7 @@ use super::ShareReport;
 use super::options::VerifyOutputs;
 use super::sample::check_sample;
 use super::share::{Job, Part};
-use crate::db::DbInner;
-use crate::{Error, Result};
+use sluice_sst::{Error, Result};
 
 impl Part {
     /// What the part's outputs hold plus what it dropped.
@@ -51,24 +50,23 @@ pub(super) struct Proof<'p> {
     pub reports: &'p mut [(usize, ShareReport)],
 }
 
-impl DbInner {
+impl Job<'_> {
     /// Returns the job's parts once they are proven as far as the options ask (see the
     /// module docs). On error every part's outputs are deleted.
     pub(super) fn prove_parts(
         &self,
-        job: &Job<'_>,
         mut proof: Proof<'_>,
         new_output: &mut NewOutput<'_>,
     ) -> Result<Vec<Part>> {
-        let level = job.off.options.verify_outputs;
-        let Some(expected) = job
+        let level = self.off.options.verify_outputs;
+        let Some(expected) = self
             .spec
             .input_digest()
             .filter(|_| level != VerifyOutputs::None)
         else {
             return Ok(proof.parts);
         };
-        let outcome = self.prove(job, &mut proof, expected, level, new_output);
+        let outcome = self.prove(&mut proof, expected, level, new_output);
         if let Err(e) = outcome {
             self.delete_parts(&proof.parts);
             return Err(e);
@@ -78,7 +76,6 @@ impl DbInner {
 
     fn prove(
         &self,
-        job: &Job<'_>,
         proof: &mut Proof<'_>,
         expected: EntryDigest,
         level: VerifyOutputs,
@@ -88,21 +85,21 @@ impl DbInner {
         let claimed = sum(&proof.parts);
         if claimed != expected {
             tracing::warn!(
-                job = job.id,
+                job = self.id,
                 inputs = %expected,
                 outputs_and_dropped = %claimed,
                 "an offloaded compaction does not account for its inputs; running the workers' \
                  parts again on the host"
             );
             for i in worker_parts(&proof.parts) {
-                let fresh = self.host_copy(job, &proof.parts[i], new_output)?;
+                let fresh = self.host_copy(&proof.parts[i], new_output)?;
                 let (told, proven) = (proof.parts[i].accounted(), fresh.accounted());
                 if told != proven {
                     let why = format!(
                         "its outputs account for {told}, the host's copy for {proven}: it lost, \
                          changed or invented entries"
                     );
-                    failed(job, proof, i, &why);
+                    failed(self, proof, i, &why);
                 }
                 self.replace(&mut proof.parts[i], fresh);
             }
@@ -112,7 +109,7 @@ impl DbInner {
                 for i in worker_parts(&proof.parts) {
                     let part = &proof.parts[i];
                     let (lower, upper) = (part.share.lower.as_deref(), part.share.upper.as_deref());
-                    let verdict = match check_sample(job.spec, lower, upper, &part.files, k) {
+                    let verdict = match check_sample(self.spec, lower, upper, &part.files, k) {
                         Ok(None) => continue,
                         Ok(Some(m)) => format!(
                             "key {:?} has {} versions in its outputs, {} in the inputs' merge",
@@ -122,20 +119,20 @@ impl DbInner {
                         ),
                         Err(e) => format!("its outputs cannot be sampled: {e}"),
                     };
-                    failed(job, proof, i, &verdict);
-                    let fresh = self.host_copy(job, &proof.parts[i], new_output)?;
+                    failed(self, proof, i, &verdict);
+                    let fresh = self.host_copy(&proof.parts[i], new_output)?;
                     self.replace(&mut proof.parts[i], fresh);
                 }
             }
             VerifyOutputs::Full => {
                 for i in worker_parts(&proof.parts) {
-                    let fresh = self.host_copy(job, &proof.parts[i], new_output)?;
+                    let fresh = self.host_copy(&proof.parts[i], new_output)?;
                     if proof.parts[i].same_files(&fresh) {
                         self.delete_parts(std::slice::from_ref(&fresh));
                         continue;
                     }
                     failed(
-                        job,
+                        self,
                         proof,
                         i,
                         "its files differ from the host's merge of its share",
@@ -153,7 +150,7 @@ impl DbInner {
                 format!(
                     "compaction {} does not account for its inputs even when the host runs \
                      every part: inputs hold {expected}, outputs plus dropped entries {proven}",
-                    job.id
+                    self.id
                 ),
             ));
         }
@@ -161,14 +158,9 @@ impl DbInner {
     }
 
     /// The host's own run of `part`'s share.
-    fn host_copy(
-        &self,
-        job: &Job<'_>,
-        part: &Part,
-        new_output: &mut NewOutput<'_>,
-    ) -> Result<Part> {
+    fn host_copy(&self, part: &Part, new_output: &mut NewOutput<'_>) -> Result<Part> {
         let (fresh, _) =
-            self.run_share_on_host(job, job.spec, &part.share, &job.control, new_output)?;
+            self.run_share_on_host(self.spec, &part.share, &self.control, new_output)?;
         Ok(fresh)
     }
 

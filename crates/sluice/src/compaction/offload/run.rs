@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_exec::decide::{decide, large_value_share};
-use sluice_exec::{CompactionMode, ExecOptions, JobControl};
+use sluice_exec::{CompactionMode, ExecOptions, Executor, JobControl};
 use sluice_sst::compact::plan::plan;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec, NewOutput};
 use sluice_sst::profile::StageProfile;
@@ -17,9 +17,9 @@ use super::share::{Job, JobParts, Part, Share};
 use super::split::cut;
 use super::task::numbers_needed;
 use super::{Offloader, ShareReport};
-use crate::Result;
 use crate::compaction::Compaction;
-use crate::db::DbInner;
+use crate::compaction::env::JobEnv;
+use sluice_sst::Result;
 
 impl Offloader {
     /// Static split weights, host first: `host_share`, the rest equally to the workers.
@@ -54,7 +54,7 @@ impl Offloader {
 }
 
 /// Partitioned mode: which sides run a compaction, and where its outputs go.
-pub(crate) struct Placement {
+pub(crate) struct Sharing {
     /// Per side (host first, then each worker), its weight in a static split; 0 = not taking
     /// part. The range owner's side, plus the idle owners' when load balancing shares it.
     pub weights: Vec<f64>,
@@ -62,30 +62,57 @@ pub(crate) struct Placement {
     pub output_root: std::path::PathBuf,
 }
 
-impl DbInner {
-    /// Runs `c` (already made into `spec`) split between the host and `off`'s workers: by
-    /// `off`'s split, or (partitioned mode) statically over `placement`'s sides.
-    /// Output numbers reserved for workers are appended to `reserved`; the caller keeps them
-    /// in `pending_outputs` until the outputs are installed.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the pieces of one compaction job"
-    )]
-    pub(crate) fn run_offloaded(
-        &self,
-        off: &Offloader,
+/// The offloaded split as an executor: one compaction run by the host and its workers, by the
+/// offload options' split or (partitioned mode) statically over a [`Sharing`]'s sides. Its
+/// host parts run with the local executor it was given, or CoPro+'s choice
+/// (`OffloadOptions::host_mode`).
+pub(crate) struct Offloaded<'a> {
+    off: &'a Offloader,
+    env: &'a JobEnv<'a>,
+    /// The compaction's upper level, and whether its last input run is from the level below.
+    level: usize,
+    has_lower_run: bool,
+    exec: ExecOptions,
+    sharing: Option<Sharing>,
+}
+
+impl<'a> Offloaded<'a> {
+    pub fn new(
+        off: &'a Offloader,
+        env: &'a JobEnv<'a>,
         c: &Compaction,
+        exec: ExecOptions,
+        sharing: Option<Sharing>,
+    ) -> Self {
+        Offloaded {
+            off,
+            env,
+            level: c.level,
+            has_lower_run: !c.inputs[1].is_empty(),
+            exec,
+            sharing,
+        }
+    }
+}
+
+impl Executor for Offloaded<'_> {
+    /// The local executor's name: the stages recorded are those of the host's parts.
+    fn name(&self) -> &'static str {
+        self.exec.mode.name()
+    }
+
+    fn execute(
+        &self,
         spec: &CompactionSpec,
-        exec: &ExecOptions,
         control: Arc<JobControl>,
         new_output: &mut NewOutput<'_>,
-        reserved: &mut Vec<u64>,
-        placement: Option<&Placement>,
     ) -> Result<CompactionOutput> {
+        let (off, exec) = (self.off, &self.exec);
         let start = Instant::now();
-        let lower_runs = spec.inputs.len() - usize::from(!c.inputs[1].is_empty());
+        let lower_runs = spec.inputs.len() - usize::from(self.has_lower_run);
         let job = Job {
             off,
+            env: self.env,
             id: {
                 let mut m = off.metrics.lock();
                 m.jobs += 1;
@@ -93,51 +120,48 @@ impl DbInner {
             },
             spec,
             run_levels: (0..spec.inputs.len())
-                .map(|i| (c.level + usize::from(i >= lower_runs)) as u32)
+                .map(|i| (self.level + usize::from(i >= lower_runs)) as u32)
                 .collect(),
             exec,
             host_exec: off.host_exec(spec, exec),
             control,
-            output_root: placement.map(|p| p.output_root.clone()),
+            output_root: self.sharing.as_ref().map(|p| p.output_root.clone()),
             inputs: super::verify::InputFacts::of(spec),
         };
-        let JobParts { parts, mut reports } = match (placement, off.options.split) {
-            (Some(p), _) => self.run_static(&job, &p.weights, new_output, reserved)?,
+        let JobParts { parts, mut reports } = match (&self.sharing, off.options.split) {
+            (Some(p), _) => job.run_static(&p.weights, new_output)?,
             (None, Split::Static { host_share }) => {
                 let weights = off.static_weights(host_share);
-                self.run_static(&job, &weights, new_output, reserved)?
+                job.run_static(&weights, new_output)?
             }
-            (None, Split::Dynamic) => self.run_dynamic(&job, new_output, reserved)?,
+            (None, Split::Dynamic) => job.run_dynamic(new_output)?,
         };
         let proof = super::prove::Proof {
             parts,
             reports: &mut reports,
         };
-        let parts = self.prove_parts(&job, proof, new_output)?;
+        let parts = job.prove_parts(proof, new_output)?;
         Ok(off.assemble(parts, reports, start))
     }
+}
 
+impl Job<'_> {
     /// The static split: one contiguous share per side, cut by `weights` (host first); every worker
     /// share is sent first, the host runs its own meanwhile, then each worker's reply is
     /// checked, and a failed worker share is re-run on the host.
-    fn run_static(
-        &self,
-        job: &Job<'_>,
-        weights: &[f64],
-        new_output: &mut NewOutput<'_>,
-        reserved: &mut Vec<u64>,
-    ) -> Result<JobParts> {
-        let (off, spec) = (job.off, job.spec);
-        let shares = plan_shares(spec, job.exec, weights);
+    fn run_static(&self, weights: &[f64], new_output: &mut NewOutput<'_>) -> Result<JobParts> {
+        let (off, spec) = (self.off, self.spec);
+        let shares = plan_shares(spec, self.exec, weights);
 
         // Send every worker share first, so workers run while the host runs its own.
         let mut sent = Vec::new();
         for share in shares.iter().filter(|s| s.side > 0) {
-            let numbers = self.reserve_numbers(numbers_needed(share.input_bytes, spec));
-            reserved.extend(numbers.clone());
-            let task = job
-                .task(spec, &job.run_levels, share, numbers.clone())
-                .map_err(crate::Error::InvalidArgument)?;
+            let numbers = self
+                .env
+                .reserve_numbers(numbers_needed(share.input_bytes, spec));
+            let task = self
+                .task(spec, &self.run_levels, share, numbers.clone())
+                .map_err(sluice_sst::Error::InvalidArgument)?;
             let client = Arc::clone(&off.clients[share.side - 1]);
             let timeout = off.options.task_timeout;
             // The call's own duration is timed inside the task: the host may still be busy
@@ -150,10 +174,10 @@ impl DbInner {
             sent.push((share, numbers, handle));
         }
 
-        tracing::debug!(job = job.id, shares = shares.len(), "static shares sent");
+        tracing::debug!(job = self.id, shares = shares.len(), "static shares sent");
         let mut outputs: Vec<(usize, Part, ShareReport)> = Vec::new();
         if let Some(share) = shares.iter().find(|s| s.side == 0) {
-            match self.run_share_on_host(job, spec, share, &job.control, new_output) {
+            match self.run_share_on_host(spec, share, &self.control, new_output) {
                 Ok((part, report)) => {
                     tracing::debug!(seconds = report.seconds, "host share done");
                     outputs.push((0, part, report))
@@ -180,8 +204,8 @@ impl DbInner {
                 (Err(failed), Duration::ZERO)
             });
             let checking = Instant::now();
-            let answer = answer
-                .and_then(|r| self.check_worker_result(job, &addr, share, numbers.clone(), r));
+            let answer =
+                answer.and_then(|r| self.check_worker_result(&addr, share, numbers.clone(), r));
             match answer {
                 Ok((part, mut report)) => {
                     tracing::debug!(
@@ -200,7 +224,7 @@ impl DbInner {
                     self.delete_share_outputs(numbers);
                     off.metrics.lock().retries += 1;
                     let (part, mut report) =
-                        match self.run_share_on_host(job, spec, share, &job.control, new_output) {
+                        match self.run_share_on_host(spec, share, &self.control, new_output) {
                             Ok(out) => out,
                             Err(e) => {
                                 // The job fails: nothing of it is installed.

@@ -18,7 +18,7 @@ use sluice_sst::key::{MAX_SEQ, seek_key, user_key};
 use sluice_sst::merge::MergingIterator;
 use sluice_sst::table::{Table, TableReadOptions};
 
-use crate::Result;
+use sluice_sst::Result;
 
 /// Entries as `(internal key, value)`.
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;

@@ -19,13 +19,15 @@ use super::client::ShareError;
 use super::task::ShareTask;
 use super::verify::{ShareBounds, verify_outputs};
 use super::{Offloader, ShareReport};
-use crate::Result;
-use crate::db::DbInner;
+use crate::compaction::env::JobEnv;
 use crate::filename::{table_file_name, temp_file_name};
+use sluice_sst::Result;
 
 /// What every part of one offloaded compaction shares.
 pub(super) struct Job<'a> {
     pub off: &'a Offloader,
+    /// Output numbers, table paths and open tables.
+    pub env: &'a JobEnv<'a>,
     /// The host's id of the compaction, sent with every task.
     pub id: u64,
     /// The whole compaction.
@@ -133,12 +135,11 @@ pub(super) fn restrict(
     )
 }
 
-impl DbInner {
+impl Job<'_> {
     /// Runs `share` of `spec` on the compaction thread with the job's host executor, stopped
     /// by `control` (the job's, or a child of it for a copy that may be abandoned).
     pub(super) fn run_share_on_host(
         &self,
-        job: &Job<'_>,
         spec: &CompactionSpec,
         share: &Share,
         control: &Arc<JobControl>,
@@ -150,13 +151,18 @@ impl DbInner {
             upper: share.upper.clone(),
             ..spec.clone()
         };
-        let out = execute_with(&share_spec, &job.host_exec, Arc::clone(control), new_output)?;
+        let out = execute_with(
+            &share_spec,
+            &self.host_exec,
+            Arc::clone(control),
+            new_output,
+        )?;
         let report = ShareReport {
             side: "host".into(),
             input_bytes: share.input_bytes,
             seconds: started.elapsed().as_secs_f64(),
             bandwidth_mb_s: 0.0,
-            mode: job.host_exec.mode.to_string(),
+            mode: self.host_exec.mode.to_string(),
             cpu_seconds: out.profile.cpu_nanos as f64 / 1e9,
             retried: false,
         };
@@ -174,7 +180,6 @@ impl DbInner {
     /// outputs; the report's `seconds` is left for the caller, who timed the call.
     pub(super) fn check_worker_result(
         &self,
-        job: &Job<'_>,
         addr: &str,
         share: &Share,
         numbers: Range<u64>,
@@ -188,13 +193,13 @@ impl DbInner {
             numbers,
             lower: share.lower.as_deref(),
             upper: share.upper.as_deref(),
-            inputs: &job.inputs,
+            inputs: &self.inputs,
         };
         let files = verify_outputs(
             &r.files,
             &bounds,
-            self.table_cache.dirs(),
-            job.off.options.verify_file_checksums,
+            self.env.table_cache.dirs(),
+            self.off.options.verify_file_checksums,
         )
         .map_err(bad)?;
         let profile = r
@@ -229,7 +234,7 @@ impl DbInner {
     /// any of its reserved numbers, in every table directory. Best effort: anything missed is
     /// named by no version and is deleted by the next obsolete-file sweep or open.
     pub(super) fn delete_share_outputs(&self, numbers: Range<u64>) {
-        for dir in self.table_cache.dirs() {
+        for dir in self.env.table_cache.dirs() {
             for n in numbers.clone() {
                 for path in [table_file_name(dir, n), temp_file_name(dir, n)] {
                     remove_output(&path);
@@ -241,7 +246,7 @@ impl DbInner {
     /// Deletes the outputs of parts that finished in a job that failed as a whole.
     pub(super) fn delete_parts(&self, parts: &[Part]) {
         for f in parts.iter().flat_map(|p| &p.files) {
-            self.table_cache.evict(f.number);
+            self.env.table_cache.evict(f.number);
             remove_output(&f.path);
         }
     }

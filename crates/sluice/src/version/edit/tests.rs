@@ -40,7 +40,7 @@ fn full_edit() -> VersionEdit {
     e.add_file(0, file(18));
     e.add_file(6, file(19));
     e.range_map = Some(
-        crate::partition::RangeMap::new(&[b"k".to_vec()], &[0, 1])
+        crate::version::range_map::RangeMap::new(&[b"k".to_vec()], &[0, 1])
             .unwrap()
             .with_move(0, 1)
             .with_forwarding([(0, 0)]),
@@ -272,7 +272,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
         )
 }
 
-fn range_map_strategy() -> impl Strategy<Value = crate::partition::RangeMap> {
+fn range_map_strategy() -> impl Strategy<Value = crate::version::range_map::RangeMap> {
     (
         proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 1..6), 0..5),
         proptest::collection::vec((0u32..4, any::<bool>()), 5),
@@ -280,7 +280,7 @@ fn range_map_strategy() -> impl Strategy<Value = crate::partition::RangeMap> {
         .prop_map(|(starts, moves)| {
             let boundaries: Vec<Vec<u8>> = starts.into_iter().collect();
             let owners = vec![0; boundaries.len() + 1];
-            let mut map = crate::partition::RangeMap::new(&boundaries, &owners).unwrap();
+            let mut map = crate::version::range_map::RangeMap::new(&boundaries, &owners).unwrap();
             for (i, (to, _)) in moves.iter().enumerate().take(map.len()) {
                 map = map.with_move(i, *to);
             }
@@ -363,7 +363,7 @@ fn encoding_is_frozen() {
     assert_eq!(buf, expected);
 
     // The range map: tag 21, then the length-prefixed map body.
-    let map = crate::partition::RangeMap::new(&[b"m".to_vec()], &[0, 1])
+    let map = crate::version::range_map::RangeMap::new(&[b"m".to_vec()], &[0, 1])
         .unwrap()
         .with_move(1, 2)
         .with_forwarding([(1, 1)]);

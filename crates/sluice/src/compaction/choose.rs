@@ -1,0 +1,104 @@
+//! Who runs a compaction, decided in one place.
+//!
+//! Two questions, answered in order:
+//! 1. **Which local executor** ([`local_exec`]): the one the options name; for `auto`, the one
+//!    [`sluice_exec::auto::choose`] picks from the step times measured so far; for a parallel
+//!    manual compaction, the parallel executor with a compute thread per core.
+//! 2. **Which sides** ([`executor_for`]): this thread alone, or (with the `offload` feature
+//!    and `Options::offload`) the host and its workers, as partitioned mode's placement or the
+//!    offload options' split say. The offloaded split runs its host parts with the executor
+//!    of step 1, unless `OffloadOptions::host_mode` says otherwise (CoPro+'s decision).
+//!
+//! The rest of the engine sees only the [`Executor`] returned.
+
+use sluice_exec::{CompactionMode, ExecOptions, Executor, auto};
+
+use super::Compaction;
+use super::env::JobEnv;
+use super::job::Accounting;
+use crate::metrics::StageSeconds;
+use crate::partition::placement::Sides;
+
+/// How the caller wants a compaction run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Request {
+    /// As the options say.
+    Configured,
+    /// Split by data and run on every core (`CompactOptions::parallel`).
+    ParallelOnEveryCore,
+}
+
+/// What the database has measured of its compactions: what `auto` decides from.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct History {
+    /// Step times summed over every compaction so far.
+    pub steps: StageSeconds,
+    /// Compactions so far.
+    pub jobs: u64,
+}
+
+/// The local executor for the next compaction; `auto` is decided here and logged.
+pub(crate) fn local_exec(env: &JobEnv<'_>, history: &History, request: Request) -> ExecOptions {
+    let mut exec = env.options.exec_options();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if request == Request::ParallelOnEveryCore {
+        exec.mode = CompactionMode::Parallel;
+        exec.compute_threads = cores;
+        return exec;
+    }
+    if exec.mode == CompactionMode::Auto {
+        let h = &history.steps;
+        let io = h.read + h.write;
+        let compute = h.checksum + h.decompress + h.merge + h.compress + h.rechecksum;
+        let decision = auto::choose(io, compute, history.jobs, cores, exec.compute_threads);
+        tracing::info!(
+            mode = %decision.mode,
+            compute_threads = decision.compute_threads,
+            reason = %decision.reason,
+            "auto compaction mode"
+        );
+        exec.mode = decision.mode;
+        exec.compute_threads = decision.compute_threads;
+    }
+    exec
+}
+
+/// The executor that runs `c`: `exec` on this thread, or split with the workers when `sides`
+/// (the placement's answer) or the offload options say so; and whether its outputs must add
+/// up to its inputs.
+pub(crate) fn executor_for<'a>(
+    c: &Compaction,
+    env: &'a JobEnv<'a>,
+    exec: ExecOptions,
+    sides: Sides,
+) -> (Box<dyn Executor + 'a>, Accounting) {
+    #[cfg(feature = "offload")]
+    {
+        use super::offload::{Offloaded, VerifyOutputs};
+        let offloaded = match (sides, env.offloader) {
+            (Sides::Shared(sharing), Some(off)) => Some((off, Some(sharing))),
+            (Sides::Default, Some(off)) if worth_offloading(c, off) => Some((off, None)),
+            _ => None,
+        };
+        if let Some((off, sharing)) = offloaded {
+            let accounting = match off.options().verify_outputs {
+                VerifyOutputs::None => Accounting::Trusted,
+                _ => Accounting::Checked,
+            };
+            return (
+                Box::new(Offloaded::new(off, env, c, exec, sharing)),
+                accounting,
+            );
+        }
+    }
+    #[cfg(not(feature = "offload"))]
+    let _ = (c, env, sides);
+    (Box::new(exec), Accounting::Checked)
+}
+
+/// True if `c` is worth sharing with workers: big enough, and not an intra-L0 compaction
+/// (whose single output file must not be cut into key ranges).
+#[cfg(feature = "offload")]
+fn worth_offloading(c: &Compaction, off: &super::offload::Offloader) -> bool {
+    c.reason != super::Reason::IntraL0 && c.input_bytes() >= off.options().min_offload_bytes
+}

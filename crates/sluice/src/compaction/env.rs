@@ -1,0 +1,104 @@
+//! What a job (a compaction, a flush, a range split) may use of the database: a narrow
+//! environment instead of the database itself.
+//!
+//! A job reads its inputs through the table cache, writes new tables under numbers it
+//! reserves here, and returns a version edit; it never sees the version set, the MANIFEST or
+//! the database's locks. Only `db/` applies edits (and so commits the MANIFEST), and it drops
+//! the environment, which releases the job's file numbers, only once the edit is installed or
+//! abandoned.
+
+use std::ops::Range;
+use std::path::PathBuf;
+
+use parking_lot::Mutex;
+use sluice_sst::key::SeqNo;
+
+use crate::options::Options;
+use crate::table_cache::TableCache;
+
+/// Hands out file numbers. Implemented by the database over its version set.
+pub(crate) trait FileNumbers: Sync {
+    /// Reserves `count` consecutive file numbers. Until [`FileNumbers::release`] is called
+    /// for them, no obsolete-file collection deletes a file named with one of them, so a job
+    /// can write its tables before the edit that names them is installed.
+    fn reserve(&self, count: u64) -> Range<u64>;
+
+    /// Lets obsolete-file collection see `numbers` again: the edit naming their files is
+    /// installed (they are live) or was abandoned (they are garbage).
+    fn release(&self, numbers: &[u64]);
+}
+
+/// One job's view of the database. Dropping it releases every file number the job reserved,
+/// so it must outlive the installation of the job's edit.
+pub(crate) struct JobEnv<'a> {
+    /// The database's options.
+    pub options: &'a Options,
+    /// Open tables, and the directories new tables go to.
+    pub table_cache: &'a TableCache,
+    /// Sequence numbers of the live snapshots when the job started, oldest first: versions a
+    /// snapshot can see are kept.
+    pub snapshots: Vec<SeqNo>,
+    /// The compaction workers, if the database offloads.
+    #[cfg(feature = "offload")]
+    pub offloader: Option<&'a super::offload::Offloader>,
+    numbers: &'a dyn FileNumbers,
+    /// Numbers this job reserved; released on drop.
+    reserved: Mutex<Vec<u64>>,
+}
+
+impl<'a> JobEnv<'a> {
+    /// An environment over the database's parts.
+    pub fn new(
+        options: &'a Options,
+        table_cache: &'a TableCache,
+        snapshots: Vec<SeqNo>,
+        numbers: &'a dyn FileNumbers,
+    ) -> Self {
+        JobEnv {
+            options,
+            table_cache,
+            snapshots,
+            #[cfg(feature = "offload")]
+            offloader: None,
+            numbers,
+            reserved: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The same environment with compaction workers.
+    #[cfg(feature = "offload")]
+    pub fn with_offloader(mut self, offloader: Option<&'a super::offload::Offloader>) -> Self {
+        self.offloader = offloader;
+        self
+    }
+
+    /// Reserves `count` consecutive file numbers for this job (see [`FileNumbers::reserve`]).
+    pub fn reserve_numbers(&self, count: u64) -> Range<u64> {
+        let numbers = self.numbers.reserve(count);
+        self.reserved.lock().extend(numbers.clone());
+        numbers
+    }
+
+    /// A number and a path for a new table in table directory `dir_index`.
+    pub fn new_table(&self, dir_index: u32) -> (u64, PathBuf) {
+        let number = self.reserve_numbers(1).start;
+        (number, self.table_cache.table_path(dir_index, number))
+    }
+
+    /// Largest overlap, in bytes, of one output table with the level below its level; also
+    /// the most a trivial move may leave overlapping there.
+    pub fn max_grandparent_overlap_bytes(&self) -> u64 {
+        self.options
+            .max_grandparent_overlap_factor
+            .saturating_mul(self.options.target_file_size_base)
+    }
+}
+
+impl Drop for JobEnv<'_> {
+    fn drop(&mut self) {
+        let reserved = std::mem::take(self.reserved.get_mut());
+        if !reserved.is_empty() {
+            self.numbers.release(&reserved);
+        }
+    }
+}

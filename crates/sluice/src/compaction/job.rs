@@ -1,0 +1,306 @@
+//! One compaction as a job: the picked [`Compaction`] is turned into a [`CompactionSpec`], run
+//! by the executor it was given, checked, and returned as a version edit plus the figures the
+//! database records. The job writes files and nothing else; `db/` installs the edit.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_exec::{Executor, JobControl};
+use sluice_sst::compact::{CompactionOutput, CompactionSpec, GrandparentFile};
+use sluice_sst::digest::EntryDigest;
+use sluice_sst::table::Table;
+
+use super::env::JobEnv;
+use super::{Compaction, Reason};
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::{Error, Result};
+
+/// What a finished job hands to the database: the edit to install, and what to record once it
+/// is installed.
+pub(crate) struct JobOutcome {
+    pub edit: VersionEdit,
+    pub record: JobRecord,
+}
+
+/// A finished job's figures, for the metrics and the log.
+pub(crate) enum JobRecord {
+    /// A file moved down a level by the edit alone.
+    TrivialMove {
+        /// The level it moved into.
+        output_level: usize,
+        bytes: u64,
+    },
+    /// Inputs merged into new files.
+    Merged(Box<MergeRecord>),
+}
+
+/// The figures of a compaction that merged its inputs.
+pub(crate) struct MergeRecord {
+    pub level: usize,
+    pub output_level: usize,
+    pub reason: Reason,
+    /// The executor that ran it.
+    pub executor: &'static str,
+    pub inputs: usize,
+    pub input_bytes: u64,
+    /// Input bytes from the upper level: what the output level took in.
+    pub upper_bytes: u64,
+    pub output: CompactionOutput,
+}
+
+/// How the job's executor is held to account: whether the outputs must add up to the inputs
+/// ([`check_accounts_for_inputs`]). Only workers the options trust are exempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Accounting {
+    /// Outputs plus dropped entries must equal the inputs, in count and digest.
+    Checked,
+    /// Trusted workers (`VerifyOutputs::None`): not checked.
+    #[cfg(feature = "offload")]
+    Trusted,
+}
+
+/// Runs `c` with `executor` (a trivial move needs none) and returns its edit. `output_dir`
+/// is the table directory outputs go to (`None`: dealt over the data directories); `control`
+/// sees the job's progress and may cancel it. On error nothing the job wrote is left.
+pub(crate) fn run(
+    c: &Compaction,
+    env: &JobEnv<'_>,
+    executor: &dyn Executor,
+    accounting: Accounting,
+    output_dir: Option<u32>,
+    control: Arc<JobControl>,
+) -> Result<JobOutcome> {
+    if c.is_trivial_move(env.max_grandparent_overlap_bytes()) {
+        return Ok(trivial_move(c));
+    }
+    let spec = spec_of(c, env)?;
+    // What the outputs and the dropped entries must add up to, known from the inputs'
+    // properties alone (None for inputs written before digests existed).
+    let expected = spec
+        .input_digest()
+        .filter(|_| accounting == Accounting::Checked);
+    let mut new_output = || -> sluice_sst::Result<(u64, PathBuf)> {
+        let dir = output_dir.unwrap_or_else(|| env.table_cache.dir_for_new_table());
+        Ok(env.new_table(dir))
+    };
+    let out = executor.execute(&spec, control, &mut new_output)?;
+    if let Err(e) = check_accounts_for_inputs(expected, &out) {
+        delete_outputs(env, &out);
+        return Err(e);
+    }
+    Ok(JobOutcome {
+        edit: edit_for_outputs(c, env, &out),
+        record: JobRecord::Merged(Box::new(MergeRecord {
+            level: c.level,
+            output_level: c.output_level(),
+            reason: c.reason,
+            executor: executor.name(),
+            inputs: c.all_inputs().count(),
+            input_bytes: c.input_bytes(),
+            upper_bytes: c.inputs[0].iter().map(|f| f.file_size).sum(),
+            output: out,
+        })),
+    })
+}
+
+/// The executor's view of `c`: open tables, snapshots and output limits.
+pub(crate) fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
+    let open_all = |files: &[Arc<FileMetaData>]| -> sluice_sst::Result<Vec<Arc<Table>>> {
+        files
+            .iter()
+            .map(|f| env.table_cache.get_for_compaction(f))
+            .collect()
+    };
+    let mut inputs = Vec::new();
+    if c.level == 0 {
+        // Each L0 file is its own sorted run; newest first.
+        for f in &c.inputs[0] {
+            inputs.push(vec![env.table_cache.get_for_compaction(f)?]);
+        }
+    } else if !c.inputs[0].is_empty() {
+        inputs.push(open_all(&c.inputs[0])?);
+    }
+    if !c.inputs[1].is_empty() {
+        inputs.push(open_all(&c.inputs[1])?);
+    }
+    let options = env.options;
+    Ok(CompactionSpec {
+        inputs,
+        snapshots: env.snapshots.clone(),
+        bottommost: c.bottommost,
+        table: options.table_options(),
+        storage: options.background_storage(),
+        // Compactions into L0 write one file: L0 files are not cut by key.
+        target_file_size: if c.output_level() == 0 {
+            u64::MAX
+        } else {
+            options.target_file_size_base
+        },
+        grandparents: c
+            .grandparents
+            .iter()
+            .map(|f| GrandparentFile {
+                smallest: f.smallest.clone(),
+                largest: f.largest.clone(),
+                size: f.file_size,
+            })
+            .collect(),
+        max_grandparent_overlap_bytes: env.max_grandparent_overlap_bytes(),
+        lower: None,
+        upper: None,
+    })
+}
+
+/// The edit installing `out` as the result of `c`: inputs removed, outputs added, the level's
+/// round-robin pointer moved past the inputs.
+fn edit_for_outputs(c: &Compaction, env: &JobEnv<'_>, out: &CompactionOutput) -> VersionEdit {
+    let mut edit = VersionEdit::default();
+    for (which, files) in c.inputs.iter().enumerate() {
+        for f in files {
+            edit.deleted_files.insert((c.level + which, f.number));
+        }
+    }
+    for f in &out.files {
+        let dir = env.table_cache.dir_index_of(&f.path);
+        edit.new_files.push((
+            c.output_level(),
+            FileMetaData::of_new_table(f.number, dir, &f.summary),
+        ));
+    }
+    // The round-robin pointer moves past compactions into the next level only.
+    if let Some(largest) = c.inputs[0]
+        .iter()
+        .map(|f| &f.largest)
+        .max_by(|a, b| sluice_sst::key::compare_internal(a, b))
+        .filter(|_| !c.stays_in_level())
+    {
+        edit.compact_pointers.push((c.level, largest.clone()));
+    }
+    edit
+}
+
+/// Moves `c`'s single file down one level by editing the MANIFEST only.
+fn trivial_move(c: &Compaction) -> JobOutcome {
+    let mut edit = VersionEdit::default();
+    for f in &c.inputs[0] {
+        edit.deleted_files.insert((c.level, f.number));
+        edit.new_files.push((c.output_level(), (**f).clone()));
+        edit.compact_pointers.push((c.level, f.largest.clone()));
+    }
+    JobOutcome {
+        edit,
+        record: JobRecord::TrivialMove {
+            output_level: c.output_level(),
+            bytes: c.input_bytes(),
+        },
+    }
+}
+
+/// Deletes the files of an output that will not be installed. Best effort: a leftover is
+/// named by no version and is collected as obsolete later.
+pub(crate) fn delete_outputs(env: &JobEnv<'_>, out: &CompactionOutput) {
+    for f in &out.files {
+        env.table_cache.evict(f.number);
+        let _ = env.options.fs.remove(&f.path);
+    }
+}
+
+/// Refuses a compaction whose outputs plus dropped entries do not add up to its inputs, in
+/// count and digest ([`sluice_sst::digest`]): an entry was lost, changed or invented on the
+/// way, by whichever executor or worker ran it. Checked before the edit that would install
+/// the outputs and make the inputs obsolete.
+pub(crate) fn check_accounts_for_inputs(
+    expected: Option<EntryDigest>,
+    out: &CompactionOutput,
+) -> Result<()> {
+    let Some(expected) = expected else {
+        return Ok(());
+    };
+    let accounted = out.accounted();
+    if accounted == expected {
+        return Ok(());
+    }
+    let file = out
+        .files
+        .first()
+        .map_or_else(|| PathBuf::from("<compaction output>"), |f| f.path.clone());
+    Err(Error::corruption(
+        file,
+        0,
+        format!(
+            "compaction outputs do not account for their inputs: inputs hold {expected}, \
+             outputs plus dropped entries {accounted} ({} written, {} dropped)",
+            out.files
+                .iter()
+                .map(|f| f.summary.properties.num_entries)
+                .sum::<u64>(),
+            out.stats.dropped().entries
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_sst::compact::OutputFile;
+    use sluice_sst::compaction_iter::CompactionIterStats;
+    use sluice_sst::properties::TableProperties;
+    use sluice_sst::table::TableSummary;
+
+    use super::*;
+
+    /// An output of files holding `(entries, digest)` each, having dropped `dropped`.
+    fn output(files: &[(u64, u64)], dropped: (u64, u64)) -> CompactionOutput {
+        let files = files
+            .iter()
+            .enumerate()
+            .map(|(i, &(entries, sum))| OutputFile {
+                number: i as u64 + 10,
+                path: PathBuf::from(format!("/db/{:06}.sst", i + 10)),
+                summary: TableSummary {
+                    file_size: 100,
+                    smallest_key: Vec::new(),
+                    largest_key: Vec::new(),
+                    properties: TableProperties {
+                        num_entries: entries,
+                        entry_digest: Some(sum),
+                        ..TableProperties::default()
+                    },
+                    file_checksum: 0,
+                },
+            })
+            .collect();
+        CompactionOutput {
+            files,
+            profile: Default::default(),
+            stats: CompactionIterStats {
+                shadowed_dropped: dropped.0,
+                dropped_digest: dropped.1,
+                ..CompactionIterStats::default()
+            },
+            stages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_compaction_that_loses_changes_or_invents_an_entry_is_refused() {
+        let inputs = EntryDigest {
+            entries: 10,
+            sum: 1000u64.wrapping_neg(),
+        };
+        // 6 + 3 written, 1 dropped; the sums wrap around 2^64.
+        let honest = output(&[(6, 5000), (3, u64::MAX - 6999)], (1, 1000));
+        check_accounts_for_inputs(Some(inputs), &honest).unwrap();
+        check_accounts_for_inputs(None, &output(&[], (0, 0))).unwrap();
+        let lies = [
+            output(&[(6, 5000), (2, u64::MAX - 6999)], (1, 1000)), // an entry lost
+            output(&[(6, 5001), (3, u64::MAX - 6999)], (1, 1000)), // a value changed
+            output(&[(7, 5000), (3, u64::MAX - 6999)], (1, 1000)), // an entry invented
+            output(&[(6, 5000), (3, u64::MAX - 6999)], (1, 999)),  // a drop misreported
+        ];
+        for lie in lies {
+            let err = check_accounts_for_inputs(Some(inputs), &lie).unwrap_err();
+            assert!(err.is_corruption(), "{err}");
+            assert!(err.to_string().contains("do not account"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,306 @@
+//! Running background jobs (flushes, compactions, manual compactions) and installing what
+//! they return.
+//!
+//! A job gets a [`JobEnv`] (file numbers, table paths, open tables, snapshots) and returns a
+//! version edit; only this module and [`super::install`] touch the version set. The
+//! environment outlives the install, so the job's file numbers stay pending until the edit
+//! naming their files is durable (or abandoned).
+//!
+//! Background failures are sticky: the first one is kept in `state.bg_error` with its kind,
+//! and every later write or job fails with it until the database is reopened.
+
+use std::sync::Arc;
+
+use sluice_exec::{ExecOptions, JobControl};
+use sluice_sst::profile::thread_cpu_time;
+
+use super::{DbInner, DbState};
+use crate::compaction::Compaction;
+use crate::compaction::choose::{self, History, Request};
+use crate::compaction::env::JobEnv;
+use crate::compaction::job::{self, JobRecord, MergeRecord};
+use crate::compaction::manual::{self, CompactOptions, ManualEnv};
+use crate::partition::placement::PlaceContext;
+use crate::version::Version;
+use crate::{Error, Result};
+
+impl DbInner {
+    /// A job's view of the database, as of now (its snapshots are the live ones).
+    pub(crate) fn job_env(&self) -> JobEnv<'_> {
+        let env = JobEnv::new(
+            &self.options,
+            &self.table_cache,
+            self.snapshots.sequences(),
+            self,
+        );
+        #[cfg(feature = "offload")]
+        let env = env.with_offloader(self.offloader.as_ref());
+        env
+    }
+
+    /// Writes the oldest frozen memtable to L0 and installs it. Runs on the flush thread.
+    ///
+    /// The flush's CPU time (`Metrics::flush.cpu_seconds`) is this thread's CPU clock from
+    /// here until the edit is installed: building and writing the table, its fsync, and the
+    /// MANIFEST append. Deleting obsolete files afterwards is not counted.
+    pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
+        let cpu_start = thread_cpu_time();
+        // The tables are cut by this version's range map; no split may change its boundaries
+        // before they are installed.
+        let _map_fixed = self.range_map_lock.lock();
+        let (imm, version, next_log_number) = {
+            let st = self.state.lock();
+            let Some(imm) = st.imm.front().cloned() else {
+                return Ok(());
+            };
+            // The WAL of the memtable after this one: fixed even if `mem` is frozen meanwhile.
+            let next = st
+                .imm
+                .get(1)
+                .map_or(st.mem.log_number(), |m| m.log_number());
+            (imm, Arc::clone(st.versions.current()), next)
+        };
+        let env = self.job_env();
+        let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|o| {
+            // On failure the tables stay: the edit may have reached the MANIFEST before the
+            // error, so only the next open can tell whether they are garbage.
+            self.log_and_apply(o.edit)?;
+            Ok((o.tables, o.profile))
+        });
+        drop(env);
+        let cpu_used = thread_cpu_time().saturating_sub(cpu_start);
+        let (tables, mut profile) = flushed?;
+        // Replaces the table writer's own figure, which ends before the install.
+        profile.cpu_nanos = cpu_used.as_nanos() as u64;
+        let bytes: u64 = tables.iter().map(|m| m.file_size).sum();
+        let mut st = self.state.lock();
+        st.imm.pop_front();
+        st.flush_metrics
+            .record(imm.approximate_bytes() as u64, &profile);
+        st.level_counters.bytes_in[0] += imm.approximate_bytes() as u64;
+        st.level_counters.bytes_written[0] += bytes;
+        st.level_counters.compactions[0] += 1;
+        drop(st);
+        tracing::debug!(tables = tables.len(), bytes, "flushed memtable to L0");
+        self.delete_obsolete_files();
+        Ok(())
+    }
+
+    /// Runs an automatic compaction the picker chose (and the caller registered as running).
+    pub(crate) fn run_automatic_compaction(&self, c: Compaction) -> Result<()> {
+        let exec = self.exec(Request::Configured);
+        self.run_compaction(&c, exec, Arc::default())?;
+        // `c` pins the version its inputs came from; release it so they can be deleted.
+        drop(c);
+        self.delete_obsolete_files();
+        Ok(())
+    }
+
+    /// Runs `c` (its local executor settings `exec`) and installs its edit; `control` sees its
+    /// progress and may cancel it. The caller deletes the obsolete inputs once it has dropped
+    /// `c`, which pins them.
+    pub(crate) fn run_compaction(
+        &self,
+        c: &Compaction,
+        exec: ExecOptions,
+        control: Arc<JobControl>,
+    ) -> Result<()> {
+        let env = self.job_env();
+        let placed = self.placement.place(
+            c,
+            &PlaceContext {
+                options: &self.options,
+                #[cfg(feature = "offload")]
+                table_cache: &self.table_cache,
+                #[cfg(feature = "offload")]
+                offloader: self.offloader.as_ref(),
+            },
+        );
+        let output_dir = placed.output_dir;
+        let (executor, accounting) = choose::executor_for(c, &env, exec, placed.sides);
+        let installed =
+            job::run(c, &env, &*executor, accounting, output_dir, control).and_then(|outcome| {
+                self.log_and_apply(outcome.edit)?;
+                self.record(outcome.record);
+                Ok(())
+            });
+        drop(executor);
+        // Releases the job's file numbers: the outputs are installed, or garbage.
+        drop(env);
+        if installed
+            .as_ref()
+            .is_err_and(|e| !matches!(e, Error::Cancelled))
+        {
+            self.state.lock().compaction_metrics.failed += 1;
+        }
+        installed
+    }
+
+    /// The local executor settings for the next compaction (see [`choose::local_exec`]).
+    fn exec(&self, request: Request) -> ExecOptions {
+        let history = {
+            let st = self.state.lock();
+            History {
+                steps: st.compaction_metrics.stage_profile,
+                jobs: st.compaction_metrics.count,
+            }
+        };
+        choose::local_exec(&self.job_env(), &history, request)
+    }
+
+    /// Adds an installed compaction's figures to the metrics.
+    fn record(&self, record: JobRecord) {
+        let mut st = self.state.lock();
+        match record {
+            JobRecord::TrivialMove {
+                output_level,
+                bytes,
+            } => {
+                st.trivial_moves += 1;
+                st.level_counters.bytes_moved[output_level] += bytes;
+            }
+            JobRecord::Merged(m) => record_merge(&mut st, &m),
+        }
+    }
+
+    /// Flushes the memtable, then compacts every level holding data in `[start, end]` into the
+    /// next ([`manual::compact_levels`]). Automatic compactions pause while it runs.
+    pub(crate) fn compact_range(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        if let (Some(s), Some(e)) = (start, end)
+            && s > e
+        {
+            return Err(Error::InvalidArgument(
+                "compact_range: start is after end".into(),
+            ));
+        }
+        self.flush_and_wait()?;
+        self.acquire_compaction_slot()?;
+        let result = manual::compact_levels(self, start, end, opts);
+        self.release_compaction_slot();
+        result
+    }
+
+    /// Waits until no compaction runs and claims the right to run alone; automatic
+    /// compactions do not start while a manual one waits.
+    fn acquire_compaction_slot(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        st.manual_waiting += 1;
+        while (!st.compactions.is_empty() || st.manual_running)
+            && st.bg_error.is_none()
+            && !st.closing
+        {
+            self.bg_done.wait(&mut st);
+        }
+        st.manual_waiting -= 1;
+        Self::check_bg_error(&st)?;
+        if st.closing {
+            return Err(Error::Closed);
+        }
+        st.manual_running = true;
+        Ok(())
+    }
+
+    fn release_compaction_slot(&self) {
+        let mut st = self.state.lock();
+        st.manual_running = false;
+        self.bg_done.notify_all();
+        self.bg_work.notify_all();
+    }
+
+    /// Waits until no memtable awaits flush and no compaction is needed or running.
+    pub(crate) fn wait_for_quiet(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            Self::check_bg_error(&st)?;
+            if st.closing {
+                return Err(Error::Closed);
+            }
+            let busy = !st.imm.is_empty()
+                || st.flush_running
+                || !st.compactions.is_empty()
+                || st.manual_running
+                || st.manual_waiting > 0
+                || self.needs_compaction(&st);
+            if !busy {
+                return Ok(());
+            }
+            self.bg_work.notify_all();
+            self.bg_done.wait(&mut st);
+        }
+    }
+
+    /// True when automatic compaction has work. REQUIRES: the state lock.
+    pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
+        !self.options.disable_auto_compactions
+            && crate::compaction::picker::needs_compaction(st.versions.current(), &self.options)
+    }
+
+    /// Fails with the sticky background error, if any. REQUIRES: the state lock.
+    pub(crate) fn check_bg_error(st: &DbState) -> Result<()> {
+        match &st.bg_error {
+            Some(e) => Err(Error::Background(Box::new(e.duplicate()))),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a background failure (the first one wins) and wakes everyone waiting.
+    pub(crate) fn set_bg_error(&self, st: &mut DbState, err: &Error) {
+        tracing::error!(error = %err, "background error; database is now read-only");
+        if st.bg_error.is_none() {
+            st.bg_error = Some(err.duplicate());
+        }
+        self.bg_done.notify_all();
+    }
+}
+
+/// Adds a merged compaction's figures to the metrics, and logs it. REQUIRES: the state lock.
+fn record_merge(st: &mut DbState, m: &MergeRecord) {
+    let out = &m.output;
+    st.compaction_metrics.record(m.input_bytes, &out.profile);
+    st.compaction_metrics
+        .record_stages(m.executor, m.input_bytes, &out.profile, &out.stages);
+    let level = m.output_level;
+    st.level_counters.bytes_in[level] += m.upper_bytes;
+    st.level_counters.bytes_read[level] += m.input_bytes;
+    st.level_counters.bytes_written[level] += out.profile.bytes_written;
+    st.level_counters.compactions[level] += 1;
+    match m.reason {
+        crate::compaction::Reason::IntraL0 => st.intra_l0_compactions += 1,
+        crate::compaction::Reason::Relocate => st.relocations += 1,
+        _ => {}
+    }
+    tracing::info!(
+        level = m.level,
+        reason = ?m.reason,
+        mode = m.executor,
+        inputs = m.inputs,
+        outputs = out.files.len(),
+        input_bytes = m.input_bytes,
+        output_bytes = out.profile.bytes_written,
+        mb_per_s = format!("{:.1}", out.profile.bandwidth_mb_s()),
+        "compaction finished"
+    );
+}
+
+impl ManualEnv for DbInner {
+    fn current_version(&self) -> Arc<Version> {
+        Arc::clone(self.state.lock().versions.current())
+    }
+
+    fn exec(&self, request: Request) -> ExecOptions {
+        DbInner::exec(self, request)
+    }
+
+    fn run(&self, c: &Compaction, exec: ExecOptions, control: Arc<JobControl>) -> Result<()> {
+        self.run_compaction(c, exec, control)
+    }
+
+    fn delete_obsolete_files(&self) {
+        DbInner::delete_obsolete_files(self);
+    }
+}
