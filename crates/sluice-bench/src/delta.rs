@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use sluice::Metrics;
-use sluice::compaction::offload::{OffloadMetrics, ShareReport, SideTotals};
+use sluice::compaction::remote::{OffloadMetrics, ShareReport, SideTotals};
 use sluice::metrics::{JobMetrics, ModeTotals, PipelineStage, StageSeconds};
 
 /// Compaction work done during a benchmark (trivial moves excluded, as in `Metrics`).

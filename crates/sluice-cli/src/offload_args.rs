@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use sluice::CompactionMode;
-use sluice::options::{OffloadOptions, Secret, Split, VerifyOutputs};
+use sluice_offload::{OffloadOptions, Secret, Split, VerifyOutputs};
 
 use crate::units::parse_size;
 

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
-use sluice::options::{OffloadOptions, Secret, Split};
 use sluice::{CompactionMode, Db, Options};
+use sluice_offload::{OffloadOptions, Secret, Split};
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::compare_internal;
 use sluice_sst::table::{Table, TableReadOptions};
@@ -173,7 +173,7 @@ fn compact_and_check(
     dir: &Path,
     off: OffloadOptions,
     model: &Model,
-) -> sluice::compaction::offload::OffloadMetrics {
+) -> sluice_offload::OffloadMetrics {
     compact_checked(dir, Some(off), model).unwrap()
 }
 
@@ -182,11 +182,11 @@ fn compact_checked(
     dir: &Path,
     off: Option<OffloadOptions>,
     model: &Model,
-) -> Option<sluice::compaction::offload::OffloadMetrics> {
+) -> Option<sluice_offload::OffloadMetrics> {
     let db = Db::open(
         dir,
         Options {
-            offload: off,
+            offload: off.map(Into::into),
             ..base_options()
         },
     )
@@ -343,7 +343,7 @@ fn two_workers_take_dynamic_chunks_with_the_host() {
 /// measured speed yet is raced as soon as the host runs out of work, and on these small jobs
 /// either copy may finish first: a worker whose copy lost, or a host whose only chunk was a
 /// copy that lost, keeps nothing.
-fn assert_every_side_took_part(m: &sluice::compaction::offload::OffloadMetrics) {
+fn assert_every_side_took_part(m: &sluice_offload::OffloadMetrics) {
     let idle_workers = m.sides[1..].iter().filter(|s| s.input_bytes == 0).count() as u64;
     assert!(
         idle_workers <= m.races_won_by_host,
@@ -398,11 +398,7 @@ fn a_wrong_secret_is_refused_and_the_host_does_the_work() {
 /// running worker and the offload metrics.
 fn with_a_stalled_worker(
     off: impl FnOnce(String) -> OffloadOptions,
-) -> (
-    tempfile::TempDir,
-    Worker,
-    sluice::compaction::offload::OffloadMetrics,
-) {
+) -> (tempfile::TempDir, Worker, sluice_offload::OffloadMetrics) {
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);

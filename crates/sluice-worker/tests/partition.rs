@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Secret, Split};
+use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::load::LoadBalanceOptions;
 use sluice::{Db, Options};
+use sluice_offload::{OffloadOptions, Secret, Split};
 
 const SECRET: &str = "partition-test-secret-0123456789";
 const KEYS: u32 = 40_000;
@@ -115,6 +116,14 @@ impl Cluster {
         }
     }
 
+    fn offload_options(&self) -> OffloadOptions {
+        let addrs: Vec<String> = self.workers.iter().map(|w| w.addr.clone()).collect();
+        OffloadOptions {
+            task_timeout: Duration::from_secs(30),
+            ..OffloadOptions::new(addrs, Secret::new(SECRET).unwrap())
+        }
+    }
+
     fn options(&self) -> Options {
         let addrs: Vec<String> = self.workers.iter().map(|w| w.addr.clone()).collect();
         Options {
@@ -123,10 +132,7 @@ impl Cluster {
             max_bytes_for_level_base: 1 << 20,
             sub_task_bytes: 32 << 10,
             paranoid_checks: true,
-            offload: Some(OffloadOptions {
-                task_timeout: Duration::from_secs(30),
-                ..OffloadOptions::new(addrs.clone(), Secret::new(SECRET).unwrap())
-            }),
+            offload: Some(self.offload_options().into()),
             partitions: Some(PartitionOptions {
                 owners: self
                     .dirs
@@ -233,10 +239,12 @@ fn an_idle_owner_takes_shares_of_a_backlogged_owners_compactions() {
     // Owner 0's worker is slow and gets every write: its compactions fall behind.
     let cluster = Cluster::with_throttles([8.0, 1.0]);
     let mut options = cluster.options();
-    if let Some(offload) = options.offload.as_mut() {
-        // Helpers' shares follow the bandwidth each worker has shown.
-        offload.split = Split::Dynamic;
-    }
+    // Helpers' shares follow the bandwidth each worker has shown.
+    let offload = OffloadOptions {
+        split: Split::Dynamic,
+        ..cluster.offload_options()
+    };
+    options.offload = Some(offload.into());
     if let Some(partitions) = options.partitions.as_mut() {
         partitions.load_balance = Some(LoadBalanceOptions {
             min_compaction_bytes: 64 << 10,

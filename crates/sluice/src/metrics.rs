@@ -272,8 +272,7 @@ pub struct Metrics {
     /// Files no version referenced that the open deleted.
     pub orphans_deleted_at_open: u64,
     /// Compaction offload to workers, with `Options::offload`.
-    #[cfg(feature = "offload")]
-    pub offload: Option<crate::compaction::offload::OffloadMetrics>,
+    pub offload: Option<crate::compaction::remote::OffloadMetrics>,
     /// Partitioned mode: the range map with per-range and per-owner figures.
     pub partitions: Option<crate::partition::stats::PartitionStats>,
 }

@@ -13,18 +13,13 @@ pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
 
-#[cfg(feature = "offload")]
-pub use crate::compaction::offload::options::{OffloadOptions, Split, VerifyOutputs};
 pub use crate::partition::{PartitionOptions, PartitionOwner};
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
 use crate::snapshot::Snapshot;
-use crate::{Error, Result};
-/// The secret shared with compaction workers.
-#[cfg(feature = "offload")]
-pub use sluice_rpc::auth::Secret;
 
 /// Number of levels in the tree (L0..L6).
 pub use crate::version::edit::NUM_LEVELS;
+use crate::{Error, Result};
 
 /// Options for [`crate::Db::open`].
 #[derive(Clone, Debug)]
@@ -120,10 +115,11 @@ pub struct Options {
     /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
     /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
     pub rate_limiter: Option<Arc<RateLimiter>>,
-    /// Compaction workers to share big compactions with (the MStore and CoPro papers). `None`: every
-    /// compaction runs on this host. Each worker must serve this database's table directories.
-    #[cfg(feature = "offload")]
-    pub offload: Option<OffloadOptions>,
+    /// Compaction workers to share big compactions with (the MStore and CoPro papers):
+    /// `sluice_offload::OffloadOptions`, or any other [`crate::compaction::remote::Offload`].
+    /// `None`: every compaction runs on this host. Each worker must serve this database's table
+    /// directories.
+    pub offload: Option<Arc<dyn crate::compaction::remote::Offload>>,
     /// Partitioned mode (the MStore paper): key ranges owned by directories and their workers.
     /// `None`: one tree in the database directory (and `data_dirs`).
     pub partitions: Option<PartitionOptions>,
@@ -166,7 +162,6 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             fs: sluice_sst::fs::os_fs(),
             rate_limiter: None,
-            #[cfg(feature = "offload")]
             offload: None,
             partitions: None,
             paranoid_checks: false,
@@ -256,7 +251,6 @@ impl Options {
                 self.zstd_level
             ));
         }
-        #[cfg(feature = "offload")]
         if let Some(o) = &self.offload {
             o.validate()?;
         }
@@ -267,10 +261,11 @@ impl Options {
                     "partitions and data_dirs cannot both be set: in partitioned mode each owner's directory is a data directory".into(),
                 );
             }
-            #[cfg(feature = "offload")]
-            let workers = self.offload.as_ref().map_or(&[][..], |o| &o.workers[..]);
-            #[cfg(not(feature = "offload"))]
-            let workers: &[String] = &[];
+            let workers = self
+                .offload
+                .as_ref()
+                .map(|o| o.workers())
+                .unwrap_or_default();
             if let Some(w) = p
                 .owners
                 .iter()

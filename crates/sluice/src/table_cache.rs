@@ -155,11 +155,16 @@ mod tests {
     fn an_unknown_directory_index_never_resolves_to_another_directory() {
         let dirs = vec![PathBuf::from("/db"), PathBuf::from("/data1")];
         let cache = TableCache::new(dirs, &Options::default(), None);
-        assert_eq!(cache.table_path(1, 7), table_file_name(Path::new("/data1"), 7));
+        assert_eq!(
+            cache.table_path(1, 7),
+            table_file_name(Path::new("/data1"), 7)
+        );
         let unknown = cache.table_path(5, 7);
         assert!(!unknown.starts_with("/db") && !unknown.starts_with("/data1"));
         assert!(
-            unknown.to_string_lossy().contains("unknown table directory 5"),
+            unknown
+                .to_string_lossy()
+                .contains("unknown table directory 5"),
             "{}",
             unknown.display()
         );

@@ -62,7 +62,11 @@ fn options(args: &BenchArgs) -> Result<Options, Failure> {
         data_dirs: args.data_dirs.clone(),
         use_direct_io_for_flush_and_compaction: args.direct_io,
         rate_limiter: (args.rate_limit > 0).then(|| RateLimiter::new(args.rate_limit)),
-        offload: args.offload.options().map_err(Failure::Error)?,
+        offload: args
+            .offload
+            .options()
+            .map_err(Failure::Error)?
+            .map(Into::into),
         ..defaults
     })
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
-use sluice::compaction::offload::ShareReport;
+use sluice::compaction::remote::ShareReport;
 use sluice::metrics::{PipelineStage, StageSeconds};
 use sluice::{CompactOptions, CompactProgress, Error, Options};
 use sluice_bench::delta::MetricsDelta;
@@ -167,7 +167,11 @@ impl Tracker {
 pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     let base = Options {
         compaction_mode: args.compaction_mode,
-        offload: args.offload.options().map_err(Failure::Error)?,
+        offload: args
+            .offload
+            .options()
+            .map_err(Failure::Error)?
+            .map(Into::into),
         ..Options::default()
     };
     let db = open_with(&args.db, Access::Existing, base)?;

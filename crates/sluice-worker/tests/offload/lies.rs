@@ -3,11 +3,11 @@
 //! share itself, counts the retry, and the database holds exactly what it did.
 
 use super::*;
-use sluice::options::VerifyOutputs;
+use sluice_offload::VerifyOutputs;
 
 /// Compacts the inverted tree with a worker told to `lie`, under `split`; checks the data,
 /// the files and `check`, and returns the offload metrics.
-fn caught(lie: &str, split: Split) -> sluice::compaction::offload::OffloadMetrics {
+fn caught(lie: &str, split: Split) -> sluice_offload::OffloadMetrics {
     let m = compacted_with_a_liar(lie, split);
     assert!(
         m.retries >= 1,
@@ -18,7 +18,7 @@ fn caught(lie: &str, split: Split) -> sluice::compaction::offload::OffloadMetric
 
 /// [`caught`] without requiring a retry: under the dynamic split the host may race the
 /// worker's every chunk and win, and then no lie reaches it.
-fn compacted_with_a_liar(lie: &str, split: Split) -> sluice::compaction::offload::OffloadMetrics {
+fn compacted_with_a_liar(lie: &str, split: Split) -> sluice_offload::OffloadMetrics {
     verified_against_a_liar(lie, split, VerifyOutputs::Digest)
 }
 
@@ -27,7 +27,7 @@ fn verified_against_a_liar(
     lie: &str,
     split: Split,
     level: VerifyOutputs,
-) -> sluice::compaction::offload::OffloadMetrics {
+) -> sluice_offload::OffloadMetrics {
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);
@@ -131,10 +131,7 @@ fn verification_none_trusts_the_worker() {
 
 /// A compaction with a worker told to `lie`, verified at `level`, without checking the data
 /// (which the lie may have changed).
-fn installed_from_a_liar(
-    lie: &str,
-    level: VerifyOutputs,
-) -> sluice::compaction::offload::OffloadMetrics {
+fn installed_from_a_liar(lie: &str, level: VerifyOutputs) -> sluice_offload::OffloadMetrics {
     let dir = tempfile::tempdir().unwrap();
     let _model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);
@@ -147,7 +144,7 @@ fn installed_from_a_liar(
     let db = Db::open(
         dir.path(),
         Options {
-            offload: Some(off),
+            offload: Some(off.into()),
             ..base_options()
         },
     )

@@ -4,10 +4,10 @@
 //! 1. **Which local executor** ([`local_exec`]): the one the options name; for `auto`, the one
 //!    [`sluice_exec::auto::choose`] picks from the step times measured so far; for a parallel
 //!    manual compaction, the parallel executor with a compute thread per core.
-//! 2. **Which sides** ([`executor_for`]): this thread alone, or (with the `offload` feature
-//!    and `Options::offload`) the host and its workers, as partitioned mode's placement or the
-//!    offload options' split say. The offloaded split runs its host parts with the executor
-//!    of step 1, unless `OffloadOptions::host_mode` says otherwise (CoPro+'s decision).
+//! 2. **Which sides** ([`executor_for`]): this thread alone, or (with `Options::offload`) the
+//!    host and its workers ([`super::remote`]), as partitioned mode's placement or the
+//!    workers' own split say. The host's parts run with the executor of step 1, unless the
+//!    offload settings choose otherwise (CoPro+'s decision).
 //!
 //! The rest of the engine sees only the [`Executor`] returned.
 
@@ -16,7 +16,9 @@ use sluice_exec::{CompactionMode, ExecOptions, Executor, auto};
 use super::Compaction;
 use super::env::JobEnv;
 use super::job::Accounting;
+use super::remote::RemoteJob;
 use crate::metrics::StageSeconds;
+use crate::options::Options;
 use crate::partition::placement::Sides;
 
 /// How the caller wants a compaction run.
@@ -38,8 +40,8 @@ pub(crate) struct History {
 }
 
 /// The local executor for the next compaction; `auto` is decided here and logged.
-pub(crate) fn local_exec(env: &JobEnv<'_>, history: &History, request: Request) -> ExecOptions {
-    let mut exec = env.options.exec_options();
+pub(crate) fn local_exec(options: &Options, history: &History, request: Request) -> ExecOptions {
+    let mut exec = options.exec_options();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     if request == Request::ParallelOnEveryCore {
         exec.mode = CompactionMode::Parallel;
@@ -72,33 +74,21 @@ pub(crate) fn executor_for<'a>(
     exec: ExecOptions,
     sides: Sides,
 ) -> (Box<dyn Executor + 'a>, Accounting) {
-    #[cfg(feature = "offload")]
-    {
-        use super::offload::{Offloaded, VerifyOutputs};
-        let offloaded = match (sides, env.offloader) {
-            (Sides::Shared(sharing), Some(off)) => Some((off, Some(sharing))),
-            (Sides::Default, Some(off)) if worth_offloading(c, off) => Some((off, None)),
-            _ => None,
-        };
-        if let Some((off, sharing)) = offloaded {
-            let accounting = match off.options().verify_outputs {
-                VerifyOutputs::None => Accounting::Trusted,
-                _ => Accounting::Checked,
-            };
-            return (
-                Box::new(Offloaded::new(off, env, c, exec, sharing)),
-                accounting,
-            );
-        }
-    }
-    #[cfg(not(feature = "offload"))]
-    let _ = (c, env, sides);
-    (Box::new(exec), Accounting::Checked)
-}
-
-/// True if `c` is worth sharing with workers: big enough, and not an intra-L0 compaction
-/// (whose single output file must not be cut into key ranges).
-#[cfg(feature = "offload")]
-fn worth_offloading(c: &Compaction, off: &super::offload::Offloader) -> bool {
-    c.reason != super::Reason::IntraL0 && c.input_bytes() >= off.options().min_offload_bytes
+    let sharing = match sides {
+        Sides::Host => return (Box::new(exec), Accounting::Checked),
+        Sides::Default => None,
+        Sides::Shared(sharing) => Some(sharing),
+    };
+    let offered = env.remote.and_then(|remote| {
+        remote.executor(RemoteJob {
+            env,
+            level: c.level,
+            has_lower_run: !c.inputs[1].is_empty(),
+            input_bytes: c.input_bytes(),
+            single_output: c.reason == super::Reason::IntraL0,
+            exec,
+            sharing,
+        })
+    });
+    offered.unwrap_or((Box::new(exec), Accounting::Checked))
 }

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use parking_lot::Mutex;
 use sluice_sst::key::SeqNo;
 
+use super::remote::RemoteExecutors;
 use crate::options::Options;
 use crate::table_cache::TableCache;
 
@@ -30,17 +31,16 @@ pub(crate) trait FileNumbers: Sync {
 
 /// One job's view of the database. Dropping it releases every file number the job reserved,
 /// so it must outlive the installation of the job's edit.
-pub(crate) struct JobEnv<'a> {
+pub struct JobEnv<'a> {
     /// The database's options.
-    pub options: &'a Options,
+    pub(crate) options: &'a Options,
     /// Open tables, and the directories new tables go to.
-    pub table_cache: &'a TableCache,
+    pub(crate) table_cache: &'a TableCache,
     /// Sequence numbers of the live snapshots when the job started, oldest first: versions a
     /// snapshot can see are kept.
-    pub snapshots: Vec<SeqNo>,
+    pub(crate) snapshots: Vec<SeqNo>,
     /// The compaction workers, if the database offloads.
-    #[cfg(feature = "offload")]
-    pub offloader: Option<&'a super::offload::Offloader>,
+    pub(crate) remote: Option<&'a dyn RemoteExecutors>,
     numbers: &'a dyn FileNumbers,
     /// Numbers this job reserved; released on drop.
     reserved: Mutex<Vec<u64>>,
@@ -48,7 +48,7 @@ pub(crate) struct JobEnv<'a> {
 
 impl<'a> JobEnv<'a> {
     /// An environment over the database's parts.
-    pub fn new(
+    pub(crate) fn new(
         options: &'a Options,
         table_cache: &'a TableCache,
         snapshots: Vec<SeqNo>,
@@ -58,17 +58,15 @@ impl<'a> JobEnv<'a> {
             options,
             table_cache,
             snapshots,
-            #[cfg(feature = "offload")]
-            offloader: None,
+            remote: None,
             numbers,
             reserved: Mutex::new(Vec::new()),
         }
     }
 
     /// The same environment with compaction workers.
-    #[cfg(feature = "offload")]
-    pub fn with_offloader(mut self, offloader: Option<&'a super::offload::Offloader>) -> Self {
-        self.offloader = offloader;
+    pub(crate) fn with_remote(mut self, remote: Option<&'a dyn RemoteExecutors>) -> Self {
+        self.remote = remote;
         self
     }
 
@@ -79,15 +77,26 @@ impl<'a> JobEnv<'a> {
         numbers
     }
 
+    /// Every directory that may hold tables, the database directory first: a table's
+    /// `dir_index` indexes it.
+    pub fn table_dirs(&self) -> &[PathBuf] {
+        self.table_cache.dirs()
+    }
+
+    /// Closes the cached reader of table `number`, whose file is about to be deleted.
+    pub fn evict_table(&self, number: u64) {
+        self.table_cache.evict(number);
+    }
+
     /// A number and a path for a new table in table directory `dir_index`.
-    pub fn new_table(&self, dir_index: u32) -> (u64, PathBuf) {
+    pub(crate) fn new_table(&self, dir_index: u32) -> (u64, PathBuf) {
         let number = self.reserve_numbers(1).start;
         (number, self.table_cache.table_path(dir_index, number))
     }
 
     /// Largest overlap, in bytes, of one output table with the level below its level; also
     /// the most a trivial move may leave overlapping there.
-    pub fn max_grandparent_overlap_bytes(&self) -> u64 {
+    pub(crate) fn max_grandparent_overlap_bytes(&self) -> u64 {
         self.options
             .max_grandparent_overlap_factor
             .saturating_mul(self.options.target_file_size_base)

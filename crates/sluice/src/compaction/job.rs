@@ -51,11 +51,10 @@ pub(crate) struct MergeRecord {
 /// How the job's executor is held to account: whether the outputs must add up to the inputs
 /// ([`check_accounts_for_inputs`]). Only workers the options trust are exempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Accounting {
+pub enum Accounting {
     /// Outputs plus dropped entries must equal the inputs, in count and digest.
     Checked,
-    /// Trusted workers (`VerifyOutputs::None`): not checked.
-    #[cfg(feature = "offload")]
+    /// Trusted workers (the offload options' `VerifyOutputs::None`): not checked.
     Trusted,
 }
 

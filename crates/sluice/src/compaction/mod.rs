@@ -2,7 +2,7 @@
 //!
 //! - [`picker`] returns a [`Compaction`] value (what to merge, and why);
 //! - `choose` decides who runs it: a local executor of the `sluice-exec` crate (re-exported
-//!   as [`executor`]) or, with the `offload` feature, the host and its workers;
+//!   as [`executor`]) or, with `Options::offload`, the host and its workers ([`remote`]);
 //! - `job` runs it through the chosen [`executor::Executor`] inside a narrow `env::JobEnv`
 //!   (file numbers, table paths, open tables, snapshots) and returns a version edit.
 //!
@@ -11,14 +11,13 @@
 pub use sluice_exec as executor;
 
 pub(crate) mod choose;
-pub(crate) mod env;
+pub mod env;
 pub mod in_progress;
 pub(crate) mod job;
 pub mod l0_inputs;
 pub mod manual;
-#[cfg(feature = "offload")]
-pub mod offload;
 pub mod picker;
+pub mod remote;
 
 use std::sync::Arc;
 

@@ -47,9 +47,8 @@ impl Db {
 
     /// What compaction offloading has done (shares per side, retries, host decisions), or
     /// `None` without `Options::offload`.
-    #[cfg(feature = "offload")]
-    pub fn offload_metrics(&self) -> Option<crate::compaction::offload::OffloadMetrics> {
-        self.inner.offloader.as_ref().map(|o| o.metrics())
+    pub fn offload_metrics(&self) -> Option<crate::compaction::remote::OffloadMetrics> {
+        self.inner.remote.as_ref().map(|r| r.metrics())
     }
 
     /// A snapshot of the per-level table, flush and compaction totals, and counters.
@@ -107,10 +106,9 @@ impl Db {
             block_cache_misses: cache.map_or(0, |c| c.misses()),
             last_sequence: inner.latest_seq(),
             snapshots: inner.snapshots.sequences().len(),
-            #[cfg(feature = "offload")]
             // Lock order: the state lock, then the offloader's (which never takes the state
             // lock while it holds its own).
-            offload: inner.offloader.as_ref().map(|o| o.metrics()),
+            offload: inner.remote.as_ref().map(|r| r.metrics()),
             partitions: inner.options.partitions.as_ref().and_then(|p| {
                 crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
             }),

@@ -33,9 +33,7 @@ impl DbInner {
             self.snapshots.sequences(),
             self,
         );
-        #[cfg(feature = "offload")]
-        let env = env.with_offloader(self.offloader.as_ref());
-        env
+        env.with_remote(self.remote.as_deref())
     }
 
     /// Writes the oldest frozen memtable to L0 and installs it. Runs on the flush thread.
@@ -110,10 +108,11 @@ impl DbInner {
             c,
             &PlaceContext {
                 options: &self.options,
-                #[cfg(feature = "offload")]
                 table_cache: &self.table_cache,
-                #[cfg(feature = "offload")]
-                offloader: self.offloader.as_ref(),
+                remote: self
+                    .remote
+                    .as_deref()
+                    .map(|r| (r, self.remote_workers.as_slice())),
             },
         );
         let output_dir = placed.output_dir;
@@ -145,7 +144,7 @@ impl DbInner {
                 jobs: st.compaction_metrics.count,
             }
         };
-        choose::local_exec(&self.job_env(), &history, request)
+        choose::local_exec(&self.options, &history, request)
     }
 
     /// Adds an installed compaction's figures to the metrics.

@@ -131,9 +131,10 @@ pub(crate) struct DbInner {
     pub range_map_lock: Mutex<()>,
     /// Where compactions run and write: partitioned mode's owners, or anywhere.
     pub placement: Box<dyn crate::partition::placement::Placement>,
-    /// Clients of the compaction workers, with `Options::offload`.
-    #[cfg(feature = "offload")]
-    pub offloader: Option<crate::compaction::offload::Offloader>,
+    /// The compaction workers, started from `Options::offload` (`None` when read-only).
+    pub remote: Option<Arc<dyn crate::compaction::remote::RemoteExecutors>>,
+    /// Their names, for partitioned mode's owners.
+    pub remote_workers: Vec<String>,
     /// What the open read and dropped.
     pub recovery: Mutex<RecoveryReport>,
     /// Opened with [`Db::open_read_only`]: `wal` and `manifest` are `None`.

@@ -260,18 +260,23 @@ fn new_inner(
     lock_file: Option<File>,
     parts: Parts,
 ) -> Result<DbInner> {
-    #[cfg(feature = "offload")]
-    let offloader = match (&options.offload, parts.wal.is_some()) {
-        (Some(offload), true) => Some(crate::compaction::offload::Offloader::new(offload.clone())?),
+    // Workers are started only for a database that compacts: not when open read-only.
+    let remote = match (&options.offload, parts.wal.is_some()) {
+        (Some(offload), true) => Some(offload.start()?),
         _ => None,
     };
+    let remote_workers = options
+        .offload
+        .as_ref()
+        .map(|o| o.workers())
+        .unwrap_or_default();
     let placement: Box<dyn Placement> = match &options.partitions {
         Some(p) => Box::new(ByRange::new(p.clone())),
         None => Box::new(Unpartitioned),
     };
     Ok(DbInner {
-        #[cfg(feature = "offload")]
-        offloader,
+        remote,
+        remote_workers,
         placement,
         dir: dir.to_path_buf(),
         state: Mutex::new(DbState {

@@ -17,10 +17,8 @@ use super::options::PartitionOptions;
 use super::stats::partition_stats;
 use super::{OwnerId, owner_dir_index};
 use crate::compaction::Compaction;
-#[cfg(feature = "offload")]
-use crate::compaction::offload::{Offloader, Sharing, options::Split};
+use crate::compaction::remote::{RemoteExecutors, Sharing};
 use crate::options::Options;
-#[cfg(feature = "offload")]
 use crate::table_cache::TableCache;
 
 /// Where a compaction runs and writes.
@@ -32,10 +30,9 @@ pub(crate) trait Placement: Send + Sync {
 /// What a placement may consult.
 pub(crate) struct PlaceContext<'a> {
     pub options: &'a Options,
-    #[cfg(feature = "offload")]
     pub table_cache: &'a TableCache,
-    #[cfg(feature = "offload")]
-    pub offloader: Option<&'a Offloader>,
+    /// The compaction workers, if any, and their names.
+    pub remote: Option<(&'a dyn RemoteExecutors, &'a [String])>,
 }
 
 /// A placement decision.
@@ -54,8 +51,7 @@ pub(crate) enum Sides {
     Default,
     /// This host's compaction thread only.
     Host,
-    /// Over the given sides, through the offloader.
-    #[cfg(feature = "offload")]
+    /// Over the given sides, through the compaction workers.
     Shared(Sharing),
 }
 
@@ -136,26 +132,22 @@ impl ByRange {
     }
 
     /// The sides computing a compaction of `owners`, writing into `owner`'s directory.
-    #[cfg(feature = "offload")]
     fn sides(&self, owner: OwnerId, owners: &[OwnerId], ctx: &PlaceContext<'_>) -> Sides {
-        let Some(off) = ctx.offloader else {
+        let Some((remote, workers)) = ctx.remote else {
             return Sides::Host;
         };
-        let mut taking_part = vec![false; off.options().workers.len() + 1];
+        let mut taking_part = vec![false; workers.len() + 1];
         for o in owners {
             let worker = self
                 .partitions
                 .owners
                 .get(*o as usize)
                 .and_then(|p| p.worker.as_ref());
-            if let Some(t) = taking_part.get_mut(side_of(off, worker)) {
+            if let Some(t) = taking_part.get_mut(side_of(workers, worker)) {
                 *t = true;
             }
         }
-        let measured = match off.options().split {
-            Split::Dynamic => off.bandwidths(),
-            Split::Static { .. } => Vec::new(),
-        };
+        let measured = remote.share_bandwidths();
         let weights = share_weights(&taking_part, &measured);
         if weights.iter().skip(1).all(|w| *w == 0.0) {
             return Sides::Host;
@@ -167,11 +159,6 @@ impl ByRange {
             }),
             None => Sides::Host,
         }
-    }
-
-    #[cfg(not(feature = "offload"))]
-    fn sides(&self, _: OwnerId, _: &[OwnerId], _: &PlaceContext<'_>) -> Sides {
-        Sides::Host
     }
 }
 
@@ -212,7 +199,6 @@ impl Drop for OwnersBusy<'_> {
 /// others their `measured` bandwidth (the dynamic split, TStore's ratio from each side's
 /// recent bandwidth), or, for a side not measured yet (or the static split, which passes
 /// nothing measured), the average of the measured sides that take part, or 1 when none is.
-#[cfg(feature = "offload")]
 fn share_weights(taking_part: &[bool], measured: &[Option<f64>]) -> Vec<f64> {
     let known: Vec<f64> = taking_part
         .iter()
@@ -239,14 +225,13 @@ fn share_weights(taking_part: &[bool], measured: &[Option<f64>]) -> Vec<f64> {
 }
 
 /// The offload side of an owner's worker: 0 (the host) without one.
-#[cfg(feature = "offload")]
-fn side_of(off: &Offloader, worker: Option<&String>) -> usize {
+fn side_of(workers: &[String], worker: Option<&String>) -> usize {
     worker
-        .and_then(|w| off.options().workers.iter().position(|a| a == w))
+        .and_then(|w| workers.iter().position(|a| a == w))
         .map_or(0, |i| i + 1)
 }
 
-#[cfg(all(test, feature = "offload"))]
+#[cfg(test)]
 mod tests {
     use super::share_weights;
 

@@ -113,7 +113,7 @@ pub(super) fn per_mode(run: &Run<'_>) -> Option<Columns> {
 
 #[cfg(test)]
 mod tests {
-    use sluice::compaction::offload::ShareReport;
+    use sluice::compaction::remote::ShareReport;
     use sluice::metrics::ModeTotals;
 
     use super::*;

@@ -96,7 +96,7 @@ fn bench_run_draws_throughput_cdf_bandwidth_and_stages() {
 /// local bar.
 #[test]
 fn mixed_executors_without_offload_get_their_own_bars() {
-    use sluice::compaction::offload::ShareReport;
+    use sluice::compaction::remote::ShareReport;
     use sluice::metrics::ModeTotals;
 
     let mut auto = MetricsDelta::default();

@@ -37,8 +37,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use sluice::options::{CompactionMode, Split};
+use sluice::options::CompactionMode;
 use sluice::{CompressionType, Error, IoContext, Result};
+use sluice_offload::Split;
 
 use crate::progress::Progress;
 

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use sluice::compaction::offload::SideTotals;
+use sluice::compaction::remote::SideTotals;
 use sluice::{Error, Result};
 
 use super::pin::CpuPlan;

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use sluice::options::{OffloadOptions, Secret};
 use sluice::{Db, Options, Result};
+use sluice_offload::{OffloadOptions, Secret};
 
 use super::pin::CpuPlan;
 use super::report::{RunReport, SideReport, median};
@@ -38,7 +38,7 @@ struct Measured {
     ops: u64,
     seconds: f64,
     engine: MetricsDelta,
-    offload: Option<sluice::compaction::offload::OffloadMetrics>,
+    offload: Option<sluice::compaction::remote::OffloadMetrics>,
     host_cpu: Option<f64>,
     worker_cpu: Vec<Option<f64>>,
     addresses: Vec<String>,
@@ -174,7 +174,7 @@ impl Runner<'_> {
             // One compaction at a time: each side's bandwidth is then its own, not shared
             // with a concurrent job on the same core.
             max_concurrent_compactions: 1,
-            offload,
+            offload: offload.map(Into::into),
             ..Options::default()
         }
     }

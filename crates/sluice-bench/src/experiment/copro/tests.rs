@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use sluice::options::{CompactionMode, Split};
+use sluice::options::CompactionMode;
+use sluice_offload::Split;
 
 use super::pin::CpuPlan;
 use super::report::{Settings, median};

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use rand::Rng;
-use sluice::options::Secret;
 use sluice::{Error, IoContext, Result};
+use sluice_offload::Secret;
 
 /// The line a worker prints once it serves, before its address.
 pub const READY_PREFIX: &str = "sluice worker listening on ";

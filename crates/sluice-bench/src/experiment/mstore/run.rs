@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Secret};
+use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
 use sluice::partition::load::LoadBalanceOptions;
 use sluice::{Db, Error, IoContext, Metrics, Options, Result};
+use sluice_offload::{OffloadOptions, Secret};
 
 use super::report::{Sample, VariantReport, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
@@ -235,7 +236,7 @@ impl Runner<'_> {
             // hot range's L0 absorb a slow owner's backlog for the whole run).
             l0_slowdown_writes_trigger: 8,
             l0_stop_writes_trigger: 12,
-            offload: Some(OffloadOptions::new(addresses.to_vec(), self.secret.clone())),
+            offload: Some(OffloadOptions::new(addresses.to_vec(), self.secret.clone()).into()),
             partitions: Some(partitions),
             ..Options::default()
         })

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use rand::Rng;
 use rand::rngs::StdRng;
-use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Split};
+use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
 use sluice::{CompactionMode, CompressionType, Options};
+use sluice_offload::{OffloadOptions, Split};
 
 use super::value::key;
 
@@ -102,7 +103,7 @@ impl Engine {
             max_concurrent_compactions: rng.gen_range(1..=3),
             compaction_threads: 2,
             partitions: self.partitions(offload.is_some()),
-            offload,
+            offload: offload.map(Into::into),
             disable_auto_compactions: false,
             ..self.check_options()
         }

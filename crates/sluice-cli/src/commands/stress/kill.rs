@@ -19,10 +19,10 @@ use rand::Rng;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use sluice::Db;
-use sluice::options::OffloadOptions;
 use sluice_bench::experiment::copro::workers::{
     WorkerProgram, WorkerSet, WorkerSettings, WorkerSpec, write_secret_file,
 };
+use sluice_offload::OffloadOptions;
 
 use super::engine::Engine;
 use super::expected::ExpectedFile;

@@ -39,7 +39,7 @@ use clap::Args;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sluice::CompactionMode;
-use sluice::options::OffloadOptions;
+use sluice_offload::OffloadOptions;
 
 use crate::failure::{CmdResult, Failure};
 use engine::Engine;
@@ -330,7 +330,7 @@ fn stress(
 
 /// Offload settings for the workers at `addresses`, sharing the secret in `secret_file`.
 fn offload_options(addresses: Vec<String>, secret_file: &Path) -> Result<OffloadOptions, Failure> {
-    let secret = sluice::options::Secret::from_file(secret_file).map_err(Failure::Error)?;
+    let secret = sluice_offload::Secret::from_file(secret_file).map_err(Failure::Error)?;
     Ok(OffloadOptions {
         min_offload_bytes: engine::OFFLOAD_MIN_BYTES,
         min_chunk_bytes: engine::OFFLOAD_MIN_BYTES,

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use sluice_rpc::auth::Secret;
 
-use crate::options::CompactionMode;
-use crate::{Error, Result};
+use sluice::CompactionMode;
+use sluice::{Error, Result};
 
 /// How a compaction's sub-tasks are shared between the host and its workers.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -167,7 +167,7 @@ impl OffloadOptions {
         }
     }
 
-    pub(crate) fn validate(&self) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidArgument(m));
         if self.workers.is_empty() {
             return bad("offload needs at least one worker address".into());

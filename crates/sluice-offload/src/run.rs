@@ -17,8 +17,8 @@ use super::share::{Job, JobParts, Part, Share};
 use super::split::cut;
 use super::task::numbers_needed;
 use super::{Offloader, ShareReport};
-use crate::compaction::Compaction;
-use crate::compaction::env::JobEnv;
+use sluice::compaction::env::JobEnv;
+use sluice::compaction::remote::{RemoteJob, Sharing};
 use sluice_sst::Result;
 
 impl Offloader {
@@ -53,15 +53,6 @@ impl Offloader {
     }
 }
 
-/// Partitioned mode: which sides run a compaction, and where its outputs go.
-pub(crate) struct Sharing {
-    /// Per side (host first, then each worker), its weight in a static split; 0 = not taking
-    /// part. The range owner's side, plus the idle owners' when load balancing shares it.
-    pub weights: Vec<f64>,
-    /// The range owner's directory: outputs stay with the owner whoever computes them.
-    pub output_root: std::path::PathBuf,
-}
-
 /// The offloaded split as an executor: one compaction run by the host and its workers, by the
 /// offload options' split or (partitioned mode) statically over a [`Sharing`]'s sides. Its
 /// host parts run with the local executor it was given, or CoPro+'s choice
@@ -77,20 +68,14 @@ pub(crate) struct Offloaded<'a> {
 }
 
 impl<'a> Offloaded<'a> {
-    pub fn new(
-        off: &'a Offloader,
-        env: &'a JobEnv<'a>,
-        c: &Compaction,
-        exec: ExecOptions,
-        sharing: Option<Sharing>,
-    ) -> Self {
+    pub fn new(off: &'a Offloader, job: RemoteJob<'a>) -> Self {
         Offloaded {
             off,
-            env,
-            level: c.level,
-            has_lower_run: !c.inputs[1].is_empty(),
-            exec,
-            sharing,
+            env: job.env,
+            level: job.level,
+            has_lower_run: job.has_lower_run,
+            exec: job.exec,
+            sharing: job.sharing,
         }
     }
 }

@@ -19,8 +19,8 @@ use super::client::ShareError;
 use super::task::ShareTask;
 use super::verify::{ShareBounds, verify_outputs};
 use super::{Offloader, ShareReport};
-use crate::compaction::env::JobEnv;
-use crate::filename::{table_file_name, temp_file_name};
+use sluice::compaction::env::JobEnv;
+use sluice::filename::{table_file_name, temp_file_name};
 use sluice_sst::Result;
 
 /// What every part of one offloaded compaction shares.
@@ -198,7 +198,7 @@ impl Job<'_> {
         let files = verify_outputs(
             &r.files,
             &bounds,
-            self.env.table_cache.dirs(),
+            self.env.table_dirs(),
             self.off.options.verify_file_checksums,
         )
         .map_err(bad)?;
@@ -234,7 +234,7 @@ impl Job<'_> {
     /// any of its reserved numbers, in every table directory. Best effort: anything missed is
     /// named by no version and is deleted by the next obsolete-file sweep or open.
     pub(super) fn delete_share_outputs(&self, numbers: Range<u64>) {
-        for dir in self.env.table_cache.dirs() {
+        for dir in self.env.table_dirs() {
             for n in numbers.clone() {
                 for path in [table_file_name(dir, n), temp_file_name(dir, n)] {
                     remove_output(&path);
@@ -246,7 +246,7 @@ impl Job<'_> {
     /// Deletes the outputs of parts that finished in a job that failed as a whole.
     pub(super) fn delete_parts(&self, parts: &[Part]) {
         for f in parts.iter().flat_map(|p| &p.files) {
-            self.env.table_cache.evict(f.number);
+            self.env.evict_table(f.number);
             remove_output(&f.path);
         }
     }

@@ -30,7 +30,7 @@ use sluice_sst::compact::{CompactionSpec, OutputFile};
 use sluice_sst::key::{compare_internal, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
 
-use crate::filename::table_file_name;
+use sluice::filename::table_file_name;
 
 /// What a share may produce.
 pub struct ShareBounds<'a> {
