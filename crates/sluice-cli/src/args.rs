@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sluice::{CompressionType, Options};
 use sluice_bench::Benchmark;
-use sluice_bench::experiment::Experiment;
+use sluice_experiments::Experiment;
 
 use crate::units::{parse_size, parse_u32, parse_usize};
 

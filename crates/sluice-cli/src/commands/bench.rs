@@ -8,7 +8,7 @@
 //! With `--out DIR` the JSON lines also go to `DIR/bench.jsonl` and the run's charts (PNG and
 //! SVG, `sluice_bench::charts::runs`) into DIR.
 //!
-//! With `--experiment NAME` it runs an experiment instead (see `sluice_bench::experiment`):
+//! With `--experiment NAME` it runs an experiment instead (see `sluice_experiments`):
 //! the table (or with `--json` the JSON document) goes to stdout, and with `--out DIR` the JSON
 //! and the charts are also written into DIR. Experiments keep their databases in a temporary
 //! directory that is always removed.
@@ -24,11 +24,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use sluice::filename::current_file_name;
 use sluice::{Db, IoContext, Options, RateLimiter};
 use sluice_bench::charts::write_bench_charts;
-use sluice_bench::experiment::{
-    Experiment, PcpConfig, copro, mstore, run_pcp, table, write_outputs,
-};
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks_until};
+use sluice_experiments::{Experiment, PcpConfig, copro, mstore, run_pcp, table, write_outputs};
 
 use crate::args::BenchArgs;
 use crate::failure::{CmdResult, Failure};

@@ -20,7 +20,7 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use sluice::Db;
 use sluice::options::OffloadOptions;
-use sluice_bench::experiment::copro::workers::{
+use sluice_experiments::workers::{
     WorkerProgram, WorkerSet, WorkerSettings, WorkerSpec, write_secret_file,
 };
 

@@ -1,5 +1,5 @@
 //! Charts of the MStore experiment, as PNG and SVG, drawn from an [`MstoreReport`] with the
-//! shared charts of [`crate::charts`]. Owner `i` has the same colour in every chart.
+//! shared charts of [`sluice_bench::charts`]. Owner `i` has the same colour in every chart.
 //!
 //! | file                                          | content                                     |
 //! |-----------------------------------------------|---------------------------------------------|
@@ -15,10 +15,10 @@ use sluice::Result;
 
 use super::Variant;
 use super::report::{MstoreReport, Sample, VariantReport};
-use crate::charts::columns::{Column, Columns};
-use crate::charts::runs::seconds_text;
-use crate::charts::xy::{XScale, XyChart, XyLine};
-use crate::charts::{PALETTE, register_font, render, series_color, si_text};
+use sluice_bench::charts::columns::{Column, Columns};
+use sluice_bench::charts::runs::seconds_text;
+use sluice_bench::charts::xy::{XScale, XyChart, XyLine};
+use sluice_bench::charts::{PALETTE, register_font, render, series_color, si_text};
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
 /// paths written.

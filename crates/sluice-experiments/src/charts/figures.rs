@@ -1,10 +1,10 @@
 //! From the report's figures to charts: which series go on which panel, axis texts and units.
 
-use crate::charts::bars::{Bar, Breakdown};
-use crate::charts::lines::{Line, LineChart, Panel};
-use crate::charts::{Chart, DrawResult, executor_color};
-use crate::experiment::results::{Figure, PcpReport};
-use crate::experiment::table::binary_size;
+use crate::results::{Figure, PcpReport};
+use crate::table::binary_size;
+use sluice_bench::charts::bars::{Bar, Breakdown};
+use sluice_bench::charts::lines::{Line, LineChart, Panel};
+use sluice_bench::charts::{Chart, DrawResult, executor_color};
 
 /// The four charts of a report (a figure missing from the report gives empty panels).
 pub(super) fn charts(report: &PcpReport) -> Vec<AnyChart> {

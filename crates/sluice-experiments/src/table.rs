@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::experiment::results::{Figure, PcpReport};
+use crate::results::{Figure, PcpReport};
 
 /// The whole report as text, ending with a newline.
 pub fn render(report: &PcpReport) -> String {
@@ -192,9 +192,9 @@ fn summary(report: &PcpReport, out: &mut String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::machine_limit::machine_limit;
-    use crate::experiment::results::tests::series;
-    use crate::experiment::results::{Settings, summarize};
+    use crate::machine_limit::machine_limit;
+    use crate::results::tests::series;
+    use crate::results::{Settings, summarize};
     use sluice::options::CompactionMode;
 
     fn report() -> PcpReport {

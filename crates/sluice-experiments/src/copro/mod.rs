@@ -16,7 +16,7 @@
 //! them updates). Every run writes about [`CoproConfig::data_bytes`] of keys and values, so a
 //! larger value means fewer entries, as in document 004's fixed data volumes.
 //!
-//! Each offloaded run starts its own workers ([`workers`]) serving that run's database
+//! Each offloaded run starts its own workers ([`crate::workers`]) serving that run's database
 //! directory, with a fresh secret, each pinned to its own core where the machine has one
 //! ([`pin`]: host on the first usable CPU, the workers on the others in turn); the host thread
 //! that opens the database is pinned to its core for the whole experiment. `throttle` makes
@@ -31,7 +31,6 @@ pub mod pin;
 pub mod report;
 mod run;
 pub mod table;
-pub mod workers;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -40,10 +39,10 @@ use serde::Serialize;
 use sluice::options::{CompactionMode, Split};
 use sluice::{CompressionType, Error, IoContext, Result};
 
-use crate::progress::Progress;
+use sluice_bench::progress::Progress;
 
+pub use crate::workers::WorkerProgram;
 pub use report::{CoproReport, RunReport, SideReport};
-pub use workers::WorkerProgram;
 
 /// Bytes of keys and values a run writes per unit of `--num` (the CLI's default `--num` of
 /// one million gives 64 MB per run).
@@ -285,7 +284,7 @@ impl CoproConfig {
             .max()
             .unwrap_or(1);
         // YCSB's key space is its records plus its operations.
-        crate::keys::KeyFormat::new(self.key_size, most_entries.saturating_mul(2))?;
+        sluice_bench::keys::KeyFormat::new(self.key_size, most_entries.saturating_mul(2))?;
         Ok(())
     }
 
@@ -313,7 +312,7 @@ pub fn run_copro(config: &CoproConfig, scratch: &Path) -> Result<CoproReport> {
     let start = Instant::now();
     let plan = pin::CpuPlan::for_this_process(config.workers);
     let secret_file = scratch.join("worker-secret");
-    let secret = workers::write_secret_file(&secret_file)?;
+    let secret = crate::workers::write_secret_file(&secret_file)?;
     let _pin = pin::HostPin::pin(plan.host)?;
     let progress = Progress::new(config.progress, "copro", Some(config.runs()));
     let runner = run::Runner {

@@ -1,5 +1,10 @@
 //! Experiments: reproductions of a document's evaluation on this machine, each producing a
-//! human table, a JSON file with every data point, and charts.
+//! human table, a JSON file with every data point, and charts. `sluice experiment <name>`
+//! (and its older spelling `sluice bench --experiment <name>`) runs them.
+//!
+//! They are built from the benchmark's pieces (`sluice-bench`: workloads, key and value
+//! generators, metric deltas, chart kinds) and kept apart from it, so the benchmark stays the
+//! benchmark; this crate depends on `sluice-bench`, never the reverse.
 //!
 //! | name    | document                                             | module    |
 //! |---------|------------------------------------------------------|-----------|
@@ -12,7 +17,7 @@
 //! count and take the median.
 //!
 //! ```no_run
-//! use sluice_bench::experiment::{PcpConfig, run_pcp, write_outputs, table};
+//! use sluice_experiments::{PcpConfig, run_pcp, write_outputs, table};
 //! let scratch = tempfile::tempdir()?;
 //! let report = run_pcp(&PcpConfig { num: 100_000, ..PcpConfig::default() }, scratch.path())?;
 //! print!("{}", table::render(&report));
@@ -29,6 +34,7 @@ pub mod mstore;
 pub mod pcp;
 pub mod results;
 pub mod table;
+pub mod workers;
 
 #[cfg(test)]
 mod tests;

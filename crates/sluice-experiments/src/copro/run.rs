@@ -14,13 +14,13 @@ use sluice::{Db, Options, Result};
 
 use super::pin::CpuPlan;
 use super::report::{RunReport, SideReport, median};
-use super::workers::{WorkerSet, WorkerSettings, WorkerSpec};
 use super::{Configuration, CoproConfig, Sizing, Workload};
-use crate::delta::MetricsDelta;
-use crate::progress::Progress;
-use crate::resources::process_cpu_times;
-use crate::ycsb::{Distribution, YcsbConfig};
-use crate::{BenchConfig, Benchmark};
+use crate::workers::{WorkerSet, WorkerSettings, WorkerSpec};
+use sluice_bench::delta::MetricsDelta;
+use sluice_bench::progress::Progress;
+use sluice_bench::resources::process_cpu_times;
+use sluice_bench::ycsb::{Distribution, YcsbConfig};
+use sluice_bench::{BenchConfig, Benchmark};
 
 /// What every run of an experiment shares.
 pub(super) struct Runner<'a> {
@@ -195,12 +195,13 @@ impl Runner<'_> {
                     sync: false,
                     progress: false,
                 };
-                let r = crate::workloads::run_benchmark(&config, db, Benchmark::FillRandom, 0)?;
+                let r =
+                    sluice_bench::workloads::run_benchmark(&config, db, Benchmark::FillRandom, 0)?;
                 Ok((entries, r.ops))
             }
             Workload::YcsbA => {
                 let config = YcsbConfig {
-                    workload: crate::ycsb::Workload::A,
+                    workload: sluice_bench::ycsb::Workload::A,
                     distribution: Some(Distribution::Zipfian),
                     records: (entries / 2).max(1),
                     operations: entries,
@@ -211,7 +212,8 @@ impl Runner<'_> {
                     sync: false,
                     progress: false,
                 };
-                let r = crate::ycsb::run_ycsb(&config, db, true, true, &AtomicBool::new(false))?;
+                let r =
+                    sluice_bench::ycsb::run_ycsb(&config, db, true, true, &AtomicBool::new(false))?;
                 let ops = [&r.load, &r.run].into_iter().flatten().map(|p| p.ops).sum();
                 Ok((config.records, ops))
             }

@@ -1,5 +1,6 @@
-//! The experiment's worker processes: a secret file, starting `sluice worker` processes on
-//! 127.0.0.1 with a free port each, and stopping them.
+//! Worker processes for the experiments that offload (copro, mstore) and for `sluice stress
+//! --workers`: a secret file, starting `sluice worker` processes on 127.0.0.1 with a free port
+//! each, and stopping them.
 //!
 //! A worker is started as `PROGRAM LEADING_ARGS.. --listen 127.0.0.1:0 --root DIR..
 //! --secret-file F --mode auto --throttle T [--cpus C]` and prints exactly one line on stdout,
@@ -148,7 +149,7 @@ impl WorkerSet {
             .iter()
             .map(|w| {
                 let stat = std::fs::read_to_string(format!("/proc/{}/stat", w.child.id())).ok()?;
-                let t = crate::resources::parse_stat_cpu(&stat)?;
+                let t = sluice_bench::resources::parse_stat_cpu(&stat)?;
                 Some((t.user + t.system).as_secs_f64())
             })
             .collect()

@@ -41,8 +41,8 @@ use serde::Serialize;
 use sluice::{CompressionType, Error, IoContext, Result};
 
 use super::copro::pin::{CpuPlan, HostPin};
-use super::copro::workers::{WorkerProgram, write_secret_file};
-use crate::progress::Progress;
+use crate::workers::{WorkerProgram, write_secret_file};
+use sluice_bench::progress::Progress;
 
 pub use report::{MstoreReport, Sample, VariantReport};
 
@@ -182,7 +182,7 @@ impl MstoreConfig {
         if self.sample_interval.is_zero() || self.variants.is_empty() {
             return bad("the sample interval and the variants must not be empty".into());
         }
-        crate::keys::KeyFormat::new(self.key_size, self.num)?;
+        sluice_bench::keys::KeyFormat::new(self.key_size, self.num)?;
         Ok(())
     }
 

@@ -18,8 +18,8 @@ use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use sluice::{CompressionType, Db, Error, IoContext, Options, Result, WriteBatch, WriteOptions};
 
-use crate::keys::KeyFormat;
-use crate::values::ValueGenerator;
+use sluice_bench::keys::KeyFormat;
+use sluice_bench::values::ValueGenerator;
 
 /// L0 runs a data set aims for: the memtable is sized so that loading makes about this many
 /// (more when the memtable reaches [`MAX_WRITE_BUFFER_BYTES`]).

@@ -5,9 +5,9 @@
 use super::report::{Comparison, Settings, median, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
 use super::*;
-use crate::experiment::copro::tests::unreachable_worker;
-use crate::keys::KeyFormat;
-use crate::stream::SplitMix64;
+use crate::copro::tests::unreachable_worker;
+use sluice_bench::keys::KeyFormat;
+use sluice_bench::stream::SplitMix64;
 
 fn small(worker_program: WorkerProgram) -> MstoreConfig {
     MstoreConfig {
@@ -254,7 +254,7 @@ fn outputs_are_the_json_and_every_chart() {
         }
     }
     let png = dir.path().join("mstore_owner_bytes_basic.png");
-    assert!(crate::charts::testing::distinct_colors(&png) >= 3);
+    assert!(sluice_bench::charts::testing::distinct_colors(&png) >= 3);
 }
 
 #[test]

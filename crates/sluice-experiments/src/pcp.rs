@@ -20,13 +20,11 @@ use std::time::Instant;
 use sluice::options::CompactionMode;
 use sluice::{CompressionType, Error, Options, Result};
 
-use crate::experiment::dataset::{Dataset, DatasetSpec, TARGET_FILE_BYTES};
-use crate::experiment::machine_limit::{DISK_PROBE_BYTES, disk_write_mb_s, machine_limit};
-use crate::experiment::measure::{ExecSettings, measure};
-use crate::experiment::results::{
-    Figure, PcpReport, Point, Series, Settings, executor_label, summarize,
-};
-use crate::progress::Progress;
+use crate::dataset::{Dataset, DatasetSpec, TARGET_FILE_BYTES};
+use crate::machine_limit::{DISK_PROBE_BYTES, disk_write_mb_s, machine_limit};
+use crate::measure::{ExecSettings, measure};
+use crate::results::{Figure, PcpReport, Point, Series, Settings, executor_label, summarize};
+use sluice_bench::progress::Progress;
 
 /// Smallest `num`: below it the data sets of Fig. 10 fill too few memtables to merge.
 pub const MIN_NUM: u64 = 10_000;
@@ -107,7 +105,7 @@ impl PcpConfig {
                 return bad(format!("value sizes must be at most 1 MiB, got {v}"));
             }
         }
-        crate::keys::KeyFormat::new(self.key_size, self.num)?;
+        sluice_bench::keys::KeyFormat::new(self.key_size, self.num)?;
         Ok(())
     }
 

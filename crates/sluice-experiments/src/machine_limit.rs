@@ -17,7 +17,7 @@ use serde::Serialize;
 use sluice::options::CompactionMode;
 use sluice::{IoContext, Result};
 
-use crate::experiment::results::{Figure, SummaryRow};
+use crate::results::{Figure, SummaryRow};
 
 /// Bytes the experiment writes to measure the device: enough that the sync, not the page
 /// cache, sets the pace.
@@ -101,8 +101,8 @@ pub fn disk_write_mb_s(dir: &Path, bytes: usize) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::results::summarize;
-    use crate::experiment::results::tests::series;
+    use crate::results::summarize;
+    use crate::results::tests::series;
 
     #[test]
     fn the_ceiling_is_every_cpu_at_scps_compute_speed() {

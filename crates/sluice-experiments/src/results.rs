@@ -7,8 +7,8 @@
 use serde::Serialize;
 use sluice::options::CompactionMode;
 
-use crate::experiment::machine_limit::MachineLimit;
-use crate::experiment::measure::{ExecSettings, Measurement};
+use crate::machine_limit::MachineLimit;
+use crate::measure::{ExecSettings, Measurement};
 
 /// One measured data point.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -224,7 +224,7 @@ pub fn summarize(fig10: &Figure) -> Vec<SummaryRow> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::experiment::measure::Run;
+    use crate::measure::Run;
 
     /// A point of `executor` at `x` with bandwidth `bw` (for tests of the renderings).
     pub(crate) fn point(mode: CompactionMode, x: u64, bw: f64) -> Point {

@@ -4,7 +4,7 @@
 use sluice::options::CompactionMode;
 
 use super::*;
-use crate::charts::testing::distinct_colors;
+use sluice_bench::charts::testing::distinct_colors;
 
 /// A configuration small enough for a debug build: fewer points per sweep than the default.
 fn tiny() -> PcpConfig {

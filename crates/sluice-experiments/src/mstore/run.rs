@@ -13,12 +13,12 @@ use sluice::{Db, Error, IoContext, Metrics, Options, Result};
 use super::report::{Sample, VariantReport, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
 use super::{MstoreConfig, Variant};
-use crate::delta::MetricsDelta;
-use crate::experiment::copro::Sizing;
-use crate::experiment::copro::pin::CpuPlan;
-use crate::experiment::copro::workers::{WorkerSet, WorkerSettings, WorkerSpec};
-use crate::keys::KeyFormat;
-use crate::stream::SplitMix64;
+use crate::copro::Sizing;
+use crate::copro::pin::CpuPlan;
+use crate::workers::{WorkerSet, WorkerSettings, WorkerSpec};
+use sluice_bench::delta::MetricsDelta;
+use sluice_bench::keys::KeyFormat;
+use sluice_bench::stream::SplitMix64;
 
 /// What every run shares.
 pub(super) struct Runner<'a> {

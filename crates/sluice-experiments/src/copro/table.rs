@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::report::{Comparison, CoproReport, RunReport};
-use crate::experiment::table::binary_size;
+use crate::table::binary_size;
 
 /// The whole report as text, ending with a newline.
 pub fn render(report: &CoproReport) -> String {
@@ -217,7 +217,7 @@ fn comparisons(report: &CoproReport, workloads: &[String], sizes: &[usize], out:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::copro::tests::sample_report;
+    use crate::copro::tests::sample_report;
 
     #[test]
     fn table_has_every_run_and_ratio() {

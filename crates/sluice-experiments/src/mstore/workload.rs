@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 use sluice::{Db, Error, Result};
 
-use crate::keys::KeyFormat;
-use crate::stream::SplitMix64;
-use crate::values::ValueGenerator;
-use crate::ycsb::generator::Zipfian;
+use sluice_bench::keys::KeyFormat;
+use sluice_bench::stream::SplitMix64;
+use sluice_bench::values::ValueGenerator;
+use sluice_bench::ycsb::generator::Zipfian;
 
 /// Smallest value: the key number, and some filler.
 pub const MIN_VALUE_SIZE: usize = 16;

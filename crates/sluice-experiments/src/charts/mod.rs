@@ -1,5 +1,5 @@
 //! Charts of the PCP experiment, as PNG and SVG, drawn from a [`PcpReport`] with the chart
-//! kinds of [`crate::charts`] (which also registers the font).
+//! kinds of [`sluice_bench::charts`] (which also registers the font).
 //!
 //! | file                              | content                                             |
 //! |-----------------------------------|-----------------------------------------------------|
@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use sluice::Result;
 
-use crate::charts::{register_font, render};
-use crate::experiment::results::PcpReport;
+use crate::results::PcpReport;
+use sluice_bench::charts::{register_font, render};
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
 /// paths written.

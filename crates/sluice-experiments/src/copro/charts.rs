@@ -1,5 +1,5 @@
 //! Charts of the CoPro experiment, as PNG and SVG, drawn from a [`CoproReport`] with the
-//! shared line charts of [`crate::charts`] (which also registers the font). One line per
+//! shared line charts of [`sluice_bench::charts`] (which also registers the font). One line per
 //! configuration over the value sizes; host only is dashed, a reference without workers.
 //!
 //! | file                                    | content (document 004's Fig. 9 panel)          |
@@ -15,9 +15,9 @@ use sluice::Result;
 
 use super::report::{CoproReport, RunReport, SideReport};
 use super::{Configuration, Workload};
-use crate::charts::lines::{Line, LineChart, Panel};
-use crate::charts::{PALETTE, register_font, render};
-use crate::experiment::table::binary_size;
+use crate::table::binary_size;
+use sluice_bench::charts::lines::{Line, LineChart, Panel};
+use sluice_bench::charts::{PALETTE, register_font, render};
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
 /// paths written.
@@ -205,8 +205,8 @@ fn lines_panel(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::charts::testing::{distinct_colors, ink_pixels};
-    use crate::experiment::copro::tests::sample_report;
+    use crate::copro::tests::sample_report;
+    use sluice_bench::charts::testing::{distinct_colors, ink_pixels};
 
     #[test]
     fn every_chart_is_written_and_drawn() {

@@ -12,8 +12,8 @@ use sluice::metrics::{JobMetrics, PipelineStage, StageSeconds};
 use sluice::options::CompactionMode;
 use sluice::{Db, Error, Result};
 
-use crate::delta::compaction_delta;
-use crate::experiment::dataset::Dataset;
+use crate::dataset::Dataset;
+use sluice_bench::delta::compaction_delta;
 
 /// How the compaction of a data point is executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -162,7 +162,7 @@ fn run_between(before: &JobMetrics, after: &JobMetrics) -> Run {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::dataset::DatasetSpec;
+    use crate::dataset::DatasetSpec;
 
     fn run(bw: f64) -> Run {
         Run {

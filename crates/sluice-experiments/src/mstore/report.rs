@@ -12,9 +12,9 @@ use sluice::{Error, Result};
 
 use super::workload::ReadCheck;
 use super::{MstoreConfig, Variant};
-use crate::experiment::copro::Sizing;
-use crate::experiment::copro::pin::CpuPlan;
-use crate::experiment::copro::report::{median_by, ratio};
+use crate::copro::Sizing;
+use crate::copro::pin::CpuPlan;
+use crate::copro::report::{median_by, ratio};
 
 /// The owners at one moment of a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
