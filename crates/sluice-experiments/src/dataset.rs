@@ -17,7 +17,6 @@ use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use sluice::{CompressionType, Db, Error, IoContext, Options, Result, WriteBatch, WriteOptions};
-
 use sluice_bench::keys::KeyFormat;
 use sluice_bench::values::ValueGenerator;
 

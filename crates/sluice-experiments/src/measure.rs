@@ -11,9 +11,9 @@ use serde::Serialize;
 use sluice::metrics::{JobMetrics, PipelineStage, StageSeconds};
 use sluice::options::CompactionMode;
 use sluice::{Db, Error, Result};
+use sluice_bench::delta::compaction_delta;
 
 use crate::dataset::Dataset;
-use sluice_bench::delta::compaction_delta;
 
 /// How the compaction of a data point is executed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -19,12 +19,12 @@ use std::time::Instant;
 
 use sluice::options::CompactionMode;
 use sluice::{CompressionType, Error, Options, Result};
+use sluice_bench::progress::Progress;
 
 use crate::dataset::{Dataset, DatasetSpec, TARGET_FILE_BYTES};
 use crate::machine_limit::{DISK_PROBE_BYTES, disk_write_mb_s, machine_limit};
 use crate::measure::{ExecSettings, measure};
 use crate::results::{Figure, PcpReport, Point, Series, Settings, executor_label, summarize};
-use sluice_bench::progress::Progress;
 
 /// Smallest `num`: below it the data sets of Fig. 10 fill too few memtables to merge.
 pub const MIN_NUM: u64 = 10_000;

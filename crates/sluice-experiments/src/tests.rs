@@ -2,9 +2,9 @@
 //! charts real pictures.
 
 use sluice::options::CompactionMode;
+use sluice_bench::charts::testing::distinct_colors;
 
 use super::*;
-use sluice_bench::charts::testing::distinct_colors;
 
 /// A configuration small enough for a debug build: fewer points per sweep than the default.
 fn tiny() -> PcpConfig {

@@ -1,10 +1,11 @@
 //! From the report's figures to charts: which series go on which panel, axis texts and units.
 
-use crate::results::{Figure, PcpReport};
-use crate::table::binary_size;
 use sluice_bench::charts::bars::{Bar, Breakdown};
 use sluice_bench::charts::lines::{Line, LineChart, Panel};
 use sluice_bench::charts::{Chart, DrawResult, executor_color};
+
+use crate::results::{Figure, PcpReport};
+use crate::table::binary_size;
 
 /// The four charts of a report (a figure missing from the report gives empty panels).
 pub(super) fn charts(report: &PcpReport) -> Vec<AnyChart> {

@@ -13,9 +13,9 @@ mod figures;
 use std::path::{Path, PathBuf};
 
 use sluice::Result;
+use sluice_bench::charts::{register_font, render};
 
 use crate::results::PcpReport;
-use sluice_bench::charts::{register_font, render};
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
 /// paths written.

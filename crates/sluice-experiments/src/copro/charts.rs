@@ -12,12 +12,12 @@ use std::path::{Path, PathBuf};
 
 use plotters::style::RGBColor;
 use sluice::Result;
+use sluice_bench::charts::lines::{Line, LineChart, Panel};
+use sluice_bench::charts::{PALETTE, register_font, render};
 
 use super::report::{CoproReport, RunReport, SideReport};
 use super::{Configuration, Workload};
 use crate::table::binary_size;
-use sluice_bench::charts::lines::{Line, LineChart, Panel};
-use sluice_bench::charts::{PALETTE, register_font, render};
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
 /// paths written.

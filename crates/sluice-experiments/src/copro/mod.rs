@@ -38,10 +38,10 @@ use std::time::Instant;
 use serde::Serialize;
 use sluice::options::{CompactionMode, Split};
 use sluice::{CompressionType, Error, IoContext, Result};
-
 use sluice_bench::progress::Progress;
 
-pub use crate::workers::WorkerProgram;
+use crate::workers::WorkerProgram;
+
 pub use report::{CoproReport, RunReport, SideReport};
 
 /// Bytes of keys and values a run writes per unit of `--num` (the CLI's default `--num` of

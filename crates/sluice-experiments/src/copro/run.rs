@@ -11,16 +11,16 @@ use std::time::Instant;
 
 use sluice::options::{OffloadOptions, Secret};
 use sluice::{Db, Options, Result};
-
-use super::pin::CpuPlan;
-use super::report::{RunReport, SideReport, median};
-use super::{Configuration, CoproConfig, Sizing, Workload};
-use crate::workers::{WorkerSet, WorkerSettings, WorkerSpec};
 use sluice_bench::delta::MetricsDelta;
 use sluice_bench::progress::Progress;
 use sluice_bench::resources::process_cpu_times;
 use sluice_bench::ycsb::{Distribution, YcsbConfig};
 use sluice_bench::{BenchConfig, Benchmark};
+
+use super::pin::CpuPlan;
+use super::report::{RunReport, SideReport, median};
+use super::{Configuration, CoproConfig, Sizing, Workload};
+use crate::workers::{WorkerSet, WorkerSettings, WorkerSpec};
 
 /// What every run of an experiment shares.
 pub(super) struct Runner<'a> {

@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::SeriesLabelPosition;
 use plotters::style::RGBColor;
 use sluice::Result;
-
-use super::Variant;
-use super::report::{MstoreReport, Sample, VariantReport};
 use sluice_bench::charts::columns::{Column, Columns};
 use sluice_bench::charts::runs::seconds_text;
 use sluice_bench::charts::xy::{XScale, XyChart, XyLine};
 use sluice_bench::charts::{PALETTE, register_font, render, series_color, si_text};
+
+use super::Variant;
+use super::report::{MstoreReport, Sample, VariantReport};
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
 /// paths written.

@@ -39,10 +39,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sluice::{CompressionType, Error, IoContext, Result};
+use sluice_bench::progress::Progress;
 
 use super::copro::pin::{CpuPlan, HostPin};
 use crate::workers::{WorkerProgram, write_secret_file};
-use sluice_bench::progress::Progress;
 
 pub use report::{MstoreReport, Sample, VariantReport};
 

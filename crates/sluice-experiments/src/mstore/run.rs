@@ -9,6 +9,9 @@ use sluice::options::{OffloadOptions, PartitionOptions, PartitionOwner, Secret};
 use sluice::partition::balance::BalanceOptions;
 use sluice::partition::load::LoadBalanceOptions;
 use sluice::{Db, Error, IoContext, Metrics, Options, Result};
+use sluice_bench::delta::MetricsDelta;
+use sluice_bench::keys::KeyFormat;
+use sluice_bench::stream::SplitMix64;
 
 use super::report::{Sample, VariantReport, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
@@ -16,9 +19,6 @@ use super::{MstoreConfig, Variant};
 use crate::copro::Sizing;
 use crate::copro::pin::CpuPlan;
 use crate::workers::{WorkerSet, WorkerSettings, WorkerSpec};
-use sluice_bench::delta::MetricsDelta;
-use sluice_bench::keys::KeyFormat;
-use sluice_bench::stream::SplitMix64;
 
 /// What every run shares.
 pub(super) struct Runner<'a> {

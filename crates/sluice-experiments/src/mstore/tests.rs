@@ -2,12 +2,13 @@
 //! answer (every share is re-run on the host, so the balancers, the reader and the sampler all
 //! run for real). Runs with real `sluice worker` processes are in `sluice-cli`'s tests.
 
+use sluice_bench::keys::KeyFormat;
+use sluice_bench::stream::SplitMix64;
+
 use super::report::{Comparison, Settings, median, skew};
 use super::workload::{self, ReadCheck, Reference, Values};
 use super::*;
 use crate::copro::tests::unreachable_worker;
-use sluice_bench::keys::KeyFormat;
-use sluice_bench::stream::SplitMix64;
 
 fn small(worker_program: WorkerProgram) -> MstoreConfig {
     MstoreConfig {

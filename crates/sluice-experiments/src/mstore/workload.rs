@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 use sluice::{Db, Error, Result};
-
 use sluice_bench::keys::KeyFormat;
 use sluice_bench::stream::SplitMix64;
 use sluice_bench::values::ValueGenerator;
