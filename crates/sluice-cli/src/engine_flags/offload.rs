@@ -1,5 +1,5 @@
 //! The flags that send compactions to workers (`sluice worker`), shared by `bench` and
-//! `compact`.
+//! `compact`: their own group beside the engine flags, turned into `Options::offload`.
 
 use std::path::PathBuf;
 
@@ -9,8 +9,13 @@ use sluice::options::{OffloadOptions, Secret, Split, VerifyOutputs};
 
 use crate::units::parse_size;
 
+/// The clap group id of [`OffloadArgs`], for `conflicts_with`.
+pub const OFFLOAD: &str = "offload";
+
 /// Compaction offload to worker processes.
 #[derive(Clone, Debug, Args)]
+#[group(id = OFFLOAD, multiple = true)]
+#[command(next_help_heading = "Offload to compaction workers")]
 pub struct OffloadArgs {
     /// Share big compactions with the compaction worker at ADDR (host:port); repeat for more
     /// workers. Each must serve this database's directories (`sluice worker --root`).

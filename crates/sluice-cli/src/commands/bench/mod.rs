@@ -8,13 +8,13 @@
 //! With `--out DIR` the JSON lines also go to `DIR/bench.jsonl` and the run's charts (PNG and
 //! SVG, `sluice_bench::charts::runs`) into DIR.
 //!
-//! With `--experiment NAME` it runs an experiment instead (see `sluice_experiments`):
-//! the table (or with `--json` the JSON document) goes to stdout, and with `--out DIR` the JSON
-//! and the charts are also written into DIR. Experiments keep their databases in a temporary
-//! directory that is always removed.
+//! With `--experiment NAME` it runs `sluice experiment NAME` instead, with the flags of this
+//! command it takes ([`args`]).
 //!
 //! Ctrl-C ends the running benchmark at its next operation: it is reported with what it did
 //! (`"stopped": true`), the rest are skipped, and the tree and charts are still written.
+
+mod args;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -22,46 +22,25 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use sluice::filename::current_file_name;
-use sluice::{Db, IoContext, Options, RateLimiter};
+use sluice::{Db, IoContext, Options};
 use sluice_bench::charts::write_bench_charts;
 use sluice_bench::report::{json_line, table_header, table_row};
 use sluice_bench::{BenchConfig, BenchResult, run_benchmarks_until};
-use sluice_experiments::{Experiment, PcpConfig, copro, mstore, run_pcp, table, write_outputs};
 
-use crate::args::BenchArgs;
+pub use args::BenchArgs;
+
+use super::{list_written, temp_dir};
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
 
-/// Engine options from the flags; unspecified ones keep `Options::default()`.
+/// Engine options from the engine and offload flags, for a database this run creates unless
+/// `--use-existing-db`.
 fn options(args: &BenchArgs) -> Result<Options, Failure> {
-    let defaults = Options::default();
     Ok(Options {
         create_if_missing: true,
         error_if_exists: !args.use_existing_db,
-        compression: args.compression.into(),
-        write_buffer_size: args.write_buffer_size,
-        target_file_size_base: args.target_file_size,
-        // L1 must hold at least one output file.
-        max_bytes_for_level_base: defaults.max_bytes_for_level_base.max(args.target_file_size),
-        block_size: args.block_size,
-        bloom_bits_per_key: args.bloom_bits,
-        block_cache_bytes: args.cache_size,
-        disable_auto_compactions: args.disable_auto_compactions,
-        compaction_mode: args.compaction_mode,
-        compaction_threads: args.compaction_threads,
-        compaction_queue_depth: args.compaction_queue_depth,
-        max_concurrent_compactions: args.max_concurrent_compactions,
-        sub_task_bytes: args.sub_task_bytes,
-        l0_compaction_trigger: args.l0_compaction_trigger,
-        l0_slowdown_writes_trigger: args.l0_slowdown_writes_trigger,
-        l0_stop_writes_trigger: args.l0_stop_writes_trigger,
-        l0_compaction_file_threshold: args.l0_compaction_file_threshold,
-        l0_flush_split_bytes: args.l0_flush_split_bytes,
-        data_dirs: args.data_dirs.clone(),
-        use_direct_io_for_flush_and_compaction: args.direct_io,
-        rate_limiter: (args.rate_limit > 0).then(|| RateLimiter::new(args.rate_limit)),
         offload: args.offload.options().map_err(Failure::Error)?,
-        ..defaults
+        ..args.engine.options()
     })
 }
 
@@ -80,8 +59,8 @@ fn config(args: &BenchArgs) -> BenchConfig {
 }
 
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    if let Some(experiment) = args.experiment {
-        return run_experiment(experiment, args, out);
+    if let Some(experiment) = args.experiment_command()? {
+        return super::experiment::run(&experiment, out);
     }
     let config = config(args);
     config.validate()?;
@@ -90,10 +69,7 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     let (dir, temp) = match &args.db {
         Some(dir) => (dir.clone(), None),
         None => {
-            let temp = tempfile::Builder::new()
-                .prefix("sluice-bench-")
-                .tempdir()
-                .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+            let temp = temp_dir("sluice-bench-")?;
             (temp.path().to_path_buf(), Some(temp))
         }
     };
@@ -110,147 +86,6 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
         }
     }
     outcome
-}
-
-/// Runs `experiment` with the flags it uses, in a temporary directory removed at the end.
-fn run_experiment(experiment: Experiment, args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    match experiment {
-        Experiment::Pcp => run_pcp_experiment(args, out),
-        Experiment::Copro => run_copro_experiment(args, out),
-        Experiment::Mstore => run_mstore_experiment(args, out),
-    }
-}
-
-fn run_pcp_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    if args.experiment_workers.is_some() || args.throttle.is_some() {
-        return Err(Failure::Error(
-            "--workers and --throttle apply to --experiment copro and mstore only".into(),
-        ));
-    }
-    let config = PcpConfig {
-        num: args.num(),
-        key_size: args.key_size,
-        value_size: args.value_size,
-        compression: args.compression.into(),
-        seed: args.seed,
-        repeat: args.repeat.unwrap_or(1),
-        direct_io: args.direct_io,
-        progress: std::io::stderr().is_terminal(),
-        ..PcpConfig::default()
-    };
-    config.validate()?;
-    let report = in_scratch(|scratch| run_pcp(&config, scratch))?;
-    present(args, out, report.to_json(), table::render(&report), |dir| {
-        write_outputs(&report, dir)
-    })
-}
-
-/// The CoPro experiment; its workers are this executable's `worker` subcommand.
-fn run_copro_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    let config = copro::CoproConfig {
-        data_bytes: copro::CoproConfig::data_bytes_for_num(args.num()),
-        key_size: args.key_size,
-        workers: args.experiment_workers.unwrap_or(1),
-        throttle: args.throttle.unwrap_or(1.0),
-        compression: args.compression.into(),
-        seed: args.seed,
-        repeat: args.repeat.unwrap_or(1),
-        progress: std::io::stderr().is_terminal(),
-        worker_program: copro::WorkerProgram::sluice(this_executable()?),
-        ..copro::CoproConfig::default()
-    };
-    config.validate()?;
-    let report = in_scratch(|scratch| copro::run_copro(&config, scratch))?;
-    present(
-        args,
-        out,
-        report.to_json(),
-        copro::table::render(&report),
-        |dir| copro::write_outputs(&report, dir),
-    )
-}
-
-/// The MStore experiment; its workers are this executable's `worker` subcommand.
-fn run_mstore_experiment(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
-    let config = mstore::MstoreConfig {
-        num: args.num.unwrap_or(mstore::DEFAULT_NUM),
-        key_size: args.key_size,
-        value_size: args.value_size,
-        workers: args.experiment_workers.unwrap_or(2),
-        throttle: args.throttle.unwrap_or(mstore::DEFAULT_THROTTLE),
-        compression: args.compression.into(),
-        seed: args.seed,
-        repeat: args.repeat.unwrap_or(1),
-        progress: std::io::stderr().is_terminal(),
-        worker_program: copro::WorkerProgram::sluice(this_executable()?),
-        ..mstore::MstoreConfig::default()
-    };
-    config.validate()?;
-    let report = in_scratch(|scratch| mstore::run_mstore(&config, scratch))?;
-    present(
-        args,
-        out,
-        report.to_json(),
-        mstore::table::render(&report),
-        |dir| mstore::write_outputs(&report, dir),
-    )
-}
-
-/// The path of this `sluice` executable, whose `worker` subcommand the experiments start.
-fn this_executable() -> Result<PathBuf, Failure> {
-    std::env::current_exe()
-        .map_err(|e| Failure::Error(format!("cannot find the sluice executable: {e}")))
-}
-
-/// Prints an experiment's JSON (with --json) or table, then writes its files into --out.
-fn present(
-    args: &BenchArgs,
-    out: &mut dyn Write,
-    json: String,
-    table: String,
-    write: impl FnOnce(&Path) -> sluice::Result<Vec<PathBuf>>,
-) -> CmdResult {
-    if args.json {
-        writeln!(out, "{json}")?;
-    } else {
-        write!(out, "{table}")?;
-    }
-    out.flush()?;
-    if let Some(dir) = &args.out {
-        let written = write(dir)?;
-        if !args.json {
-            list_written(dir, &written, out)?;
-        }
-    }
-    Ok(())
-}
-
-/// Runs `f` in a fresh temporary directory, removed afterwards whatever the outcome.
-fn in_scratch<T>(f: impl FnOnce(&Path) -> sluice::Result<T>) -> Result<T, Failure> {
-    let scratch = tempfile::Builder::new()
-        .prefix("sluice-experiment-")
-        .tempdir()
-        .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
-    let outcome = f(scratch.path());
-    if let Err(e) = scratch.close() {
-        tracing::warn!(error = %e, "could not remove the experiment's temporary directory");
-    }
-    Ok(outcome?)
-}
-
-/// `wrote N files to DIR:` and their names, one per line.
-pub(crate) fn list_written(
-    dir: &Path,
-    written: &[PathBuf],
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    writeln!(out)?;
-    writeln!(out, "wrote {} files to {}:", written.len(), dir.display())?;
-    for path in written {
-        let name = path.file_name().unwrap_or(path.as_os_str());
-        writeln!(out, "  {}", name.to_string_lossy())?;
-    }
-    Ok(())
 }
 
 /// Writes `dir/bench.jsonl` (one JSON object per benchmark) and the run's charts into `dir`,
