@@ -24,8 +24,8 @@
 //! ([`timeline`]) and the tree's shape at the end ([`shape`]); [`charts`] draws a run as PNG
 //! and SVG.
 //!
-//! [`experiment`] reproduces a document's evaluation (document 000's PCP figures) and writes a
-//! table, JSON and charts.
+//! The experiments that reproduce the design documents' evaluations are built from these
+//! pieces in their own crate, `sluice-experiments`; nothing here depends on them.
 //!
 //! ```no_run
 //! use sluice_bench::{BenchConfig, run_benchmarks, report};
@@ -39,7 +39,6 @@
 pub mod charts;
 pub mod config;
 pub mod delta;
-pub mod experiment;
 pub mod histogram;
 pub mod keys;
 pub mod progress;

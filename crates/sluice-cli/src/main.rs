@@ -1,14 +1,15 @@
 //! `sluice`: the command-line tool for Sluice databases. See `sluice --help`.
 //!
-//! Each subcommand lives in its own module under `commands`; they write to a buffered stdout
-//! passed in, and report failure as a [`failure::Failure`], which `main` turns into the exit
-//! status (0 ok, 1 negative answer, 2 error).
+//! Each subcommand lives in its own module under `commands`, its flags beside its code; the
+//! flags that say how a database is opened are shared, in `engine_flags`. Commands write to a
+//! buffered stdout passed in, and report failure as a [`failure::Failure`], which `main` turns
+//! into the exit status (0 ok, 1 negative answer, 2 error).
 
 mod args;
 mod commands;
+mod engine_flags;
 mod escape;
 mod failure;
-mod offload_args;
 mod units;
 
 use std::io::{BufWriter, IsTerminal, Write};

@@ -1,4 +1,4 @@
-//! End to end: `sluice bench --experiment copro` starts real `sluice worker` processes (this
+//! End to end: `sluice experiment copro` starts real `sluice worker` processes (this
 //! binary's `worker` subcommand), offloads compactions to them and reports every configuration.
 
 mod common;
@@ -11,7 +11,7 @@ const CONFIGURATIONS: [&str; 5] = ["host-only", "co-kv", "copro", "copro+", "dyn
 
 #[test]
 fn copro_experiment_offloads_to_real_workers() {
-    let run = common::run_experiment("copro");
+    let run = common::run_experiment(&["experiment", "copro"], "copro");
     let (out, report) = (&run.out, &run.report);
     assert_eq!(report["settings"]["workers"], 1);
     let runs = report["runs"].as_array().unwrap();
@@ -74,6 +74,9 @@ fn copro_flags_are_checked() {
         ][..],
         &["bench", "--experiment", "copro", "--throttle", "0.5"],
         &["bench", "--experiment", "copro", "--workers", "0"],
+        &["experiment", "pcp", "--workers", "2", "--num", "20K"],
+        &["experiment", "copro", "--throttle", "0.5"],
+        &["experiment", "copro", "--workers", "0"],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)

@@ -1,5 +1,6 @@
-//! End to end: `sluice bench --experiment mstore` starts one real `sluice worker` process per
-//! owner (this binary's `worker` subcommand), runs MStore-basic and MStore, and reports both.
+//! End to end: `sluice bench --experiment mstore` (the older spelling of `sluice experiment
+//! mstore`, kept working) starts one real `sluice worker` process per owner (this binary's
+//! `worker` subcommand), runs MStore-basic and MStore, and reports both.
 
 mod common;
 
@@ -9,7 +10,7 @@ use serde_json::Value;
 
 #[test]
 fn mstore_experiment_runs_both_variants_on_real_workers() {
-    let run = common::run_experiment("mstore");
+    let run = common::run_experiment(&["bench", "--experiment", "mstore"], "mstore");
     let (out, report) = (&run.out, &run.report);
     assert_eq!(report["settings"]["workers"], 2);
     assert_eq!(report["settings"]["throttle"], 4.0);
@@ -68,6 +69,8 @@ fn mstore_flags_are_checked() {
             "value size",
         ),
         (&["bench", "--experiment", "mstore", "--num", "1000"], "num"),
+        (&["experiment", "mstore", "--workers", "0"], "workers"),
+        (&["experiment", "mstore", "--value-size", "8"], "value size"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(args)

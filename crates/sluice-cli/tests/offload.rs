@@ -9,7 +9,7 @@
 use std::process::Command;
 
 use serde_json::Value;
-use sluice_bench::experiment::copro::workers::{
+use sluice_experiments::workers::{
     WorkerProgram, WorkerSet, WorkerSettings, WorkerSpec, write_secret_file,
 };
 

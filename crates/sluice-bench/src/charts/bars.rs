@@ -1,5 +1,5 @@
 //! Stacked bars of the share of time of each compaction step (S1 at the bottom, S7 on top, as
-//! in document 000's Fig. 8), one bar per label (a value size, a benchmark), with the legend
+//! in the PCP paper's Fig. 8), one bar per label (a value size, a benchmark), with the legend
 //! beside the plot.
 
 use plotters::coord::Shift;
@@ -9,7 +9,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
 
 /// Step names as the legend shows them (the document's names in capitals after ours).
-pub(crate) const STEP_LABELS: [&str; 7] = [
+pub const STEP_LABELS: [&str; 7] = [
     "S1 read (READ)",
     "S2 checksum (CRC)",
     "S3 decompress (DECOMP)",
@@ -31,7 +31,7 @@ const LEGEND_WIDTH: u32 = 260;
 const MIN_LABELLED_PERCENT: f64 = 5.0;
 
 /// One bar.
-pub(crate) struct Bar {
+pub struct Bar {
     /// The x tick.
     pub label: String,
     /// Lines of text above the bar, top first.
@@ -47,7 +47,7 @@ const Y_TOP_PERCENT: f64 = 116.0;
 const NOTE_LINE_PERCENT: f64 = 6.0;
 
 /// A chart of stacked step bars.
-pub(crate) struct Breakdown {
+pub struct Breakdown {
     /// File name without extension.
     pub stem: &'static str,
     pub caption: String,

@@ -11,7 +11,7 @@ use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
 const Y_HEADROOM: f64 = 1.3;
 
 /// One bar.
-pub(crate) struct Column {
+pub struct Column {
     /// The x tick.
     pub label: String,
     /// Bar height in the chart's y unit.
@@ -22,7 +22,7 @@ pub(crate) struct Column {
 }
 
 /// A chart of bars.
-pub(crate) struct Columns {
+pub struct Columns {
     pub stem: &'static str,
     pub size: (u32, u32),
     pub caption: String,

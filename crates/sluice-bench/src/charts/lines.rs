@@ -17,7 +17,7 @@ use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
 const Y_HEADROOM: f64 = 1.5;
 
 /// One line of a panel.
-pub(crate) struct Line {
+pub struct Line {
     /// Legend text.
     pub label: String,
     /// Stroke colour.
@@ -29,7 +29,7 @@ pub(crate) struct Line {
 }
 
 /// One panel: axes, ticks and lines.
-pub(crate) struct Panel {
+pub struct Panel {
     /// Panel title.
     pub title: String,
     /// X axis description with unit.
@@ -43,7 +43,7 @@ pub(crate) struct Panel {
 }
 
 /// A figure of panels side by side under one caption.
-pub(crate) struct LineChart {
+pub struct LineChart {
     pub stem: &'static str,
     pub size: (u32, u32),
     pub caption: String,

@@ -1,7 +1,7 @@
 //! Charts as PNG and SVG, drawn with plotters: the shared machinery (font, rendering, colours,
 //! chart kinds), the charts of a `sluice bench` or `sluice ycsb` run ([`runs`]) and the peer
-//! comparison of `benches/peers/run` ([`peers`]). The PCP experiment's figures
-//! (`crate::experiment::charts`) are drawn with the same kinds.
+//! comparison of `benches/peers/run` ([`peers`]). The chart kinds are public: the experiments'
+//! figures (crate `sluice-experiments`) are drawn with them.
 //!
 //! Text is rendered with DejaVu Sans compiled into the binary (the `dejavu` crate) and
 //! registered with plotters' `ab_glyph` renderer on first use, so charts come out the same on a
@@ -18,14 +18,14 @@
 //! | [`ratios::RatioBars`] | [`ratios`]  | grouped ratio bars around 1.0 on a log2 axis        |
 //! | [`panels::BarPanels`] | [`panels`]  | a grid of bar panels, each with its own unit         |
 
-pub(crate) mod bars;
-pub(crate) mod columns;
-pub(crate) mod lines;
-pub(crate) mod panels;
+pub mod bars;
+pub mod columns;
+pub mod lines;
+pub mod panels;
 pub mod peers;
-pub(crate) mod ratios;
+pub mod ratios;
 pub mod runs;
-pub(crate) mod xy;
+pub mod xy;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -38,11 +38,11 @@ pub use peers::write_peer_charts;
 pub use runs::{write_bench_charts, write_ycsb_charts};
 
 /// The font family every chart asks for; [`register_font`] maps it to DejaVu Sans.
-pub(crate) const FONT: &str = "sans-serif";
+pub const FONT: &str = "sans-serif";
 
 /// Registers DejaVu Sans (regular and bold) as [`FONT`], once per process. Every function
 /// that writes charts calls it first.
-pub(crate) fn register_font() -> Result<()> {
+pub fn register_font() -> Result<()> {
     static REGISTERED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     REGISTERED
         .get_or_init(|| {
@@ -63,7 +63,7 @@ fn register_font_bytes(style: FontStyle, bytes: &'static [u8]) -> std::result::R
 }
 
 /// A chart that can be drawn on any plotters backend.
-pub(crate) trait Chart {
+pub trait Chart {
     /// File name without extension.
     fn stem(&self) -> &str;
     /// Width and height in pixels.
@@ -73,10 +73,10 @@ pub(crate) trait Chart {
 }
 
 /// Drawing errors carry only their message: they are reported, never matched on.
-pub(crate) type DrawResult = std::result::Result<(), String>;
+pub type DrawResult = std::result::Result<(), String>;
 
 /// The area below a chart's bold caption, where the chart itself is drawn.
-pub(crate) fn under_caption<DB: DrawingBackend>(
+pub fn under_caption<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     caption: &str,
 ) -> std::result::Result<DrawingArea<DB, Shift>, String> {
@@ -89,7 +89,7 @@ const NOTE_LINE: u32 = 20;
 
 /// Writes `notes` as lines of small print along the bottom of `area` and returns the area
 /// above them, where the chart goes (all of `area` when there are no notes).
-pub(crate) fn notes_below<DB: DrawingBackend>(
+pub fn notes_below<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     notes: &[String],
 ) -> std::result::Result<DrawingArea<DB, Shift>, String> {
@@ -113,7 +113,7 @@ pub(crate) fn notes_below<DB: DrawingBackend>(
 /// Turns a plotters error into its message.
 /// The label under a segmented x axis's slot `x`: `label(i)` at the centre of slot `i`, nothing
 /// elsewhere (plotters also asks for the slots' edges).
-pub(crate) fn segment_label(
+pub fn segment_label(
     x: &plotters::prelude::SegmentValue<i32>,
     label: impl Fn(usize) -> Option<String>,
 ) -> String {
@@ -125,13 +125,13 @@ pub(crate) fn segment_label(
     }
 }
 
-pub(crate) fn msg<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
+pub fn msg<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
     e.to_string()
 }
 
 /// Renders one chart to `dir/<stem>.png` and `dir/<stem>.svg` (`dir` must exist). The font
 /// must be registered ([`register_font`]).
-pub(crate) fn render(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
+pub fn render(chart: &impl Chart, dir: &Path) -> Result<[PathBuf; 2]> {
     let png = dir.join(format!("{}.png", chart.stem()));
     let svg = dir.join(format!("{}.svg", chart.stem()));
     let failed = |path: &Path, e: String| Error::io(path, std::io::Error::other(e));
@@ -154,7 +154,7 @@ fn draw_on<DB: DrawingBackend>(chart: &impl Chart, root: &DrawingArea<DB, Shift>
 }
 
 /// A stable colour per executor, so an executor looks the same in every chart.
-pub(crate) fn executor_color(executor: &str) -> RGBColor {
+pub fn executor_color(executor: &str) -> RGBColor {
     match executor {
         "sequential" => RGBColor(80, 80, 80),
         "pipelined" => RGBColor(31, 119, 180),
@@ -165,9 +165,7 @@ pub(crate) fn executor_color(executor: &str) -> RGBColor {
 }
 
 /// A legend entry per executor, in the set's order, coloured as [`executor_color`] colours it.
-pub(crate) fn executor_legend(
-    executors: std::collections::BTreeSet<String>,
-) -> Vec<(String, RGBColor)> {
+pub fn executor_legend(executors: std::collections::BTreeSet<String>) -> Vec<(String, RGBColor)> {
     executors
         .into_iter()
         .map(|x| {
@@ -178,7 +176,7 @@ pub(crate) fn executor_legend(
 }
 
 /// Tableau 10: distinct in print and for common colour blindness.
-pub(crate) const PALETTE: [RGBColor; 10] = [
+pub const PALETTE: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -192,12 +190,12 @@ pub(crate) const PALETTE: [RGBColor; 10] = [
 ];
 
 /// The `i`-th colour of [`PALETTE`], cycling.
-pub(crate) fn series_color(i: usize) -> RGBColor {
+pub fn series_color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
 /// `950`, `12k`, `1.5M`: a count or rate as an axis tick.
-pub(crate) fn si_text(v: f64) -> String {
+pub fn si_text(v: f64) -> String {
     let trim = |v: f64, unit: &str| {
         let s = format!("{v:.2}");
         let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -212,15 +210,23 @@ pub(crate) fn si_text(v: f64) -> String {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod testing {
-    //! Checks on written charts shared by the chart tests.
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing {
+    //! Checks on written charts shared by the chart tests, here and in the crates that draw with
+    //! these chart kinds (feature `test-support`).
     use std::collections::HashSet;
     use std::path::Path;
 
+    /// The PNG file at `path`, decoded; panics (failing the test) if it cannot be.
+    fn open(path: &Path) -> image::RgbaImage {
+        image::open(path)
+            .unwrap_or_else(|e| panic!("decoding the chart {}: {e}", path.display()))
+            .to_rgba8()
+    }
+
     /// Distinct RGBA values in a PNG file (stops counting at 64).
     pub fn distinct_colors(path: &Path) -> usize {
-        let img = image::open(path).unwrap().to_rgba8();
+        let img = open(path);
         let mut seen = HashSet::new();
         for p in img.pixels() {
             seen.insert(p.0);
@@ -233,7 +239,7 @@ pub(crate) mod testing {
 
     /// Pixels of a PNG file that are not white.
     pub fn ink_pixels(path: &Path) -> usize {
-        let img = image::open(path).unwrap().to_rgba8();
+        let img = open(path);
         img.pixels().filter(|p| p.0 != [255, 255, 255, 255]).count()
     }
 }

@@ -16,7 +16,7 @@ use super::{Chart, DrawResult, FONT, msg, notes_below, segment_label, si_text, u
 const Y_HEADROOM: f64 = 1.25;
 
 /// One bar of a panel.
-pub(crate) struct PanelBar {
+pub struct PanelBar {
     /// The x tick.
     pub label: String,
     pub color: RGBColor,
@@ -28,7 +28,7 @@ pub(crate) struct PanelBar {
 }
 
 /// One panel.
-pub(crate) struct BarPanel {
+pub struct BarPanel {
     pub title: String,
     /// Y axis description with unit.
     pub y_label: String,
@@ -36,7 +36,7 @@ pub(crate) struct BarPanel {
 }
 
 /// A grid of bar panels under one caption, filled row by row.
-pub(crate) struct BarPanels {
+pub struct BarPanels {
     pub stem: &'static str,
     pub size: (u32, u32),
     pub caption: String,

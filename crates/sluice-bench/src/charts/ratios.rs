@@ -19,7 +19,7 @@ const GROUP_PADDING: f64 = 0.12;
 const LEGEND_ROW: u32 = 40;
 
 /// One group of bars.
-pub(crate) struct RatioGroup {
+pub struct RatioGroup {
     /// The x tick.
     pub label: String,
     /// One ratio per series, in series order; `None`: not comparable (drawn as `n/a`).
@@ -27,7 +27,7 @@ pub(crate) struct RatioGroup {
 }
 
 /// A chart of grouped ratio bars.
-pub(crate) struct RatioBars {
+pub struct RatioBars {
     pub stem: &'static str,
     pub size: (u32, u32),
     pub caption: String,
@@ -152,7 +152,7 @@ const MAX_LOG2: f64 = 10.0;
 
 /// Whole powers of two around `ratios` in log2 units, with room for the text at the bars'
 /// ends: at least `-1..1` (0.5x to 2x), at most `-MAX_LOG2..MAX_LOG2`.
-pub(crate) fn log2_range<'a>(ratios: impl Iterator<Item = &'a f64>) -> (f64, f64) {
+pub fn log2_range<'a>(ratios: impl Iterator<Item = &'a f64>) -> (f64, f64) {
     let (lo, hi) = ratios
         .filter(|r| r.is_finite() && **r > 0.0)
         .map(|r| r.log2())
@@ -164,7 +164,7 @@ pub(crate) fn log2_range<'a>(ratios: impl Iterator<Item = &'a f64>) -> (f64, f64
 }
 
 /// `0.25×`, `1×`, `4×`: a ratio as a tick.
-pub(crate) fn ratio_text(r: f64) -> String {
+pub fn ratio_text(r: f64) -> String {
     let s = format!("{r:.3}");
     format!("{}×", s.trim_end_matches('0').trim_end_matches('.'))
 }

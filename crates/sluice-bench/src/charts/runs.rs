@@ -288,7 +288,7 @@ fn stage_profile(run: &Run<'_>) -> Breakdown {
 }
 
 /// `0`, `2.5`, `10`: seconds as a tick, decimals only where needed.
-pub(crate) fn seconds_text(s: f64) -> String {
+pub fn seconds_text(s: f64) -> String {
     let t = format!("{s:.2}");
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -20,7 +20,7 @@ const Y_HEADROOM: f64 = 1.35;
 const MAX_MARKED_POINTS: usize = 60;
 
 /// One line.
-pub(crate) struct XyLine {
+pub struct XyLine {
     /// Legend text.
     pub label: String,
     /// Stroke colour.
@@ -32,14 +32,14 @@ pub(crate) struct XyLine {
 
 /// How the x axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum XScale {
+pub enum XScale {
     Linear,
     /// Base 10.
     Log,
 }
 
 /// A single-panel chart of lines.
-pub(crate) struct XyChart {
+pub struct XyChart {
     pub stem: &'static str,
     pub size: (u32, u32),
     pub caption: String,

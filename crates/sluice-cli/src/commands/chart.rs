@@ -35,7 +35,7 @@ pub fn run(command: &ChartCommand, out: &mut dyn Write) -> CmdResult {
     match command {
         ChartCommand::Peers(args) => {
             let written = write_peer_charts(&args.results, &args.out)?;
-            super::bench::list_written(&args.out, &written, out)?;
+            super::list_written(&args.out, &written, out)?;
             Ok(())
         }
     }

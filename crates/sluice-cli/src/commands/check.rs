@@ -11,14 +11,24 @@
 
 use std::io::Write;
 
+use clap::Args;
 use serde_json::json;
 use sluice::{CheckReport, Error};
 
-use super::{Access, open};
-use crate::args::DbJsonArgs;
+use super::{Access, OpenArgs, open};
 use crate::failure::{CmdResult, Failure};
 
-pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
+/// `sluice check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &CheckArgs, out: &mut dyn Write) -> CmdResult {
     let db = match open(&args.db, Access::ReadOnly) {
         Ok(db) => db,
         Err(e) if e.is_corruption() => return failed(args.json, &e, out),

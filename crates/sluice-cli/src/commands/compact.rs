@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use sluice::compaction::remote::ShareReport;
@@ -14,10 +15,32 @@ use sluice::metrics::{PipelineStage, StageSeconds};
 use sluice::{CompactOptions, CompactProgress, Error, Options};
 use sluice_bench::delta::MetricsDelta;
 
-use super::{Access, open_with};
-use crate::args::CompactArgs;
+use super::{Access, OpenArgs, open_with};
+use crate::engine_flags::OffloadArgs;
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
+
+/// `sluice compact`. `--compaction-mode` (an engine flag) picks the executor of each
+/// compaction; with `--parallel` every piece runs on the parallel one.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// First key of the range (inclusive; default: the first key).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Last key of the range (inclusive, as RocksDB's CompactRange; default: the last key).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Split each level's compaction by data and run the pieces on every core.
+    #[arg(long)]
+    pub parallel: bool,
+    /// Print one JSON object instead of a line of text.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub offload: OffloadArgs,
+}
 
 /// One level's compaction, as `compact --json` reports it.
 #[derive(Clone, Debug, Serialize)]
@@ -166,13 +189,12 @@ impl Tracker {
 
 pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     let base = Options {
-        compaction_mode: args.compaction_mode,
         offload: args
             .offload
             .options()
             .map_err(Failure::Error)?
             .map(Into::into),
-        ..Options::default()
+        ..args.db.engine.options()
     };
     let db = open_with(&args.db, Access::Existing, base)?;
     let cancel = Arc::new(AtomicBool::new(false));

@@ -2,12 +2,52 @@
 
 use std::io::Write;
 
+use clap::Args;
 use sluice::{ReadOptions, WriteOptions};
 
-use super::{Access, open};
-use crate::args::{KeyArgs, PutArgs, ScanArgs};
+use super::{Access, OpenArgs, open};
 use crate::escape::escape;
 use crate::failure::{CmdResult, Failure};
+use crate::units::parse_size;
+
+/// `sluice put`.
+#[derive(Debug, Args)]
+pub struct PutArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+    /// Sync the write-ahead log before returning.
+    #[arg(long)]
+    pub sync: bool,
+}
+
+/// `sluice get` and `sluice delete`.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// The key.
+    pub key: String,
+}
+
+/// `sluice scan`.
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// First key (inclusive).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Stop before this key (exclusive).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+    /// Print at most N entries.
+    #[arg(long, value_name = "N", value_parser = parse_size)]
+    pub limit: Option<u64>,
+}
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
     let db = open(&args.db, Access::Create)?;

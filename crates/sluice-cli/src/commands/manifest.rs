@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use sluice::Error;
 use sluice::filename::read_current_file;
@@ -13,12 +14,35 @@ use sluice::version::Version;
 use sluice::version::edit::{FileMetaData, VersionEdit};
 use sluice::version::manifest::read_manifest;
 
-use crate::args::DbJsonArgs;
+use super::DbArg;
 use crate::escape::{internal_key, internal_key_json};
 use crate::failure::CmdResult;
 use crate::units::size;
 
-pub fn dump(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
+/// `sluice manifest`.
+#[derive(Debug, Subcommand)]
+pub enum ManifestCommand {
+    /// Print every version edit of the current MANIFEST, then the files per level they produce.
+    Dump(ManifestDumpArgs),
+}
+
+/// `sluice manifest dump`. No engine flags: it opens no database.
+#[derive(Debug, Args)]
+pub struct ManifestDumpArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: &ManifestCommand, out: &mut dyn Write) -> CmdResult {
+    match command {
+        ManifestCommand::Dump(args) => dump(args, out),
+    }
+}
+
+fn dump(args: &ManifestDumpArgs, out: &mut dyn Write) -> CmdResult {
     let dir = &args.db.db;
     let path = dir.join(read_current_file(dir)?);
     let contents = read_manifest(&path)?;

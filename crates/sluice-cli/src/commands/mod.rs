@@ -1,25 +1,30 @@
-//! The subcommands, one module each, and the way they open a database.
+//! The subcommands, one module each with its flags beside its code, and what they share: the
+//! way they open a database and report the files they wrote.
 
-mod bench;
+pub mod bench;
 pub mod chart;
-mod check;
-mod compact;
-mod kv;
-mod manifest;
-mod range;
+pub mod check;
+pub mod compact;
+pub mod experiment;
+pub mod kv;
+pub mod manifest;
+pub mod range;
 pub mod repair;
-mod sst;
-mod stats;
+pub mod sst;
+pub mod stats;
 pub mod stress;
 pub mod ycsb;
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
+use clap::Args;
 use sluice::filename::current_file_name;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::{Db, Options};
 
-use crate::args::{Command, DbArg, ManifestCommand, RangeCommand, SstCommand};
+use crate::args::Command;
+use crate::engine_flags::EngineArgs;
 use crate::failure::{CmdResult, Failure};
 
 /// Runs `command`, writing its output to `out`.
@@ -33,16 +38,37 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Stats(a) => stats::run(&a, out),
         Command::Check(a) => check::run(&a, out),
         Command::Repair(a) => repair::run(&a, out),
-        Command::Sst(SstCommand::Dump(a)) => sst::dump(&a, out),
-        Command::Manifest(ManifestCommand::Dump(a)) => manifest::dump(&a, out),
-        Command::Range(RangeCommand::Move(a)) => range::move_range(&a, out),
-        Command::Range(RangeCommand::Split(a)) => range::split(&a, out),
+        Command::Sst(c) => sst::run(&c, out),
+        Command::Manifest(c) => manifest::run(&c, out),
+        Command::Range(c) => range::run(&c, out),
         Command::Bench(a) => bench::run(&a, out),
+        Command::Experiment(c) => experiment::run(&c, out),
         Command::Ycsb(a) => ycsb::run(&a, out),
         Command::Stress(a) => stress::run(&a, out),
         Command::Chart(c) => chart::run(&c, out),
         Command::Worker(a) => sluice_worker::run(*a).map_err(Failure::Error),
     }
+}
+
+/// Where a database is: its directory and, if partitioned, its owners' directories.
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// Database directory.
+    #[arg(long, value_name = "DIR")]
+    pub db: PathBuf,
+    /// A partitioned database's owner directories, in owner order (repeat the flag for each
+    /// owner). The range map itself is in the MANIFEST.
+    #[arg(long = "owner-dir", value_name = "DIR")]
+    pub owner_dirs: Vec<PathBuf>,
+}
+
+/// A database a command opens: where it is, and the engine flags it is opened with.
+#[derive(Debug, Args)]
+pub struct OpenArgs {
+    #[command(flatten)]
+    pub at: DbArg,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// How a command uses the database it opens.
@@ -60,24 +86,26 @@ enum Access {
     ReadOnly,
 }
 
-/// Opens the database in `dir` with default options adjusted for `access`.
-fn open(db: &DbArg, access: Access) -> sluice::Result<Db> {
-    open_with(db, access, Options::default())
+/// Opens the database `target` names with its engine flags, adjusted for `access`.
+fn open(target: &OpenArgs, access: Access) -> sluice::Result<Db> {
+    open_with(target, access, target.engine.options())
 }
 
-/// Opens the database `db` names with `base` options adjusted for `access` and, with
+/// Opens the database `target` names with `base` options adjusted for `access` and, with
 /// `--owner-dir`, for its partitions. The CLI never balances: it inspects or edits the data.
-fn open_with(db: &DbArg, access: Access, base: Options) -> sluice::Result<Db> {
-    let dir = db.db.as_path();
+fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result<Db> {
+    let DbArg {
+        db: dir,
+        owner_dirs,
+    } = &target.at;
     if access != Access::Create && !current_file_name(dir).exists() {
         return Err(sluice::Error::InvalidArgument(format!(
             "no database in {} (it has no CURRENT file)",
             dir.display()
         )));
     }
-    let partitions = (!db.owner_dirs.is_empty()).then(|| PartitionOptions {
-        owners: db
-            .owner_dirs
+    let partitions = (!owner_dirs.is_empty()).then(|| PartitionOptions {
+        owners: owner_dirs
             .iter()
             .map(|dir| PartitionOwner {
                 dir: dir.clone(),
@@ -90,7 +118,7 @@ fn open_with(db: &DbArg, access: Access, base: Options) -> sluice::Result<Db> {
     });
     let options = Options {
         create_if_missing: access == Access::Create,
-        disable_auto_compactions: access != Access::Create,
+        disable_auto_compactions: access != Access::Create || base.disable_auto_compactions,
         partitions: partitions.or(base.partitions.clone()),
         ..base
     };
@@ -106,4 +134,23 @@ fn open_with(db: &DbArg, access: Access, base: Options) -> sluice::Result<Db> {
         }
         other => other,
     })
+}
+
+/// A fresh temporary directory named `prefix...`, for a command's database or scratch files.
+fn temp_dir(prefix: &str) -> Result<tempfile::TempDir, Failure> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))
+}
+
+/// `wrote N files to DIR:` and their names, one per line.
+fn list_written(dir: &Path, written: &[PathBuf], out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(out)?;
+    writeln!(out, "wrote {} files to {}:", written.len(), dir.display())?;
+    for path in written {
+        let name = path.file_name().unwrap_or(path.as_os_str());
+        writeln!(out, "  {}", name.to_string_lossy())?;
+    }
+    Ok(())
 }

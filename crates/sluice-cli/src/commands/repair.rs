@@ -5,13 +5,13 @@
 //! every dropped region and every file set aside in `lost/`. Status 2 if it could not be.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
-use sluice::{Options, RepairReport};
+use sluice::RepairReport;
 
-use crate::args::DbArg;
+use super::DbArg;
+use crate::engine_flags::EngineArgs;
 use crate::failure::CmdResult;
 use crate::units::size;
 
@@ -20,10 +20,10 @@ use crate::units::size;
 pub struct RepairArgs {
     #[command(flatten)]
     pub db: DbArg,
-    /// A data directory of the database (`Options::data_dirs`), in order; repeat the flag for
-    /// each. Tables there are repaired too.
-    #[arg(long = "data-dir", value_name = "DIR")]
-    pub data_dirs: Vec<PathBuf>,
+    /// The options the rebuilt tables are written with; `--data-dir` (`--data-dirs`) names
+    /// the database's data directories, in order, whose tables are repaired too.
+    #[command(flatten)]
+    pub engine: EngineArgs,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -36,11 +36,7 @@ pub fn run(args: &RepairArgs, out: &mut dyn Write) -> CmdResult {
         )
         .into());
     }
-    let options = Options {
-        data_dirs: args.data_dirs.clone(),
-        ..Options::default()
-    };
-    let report = sluice::repair(&args.db.db, options)?;
+    let report = sluice::repair(&args.db.db, args.engine.options())?;
     if args.json {
         writeln!(out, "{}", report_json(&report))?;
     } else {

@@ -2,8 +2,10 @@
 //! every entry. Reads the file directly; no database is opened.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use sluice_sst::InternalIterator;
 use sluice_sst::format::BlockHandle;
@@ -12,12 +14,37 @@ use sluice_sst::properties::{TableProperties, VALUE_SIZE_BUCKETS};
 use sluice_sst::table::{Table, TableReadOptions};
 use sluice_sst::{Error, Result};
 
-use crate::args::SstDumpArgs;
 use crate::escape::{escape, internal_key, internal_key_json, kind_name};
 use crate::failure::CmdResult;
 use crate::units::size;
 
-pub fn dump(args: &SstDumpArgs, out: &mut dyn Write) -> CmdResult {
+/// `sluice sst`.
+#[derive(Debug, Subcommand)]
+pub enum SstCommand {
+    /// Print a table's footer, properties and index summary (and, with --entries, every entry).
+    Dump(SstDumpArgs),
+}
+
+/// `sluice sst dump`.
+#[derive(Debug, Args)]
+pub struct SstDumpArgs {
+    /// The table file.
+    pub file: PathBuf,
+    /// Also list every entry: key, sequence number, kind and value length.
+    #[arg(long)]
+    pub entries: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: &SstCommand, out: &mut dyn Write) -> CmdResult {
+    match command {
+        SstCommand::Dump(args) => dump(args, out),
+    }
+}
+
+fn dump(args: &SstDumpArgs, out: &mut dyn Write) -> CmdResult {
     let table = Table::open(&args.file, 0, TableReadOptions::default())?;
     if args.json {
         let mut v = summary_json(&table);

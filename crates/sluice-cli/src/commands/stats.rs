@@ -8,17 +8,27 @@
 
 use std::io::Write;
 
+use clap::Args;
 use serde_json::{Value, json};
 use sluice::Metrics;
 use sluice::metrics::JobMetrics;
 use sluice_bench::report::{pipeline_line, stage_profile_line};
 
-use super::{Access, open};
-use crate::args::DbJsonArgs;
+use super::{Access, OpenArgs, open};
 use crate::failure::CmdResult;
 use crate::units::size;
 
-pub fn run(args: &DbJsonArgs, out: &mut dyn Write) -> CmdResult {
+/// `sluice stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
     let db = open(&args.db, Access::ReadOnly)?;
     let m = db.metrics();
     db.close()?;

@@ -20,9 +20,9 @@ use sluice_bench::charts::write_ycsb_charts;
 use sluice_bench::ycsb::report::phase_table;
 use sluice_bench::ycsb::{Distribution, Workload, YcsbConfig, YcsbReport, dump_ops, run_ycsb};
 
-use crate::args::Compression;
+use crate::engine_flags::EngineArgs;
 use crate::failure::{CmdResult, Failure};
-use crate::units::{parse_size, parse_u32, parse_usize};
+use crate::units::{parse_size, parse_usize};
 
 /// `sluice ycsb`: counts and sizes accept `_` separators and K/M/G (binary) suffixes.
 #[derive(Debug, Args)]
@@ -64,18 +64,6 @@ pub struct YcsbArgs {
     /// Sync the write-ahead log on every write.
     #[arg(long)]
     pub sync: bool,
-    /// Data block compression.
-    #[arg(long, value_enum, default_value_t = Compression::Lz4)]
-    pub compression: Compression,
-    /// Memtable size.
-    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().write_buffer_size)]
-    pub write_buffer_size: usize,
-    /// Bloom filter bits per key (0: no filters).
-    #[arg(long, value_name = "N", value_parser = parse_u32, default_value_t = Options::default().bloom_bits_per_key)]
-    pub bloom_bits: u32,
-    /// Block cache capacity (0: no cache).
-    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
-    pub cache_size: usize,
     /// Print one JSON object instead of tables.
     #[arg(long)]
     pub json: bool,
@@ -90,6 +78,8 @@ pub struct YcsbArgs {
     /// (benches/peers/STREAM.md section 8.4). Workloads a, b, c and f, zipfian, one thread.
     #[arg(long, value_name = "N", value_parser = parse_size, conflicts_with_all = ["load", "run", "db", "out", "json"])]
     pub dump_ycsb_ops: Option<u64>,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 fn parse_workload(s: &str) -> Result<Workload, String> {
@@ -115,17 +105,6 @@ fn config(args: &YcsbArgs) -> YcsbConfig {
     }
 }
 
-fn options(args: &YcsbArgs, must_exist: bool) -> Options {
-    Options {
-        create_if_missing: !must_exist,
-        compression: args.compression.into(),
-        write_buffer_size: args.write_buffer_size,
-        bloom_bits_per_key: args.bloom_bits,
-        block_cache_bytes: args.cache_size,
-        ..Options::default()
-    }
-}
-
 pub fn run(args: &YcsbArgs, out: &mut dyn Write) -> CmdResult {
     let config = config(args);
     if let Some(first) = args.dump_ycsb_ops {
@@ -142,10 +121,7 @@ pub fn run(args: &YcsbArgs, out: &mut dyn Write) -> CmdResult {
     let (dir, temp) = match &args.db {
         Some(dir) => (dir.clone(), None),
         None => {
-            let temp = tempfile::Builder::new()
-                .prefix("sluice-ycsb-")
-                .tempdir()
-                .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+            let temp = super::temp_dir("sluice-ycsb-")?;
             (temp.path().to_path_buf(), Some(temp))
         }
     };
@@ -164,7 +140,7 @@ pub fn run(args: &YcsbArgs, out: &mut dyn Write) -> CmdResult {
     if let Some(out_dir) = &args.out {
         let written = write_outputs(&report, out_dir)?;
         if !args.json {
-            super::bench::list_written(out_dir, &written, out)?;
+            super::list_written(out_dir, &written, out)?;
         }
     }
     Ok(())
@@ -195,7 +171,10 @@ fn run_in(
             dir.display()
         )));
     }
-    let options = options(args, must_exist);
+    let options = Options {
+        create_if_missing: !must_exist,
+        ..args.engine.options()
+    };
     options.validate()?;
     let db = Db::open(dir, options)?;
     let stop = Arc::new(AtomicBool::new(false));

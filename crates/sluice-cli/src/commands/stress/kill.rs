@@ -19,7 +19,7 @@ use rand::Rng;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use sluice::Db;
-use sluice_bench::experiment::copro::workers::{
+use sluice_experiments::workers::{
     WorkerProgram, WorkerSet, WorkerSettings, WorkerSpec, write_secret_file,
 };
 use sluice_offload::OffloadOptions;

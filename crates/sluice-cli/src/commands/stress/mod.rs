@@ -184,10 +184,7 @@ pub fn run(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
     let (db, temp) = match &args.db {
         Some(db) => (db.clone(), None),
         None => {
-            let temp = tempfile::Builder::new()
-                .prefix("sluice-stress-")
-                .tempdir()
-                .map_err(|e| Failure::Error(format!("creating a temporary directory: {e}")))?;
+            let temp = super::temp_dir("sluice-stress-")?;
             (temp.path().join("db"), Some(temp))
         }
     };

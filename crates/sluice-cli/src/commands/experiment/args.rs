@@ -1,0 +1,128 @@
+//! `sluice experiment`'s flags: one subcommand per experiment, each taking only the flags it
+//! uses, with the experiment's own defaults (from `sluice_experiments`' configurations).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+use sluice_experiments::PcpConfig;
+use sluice_experiments::copro::CoproConfig;
+use sluice_experiments::mstore::MstoreConfig;
+
+use crate::engine_flags::Compression;
+use crate::units::{parse_size, parse_usize};
+
+/// Which experiment. Each runs on fresh temporary databases (under $TMPDIR, always removed)
+/// and prints a table, or with --json its whole JSON document. Counts and sizes accept `_`
+/// separators and K/M/G (binary) suffixes.
+#[derive(Debug, Subcommand)]
+pub enum ExperimentCommand {
+    /// The PCP paper's compaction figures: the step breakdown, SCP vs PCP vs the parallel and
+    /// streaming executors by data set size, sub-task size, threads and data directories.
+    Pcp(PcpArgs),
+    /// The CoPro paper's comparison of host only, Co-KV, CoPro, CoPro+ and the dynamic split
+    /// (fillrandom and YCSB A at 100 B to 64 KiB values), with `sluice worker` processes it
+    /// starts itself.
+    Copro(CoproArgs),
+    /// The MStore paper's MStore-basic against MStore (storage and compaction-load balancing): one
+    /// owner directory and `sluice worker` per --workers, zipfian writes hot in owner 0's
+    /// ranges, a reader checking a reference set throughout.
+    Mstore(MstoreArgs),
+}
+
+/// The flags every experiment takes.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Bytes per key (zero-padded decimal key numbers).
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value = "16")]
+    pub key_size: usize,
+    /// Data block compression.
+    #[arg(long, value_enum, default_value_t = Compression::Lz4)]
+    pub compression: Compression,
+    /// Seed of the key and value generators.
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value = "301")]
+    pub seed: u64,
+    /// Measure every data point K times and report the median run.
+    #[arg(long, value_name = "K", value_parser = parse_usize, default_value = "1")]
+    pub repeat: usize,
+    /// Print the experiment's whole JSON document instead of its table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write <NAME>.json and the experiment's figures (PNG and SVG) into DIR, creating it
+    /// if needed.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+/// `sluice experiment pcp`.
+#[derive(Debug, Args)]
+pub struct PcpArgs {
+    /// Entries of the largest data set (the others are fractions of it).
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value_t = PcpConfig::default().num)]
+    pub num: u64,
+    /// Bytes per value of the figures that do not vary it.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = PcpConfig::default().value_size)]
+    pub value_size: usize,
+    /// Compactions read and write with direct I/O (O_DIRECT), bypassing the page cache.
+    #[arg(long)]
+    pub direct_io: bool,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// `sluice experiment copro`.
+#[derive(Debug, Args)]
+pub struct CoproArgs {
+    /// Data volume of each run: N x 64 bytes, whatever the value size (a larger value means
+    /// fewer entries).
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value_t = CoproArgs::DEFAULT_NUM)]
+    pub num: u64,
+    /// Worker processes started for each offloaded run.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = CoproConfig::default().workers)]
+    pub workers: usize,
+    /// Emulate a device CPU F times slower than the host's (each worker sleeps (F - 1) x its
+    /// CPU time per share), at least 1.0.
+    #[arg(long, value_name = "F", default_value_t = CoproConfig::default().throttle)]
+    pub throttle: f64,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl CoproArgs {
+    /// `--num` unless given: the configuration's default data volume.
+    pub const DEFAULT_NUM: u64 = 1_000_000;
+}
+
+/// `sluice experiment mstore`.
+#[derive(Debug, Args)]
+pub struct MstoreArgs {
+    /// Zipfian writes of each variant.
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value_t = MstoreConfig::default().num)]
+    pub num: u64,
+    /// Bytes per value.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = MstoreConfig::default().value_size)]
+    pub value_size: usize,
+    /// Owners, each with its own directory and worker process.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = MstoreConfig::default().workers)]
+    pub workers: usize,
+    /// Emulate device CPUs F times slower than the host's, at least 1.0 (the document's
+    /// devices are embedded boards).
+    #[arg(long, value_name = "F", default_value_t = MstoreConfig::default().throttle)]
+    pub throttle: f64,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use sluice_experiments::copro::BYTES_PER_NUM;
+
+    use super::*;
+
+    #[test]
+    fn copro_default_num_is_its_configurations_data_volume() {
+        assert_eq!(
+            CoproArgs::DEFAULT_NUM * BYTES_PER_NUM,
+            CoproConfig::default().data_bytes
+        );
+    }
+}

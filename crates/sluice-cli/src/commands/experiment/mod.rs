@@ -1,0 +1,140 @@
+//! `experiment`: runs one of `sluice_experiments`' reproductions with the flags it takes
+//! ([`args`]) and presents it: the table (or with `--json` the JSON document) on stdout, and
+//! with `--out DIR` the JSON and the figures in DIR. `sluice bench --experiment NAME` arrives
+//! here too, its flags turned into the same [`ExperimentCommand`].
+//!
+//! Experiments keep their databases in a temporary directory that is always removed; those
+//! that offload start this executable's `worker` subcommand as their workers.
+
+mod args;
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use sluice_experiments::workers::WorkerProgram;
+use sluice_experiments::{PcpConfig, copro, mstore, run_pcp, table, write_outputs};
+
+pub use args::{CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs};
+
+use super::{list_written, temp_dir};
+use crate::failure::{CmdResult, Failure};
+
+/// Runs the experiment `command` names.
+pub fn run(command: &ExperimentCommand, out: &mut dyn Write) -> CmdResult {
+    match command {
+        ExperimentCommand::Pcp(args) => pcp(args, out),
+        ExperimentCommand::Copro(args) => copro(args, out),
+        ExperimentCommand::Mstore(args) => mstore(args, out),
+    }
+}
+
+fn pcp(args: &PcpArgs, out: &mut dyn Write) -> CmdResult {
+    let c = &args.common;
+    let config = PcpConfig {
+        num: args.num,
+        key_size: c.key_size,
+        value_size: args.value_size,
+        compression: c.compression.into(),
+        seed: c.seed,
+        repeat: c.repeat,
+        direct_io: args.direct_io,
+        progress: std::io::stderr().is_terminal(),
+        ..PcpConfig::default()
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| run_pcp(&config, scratch))?;
+    present(c, out, report.to_json(), table::render(&report), |dir| {
+        write_outputs(&report, dir)
+    })
+}
+
+fn copro(args: &CoproArgs, out: &mut dyn Write) -> CmdResult {
+    let c = &args.common;
+    let config = copro::CoproConfig {
+        data_bytes: copro::CoproConfig::data_bytes_for_num(args.num),
+        key_size: c.key_size,
+        workers: args.workers,
+        throttle: args.throttle,
+        compression: c.compression.into(),
+        seed: c.seed,
+        repeat: c.repeat,
+        progress: std::io::stderr().is_terminal(),
+        worker_program: this_worker()?,
+        ..copro::CoproConfig::default()
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| copro::run_copro(&config, scratch))?;
+    present(
+        c,
+        out,
+        report.to_json(),
+        copro::table::render(&report),
+        |dir| copro::write_outputs(&report, dir),
+    )
+}
+
+fn mstore(args: &MstoreArgs, out: &mut dyn Write) -> CmdResult {
+    let c = &args.common;
+    let config = mstore::MstoreConfig {
+        num: args.num,
+        key_size: c.key_size,
+        value_size: args.value_size,
+        workers: args.workers,
+        throttle: args.throttle,
+        compression: c.compression.into(),
+        seed: c.seed,
+        repeat: c.repeat,
+        progress: std::io::stderr().is_terminal(),
+        worker_program: this_worker()?,
+        ..mstore::MstoreConfig::default()
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| mstore::run_mstore(&config, scratch))?;
+    present(
+        c,
+        out,
+        report.to_json(),
+        mstore::table::render(&report),
+        |dir| mstore::write_outputs(&report, dir),
+    )
+}
+
+/// This `sluice` executable's `worker` subcommand, which the offloading experiments start.
+fn this_worker() -> Result<WorkerProgram, Failure> {
+    std::env::current_exe()
+        .map(WorkerProgram::sluice)
+        .map_err(|e| Failure::Error(format!("cannot find the sluice executable: {e}")))
+}
+
+/// Prints an experiment's JSON (with --json) or table, then writes its files into --out.
+fn present(
+    args: &CommonArgs,
+    out: &mut dyn Write,
+    json: String,
+    table: String,
+    write: impl FnOnce(&Path) -> sluice::Result<Vec<PathBuf>>,
+) -> CmdResult {
+    if args.json {
+        writeln!(out, "{json}")?;
+    } else {
+        write!(out, "{table}")?;
+    }
+    out.flush()?;
+    if let Some(dir) = &args.out {
+        let written = write(dir)?;
+        if !args.json {
+            list_written(dir, &written, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs `f` in a fresh temporary directory, removed afterwards whatever the outcome.
+fn in_scratch<T>(f: impl FnOnce(&Path) -> sluice::Result<T>) -> Result<T, Failure> {
+    let scratch = temp_dir("sluice-experiment-")?;
+    let outcome = f(scratch.path());
+    if let Err(e) = scratch.close() {
+        tracing::warn!(error = %e, "could not remove the experiment's temporary directory");
+    }
+    Ok(outcome?)
+}

@@ -1,0 +1,235 @@
+//! The flags that say how a database is opened, shared by every command that opens one, and
+//! the one place that turns them into [`Options`].
+//!
+//! [`EngineArgs`] is flattened into each such command (`bench`, `ycsb`, `compact`, `put`,
+//! `get`, `delete`, `scan`, `stats`, `check`, `repair`, `range`); a flag a command does not
+//! give keeps `Options::default()`, so `sluice get` opens a database exactly as an application
+//! with default options would. [`OffloadArgs`] (the `--worker` flags) is its own group, flattened
+//! only where compactions run long enough to share (`bench`, `compact`).
+//!
+//! The engine flags come in two groups because experiments tell them apart: `--compression` and
+//! `--direct-io` describe the data and the I/O an experiment also runs with, while everything in
+//! [`TuningArgs`] (sizes, triggers, executors, directories) is chosen by an experiment per data
+//! point, so `sluice bench --experiment` refuses the whole [`TUNING`] group at once.
+
+mod offload;
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use sluice::options::CompactionMode;
+use sluice::{CompressionType, Options, RateLimiter};
+
+pub use offload::{OFFLOAD, OffloadArgs};
+
+use crate::units::{parse_size, parse_u32, parse_usize};
+
+/// The clap group id of [`TuningArgs`], for `conflicts_with`.
+pub const TUNING: &str = "tuning";
+
+/// How a database is opened: the engine's options, as flags. Counts and sizes accept `_`
+/// separators and K/M/G (binary) suffixes.
+#[derive(Clone, Debug, Args)]
+#[command(next_help_heading = "Engine options")]
+pub struct EngineArgs {
+    /// Data block compression.
+    #[arg(long, value_enum, default_value_t = Compression::Lz4)]
+    pub compression: Compression,
+    /// Flushes and compactions read and write with direct I/O (O_DIRECT), bypassing the page
+    /// cache (RocksDB's use_direct_io_for_flush_and_compaction). Also applies to the pcp
+    /// experiment.
+    #[arg(long)]
+    pub direct_io: bool,
+    #[command(flatten)]
+    pub tuning: TuningArgs,
+}
+
+/// The engine's sizes, triggers, executors and directories.
+#[derive(Clone, Debug, Args)]
+#[group(id = TUNING, multiple = true)]
+#[command(next_help_heading = "Engine options")]
+pub struct TuningArgs {
+    /// Memtable size.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().write_buffer_size)]
+    pub write_buffer_size: usize,
+    /// Size at which compaction outputs are cut (L1's target grows to at least this).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().target_file_size_base)]
+    pub target_file_size: u64,
+    /// Uncompressed data block size.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_size)]
+    pub block_size: usize,
+    /// Bloom filter bits per key (0: no filters).
+    #[arg(long, value_name = "N", value_parser = parse_u32, default_value_t = Options::default().bloom_bits_per_key)]
+    pub bloom_bits: u32,
+    /// Block cache capacity (0: no cache).
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
+    pub cache_size: usize,
+    /// Turn off automatic compactions (flushes still happen). Commands that maintain or read
+    /// an existing database never start them anyway.
+    #[arg(long)]
+    pub disable_auto_compactions: bool,
+    /// How each compaction is scheduled: sequential (SCP), pipelined (PCP), parallel (C-PPCP),
+    /// streaming (the in-storage compaction paper's decoder/comparator/encoder stages) or auto (chosen per
+    /// compaction from the measured step times).
+    #[arg(long, value_name = "MODE", default_value_t = Options::default().compaction_mode)]
+    pub compaction_mode: CompactionMode,
+    /// Compute threads of the parallel compaction executor.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_threads)]
+    pub compaction_threads: usize,
+    /// Automatic compactions that may run at once on disjoint files and key ranges.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().max_concurrent_compactions)]
+    pub max_concurrent_compactions: usize,
+    /// Sub-tasks that may wait between two stages of the pipelined, parallel and streaming
+    /// executors.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_queue_depth)]
+    pub compaction_queue_depth: usize,
+    /// Input bytes per compaction sub-task.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().sub_task_bytes)]
+    pub sub_task_bytes: u64,
+    /// L0 depth (sublevels) that starts an L0 compaction.
+    #[arg(long = "level0-file-num-compaction-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_compaction_trigger)]
+    pub l0_compaction_trigger: usize,
+    /// L0 depth at which each write is delayed.
+    #[arg(long = "level0-slowdown-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_slowdown_writes_trigger)]
+    pub l0_slowdown_writes_trigger: usize,
+    /// L0 depth at which writes stop until compaction catches up.
+    #[arg(long = "level0-stop-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_stop_writes_trigger)]
+    pub l0_stop_writes_trigger: usize,
+    /// L0 files that start an L0 compaction however shallow L0 is (Pebble's
+    /// L0CompactionFileThreshold).
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_compaction_file_threshold)]
+    pub l0_compaction_file_threshold: usize,
+    /// Cut flushes at L1 file boundaries at most once per this many bytes of L1 (Pebble's
+    /// FlushSplitBytes; 0: never).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().l0_flush_split_bytes)]
+    pub l0_flush_split_bytes: u64,
+    /// Extra data directories, one per storage device (S-PPCP), in order: new tables are dealt
+    /// over the database directory and these. A database created with them must be opened
+    /// (and repaired) with the same list. Comma-separated, or the flag repeated (also spelt
+    /// --data-dir).
+    #[arg(
+        long,
+        visible_alias = "data-dir",
+        value_name = "DIR",
+        value_delimiter = ','
+    )]
+    pub data_dirs: Vec<PathBuf>,
+    /// Limit the bytes per second flushes and compactions write, with K/M/G suffixes (RocksDB's
+    /// rate_limiter); 0: no limit.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "0")]
+    pub rate_limit: u64,
+}
+
+impl EngineArgs {
+    /// The engine options these flags give; every option without a flag keeps its default,
+    /// and so does every flag not given. Whether the database is created, and offload, are
+    /// the command's to set.
+    pub fn options(&self) -> Options {
+        let defaults = Options::default();
+        let t = &self.tuning;
+        Options {
+            compression: self.compression.into(),
+            use_direct_io_for_flush_and_compaction: self.direct_io,
+            write_buffer_size: t.write_buffer_size,
+            target_file_size_base: t.target_file_size,
+            // L1 must hold at least one output file.
+            max_bytes_for_level_base: defaults.max_bytes_for_level_base.max(t.target_file_size),
+            block_size: t.block_size,
+            bloom_bits_per_key: t.bloom_bits,
+            block_cache_bytes: t.cache_size,
+            disable_auto_compactions: t.disable_auto_compactions,
+            compaction_mode: t.compaction_mode,
+            compaction_threads: t.compaction_threads,
+            compaction_queue_depth: t.compaction_queue_depth,
+            max_concurrent_compactions: t.max_concurrent_compactions,
+            sub_task_bytes: t.sub_task_bytes,
+            l0_compaction_trigger: t.l0_compaction_trigger,
+            l0_slowdown_writes_trigger: t.l0_slowdown_writes_trigger,
+            l0_stop_writes_trigger: t.l0_stop_writes_trigger,
+            l0_compaction_file_threshold: t.l0_compaction_file_threshold,
+            l0_flush_split_bytes: t.l0_flush_split_bytes,
+            data_dirs: t.data_dirs.clone(),
+            rate_limiter: (t.rate_limit > 0).then(|| RateLimiter::new(t.rate_limit)),
+            ..defaults
+        }
+    }
+}
+
+/// Block compression, as named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Compression {
+    None,
+    Lz4,
+    Snappy,
+    Zstd,
+}
+
+impl From<Compression> for CompressionType {
+    fn from(c: Compression) -> Self {
+        match c {
+            Compression::None => CompressionType::None,
+            Compression::Lz4 => CompressionType::Lz4,
+            Compression::Snappy => CompressionType::Snappy,
+            Compression::Zstd => CompressionType::Zstd,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        engine: EngineArgs,
+    }
+
+    fn options(args: &[&str]) -> Options {
+        let mut argv = vec!["x"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).unwrap().engine.options()
+    }
+
+    #[test]
+    fn no_flags_are_the_default_options() {
+        let (got, want) = (options(&[]), Options::default());
+        // Options has no PartialEq (it holds a rate limiter); its Debug form says it all.
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+    }
+
+    #[test]
+    fn flags_reach_their_options() {
+        let o = options(&[
+            "--compression",
+            "zstd",
+            "--direct-io",
+            "--write-buffer-size",
+            "1M",
+            "--target-file-size",
+            "512M",
+            "--level0-stop-writes-trigger",
+            "50",
+            "--compaction-mode",
+            "parallel",
+            "--data-dirs",
+            "a,b",
+            "--data-dir",
+            "c",
+            "--rate-limit",
+            "10M",
+        ]);
+        assert_eq!(o.compression, CompressionType::Zstd);
+        assert!(o.use_direct_io_for_flush_and_compaction);
+        assert_eq!(o.write_buffer_size, 1 << 20);
+        assert_eq!(o.target_file_size_base, 512 << 20);
+        assert_eq!(o.max_bytes_for_level_base, 512 << 20);
+        assert_eq!(o.l0_stop_writes_trigger, 50);
+        assert_eq!(o.compaction_mode, CompactionMode::Parallel);
+        let dirs: Vec<PathBuf> = ["a", "b", "c"].into_iter().map(PathBuf::from).collect();
+        assert_eq!(o.data_dirs, dirs);
+        assert!(o.rate_limiter.is_some());
+    }
+}

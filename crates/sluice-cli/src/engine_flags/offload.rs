@@ -1,0 +1,161 @@
+//! The flags that send compactions to workers (`sluice worker`), shared by `bench` and
+//! `compact`: their own group beside the engine flags, turned into `Options::offload`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use sluice::CompactionMode;
+use sluice_offload::{OffloadOptions, Secret, Split, VerifyOutputs};
+
+use crate::units::parse_size;
+
+/// The clap group id of [`OffloadArgs`], for `conflicts_with`.
+pub const OFFLOAD: &str = "offload";
+
+/// Compaction offload to worker processes.
+#[derive(Clone, Debug, Args)]
+#[group(id = OFFLOAD, multiple = true)]
+#[command(next_help_heading = "Offload to compaction workers")]
+pub struct OffloadArgs {
+    /// Share big compactions with the compaction worker at ADDR (host:port); repeat for more
+    /// workers. Each must serve this database's directories (`sluice worker --root`).
+    #[arg(long = "worker", value_name = "ADDR")]
+    pub workers: Vec<String>,
+    /// File holding the secret shared with the workers.
+    #[arg(long, value_name = "FILE", requires = "workers")]
+    pub worker_secret_file: Option<PathBuf>,
+    /// How a compaction is shared: `static` (Co-KV: half to the host), `static:RATIO` (the
+    /// host's share, 0 to 1) or `dynamic` (contiguous chunks handed out on demand, sized by
+    /// each side's measured bandwidth).
+    #[arg(long, value_name = "SPLIT", default_value = "static", value_parser = parse_split)]
+    pub split: Split,
+    /// The executor of the host's share: `decide` (the CoPro+ decision component), or
+    /// sequential, pipelined, parallel, streaming, auto (the engine's own choice).
+    #[arg(long, value_name = "MODE", default_value = "decide", value_parser = parse_mode_choice)]
+    pub host_mode: ModeChoice,
+    /// The executor of a worker's share: `decide` (the worker's decision component) or a mode.
+    #[arg(long, value_name = "MODE", default_value = "decide", value_parser = parse_mode_choice)]
+    pub worker_mode: ModeChoice,
+    /// Compactions with fewer input bytes stay on the host.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
+    pub offload_min_bytes: u64,
+    /// How far each worker's outputs are proven against the inputs before they are
+    /// installed: `none`, `digest` (counts and entry digests from properties alone),
+    /// `sample:K` (also K keys per worker share re-merged on the host) or `full` (every worker
+    /// share merged again on the host and compared byte for byte).
+    #[arg(long, value_name = "LEVEL", default_value = "digest", value_parser = parse_verify)]
+    pub verify_outputs: VerifyOutputs,
+    /// This database's name on the workers, when one worker serves several databases
+    /// (`sluice worker --root NAME=DIR`); by default the workers' unnamed roots.
+    #[arg(long, value_name = "NAME", default_value = "", requires = "workers")]
+    pub worker_database: String,
+}
+
+/// An executor, or "let the decision component choose" (`None`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModeChoice(pub Option<CompactionMode>);
+
+fn parse_mode_choice(s: &str) -> Result<ModeChoice, String> {
+    match s {
+        "decide" => Ok(ModeChoice(None)),
+        _ => s.parse().map(|m| ModeChoice(Some(m))),
+    }
+}
+
+fn parse_split(s: &str) -> Result<Split, String> {
+    s.parse()
+}
+
+fn parse_verify(s: &str) -> Result<VerifyOutputs, String> {
+    s.parse()
+}
+
+impl OffloadArgs {
+    /// The engine's offload settings, or `None` without `--worker`.
+    pub fn options(&self) -> Result<Option<OffloadOptions>, String> {
+        if self.workers.is_empty() {
+            return Ok(None);
+        }
+        let file = self
+            .worker_secret_file
+            .as_ref()
+            .ok_or("--worker needs --worker-secret-file")?;
+        let secret = Secret::from_file(file)?;
+        Ok(Some(OffloadOptions {
+            split: self.split,
+            host_mode: self.host_mode.0,
+            worker_mode: self.worker_mode.0,
+            min_offload_bytes: self.offload_min_bytes,
+            database: self.worker_database.clone(),
+            verify_outputs: self.verify_outputs,
+            ..OffloadOptions::new(self.workers.clone(), secret)
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        offload: OffloadArgs,
+    }
+
+    #[test]
+    fn flags_parse() {
+        let c = Cli::try_parse_from([
+            "x",
+            "--worker",
+            "127.0.0.1:1",
+            "--worker",
+            "127.0.0.1:2",
+            "--worker-secret-file",
+            "s",
+            "--split",
+            "static:0.3",
+            "--host-mode",
+            "pipelined",
+        ])
+        .unwrap();
+        assert_eq!(c.offload.workers.len(), 2);
+        assert_eq!(c.offload.split, Split::Static { host_share: 0.3 });
+        assert_eq!(
+            c.offload.host_mode,
+            ModeChoice(Some(CompactionMode::Pipelined))
+        );
+        assert_eq!(c.offload.worker_mode, ModeChoice(None));
+        let none = Cli::try_parse_from(["x"]).unwrap();
+        assert!(none.offload.options().unwrap().is_none());
+        assert!(Cli::try_parse_from(["x", "--split", "half"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--worker-secret-file", "s"]).is_err());
+    }
+
+    #[test]
+    fn a_worker_needs_a_readable_private_secret() {
+        use std::os::unix::fs::PermissionsExt;
+        let c = Cli::try_parse_from(["x", "--worker", "127.0.0.1:1"]).unwrap();
+        assert!(c.offload.options().is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("secret");
+        std::fs::write(&path, "0123456789abcdef0123").unwrap();
+        let c = Cli::try_parse_from([
+            "x",
+            "--worker",
+            "127.0.0.1:1",
+            "--worker-secret-file",
+            path.to_str().unwrap(),
+        ])
+        .unwrap();
+        // The host refuses a secret others can read, as the worker does.
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let err = c.offload.options().unwrap_err().to_string();
+        assert!(err.contains("chmod 600"), "{err}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let o = c.offload.options().unwrap().unwrap();
+        assert_eq!(o.workers, vec!["127.0.0.1:1".to_string()]);
+    }
+}
