@@ -161,7 +161,7 @@ pub(crate) fn write_level0_tables(
 /// a leftover is unreferenced and deleted as obsolete later.
 fn delete_tables(table_cache: &TableCache, metas: &[FileMetaData]) {
     for m in metas {
-        let _ = std::fs::remove_file(table_cache.table_path(m.dir_index, m.number));
+        let _ = table_cache.remove_file(m.dir_index, m.number);
     }
 }
 
