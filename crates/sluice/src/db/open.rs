@@ -184,6 +184,17 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
             wals: vec![(log_number, 0)],
             ..VersionEdit::default()
         };
+        // The replayed tables' names must be durable before a MANIFEST names them: the one
+        // created below syncs only the database directory, and tables may sit in data or owner
+        // directories. If we crash after the MANIFEST switch without this, it names tables a
+        // power failure took back, while the WALs they came from are no longer replayed.
+        let table_dirs: std::collections::BTreeSet<u32> =
+            new_files.iter().map(|f| f.dir_index).collect();
+        for index in table_dirs {
+            if let Some(d) = table_cache.dirs().get(index as usize) {
+                sync_dir(&*options.fs, d)?;
+            }
+        }
         for f in new_files {
             edit.new_files.push((0, f));
         }
