@@ -30,17 +30,35 @@ const DB: &str = "/data/db";
 /// One write: a batch of puts (`Some`) and deletes (`None`).
 type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
-/// Every third workload spreads its tables over two data directories, so crashes also test
-/// the syncs of directories other than the database's.
+/// Workloads rotate through layouts, so crashes also test the syncs of directories other than
+/// the database's: one table directory (rounds 0 and 1 of every 4), two data directories
+/// (round 2), or partitioned over three owners with ranges moving and splitting (round 3).
 fn options(fs: &MemFs, round: usize) -> Options {
     let modes = CompactionMode::ALL;
     Options {
         fs: Arc::new(fs.clone()),
-        data_dirs: if round % 3 == 2 {
+        data_dirs: if round % 4 == 2 {
             vec!["/data/d1".into(), "/data/d2".into()]
         } else {
             Vec::new()
         },
+        partitions: (round % 4 == 3).then(|| sluice::options::PartitionOptions {
+            owners: (0..3)
+                .map(|i| sluice::options::PartitionOwner {
+                    dir: format!("/data/owner{i}").into(),
+                    worker: None,
+                })
+                .collect(),
+            boundaries: (1..4)
+                .map(|r| format!("key{:04}", r * KEYS / 4).into_bytes())
+                .collect(),
+            initial_owners: Vec::new(),
+            balance: Some(sluice::partition::balance::BalanceOptions {
+                max_skew: 0.25,
+                min_bytes: 0,
+            }),
+            load_balance: None,
+        }),
         write_buffer_size: 64 << 10,
         target_file_size_base: 64 << 10,
         max_bytes_for_level_base: 256 << 10,
