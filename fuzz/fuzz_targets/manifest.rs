@@ -52,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
         }
     } else {
         std::fs::write(path, rest).expect("write scratch file");
-        if let Ok(contents) = read_manifest(path) {
+        if let Ok(contents) = read_manifest(&*sluice::fs::os_fs(), path) {
             assert!(!contents.edits.is_empty());
             replay(&contents.edits);
         }

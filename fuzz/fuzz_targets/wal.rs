@@ -6,7 +6,6 @@
 //! rest is the file. A seed corpus of real logs helps: `sluice bench --sync` writes them.
 #![no_main]
 
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -31,7 +30,9 @@ fuzz_target!(|data: &[u8]| {
     let path = scratch();
     std::fs::write(path, log).expect("write scratch file");
     for mode in WalRecoveryMode::ALL {
-        let file = File::open(path).expect("open scratch file");
+        let file = sluice::fs::os_fs()
+            .open_read(path, sluice::fs::IoMode::Buffered)
+            .expect("open scratch file");
         let synced = u64::from(knobs & 0x3f) * 512;
         let mut reader = LogReader::wal(file, path.clone(), mode, 7).synced_through(synced);
         if knobs & 0x40 != 0 {

@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use sluice_sst::compact::plan::CompactionPlan;
 use sluice_sst::compact::subtask::{PartialRead, assemble_sub_task, read_sub_task_part};
 use sluice_sst::compact::{CompactionSpec, StepTimes};
-use sluice_sst::fs::{FileSystem, IoMode, ReadFile, WriteFile};
+use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
 use sluice_sst::profile::thread_cpu_time;
 
 use super::Shared;
@@ -226,6 +226,30 @@ impl FileSystem for DirWriters {
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.inner.remove(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+        self.inner.list_dir(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
+        self.inner.metadata(path)
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path, mode)
     }
 }
 

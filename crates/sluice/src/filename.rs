@@ -13,10 +13,9 @@
 //! number. They are printed with at least six digits; parsing accepts any number of digits.
 //! See `docs/format/manifest.md`.
 
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use sluice_sst::fs::{FileSystem, IoMode};
 use sluice_sst::{Error, IoContext, Result};
 
 /// What a file in the database directory is.
@@ -101,42 +100,42 @@ fn parse_number(digits: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// Atomically points `CURRENT` at `MANIFEST-<manifest_number>`.
+/// Atomically points `CURRENT` at `MANIFEST-<manifest_number>`, through `fs`.
 ///
 /// Precondition: that manifest is complete and synced (its first record is the full state),
 /// and its directory entry is durable.
-pub fn set_current_file(dir: &Path, manifest_number: u64) -> Result<()> {
+pub fn set_current_file(fs: &dyn FileSystem, dir: &Path, manifest_number: u64) -> Result<()> {
     let contents = format!("{MANIFEST_PREFIX}{manifest_number:06}\n");
     let tmp = temp_file_name(dir, manifest_number);
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)
-        .with_path(&tmp)?;
-    file.write_all(contents.as_bytes()).with_path(&tmp)?;
-    file.sync_all().with_path(&tmp)?;
+    // The temporary's number is the manifest's, fresh, so nothing should be there; a leftover
+    // of a failed earlier attempt with this number is ours to replace (`create` refuses to
+    // write over anything).
+    match fs.remove(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io(&tmp, e)),
+        _ => {}
+    }
+    let mut file = fs.create(&tmp, IoMode::Buffered).with_path(&tmp)?;
+    file.append(contents.as_bytes()).with_path(&tmp)?;
+    file.sync().with_path(&tmp)?;
     drop(file);
     // If we crash here: CURRENT still names the previous manifest, which is intact; the
     // .dbtmp file is garbage that the next open deletes.
-    std::fs::rename(&tmp, current_file_name(dir)).with_path(&tmp)?;
+    fs.rename(&tmp, &current_file_name(dir)).with_path(&tmp)?;
     // If we crash here: the rename may or may not be durable, so CURRENT names either the old
     // or the new manifest, and both are complete. The new one is not yet guaranteed, which is
     // why the caller must not delete the old manifest before this function returns.
-    sync_dir(dir)?;
+    sync_dir(fs, dir)?;
     // From here on, CURRENT names the new manifest even after a power failure.
     Ok(())
 }
 
-/// Reads `CURRENT` and returns the manifest file name it holds (e.g. `MANIFEST-000005`),
-/// checking that it is exactly one well-formed manifest name followed by a newline.
-pub fn read_current_file(dir: &Path) -> Result<String> {
+/// Reads `CURRENT` through `fs` and returns the manifest file name it holds (e.g.
+/// `MANIFEST-000005`), checking that it is exactly one well-formed manifest name followed by a
+/// newline.
+pub fn read_current_file(fs: &dyn FileSystem, dir: &Path) -> Result<String> {
     let path = current_file_name(dir);
-    let mut contents = Vec::new();
     // A valid CURRENT is about 30 bytes; bound the read so garbage cannot exhaust memory.
-    File::open(&path)
-        .and_then(|f| f.take(256).read_to_end(&mut contents))
-        .with_path(&path)?;
+    let contents = fs.read_prefix(&path, 256).with_path(&path)?;
     let corrupt = |reason: &str| Error::corruption(&path, 0, format!("CURRENT {reason}"));
     let text = std::str::from_utf8(&contents).map_err(|_| corrupt("is not UTF-8"))?;
     let name = text
@@ -150,15 +149,43 @@ pub fn read_current_file(dir: &Path) -> Result<String> {
     }
 }
 
-/// `fsync`s a directory so that entries created, renamed or removed in it are durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).with_path(dir)
+/// `fsync`s a directory through `fs`, so that entries created, renamed or removed in it are
+/// durable.
+pub fn sync_dir(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    fs.sync_dir(dir).with_path(dir)
+}
+
+/// Creates `dir` and its missing ancestors, and makes each new directory's name durable by
+/// syncing its parent: otherwise a power failure could take back a directory into which
+/// synced files were already written (Pebble's `mkdirAllAndSyncParents`).
+pub fn create_dir_all_durably(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.as_os_str().is_empty() || fs.exists(d).with_path(d)? {
+            break;
+        }
+        missing.push(d);
+        at = d.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fs.create_dir_all(dir).with_path(dir)?;
+    // Outermost first, so each sync makes a name durable inside an already durable parent.
+    for d in missing.iter().rev() {
+        if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+            sync_dir(fs, parent)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use sluice_sst::fs::{MemFs, OsFileSystem};
 
     proptest! {
         #[test]
@@ -232,10 +259,16 @@ mod tests {
     #[test]
     fn current_switches_atomically_and_leaves_no_temp_file() {
         let dir = tempfile::tempdir().unwrap();
-        set_current_file(dir.path(), 3).unwrap();
-        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000003");
-        set_current_file(dir.path(), 1_000_001).unwrap();
-        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-1000001");
+        set_current_file(&OsFileSystem, dir.path(), 3).unwrap();
+        assert_eq!(
+            read_current_file(&OsFileSystem, dir.path()).unwrap(),
+            "MANIFEST-000003"
+        );
+        set_current_file(&OsFileSystem, dir.path(), 1_000_001).unwrap();
+        assert_eq!(
+            read_current_file(&OsFileSystem, dir.path()).unwrap(),
+            "MANIFEST-1000001"
+        );
         let mut names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -248,7 +281,7 @@ mod tests {
     fn malformed_current_is_corruption() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            read_current_file(dir.path()),
+            read_current_file(&OsFileSystem, dir.path()),
             Err(Error::Io { .. })
         ));
         for contents in [
@@ -261,8 +294,32 @@ mod tests {
             &[b'M'; 1000],
         ] {
             std::fs::write(current_file_name(dir.path()), contents).unwrap();
-            let err = read_current_file(dir.path()).unwrap_err();
+            let err = read_current_file(&OsFileSystem, dir.path()).unwrap_err();
             assert!(err.is_corruption(), "{contents:?}: {err}");
         }
+    }
+
+    #[test]
+    fn new_directories_survive_a_crash_once_created_durably() {
+        let fs = MemFs::new();
+        create_dir_all_durably(&fs, Path::new("/data/dbs/one")).unwrap();
+        let crashed = fs.crash_clone();
+        assert!(crashed.metadata(Path::new("/data/dbs/one")).unwrap().is_dir);
+        // Plain creation leaves the new names at the mercy of a crash.
+        fs.create_dir_all(Path::new("/data/dbs/two")).unwrap();
+        assert!(!fs.crash_clone().exists(Path::new("/data/dbs/two")).unwrap());
+        create_dir_all_durably(&fs, Path::new("/data/dbs/one")).unwrap();
+    }
+
+    #[test]
+    fn current_survives_a_crash_only_once_switched() {
+        let fs = MemFs::new();
+        create_dir_all_durably(&fs, Path::new("/db")).unwrap();
+        set_current_file(&fs, Path::new("/db"), 3).unwrap();
+        let crashed = fs.crash_clone();
+        assert_eq!(
+            read_current_file(&crashed, Path::new("/db")).unwrap(),
+            "MANIFEST-000003"
+        );
     }
 }

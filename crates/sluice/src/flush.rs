@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use sluice_sst::compact::subtask::encode_sub_task;
 use sluice_sst::compact::{OutputRules, OutputWriter, StepTimes};
-use sluice_sst::fs::Storage;
 use sluice_sst::profile::{StageProfile, Step, thread_cpu_time};
 use sluice_sst::table::TableContentBuilder;
 
@@ -134,7 +133,7 @@ pub(crate) fn write_level0_tables(
                     .map(|f| FileMetaData::of_new_table(f.number, piece.dir_index, &f.summary)),
             ),
             Err(e) => {
-                delete_tables(table_cache, &storage, &metas);
+                delete_tables(table_cache, &metas);
                 return Err(e.into());
             }
         }
@@ -152,11 +151,9 @@ pub(crate) fn write_level0_tables(
 
 /// Removes tables a failed flush already finished; nothing references them yet. Best effort:
 /// a leftover is unreferenced and deleted as obsolete later.
-fn delete_tables(table_cache: &TableCache, storage: &Storage, metas: &[FileMetaData]) {
+fn delete_tables(table_cache: &TableCache, metas: &[FileMetaData]) {
     for m in metas {
-        let _ = storage
-            .fs
-            .remove(&table_cache.table_path(m.dir_index, m.number));
+        let _ = table_cache.remove_file(m.dir_index, m.number);
     }
 }
 

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use sluice_sst::fs::{FileSystem, IoMode, ReadFile, WriteFile};
+use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
 
 /// How much time's worth of tokens the bucket holds.
 pub const REFILL_PERIOD: Duration = Duration::from_millis(100);
@@ -216,6 +216,30 @@ impl FileSystem for RateLimitedFs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.inner.remove(path)
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+        self.inner.list_dir(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.sync_dir(dir)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
+        self.inner.metadata(path)
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path, mode)
+    }
 }
 
 #[derive(Debug)]
@@ -232,6 +256,14 @@ impl WriteFile for RateLimitedFile {
 
     fn sync(&mut self) -> io::Result<()> {
         self.inner.sync()
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.inner.sync_data()
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_sst::cache::BlockCache;
-use sluice_sst::fs::{IoMode, Storage};
+use sluice_sst::fs::{FileSystem, IoMode, Storage};
 use sluice_sst::table::{Table, TableReadOptions};
 
 use crate::filename::table_file_name;
@@ -139,6 +139,17 @@ impl TableCache {
     /// Forgets table `number` (after it was deleted).
     pub fn evict(&self, number: u64) {
         self.tables.remove(&number);
+    }
+
+    /// The file system tables live on (`Options::fs`, without rate limiting).
+    pub fn fs(&self) -> &dyn FileSystem {
+        &*self.storage.fs
+    }
+
+    /// Removes table `number`'s file from directory `dir_index` (not its cache entry: see
+    /// [`TableCache::evict`]). Durable only once that directory is synced.
+    pub fn remove_file(&self, dir_index: u32, number: u64) -> std::io::Result<()> {
+        self.fs().remove(&self.table_path(dir_index, number))
     }
 
     /// The shared block cache, if enabled.

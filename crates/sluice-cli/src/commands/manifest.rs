@@ -44,8 +44,9 @@ pub fn run(command: &ManifestCommand, out: &mut dyn Write) -> CmdResult {
 
 fn dump(args: &ManifestDumpArgs, out: &mut dyn Write) -> CmdResult {
     let dir = &args.db.db;
-    let path = dir.join(read_current_file(dir)?);
-    let contents = read_manifest(&path)?;
+    let fs = sluice_sst::fs::os_fs();
+    let path = dir.join(read_current_file(&*fs, dir)?);
+    let contents = read_manifest(&*fs, &path)?;
     let edits = &contents.edits;
     let version = replay(&path, edits)?;
     if args.json {

@@ -1,4 +1,6 @@
-//! Direct I/O (`O_DIRECT`): reads and writes that bypass the page cache.
+//! Direct I/O (`O_DIRECT`): reads and writes that bypass the page cache. Linux only: other
+//! systems spell it differently (`F_NOCACHE` on macOS) or not at all, and there
+//! [`super::OsFileSystem`] refuses [`super::IoMode::Direct`] with `Unsupported`.
 //!
 //! The kernel accepts a direct transfer only when the buffer address, the length and the file
 //! offset are all multiples of the device's logical block size; [`DIRECT_IO_ALIGN`] (4 KiB)
@@ -23,18 +25,11 @@ use std::path::Path;
 
 use parking_lot::Mutex;
 
-use super::{ReadFile, WriteFile};
-
-/// Alignment of direct-I/O buffers, lengths and offsets.
-pub const DIRECT_IO_ALIGN: usize = 4096;
+use super::{DIRECT_IO_ALIGN, READAHEAD_BYTES, ReadFile, WriteFile};
 
 /// Bytes a direct writer collects before writing: 1 MiB, a size at which the device, not the
 /// system call, sets the pace.
 const WRITE_BUFFER_BYTES: usize = 1 << 20;
-
-/// Bytes a direct reader fetches when a read misses its window; a read larger than this goes
-/// to the device on its own.
-pub const READAHEAD_BYTES: usize = 2 << 20;
 
 const ALIGN: u64 = DIRECT_IO_ALIGN as u64;
 

@@ -4,8 +4,11 @@
 //! A [`Fault`] names an operation ([`FaultOp`]), the files it applies to (a substring of the
 //! path, such as `".sst"`), how many matching operations to let through first and how many to
 //! hit. Faults are armed and cleared while the engine runs. Everything else is passed to the
-//! inner file system untouched, so the bytes on disk are real.
+//! inner file system untouched, so the bytes on disk are real. Creating directories, metadata
+//! and locks are never failed: the engine only ever reports their errors, which tests of
+//! opening a database cover without injection.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use super::{FileSystem, IoMode, ReadFile, WriteFile};
+use super::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
 
 /// A file operation a fault can hit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +34,12 @@ pub enum FaultOp {
     Sync,
     /// Removing a file.
     Remove,
+    /// Renaming a file; the path matched is the source.
+    Rename,
+    /// Syncing a directory; the path matched is the directory.
+    SyncDir,
+    /// Listing a directory; the path matched is the directory.
+    List,
 }
 
 /// What happens to an operation a fault hits.
@@ -209,6 +218,33 @@ impl FileSystem for FaultInjectingFs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         self.state.fail_if_hit(FaultOp::Remove, path)?;
         self.inner.remove(path)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Rename, from)?;
+        self.inner.rename(from, to)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        self.state.fail_if_hit(FaultOp::List, dir)?;
+        self.inner.list_dir(dir)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::SyncDir, dir)?;
+        self.inner.sync_dir(dir)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
+        self.inner.metadata(path)
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path, mode)
     }
 }
 

@@ -1,24 +1,42 @@
-//! The storage layer under tables: how a file is opened, read at an offset, appended to, synced
-//! and removed.
+//! The storage layer: how a file is opened, read at an offset, appended to, synced, renamed and
+//! removed, how a directory is listed, created and synced, and how a database is locked.
 //!
-//! Table reads and writes, and the writes of the WAL and MANIFEST, go through a [`FileSystem`],
-//! so two things need no change above it: compaction can switch to direct I/O
-//! ([`IoMode::Direct`], RocksDB's `use_direct_io_for_flush_and_compaction`), and a test can put
-//! a [`FaultInjectingFs`] under the whole engine to fail or corrupt one chosen read, write or
-//! sync (Pebble's `vfs.FS` and `errorfs`, RocksDB's `FileSystem` and `FaultInjectionTestFS`). Errors here are plain
-//! `io::Error`s; callers add the path with [`crate::IoContext`].
+//! Every file operation of the engine goes through a [`FileSystem`] (tables, WAL, MANIFEST,
+//! CURRENT, LOCK, directory listings and syncs), so three things need no change above it:
+//! compaction can switch to direct I/O ([`IoMode::Direct`], RocksDB's
+//! `use_direct_io_for_flush_and_compaction`); a test can put a [`FaultInjectingFs`] under the
+//! whole engine to fail or corrupt one chosen operation (Pebble's `vfs.FS` and `errorfs`,
+//! RocksDB's `FileSystem` and `FaultInjectionTestFS`); and a test can run the engine on a
+//! [`MemFs`] and take [`MemFs::crash_clone`] at any moment to see what a power failure would
+//! leave (Pebble's `vfs.NewCrashableMem`, LevelDB's fault-injection `Env`). Errors here are
+//! plain `io::Error`s; callers add the path with [`crate::IoContext`].
+//!
+//! The durability model every implementation follows, and [`MemFs`] enforces: bytes appended to
+//! a file survive a power failure once [`WriteFile::sync`] (or `sync_data`) returns; a name
+//! created, renamed or removed in a directory survives once [`FileSystem::sync_dir`] of that
+//! directory returns. Until then either may be lost, independently of each other.
 
+#[cfg(target_os = "linux")]
 mod direct;
 mod fault;
+mod mem;
 mod os;
 
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-pub use direct::{DIRECT_IO_ALIGN, READAHEAD_BYTES};
+/// Alignment of direct-I/O buffers, lengths and offsets.
+pub const DIRECT_IO_ALIGN: usize = 4096;
+
+/// Bytes a direct reader fetches when a read misses its window; a read larger than this goes
+/// to the device on its own.
+pub const READAHEAD_BYTES: usize = 2 << 20;
+
 pub use fault::{Fault, FaultAction, FaultInjectingFs, FaultOp};
+pub use mem::MemFs;
 pub use os::OsFileSystem;
 
 /// How a file's bytes travel between the process and the device.
@@ -72,9 +90,35 @@ pub trait WriteFile: Send + fmt::Debug {
     }
 }
 
-/// Opens, creates and removes files.
+/// What [`FileSystem::metadata`] reports of a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMetadata {
+    /// Bytes in the file as this process sees them (synced or not); 0 for a directory.
+    pub len: u64,
+    /// The path is a directory.
+    pub is_dir: bool,
+}
+
+/// How [`FileSystem::lock`] locks a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    /// One holder at a time, and no shared holders: a read-write open.
+    Exclusive,
+    /// Any number of shared holders, and no exclusive one: a read-only open.
+    Shared,
+}
+
+/// A held advisory lock on a file; dropping it releases the lock.
+pub trait FileLock: Send + Sync + fmt::Debug {}
+
+/// Files and directories: opening, creating, renaming, removing, listing, syncing, locking.
+///
+/// Object-safe: the engine holds an `Arc<dyn FileSystem>`. Paths are used as given; names are
+/// compared byte for byte. Each method's doc says what is durable when it returns (see the
+/// module docs for the model).
 pub trait FileSystem: Send + Sync + fmt::Debug {
-    /// Opens an existing file for reading.
+    /// Opens an existing file for reading. Durability: none (reads only). Reads see every byte
+    /// appended so far, synced or not, as the page cache would.
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>>;
 
     /// Creates a new file at `path`. Fails with [`io::ErrorKind::AlreadyExists`] if anything
@@ -82,10 +126,67 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// file Sluice writes takes a number never used before, so an existing file means
     /// something else owns the name, and writing through a link planted there could reach a
     /// file outside the database.
+    ///
+    /// Durability: the new name is durable only after [`FileSystem::sync_dir`] of the parent;
+    /// the file's bytes only after [`WriteFile::sync`].
     fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>>;
 
-    /// Removes the file at `path`.
+    /// Removes the file at `path` (not a directory). Durability: the removal may be undone by
+    /// a crash until [`FileSystem::sync_dir`] of the parent returns; files opened before stay
+    /// readable through their handles.
     fn remove(&self, path: &Path) -> io::Result<()>;
+
+    /// Renames `from` to `to`, atomically replacing any file at `to` (`rename(2)`): a reader
+    /// of `to` sees the old file or the new one, never neither. Durability: after a crash
+    /// before [`FileSystem::sync_dir`] of both parents, `to` may still name the old file (and
+    /// `from` still exist); after it, only the new state.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// The names (not paths) of the entries of directory `dir`, in no particular order,
+    /// without `.` and `..`. [`io::ErrorKind::NotFound`] if `dir` does not exist. Durability:
+    /// none; lists what this process sees, durable or not.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
+
+    /// Creates `dir` and any missing ancestors; nothing happens if it exists. Durability: each
+    /// new directory's name is durable only after [`FileSystem::sync_dir`] of its parent.
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+
+    /// Makes every name created, renamed or removed in directory `dir` durable (`fsync` of the
+    /// directory). The bytes of the files those names point at are not synced by this.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+
+    /// Size and kind of `path`, following symbolic links. [`io::ErrorKind::NotFound`] if
+    /// nothing is there. Durability: none.
+    fn metadata(&self, path: &Path) -> io::Result<FileMetadata>;
+
+    /// Takes an advisory lock on the file at `path`, without waiting: fails with
+    /// [`io::ErrorKind::WouldBlock`] if another holder (another process, or another call in
+    /// this one) holds a conflicting lock. [`LockMode::Exclusive`] creates the file if missing
+    /// (with no durability promise: the lock file's content and name carry nothing);
+    /// [`LockMode::Shared`] fails with [`io::ErrorKind::NotFound`] instead, so a reader creates
+    /// nothing. The lock lasts until the returned guard is dropped.
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>>;
+
+    /// True if anything is at `path` (a file or a directory); `Err` only for errors other than
+    /// [`io::ErrorKind::NotFound`].
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        match self.metadata(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The first `max_bytes` bytes of the file at `path` (all of it if shorter): for small
+    /// files such as `CURRENT`, bounded so that garbage cannot exhaust memory.
+    fn read_prefix(&self, path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+        let file = self.open_read(path, IoMode::Buffered)?;
+        let len = file.size()?.min(max_bytes);
+        let len = usize::try_from(len).map_err(io::Error::other)?;
+        let mut buf = vec![0u8; len];
+        file.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
 }
 
 /// The file system and I/O mode a reader or writer of tables uses.

@@ -1,14 +1,21 @@
 //! The operating system's files: `pread` for reads, a write buffer in front of `write` for
-//! appends, `fsync` for sync. Direct-I/O files are in [`super::direct`].
+//! appends, `fsync` for sync, `rename(2)`, `flock` for locks. Direct-I/O files are in
+//! `super::direct` (Linux only).
+//!
+//! Portability: everything here builds on any Unix. Linux-only calls (`O_DIRECT`,
+//! `sync_file_range`) are behind `cfg(target_os = "linux")`; elsewhere direct I/O is refused
+//! with [`io::ErrorKind::Unsupported`] (so `probe_direct_io` reports it at open) and the
+//! writeback hint is skipped (only a hint: `sync` still makes everything durable).
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+#[cfg(target_os = "linux")]
 use super::direct::{DirectReadFile, DirectWriteFile};
-use super::{FileSystem, IoMode, ReadFile, WriteFile};
+use super::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
 
 /// Size of the buffer in front of a buffered file being written: large enough that a table's
 /// 4 KiB blocks cost one `write` per 64 of them.
@@ -28,7 +35,10 @@ impl FileSystem for OsFileSystem {
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         Ok(match mode {
             IoMode::Buffered => Box::new(BufferedReadFile(File::open(path)?)),
+            #[cfg(target_os = "linux")]
             IoMode::Direct => Box::new(DirectReadFile::open(path)?),
+            #[cfg(not(target_os = "linux"))]
+            IoMode::Direct => return Err(direct_unsupported()),
         })
     }
 
@@ -38,13 +48,81 @@ impl FileSystem for OsFileSystem {
                 let file = new_file_options().open(path)?;
                 Box::new(BufferedWriteFile::new(file))
             }
+            #[cfg(target_os = "linux")]
             IoMode::Direct => Box::new(DirectWriteFile::create(path)?),
+            #[cfg(not(target_os = "linux"))]
+            IoMode::Direct => return Err(direct_unsupported()),
         })
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
         std::fs::remove_file(path)
     }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        std::fs::read_dir(dir)?
+            .map(|entry| entry.map(|e| e.file_name()))
+            .collect()
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
+        let meta = std::fs::metadata(path)?;
+        Ok(FileMetadata {
+            len: if meta.is_dir() { 0 } else { meta.len() },
+            is_dir: meta.is_dir(),
+        })
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
+        let file = match mode {
+            LockMode::Exclusive => File::options()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(path)?,
+            LockMode::Shared => File::open(path)?,
+        };
+        // `flock`: held by the open file description, so a second open in this process
+        // conflicts too, and the kernel releases it when the process dies.
+        let locked = match mode {
+            LockMode::Exclusive => file.try_lock(),
+            LockMode::Shared => file.try_lock_shared(),
+        };
+        match locked {
+            Ok(()) => Ok(Box::new(OsFileLock(file))),
+            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "the file is locked by another holder",
+            )),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+}
+
+/// An `flock` held on an open file; closing the file (on drop) releases it.
+#[derive(Debug)]
+struct OsFileLock(#[expect(dead_code, reason = "held only to keep the lock")] File);
+
+impl FileLock for OsFileLock {}
+
+#[cfg(not(target_os = "linux"))]
+fn direct_unsupported() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "direct I/O (O_DIRECT) is only supported on Linux",
+    )
 }
 
 /// Options that create a file only where nothing exists, not even a symbolic link
@@ -104,30 +182,35 @@ impl BufferedWriteFile {
         if in_kernel < self.writeback_to + BYTES_PER_SYNC {
             return;
         }
-        let (Ok(offset), Ok(len)) = (
-            i64::try_from(self.writeback_to),
-            i64::try_from(in_kernel - self.writeback_to),
-        ) else {
-            return;
-        };
-        #[expect(
-            unsafe_code,
-            reason = "sync_file_range has no safe wrapper in std or nix"
-        )]
-        // SAFETY: the descriptor belongs to the `File` this struct owns, which stays open for
-        // the whole call; the call takes no pointers, so it cannot touch our memory.
-        let _ = unsafe {
-            libc::sync_file_range(
-                self.file.get_ref().as_raw_fd(),
-                offset,
-                len,
-                libc::SYNC_FILE_RANGE_WRITE,
-            )
-        };
+        request_writeback(self.file.get_ref(), self.writeback_to, in_kernel);
         self.writeback_to = in_kernel;
         self.writebacks += 1;
     }
 }
+
+/// Asks the kernel to start writing back `file`'s bytes in `from..to` (`sync_file_range` with
+/// `SYNC_FILE_RANGE_WRITE`). A hint: it neither waits nor makes anything durable.
+#[cfg(target_os = "linux")]
+fn request_writeback(file: &File, from: u64, to: u64) {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(from), i64::try_from(to - from)) else {
+        return;
+    };
+    #[expect(
+        unsafe_code,
+        reason = "sync_file_range has no safe wrapper in std or nix"
+    )]
+    // SAFETY: the descriptor belongs to `file`, borrowed for the whole call, so it stays open;
+    // the call takes no pointers, so it cannot touch our memory. Exercised by
+    // `a_long_append_starts_writeback_as_it_goes_and_keeps_every_byte`.
+    let _ = unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+    };
+}
+
+/// Elsewhere there is no portable writeback hint; the final `sync` does all the work.
+#[cfg(not(target_os = "linux"))]
+fn request_writeback(_file: &File, _from: u64, _to: u64) {}
 
 impl WriteFile for BufferedWriteFile {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {

@@ -214,3 +214,79 @@ fn corrupted_reads_flip_one_byte_and_leave_the_file_alone() {
     assert_eq!(buf, data);
     assert_eq!(std::fs::read(&path).unwrap(), data);
 }
+
+#[test]
+fn os_directory_operations_list_rename_sync_and_stat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = OsFileSystem;
+    let dir = tmp.path().join("a/b");
+    fs.create_dir_all(&dir).unwrap();
+    fs.create_dir_all(&dir).unwrap();
+    assert!(fs.metadata(&dir).unwrap().is_dir);
+    let mut w = fs.create(&dir.join("x"), IoMode::Buffered).unwrap();
+    w.append(b"contents").unwrap();
+    w.sync().unwrap();
+    drop(w);
+    fs.create(&dir.join("y"), IoMode::Buffered).unwrap();
+    fs.sync_dir(&dir).unwrap();
+    let mut names = fs.list_dir(&dir).unwrap();
+    names.sort();
+    assert_eq!(names, ["x", "y"]);
+    // rename replaces the target atomically.
+    fs.rename(&dir.join("x"), &dir.join("y")).unwrap();
+    assert_eq!(fs.list_dir(&dir).unwrap(), ["y"]);
+    assert_eq!(fs.read_prefix(&dir.join("y"), 100).unwrap(), b"contents");
+    assert_eq!(fs.read_prefix(&dir.join("y"), 3).unwrap(), b"con");
+    let meta = fs.metadata(&dir.join("y")).unwrap();
+    assert_eq!((meta.len, meta.is_dir), (8, false));
+    assert!(!fs.exists(&dir.join("x")).unwrap());
+    assert_eq!(
+        fs.metadata(&dir.join("x")).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        fs.list_dir(&tmp.path().join("none")).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn os_locks_conflict_within_one_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = OsFileSystem;
+    let path = tmp.path().join("LOCK");
+    assert_eq!(
+        fs.lock(&path, LockMode::Shared).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    let held = fs.lock(&path, LockMode::Exclusive).unwrap();
+    assert_eq!(
+        fs.lock(&path, LockMode::Shared).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+    drop(held);
+    let a = fs.lock(&path, LockMode::Shared).unwrap();
+    let _b = fs.lock(&path, LockMode::Shared).unwrap();
+    assert_eq!(
+        fs.lock(&path, LockMode::Exclusive).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+    drop(a);
+}
+
+#[test]
+fn faults_hit_renames_directory_syncs_and_listings() {
+    let fs = FaultInjectingFs::new(Arc::new(MemFs::new()));
+    fs.create_dir_all(Path::new("/d")).unwrap();
+    fs.create(Path::new("/d/a"), IoMode::Buffered).unwrap();
+    fs.inject(Fault::fail(FaultOp::Rename).times(1));
+    fs.inject(Fault::fail(FaultOp::SyncDir).times(1));
+    fs.inject(Fault::fail(FaultOp::List).times(1));
+    assert!(fs.rename(Path::new("/d/a"), Path::new("/d/b")).is_err());
+    assert!(fs.sync_dir(Path::new("/d")).is_err());
+    assert!(fs.list_dir(Path::new("/d")).is_err());
+    assert_eq!(fs.injected(), 3);
+    fs.rename(Path::new("/d/a"), Path::new("/d/b")).unwrap();
+    fs.sync_dir(Path::new("/d")).unwrap();
+    assert_eq!(fs.list_dir(Path::new("/d")).unwrap(), ["b"]);
+}

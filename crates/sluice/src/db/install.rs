@@ -25,7 +25,7 @@ impl DbInner {
             // Invariant: every file a version names exists on disk.
             for (_, f) in &edit.new_files {
                 let path = self.table_cache.table_path(f.dir_index, f.number);
-                if !path.exists() {
+                if !self.options.fs.exists(&path).with_path(&path)? {
                     return Err(Error::corruption(
                         path,
                         0,
@@ -40,7 +40,7 @@ impl DbInner {
             edit.new_files.iter().map(|(_, f)| f.dir_index).collect();
         for dir in dirs {
             if let Some(path) = self.table_cache.dirs().get(dir as usize) {
-                sync_dir(path)?;
+                sync_dir(&*self.options.fs, path)?;
             }
         }
         let mut manifest_guard = self.manifest.lock();
@@ -129,11 +129,10 @@ impl DbInner {
             )
         };
         for dir in self.table_cache.dirs() {
-            let Ok(entries) = std::fs::read_dir(dir) else {
+            let Ok(names) = self.options.fs.list_dir(dir) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
+            for name in names {
                 let Some((kind, number)) = name.to_str().and_then(parse_file_name) else {
                     continue;
                 };
@@ -154,8 +153,10 @@ impl DbInner {
                 if kind == FileType::Table {
                     self.table_cache.evict(number);
                 }
-                let path = entry.path();
-                match std::fs::remove_file(&path).with_path(&path) {
+                let path = dir.join(&name);
+                // If we crash before the directory is synced, the file may come back; it is
+                // still obsolete then, and the next collection deletes it again.
+                match self.options.fs.remove(&path).with_path(&path) {
                     Ok(()) => {
                         deleted += usize::from(matches!(kind, FileType::Table | FileType::Temp));
                         tracing::debug!(file = %path.display(), "deleted obsolete file");

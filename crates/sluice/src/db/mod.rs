@@ -23,7 +23,6 @@ pub(crate) mod recover;
 mod write;
 
 use std::collections::{BTreeSet, VecDeque};
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -141,7 +140,7 @@ pub(crate) struct DbInner {
     pub read_only: bool,
     /// Held for the lifetime of the database so two processes cannot open it at once (shared
     /// when open read-only; `None` for a read-only open of a directory without a LOCK file).
-    _lock_file: Option<File>,
+    _lock_file: Option<Box<dyn sluice_sst::fs::FileLock>>,
 }
 
 impl Db {

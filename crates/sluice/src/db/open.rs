@@ -8,13 +8,13 @@
 //! the half-done tables are unreferenced garbage removed on the next open.
 
 use std::collections::VecDeque;
-use std::fs::File;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use parking_lot::{Condvar, Mutex};
 use sluice_sst::cache::BlockCache;
+use sluice_sst::fs::{FileLock, FileSystem, LockMode};
 use sluice_sst::key::SeqNo;
 
 use super::recover::{
@@ -22,7 +22,8 @@ use super::recover::{
 };
 use super::{DbInner, DbState, WriteCounters, commit::CommitQueue};
 use crate::filename::{
-    current_file_name, lock_file_name, log_file_name, manifest_file_name, sync_dir,
+    create_dir_all_durably, current_file_name, lock_file_name, log_file_name, manifest_file_name,
+    sync_dir,
 };
 use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
@@ -49,7 +50,8 @@ pub(crate) enum Access {
 pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result<DbInner> {
     options.validate()?;
     let read_only = access == Access::ReadOnly;
-    if !dir.exists() {
+    let fs = &*options.fs;
+    if !fs.exists(dir).with_path(dir)? {
         if !options.create_if_missing || read_only {
             return Err(Error::InvalidArgument(format!(
                 "{} does not exist{}",
@@ -61,7 +63,8 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
                 }
             )));
         }
-        std::fs::create_dir_all(dir).with_path(dir)?;
+        // Durably: an acknowledged write must not vanish with the directory that holds it.
+        create_dir_all_durably(fs, dir)?;
     }
     let dirs = options.table_dirs(dir);
     for data_dir in &dirs[1..] {
@@ -72,11 +75,12 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
             )));
         }
         if !read_only {
-            std::fs::create_dir_all(data_dir).with_path(data_dir)?;
+            create_dir_all_durably(fs, data_dir)?;
         }
     }
-    let lock_file = lock_directory(dir, access)?;
-    let exists = current_file_name(dir).exists();
+    let lock_file = lock_directory(fs, dir, access)?;
+    let current = current_file_name(dir);
+    let exists = fs.exists(&current).with_path(&current)?;
     if exists && options.error_if_exists && !read_only {
         return Err(Error::InvalidArgument(format!(
             "{} already holds a database (error_if_exists is true)",
@@ -96,7 +100,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     }
     let mut report = RecoveryReport::default();
     let mut versions = if exists {
-        let (versions, edits, dropped) = VersionSet::recover(dir)?;
+        let (versions, edits, dropped) = VersionSet::recover(fs, dir)?;
         report.manifest = manifest_file_name(dir, versions.manifest_number);
         report.manifest_edits = edits;
         report.dropped = dropped;
@@ -104,7 +108,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     } else {
         VersionSet::new_empty()
     };
-    raise_next_file_number(&mut versions, &dirs)?;
+    raise_next_file_number(fs, &mut versions, &dirs)?;
 
     let new_range_map = reconcile_partitions(&versions, &options)?;
     if read_only && new_range_map.is_some() {
@@ -128,7 +132,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     // A torn MANIFEST record may be dropped only if nothing it made obsolete was deleted:
     // these two checks fail if a later, acknowledged edit was acted on.
     let wals = check_tables_exist(&versions, &table_cache, &options)
-        .and_then(|()| wals_to_replay(dir, versions.log_number, &versions.wals))
+        .and_then(|()| wals_to_replay(fs, dir, versions.log_number, &versions.wals))
         .map_err(|e| blame_torn_manifest(e, &report))?;
 
     let inner = if read_only {
@@ -173,7 +177,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
         // Start a new WAL and a new MANIFEST that records the replayed tables.
         let log_number = versions.new_file_number();
         let wal = LogWriter::create_wal(&*options.fs, log_file_name(dir, log_number), log_number)?;
-        sync_dir(dir)?;
+        sync_dir(&*options.fs, dir)?;
         let manifest_number = versions.new_file_number();
         let mut edit = VersionEdit {
             log_number: Some(log_number),
@@ -181,6 +185,17 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
             wals: vec![(log_number, 0)],
             ..VersionEdit::default()
         };
+        // The replayed tables' names must be durable before a MANIFEST names them: the one
+        // created below syncs only the database directory, and tables may sit in data or owner
+        // directories. If we crash after the MANIFEST switch without this, it names tables a
+        // power failure took back, while the WALs they came from are no longer replayed.
+        let table_dirs: std::collections::BTreeSet<u32> =
+            new_files.iter().map(|f| f.dir_index).collect();
+        for index in table_dirs {
+            if let Some(d) = table_cache.dirs().get(index as usize) {
+                sync_dir(&*options.fs, d)?;
+            }
+        }
         for f in new_files {
             edit.new_files.push((0, f));
         }
@@ -257,7 +272,7 @@ fn new_inner(
     dir: &Path,
     options: Options,
     table_cache: Arc<TableCache>,
-    lock_file: Option<File>,
+    lock_file: Option<Box<dyn FileLock>>,
     parts: Parts,
 ) -> Result<DbInner> {
     // Workers are started only for a database that compacts: not when open read-only.
@@ -349,33 +364,25 @@ fn reconcile_partitions(versions: &VersionSet, options: &Options) -> Result<Opti
     }
 }
 
-/// Locks `dir/LOCK`: exclusively for a read-write open, so two processes never write one
-/// database; shared for a read-only one, so no writer opens it while it is read. A read-only
-/// open of a directory without a LOCK file creates none and takes no lock.
-pub(crate) fn lock_directory(dir: &Path, access: Access) -> Result<Option<File>> {
+/// Locks `dir/LOCK` through `fs`: exclusively for a read-write open, so two processes never
+/// write one database; shared for a read-only one, so no writer opens it while it is read. A
+/// read-only open of a directory without a LOCK file creates none and takes no lock.
+pub(crate) fn lock_directory(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    access: Access,
+) -> Result<Option<Box<dyn FileLock>>> {
     let path = lock_file_name(dir);
-    let file = match access {
-        Access::ReadWrite => File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path),
-        Access::ReadOnly => File::open(&path),
+    let mode = match access {
+        Access::ReadWrite => LockMode::Exclusive,
+        Access::ReadOnly => LockMode::Shared,
     };
-    let file = match file {
-        Ok(file) => file,
+    match fs.lock(&path, mode) {
+        Ok(lock) => Ok(Some(lock)),
         Err(e) if access == Access::ReadOnly && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(None);
+            Ok(None)
         }
-        Err(e) => return Err(Error::io(&path, e)),
-    };
-    let locked = match access {
-        Access::ReadWrite => file.try_lock(),
-        Access::ReadOnly => file.try_lock_shared(),
-    };
-    match locked {
-        Ok(()) => Ok(Some(file)),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy(format!(
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Error::Busy(format!(
             "{} is locked: another process has the database open{}",
             dir.display(),
             match access {
@@ -383,6 +390,6 @@ pub(crate) fn lock_directory(dir: &Path, access: Access) -> Result<Option<File>>
                 Access::ReadOnly => " for writing",
             }
         ))),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(&path, e)),
+        Err(e) => Err(Error::io(&path, e)),
     }
 }

@@ -8,9 +8,9 @@
 //! and open fails with [`Error::Corruption`] rather than hand back an older state.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use sluice_sst::fs::{FileSystem, IoMode};
 use sluice_sst::key::{MAX_SEQ, SeqNo};
 
 use crate::batch::WriteBatch;
@@ -62,9 +62,13 @@ pub(crate) struct WalFile {
 /// Raises `versions.next_file_number` above every numbered file in `dirs`, so that a number
 /// an unfinished job used (or a MANIFEST record that was lost named) is never handed out
 /// again: reusing it would overwrite a file that may hold the only copy of some data.
-pub(crate) fn raise_next_file_number(versions: &mut VersionSet, dirs: &[PathBuf]) -> Result<()> {
+pub(crate) fn raise_next_file_number(
+    fs: &dyn FileSystem,
+    versions: &mut VersionSet,
+    dirs: &[PathBuf],
+) -> Result<()> {
     for dir in dirs {
-        for (_, number) in numbered_files(dir)? {
+        for (_, number) in numbered_files(fs, dir)? {
             if number < MAX_SEQ {
                 versions.next_file_number = versions.next_file_number.max(number + 1);
             }
@@ -73,21 +77,18 @@ pub(crate) fn raise_next_file_number(versions: &mut VersionSet, dirs: &[PathBuf]
     Ok(())
 }
 
-/// `(type, number)` of every Sluice file in `dir` (none if the directory does not exist yet).
-pub(crate) fn numbered_files(dir: &Path) -> Result<Vec<(FileType, u64)>> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
+/// `(type, number)` of every Sluice file in `dir` (none if the directory does not exist yet),
+/// listed through `fs`.
+pub(crate) fn numbered_files(fs: &dyn FileSystem, dir: &Path) -> Result<Vec<(FileType, u64)>> {
+    let names = match fs.list_dir(dir) {
+        Ok(names) => names,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(dir, e)),
     };
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry.with_path(dir)?;
-        if let Some(parsed) = entry.file_name().to_str().and_then(parse_file_name) {
-            files.push(parsed);
-        }
-    }
-    Ok(files)
+    Ok(names
+        .iter()
+        .filter_map(|name| name.to_str().and_then(parse_file_name))
+        .collect())
 }
 
 /// Fails unless every table of the recovered version is on disk. When one is not, says
@@ -98,6 +99,8 @@ pub(crate) fn check_tables_exist(
     table_cache: &TableCache,
     options: &Options,
 ) -> Result<()> {
+    let fs = &*options.fs;
+    let exists = |path: &Path| fs.exists(path).with_path(path);
     let dirs = table_cache.dirs();
     let name_of = |i: usize| match (&options.partitions, i) {
         (_, 0) => "the database directory".to_string(),
@@ -116,12 +119,17 @@ pub(crate) fn check_tables_exist(
             )));
         };
         let path = table_cache.table_path(f.dir_index, f.number);
-        if path.exists() {
+        if exists(&path)? {
             continue;
         }
-        if let Some(other) = (0..dirs.len())
-            .find(|&i| i != index && table_cache.table_path(i as u32, f.number).exists())
-        {
+        let mut other = None;
+        for i in (0..dirs.len()).filter(|&i| i != index) {
+            if exists(&table_cache.table_path(i as u32, f.number))? {
+                other = Some(i);
+                break;
+            }
+        }
+        if let Some(other) = other {
             return Err(Error::InvalidArgument(format!(
                 "table {} belongs in {} ({}) but is in {} ({}): the table directories are given \
                  in another order than the database was created with",
@@ -137,12 +145,14 @@ pub(crate) fn check_tables_exist(
             .live_files()
             .filter(|g| g.dir_index == f.dir_index)
             .collect::<Vec<_>>();
-        let none_there = listed
-            .iter()
-            .all(|g| !table_cache.table_path(g.dir_index, g.number).exists());
+        let mut none_there = true;
+        for g in &listed {
+            none_there &= !exists(&table_cache.table_path(g.dir_index, g.number))?;
+        }
+        let is_dir = fs.metadata(dir).is_ok_and(|m| m.is_dir);
         // A missing directory, or one with none of several tables (open creates a data
         // directory that does not exist yet): most likely the wrong directory was given.
-        if index > 0 && (!dir.is_dir() || (none_there && listed.len() > 1)) {
+        if index > 0 && (!is_dir || (none_there && listed.len() > 1)) {
             return Err(Error::InvalidArgument(format!(
                 "{} {} holds none of the {} tables the MANIFEST lists there: is it the \
                  directory the database was created with?",
@@ -162,12 +172,14 @@ pub(crate) fn check_tables_exist(
 
 /// The WALs to replay, oldest first: every WAL file at or above `log_number`. `tracked` is
 /// what the MANIFEST knows of them (number to synced length); fails if one of those is missing.
+/// The directory is listed through `fs`.
 pub(crate) fn wals_to_replay(
+    fs: &dyn FileSystem,
     dir: &Path,
     log_number: u64,
     tracked: &BTreeMap<u64, u64>,
 ) -> Result<Vec<WalFile>> {
-    let mut numbers: Vec<u64> = numbered_files(dir)?
+    let mut numbers: Vec<u64> = numbered_files(fs, dir)?
         .into_iter()
         .filter(|&(kind, n)| kind == FileType::Log && n >= log_number)
         .map(|(_, n)| n)
@@ -198,7 +210,7 @@ pub(crate) fn wals_to_replay(
     let mut newer_has_records = false;
     for &number in numbers.iter().rev() {
         let path = log_file_name(dir, number);
-        let len = std::fs::metadata(&path).with_path(&path)?.len();
+        let len = fs.metadata(&path).with_path(&path)?.len;
         wals.push(WalFile {
             number,
             synced_through: tracked.get(&number).copied().unwrap_or(0),
@@ -223,7 +235,10 @@ pub(crate) fn replay_wals(
 ) -> Result<(MemTable, SeqNo)> {
     let mut mem = MemTable::new(wals.first().map_or(0, |w| w.number));
     for wal in wals {
-        let file = File::open(&wal.path).with_path(&wal.path)?;
+        let file = options
+            .fs
+            .open_read(&wal.path, IoMode::Buffered)
+            .with_path(&wal.path)?;
         let mut reader = LogReader::wal(
             file,
             wal.path.clone(),

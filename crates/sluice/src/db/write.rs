@@ -285,7 +285,7 @@ impl DbInner {
         };
         let path = log_file_name(&self.dir, log_number);
         let new_wal = LogWriter::create_wal(&*self.options.fs, path, log_number)?;
-        crate::filename::sync_dir(&self.dir)?;
+        crate::filename::sync_dir(&*self.options.fs, &self.dir)?;
         let mut edit = VersionEdit::default();
         edit.wals.extend(old_number.map(|n| (n, old_synced)));
         edit.wals.push((log_number, 0));

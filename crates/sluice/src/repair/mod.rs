@@ -25,12 +25,13 @@ use std::sync::Arc;
 
 use sluice_exec::{CompactionMode, execute_with};
 use sluice_sst::compact::CompactionSpec;
+use sluice_sst::fs::FileSystem;
 use sluice_sst::key::SeqNo;
 use sluice_sst::table::Table;
 
 use crate::db::recover::{RecoveryReport, numbered_files, replay_wals, wals_to_replay};
 use crate::db::{Access, lock_directory};
-use crate::filename::{FileType, manifest_file_name, sync_dir};
+use crate::filename::{FileType, create_dir_all_durably, manifest_file_name, sync_dir};
 use crate::flush::{flush_pieces, write_level0_tables};
 use crate::options::{Options, WalRecoveryMode};
 use crate::table_cache::TableCache;
@@ -100,19 +101,20 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
             "repair of a partitioned database is not supported".into(),
         ));
     }
-    if !dir.is_dir() {
+    let fs = &*options.fs;
+    if !fs.metadata(dir).is_ok_and(|m| m.is_dir) {
         return Err(Error::InvalidArgument(format!(
             "{} is not a directory",
             dir.display()
         )));
     }
-    let _lock = lock_directory(dir, Access::ReadWrite)?;
+    let _lock = lock_directory(fs, dir, Access::ReadWrite)?;
     let dirs = options.table_dirs(dir);
     let table_cache = TableCache::new(dirs.clone(), &options, None);
     let mut report = RepairReport::default();
     let mut set_aside: Vec<(PathBuf, String)> = Vec::new();
 
-    let recovered = match VersionSet::recover(dir) {
+    let recovered = match VersionSet::recover(fs, dir) {
         Ok((versions, _, _)) => Some(versions),
         Err(e) => {
             tracing::warn!(error = %e, "the MANIFEST cannot be read; using every table found");
@@ -123,7 +125,7 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     let mut next_number = recovered.as_ref().map_or(2, |v| v.next_file_number);
     let mut tables = Vec::new();
     for (dir_index, d) in dirs.iter().enumerate() {
-        for (kind, number) in numbered_files(d)? {
+        for (kind, number) in numbered_files(fs, d)? {
             next_number = next_number.max(number.saturating_add(1));
             if kind == FileType::Table {
                 tables.push((table_cache.table_path(dir_index as u32, number), number));
@@ -136,7 +138,7 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     if let Some(v) = &recovered {
         for f in v.current().live_files() {
             let path = table_cache.table_path(f.dir_index, f.number);
-            if !path.exists() {
+            if !fs.exists(&path).with_path(&path)? {
                 report.missing.push(path);
             }
         }
@@ -157,7 +159,7 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
             set_aside.push((path, "obsolete: not in the MANIFEST's version".into()));
             continue;
         }
-        match salvage_table(&path, number) {
+        match salvage_table(&path, number, options.table_storage()) {
             TableSalvage::Whole(table) => {
                 report.tables_whole += 1;
                 inputs.push(Input {
@@ -180,7 +182,7 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     // The WALs, read into memtables of at most a write buffer each.
     // Salvage reads whatever WALs there are: a tracked one gone missing is no reason to stop.
     let log_number = recovered.as_ref().map_or(0, |v| v.log_number);
-    let wals = wals_to_replay(dir, log_number, &Default::default())?;
+    let wals = wals_to_replay(fs, dir, log_number, &Default::default())?;
     let mut salvage_options = options.clone();
     salvage_options.wal_recovery_mode = WalRecoveryMode::SkipAnyCorruptedRecords;
     let mut wal_report = RecoveryReport::default();
@@ -238,9 +240,9 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     };
     Version::default().apply(&snapshot)?;
     for d in &dirs {
-        sync_dir(d)?;
+        sync_dir(fs, d)?;
     }
-    let old_manifests: Vec<PathBuf> = numbered_files(dir)?
+    let old_manifests: Vec<PathBuf> = numbered_files(fs, dir)?
         .into_iter()
         .filter(|&(kind, _)| kind == FileType::Manifest)
         .map(|(_, n)| manifest_file_name(dir, n))
@@ -253,25 +255,29 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
             .original
             .clone()
             .unwrap_or_else(|| input.table.path().to_path_buf());
-        remove(&path);
+        remove(fs, &path);
     }
     for wal in &wals {
         if !set_aside.iter().any(|(p, _)| *p == wal.path) {
-            remove(&wal.path);
+            remove(fs, &wal.path);
         }
     }
     for path in old_manifests {
         set_aside.push((path, "the MANIFEST before the repair".into()));
     }
     for (path, reason) in set_aside {
-        let moved_to = move_to_lost(&path)?;
+        let moved_to = move_to_lost(fs, &path)?;
         report.lost.push(LostFile {
             path,
             moved_to,
             reason,
         });
     }
-    sync_dir(dir)?;
+    // The removals and moves out of every table directory, made durable together (a crash
+    // before this brings some back, which the next open or repair sorts out again).
+    for d in &dirs {
+        sync_dir(fs, d)?;
+    }
     Ok(report)
 }
 
@@ -326,17 +332,18 @@ fn merge_into_bottom_level(
 
 /// Deletes a file the repaired state no longer needs; a failure leaves an orphan the next
 /// open sweeps.
-fn remove(path: &Path) {
-    if let Err(e) = std::fs::remove_file(path) {
+fn remove(fs: &dyn FileSystem, path: &Path) {
+    if let Err(e) = fs.remove(path) {
         tracing::warn!(file = %path.display(), error = %e, "could not delete a merged file");
     }
 }
 
 /// Moves `path` into `lost/` of its own directory (a rename never crosses devices), under a
-/// name no earlier repair used.
-fn move_to_lost(path: &Path) -> Result<PathBuf> {
+/// name no earlier repair used. The move is durable in `lost/`; its removal from the source
+/// directory is made durable by the caller's final directory syncs.
+fn move_to_lost(fs: &dyn FileSystem, path: &Path) -> Result<PathBuf> {
     let lost_dir = path.parent().unwrap_or(Path::new(".")).join("lost");
-    std::fs::create_dir_all(&lost_dir).with_path(&lost_dir)?;
+    create_dir_all_durably(fs, &lost_dir)?;
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -344,11 +351,11 @@ fn move_to_lost(path: &Path) -> Result<PathBuf> {
         .into_owned();
     let mut target = lost_dir.join(&name);
     let mut n = 1;
-    while target.exists() {
+    while fs.exists(&target).with_path(&target)? {
         target = lost_dir.join(format!("{name}.{n}"));
         n += 1;
     }
-    std::fs::rename(path, &target).with_path(path)?;
-    sync_dir(&lost_dir)?;
+    fs.rename(path, &target).with_path(path)?;
+    sync_dir(fs, &lost_dir)?;
     Ok(target)
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use sluice_sst::fs::Storage;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::parse_internal_key;
 use sluice_sst::table::{Table, TableReadOptions};
@@ -27,9 +28,11 @@ pub(super) enum TableSalvage {
 
 /// Opens and verifies the table at `path`; if a data block is damaged, keeps the entries of
 /// every block that checks out.
-pub(super) fn salvage_table(path: &Path, number: u64) -> TableSalvage {
+/// The table is read through `storage`.
+pub(super) fn salvage_table(path: &Path, number: u64, storage: Storage) -> TableSalvage {
     let opts = TableReadOptions {
         load_filter: false,
+        storage,
         ..TableReadOptions::default()
     };
     let table = match Table::open(path, number, opts) {

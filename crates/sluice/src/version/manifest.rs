@@ -21,10 +21,9 @@
 //! assume it applied nor delete anything it names; it must stop committing edits (the failure
 //! is sticky) and reopen.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use sluice_sst::fs::FileSystem;
+use sluice_sst::fs::{FileSystem, IoMode};
 use sluice_sst::{Error, IoContext, Result};
 
 use super::edit::VersionEdit;
@@ -65,8 +64,9 @@ impl ManifestWriter {
         snapshot: &VersionEdit,
     ) -> Result<Self> {
         let path = manifest_file_name(dir, manifest_number);
-        if current_file_name(dir).exists() {
-            let live = read_current_file(dir)?;
+        let current = current_file_name(dir);
+        if fs.exists(&current).with_path(&current)? {
+            let live = read_current_file(fs, dir)?;
             if path.file_name().is_some_and(|name| name == live.as_str()) {
                 return Err(Error::InvalidArgument(format!(
                     "refusing to overwrite the live manifest {}",
@@ -81,10 +81,10 @@ impl ManifestWriter {
         log.sync()?;
         // If we crash here: CURRENT still names the old manifest, which is intact. The new file
         // is an orphan (possibly without a durable directory entry) that the next open deletes.
-        sync_dir(dir)?;
+        sync_dir(fs, dir)?;
         // If we crash here: the same holds; the new manifest is now durable by name, which must
         // be true before CURRENT can point at it.
-        set_current_file(dir, manifest_number)?;
+        set_current_file(fs, dir, manifest_number)?;
         // CURRENT durably names the new manifest; the old one is obsolete and may be deleted.
         Ok(ManifestWriter {
             log,
@@ -140,9 +140,9 @@ pub struct ManifestContents {
 /// records, a complete record that fails its checksum, or a record whose checksum is valid
 /// but which does not decode, is [`Error::Corruption`] naming the file and the record's
 /// offset. A manifest with no complete record is also corruption: the first record is synced
-/// before `CURRENT` can name the file.
-pub fn read_manifest(path: &Path) -> Result<ManifestContents> {
-    let file = File::open(path).with_path(path)?;
+/// before `CURRENT` can name the file. The file is read through `fs`.
+pub fn read_manifest(fs: &dyn FileSystem, path: &Path) -> Result<ManifestContents> {
+    let file = fs.open_read(path, IoMode::Buffered).with_path(path)?;
     let mut reader = LogReader::manifest(file, PathBuf::from(path));
     let mut edits = Vec::new();
     while let Some(record) = reader.read_record()? {
@@ -221,10 +221,13 @@ mod tests {
     fn create_append_read_back() {
         let dir = tempfile::tempdir().unwrap();
         let (w, edits, _) = write_manifest(dir.path());
-        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000002");
+        assert_eq!(
+            read_current_file(&*os_fs(), dir.path()).unwrap(),
+            "MANIFEST-000002"
+        );
         assert_eq!(w.number(), 2);
         assert_eq!(std::fs::metadata(w.path()).unwrap().len(), w.file_size());
-        assert_eq!(read_manifest(w.path()).unwrap().edits, edits);
+        assert_eq!(read_manifest(&*os_fs(), w.path()).unwrap().edits, edits);
     }
 
     #[test]
@@ -232,10 +235,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (old, edits, _) = write_manifest(dir.path());
         let new = ManifestWriter::create(&*os_fs(), dir.path(), 11, &snapshot(12)).unwrap();
-        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000011");
-        assert_eq!(read_manifest(new.path()).unwrap().edits, vec![snapshot(12)]);
         assert_eq!(
-            read_manifest(old.path()).unwrap().edits,
+            read_current_file(&*os_fs(), dir.path()).unwrap(),
+            "MANIFEST-000011"
+        );
+        assert_eq!(
+            read_manifest(&*os_fs(), new.path()).unwrap().edits,
+            vec![snapshot(12)]
+        );
+        assert_eq!(
+            read_manifest(&*os_fs(), old.path()).unwrap().edits,
             edits,
             "the old manifest is untouched"
         );
@@ -247,7 +256,7 @@ mod tests {
         let (w, edits, _) = write_manifest(dir.path());
         let err = ManifestWriter::create(&*os_fs(), dir.path(), 2, &snapshot(99)).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
-        assert_eq!(read_manifest(w.path()).unwrap().edits, edits);
+        assert_eq!(read_manifest(&*os_fs(), w.path()).unwrap().edits, edits);
 
         let orphan = manifest_file_name(dir.path(), 7);
         std::fs::write(&orphan, b"half-written garbage").unwrap();
@@ -257,7 +266,10 @@ mod tests {
             "{err}"
         );
         assert_eq!(std::fs::read(&orphan).unwrap(), b"half-written garbage");
-        assert_eq!(read_current_file(dir.path()).unwrap(), "MANIFEST-000002");
+        assert_eq!(
+            read_current_file(&*os_fs(), dir.path()).unwrap(),
+            "MANIFEST-000002"
+        );
     }
 
     #[test]
@@ -268,7 +280,7 @@ mod tests {
         let last = *offsets.last().unwrap();
         for cut in last + 1..w.file_size() {
             std::fs::write(w.path(), &bytes[..cut as usize]).unwrap();
-            let contents = read_manifest(w.path()).unwrap();
+            let contents = read_manifest(&*os_fs(), w.path()).unwrap();
             assert_eq!(contents.edits, edits[..edits.len() - 1], "cut at {cut}");
             assert_eq!(contents.dropped.len(), 1, "cut at {cut}");
             assert_eq!(
@@ -288,7 +300,7 @@ mod tests {
         bytes[last..].fill(0);
         std::fs::write(w.path(), &bytes).unwrap();
         assert_eq!(
-            read_manifest(w.path()).unwrap().edits,
+            read_manifest(&*os_fs(), w.path()).unwrap().edits,
             edits[..edits.len() - 1]
         );
     }
@@ -311,7 +323,7 @@ mod tests {
             let mut damaged = bytes.clone();
             damaged[at as usize] ^= 0x21;
             std::fs::write(w.path(), &damaged).unwrap();
-            match read_manifest(w.path()) {
+            match read_manifest(&*os_fs(), w.path()) {
                 Err(Error::Corruption { file, offset, .. }) => {
                     assert_eq!((file.as_path(), offset), (w.path(), last), "flip at {at}");
                 }
@@ -327,7 +339,7 @@ mod tests {
         let mut bytes = std::fs::read(w.path()).unwrap();
         bytes[offsets[2] as usize + 9] ^= 0x10;
         std::fs::write(w.path(), &bytes).unwrap();
-        match read_manifest(w.path()) {
+        match read_manifest(&*os_fs(), w.path()) {
             Err(Error::Corruption { file, offset, .. }) => {
                 assert_eq!((file.as_path(), offset), (w.path(), offsets[2]));
             }
@@ -346,7 +358,7 @@ mod tests {
         let second = log.len();
         log.add_record(&[99, 1]).unwrap(); // unknown tag 99
         log.sync().unwrap();
-        match read_manifest(&path) {
+        match read_manifest(&*os_fs(), &path) {
             Err(Error::Corruption {
                 file,
                 offset,
@@ -363,14 +375,21 @@ mod tests {
     fn empty_or_missing_manifest_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = manifest_file_name(dir.path(), 9);
-        assert!(matches!(read_manifest(&path), Err(Error::Io { .. })));
-        File::create(&path).unwrap();
-        assert!(read_manifest(&path).unwrap_err().is_corruption());
+        assert!(matches!(
+            read_manifest(&*os_fs(), &path),
+            Err(Error::Io { .. })
+        ));
+        std::fs::File::create(&path).unwrap();
+        assert!(read_manifest(&*os_fs(), &path).unwrap_err().is_corruption());
         // A log file is not confused with a manifest: its records do not decode as edits.
         let log_path = log_file_name(dir.path(), 1);
         let mut log = LogWriter::create(&*os_fs(), log_path.clone()).unwrap();
         log.add_record(&[0xff; 20]).unwrap();
         log.sync().unwrap();
-        assert!(read_manifest(&log_path).unwrap_err().is_corruption());
+        assert!(
+            read_manifest(&*os_fs(), &log_path)
+                .unwrap_err()
+                .is_corruption()
+        );
     }
 }

@@ -17,6 +17,7 @@ use super::manifest::read_manifest;
 use crate::filename::{manifest_file_name, read_current_file};
 use crate::wal::DroppedRange;
 use crate::{Error, Result};
+use sluice_sst::fs::FileSystem;
 
 /// Name recorded in the MANIFEST; a database written with another ordering cannot be opened.
 pub const COMPARATOR_NAME: &str = "sluice.BytewiseComparator";
@@ -61,10 +62,11 @@ impl VersionSet {
     /// Rebuilds the version set from `CURRENT` and the MANIFEST it names in `dir`. Also
     /// returns how many edits were replayed and the MANIFEST's torn last record, if one was
     /// dropped: the caller must check that nothing durable depended on it.
-    pub fn recover(dir: &Path) -> Result<(Self, usize, Vec<DroppedRange>)> {
-        let manifest_name = read_current_file(dir)?;
+    /// Both files are read through `fs`.
+    pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<(Self, usize, Vec<DroppedRange>)> {
+        let manifest_name = read_current_file(fs, dir)?;
         let manifest_path: PathBuf = dir.join(&manifest_name);
-        let contents = read_manifest(&manifest_path)?;
+        let contents = read_manifest(fs, &manifest_path)?;
         let edits = contents.edits;
         let mut set = VersionSet::new_empty();
         let mut version = Version::default();

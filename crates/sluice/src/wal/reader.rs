@@ -26,9 +26,9 @@
 //! can make unsynced damage look like lost synced data: that errs on the safe side, refusing to
 //! open rather than dropping data.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
+use sluice_sst::fs::ReadFile;
 use sluice_sst::{Error, IoContext, Result};
 
 use super::format::{
@@ -54,7 +54,7 @@ enum Rule {
 ///
 /// Not thread-safe (`&mut self`); recovery reads each log on one thread.
 pub struct LogReader {
-    file: File,
+    file: Box<dyn ReadFile>,
     path: PathBuf,
     rule: Rule,
     /// Damage below this offset lost synced data. Raised by sync marks as they are read.
@@ -142,21 +142,26 @@ enum After {
 }
 
 impl LogReader {
-    /// Reads write-ahead log number `log_number` from `file` (opened at offset 0), judging
+    /// Reads write-ahead log number `log_number` from `file` (read from offset 0), judging
     /// damage by `mode`. Nothing is known to be synced until [`LogReader::synced_through`] or
     /// [`LogReader::whole_file_synced`] says so, or the log's own sync marks do.
-    pub fn wal(file: File, path: PathBuf, mode: WalRecoveryMode, log_number: u64) -> Self {
+    pub fn wal(
+        file: Box<dyn ReadFile>,
+        path: PathBuf,
+        mode: WalRecoveryMode,
+        log_number: u64,
+    ) -> Self {
         Self::new(file, path, Rule::Wal { mode, log_number })
     }
 
     /// Reads a MANIFEST from `file`: a complete record that is damaged is
     /// [`Error::Corruption`]; only a last record the file ends inside (or in zeros) is dropped
     /// as a torn append, and counted.
-    pub fn manifest(file: File, path: PathBuf) -> Self {
+    pub fn manifest(file: Box<dyn ReadFile>, path: PathBuf) -> Self {
         Self::new(file, path, Rule::Manifest)
     }
 
-    fn new(file: File, path: PathBuf, rule: Rule) -> Self {
+    fn new(file: Box<dyn ReadFile>, path: PathBuf, rule: Rule) -> Self {
         LogReader {
             file,
             path,
@@ -426,7 +431,7 @@ impl LogReader {
             Rule::Wal { log_number, .. } if !skip => Some(log_number),
             _ => None,
         };
-        let tail = scan_tail(&mut self.file, &self.path, bad, marks_of)?;
+        let tail = scan_tail(&*self.file, &self.path, bad, marks_of)?;
         if skip {
             let resume = match &damage {
                 Damage::Misordered { resume_at, .. } => Some(*resume_at),
@@ -560,7 +565,7 @@ impl LogReader {
         self.block.clear();
         self.block_start = start;
         self.pos = 0;
-        let n = read_block(&mut self.file, start, &mut self.block).with_path(&self.path)?;
+        let n = read_block(&*self.file, start, &mut self.block).with_path(&self.path)?;
         self.at_eof = n < BLOCK_SIZE;
         Ok(())
     }

@@ -1,10 +1,9 @@
 //! What follows damage in a log: the next valid fragment, whether only zeros follow, and the
 //! sync marks after it. Only damaged logs are scanned, so clean ones pay nothing.
 
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
+use sluice_sst::fs::ReadFile;
 use sluice_sst::{IoContext, Result};
 
 use super::format::{
@@ -26,9 +25,9 @@ pub(super) struct Tail {
 
 /// Scans `file` from `from` to its end for the first valid fragment and, with `log_number`,
 /// for every sync mark of that log. Fragments never cross block boundaries, so each block is
-/// searched on its own. Moves the file's cursor: the reader positions it before each read.
+/// searched on its own.
 pub(super) fn scan_tail(
-    file: &mut File,
+    file: &dyn ReadFile,
     path: &Path,
     from: u64,
     log_number: Option<u64>,
@@ -64,7 +63,7 @@ pub(super) fn scan_tail(
             }
         } else if tail.next_valid.is_some() {
             // A valid fragment means the tail is not all zeros; the length is the file's.
-            tail.file_len = file.metadata().with_path(path)?.len();
+            tail.file_len = file.size().with_path(path)?;
             return Ok(tail);
         }
         if n < BLOCK_SIZE {
@@ -75,10 +74,23 @@ pub(super) fn scan_tail(
     }
 }
 
-/// Reads up to one block at `start` into `buf`; returns the bytes read.
-pub(super) fn read_block(file: &mut File, start: u64, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    file.seek(SeekFrom::Start(start))?;
-    file.take(BLOCK_SIZE as u64).read_to_end(buf)
+/// Reads up to one block at `start` into `buf` (appended to it); returns the bytes read, fewer
+/// than a block only at the end of the file.
+pub(super) fn read_block(
+    file: &dyn ReadFile,
+    start: u64,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let available = file.size()?.saturating_sub(start);
+    // At most a block, so the conversion cannot fail.
+    let n = usize::try_from(available.min(BLOCK_SIZE as u64)).unwrap_or(BLOCK_SIZE);
+    let old_len = buf.len();
+    buf.resize(old_len + n, 0);
+    if let Err(e) = file.read_exact_at(&mut buf[old_len..], start) {
+        buf.truncate(old_len);
+        return Err(e);
+    }
+    Ok(n)
 }
 
 /// The synced length of a valid sync mark of log `log_number` at `block[at..]`. Checks the

@@ -1,6 +1,6 @@
 //! Writer/reader round trips, torn tails and corruption.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
@@ -333,7 +333,7 @@ fn outcome_repeats_after_the_end_and_after_an_error() {
         dir.path(),
         &[payload(1, 10), payload(2, 10), payload(3, 10)],
     );
-    let mut r = LogReader::wal(File::open(&path).unwrap(), path.clone(), ABSOLUTE, 7);
+    let mut r = LogReader::wal(open(&path), path.clone(), ABSOLUTE, 7);
     for _ in 0..3 {
         assert!(r.read_record().unwrap().is_some());
     }
@@ -343,7 +343,7 @@ fn outcome_repeats_after_the_end_and_after_an_error() {
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[HEADER_SIZE + 3] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
-    let mut r = LogReader::wal(File::open(&path).unwrap(), path.clone(), ABSOLUTE, 7);
+    let mut r = LogReader::wal(open(&path), path.clone(), ABSOLUTE, 7);
     let first = r.read_record().unwrap_err();
     let again = r.read_record().unwrap_err();
     assert!(first.is_corruption() && again.is_corruption());
@@ -436,7 +436,7 @@ fn write_synced_wal(dir: &Path, records: &[Vec<u8>]) -> (PathBuf, Vec<(u64, u64)
         w.sync().unwrap();
     }
     // Find each record's start by reading the log back.
-    let mut reader = LogReader::wal(File::open(&path).unwrap(), path.clone(), ABSOLUTE, 7);
+    let mut reader = LogReader::wal(open(&path), path.clone(), ABSOLUTE, 7);
     for span in &mut spans {
         reader.read_record().unwrap().unwrap();
         span.0 = reader.last_record_offset();
@@ -447,8 +447,8 @@ fn write_synced_wal(dir: &Path, records: &[Vec<u8>]) -> (PathBuf, Vec<(u64, u64)
 /// Reads log 7 at `path` to its end, told it was synced through `synced_through` (and whole,
 /// with `whole`).
 fn read_wal(path: &Path, mode: WalRecoveryMode, synced_through: u64, whole: bool) -> Outcome {
-    let mut r = LogReader::wal(File::open(path).unwrap(), path.to_path_buf(), mode, 7)
-        .synced_through(synced_through);
+    let mut r =
+        LogReader::wal(open(path), path.to_path_buf(), mode, 7).synced_through(synced_through);
     if whole {
         r = r.whole_file_synced();
     }
@@ -643,7 +643,7 @@ fn a_sync_mark_of_another_log_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = write_synced_wal(dir.path(), &[payload(1, 10), payload(2, 10)]);
     // Read it as log 8: the file holds log 7's marks.
-    let mut r = LogReader::wal(File::open(&path).unwrap(), path.clone(), POINT_IN_TIME, 8);
+    let mut r = LogReader::wal(open(&path), path.clone(), POINT_IN_TIME, 8);
     assert!(r.read_record().unwrap().is_some());
     let err = r.read_record().unwrap_err();
     assert!(
@@ -660,4 +660,11 @@ fn recovery_modes_have_rocksdb_names() {
     assert_eq!(WalRecoveryMode::default(), POINT_IN_TIME);
     assert_eq!(POINT_IN_TIME.to_string(), "point_in_time");
     assert!("tolerate".parse::<WalRecoveryMode>().is_err());
+}
+
+/// Opens `path` for a [`LogReader`], as recovery does.
+fn open(path: &Path) -> Box<dyn sluice_sst::fs::ReadFile> {
+    sluice_sst::fs::os_fs()
+        .open_read(path, sluice_sst::fs::IoMode::Buffered)
+        .unwrap()
 }
