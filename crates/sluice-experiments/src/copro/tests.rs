@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use sluice::options::CompactionMode;
+use sluice::{CompactionOptions, MemtableOptions};
 use sluice_offload::Split;
 
 use super::pin::CpuPlan;
@@ -133,10 +134,16 @@ fn sizing_scales_with_the_data_and_stays_in_bounds() {
     for data in [MIN_DATA_BYTES, 5 << 20, 64_000_000, MAX_DATA_BYTES] {
         let s = Sizing::for_data(data);
         sluice::Options {
-            write_buffer_size: s.write_buffer_size,
-            target_file_size_base: s.target_file_size,
-            max_bytes_for_level_base: s.max_bytes_for_level_base,
-            sub_task_bytes: s.sub_task_bytes,
+            memtable: MemtableOptions {
+                write_buffer_size: s.write_buffer_size,
+                ..MemtableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: s.target_file_size,
+                max_bytes_for_level_base: s.max_bytes_for_level_base,
+                sub_task_bytes: s.sub_task_bytes,
+                ..CompactionOptions::default()
+            },
             ..sluice::Options::default()
         }
         .validate()
