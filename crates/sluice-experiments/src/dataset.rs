@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
-use sluice::{CompressionType, Db, Error, IoContext, Options, Result, WriteBatch, WriteOptions};
+use sluice::{
+    CompactionOptions, CompressionType, Db, Error, IoContext, MemtableOptions, Options, Result,
+    TableOptions, WriteBatch, WriteOptions,
+};
 use sluice_bench::keys::KeyFormat;
 use sluice_bench::values::ValueGenerator;
 
@@ -75,14 +78,23 @@ impl DatasetSpec {
     pub fn options(&self, dir: &Path) -> Options {
         Options {
             create_if_missing: true,
-            write_buffer_size: self.write_buffer_size(),
-            target_file_size_base: TARGET_FILE_BYTES,
-            compression: self.compression,
-            disable_auto_compactions: true,
-            use_direct_io_for_flush_and_compaction: self.direct_io,
             data_dirs: (1..=self.data_dirs)
                 .map(|i| dir.join(format!("d{i}")))
                 .collect(),
+            memtable: MemtableOptions {
+                write_buffer_size: self.write_buffer_size(),
+                ..MemtableOptions::default()
+            },
+            table: TableOptions {
+                compression: self.compression,
+                ..TableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: TARGET_FILE_BYTES,
+                disable_auto_compactions: true,
+                use_direct_io_for_flush_and_compaction: self.direct_io,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         }
     }

@@ -119,12 +119,10 @@ pub fn measure(
 }
 
 fn run_once(dataset: &Dataset, exec: ExecSettings, dir: &Path) -> Result<Run> {
-    let options = sluice::Options {
-        compaction_mode: exec.mode,
-        sub_task_bytes: exec.sub_task_bytes,
-        compaction_threads: exec.compute_threads,
-        ..dataset.copy_to(dir)?
-    };
+    let mut options = dataset.copy_to(dir)?;
+    options.compaction.mode = exec.mode;
+    options.compaction.sub_task_bytes = exec.sub_task_bytes;
+    options.compaction.compaction_threads = exec.compute_threads;
     let db = Db::open(dir, options)?;
     let before = db.metrics().compaction;
     let compacted = db.compact_range(None, None);

@@ -154,8 +154,8 @@ fn default_exec(mode: CompactionMode) -> ExecSettings {
     let d = Options::default();
     ExecSettings {
         mode,
-        sub_task_bytes: d.sub_task_bytes,
-        compute_threads: d.compaction_threads,
+        sub_task_bytes: d.compaction.sub_task_bytes,
+        compute_threads: d.compaction.compaction_threads,
     }
 }
 
@@ -190,10 +190,10 @@ pub fn run_pcp(config: &PcpConfig, scratch: &Path) -> Result<PcpReport> {
             seed: config.seed,
             repeat: config.repeat,
             direct_io: config.direct_io,
-            block_size: d.block_size,
+            block_size: d.table.block_size,
             target_file_size: TARGET_FILE_BYTES,
-            sub_task_bytes: d.sub_task_bytes,
-            compute_threads: d.compaction_threads,
+            sub_task_bytes: d.compaction.sub_task_bytes,
+            compute_threads: d.compaction.compaction_threads,
             executors: CompactionMode::ALL
                 .iter()
                 .map(|m| m.name().to_string())

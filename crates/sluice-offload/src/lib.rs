@@ -58,7 +58,7 @@ use self::client::WorkerClient;
 use self::run::Offloaded;
 use self::split::Bandwidths;
 
-pub use options::{OffloadOptions, Split, VerifyOutputs};
+pub use options::{OffloadOptions, SideMode, Split, VerifyOutputs};
 pub use sluice::compaction::remote::{OffloadMetrics, ShareReport};
 pub use sluice_rpc::auth::Secret;
 

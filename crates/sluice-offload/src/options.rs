@@ -113,6 +113,51 @@ impl std::fmt::Display for VerifyOutputs {
     }
 }
 
+/// Who picks the executor of one side's parts of an offloaded compaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SideMode {
+    /// The side's CoPro+ decision component, per share, from its CPU and memory use and the
+    /// share of large values (pipelined or sequential).
+    #[default]
+    Decide,
+    /// This executor. On the host, `Auto` means the executor the engine chose for the
+    /// compaction (its step-time chooser, or the options' fixed mode); a worker has no such
+    /// history, so `Auto` is refused for workers.
+    Fixed(CompactionMode),
+}
+
+impl SideMode {
+    /// The executor a worker is told to use (`None`: its decision component chooses).
+    pub fn for_worker(self) -> Option<CompactionMode> {
+        match self {
+            SideMode::Decide => None,
+            SideMode::Fixed(mode) => Some(mode),
+        }
+    }
+}
+
+impl std::str::FromStr for SideMode {
+    type Err = String;
+
+    /// `decide`, or an executor name (`sequential`, `pipelined`, `parallel`, `streaming`,
+    /// `auto`).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "decide" => Ok(SideMode::Decide),
+            _ => s.parse().map(SideMode::Fixed),
+        }
+    }
+}
+
+impl std::fmt::Display for SideMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SideMode::Decide => f.write_str("decide"),
+            SideMode::Fixed(mode) => write!(f, "{mode}"),
+        }
+    }
+}
+
 /// Compaction workers and how to use them. A worker must serve (as its `--root`s) the
 /// directories this database keeps its tables in: tasks name files, not bytes.
 #[derive(Clone, Debug)]
@@ -130,11 +175,10 @@ pub struct OffloadOptions {
     /// taken regardless): smaller chunks balance the sides' finishing times more finely,
     /// at the cost of a round trip and a partial output file each.
     pub min_chunk_bytes: u64,
-    /// The executor of the host's share. `None`: the host's decision component chooses
-    /// (CoPro+); `Some(Auto)`: the engine's step-time chooser.
-    pub host_mode: Option<CompactionMode>,
-    /// The executor a worker runs its share with; `None`: the worker decides (CoPro+).
-    pub worker_mode: Option<CompactionMode>,
+    /// Who picks the executor of the host's shares.
+    pub host_mode: SideMode,
+    /// Who picks the executor a worker runs its shares with.
+    pub worker_mode: SideMode,
     /// A worker share not answered within this time is abandoned and re-run on the host.
     pub task_timeout: Duration,
     /// Read every byte of each file a worker reports and check its CRC32C, on top of the
@@ -158,8 +202,8 @@ impl OffloadOptions {
             split: Split::default(),
             min_offload_bytes: 4 << 20,
             min_chunk_bytes: 4 << 20,
-            host_mode: None,
-            worker_mode: None,
+            host_mode: SideMode::Decide,
+            worker_mode: SideMode::Decide,
             task_timeout: Duration::from_secs(120),
             verify_file_checksums: true,
             verify_outputs: VerifyOutputs::default(),
@@ -178,6 +222,13 @@ impl OffloadOptions {
             return bad(format!(
                 "static split host share {host_share} is not in [0, 1]"
             ));
+        }
+        if self.worker_mode == SideMode::Fixed(CompactionMode::Auto) {
+            return bad(
+                "offload worker_mode auto: a worker has no step times to choose from; use \
+                 decide or an executor"
+                    .into(),
+            );
         }
         if self.task_timeout.is_zero() {
             return bad("offload task_timeout must be positive".into());
@@ -207,6 +258,26 @@ mod tests {
         for bad in ["", "sample", "sample:0", "sample:x", "all"] {
             assert!(bad.parse::<VerifyOutputs>().is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn side_modes_parse_and_a_worker_cannot_be_told_auto() {
+        for mode in [
+            SideMode::Decide,
+            SideMode::Fixed(CompactionMode::Pipelined),
+            SideMode::Fixed(CompactionMode::Auto),
+        ] {
+            assert_eq!(mode.to_string().parse::<SideMode>(), Ok(mode));
+        }
+        assert!("faster".parse::<SideMode>().is_err());
+        assert_eq!(SideMode::Decide.for_worker(), None);
+        let secret = Secret::new("a-long-enough-test-secret").unwrap();
+        let mut options = OffloadOptions::new(vec!["127.0.0.1:1".into()], secret);
+        options.host_mode = SideMode::Fixed(CompactionMode::Auto);
+        options.validate().unwrap();
+        options.worker_mode = SideMode::Fixed(CompactionMode::Auto);
+        let err = options.validate().unwrap_err();
+        assert!(err.to_string().contains("worker_mode auto"), "{err}");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use sluice_sst::compact::{CompactionOutput, CompactionSpec, NewOutput};
 use sluice_sst::profile::StageProfile;
 
 use super::client::ShareError;
-use super::options::Split;
+use super::options::{SideMode, Split};
 use super::share::{Job, JobParts, Part, Share};
 use super::split::cut;
 use super::task::numbers_needed;
@@ -37,9 +37,9 @@ impl Offloader {
     /// `exec`), or the host decision component's choice.
     fn host_exec(&self, spec: &CompactionSpec, exec: &ExecOptions) -> ExecOptions {
         let mode = match self.options.host_mode {
-            Some(CompactionMode::Auto) => return *exec,
-            Some(m) => m,
-            None => {
+            SideMode::Fixed(CompactionMode::Auto) => return *exec,
+            SideMode::Fixed(m) => m,
+            SideMode::Decide => {
                 let mut m = self.sampler.lock().sample();
                 m.large_value_share =
                     large_value_share(&spec.inputs, self.decision.large_value_bytes);

@@ -90,7 +90,7 @@ impl Job<'_> {
             run_levels,
             lower: share.lower.clone(),
             upper: share.upper.clone(),
-            mode: self.off.options.worker_mode,
+            mode: self.off.options.worker_mode.for_worker(),
             exec: self.exec,
             numbers,
             output_root: self.output_root.as_deref(),

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
-use sluice::{CompactionMode, Db, Options};
-use sluice_offload::{OffloadOptions, Secret, Split};
+use sluice::{CompactionMode, CompactionOptions, Db, MemtableOptions, Options};
+use sluice_offload::{OffloadOptions, Secret, SideMode, Split};
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::compare_internal;
 use sluice_sst::table::{Table, TableReadOptions};
@@ -100,12 +100,18 @@ fn secret_file(dir: &Path, text: &str) -> PathBuf {
 
 fn base_options() -> Options {
     Options {
-        disable_auto_compactions: true,
-        write_buffer_size: 1 << 20,
-        target_file_size_base: 1 << 20,
-        max_bytes_for_level_base: 4 << 20,
-        sub_task_bytes: 64 << 10,
         paranoid_checks: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 1 << 20,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            disable_auto_compactions: true,
+            target_file_size_base: 1 << 20,
+            max_bytes_for_level_base: 4 << 20,
+            sub_task_bytes: 64 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }
@@ -256,8 +262,8 @@ fn offloaded_compaction_keeps_every_entry() {
         let worker = Worker::start(dir.path(), &secret, &[]);
         let off = OffloadOptions {
             split,
-            host_mode: mode,
-            worker_mode: mode,
+            host_mode: mode.map_or(SideMode::Decide, SideMode::Fixed),
+            worker_mode: mode.map_or(SideMode::Decide, SideMode::Fixed),
             // Small chunks for the dynamic split; the static one has no use for them.
             ..dynamic(vec![worker.addr.clone()])
         };

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::load::LoadBalanceOptions;
-use sluice::{Db, Options};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options};
 use sluice_offload::{OffloadOptions, Secret, Split};
 
 const SECRET: &str = "partition-test-secret-0123456789";
@@ -127,10 +127,6 @@ impl Cluster {
     fn options(&self) -> Options {
         let addrs: Vec<String> = self.workers.iter().map(|w| w.addr.clone()).collect();
         Options {
-            write_buffer_size: 256 << 10,
-            target_file_size_base: 256 << 10,
-            max_bytes_for_level_base: 1 << 20,
-            sub_task_bytes: 32 << 10,
             paranoid_checks: true,
             offload: Some(self.offload_options().into()),
             partitions: Some(PartitionOptions {
@@ -148,6 +144,16 @@ impl Cluster {
                 load_balance: None,
                 ..PartitionOptions::default()
             }),
+            memtable: MemtableOptions {
+                write_buffer_size: 256 << 10,
+                ..MemtableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: 256 << 10,
+                max_bytes_for_level_base: 1 << 20,
+                sub_task_bytes: 32 << 10,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         }
     }

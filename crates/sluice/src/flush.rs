@@ -64,12 +64,12 @@ pub(crate) fn flush_pieces<'a>(
 }
 
 /// Where a flush cuts its L0 tables: at the first key of an L1 file, at most once per
-/// `options.l0_flush_split_bytes` of L1 (Pebble's flush split keys). L0 tables then line up
+/// `options.compaction.l0_flush_split_bytes` of L1 (Pebble's flush split keys). L0 tables then line up
 /// with L1's files, so the L0 -> L1 compactions of different intervals take disjoint files of
 /// both levels and run at the same time ([`crate::compaction::l0_inputs`]), each rewriting
 /// only its own part of L1. Empty when splitting is off or L1 is too small to cut.
 pub(crate) fn flush_split_keys(version: &Version, options: &Options) -> Vec<Vec<u8>> {
-    let split_bytes = options.l0_flush_split_bytes;
+    let split_bytes = options.compaction.l0_flush_split_bytes;
     let mut keys = Vec::new();
     if split_bytes == 0 {
         return keys;
@@ -99,7 +99,7 @@ pub(crate) fn write_level0_tables(
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
-    let (table, storage) = (options.table_options(), options.background_storage());
+    let (table, storage) = (options.table.clone(), options.background_storage());
     let mut metas = Vec::new();
     for piece in pieces {
         let mut new_output = || -> sluice_sst::Result<(u64, std::path::PathBuf)> {
@@ -201,7 +201,7 @@ mod tests {
     use super::flush_split_keys;
     use crate::version::Version;
     use crate::version::edit::{FileMetaData, VersionEdit};
-    use crate::{Db, Options};
+    use crate::{CompactionOptions, Db, Options};
 
     #[test]
     fn flushes_cut_where_an_l1_file_begins_once_enough_l1_lies_behind() {
@@ -228,7 +228,10 @@ mod tests {
         let v = Version::default().apply(&edit).unwrap();
         let keys = |split_bytes| {
             let options = Options {
-                l0_flush_split_bytes: split_bytes,
+                compaction: CompactionOptions {
+                    l0_flush_split_bytes: split_bytes,
+                    ..CompactionOptions::default()
+                },
                 ..Options::default()
             };
             flush_split_keys(&v, &options)

@@ -41,7 +41,10 @@ pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, Db, DbIterator, RecoveryReport};
 pub use error::{Error, ErrorKind, IoContext, Result};
 pub use metrics::Metrics;
-pub use options::{CompactionMode, CompressionType, Options, ReadOptions, WriteOptions};
+pub use options::{
+    CompactionMode, CompactionOptions, CompressionType, MemtableOptions, Options, ReadOptions,
+    TableOptions, WriteOptions,
+};
 pub use rate_limiter::RateLimiter;
 pub use repair::{RepairReport, repair};
 /// The storage layer tables are read and written through ([`Options::fs`]).

@@ -12,6 +12,7 @@ pub use crate::wal::WalRecoveryMode;
 pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
 pub use sluice_sst::compression::CompressionType;
+pub use sluice_sst::table::TableOptions;
 
 pub use crate::partition::{PartitionOptions, PartitionOwner};
 use crate::rate_limiter::{RateLimitedFs, RateLimiter};
@@ -22,30 +23,115 @@ pub use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
 /// Options for [`crate::Db::open`].
+///
+/// The fields here are database-wide; the settings of the tree itself are grouped in
+/// [`Options::memtable`], [`Options::table`] and [`Options::compaction`], as RocksDB separates
+/// its `DBOptions` from its per-column-family options.
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Create the database if `path` holds none.
     pub create_if_missing: bool,
     /// Fail if a database already exists at `path`.
     pub error_if_exists: bool,
-    /// Bytes a memtable may hold before it is frozen and flushed.
-    pub write_buffer_size: usize,
-    /// Memtables (active + immutable) kept in memory before writes stall waiting for a flush.
-    pub max_write_buffer_number: usize,
-    /// Uncompressed bytes per data block.
-    pub block_size: usize,
-    /// Keys between restart points in a data block.
-    pub block_restart_interval: usize,
-    /// Compression for data blocks.
-    pub compression: CompressionType,
-    /// zstd level when `compression` is zstd.
-    pub zstd_level: i32,
-    /// Bloom filter bits per key (0 disables filters).
-    pub bloom_bits_per_key: u32,
+    /// How big memtables grow and how many are kept.
+    pub memtable: MemtableOptions,
+    /// How tables are written (block size, compression, filters).
+    pub table: TableOptions,
+    /// When and how compactions run.
+    pub compaction: CompactionOptions,
     /// Capacity of the block cache in bytes (0 disables it).
     pub block_cache_bytes: usize,
     /// Tables kept open in the table cache.
     pub max_open_files: usize,
+    /// Largest key accepted, in bytes.
+    pub max_key_size: usize,
+    /// Largest value accepted, in bytes.
+    pub max_value_size: usize,
+    /// Verify block checksums on every read (compaction and `check` always verify).
+    pub verify_checksums: bool,
+    /// How to treat a damaged WAL on recovery.
+    pub wal_recovery_mode: WalRecoveryMode,
+    /// Extra data directories (one per storage device). Empty means "the database directory".
+    pub data_dirs: Vec<PathBuf>,
+    /// The file system tables live on. The default is the operating system's; tests put a
+    /// [`sluice_sst::fs::FaultInjectingFs`] here to fail chosen reads, writes and syncs.
+    pub fs: Arc<dyn FileSystem>,
+    /// Check the tree's invariants after every version edit (files of L1+ disjoint, L0 in
+    /// sequence order, every named table on disk) and fail the edit if one breaks. Always on
+    /// in debug builds; tests turn it on in release builds too.
+    pub paranoid_checks: bool,
+    /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
+    /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
+    pub rate_limiter: Option<Arc<RateLimiter>>,
+    /// Compaction workers to share big compactions with (the MStore and CoPro papers):
+    /// `sluice_offload::OffloadOptions`, or any other [`crate::compaction::remote::Offload`].
+    /// `None`: every compaction runs on this host. Each worker must serve this database's table
+    /// directories.
+    pub offload: Option<Arc<dyn crate::compaction::remote::Offload>>,
+    /// Partitioned mode (the MStore paper): key ranges owned by directories and their workers.
+    /// `None`: one tree in the database directory (and `data_dirs`).
+    pub partitions: Option<PartitionOptions>,
+}
+
+/// Memtable settings ([`Options::memtable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemtableOptions {
+    /// Bytes a memtable may hold before it is frozen and flushed.
+    pub write_buffer_size: usize,
+    /// Memtables (active + immutable) kept in memory before writes stall waiting for a flush.
+    pub max_write_buffer_number: usize,
+}
+
+impl Default for MemtableOptions {
+    fn default() -> Self {
+        MemtableOptions {
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+        }
+    }
+}
+
+impl MemtableOptions {
+    /// Checks the memtable settings; the error names the offending option.
+    pub fn validate(&self) -> Result<()> {
+        if self.write_buffer_size < 64 << 10 {
+            return bad(format!(
+                "write_buffer_size must be at least 64 KiB, got {}",
+                self.write_buffer_size
+            ));
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2".into());
+        }
+        Ok(())
+    }
+}
+
+/// Checks [`Options::table`] with the database's limits, which are tighter than the table
+/// format's own ([`TableOptions::validate`]); the error names the offending option.
+fn validate_table_options(table: &TableOptions) -> Result<()> {
+    if !(256..=(4 << 20)).contains(&table.block_size) {
+        return bad(format!(
+            "block_size must be between 256 B and 4 MiB, got {}",
+            table.block_size
+        ));
+    }
+    if table.restart_interval == 0 {
+        return bad("restart_interval must be at least 1".into());
+    }
+    if !(-7..=22).contains(&table.zstd_level) {
+        return bad(format!(
+            "zstd_level must be in -7..=22, got {}",
+            table.zstd_level
+        ));
+    }
+    Ok(())
+}
+
+/// Compaction settings ([`Options::compaction`]): when L0 compacts and stalls writes, how big
+/// levels and files grow, and how compactions are executed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompactionOptions {
     /// L0 depth that triggers an L0 compaction. The depth is the number of L0 sublevels, the
     /// most L0 files one read visits (Pebble's read amplification): random-key flushes add one
     /// each, flushes of disjoint key ranges share one. Partitioned, it is the most L0 files of
@@ -75,18 +161,8 @@ pub struct Options {
     pub max_grandparent_overlap_factor: u64,
     /// Turn off automatic background compactions (flushes still happen).
     pub disable_auto_compactions: bool,
-    /// Largest key accepted, in bytes.
-    pub max_key_size: usize,
-    /// Largest value accepted, in bytes.
-    pub max_value_size: usize,
-    /// Verify block checksums on every read (compaction and `check` always verify).
-    pub verify_checksums: bool,
-    /// How to treat a damaged WAL on recovery.
-    pub wal_recovery_mode: WalRecoveryMode,
-    /// Extra data directories (one per storage device). Empty means "the database directory".
-    pub data_dirs: Vec<PathBuf>,
     /// How each compaction is scheduled onto threads (SCP, PCP, C-PPCP).
-    pub compaction_mode: CompactionMode,
+    pub mode: CompactionMode,
     /// Input bytes per compaction sub-task (the PCP paper found 512 KiB best).
     pub sub_task_bytes: u64,
     /// Compute threads of the parallel executor.
@@ -105,40 +181,11 @@ pub struct Options {
     /// pipelined executors overlap with computation. Every table directory must be on a file
     /// system that supports it (checked at open).
     pub use_direct_io_for_flush_and_compaction: bool,
-    /// The file system tables live on. The default is the operating system's; tests put a
-    /// [`sluice_sst::fs::FaultInjectingFs`] here to fail chosen reads, writes and syncs.
-    pub fs: Arc<dyn FileSystem>,
-    /// Check the tree's invariants after every version edit (files of L1+ disjoint, L0 in
-    /// sequence order, every named table on disk) and fail the edit if one breaks. Always on
-    /// in debug builds; tests turn it on in release builds too.
-    pub paranoid_checks: bool,
-    /// Limits the bytes per second flushes and compactions write (RocksDB's `rate_limiter`);
-    /// keep the `Arc` to change the rate while the database runs. `None`: no limit.
-    pub rate_limiter: Option<Arc<RateLimiter>>,
-    /// Compaction workers to share big compactions with (the MStore and CoPro papers):
-    /// `sluice_offload::OffloadOptions`, or any other [`crate::compaction::remote::Offload`].
-    /// `None`: every compaction runs on this host. Each worker must serve this database's table
-    /// directories.
-    pub offload: Option<Arc<dyn crate::compaction::remote::Offload>>,
-    /// Partitioned mode (the MStore paper): key ranges owned by directories and their workers.
-    /// `None`: one tree in the database directory (and `data_dirs`).
-    pub partitions: Option<PartitionOptions>,
 }
 
-impl Default for Options {
+impl Default for CompactionOptions {
     fn default() -> Self {
-        Options {
-            create_if_missing: true,
-            error_if_exists: false,
-            write_buffer_size: 64 << 20,
-            max_write_buffer_number: 2,
-            block_size: 4096,
-            block_restart_interval: 16,
-            compression: CompressionType::Lz4,
-            zstd_level: 3,
-            bloom_bits_per_key: 10,
-            block_cache_bytes: 64 << 20,
-            max_open_files: 1000,
+        CompactionOptions {
             l0_compaction_trigger: 4,
             l0_slowdown_writes_trigger: 20,
             l0_stop_writes_trigger: 36,
@@ -149,48 +196,19 @@ impl Default for Options {
             target_file_size_base: 64 << 20,
             max_grandparent_overlap_factor: 10,
             disable_auto_compactions: false,
-            max_key_size: 64 << 10,
-            max_value_size: 32 << 20,
-            verify_checksums: true,
-            wal_recovery_mode: WalRecoveryMode::default(),
-            data_dirs: Vec::new(),
-            compaction_mode: CompactionMode::Sequential,
+            mode: CompactionMode::Sequential,
             sub_task_bytes: ExecOptions::DEFAULT_SUB_TASK_BYTES,
             compaction_threads: ExecOptions::DEFAULT_COMPUTE_THREADS,
             max_concurrent_compactions: std::thread::available_parallelism().map_or(1, usize::from),
             compaction_queue_depth: ExecOptions::DEFAULT_QUEUE_DEPTH,
             use_direct_io_for_flush_and_compaction: false,
-            fs: sluice_sst::fs::os_fs(),
-            rate_limiter: None,
-            offload: None,
-            partitions: None,
-            paranoid_checks: false,
         }
     }
 }
 
-impl Options {
-    /// Checks that the options make sense together; the error names the offending option.
+impl CompactionOptions {
+    /// Checks the compaction settings; the error names the offending option.
     pub fn validate(&self) -> Result<()> {
-        let bad = |msg: String| Err(Error::InvalidArgument(msg));
-        if self.write_buffer_size < 64 << 10 {
-            return bad(format!(
-                "write_buffer_size must be at least 64 KiB, got {}",
-                self.write_buffer_size
-            ));
-        }
-        if self.max_write_buffer_number < 2 {
-            return bad("max_write_buffer_number must be at least 2".into());
-        }
-        if !(256..=(4 << 20)).contains(&self.block_size) {
-            return bad(format!(
-                "block_size must be between 256 B and 4 MiB, got {}",
-                self.block_size
-            ));
-        }
-        if self.block_restart_interval == 0 {
-            return bad("block_restart_interval must be at least 1".into());
-        }
         if self.l0_compaction_trigger == 0 {
             return bad("l0_compaction_trigger must be at least 1".into());
         }
@@ -219,6 +237,65 @@ impl Options {
         if self.max_bytes_for_level_base < self.target_file_size_base {
             return bad("max_bytes_for_level_base must be at least target_file_size_base".into());
         }
+        if self.sub_task_bytes < 4 << 10 {
+            return bad("sub_task_bytes must be at least 4 KiB".into());
+        }
+        if !(1..=256).contains(&self.compaction_threads) {
+            return bad("compaction_threads must be between 1 and 256".into());
+        }
+        if !(1..=64).contains(&self.max_concurrent_compactions) {
+            return bad("max_concurrent_compactions must be between 1 and 64".into());
+        }
+        if self.compaction_queue_depth == 0 {
+            return bad("compaction_queue_depth must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    /// Target size in bytes of level `level` (L1 and deeper).
+    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
+        let mut bytes = self.max_bytes_for_level_base;
+        for _ in 1..level {
+            bytes = bytes.saturating_mul(self.max_bytes_for_level_multiplier);
+        }
+        bytes
+    }
+}
+
+fn bad(msg: String) -> Result<()> {
+    Err(Error::InvalidArgument(msg))
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            memtable: MemtableOptions::default(),
+            table: TableOptions::default(),
+            compaction: CompactionOptions::default(),
+            block_cache_bytes: 64 << 20,
+            max_open_files: 1000,
+            max_key_size: 64 << 10,
+            max_value_size: 32 << 20,
+            verify_checksums: true,
+            wal_recovery_mode: WalRecoveryMode::default(),
+            data_dirs: Vec::new(),
+            fs: sluice_sst::fs::os_fs(),
+            rate_limiter: None,
+            offload: None,
+            partitions: None,
+            paranoid_checks: false,
+        }
+    }
+}
+
+impl Options {
+    /// Checks that the options make sense together; the error names the offending option.
+    pub fn validate(&self) -> Result<()> {
+        self.memtable.validate()?;
+        validate_table_options(&self.table)?;
+        self.compaction.validate()?;
         if self.max_key_size == 0 || self.max_key_size > (1 << 20) {
             return bad("max_key_size must be between 1 B and 1 MiB".into());
         }
@@ -232,24 +309,6 @@ impl Options {
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16".into());
-        }
-        if self.sub_task_bytes < 4 << 10 {
-            return bad("sub_task_bytes must be at least 4 KiB".into());
-        }
-        if !(1..=256).contains(&self.compaction_threads) {
-            return bad("compaction_threads must be between 1 and 256".into());
-        }
-        if !(1..=64).contains(&self.max_concurrent_compactions) {
-            return bad("max_concurrent_compactions must be between 1 and 64".into());
-        }
-        if self.compaction_queue_depth == 0 {
-            return bad("compaction_queue_depth must be at least 1".into());
-        }
-        if !(-7..=22).contains(&self.zstd_level) {
-            return bad(format!(
-                "zstd_level must be in -7..=22, got {}",
-                self.zstd_level
-            ));
         }
         if let Some(o) = &self.offload {
             o.validate()?;
@@ -291,22 +350,14 @@ impl Options {
         dirs
     }
 
-    /// Target size in bytes of level `level` (L1 and deeper).
-    pub fn max_bytes_for_level(&self, level: usize) -> u64 {
-        let mut bytes = self.max_bytes_for_level_base;
-        for _ in 1..level {
-            bytes = bytes.saturating_mul(self.max_bytes_for_level_multiplier);
-        }
-        bytes
-    }
-
     /// The executor settings derived from these options.
     pub fn exec_options(&self) -> ExecOptions {
+        let c = &self.compaction;
         ExecOptions {
-            mode: self.compaction_mode,
-            sub_task_bytes: self.sub_task_bytes,
-            queue_depth: self.compaction_queue_depth,
-            compute_threads: self.compaction_threads,
+            mode: c.mode,
+            sub_task_bytes: c.sub_task_bytes,
+            queue_depth: c.compaction_queue_depth,
+            compute_threads: c.compaction_threads,
             table_dirs: self.data_dirs.len().max(1),
         }
     }
@@ -318,7 +369,7 @@ impl Options {
 
     /// How flushes and compactions read and write tables: through the rate limiter, if any.
     pub fn background_storage(&self) -> Storage {
-        let mode = if self.use_direct_io_for_flush_and_compaction {
+        let mode = if self.compaction.use_direct_io_for_flush_and_compaction {
             IoMode::Direct
         } else {
             IoMode::Buffered
@@ -331,17 +382,6 @@ impl Options {
             None => Arc::clone(&self.fs),
         };
         Storage::new(fs, mode)
-    }
-
-    /// The table options derived from these options.
-    pub fn table_options(&self) -> sluice_sst::table::TableOptions {
-        sluice_sst::table::TableOptions {
-            block_size: self.block_size,
-            restart_interval: self.block_restart_interval,
-            compression: self.compression,
-            zstd_level: self.zstd_level,
-            bloom_bits_per_key: self.bloom_bits_per_key,
-        }
     }
 }
 
@@ -390,27 +430,81 @@ mod tests {
 
     #[test]
     fn bad_options_name_the_option() {
-        let opts = Options {
-            l0_stop_writes_trigger: 1,
-            ..Options::default()
-        };
+        let mut opts = Options::default();
+        opts.compaction.l0_stop_writes_trigger = 1;
         let err = opts.validate().unwrap_err().to_string();
         assert!(err.contains("l0_stop_writes_trigger"), "{err}");
-        let opts = Options {
-            block_size: 1,
-            ..Options::default()
-        };
+        let mut opts = Options::default();
+        opts.table.block_size = 1;
         assert!(
             opts.validate()
                 .unwrap_err()
                 .to_string()
                 .contains("block_size")
         );
+        let mut opts = Options::default();
+        opts.memtable.write_buffer_size = 1;
+        let err = opts.validate().unwrap_err().to_string();
+        assert!(err.contains("write_buffer_size"), "{err}");
+    }
+
+    /// The grouped defaults are the values the flat `Options` had, field by field.
+    #[test]
+    fn defaults_are_unchanged() {
+        let o = Options::default();
+        assert!(o.create_if_missing && !o.error_if_exists);
+        assert_eq!(
+            o.memtable,
+            MemtableOptions {
+                write_buffer_size: 64 << 20,
+                max_write_buffer_number: 2,
+            }
+        );
+        assert_eq!(
+            o.table,
+            TableOptions {
+                block_size: 4096,
+                restart_interval: 16,
+                compression: CompressionType::Lz4,
+                zstd_level: 3,
+                bloom_bits_per_key: 10,
+            }
+        );
+        assert_eq!(
+            o.compaction,
+            CompactionOptions {
+                l0_compaction_trigger: 4,
+                l0_slowdown_writes_trigger: 20,
+                l0_stop_writes_trigger: 36,
+                l0_compaction_file_threshold: 100,
+                l0_flush_split_bytes: 32 << 20,
+                max_bytes_for_level_base: 256 << 20,
+                max_bytes_for_level_multiplier: 10,
+                target_file_size_base: 64 << 20,
+                max_grandparent_overlap_factor: 10,
+                disable_auto_compactions: false,
+                mode: CompactionMode::Sequential,
+                sub_task_bytes: ExecOptions::DEFAULT_SUB_TASK_BYTES,
+                compaction_threads: ExecOptions::DEFAULT_COMPUTE_THREADS,
+                max_concurrent_compactions: std::thread::available_parallelism()
+                    .map_or(1, usize::from),
+                compaction_queue_depth: ExecOptions::DEFAULT_QUEUE_DEPTH,
+                use_direct_io_for_flush_and_compaction: false,
+            }
+        );
+        assert_eq!(o.block_cache_bytes, 64 << 20);
+        assert_eq!(o.max_open_files, 1000);
+        assert_eq!(o.max_key_size, 64 << 10);
+        assert_eq!(o.max_value_size, 32 << 20);
+        assert!(o.verify_checksums && !o.paranoid_checks);
+        assert_eq!(o.wal_recovery_mode, WalRecoveryMode::default());
+        assert!(o.data_dirs.is_empty());
+        assert!(o.rate_limiter.is_none() && o.offload.is_none() && o.partitions.is_none());
     }
 
     #[test]
     fn level_targets_grow_tenfold() {
-        let o = Options::default();
+        let o = Options::default().compaction;
         assert_eq!(o.max_bytes_for_level(1), 256 << 20);
         assert_eq!(o.max_bytes_for_level(2), 2560 << 20);
     }

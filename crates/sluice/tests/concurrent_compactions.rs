@@ -6,21 +6,30 @@
 
 use std::collections::BTreeMap;
 
-use sluice::{CompactionMode, Db, Options};
+use sluice::{CompactionMode, CompactionOptions, Db, MemtableOptions, Options, TableOptions};
 
 fn options(mode: CompactionMode) -> Options {
     Options {
-        compaction_mode: mode,
-        max_concurrent_compactions: 4,
         paranoid_checks: true,
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        max_bytes_for_level_multiplier: 4,
-        l0_compaction_trigger: 2,
-        // Flushes cut at L1 boundaries: L0 compactions by interval.
-        l0_flush_split_bytes: 64 << 10,
-        block_size: 1024,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            mode,
+            max_concurrent_compactions: 4,
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            max_bytes_for_level_multiplier: 4,
+            l0_compaction_trigger: 2,
+            // Flushes cut at L1 boundaries: L0 compactions by interval.
+            l0_flush_split_bytes: 64 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

@@ -292,10 +292,8 @@ fn oversized_keys_and_values_are_rejected_and_lose_nothing() {
 #[test]
 fn bad_options_are_rejected() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = Options {
-        block_size: 0,
-        ..options()
-    };
+    let mut opts = options();
+    opts.table.block_size = 0;
     let err = Db::open(dir.path(), opts).err().expect("open must fail");
     assert!(
         matches!(err, Error::InvalidArgument(ref m) if m.contains("block_size")),
@@ -350,13 +348,11 @@ fn a_corruption_a_background_compaction_finds_stays_a_corruption_for_later_calls
     for table in files_with_ext(dir.path(), "sst") {
         flip_byte(&table, 100);
     }
-    let db = Db::open(
-        dir.path(),
-        Options {
-            l0_compaction_trigger: 2,
-            ..options()
-        },
-    )
+    let db = Db::open(dir.path(), {
+        let mut opts = options();
+        opts.compaction.l0_compaction_trigger = 2;
+        opts
+    })
     .unwrap();
     // Two L0 tables over the damaged L1 start an automatic L0 -> L1 compaction, which reads
     // the damaged block and fails in the background.

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use sluice::compaction::executor::CompactionMode;
-use sluice::{Db, Options, WriteOptions};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, TableOptions, WriteOptions};
 
 const ROUNDS: u64 = 24;
 const KEYS: u64 = 3000;
@@ -46,13 +46,22 @@ fn partitions(dir: &Path) -> sluice::options::PartitionOptions {
 fn options(dir: &Path, partitioned: bool) -> Options {
     Options {
         partitions: partitioned.then(|| partitions(dir)),
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        l0_compaction_trigger: 2,
-        block_size: 1024,
-        max_concurrent_compactions: 3,
         paranoid_checks: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            max_concurrent_compactions: 3,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }
@@ -86,15 +95,10 @@ fn crash_child() {
     // Each round kills a different executor mid-compaction.
     let modes = CompactionMode::ALL;
     let mode = modes[round as usize % modes.len()];
-    let db = Db::open(
-        &dir,
-        Options {
-            compaction_mode: mode,
-            sub_task_bytes: 16 << 10,
-            ..options(Path::new(&dir), partitioned)
-        },
-    )
-    .unwrap();
+    let mut opts = options(Path::new(&dir), partitioned);
+    opts.compaction.mode = mode;
+    opts.compaction.sub_task_bytes = 16 << 10;
+    let db = Db::open(&dir, opts).unwrap();
     let sync = WriteOptions { sync: true };
     use std::io::Write;
     let mut out = std::io::stdout().lock();

@@ -21,7 +21,9 @@ use parking_lot::Mutex;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice::compaction::executor::CompactionMode;
-use sluice::{Db, Options, WriteBatch, WriteOptions};
+use sluice::{
+    CompactionOptions, Db, MemtableOptions, Options, TableOptions, WriteBatch, WriteOptions,
+};
 use sluice_sst::fs::{FileSystem, MemFs};
 
 const KEYS: u64 = 400;
@@ -59,14 +61,23 @@ fn options(fs: &MemFs, round: usize) -> Options {
             }),
             load_balance: None,
         }),
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        l0_compaction_trigger: 2,
-        block_size: 1024,
-        max_concurrent_compactions: 2,
-        compaction_mode: modes[round % modes.len()],
-        sub_task_bytes: 16 << 10,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            max_concurrent_compactions: 2,
+            mode: modes[round % modes.len()],
+            sub_task_bytes: 16 << 10,
+            ..CompactionOptions::default()
+        },
         paranoid_checks: true,
         ..Options::default()
     }

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use sluice::{Db, Options};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options};
 
 fn tables_in(dir: &Path) -> usize {
     std::fs::read_dir(dir)
@@ -29,10 +29,16 @@ fn tables_go_to_the_data_dirs_and_are_found_after_reopen() {
         root.path().join("d2"),
     );
     let options = || Options {
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
         data_dirs: vec![d1.clone(), d2.clone()],
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     };
     let db = Db::open(&main, options()).unwrap();

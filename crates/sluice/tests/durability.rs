@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sluice::{Db, Error, ErrorKind, Options, WriteOptions};
+use sluice::{CompactionOptions, Db, Error, ErrorKind, MemtableOptions, Options, WriteOptions};
 
 fn key(i: u32) -> Vec<u8> {
     format!("{i:016}").into_bytes()
@@ -174,8 +174,14 @@ fn a_zeroed_page_of_a_crashed_synced_wal_is_corruption_unless_it_holds_the_last_
 /// Two `fillrandom` runs with a 256 KiB write buffer on one directory, as in finding 2.
 fn two_fillrandom_runs(dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let options = || Options {
-        write_buffer_size: 256 << 10,
-        disable_auto_compactions: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 256 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            disable_auto_compactions: true,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     };
     let mut expected = BTreeMap::new();
@@ -331,7 +337,10 @@ fn a_read_only_open_leaves_every_file_byte_identical() {
     let db = Db::open(
         live.path(),
         Options {
-            write_buffer_size: 64 << 10,
+            memtable: MemtableOptions {
+                write_buffer_size: 64 << 10,
+                ..MemtableOptions::default()
+            },
             ..Options::default()
         },
     )
@@ -429,8 +438,14 @@ fn a_read_only_open_needs_an_existing_database_and_no_writer() {
 fn a_missing_or_shortened_wal_is_corruption() {
     let dir = tempfile::tempdir().unwrap();
     let options = || Options {
-        write_buffer_size: 64 << 10,
-        disable_auto_compactions: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            disable_auto_compactions: true,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     };
     let db = Db::open(dir.path(), options()).unwrap();

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sluice::fs::{Fault, FaultInjectingFs, FaultOp, os_fs};
-use sluice::{CompactionMode, Db, Error, Options};
+use sluice::{CompactionMode, CompactionOptions, Db, Error, MemtableOptions, Options};
 
 /// Where the database's tables go: its own directory, or `more1` and `more2` (then the
 /// pipelined and parallel executors run S-PPCP, with a reader and a writer per directory).
@@ -35,16 +35,22 @@ fn options(
             Dirs::Two => vec![dir.join("more1"), dir.join("more2")],
         },
         fs: fs.clone(),
-        compaction_mode: mode,
-        compaction_threads: 2,
-        // Many sub-tasks and several output files, so faults land mid-pipeline.
-        sub_task_bytes: 16 << 10,
-        target_file_size_base: 128 << 10,
-        max_bytes_for_level_base: 1 << 30,
-        write_buffer_size: 1 << 20,
-        disable_auto_compactions: true,
         block_cache_bytes: 0,
-        use_direct_io_for_flush_and_compaction: direct,
+        memtable: MemtableOptions {
+            write_buffer_size: 1 << 20,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            mode,
+            compaction_threads: 2,
+            // Many sub-tasks and several output files, so faults land mid-pipeline.
+            sub_task_bytes: 16 << 10,
+            target_file_size_base: 128 << 10,
+            max_bytes_for_level_base: 1 << 30,
+            disable_auto_compactions: true,
+            use_direct_io_for_flush_and_compaction: direct,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }
@@ -325,10 +331,9 @@ fn a_failed_flush_loses_no_acknowledged_write() {
 /// Options for the WAL and MANIFEST tests: small memtables so flushes (and their MANIFEST
 /// edits) come often.
 fn log_options(fs: &Arc<FaultInjectingFs>, dir: &Path) -> Options {
-    Options {
-        write_buffer_size: 64 << 10,
-        ..options(fs, CompactionMode::Sequential, false, dir, Dirs::One)
-    }
+    let mut opts = options(fs, CompactionMode::Sequential, false, dir, Dirs::One);
+    opts.memtable.write_buffer_size = 64 << 10;
+    opts
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use sluice::{Db, Options};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, TableOptions};
 
 fn key(x: u64) -> Vec<u8> {
     format!("key{:08}", x % 100_000).into_bytes()
@@ -46,13 +46,22 @@ fn assert_matches(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 fn flushes_cut_at_l1_boundaries_stack_one_sublevel_each() {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
-        disable_auto_compactions: true,
         paranoid_checks: true,
-        write_buffer_size: 4 << 20,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 4 << 20,
-        l0_flush_split_bytes: 128 << 10,
-        block_size: 1024,
+        memtable: MemtableOptions {
+            write_buffer_size: 4 << 20,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            disable_auto_compactions: true,
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 4 << 20,
+            l0_flush_split_bytes: 128 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     };
     let db = Db::open(dir.path(), options.clone()).unwrap();
@@ -92,14 +101,23 @@ fn l0_compactions_by_interval_keep_the_data() {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
         paranoid_checks: true,
-        max_concurrent_compactions: 2,
-        write_buffer_size: 256 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 1 << 20,
-        max_bytes_for_level_multiplier: 4,
-        l0_compaction_trigger: 2,
-        l0_flush_split_bytes: 128 << 10,
-        block_size: 1024,
+        memtable: MemtableOptions {
+            write_buffer_size: 256 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            max_concurrent_compactions: 2,
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 1 << 20,
+            max_bytes_for_level_multiplier: 4,
+            l0_compaction_trigger: 2,
+            l0_flush_split_bytes: 128 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     };
     let db = Db::open(dir.path(), options.clone()).unwrap();
@@ -118,7 +136,7 @@ fn l0_compactions_by_interval_keep_the_data() {
     );
     assert!(m.compaction.count > 10, "too few compactions ran");
     assert!(
-        m.l0_sublevels < options.l0_compaction_trigger,
+        m.l0_sublevels < options.compaction.l0_compaction_trigger,
         "L0 left at or over its trigger"
     );
     assert_matches(&db, &model);

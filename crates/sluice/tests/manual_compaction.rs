@@ -9,15 +9,23 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sluice::{CompactOptions, CompactProgress, Db, Error, Options};
+use sluice::{
+    CompactOptions, CompactProgress, CompactionOptions, Db, Error, MemtableOptions, Options,
+};
 
 fn options() -> Options {
     Options {
-        disable_auto_compactions: true,
-        write_buffer_size: 1 << 20,
-        target_file_size_base: 1 << 20,
-        max_bytes_for_level_base: 4 << 20,
-        sub_task_bytes: 64 << 10,
+        memtable: MemtableOptions {
+            write_buffer_size: 1 << 20,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            disable_auto_compactions: true,
+            target_file_size_base: 1 << 20,
+            max_bytes_for_level_base: 4 << 20,
+            sub_task_bytes: 64 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

@@ -9,7 +9,10 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use sluice::compaction::executor::CompactionMode;
-use sluice::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use sluice::{
+    CompactionOptions, Db, MemtableOptions, Options, ReadOptions, TableOptions, WriteBatch,
+    WriteOptions,
+};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -81,19 +84,28 @@ fn direct_io_supported() -> bool {
 
 fn small_options(mode: CompactionMode, direct: bool) -> Options {
     Options {
-        compaction_mode: mode,
-        use_direct_io_for_flush_and_compaction: direct && direct_io_supported(),
-        sub_task_bytes: 4 << 10,
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        l0_compaction_trigger: 2,
-        // Flushes cut at L1 boundaries: L0 compactions by interval.
-        l0_flush_split_bytes: 64 << 10,
-        block_size: 512,
         block_cache_bytes: 1 << 20,
-        max_concurrent_compactions: 3,
         paranoid_checks: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 512,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            mode,
+            use_direct_io_for_flush_and_compaction: direct && direct_io_supported(),
+            sub_task_bytes: 4 << 10,
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            // Flushes cut at L1 boundaries: L0 compactions by interval.
+            l0_flush_split_bytes: 64 << 10,
+            max_concurrent_compactions: 3,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

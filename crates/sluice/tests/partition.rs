@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
 use sluice::partition::stats::PartitionStats;
-use sluice::{Db, Options, ReadOptions};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, ReadOptions};
 
 const KEYS: u32 = 20_000;
 
@@ -46,11 +46,17 @@ fn partitions(
 
 fn options(partitions: PartitionOptions) -> Options {
     Options {
-        write_buffer_size: 256 << 10,
-        target_file_size_base: 128 << 10,
-        max_bytes_for_level_base: 1 << 20,
         paranoid_checks: true,
         partitions: Some(partitions),
+        memtable: MemtableOptions {
+            write_buffer_size: 256 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 128 << 10,
+            max_bytes_for_level_base: 1 << 20,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

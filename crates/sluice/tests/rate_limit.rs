@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
-use sluice::{CompactionMode, Db, Options, RateLimiter};
+use sluice::{CompactionMode, CompactionOptions, Db, MemtableOptions, Options, RateLimiter};
 
 #[test]
 fn every_background_byte_passes_the_limiter() {
@@ -13,11 +13,17 @@ fn every_background_byte_passes_the_limiter() {
         let limiter = RateLimiter::new(64 << 20);
         let options = Options {
             rate_limiter: Some(limiter.clone()),
-            compaction_mode: mode,
-            write_buffer_size: 256 << 10,
-            target_file_size_base: 256 << 10,
-            max_bytes_for_level_base: 1 << 20,
-            l0_compaction_trigger: 2,
+            memtable: MemtableOptions {
+                write_buffer_size: 256 << 10,
+                ..MemtableOptions::default()
+            },
+            compaction: CompactionOptions {
+                mode,
+                target_file_size_base: 256 << 10,
+                max_bytes_for_level_base: 1 << 20,
+                l0_compaction_trigger: 2,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         };
         let db = Db::open(dir.path(), options).unwrap();

@@ -7,16 +7,25 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sluice::{Db, Options};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, TableOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options() -> Options {
     Options {
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        block_size: 1024,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sluice::{CompactOptions, CompactionMode, Db, Error, Options, ReadOptions};
+use sluice::{
+    CompactOptions, CompactionMode, CompactionOptions, Db, Error, MemtableOptions, Options,
+    ReadOptions, TableOptions,
+};
 
 const KEYS: u64 = 2000;
 const WRITERS: u64 = 2;
@@ -72,18 +75,27 @@ impl Versions {
 
 fn options(mode: CompactionMode) -> Options {
     Options {
-        compaction_mode: mode,
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
-        l0_compaction_trigger: 2,
-        // Flushes cut at L1 boundaries: L0 compactions by interval.
-        l0_flush_split_bytes: 64 << 10,
-        block_size: 1024,
-        sub_task_bytes: 16 << 10,
         block_cache_bytes: 256 << 10,
-        max_concurrent_compactions: 3,
         paranoid_checks: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            mode,
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            // Flushes cut at L1 boundaries: L0 compactions by interval.
+            l0_flush_split_bytes: 64 << 10,
+            sub_task_bytes: 16 << 10,
+            max_concurrent_compactions: 3,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

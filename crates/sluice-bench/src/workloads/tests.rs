@@ -1,11 +1,17 @@
 use super::*;
-use sluice::Options;
+use sluice::{CompactionOptions, MemtableOptions, Options};
 
 fn small_options() -> Options {
     Options {
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

@@ -223,7 +223,7 @@ mod tests {
     //! key vectors, and by predicting a whole run's database contents from the stream.
     use std::collections::BTreeMap;
 
-    use sluice::Options;
+    use sluice::{CompactionOptions, MemtableOptions, Options};
 
     use super::*;
     use crate::workloads::run_benchmarks;
@@ -261,9 +261,15 @@ mod tests {
 
     fn small_options() -> Options {
         Options {
-            write_buffer_size: 64 << 10,
-            target_file_size_base: 64 << 10,
-            max_bytes_for_level_base: 256 << 10,
+            memtable: MemtableOptions {
+                write_buffer_size: 64 << 10,
+                ..MemtableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: 64 << 10,
+                max_bytes_for_level_base: 256 << 10,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         }
     }

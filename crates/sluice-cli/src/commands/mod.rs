@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use sluice::filename::current_file_name;
 use sluice::options::{PartitionOptions, PartitionOwner};
-use sluice::{Db, Options};
+use sluice::{CompactionOptions, Db, Options};
 
 use crate::args::Command;
 use crate::engine_flags::EngineArgs;
@@ -118,8 +118,12 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
     });
     let options = Options {
         create_if_missing: access == Access::Create,
-        disable_auto_compactions: access != Access::Create || base.disable_auto_compactions,
         partitions: partitions.or(base.partitions.clone()),
+        compaction: CompactionOptions {
+            disable_auto_compactions: access != Access::Create
+                || base.compaction.disable_auto_compactions,
+            ..base.compaction
+        },
         ..base
     };
     let opened = match access {

@@ -18,7 +18,9 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use sluice::options::CompactionMode;
-use sluice::{CompressionType, Options, RateLimiter};
+use sluice::{
+    CompactionOptions, CompressionType, MemtableOptions, Options, RateLimiter, TableOptions,
+};
 
 pub use offload::{OFFLOAD, OffloadArgs};
 
@@ -50,16 +52,16 @@ pub struct EngineArgs {
 #[command(next_help_heading = "Engine options")]
 pub struct TuningArgs {
     /// Memtable size.
-    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().write_buffer_size)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().memtable.write_buffer_size)]
     pub write_buffer_size: usize,
     /// Size at which compaction outputs are cut (L1's target grows to at least this).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().target_file_size_base)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().compaction.target_file_size_base)]
     pub target_file_size: u64,
     /// Uncompressed data block size.
-    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_size)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().table.block_size)]
     pub block_size: usize,
     /// Bloom filter bits per key (0: no filters).
-    #[arg(long, value_name = "N", value_parser = parse_u32, default_value_t = Options::default().bloom_bits_per_key)]
+    #[arg(long, value_name = "N", value_parser = parse_u32, default_value_t = Options::default().table.bloom_bits_per_key)]
     pub bloom_bits: u32,
     /// Block cache capacity (0: no cache).
     #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
@@ -71,37 +73,37 @@ pub struct TuningArgs {
     /// How each compaction is scheduled: sequential (SCP), pipelined (PCP), parallel (C-PPCP),
     /// streaming (the in-storage compaction paper's decoder/comparator/encoder stages) or auto (chosen per
     /// compaction from the measured step times).
-    #[arg(long, value_name = "MODE", default_value_t = Options::default().compaction_mode)]
+    #[arg(long, value_name = "MODE", default_value_t = Options::default().compaction.mode)]
     pub compaction_mode: CompactionMode,
     /// Compute threads of the parallel compaction executor.
-    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_threads)]
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.compaction_threads)]
     pub compaction_threads: usize,
     /// Automatic compactions that may run at once on disjoint files and key ranges.
-    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().max_concurrent_compactions)]
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.max_concurrent_compactions)]
     pub max_concurrent_compactions: usize,
     /// Sub-tasks that may wait between two stages of the pipelined, parallel and streaming
     /// executors.
-    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction_queue_depth)]
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.compaction_queue_depth)]
     pub compaction_queue_depth: usize,
     /// Input bytes per compaction sub-task.
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().sub_task_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().compaction.sub_task_bytes)]
     pub sub_task_bytes: u64,
     /// L0 depth (sublevels) that starts an L0 compaction.
-    #[arg(long = "level0-file-num-compaction-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_compaction_trigger)]
+    #[arg(long = "level0-file-num-compaction-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.l0_compaction_trigger)]
     pub l0_compaction_trigger: usize,
     /// L0 depth at which each write is delayed.
-    #[arg(long = "level0-slowdown-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_slowdown_writes_trigger)]
+    #[arg(long = "level0-slowdown-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.l0_slowdown_writes_trigger)]
     pub l0_slowdown_writes_trigger: usize,
     /// L0 depth at which writes stop until compaction catches up.
-    #[arg(long = "level0-stop-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_stop_writes_trigger)]
+    #[arg(long = "level0-stop-writes-trigger", value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.l0_stop_writes_trigger)]
     pub l0_stop_writes_trigger: usize,
     /// L0 files that start an L0 compaction however shallow L0 is (Pebble's
     /// L0CompactionFileThreshold).
-    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().l0_compaction_file_threshold)]
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.l0_compaction_file_threshold)]
     pub l0_compaction_file_threshold: usize,
     /// Cut flushes at L1 file boundaries at most once per this many bytes of L1 (Pebble's
     /// FlushSplitBytes; 0: never).
-    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().l0_flush_split_bytes)]
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().compaction.l0_flush_split_bytes)]
     pub l0_flush_split_bytes: u64,
     /// Extra data directories, one per storage device (S-PPCP), in order: new tables are dealt
     /// over the database directory and these. A database created with them must be opened
@@ -128,28 +130,40 @@ impl EngineArgs {
         let defaults = Options::default();
         let t = &self.tuning;
         Options {
-            compression: self.compression.into(),
-            use_direct_io_for_flush_and_compaction: self.direct_io,
-            write_buffer_size: t.write_buffer_size,
-            target_file_size_base: t.target_file_size,
-            // L1 must hold at least one output file.
-            max_bytes_for_level_base: defaults.max_bytes_for_level_base.max(t.target_file_size),
-            block_size: t.block_size,
-            bloom_bits_per_key: t.bloom_bits,
             block_cache_bytes: t.cache_size,
-            disable_auto_compactions: t.disable_auto_compactions,
-            compaction_mode: t.compaction_mode,
-            compaction_threads: t.compaction_threads,
-            compaction_queue_depth: t.compaction_queue_depth,
-            max_concurrent_compactions: t.max_concurrent_compactions,
-            sub_task_bytes: t.sub_task_bytes,
-            l0_compaction_trigger: t.l0_compaction_trigger,
-            l0_slowdown_writes_trigger: t.l0_slowdown_writes_trigger,
-            l0_stop_writes_trigger: t.l0_stop_writes_trigger,
-            l0_compaction_file_threshold: t.l0_compaction_file_threshold,
-            l0_flush_split_bytes: t.l0_flush_split_bytes,
             data_dirs: t.data_dirs.clone(),
             rate_limiter: (t.rate_limit > 0).then(|| RateLimiter::new(t.rate_limit)),
+            memtable: MemtableOptions {
+                write_buffer_size: t.write_buffer_size,
+                ..defaults.memtable
+            },
+            table: TableOptions {
+                compression: self.compression.into(),
+                block_size: t.block_size,
+                bloom_bits_per_key: t.bloom_bits,
+                ..defaults.table
+            },
+            compaction: CompactionOptions {
+                use_direct_io_for_flush_and_compaction: self.direct_io,
+                target_file_size_base: t.target_file_size,
+                // L1 must hold at least one output file.
+                max_bytes_for_level_base: defaults
+                    .compaction
+                    .max_bytes_for_level_base
+                    .max(t.target_file_size),
+                disable_auto_compactions: t.disable_auto_compactions,
+                mode: t.compaction_mode,
+                compaction_threads: t.compaction_threads,
+                compaction_queue_depth: t.compaction_queue_depth,
+                max_concurrent_compactions: t.max_concurrent_compactions,
+                sub_task_bytes: t.sub_task_bytes,
+                l0_compaction_trigger: t.l0_compaction_trigger,
+                l0_slowdown_writes_trigger: t.l0_slowdown_writes_trigger,
+                l0_stop_writes_trigger: t.l0_stop_writes_trigger,
+                l0_compaction_file_threshold: t.l0_compaction_file_threshold,
+                l0_flush_split_bytes: t.l0_flush_split_bytes,
+                ..defaults.compaction
+            },
             ..defaults
         }
     }
@@ -221,13 +235,13 @@ mod tests {
             "--rate-limit",
             "10M",
         ]);
-        assert_eq!(o.compression, CompressionType::Zstd);
-        assert!(o.use_direct_io_for_flush_and_compaction);
-        assert_eq!(o.write_buffer_size, 1 << 20);
-        assert_eq!(o.target_file_size_base, 512 << 20);
-        assert_eq!(o.max_bytes_for_level_base, 512 << 20);
-        assert_eq!(o.l0_stop_writes_trigger, 50);
-        assert_eq!(o.compaction_mode, CompactionMode::Parallel);
+        assert_eq!(o.table.compression, CompressionType::Zstd);
+        assert!(o.compaction.use_direct_io_for_flush_and_compaction);
+        assert_eq!(o.memtable.write_buffer_size, 1 << 20);
+        assert_eq!(o.compaction.target_file_size_base, 512 << 20);
+        assert_eq!(o.compaction.max_bytes_for_level_base, 512 << 20);
+        assert_eq!(o.compaction.l0_stop_writes_trigger, 50);
+        assert_eq!(o.compaction.mode, CompactionMode::Parallel);
         let dirs: Vec<PathBuf> = ["a", "b", "c"].into_iter().map(PathBuf::from).collect();
         assert_eq!(o.data_dirs, dirs);
         assert!(o.rate_limiter.is_some());

@@ -4,8 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use sluice::CompactionMode;
-use sluice_offload::{OffloadOptions, Secret, Split, VerifyOutputs};
+use sluice_offload::{OffloadOptions, Secret, SideMode, Split, VerifyOutputs};
 
 use crate::units::parse_size;
 
@@ -31,11 +30,11 @@ pub struct OffloadArgs {
     pub split: Split,
     /// The executor of the host's share: `decide` (the CoPro+ decision component), or
     /// sequential, pipelined, parallel, streaming, auto (the engine's own choice).
-    #[arg(long, value_name = "MODE", default_value = "decide", value_parser = parse_mode_choice)]
-    pub host_mode: ModeChoice,
+    #[arg(long, value_name = "MODE", default_value = "decide", value_parser = parse_side_mode)]
+    pub host_mode: SideMode,
     /// The executor of a worker's share: `decide` (the worker's decision component) or a mode.
-    #[arg(long, value_name = "MODE", default_value = "decide", value_parser = parse_mode_choice)]
-    pub worker_mode: ModeChoice,
+    #[arg(long, value_name = "MODE", default_value = "decide", value_parser = parse_side_mode)]
+    pub worker_mode: SideMode,
     /// Compactions with fewer input bytes stay on the host.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
     pub offload_min_bytes: u64,
@@ -51,15 +50,8 @@ pub struct OffloadArgs {
     pub worker_database: String,
 }
 
-/// An executor, or "let the decision component choose" (`None`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ModeChoice(pub Option<CompactionMode>);
-
-fn parse_mode_choice(s: &str) -> Result<ModeChoice, String> {
-    match s {
-        "decide" => Ok(ModeChoice(None)),
-        _ => s.parse().map(|m| ModeChoice(Some(m))),
-    }
+fn parse_side_mode(s: &str) -> Result<SideMode, String> {
+    s.parse()
 }
 
 fn parse_split(s: &str) -> Result<Split, String> {
@@ -83,8 +75,8 @@ impl OffloadArgs {
         let secret = Secret::from_file(file)?;
         Ok(Some(OffloadOptions {
             split: self.split,
-            host_mode: self.host_mode.0,
-            worker_mode: self.worker_mode.0,
+            host_mode: self.host_mode,
+            worker_mode: self.worker_mode,
             min_offload_bytes: self.offload_min_bytes,
             database: self.worker_database.clone(),
             verify_outputs: self.verify_outputs,
@@ -125,9 +117,9 @@ mod tests {
         assert_eq!(c.offload.split, Split::Static { host_share: 0.3 });
         assert_eq!(
             c.offload.host_mode,
-            ModeChoice(Some(CompactionMode::Pipelined))
+            SideMode::Fixed(sluice::CompactionMode::Pipelined)
         );
-        assert_eq!(c.offload.worker_mode, ModeChoice(None));
+        assert_eq!(c.offload.worker_mode, SideMode::Decide);
         let none = Cli::try_parse_from(["x"]).unwrap();
         assert!(none.offload.options().unwrap().is_none());
         assert!(Cli::try_parse_from(["x", "--split", "half"]).is_err());

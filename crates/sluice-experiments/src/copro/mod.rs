@@ -39,7 +39,7 @@ use serde::Serialize;
 use sluice::options::CompactionMode;
 use sluice::{CompressionType, Error, IoContext, Result};
 use sluice_bench::progress::Progress;
-use sluice_offload::Split;
+use sluice_offload::{SideMode, Split};
 
 use crate::workers::WorkerProgram;
 
@@ -105,17 +105,16 @@ impl Configuration {
         self != Configuration::HostOnly
     }
 
-    /// The split and the (host, worker) executors; `None` executor: the side's decision
-    /// component chooses. `None` for host only.
-    pub fn offload(self) -> Option<(Split, Option<CompactionMode>, Option<CompactionMode>)> {
+    /// The split and who picks the (host, worker) executors. `None` for host only.
+    pub fn offload(self) -> Option<(Split, SideMode, SideMode)> {
         let half = Split::Static { host_share: 0.5 };
-        let fixed = |m| (half, Some(m), Some(m));
+        let fixed = |m| (half, SideMode::Fixed(m), SideMode::Fixed(m));
         match self {
             Configuration::HostOnly => None,
             Configuration::CoKv => Some(fixed(CompactionMode::Sequential)),
             Configuration::CoPro => Some(fixed(CompactionMode::Pipelined)),
-            Configuration::CoProPlus => Some((half, None, None)),
-            Configuration::Dynamic => Some((Split::Dynamic, None, None)),
+            Configuration::CoProPlus => Some((half, SideMode::Decide, SideMode::Decide)),
+            Configuration::Dynamic => Some((Split::Dynamic, SideMode::Decide, SideMode::Decide)),
         }
     }
 

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use sluice::{Db, Options, Result};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, Result, TableOptions};
 use sluice_bench::delta::MetricsDelta;
 use sluice_bench::progress::Progress;
 use sluice_bench::resources::process_cpu_times;
@@ -165,16 +165,25 @@ impl Runner<'_> {
         Options {
             create_if_missing: true,
             error_if_exists: true,
-            compression: self.config.compression,
-            write_buffer_size: s.write_buffer_size,
-            target_file_size_base: s.target_file_size,
-            max_bytes_for_level_base: s.max_bytes_for_level_base,
-            sub_task_bytes: s.sub_task_bytes,
-            compaction_mode: configuration.local_mode(),
-            // One compaction at a time: each side's bandwidth is then its own, not shared
-            // with a concurrent job on the same core.
-            max_concurrent_compactions: 1,
             offload: offload.map(Into::into),
+            memtable: MemtableOptions {
+                write_buffer_size: s.write_buffer_size,
+                ..MemtableOptions::default()
+            },
+            table: TableOptions {
+                compression: self.config.compression,
+                ..TableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: s.target_file_size,
+                max_bytes_for_level_base: s.max_bytes_for_level_base,
+                sub_task_bytes: s.sub_task_bytes,
+                mode: configuration.local_mode(),
+                // One compaction at a time: each side's bandwidth is then its own, not shared
+                // with a concurrent job on the same core.
+                max_concurrent_compactions: 1,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         }
     }

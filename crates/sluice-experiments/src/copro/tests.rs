@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use sluice::options::CompactionMode;
-use sluice_offload::Split;
+use sluice::{CompactionOptions, MemtableOptions};
+use sluice_offload::{SideMode, Split};
 
 use super::pin::CpuPlan;
 use super::report::{Settings, median};
@@ -97,16 +98,17 @@ pub(crate) fn sample_report() -> CoproReport {
 }
 
 #[test]
-fn configurations_follow_the_document() {
+fn configurations_follow_the_paper() {
     use Configuration::*;
     assert_eq!(HostOnly.offload(), None);
     let half = Split::Static { host_share: 0.5 };
-    let seq = Some(CompactionMode::Sequential);
-    let pipe = Some(CompactionMode::Pipelined);
+    let seq = SideMode::Fixed(CompactionMode::Sequential);
+    let pipe = SideMode::Fixed(CompactionMode::Pipelined);
+    let decide = SideMode::Decide;
     assert_eq!(CoKv.offload(), Some((half, seq, seq)));
     assert_eq!(CoPro.offload(), Some((half, pipe, pipe)));
-    assert_eq!(CoProPlus.offload(), Some((half, None, None)));
-    assert_eq!(Dynamic.offload(), Some((Split::Dynamic, None, None)));
+    assert_eq!(CoProPlus.offload(), Some((half, decide, decide)));
+    assert_eq!(Dynamic.offload(), Some((Split::Dynamic, decide, decide)));
     let names: Vec<&str> = Configuration::ALL.iter().map(|c| c.name()).collect();
     assert_eq!(names, ["host-only", "co-kv", "copro", "copro+", "dynamic"]);
     for c in Configuration::ALL {
@@ -133,10 +135,16 @@ fn sizing_scales_with_the_data_and_stays_in_bounds() {
     for data in [MIN_DATA_BYTES, 5 << 20, 64_000_000, MAX_DATA_BYTES] {
         let s = Sizing::for_data(data);
         sluice::Options {
-            write_buffer_size: s.write_buffer_size,
-            target_file_size_base: s.target_file_size,
-            max_bytes_for_level_base: s.max_bytes_for_level_base,
-            sub_task_bytes: s.sub_task_bytes,
+            memtable: MemtableOptions {
+                write_buffer_size: s.write_buffer_size,
+                ..MemtableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: s.target_file_size,
+                max_bytes_for_level_base: s.max_bytes_for_level_base,
+                sub_task_bytes: s.sub_task_bytes,
+                ..CompactionOptions::default()
+            },
             ..sluice::Options::default()
         }
         .validate()

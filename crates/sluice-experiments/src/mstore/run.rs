@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
 use sluice::partition::load::LoadBalanceOptions;
-use sluice::{Db, Error, IoContext, Metrics, Options, Result};
+use sluice::{
+    CompactionOptions, Db, Error, IoContext, MemtableOptions, Metrics, Options, Result,
+    TableOptions,
+};
 use sluice_bench::delta::MetricsDelta;
 use sluice_bench::keys::KeyFormat;
 use sluice_bench::stream::SplitMix64;
@@ -224,20 +227,29 @@ impl Runner<'_> {
         Ok(Options {
             create_if_missing: true,
             error_if_exists: true,
-            compression: c.compression,
-            write_buffer_size: s.write_buffer_size,
-            target_file_size_base: s.target_file_size,
-            max_bytes_for_level_base: s.max_bytes_for_level_base,
-            sub_task_bytes: s.sub_task_bytes,
-            // One compaction per owner at a time, as each device compacts its own tree.
-            max_concurrent_compactions: c.workers,
-            // LevelDB's write triggers: the MStore paper's MStore is built on LevelDB, whose
-            // writers slow down at 8 L0 files and stop at 12 (RocksDB's 20 and 36 would let a
-            // hot range's L0 absorb a slow owner's backlog for the whole run).
-            l0_slowdown_writes_trigger: 8,
-            l0_stop_writes_trigger: 12,
             offload: Some(OffloadOptions::new(addresses.to_vec(), self.secret.clone()).into()),
             partitions: Some(partitions),
+            memtable: MemtableOptions {
+                write_buffer_size: s.write_buffer_size,
+                ..MemtableOptions::default()
+            },
+            table: TableOptions {
+                compression: c.compression,
+                ..TableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: s.target_file_size,
+                max_bytes_for_level_base: s.max_bytes_for_level_base,
+                sub_task_bytes: s.sub_task_bytes,
+                // One compaction per owner at a time, as each device compacts its own tree.
+                max_concurrent_compactions: c.workers,
+                // LevelDB's write triggers: the MStore paper's MStore is built on LevelDB, whose
+                // writers slow down at 8 L0 files and stop at 12 (RocksDB's 20 and 36 would let a
+                // hot range's L0 absorb a slow owner's backlog for the whole run).
+                l0_slowdown_writes_trigger: 8,
+                l0_stop_writes_trigger: 12,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         })
     }

@@ -98,8 +98,9 @@ impl<'a> JobEnv<'a> {
     /// the most a trivial move may leave overlapping there.
     pub(crate) fn max_grandparent_overlap_bytes(&self) -> u64 {
         self.options
+            .compaction
             .max_grandparent_overlap_factor
-            .saturating_mul(self.options.target_file_size_base)
+            .saturating_mul(self.options.compaction.target_file_size_base)
     }
 }
 

@@ -127,13 +127,13 @@ pub(crate) fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec
         inputs,
         snapshots: env.snapshots.clone(),
         bottommost: c.bottommost,
-        table: options.table_options(),
+        table: options.table.clone(),
         storage: options.background_storage(),
         // Compactions into L0 write one file: L0 files are not cut by key.
         target_file_size: if c.output_level() == 0 {
             u64::MAX
         } else {
-            options.target_file_size_base
+            options.compaction.target_file_size_base
         },
         grandparents: c
             .grandparents

@@ -23,13 +23,14 @@ use crate::version::version::{file_overlaps, smallest_user_key};
 /// The compaction score of `level`: at least 1 means it should be compacted.
 pub fn level_score(version: &Version, options: &Options, level: usize) -> f64 {
     if level == 0 {
-        let depth = version.l0_depth() as f64 / options.l0_compaction_trigger as f64;
-        let files = version.num_files(0) as f64 / options.l0_compaction_file_threshold as f64;
+        let depth = version.l0_depth() as f64 / options.compaction.l0_compaction_trigger as f64;
+        let files =
+            version.num_files(0) as f64 / options.compaction.l0_compaction_file_threshold as f64;
         depth.max(files)
     } else if level == NUM_LEVELS - 1 {
         0.0 // the last level has nowhere to go
     } else {
-        version.level_bytes(level) as f64 / options.max_bytes_for_level(level) as f64
+        version.level_bytes(level) as f64 / options.compaction.max_bytes_for_level(level) as f64
     }
 }
 
@@ -284,6 +285,7 @@ pub fn pick_manual_per_range(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::CompactionOptions;
     use crate::version::edit::VersionEdit;
     use sluice_sst::key::{ValueKind, make_internal_key};
 
@@ -311,7 +313,10 @@ mod tests {
     fn l0_trigger_picks_the_oldest_file_with_the_l1_files_under_it() {
         // A staircase 1 <- 2 <- 3 is three sublevels deep.
         let opts = Options {
-            l0_compaction_trigger: 3,
+            compaction: CompactionOptions {
+                l0_compaction_trigger: 3,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         };
         let v = version(vec![
@@ -391,7 +396,10 @@ mod tests {
         let opts = Options::default();
         assert!(!needs_compaction(&v, &opts), "depth 1 is below the trigger");
         let opts = Options {
-            l0_compaction_file_threshold: 6,
+            compaction: CompactionOptions {
+                l0_compaction_file_threshold: 6,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         };
         let c = pick(&v, &opts, &Default::default(), &InProgress::default()).unwrap();
@@ -412,8 +420,11 @@ mod tests {
     #[test]
     fn level_size_follows_the_compact_pointer_and_sees_deeper_data() {
         let opts = Options {
-            max_bytes_for_level_base: 1 << 20,
-            target_file_size_base: 1 << 20,
+            compaction: CompactionOptions {
+                max_bytes_for_level_base: 1 << 20,
+                target_file_size_base: 1 << 20,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         };
         let v = version(vec![
@@ -431,9 +442,12 @@ mod tests {
     #[test]
     fn picks_around_running_compactions_and_stops_when_all_conflict() {
         let opts = Options {
-            l0_compaction_trigger: 1,
-            max_bytes_for_level_base: 1 << 20,
-            target_file_size_base: 1 << 20,
+            compaction: CompactionOptions {
+                l0_compaction_trigger: 1,
+                max_bytes_for_level_base: 1 << 20,
+                target_file_size_base: 1 << 20,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         };
         // L0 over its trigger and L1 over its target, with L2 below both.

@@ -23,7 +23,7 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
             .map_err(|e| Error::io(&inner.dir, e))
     };
     let mut threads = vec![spawn("sluice-flush", flush_loop)?];
-    for _ in 0..inner.options.max_concurrent_compactions {
+    for _ in 0..inner.options.compaction.max_concurrent_compactions {
         threads.push(spawn("sluice-compact", compaction_loop)?);
     }
     Ok(threads)

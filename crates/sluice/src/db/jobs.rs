@@ -235,7 +235,7 @@ impl DbInner {
 
     /// True when automatic compaction has work. REQUIRES: the state lock.
     pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
-        !self.options.disable_auto_compactions
+        !self.options.compaction.disable_auto_compactions
             && crate::compaction::picker::needs_compaction(st.versions.current(), &self.options)
     }
 

@@ -118,7 +118,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     }
     let block_cache = (options.block_cache_bytes > 0)
         .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
-    if options.use_direct_io_for_flush_and_compaction && !read_only {
+    if options.compaction.use_direct_io_for_flush_and_compaction && !read_only {
         for d in &dirs {
             sluice_sst::fs::probe_direct_io(&*options.fs, d).map_err(|e| {
                 Error::InvalidArgument(format!(

@@ -224,7 +224,7 @@ pub(crate) fn wals_to_replay(
 }
 
 /// Reads `wals` into memtables, oldest first. Whenever the memtable reaches
-/// `options.write_buffer_size` it is handed to `full` (which writes it to L0, or keeps it);
+/// `options.memtable.write_buffer_size` it is handed to `full` (which writes it to L0, or keeps it);
 /// the last one is returned, with the highest sequence number seen (at least `last_seq`).
 pub(crate) fn replay_wals(
     wals: &[WalFile],
@@ -259,7 +259,7 @@ pub(crate) fn replay_wals(
                 seq += 1;
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
-            if mem.approximate_bytes() >= options.write_buffer_size {
+            if mem.approximate_bytes() >= options.memtable.write_buffer_size {
                 full(std::mem::replace(&mut mem, MemTable::new(wal.number)))?;
             }
         }

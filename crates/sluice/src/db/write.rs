@@ -214,8 +214,11 @@ impl DbInner {
                 return Err(Error::Closed);
             }
             let l0_files = st.versions.current().l0_depth();
-            let l0_stalls = !self.options.disable_auto_compactions;
-            if l0_stalls && !slowed && l0_files >= self.options.l0_slowdown_writes_trigger {
+            let l0_stalls = !self.options.compaction.disable_auto_compactions;
+            if l0_stalls
+                && !slowed
+                && l0_files >= self.options.compaction.l0_slowdown_writes_trigger
+            {
                 // Delay this write by a millisecond rather than stopping later for seconds:
                 // it hands the CPU to compaction and spreads the delay over many writes.
                 let start = Instant::now();
@@ -227,21 +230,21 @@ impl DbInner {
                 st = self.state.lock();
                 continue;
             }
-            let full = st.mem.approximate_bytes() >= self.options.write_buffer_size;
+            let full = st.mem.approximate_bytes() >= self.options.memtable.write_buffer_size;
             if !force && !full {
                 return Ok(Arc::clone(&st.mem));
             }
             if force && st.mem.is_empty() {
                 return Ok(Arc::clone(&st.mem));
             }
-            if st.imm.len() + 1 >= self.options.max_write_buffer_number {
+            if st.imm.len() + 1 >= self.options.memtable.max_write_buffer_number {
                 let start = Instant::now();
                 tracing::debug!("memtables full; waiting for flush");
                 self.bg_done.wait(&mut st);
                 self.note_stall(start);
                 continue;
             }
-            if l0_stalls && l0_files >= self.options.l0_stop_writes_trigger {
+            if l0_stalls && l0_files >= self.options.compaction.l0_stop_writes_trigger {
                 let start = Instant::now();
                 tracing::debug!(l0_files, "too many L0 files; waiting for compaction");
                 self.bg_work.notify_all();

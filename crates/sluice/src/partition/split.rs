@@ -136,7 +136,7 @@ pub(crate) fn split_tables(
                 inputs: vec![vec![Arc::clone(&table)]],
                 snapshots: env.snapshots.clone(),
                 bottommost: false,
-                table: env.options.table_options(),
+                table: env.options.table.clone(),
                 storage: env.options.background_storage(),
                 target_file_size: u64::MAX,
                 grandparents: Vec::new(),

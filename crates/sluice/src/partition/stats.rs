@@ -84,7 +84,7 @@ fn level_excess_fraction(version: &Version, options: &Options, level: usize) -> 
         return 0.0;
     }
     let bytes = version.level_bytes(level);
-    let target = options.max_bytes_for_level(level);
+    let target = options.compaction.max_bytes_for_level(level);
     if bytes <= target {
         0.0
     } else {
@@ -107,7 +107,7 @@ pub fn pending_compaction_bytes(version: &Version, options: &Options, map: &Rang
         let i = map.index_of(smallest_user_key(f));
         if l0_files
             .get(i)
-            .is_some_and(|&n| n >= options.l0_compaction_trigger)
+            .is_some_and(|&n| n >= options.compaction.l0_compaction_trigger)
             && let Some(p) = pending.get_mut(i)
         {
             *p += f.file_size as f64;
@@ -189,6 +189,7 @@ mod tests {
     use sluice_sst::key::{ValueKind, make_internal_key};
 
     use super::*;
+    use crate::options::CompactionOptions;
     use crate::version::edit::{FileMetaData, VersionEdit};
 
     fn table(number: u64, lo: &str, hi: &str, size: u64, dir_index: u32) -> FileMetaData {
@@ -218,7 +219,10 @@ mod tests {
         edit.add_file(1, table(3, "n", "o", 30, 2)); // range 1
         let v = Version::default().apply(&edit).unwrap();
         let options = Options {
-            max_bytes_for_level_base: 90,
+            compaction: CompactionOptions {
+                max_bytes_for_level_base: 90,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         };
         let s = partition_stats(&v, &options, 3).unwrap();

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use sluice::{Db, Options};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options};
 
 use super::*;
 use crate::charts::testing::{distinct_colors, ink_pixels};
@@ -12,9 +12,15 @@ use crate::ycsb::{Workload, YcsbConfig, run_ycsb};
 
 fn small_options() -> Options {
     Options {
-        write_buffer_size: 64 << 10,
-        target_file_size_base: 64 << 10,
-        max_bytes_for_level_base: 256 << 10,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            ..CompactionOptions::default()
+        },
         ..Options::default()
     }
 }

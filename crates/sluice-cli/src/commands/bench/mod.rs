@@ -189,11 +189,11 @@ fn write_header(
         out,
         "raw size: {}, compression: {}, write buffer: {}, target file: {}, block: {}, bloom bits: {}, cache: {}",
         size(config.num * (config.key_size + config.value_size) as u64),
-        options.compression,
-        size(options.write_buffer_size as u64),
-        size(options.target_file_size_base),
-        size(options.block_size as u64),
-        options.bloom_bits_per_key,
+        options.table.compression,
+        size(options.memtable.write_buffer_size as u64),
+        size(options.compaction.target_file_size_base),
+        size(options.table.block_size as u64),
+        options.table.bloom_bits_per_key,
         size(options.block_cache_bytes as u64),
     )?;
     let fate = match (temporary, args.keep_db) {
@@ -206,12 +206,12 @@ fn write_header(
         "threads: {}, sync: {}, auto compactions: {}, background I/O: {}, database: {}{fate}",
         config.threads,
         config.sync,
-        if options.disable_auto_compactions {
+        if options.compaction.disable_auto_compactions {
             "off"
         } else {
             "on"
         },
-        if options.use_direct_io_for_flush_and_compaction {
+        if options.compaction.use_direct_io_for_flush_and_compaction {
             "direct"
         } else {
             "buffered"

@@ -8,8 +8,8 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
-use sluice::{CompactionMode, CompressionType, Options};
-use sluice_offload::{OffloadOptions, Split};
+use sluice::{CompactionMode, CompactionOptions, CompressionType, MemtableOptions, Options};
+use sluice_offload::{OffloadOptions, SideMode, Split};
 
 use super::value::key;
 
@@ -86,27 +86,28 @@ impl Engine {
             } else {
                 Split::default()
             },
-            host_mode: Some(mode),
+            host_mode: SideMode::Fixed(mode),
             ..o
         });
-        Options {
-            compaction_mode: mode,
-            write_buffer_size,
-            target_file_size_base,
-            max_bytes_for_level_base: target_file_size_base * 4,
-            l0_compaction_trigger: rng.gen_range(2..=4),
-            l0_flush_split_bytes: if rng.r#gen() { 64 << 10 } else { 0 },
-            block_size: [512, 1024, 4096][rng.gen_range(0..3)],
-            compression,
-            sub_task_bytes: 16 << 10,
-            block_cache_bytes: 256 << 10,
-            max_concurrent_compactions: rng.gen_range(1..=3),
-            compaction_threads: 2,
-            partitions: self.partitions(offload.is_some()),
-            offload: offload.map(Into::into),
-            disable_auto_compactions: false,
-            ..self.check_options()
-        }
+        // Assigned in the order the sizes were always drawn from `rng`, so a seed gives the
+        // same rounds as before.
+        let mut o = self.check_options();
+        o.compaction.mode = mode;
+        o.memtable.write_buffer_size = write_buffer_size;
+        o.compaction.target_file_size_base = target_file_size_base;
+        o.compaction.max_bytes_for_level_base = target_file_size_base * 4;
+        o.compaction.l0_compaction_trigger = rng.gen_range(2..=4);
+        o.compaction.l0_flush_split_bytes = if rng.r#gen() { 64 << 10 } else { 0 };
+        o.table.block_size = [512, 1024, 4096][rng.gen_range(0..3)];
+        o.table.compression = compression;
+        o.compaction.sub_task_bytes = 16 << 10;
+        o.block_cache_bytes = 256 << 10;
+        o.compaction.max_concurrent_compactions = rng.gen_range(1..=3);
+        o.compaction.compaction_threads = 2;
+        o.partitions = self.partitions(offload.is_some());
+        o.offload = offload.map(Into::into);
+        o.compaction.disable_auto_compactions = false;
+        o
     }
 
     /// Options for verifying and damage checks: no automatic compaction (the open replays and
@@ -114,12 +115,18 @@ impl Engine {
     pub fn check_options(&self) -> Options {
         Options {
             partitions: self.partitions(false),
-            write_buffer_size: 1 << 20,
-            target_file_size_base: 128 << 10,
-            max_bytes_for_level_base: 512 << 10,
-            l0_compaction_trigger: 2,
             paranoid_checks: true,
-            disable_auto_compactions: true,
+            memtable: MemtableOptions {
+                write_buffer_size: 1 << 20,
+                ..MemtableOptions::default()
+            },
+            compaction: CompactionOptions {
+                target_file_size_base: 128 << 10,
+                max_bytes_for_level_base: 512 << 10,
+                l0_compaction_trigger: 2,
+                disable_auto_compactions: true,
+                ..CompactionOptions::default()
+            },
             ..Options::default()
         }
     }
