@@ -13,10 +13,10 @@ use crate::Result;
 use crate::compaction::env::JobEnv;
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::partition::{RangeMap, owner_dir_index};
 use crate::table_cache::TableCache;
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::range_map::{RangeMap, owner_dir_index};
 use crate::version::version::smallest_user_key;
 
 /// Where a flush writes: one piece per key range, each to its own directory.

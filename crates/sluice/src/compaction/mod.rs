@@ -90,7 +90,7 @@ impl Compaction {
 
     /// Partitioned mode: the range the compaction lies in (every input lies in one range, see
     /// [`crate::partition`]) and its owner. `None` when the database is not partitioned.
-    pub fn range(&self) -> Option<(usize, crate::partition::OwnerId)> {
+    pub fn range(&self) -> Option<(usize, crate::version::range_map::OwnerId)> {
         let map = self.version.range_map()?;
         let first = self.all_inputs().next()?;
         let i = map.index_of(crate::version::version::smallest_user_key(first));

@@ -68,7 +68,7 @@ fn forwarded_tables(version: &Version) -> impl Iterator<Item = (usize, &Arc<File
         version.files(level).iter().filter_map(move |f| {
             let map = map?;
             let owner = map.range_of(smallest_user_key(f)).owner;
-            (f.dir_index != crate::partition::owner_dir_index(owner)).then_some((level, f))
+            (f.dir_index != crate::version::range_map::owner_dir_index(owner)).then_some((level, f))
         })
     })
 }
@@ -342,7 +342,7 @@ mod tests {
 
     #[test]
     fn partitioned_l0_is_as_deep_as_its_deepest_range_and_compacts_it_first() {
-        use crate::partition::{RangeMap, owner_dir_index};
+        use crate::version::range_map::{RangeMap, owner_dir_index};
         let opts = Options::default(); // trigger 4
         let map = RangeMap::new(&[b"m".to_vec()], &[0, 1]).unwrap();
         let in_range = |number, lo, hi, seq, owner| {

@@ -14,9 +14,9 @@ use std::sync::Arc;
 
 use sluice_exec::{ExecOptions, Executor};
 
+use super::env::JobEnv;
 use crate::Result;
 
-pub use super::env::JobEnv;
 pub use super::job::Accounting;
 
 /// Compaction workers, as configured (`Options::offload`).
