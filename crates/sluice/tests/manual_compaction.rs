@@ -88,6 +88,37 @@ fn parallel_and_serial_compactions_agree() {
 }
 
 #[test]
+fn a_parallel_manual_compaction_runs_on_the_threads_it_asks_for() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (serial, model) = inverted(a.path());
+    let (parallel, _) = inverted(b.path());
+    serial.compact_range(None, None).unwrap();
+    let reports: Arc<Mutex<Vec<CompactProgress>>> = Arc::default();
+    let sink = Arc::clone(&reports);
+    let opts = CompactOptions {
+        parallel: true,
+        threads: 3,
+        progress: Some(Arc::new(move |p: &CompactProgress| {
+            sink.lock().unwrap().push(*p)
+        })),
+        ..CompactOptions::default()
+    };
+    parallel.compact_range_with(None, None, &opts).unwrap();
+    let reports = reports.lock().unwrap();
+    assert!(!reports.is_empty());
+    assert!(reports.iter().all(|p| p.pieces_running == 3), "{reports:?}");
+    // The compute threads run as `compute`, or `read+compute` when each reads its own inputs.
+    let stages = &parallel.metrics().compaction.pipeline;
+    let compute = stages
+        .iter()
+        .find(|s| s.stage.ends_with("compute"))
+        .unwrap_or_else(|| panic!("no compute stage in {stages:?}"));
+    assert_eq!(compute.threads % 3, 0, "{compute:?}");
+    assert_eq!(shape(&parallel), shape(&serial));
+    assert!(contents(&parallel) == model);
+}
+
+#[test]
 fn progress_is_reported_level_by_level() {
     let dir = tempfile::tempdir().unwrap();
     let (db, model) = inverted(dir.path());
@@ -98,7 +129,7 @@ fn progress_is_reported_level_by_level() {
         progress: Some(Arc::new(move |p: &CompactProgress| {
             sink.lock().unwrap().push(*p)
         })),
-        cancel: None,
+        ..CompactOptions::default()
     };
     db.compact_range_with(None, None, &opts).unwrap();
     let reports = reports.lock().unwrap();
@@ -159,6 +190,7 @@ fn a_cancelled_compaction_leaves_a_consistent_tree() {
             flag.store(true, Ordering::Relaxed)
         })),
         cancel: Some(Arc::clone(&cancel)),
+        ..CompactOptions::default()
     };
     assert!(matches!(
         db.compact_range_with(None, None, &opts),

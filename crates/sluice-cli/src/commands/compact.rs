@@ -35,6 +35,9 @@ pub struct CompactArgs {
     /// Split each level's compaction by data and run the pieces on every core.
     #[arg(long)]
     pub parallel: bool,
+    /// With `--parallel`: compute threads (default: one per core).
+    #[arg(long, value_name = "N", requires = "parallel")]
+    pub threads: Option<usize>,
     /// Print one JSON object instead of a line of text.
     #[arg(long)]
     pub json: bool,
@@ -206,6 +209,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     let sink = Arc::clone(&tracker);
     let opts = CompactOptions {
         parallel: args.parallel,
+        threads: args.threads.unwrap_or(0),
         progress: Some(Arc::new(move |p: &CompactProgress| sink.update(p))),
         cancel: Some(cancel),
     };

@@ -3,7 +3,8 @@
 //! Two questions, answered in order:
 //! 1. **Which local executor** ([`local_exec`]): the one the options name; for `auto`, the one
 //!    [`sluice_exec::auto::choose`] picks from the step times measured so far; for a parallel
-//!    manual compaction, the parallel executor with a compute thread per core.
+//!    manual compaction, the parallel executor with the threads it asks for (one per core by
+//!    default).
 //! 2. **Which sides** ([`executor_for`]): this thread alone, or (with `Options::offload`) the
 //!    host and its workers ([`super::remote`]), as partitioned mode's placement or the
 //!    workers' own split say. The host's parts run with the executor of step 1, unless the
@@ -26,8 +27,9 @@ use crate::partition::placement::Sides;
 pub(crate) enum Request {
     /// As the options say.
     Configured,
-    /// Split by data and run on every core (`CompactOptions::parallel`).
-    ParallelOnEveryCore,
+    /// Split by data and run on the parallel executor (`CompactOptions::parallel`) with
+    /// `threads` compute threads; 0: one per core.
+    Parallel { threads: usize },
 }
 
 /// What the database has measured of its compactions: what `auto` decides from.
@@ -43,9 +45,9 @@ pub(crate) struct History {
 pub(crate) fn local_exec(options: &Options, history: &History, request: Request) -> ExecOptions {
     let mut exec = options.exec_options();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if request == Request::ParallelOnEveryCore {
+    if let Request::Parallel { threads } = request {
         exec.mode = CompactionMode::Parallel;
-        exec.compute_threads = cores;
+        exec.compute_threads = if threads == 0 { cores } else { threads };
         return exec;
     }
     if exec.mode == CompactionMode::Auto {

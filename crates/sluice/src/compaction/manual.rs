@@ -5,7 +5,8 @@
 //! level starts only when that is installed. With [`CompactOptions::parallel`] each level's
 //! compaction is cut into sub-tasks by its data (the planner's key ranges of about
 //! `sub_task_bytes`, not the gaps between files, so even an L0 of overlapping random-key files
-//! splits evenly) and run by the parallel executor with a compute thread per core.
+//! splits evenly) and run by the parallel executor, with a compute thread per core unless
+//! [`CompactOptions::threads`] says how many.
 //!
 //! Progress is reported to a callback from a ticker thread, and the cancel flag, which the
 //! running compaction's writer looks at before every output block, stops it there: its outputs
@@ -50,9 +51,11 @@ pub type ProgressFn = dyn Fn(&CompactProgress) + Send + Sync;
 /// How [`crate::Db::compact_range_with`] runs.
 #[derive(Clone, Default)]
 pub struct CompactOptions {
-    /// Split each level's compaction by data and run the pieces on every core (the parallel
-    /// executor with one compute thread per core); `false` uses the configured executor.
+    /// Split each level's compaction by data and run the pieces on `threads` compute
+    /// threads of the parallel executor; `false` uses the configured executor.
     pub parallel: bool,
+    /// With `parallel`: the compute threads. 0 (the default): one per core.
+    pub threads: usize,
     /// Progress reports.
     pub progress: Option<Arc<ProgressFn>>,
     /// Set to `true` to stop; the call then returns [`Error::Cancelled`].
@@ -63,6 +66,7 @@ impl std::fmt::Debug for CompactOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompactOptions")
             .field("parallel", &self.parallel)
+            .field("threads", &self.threads)
             .field("progress", &self.progress.is_some())
             .field("cancel", &self.cancel)
             .finish()
@@ -138,7 +142,9 @@ pub(crate) fn compact_levels(
         (deepest, levels)
     };
     let exec = db.exec(if opts.parallel {
-        Request::ParallelOnEveryCore
+        Request::Parallel {
+            threads: opts.threads,
+        }
     } else {
         Request::Configured
     });
