@@ -58,10 +58,18 @@ pub enum Accounting {
     Trusted,
 }
 
-/// Runs `c` with `executor` (a trivial move needs none) and returns its edit. `output_dir`
-/// is the table directory outputs go to (`None`: dealt over the data directories); `control`
-/// sees the job's progress and may cancel it. On error nothing the job wrote is left.
-pub(crate) fn run(
+/// The edit that moves `c`'s single file down one level, if `c` is a trivial move: then it
+/// needs no executor, no placement and no file written.
+pub(crate) fn trivial_move(c: &Compaction, env: &JobEnv<'_>) -> Option<JobOutcome> {
+    c.is_trivial_move(env.max_grandparent_overlap_bytes())
+        .then(|| moved(c))
+}
+
+/// Merges `c`'s inputs with `executor` and returns the edit installing the outputs.
+/// `output_dir` is the table directory outputs go to (`None`: dealt over the data
+/// directories); `control` sees the job's progress and may cancel it. On error nothing the
+/// job wrote is left.
+pub(crate) fn merge(
     c: &Compaction,
     env: &JobEnv<'_>,
     executor: &dyn Executor,
@@ -69,9 +77,6 @@ pub(crate) fn run(
     output_dir: Option<u32>,
     control: Arc<JobControl>,
 ) -> Result<JobOutcome> {
-    if c.is_trivial_move(env.max_grandparent_overlap_bytes()) {
-        return Ok(trivial_move(c));
-    }
     let spec = spec_of(c, env)?;
     // What the outputs and the dropped entries must add up to, known from the inputs'
     // properties alone (None for inputs written before digests existed).
@@ -103,7 +108,7 @@ pub(crate) fn run(
 }
 
 /// The executor's view of `c`: open tables, snapshots and output limits.
-pub(crate) fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
+fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
     let open_all = |files: &[Arc<FileMetaData>]| -> sluice_sst::Result<Vec<Arc<Table>>> {
         files
             .iter()
@@ -179,7 +184,7 @@ fn edit_for_outputs(c: &Compaction, env: &JobEnv<'_>, out: &CompactionOutput) ->
 }
 
 /// Moves `c`'s single file down one level by editing the MANIFEST only.
-fn trivial_move(c: &Compaction) -> JobOutcome {
+fn moved(c: &Compaction) -> JobOutcome {
     let mut edit = VersionEdit::default();
     for f in &c.inputs[0] {
         edit.deleted_files.insert((c.level, f.number));
@@ -197,7 +202,7 @@ fn trivial_move(c: &Compaction) -> JobOutcome {
 
 /// Deletes the files of an output that will not be installed. Best effort: a leftover is
 /// named by no version and is collected as obsolete later.
-pub(crate) fn delete_outputs(env: &JobEnv<'_>, out: &CompactionOutput) {
+fn delete_outputs(env: &JobEnv<'_>, out: &CompactionOutput) {
     for f in &out.files {
         env.table_cache.evict(f.number);
         let _ = env.options.fs.remove(&f.path);

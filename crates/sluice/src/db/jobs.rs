@@ -18,9 +18,9 @@ use super::{DbInner, DbState};
 use crate::compaction::Compaction;
 use crate::compaction::choose::{self, History, Request};
 use crate::compaction::env::JobEnv;
-use crate::compaction::job::{self, JobRecord, MergeRecord};
+use crate::compaction::job::{self, JobOutcome, JobRecord, MergeRecord};
 use crate::compaction::manual::{self, CompactOptions, ManualEnv};
-use crate::partition::placement::PlaceContext;
+use crate::partition::placement::{PlaceContext, Placed};
 use crate::version::Version;
 use crate::{Error, Result};
 
@@ -104,26 +104,16 @@ impl DbInner {
         control: Arc<JobControl>,
     ) -> Result<()> {
         let env = self.job_env();
-        let placed = self.placement.place(
-            c,
-            &PlaceContext {
-                options: &self.options,
-                table_cache: &self.table_cache,
-                remote: self
-                    .remote
-                    .as_deref()
-                    .map(|r| (r, self.remote_workers.as_slice())),
-            },
-        );
-        let output_dir = placed.output_dir;
-        let (executor, accounting) = choose::executor_for(c, &env, exec, placed.sides);
-        let installed =
-            job::run(c, &env, &*executor, accounting, output_dir, control).and_then(|outcome| {
-                self.log_and_apply(outcome.edit)?;
-                self.record(outcome.record);
-                Ok(())
-            });
-        drop(executor);
+        let installed = match job::trivial_move(c, &env) {
+            Some(moved) => self.install(moved),
+            None => {
+                // The owners the placement occupies stay busy until the outputs are installed.
+                let placed = self.place(c);
+                let (executor, accounting) = choose::executor_for(c, &env, exec, placed.sides);
+                job::merge(c, &env, &*executor, accounting, placed.output_dir, control)
+                    .and_then(|outcome| self.install(outcome))
+            }
+        };
         // Releases the job's file numbers: the outputs are installed, or garbage.
         drop(env);
         if installed
@@ -133,6 +123,28 @@ impl DbInner {
             self.state.lock().compaction_metrics.failed += 1;
         }
         installed
+    }
+
+    /// Where the placement policy puts `c`.
+    fn place(&self, c: &Compaction) -> Placed<'_> {
+        self.placement.place(
+            c,
+            &PlaceContext {
+                options: &self.options,
+                table_cache: &self.table_cache,
+                remote: self
+                    .remote
+                    .as_deref()
+                    .map(|r| (r, self.remote_workers.as_slice())),
+            },
+        )
+    }
+
+    /// Installs a finished compaction's edit and records its figures.
+    fn install(&self, outcome: JobOutcome) -> Result<()> {
+        self.log_and_apply(outcome.edit)?;
+        self.record(outcome.record);
+        Ok(())
     }
 
     /// The local executor settings for the next compaction (see [`choose::local_exec`]).
