@@ -21,6 +21,7 @@ mod direct;
 mod fault;
 mod mem;
 mod os;
+mod os_lock;
 
 use std::ffi::OsString;
 use std::fmt;

@@ -86,36 +86,9 @@ impl FileSystem for OsFileSystem {
     }
 
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
-        let file = match mode {
-            LockMode::Exclusive => File::options()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(path)?,
-            LockMode::Shared => File::open(path)?,
-        };
-        // `flock`: held by the open file description, so a second open in this process
-        // conflicts too, and the kernel releases it when the process dies.
-        let locked = match mode {
-            LockMode::Exclusive => file.try_lock(),
-            LockMode::Shared => file.try_lock_shared(),
-        };
-        match locked {
-            Ok(()) => Ok(Box::new(OsFileLock(file))),
-            Err(std::fs::TryLockError::WouldBlock) => Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                "the file is locked by another holder",
-            )),
-            Err(std::fs::TryLockError::Error(e)) => Err(e),
-        }
+        super::os_lock::lock(path, mode)
     }
 }
-
-/// An `flock` held on an open file; closing the file (on drop) releases it.
-#[derive(Debug)]
-struct OsFileLock(#[expect(dead_code, reason = "held only to keep the lock")] File);
-
-impl FileLock for OsFileLock {}
 
 #[cfg(not(target_os = "linux"))]
 fn direct_unsupported() -> io::Error {

@@ -274,6 +274,59 @@ fn os_locks_conflict_within_one_process() {
     drop(a);
 }
 
+/// With `SLUICE_LOCK_CHILD` set to a path, this test is the child of
+/// `os_locks_conflict_between_processes`: it locks the path, says so, and holds the lock
+/// until its standard input closes.
+#[test]
+fn os_lock_child() {
+    let Some(path) = std::env::var_os("SLUICE_LOCK_CHILD") else {
+        return;
+    };
+    let _held = OsFileSystem
+        .lock(Path::new(&path), LockMode::Exclusive)
+        .unwrap();
+    println!("locked");
+    std::io::Write::flush(&mut std::io::stdout()).unwrap();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut Vec::new()).unwrap();
+}
+
+#[test]
+fn os_locks_conflict_between_processes() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("LOCK");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "fs::tests::os_lock_child", "--nocapture"])
+        .env("SLUICE_LOCK_CHILD", &path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("locked") {
+        line.clear();
+        assert_ne!(
+            out.read_line(&mut line).unwrap(),
+            0,
+            "the child never locked"
+        );
+    }
+    let fs = OsFileSystem;
+    for mode in [LockMode::Exclusive, LockMode::Shared] {
+        assert_eq!(
+            fs.lock(&path, mode).unwrap_err().kind(),
+            ErrorKind::WouldBlock
+        );
+    }
+    // The child exits when its input closes, and its lock goes with it.
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    fs.lock(&path, LockMode::Exclusive).unwrap();
+}
+
 #[test]
 fn faults_hit_renames_directory_syncs_and_listings() {
     let fs = FaultInjectingFs::new(Arc::new(MemFs::new()));
