@@ -135,6 +135,8 @@ pub fn stats_to_wire(s: &CompactionIterStats) -> proto::DropStats {
         input_key_bytes: s.input_key_bytes,
         input_value_bytes: s.input_value_bytes,
         dropped_digest: s.dropped_digest,
+        seqs_zeroed: s.seqs_zeroed,
+        rewrite_digest: s.rewrite_digest,
     }
 }
 
@@ -148,6 +150,8 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         input_key_bytes: s.input_key_bytes,
         input_value_bytes: s.input_value_bytes,
         dropped_digest: s.dropped_digest,
+        seqs_zeroed: s.seqs_zeroed,
+        rewrite_digest: s.rewrite_digest,
     }
 }
 

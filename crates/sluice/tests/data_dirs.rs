@@ -43,8 +43,11 @@ fn tables_go_to_the_data_dirs_and_are_found_after_reopen() {
     };
     let db = Db::open(&main, options()).unwrap();
     for i in 0..20_000u32 {
-        db.put(format!("key{i:08}").as_bytes(), &[b'v'; 50])
-            .unwrap();
+        // Values that do not compress, so the data spans several 64 KiB tables.
+        let value: Vec<u8> = (0..50u32)
+            .map(|j| ((i * 50 + j).wrapping_mul(2_654_435_761) >> 24) as u8)
+            .collect();
+        db.put(format!("key{i:08}").as_bytes(), &value).unwrap();
     }
     db.flush().unwrap();
     assert!(

@@ -90,12 +90,12 @@ impl CompactionOutput {
     }
 }
 
-/// What `files` hold plus what `stats` says was dropped making them (an output written
+/// What `files` hold plus what `stats` says was dropped or rewritten making them (an output written
 /// without a digest counts as none: it cannot add up).
 pub fn accounted(files: &[OutputFile], stats: &CompactionIterStats) -> EntryDigest {
     let written: EntryDigest = files
         .iter()
         .map(|f| f.summary.properties.digest().unwrap_or_default())
         .sum();
-    written + stats.dropped()
+    written + stats.unwritten()
 }

@@ -38,7 +38,21 @@
 //!   look-ahead, so the tombstone is copied into a buffer while the input moves on; this is rare
 //!   (only tombstones protected by a snapshot) and costs one key copy.
 //!
-//! Values are always kept as the newest of their stripe, and sequence numbers are preserved.
+//! Values are always kept as the newest of their stripe.
+//!
+//! # Zeroed sequence numbers
+//!
+//! When `bottommost` is true, a kept value in stripe 0 is written with sequence number 0, as
+//! RocksDB does. Every reader sees it either way: no snapshot is below its old sequence number,
+//! and no other version of its key is left below it (older versions of stripe 0 were shadowed,
+//! and `bottommost` says nothing lies under the output level). Later writes of the key get
+//! larger sequence numbers and so still sort before it. Zeros are what a bottom level is mostly
+//! made of then, and a trailer of zeros compresses to almost nothing. Tombstones are never
+//! zeroed (a bottommost tombstone in stripe 0 is dropped anyway).
+//!
+//! The entry digest hashes the sequence number, so a zeroed entry is a different entry: the
+//! iterator adds the difference of the two hashes to [`CompactionIterStats::rewrite_digest`],
+//! and the digest equation becomes `inputs = outputs + dropped + rewritten`.
 //!
 //! # Sub-tasks
 //!
@@ -58,7 +72,9 @@
 mod tests;
 
 use crate::digest::{EntryDigest, entry_hash};
-use crate::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, parse_internal_key};
+use crate::key::{
+    MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
+};
 use crate::{Error, InternalIterator, Result};
 
 /// The file name used in corruption errors raised by this iterator, which does not know which
@@ -68,8 +84,9 @@ pub const MERGE_INPUT: &str = "<merge input>";
 /// Counters describing what a compaction iterator consumed and produced.
 ///
 /// Once the input is exhausted, `entries_in == entries_out + shadowed_dropped +
-/// tombstones_dropped`, and `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
-/// entries, so the digest equation of [`crate::digest`] can be checked.
+/// tombstones_dropped`, `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
+/// entries, and `rewrite_digest` what zeroing sequence numbers took away, so the digest
+/// equation of [`crate::digest`] can be checked ([`CompactionIterStats::unwritten`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactionIterStats {
     /// Input entries examined (within the upper bound).
@@ -87,6 +104,11 @@ pub struct CompactionIterStats {
     /// Sum of the [`entry_hash`]es of every dropped entry (shadowed versions and tombstones),
     /// modulo 2^64.
     pub dropped_digest: u64,
+    /// Entries written with their sequence number zeroed (see the module docs).
+    pub seqs_zeroed: u64,
+    /// Sum over the zeroed entries of their hash as read minus their hash as written, modulo
+    /// 2^64: what the outputs' digests lack of the inputs' beyond the dropped entries.
+    pub rewrite_digest: u64,
 }
 
 impl CompactionIterStats {
@@ -95,6 +117,15 @@ impl CompactionIterStats {
         EntryDigest {
             entries: self.shadowed_dropped + self.tombstones_dropped,
             sum: self.dropped_digest,
+        }
+    }
+
+    /// What the inputs hold that the outputs do not, as a digest: the dropped entries plus
+    /// the hash differences of the rewritten ones. `inputs = outputs + unwritten()`.
+    pub fn unwritten(&self) -> EntryDigest {
+        EntryDigest {
+            entries: self.shadowed_dropped + self.tombstones_dropped,
+            sum: self.dropped_digest.wrapping_add(self.rewrite_digest),
         }
     }
 
@@ -114,6 +145,8 @@ impl std::ops::AddAssign for CompactionIterStats {
         self.input_key_bytes += s.input_key_bytes;
         self.input_value_bytes += s.input_value_bytes;
         self.dropped_digest = self.dropped_digest.wrapping_add(s.dropped_digest);
+        self.seqs_zeroed += s.seqs_zeroed;
+        self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
     }
 }
 
@@ -151,6 +184,10 @@ pub struct CompactionIterator<I: InternalIterator> {
     pending: bool,
     pending_key: Vec<u8>,
     pending_value: Vec<u8>,
+    /// The current entry's key with its sequence number zeroed; what `key()` returns when
+    /// `zeroed` is true (and `position` is `AtInput`).
+    zeroed_key: Vec<u8>,
+    zeroed: bool,
     stats: CompactionIterStats,
 }
 
@@ -176,6 +213,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
             pending: false,
             pending_key: Vec::new(),
             pending_value: Vec::new(),
+            zeroed_key: Vec::new(),
+            zeroed: false,
             stats: CompactionIterStats::default(),
         }
     }
@@ -209,11 +248,13 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.position != Position::Invalid
     }
 
-    /// The current internal key (sequence number preserved). REQUIRES: `valid()`.
+    /// The current internal key (its sequence number zeroed when the module docs say so).
+    /// REQUIRES: `valid()`.
     pub fn key(&self) -> &[u8] {
         debug_assert!(self.valid());
         match self.position {
             Position::AtPending => &self.pending_key,
+            _ if self.zeroed => &self.zeroed_key,
             _ => self.input.key(),
         }
     }
@@ -268,6 +309,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
     /// Consumes input until it reaches an entry to output (or the end / upper bound).
     /// REQUIRES: the input is on an entry not yet examined, or invalid.
     fn settle(&mut self) -> Result<()> {
+        self.zeroed = false;
         loop {
             if !self.input.valid() {
                 self.finish();
@@ -354,10 +396,29 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.input.next()?;
                 continue;
             }
+            if self.bottommost && stripe == 0 && parsed.seq != 0 {
+                self.zero_sequence(parsed.kind);
+            }
             self.position = Position::AtInput;
             self.stats.entries_out += 1;
             return Ok(());
         }
+    }
+
+    /// Makes `key()` the current entry's key with sequence number 0 and accounts the change
+    /// of its hash. REQUIRES: the input is on a kept value of stripe 0 at the bottom.
+    fn zero_sequence(&mut self, kind: ValueKind) {
+        let (ikey, value) = (self.input.key(), self.input.value());
+        self.zeroed_key.clear();
+        append_internal_key(&mut self.zeroed_key, user_key(ikey), 0, kind);
+        let before = entry_hash(ikey, value);
+        let after = entry_hash(&self.zeroed_key, value);
+        self.stats.seqs_zeroed += 1;
+        self.stats.rewrite_digest = self
+            .stats
+            .rewrite_digest
+            .wrapping_add(before.wrapping_sub(after));
+        self.zeroed = true;
     }
 
     /// The input is exhausted or past the upper bound: a pending tombstone has no older kept

@@ -87,10 +87,13 @@ fn no_snapshots_keeps_only_newest_version() {
     assert_eq!(stats.shadowed_dropped, 3);
     assert_eq!(stats.tombstones_dropped, 0);
 
-    // Bottommost: the tombstone and everything it hid vanish.
+    // Bottommost: the tombstone and everything it hid vanish, and with no snapshot every
+    // value is visible to everyone: its sequence number is zeroed, its value kept.
     let (out, stats) = compact(input, &[], true);
-    assert_eq!(shape(&out), [("a".into(), 7, V), ("c".into(), 1, V)]);
+    assert_eq!(shape(&out), [("a".into(), 0, V), ("c".into(), 0, V)]);
+    assert_eq!(out[0].1, b"a@7");
     assert_eq!((stats.shadowed_dropped, stats.tombstones_dropped), (3, 1));
+    assert_eq!(stats.seqs_zeroed, 2);
 }
 
 #[test]
@@ -115,12 +118,13 @@ fn snapshots_keep_the_newest_version_of_each_stripe() {
 #[test]
 fn tombstone_protected_by_snapshot_is_kept_only_if_it_hides_a_value() {
     // Snapshot 5 still sees k@3; the tombstone at 7 hides it from newer readers.
+    // (k@3 is below every snapshot, so it is zeroed.)
     let (out, _) = compact(vec![del(b"k", 7), put(b"k", 3)], &[5], true);
-    assert_eq!(shape(&out), [("k".into(), 7, D), ("k".into(), 3, V)]);
+    assert_eq!(shape(&out), [("k".into(), 7, D), ("k".into(), 0, V)]);
 
     // Nothing older than the tombstone: snapshot 5 and latest both find nothing without it.
     let (out, stats) = compact(vec![del(b"k", 7), put(b"z", 1)], &[5], true);
-    assert_eq!(shape(&out), [("z".into(), 1, V)]);
+    assert_eq!(shape(&out), [("z".into(), 0, V)]);
     assert_eq!(stats.tombstones_dropped, 1);
 
     // Not bottommost: something below may be hidden, so the tombstone stays.
@@ -138,7 +142,7 @@ fn chained_tombstones_collapse_at_bottommost() {
     // Snapshots {5, 10}: V@3 in stripe 0, T@8 in stripe 1, T@12 in the latest stripe.
     let input = vec![del(b"k", 12), del(b"k", 8), put(b"k", 3)];
     let (out, stats) = compact(input.clone(), &[5, 10], true);
-    assert_eq!(shape(&out), [("k".into(), 8, D), ("k".into(), 3, V)]);
+    assert_eq!(shape(&out), [("k".into(), 8, D), ("k".into(), 0, V)]);
     assert_eq!(stats.tombstones_dropped, 1);
     assert_eq!(
         stats.entries_in,
@@ -160,6 +164,35 @@ fn chained_tombstones_collapse_at_bottommost() {
     );
     assert!(out.is_empty());
     assert_eq!((stats.tombstones_dropped, stats.shadowed_dropped), (2, 1));
+}
+
+#[test]
+fn only_bottommost_values_below_every_snapshot_are_zeroed() {
+    // Snapshot 5: k@3 is in stripe 0, k@9 above it; j@2 is a value of stripe 0 too.
+    let input = vec![put(b"j", 2), put(b"k", 9), put(b"k", 3)];
+    let (out, stats) = compact(input.clone(), &[5], true);
+    assert_eq!(
+        shape(&out),
+        [("j".into(), 0, V), ("k".into(), 9, V), ("k".into(), 0, V)]
+    );
+    assert_eq!(stats.seqs_zeroed, 2);
+    // Zeroing changes the hash; the rewrite digest makes up for it, so nothing is unaccounted.
+    let digest = |entries: &Entries| {
+        let mut d = crate::digest::EntryDigest::default();
+        for (k, v) in entries {
+            d.add(k, v);
+        }
+        d
+    };
+    assert_ne!(digest(&input), digest(&out) + stats.dropped());
+    assert_eq!(digest(&input), digest(&out) + stats.unwritten());
+    // Not bottommost: something older may lie below, so every sequence number stays.
+    let (out, stats) = compact(input, &[5], false);
+    assert_eq!(
+        shape(&out),
+        [("j".into(), 2, V), ("k".into(), 9, V), ("k".into(), 3, V)]
+    );
+    assert_eq!((stats.seqs_zeroed, stats.rewrite_digest), (0, 0));
 }
 
 #[test]
@@ -334,6 +367,16 @@ fn lookup_bottom(entries: &Entries, user_key: &[u8], snapshot: SeqNo) -> Option<
 
 const KEYS: u8 = 5;
 
+/// `entry` with sequence number 0.
+fn zeroed(entry: &(Vec<u8>, Vec<u8>)) -> (Vec<u8>, Vec<u8>) {
+    let p = parse_internal_key(&entry.0).unwrap();
+    (make_internal_key(p.user_key, 0, p.kind), entry.1.clone())
+}
+
+fn seq_of(entry: &(Vec<u8>, Vec<u8>)) -> SeqNo {
+    parse_internal_key(&entry.0).unwrap().seq
+}
+
 fn readers(snapshots: &[SeqNo]) -> Vec<SeqNo> {
     snapshots.iter().copied().chain([MAX_SEQ]).collect()
 }
@@ -390,11 +433,24 @@ proptest! {
         let out = drain(&mut it);
         let stats = it.stats();
 
-        // Output is a subsequence of the input, byte for byte (sequence numbers preserved).
+        // Output is a subsequence of the input, byte for byte, except that at the bottom the
+        // values of stripe 0 (below every snapshot) have sequence number 0, and only they.
         let mut rest = input.iter();
         for e in &out {
-            prop_assert!(rest.any(|i| i == e), "output entry not in input order: {:?}", e);
+            let (_, seq, kind) = shape(&vec![e.clone()]).remove(0);
+            if seq == 0 {
+                prop_assert!(bottommost && kind == ValueKind::Value, "zeroed {:?}", e);
+                let from = rest.find(|i| zeroed(i) == *e);
+                prop_assert!(from.is_some_and(|i| stripe_of(&snapshots, seq_of(i)) == 0),
+                    "zeroed entry not from stripe 0 in input order: {:?}", e);
+            } else {
+                prop_assert!(rest.any(|i| i == e), "output entry not in input order: {:?}", e);
+                let should_zero = bottommost && kind == ValueKind::Value
+                    && stripe_of(&snapshots, seq) == 0;
+                prop_assert!(!should_zero, "not zeroed: {:?}", e);
+            }
         }
+        prop_assert_eq!(stats.seqs_zeroed, out.iter().filter(|e| shape(&vec![(*e).clone()])[0].1 == 0).count() as u64);
 
         // Every reader sees what it saw before.
         for k in 0..KEYS {
@@ -459,7 +515,7 @@ proptest! {
             }
             d
         };
-        prop_assert_eq!(digest(&input), digest(&out) + stats.dropped());
+        prop_assert_eq!(digest(&input), digest(&out) + stats.unwritten());
 
         // Two sub-tasks split at a user key produce the same output as one task.
         let bound = vec![b'a' + split];
