@@ -7,8 +7,11 @@
 //!               value: BlockHandle (varint64 offset, varint64 size excluding trailer)
 //! ```
 //!
-//! The index block uses restart interval 1 (every key stored whole) and, like the filter and
-//! properties blocks, is stored uncompressed: it is read once at open and pinned.
+//! The index block is read once, whole, when the table opens and decoded into an array, so
+//! nothing seeks inside it: it is prefix-compressed like a data block (restart interval
+//! [`INDEX_RESTART_INTERVAL`]) and compressed with the data blocks' compression, as RocksDB
+//! does by default. On 16-byte keys that makes it about a third of the size it was with every
+//! key whole and uncompressed. The filter and properties blocks are stored uncompressed.
 //!
 //! All file-level state is assembled here from the [`super::BlockMeta`] of the blocks appended,
 //! so whoever appends decides where files are cut and the block builders need not know:
@@ -26,6 +29,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::encode::compress_block;
 use super::{EncodedBlock, TableOptions};
 use crate::block::BlockBuilder;
 use crate::compression::CompressionType;
@@ -52,6 +56,9 @@ pub struct TableSummary {
     pub file_checksum: u32,
 }
 
+/// Entries between restart points of the index block (see the module docs).
+pub const INDEX_RESTART_INTERVAL: usize = 16;
+
 /// Writes one table file: data blocks as they come, meta blocks at the end.
 ///
 /// Not thread-safe; `Send`, so a writer thread may own it. After any error the file is
@@ -68,6 +75,8 @@ pub struct TableFileWriter {
     checksum: u32,
     index: BlockBuilder,
     handle_buf: Vec<u8>,
+    /// How the index block is compressed: the data blocks' type and zstd level.
+    index_compression: (CompressionType, i32),
     /// The filter's hashes so far; `None` when the table has no filter.
     filter: Option<BloomFilterBuilder>,
     /// Properties of the blocks appended so far (the meta-block sizes are set by `finish`).
@@ -87,8 +96,9 @@ impl TableFileWriter {
             fs: Arc::clone(&storage.fs),
             offset: 0,
             checksum: 0,
-            index: BlockBuilder::new(1),
+            index: BlockBuilder::new(INDEX_RESTART_INTERVAL),
             handle_buf: Vec::with_capacity(BlockHandle::MAX_ENCODED_LEN),
+            index_compression: (opts.compression, opts.zstd_level),
             filter: (opts.bloom_bits_per_key > 0)
                 .then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key)),
             props: TableProperties {
@@ -169,12 +179,14 @@ impl TableFileWriter {
             Some(f) => Some(self.write_meta_block(&f.finish())?),
             None => None,
         };
-        let index_contents = self.index.finish(0);
+        let (ctype, level) = self.index_compression;
+        let mut index_contents = Vec::new();
+        let index_type = compress_block(&self.index.finish(0), ctype, level, &mut index_contents);
         let mut props = std::mem::take(&mut self.props);
         props.filter_bytes = filter.map_or(0, |h| h.size + BLOCK_TRAILER_LEN as u64);
         props.index_bytes = (index_contents.len() + BLOCK_TRAILER_LEN) as u64;
         let properties = self.write_meta_block(&props.encode())?;
-        let index = self.write_meta_block(&index_contents)?;
+        let index = self.write_block(&index_contents, index_type)?;
         let footer = Footer {
             index,
             filter,
@@ -204,9 +216,14 @@ impl TableFileWriter {
 
     /// Writes an uncompressed meta block with its trailer.
     fn write_meta_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
-        let handle = BlockHandle::new(self.offset, contents.len() as u64);
-        self.append(contents)?;
-        self.append(&block_trailer(contents, CompressionType::None))?;
+        self.write_block(contents, CompressionType::None)
+    }
+
+    /// Writes `stored` (contents already compressed as `ctype` says) with its trailer.
+    fn write_block(&mut self, stored: &[u8], ctype: CompressionType) -> Result<BlockHandle> {
+        let handle = BlockHandle::new(self.offset, stored.len() as u64);
+        self.append(stored)?;
+        self.append(&block_trailer(stored, ctype))?;
         Ok(handle)
     }
 
