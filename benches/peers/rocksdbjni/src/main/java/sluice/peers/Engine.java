@@ -109,11 +109,12 @@ final class Engine implements AutoCloseable {
                 + options.levelCompactionDynamicLevelBytes() + " (L0 compacts into the base level, which "
                 + "is the last level, L6, while the tree is small; Sluice compacts L0 into L1), "
                 + "max_bytes_for_level_base " + options.maxBytesForLevelBase() / (1 << 20) + " MiB, x"
-                + options.maxBytesForLevelMultiplier() + " per level, L0 compaction trigger "
+                + String.valueOf(options.maxBytesForLevelMultiplier()).replaceAll("\\.0$", "")
+                + " per level, L0 compaction trigger "
                 + options.level0FileNumCompactionTrigger() + " files");
         note("memtables: max_write_buffer_number 2 (Sluice: a memtable and one being flushed); "
                 + "max_background_jobs " + c.compactionThreads + " (--compaction-threads) share flushes "
-                + "and compactions; max_subcompactions " + c.subcompactions + " (--subcompactions)");
+                + "and compactions");
         if (c.disableAutoCompactions) {
             note("disable-auto-compactions: level0_slowdown_writes_trigger and "
                     + "level0_stop_writes_trigger " + NO_STALL + ", so the load never stalls on L0 (as "
@@ -132,8 +133,9 @@ final class Engine implements AutoCloseable {
                     + "background work");
             note("compact: the memtable is flushed before the timer starts (compaction.flush_seconds);"
                     + " then CompactRange over the whole key space with bottommost_level_compaction "
-                    + "kForceOptimized and max_subcompactions " + c.subcompactions + ", timed as the "
-                    + "whole call; Sluice's compact seconds include flushing its memtable");
+                    + "kForceOptimized and max_subcompactions = --subcompactions (compaction."
+                    + "subcompactions), timed as the whole call; Sluice's compact seconds include "
+                    + "flushing its memtable");
         } else {
             note("the YCSB load waits until RocksDB reports no running or pending flush or "
                     + "compaction, as Sluice waits for its background work");
