@@ -141,7 +141,8 @@ final class Engine implements AutoCloseable {
                     + "compaction, as Sluice waits for its background work");
         }
         note("cpu: the process's CPU time (user + system, every thread: the client, RocksDB's "
-                + "background threads and the JVM's own, JIT compiler and garbage collector included);"
+                + "background threads and the JVM's own, JIT compiler and garbage collector included;"
+                + " from /proc/self/stat, in 10 ms ticks);"
                 + " compaction.cpu_seconds is the process's CPU time during the compaction; "
                 + "compaction.count, engine_cpu_seconds and subcompactions_run come from the "
                 + "compaction_finished events of RocksDB's LOG (jobs, compaction_time_cpu_micros, "
@@ -183,7 +184,7 @@ final class Engine implements AutoCloseable {
     }
 
     /** One compaction_finished event of RocksDB's info log. */
-    record CompactionEvent(long subcompactions, long cpuMicros, long outputFiles) {}
+    record CompactionEvent(long subcompactions, long cpuMicros) {}
 
     /** The compaction_finished events RocksDB's info log (the LOG file of the database) holds
      * so far. RocksDB flushes its info log at the end of every compaction job. The JSON event
@@ -199,7 +200,7 @@ final class Engine implements AutoCloseable {
         try (var lines = Files.lines(log, StandardCharsets.ISO_8859_1)) {
             lines.filter(l -> l.contains("\"event\": \"compaction_finished\""))
                     .forEach(l -> out.add(new CompactionEvent(field(l, "num_subcompactions"),
-                            field(l, "compaction_time_cpu_micros"), field(l, "num_output_files"))));
+                            field(l, "compaction_time_cpu_micros"))));
         }
         return out;
     }
