@@ -4,6 +4,7 @@
 #ifndef SLUICE_PEERS_CPP_FLAGS_H_
 #define SLUICE_PEERS_CPP_FLAGS_H_
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -203,6 +204,40 @@ inline std::string Hex(std::string_view bytes) {
   }
   return out;
 }
+
+// The process's CPU time, every thread included (the client and the engine's background
+// threads, exited ones too), from getrusage (microseconds): Sluice's cpu object.
+struct CpuUsage {
+  double user_seconds = 0, system_seconds = 0;
+
+  static CpuUsage Now() {
+    CpuUsage c;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+      c.user_seconds = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+      c.system_seconds = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    }
+    return c;
+  }
+
+  // The CPU time spent since before.
+  CpuUsage Since(const CpuUsage& before) const {
+    CpuUsage c;
+    c.user_seconds = user_seconds - before.user_seconds;
+    c.system_seconds = system_seconds - before.system_seconds;
+    return c;
+  }
+
+  double Total() const { return user_seconds + system_seconds; }
+
+  std::string Json() const {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "{\"user_seconds\":%.6f,\"system_seconds\":%.6f,\"total_seconds\":%.6f}",
+                  user_seconds, system_seconds, Total());
+    return buf;
+  }
+};
 
 // The "options" object of a YCSB line: what the engine ran with (compression as used).
 inline std::string YcsbOptionsJson(const Flags& c, const std::string& compression, int threads) {

@@ -160,6 +160,7 @@ class Engine {
     auto start = Clock::now();
     double seconds = 0;
     uint64_t user_bytes = 0, bytes = 0;
+    peers::CpuUsage cpu_before = peers::CpuUsage::Now();
     if (IsWrite(name)) {
       Fill(position, name != "fillseq", &t);
       WaitIdle();  // The benchmark is not over until the work it caused is.
@@ -171,6 +172,7 @@ class Engine {
       compaction = Compact(&t, &seconds, &bytes);
     }
     if (name != "compact") seconds = Secs(Clock::now() - start);
+    peers::CpuUsage cpu = peers::CpuUsage::Now().Since(cpu_before);
     double per_sec = seconds > 0 ? 1 / seconds : 0;
     std::string out;
     char buf[600];
@@ -183,7 +185,7 @@ class Engine {
     out += buf;
     if (name == "readrandom") out += "\"found\":" + std::to_string(t.found) + ",";
     out += "\"latency_us\":" + t.LatencyJson() + ",\"user_bytes\":" + std::to_string(user_bytes) +
-           ",\"write_stall_micros\":0,";
+           ",\"write_stall_micros\":0,\"cpu\":" + cpu.Json() + ",";
     if (!compaction.empty()) out += "\"compaction\":" + compaction + ",";
     out += "\"lsm\":" + ShapeJson(Shape()) + ",\"options\":" + OptionsJson() + ",\"settings_differ\":[";
     for (size_t i = 0; i < notes_.size(); i++) out += (i ? "," : "") + Quote(notes_[i]);
@@ -318,17 +320,20 @@ class Engine {
     WaitIdle();
     double flush_seconds = Secs(Clock::now() - flush_start);
     std::vector<LevelShape> before = Shape();
+    peers::CpuUsage cpu_before = peers::CpuUsage::Now();
     auto start = Clock::now();
     db_->CompactRange(nullptr, nullptr);
     t->Done(start, 0);
     *seconds = Secs(Clock::now() - start);
+    double cpu_seconds = peers::CpuUsage::Now().Since(cpu_before).Total();
     std::vector<LevelShape> after = Shape();
     *bytes = TotalBytes(before);
     char buf[400];
     std::snprintf(buf, sizeof(buf),
                   "{\"count\":1,\"input_bytes\":%" PRIu64 ",\"output_bytes\":%" PRIu64
-                  ",\"seconds\":%.9f,\"bandwidth_mb_s\":%.6f,\"flush_seconds\":%.9f,",
-                  *bytes, TotalBytes(after), *seconds,
+                  ",\"seconds\":%.9f,\"cpu_seconds\":%.6f,\"bandwidth_mb_s\":%.6f,"
+                  "\"flush_seconds\":%.9f,",
+                  *bytes, TotalBytes(after), *seconds, cpu_seconds,
                   *seconds > 0 ? *bytes / *seconds / 1e6 : 0.0, flush_seconds);
     return buf + std::string("\"lsm_before\":") + ShapeJson(before) + ",\"lsm_after\":" +
            ShapeJson(after) + "}";

@@ -26,6 +26,7 @@ type compaction struct {
 	InputBytes   int64   `json:"input_bytes"`
 	OutputBytes  int64   `json:"output_bytes"`
 	Seconds      float64 `json:"seconds"`
+	CPUSeconds   float64 `json:"cpu_seconds"` // the process's, during the compaction
 	BandwidthMBs float64 `json:"bandwidth_mb_s"`
 	FlushSeconds float64 `json:"flush_seconds"`
 	// What Pebble's own level metrics say the compactions did: bytes read from tables,
@@ -73,6 +74,7 @@ type result struct {
 	LatencyUs        latencySummary `json:"latency_us"`
 	UserBytes        uint64         `json:"user_bytes"`
 	WriteStallMicros uint64         `json:"write_stall_micros"`
+	CPU              cpuUsage       `json:"cpu"` // the process's, during the benchmark
 	Compaction       *compaction    `json:"compaction,omitempty"`
 	Lsm              []levelShape   `json:"lsm"`
 	Options          runOptions     `json:"options"`
@@ -121,6 +123,7 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 	t := newTally()
 	var comp *compaction
 	stallsBefore := e.stalls.micros()
+	cpuBefore := processCPU()
 	start := time.Now()
 	switch name {
 	case "fillseq", "fillrandom", "overwrite":
@@ -136,6 +139,7 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 		return nil, err
 	}
 	seconds := time.Since(start).Seconds()
+	cpu := processCPU().since(cpuBefore)
 	r := &result{
 		Name:             name,
 		Engine:           "pebble",
@@ -147,6 +151,7 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 		LatencyUs:        t.summary(),
 		UserBytes:        t.userBytes,
 		WriteStallMicros: e.stalls.micros() - stallsBefore,
+		CPU:              cpu,
 		Lsm:              e.shape(),
 		Options:          e.options(),
 		SettingsDiffer:   e.settingsDiffer,
@@ -244,12 +249,14 @@ func (e *engine) compact(t *tally) (*compaction, error) {
 	before := e.db.Metrics()
 	// Every key is at most keySize bytes of digits: keySize+1 bytes of 0xff end after all.
 	end := bytes.Repeat([]byte{0xff}, e.cfg.keySize+1)
+	cpuBefore := processCPU()
 	start := time.Now()
 	if err := e.db.Compact(context.Background(), []byte{}, end, e.cfg.parallelCompact); err != nil {
 		return nil, err
 	}
 	t.done(start, 0)
 	comp.Seconds = time.Since(start).Seconds()
+	comp.CPUSeconds = processCPU().since(cpuBefore).TotalSeconds
 	comp.LsmAfter = e.shape()
 	comp.OutputBytes = totalBytes(comp.LsmAfter)
 	after := e.db.Metrics()

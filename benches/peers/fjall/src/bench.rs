@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use crate::cpu::CpuUsage;
 use crate::engine::{Engine, LevelShape, total_bytes};
 use crate::stream::{KeyFormat, SplitMix64, ValueGenerator};
 
@@ -26,6 +27,8 @@ pub struct Compaction {
     pub input_bytes: u64,
     pub output_bytes: u64,
     pub seconds: f64,
+    /// The process's CPU seconds during the major compaction (fjall's workers included).
+    pub cpu_seconds: f64,
     pub bandwidth_mb_s: f64,
     pub flush_seconds: f64,
     pub lsm_before: Vec<LevelShape>,
@@ -70,6 +73,8 @@ pub struct BenchResult {
     pub latency_us: LatencySummary,
     pub user_bytes: u64,
     pub write_stall_micros: u64,
+    /// The process's CPU time during the benchmark.
+    pub cpu: CpuUsage,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
     pub lsm: Vec<LevelShape>,
@@ -131,6 +136,7 @@ impl Engine {
         let keys = KeyFormat::new(self.cfg.key_size, self.cfg.num)?;
         let mut t = Tally::new()?;
         let mut compaction = None;
+        let cpu_before = CpuUsage::now();
         let start = Instant::now();
         match name {
             "fillseq" | "fillrandom" | "overwrite" => {
@@ -143,6 +149,7 @@ impl Engine {
             other => return Err(format!("unknown benchmark {other:?}")),
         }
         let mut seconds = start.elapsed().as_secs_f64();
+        let cpu = CpuUsage::now().since(cpu_before);
         let mut bytes = t.bytes;
         if let Some(c) = &compaction {
             // Sluice's compact line: seconds and MB/s are the compaction's, bytes its input.
@@ -171,6 +178,7 @@ impl Engine {
             user_bytes: if is_fill { t.bytes } else { 0 },
             // fjall does not report its write stalls.
             write_stall_micros: 0,
+            cpu,
             compaction,
             lsm: self.shape(),
             options: self.options(),
@@ -257,9 +265,11 @@ impl Engine {
         let flush_seconds = flush_start.elapsed().as_secs_f64();
         let lsm_before = self.shape();
         let input_bytes = total_bytes(&lsm_before);
+        let cpu_before = CpuUsage::now();
         let start = Instant::now();
         self.ks.major_compact().map_err(err)?;
         let elapsed = start.elapsed();
+        let cpu = CpuUsage::now().since(cpu_before);
         t.done(elapsed, 0);
         let seconds = elapsed.as_secs_f64();
         let lsm_after = self.shape();
@@ -268,6 +278,7 @@ impl Engine {
             input_bytes,
             output_bytes: total_bytes(&lsm_after),
             seconds,
+            cpu_seconds: cpu.total_seconds,
             bandwidth_mb_s: if seconds > 0.0 {
                 input_bytes as f64 / 1e6 / seconds
             } else {

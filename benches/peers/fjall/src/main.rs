@@ -5,6 +5,7 @@
 //! YCSB operations follow `../STREAM.md`; the flags mirror `sluice bench` and the Pebble peer.
 
 mod bench;
+mod cpu;
 mod engine;
 mod stream;
 mod ycsb;

@@ -1,0 +1,204 @@
+package sluice.peers;
+
+import java.io.IOException;
+import java.util.Arrays;
+import java.util.List;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.CompactRangeOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.TickerType;
+
+/**
+ * The db_bench-style workloads (fillseq, fillrandom, overwrite, readrandom, compact) on an
+ * {@link Engine}, each reported as one JSON object with the field names of
+ * {@code sluice bench --json} (see ../README.md "JSON"), plus the process's CPU time.
+ */
+final class Bench {
+    private final Engine e;
+    private final Config c;
+    private final Stream.KeyFormat keys;
+
+    Bench(Engine e) {
+        this.e = e;
+        this.c = e.c;
+        this.keys = new Stream.KeyFormat(c.keySize, c.num);
+    }
+
+    /** What one benchmark's operations did, with every latency kept (exact percentiles). */
+    private static final class Tally {
+        long ops, bytes, found;
+        private long[] nanos = new long[1024];
+
+        void done(long startNanos, long moved) {
+            if (ops == nanos.length) {
+                nanos = Arrays.copyOf(nanos, nanos.length * 2);
+            }
+            nanos[(int) ops++] = Math.max(1, System.nanoTime() - startNanos);
+            bytes += moved;
+        }
+
+        /** Sluice's latency_us: percentiles in microseconds. */
+        Json latency() {
+            long[] v = Arrays.copyOf(nanos, (int) ops);
+            Arrays.sort(v);
+            double sum = 0;
+            for (long x : v) {
+                sum += x;
+            }
+            return new Json().put("p50", at(v, 0.50)).put("p99", at(v, 0.99)).put("p999", at(v, 0.999))
+                    .put("max", v.length == 0 ? 0.0 : v[v.length - 1] / 1e3)
+                    .put("mean", v.length == 0 ? 0.0 : sum / v.length / 1e3);
+        }
+
+        private static double at(long[] sorted, double q) {
+            if (sorted.length == 0) {
+                return 0.0;
+            }
+            int rank = (int) (q * sorted.length);
+            return sorted[Math.min(rank, sorted.length - 1)] / 1e3;
+        }
+    }
+
+    /** Runs the benchmark {@code name} at {@code position} of the run and returns its line. */
+    Json run(String name, int position) throws RocksDBException, IOException {
+        Tally t = new Tally();
+        long stallsBefore = e.ticker(TickerType.STALL_MICROS);
+        Cpu cpuBefore = Cpu.now();
+        long start = System.nanoTime();
+        Json compaction = null;
+        double seconds;
+        long bytes;
+        long userBytes = 0;
+        switch (name) {
+            case "fillseq", "fillrandom", "overwrite" -> {
+                fill(position, !name.equals("fillseq"), t);
+                // The benchmark is not over until the flushes and compactions it caused are.
+                e.waitIdle();
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = userBytes = t.bytes;
+            }
+            case "readrandom" -> {
+                readRandom(position, t);
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = t.bytes;
+            }
+            default -> {
+                CompactResult r = compact(t);
+                compaction = r.json;
+                seconds = r.seconds;
+                bytes = r.inputBytes;
+            }
+        }
+        Cpu cpu = Cpu.now().since(cpuBefore);
+        Json out = new Json().put("name", name).put("engine", "rocksdb").put("engine_version", e.version)
+                .put("ops", t.ops).put("threads", 1).put("seconds", seconds)
+                .put("micros_per_op", t.ops > 0 ? seconds * 1e6 / t.ops : 0.0)
+                .put("ops_per_sec", seconds > 0 ? t.ops / seconds : 0.0)
+                .put("bytes", bytes).put("mb_per_sec", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
+        if (name.equals("readrandom")) {
+            out.put("found", t.found);
+        }
+        out.put("latency_us", t.latency()).put("user_bytes", userBytes)
+                .put("write_stall_micros", e.ticker(TickerType.STALL_MICROS) - stallsBefore)
+                .put("cpu", cpu.json());
+        if (compaction != null) {
+            out.put("compaction", compaction);
+        }
+        return out.put("lsm", Engine.json(e.shape())).put("options", options())
+                .put("settings_differ", e.settingsDiffer);
+    }
+
+    /** Sluice's options object, with the compression actually used, plus RocksDB's knobs. */
+    private Json options() {
+        return new Json().put("num", c.num).put("reads", c.reads()).put("key_size", c.keySize)
+                .put("value_size", c.valueSize).put("seed", c.seed).put("sync", false)
+                .put("compression", e.compression).put("write_buffer_size", c.writeBufferSize)
+                .put("target_file_size", c.targetFileSize).put("block_size", c.blockSize)
+                .put("bloom_bits", c.bloomBits).put("cache_size", c.cacheSize)
+                .put("disable_auto_compactions", c.disableAutoCompactions)
+                .put("compaction_threads", c.compactionThreads).put("subcompactions", c.subcompactions);
+    }
+
+    /** Writes keys 0..num in order (fillseq) or num stream draws (fillrandom, overwrite), with
+     * the WAL written but not synced (Sluice's default). Values are slices of one buffer, passed
+     * with their offset so that no value is copied on the Java side. */
+    private void fill(int position, boolean random, Tally t) throws RocksDBException {
+        Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, position, 0);
+        Stream.ValueGenerator values = new Stream.ValueGenerator(g, c.valueSize);
+        byte[] key = new byte[c.keySize];
+        RocksDB db = e.db;
+        for (long i = 0; i < c.num; i++) {
+            keys.write(random ? g.below(c.num) : i, key);
+            int len = values.next(c.valueSize);
+            long start = System.nanoTime();
+            db.put(e.writeOptions, key, 0, key.length, values.data(), values.offset(), len);
+            t.done(start, key.length + len);
+        }
+    }
+
+    /** Looks up {@code reads} uniform keys into one reused value array. */
+    private void readRandom(int position, Tally t) throws RocksDBException {
+        Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, position, 0);
+        byte[] key = new byte[c.keySize];
+        byte[] value = new byte[Math.max(c.valueSize, 1)];
+        RocksDB db = e.db;
+        for (long i = 0; i < c.reads(); i++) {
+            keys.write(g.below(c.num), key);
+            long start = System.nanoTime();
+            int size = db.get(e.readOptions, key, 0, key.length, value, 0, value.length);
+            long moved = 0;
+            if (size != RocksDB.NOT_FOUND) {
+                t.found++;
+                moved = key.length + size;
+            }
+            t.done(start, moved);
+        }
+    }
+
+    private record CompactResult(Json json, double seconds, long inputBytes) {}
+
+    /** Flushes the memtable (untimed), then times one manual compaction of the whole key
+     * space: CompactRange(nullptr, nullptr) with the bottommost level forced (kForceOptimized,
+     * as db_bench's compact), on --subcompactions threads. */
+    private CompactResult compact(Tally t) throws RocksDBException, IOException {
+        long flushStart = System.nanoTime();
+        e.flush();
+        e.waitIdle();
+        double flushSeconds = (System.nanoTime() - flushStart) / 1e9;
+        List<Engine.Level> before = e.shape();
+        long inputBytes = Engine.totalBytes(before);
+        long read0 = e.ticker(TickerType.COMPACT_READ_BYTES);
+        long written0 = e.ticker(TickerType.COMPACT_WRITE_BYTES);
+        int events0 = e.compactionEvents().size();
+        ColumnFamilyHandle cf = e.db.getDefaultColumnFamily();
+        double seconds;
+        Cpu cpu;
+        try (CompactRangeOptions o = new CompactRangeOptions()
+                .setBottommostLevelCompaction(CompactRangeOptions.BottommostLevelCompaction.kForceOptimized)
+                .setMaxSubcompactions(c.subcompactions)) {
+            Cpu cpuBefore = Cpu.now();
+            long start = System.nanoTime();
+            e.db.compactRange(cf, null, null, o);
+            t.done(start, 0);
+            seconds = (System.nanoTime() - start) / 1e9;
+            cpu = Cpu.now().since(cpuBefore);
+        }
+        List<Engine.Level> after = e.shape();
+        List<Engine.CompactionEvent> events = e.compactionEvents();
+        events = events.subList(Math.min(events0, events.size()), events.size());
+        Json json = new Json().put("count", events.size()).put("input_bytes", inputBytes)
+                .put("output_bytes", Engine.totalBytes(after))
+                .put("output_files", Engine.totalFiles(after))
+                .put("seconds", seconds).put("cpu_seconds", cpu.total())
+                .put("engine_cpu_seconds", events.stream().mapToLong(Engine.CompactionEvent::cpuMicros).sum() / 1e6)
+                .put("bandwidth_mb_s", seconds > 0 ? inputBytes / 1e6 / seconds : 0.0)
+                .put("flush_seconds", flushSeconds)
+                .put("engine_read_bytes", e.ticker(TickerType.COMPACT_READ_BYTES) - read0)
+                .put("engine_written_bytes", e.ticker(TickerType.COMPACT_WRITE_BYTES) - written0)
+                .put("subcompactions", c.subcompactions)
+                .put("subcompactions_run", events.stream().mapToLong(Engine.CompactionEvent::subcompactions).max().orElse(-1))
+                .put("lsm_before", Engine.json(before)).put("lsm_after", Engine.json(after));
+        return new CompactResult(json, seconds, inputBytes);
+    }
+}
