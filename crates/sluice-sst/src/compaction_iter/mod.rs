@@ -71,7 +71,9 @@
 #[cfg(test)]
 mod tests;
 
-use crate::digest::{EntryDigest, entry_hash};
+use crate::coding::get_fixed64;
+use crate::digest::{EntryDigest, entry_hash, entry_hash_parts};
+use crate::filter::hash64;
 use crate::key::{
     MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
 };
@@ -409,10 +411,14 @@ impl<I: InternalIterator> CompactionIterator<I> {
     /// of its hash. REQUIRES: the input is on a kept value of stripe 0 at the bottom.
     fn zero_sequence(&mut self, kind: ValueKind) {
         let (ikey, value) = (self.input.key(), self.input.value());
+        let key = user_key(ikey);
         self.zeroed_key.clear();
-        append_internal_key(&mut self.zeroed_key, user_key(ikey), 0, kind);
-        let before = entry_hash(ikey, value);
-        let after = entry_hash(&self.zeroed_key, value);
+        append_internal_key(&mut self.zeroed_key, key, 0, kind);
+        // One user-key hash for both; the value is hashed twice, as the seeds differ.
+        let key_hash = hash64(key);
+        let trailer_before = get_fixed64(&ikey[key.len()..]).unwrap_or(0);
+        let before = entry_hash_parts(key_hash, trailer_before, value);
+        let after = entry_hash_parts(key_hash, pack_trailer(0, kind), value);
         self.stats.seqs_zeroed += 1;
         self.stats.rewrite_digest = self
             .stats
