@@ -72,6 +72,10 @@ fn flushes_cut_at_l1_boundaries_stack_one_sublevel_each() {
     db.flush().unwrap();
     let m = db.metrics();
     assert_eq!((m.levels[0].files, m.l0_sublevels), (1, 1));
+    // A second, overlapping flush, so that compact_range merges (a lone L0 table would move
+    // to L1 whole) and cuts L1 at the target file size.
+    write_random(&db, &mut model, &mut x, 5_000);
+    db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     let l1_files = db.metrics().levels[1].files;
     assert!(l1_files >= 8, "L1 holds {l1_files} files");

@@ -219,3 +219,104 @@ fn a_cancelled_compaction_leaves_a_consistent_tree() {
     assert!(contents(&db) == model);
     db.check().unwrap();
 }
+
+/// Writes `keys` (with `deleted` of them then deleted) and flushes them into one L0 table.
+fn l0_table(db: &Db, keys: std::ops::Range<u32>, deleted: std::ops::Range<u32>) {
+    for i in keys {
+        db.put(format!("key{i:08}").as_bytes(), &[b'v'; 64])
+            .unwrap();
+    }
+    for i in deleted {
+        db.delete(format!("key{i:08}").as_bytes()).unwrap();
+    }
+    db.flush().unwrap();
+}
+
+#[test]
+fn files_with_nothing_under_them_move_instead_of_being_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    // A lone L0 table with nothing below it moves to L1: no byte rewritten.
+    l0_table(&db, 0..1000, 0..0);
+    db.compact_range(None, None).unwrap();
+    let m = db.metrics();
+    assert_eq!((m.trivial_moves, m.compaction.count), (1, 0));
+    assert_eq!(shape(&db)[..2], [0, 1]);
+
+    // A second, disjoint table moves beside it; a third overlapping the first is merged
+    // with it, and only with it.
+    l0_table(&db, 5000..6000, 0..0);
+    db.compact_range(None, None).unwrap();
+    let m = db.metrics();
+    assert_eq!((m.trivial_moves, m.compaction.count), (2, 0));
+    assert_eq!(shape(&db)[..2], [0, 2]);
+    let before = table_files(dir.path());
+    l0_table(&db, 500..1500, 0..0);
+    db.compact_range(None, None).unwrap();
+    let m = db.metrics();
+    assert_eq!((m.trivial_moves, m.compaction.count), (2, 1));
+    let after = table_files(dir.path());
+    assert_eq!(
+        after.get(&b"key00005000"[..]),
+        before.get(&b"key00005000"[..]),
+        "the table of 5000..6000 is the same file: {before:?} -> {after:?}"
+    );
+    assert_ne!(
+        after.get(&b"key00000000"[..]),
+        before.get(&b"key00000000"[..])
+    );
+    assert_eq!(db.scan(None, None).unwrap().count(), 2500);
+    db.check().unwrap();
+}
+
+#[test]
+fn tombstones_bound_for_the_bottom_are_dropped_not_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    l0_table(&db, 0..1000, 0..0);
+    db.compact_range(None, None).unwrap();
+    // Deletions of keys that are only in L1: compacted, they meet the values they delete and
+    // both go.
+    l0_table(&db, 0..0, 0..500);
+    // Deletions of keys no table holds, in a range with nothing under it: a move would keep
+    // them at the bottom forever, so they are rewritten, and dropped.
+    l0_table(&db, 0..0, 20_000..20_500);
+    let before = db.metrics().trivial_moves;
+    db.compact_range(None, None).unwrap();
+    assert_eq!(
+        db.metrics().trivial_moves,
+        before,
+        "no tombstone moved to the bottom"
+    );
+    assert_eq!(db.scan(None, None).unwrap().count(), 500);
+    let (entries, deletions) = table_entries(dir.path());
+    assert_eq!((entries, deletions), (500, 0), "every tombstone dropped");
+}
+
+/// The table files of `dir` by their smallest user key.
+fn table_files(dir: &Path) -> BTreeMap<Vec<u8>, std::ffi::OsString> {
+    let mut files = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "sst") {
+            let t = sluice_sst::table::Table::open(&path, 0, Default::default()).unwrap();
+            let smallest = sluice_sst::key::user_key(&t.properties().smallest_key).to_vec();
+            files.insert(smallest, path.file_name().unwrap().to_owned());
+        }
+    }
+    files
+}
+
+/// Entries and tombstones in every table of `dir`.
+fn table_entries(dir: &Path) -> (u64, u64) {
+    let mut sums = (0, 0);
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x == "sst") {
+            let t = sluice_sst::table::Table::open(&path, 0, Default::default()).unwrap();
+            sums.0 += t.properties().num_entries;
+            sums.1 += t.properties().num_deletions;
+        }
+    }
+    sums
+}

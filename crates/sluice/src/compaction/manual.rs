@@ -2,7 +2,8 @@
 //!
 //! Level by level from the top, as LevelDB and Pebble's `manualCompact` do: each level's
 //! files in the range are compacted with the overlapping files of the next level, and the next
-//! level starts only when that is installed. With [`CompactOptions::parallel`] each level's
+//! level starts only when that is installed. Files with nothing to merge with move down by a
+//! version edit instead of being rewritten ([`super::manual_pick`]). With [`CompactOptions::parallel`] each level's
 //! compaction is cut into sub-tasks by its data (the planner's key ranges of about
 //! `sub_task_bytes`, not the gaps between files, so even an L0 of overlapping random-key files
 //! splits evenly) and run by the parallel executor, with a compute thread per core unless
@@ -20,7 +21,7 @@ use sluice_exec::{CompactionMode, ExecOptions, JobControl};
 
 use super::Compaction;
 use super::choose::Request;
-use super::picker::pick_manual_per_range;
+use super::manual_pick::pick_manual;
 use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
@@ -161,8 +162,8 @@ pub(crate) fn compact_levels(
         if opts.cancelled() {
             return Err(Error::Cancelled);
         }
-        // One compaction per range in partitioned mode (each on its owner), else one.
-        let picked = pick_manual_per_range(&db.current_version(), level, start, end);
+        // Moves and merges (see `manual_pick`), cut per range in partitioned mode.
+        let picked = pick_manual(&db.current_version(), level, start, end);
         if picked.is_empty() {
             continue;
         }

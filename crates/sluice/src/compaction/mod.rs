@@ -16,6 +16,7 @@ pub mod in_progress;
 pub(crate) mod job;
 pub mod l0_inputs;
 pub mod manual;
+pub mod manual_pick;
 pub mod picker;
 pub mod remote;
 
@@ -98,10 +99,19 @@ impl Compaction {
     }
 
     /// A single input file with nothing to merge against, and little grandparent overlap: it
-    /// can move down a level by editing the MANIFEST only.
+    /// can move down a level by editing the MANIFEST only. A manual compaction's file moves
+    /// too, unless it would keep tombstones at the bottom that a rewrite drops
+    /// ([`manual_pick::must_rewrite`]).
     pub fn is_trivial_move(&self, max_grandparent_overlap_bytes: u64) -> bool {
-        !matches!(self.reason, Reason::Manual | Reason::Relocate)
-            && self.inputs[0].len() == 1
+        let [file] = self.inputs[0].as_slice() else {
+            return false;
+        };
+        let rewrite = match self.reason {
+            Reason::Relocate => true,
+            Reason::Manual => manual_pick::must_rewrite(&self.version, self.level, file),
+            _ => false,
+        };
+        !rewrite
             && self.inputs[1].is_empty()
             && self.grandparents.iter().map(|f| f.file_size).sum::<u64>()
                 <= max_grandparent_overlap_bytes

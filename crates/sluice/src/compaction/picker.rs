@@ -241,47 +241,6 @@ pub fn key_range(files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
     (lo.to_vec(), hi.to_vec())
 }
 
-/// The compaction that `compact_range` runs for `level`: every file of `level` overlapping
-/// `[lo, hi]`, into `level + 1`. `None` when the level has no such file.
-pub fn pick_manual(
-    version: &Arc<Version>,
-    level: usize,
-    lo: Option<&[u8]>,
-    hi: Option<&[u8]>,
-) -> Option<Compaction> {
-    let inputs0 = version.overlapping_files(level, lo, hi);
-    if inputs0.is_empty() {
-        return None;
-    }
-    Some(expand(version, level, inputs0, Reason::Manual))
-}
-
-/// [`pick_manual`] in partitioned mode: one compaction per range holding files of `level` in
-/// `[lo, hi]`, so that each stays inside its range and runs on its owner. Without a range map,
-/// the single compaction of [`pick_manual`].
-pub fn pick_manual_per_range(
-    version: &Arc<Version>,
-    level: usize,
-    lo: Option<&[u8]>,
-    hi: Option<&[u8]>,
-) -> Vec<Compaction> {
-    let Some(map) = version.range_map() else {
-        return pick_manual(version, level, lo, hi).into_iter().collect();
-    };
-    let mut by_range: std::collections::BTreeMap<usize, Vec<Arc<FileMetaData>>> =
-        std::collections::BTreeMap::new();
-    for f in version.overlapping_files(level, lo, hi) {
-        by_range
-            .entry(map.index_of(smallest_user_key(&f)))
-            .or_default()
-            .push(f);
-    }
-    by_range
-        .into_values()
-        .map(|inputs0| expand(version, level, inputs0, Reason::Manual))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
