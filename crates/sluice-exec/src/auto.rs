@@ -5,6 +5,10 @@
 //! (S2..S6) are both significant, overlapping them (PCP) hides the smaller; if compute dominates,
 //! only more compute threads (C-PPCP) help, up to the number of cores; if one side dominates
 //! and there is a single core, extra threads only add hand-offs, so SCP stays.
+//!
+//! Step times predict; bandwidth measures. Hand-offs, caches and a busy machine can make an
+//! overlapping executor slower than SCP however the steps split, so [`no_slower_than_sequential`]
+//! overrules the prediction when this database has measured the chosen executor below SCP.
 
 use super::CompactionMode;
 
@@ -66,6 +70,38 @@ pub fn choose(io: f64, compute: f64, jobs: u64, cores: usize, max_threads: usize
     }
 }
 
+/// Measurements needed of an executor before its bandwidth counts: enough bytes that one
+/// small compaction's fixed costs do not decide.
+pub const MIN_MEASURED_BYTES: u64 = 32 << 20;
+
+/// `decision`, unless `bandwidth(mode)` (input bytes per second this database measured of
+/// `mode`, `None` when not measured enough) shows its mode slower than SCP's: then SCP.
+pub fn no_slower_than_sequential(
+    decision: Decision,
+    bandwidth: impl Fn(CompactionMode) -> Option<f64>,
+) -> Decision {
+    if decision.mode == CompactionMode::Sequential {
+        return decision;
+    }
+    match (
+        bandwidth(decision.mode),
+        bandwidth(CompactionMode::Sequential),
+    ) {
+        (Some(chosen), Some(sequential)) if chosen < sequential => Decision {
+            mode: CompactionMode::Sequential,
+            compute_threads: 1,
+            reason: format!(
+                "{} measured at {:.0} MB/s, below SCP's {:.0} MB/s (the step times said: {})",
+                decision.mode,
+                chosen / 1e6,
+                sequential / 1e6,
+                decision.reason
+            ),
+        },
+        _ => decision,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,5 +115,27 @@ mod tests {
         assert_eq!(choose(1.0, 1.5, 3, 2, 4).mode, CompactionMode::Pipelined);
         assert_eq!(choose(9.0, 1.0, 3, 2, 4).mode, CompactionMode::Sequential);
         assert_eq!(choose(1.0, 4.0, 3, 1, 4).mode, CompactionMode::Sequential);
+    }
+
+    #[test]
+    fn an_executor_measured_slower_than_sequential_is_not_chosen() {
+        let pipelined = choose(1.0, 1.5, 3, 2, 4);
+        let measured = |p: f64, s: f64| {
+            move |m: CompactionMode| match m {
+                CompactionMode::Pipelined => Some(p),
+                CompactionMode::Sequential => Some(s),
+                _ => None,
+            }
+        };
+        let d = no_slower_than_sequential(pipelined.clone(), measured(90e6, 100e6));
+        assert_eq!(d.mode, CompactionMode::Sequential);
+        assert!(d.reason.contains("below SCP's 100 MB/s"), "{}", d.reason);
+        // Faster, or not measured yet: the prediction stands.
+        let d = no_slower_than_sequential(pipelined.clone(), measured(110e6, 100e6));
+        assert_eq!(d, pipelined);
+        assert_eq!(
+            no_slower_than_sequential(pipelined.clone(), |_| None),
+            pipelined
+        );
     }
 }

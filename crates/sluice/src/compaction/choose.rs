@@ -2,7 +2,8 @@
 //!
 //! Two questions, answered in order:
 //! 1. **Which local executor** ([`local_exec`]): the one the options name; for `auto`, the one
-//!    [`sluice_exec::auto::choose`] picks from the step times measured so far; for a parallel
+//!    [`sluice_exec::auto::choose`] picks from the step times measured so far, unless its
+//!    measured bandwidth is below SCP's; for a parallel
 //!    manual compaction, the parallel executor with the threads it asks for (one per core by
 //!    default).
 //! 2. **Which sides** ([`executor_for`]): this thread alone, or (with `Options::offload`) the
@@ -12,13 +13,15 @@
 //!
 //! The rest of the engine sees only the [`Executor`] returned.
 
+use std::collections::BTreeMap;
+
 use sluice_exec::{CompactionMode, ExecOptions, Executor, auto};
 
 use super::Compaction;
 use super::env::JobEnv;
 use super::job::Accounting;
 use super::remote::RemoteJob;
-use crate::metrics::StageSeconds;
+use crate::metrics::{ModeTotals, StageSeconds};
 use crate::options::Options;
 use crate::partition::placement::Sides;
 
@@ -33,12 +36,24 @@ pub(crate) enum Request {
 }
 
 /// What the database has measured of its compactions: what `auto` decides from.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct History {
     /// Step times summed over every compaction so far.
     pub steps: StageSeconds,
     /// Compactions so far.
     pub jobs: u64,
+    /// Input bytes and wall seconds per executor mode, as [`crate::metrics`] keeps them.
+    pub modes: BTreeMap<String, ModeTotals>,
+}
+
+impl History {
+    /// The input bytes per second measured of `mode`, if it has run on enough bytes.
+    fn bandwidth(&self, mode: CompactionMode) -> Option<f64> {
+        self.modes
+            .get(&mode.to_string())
+            .filter(|t| t.input_bytes >= auto::MIN_MEASURED_BYTES && t.seconds > 0.0)
+            .map(|t| t.input_bytes as f64 / t.seconds)
+    }
 }
 
 /// The local executor for the next compaction; `auto` is decided here and logged.
@@ -54,7 +69,10 @@ pub(crate) fn local_exec(options: &Options, history: &History, request: Request)
         let h = &history.steps;
         let io = h.read + h.write;
         let compute = h.checksum + h.decompress + h.merge + h.compress + h.rechecksum;
-        let decision = auto::choose(io, compute, history.jobs, cores, exec.compute_threads);
+        let decision = auto::no_slower_than_sequential(
+            auto::choose(io, compute, history.jobs, cores, exec.compute_threads),
+            |mode| history.bandwidth(mode),
+        );
         tracing::info!(
             mode = %decision.mode,
             compute_threads = decision.compute_threads,
@@ -93,4 +111,59 @@ pub(crate) fn executor_for<'a>(
         })
     });
     offered.unwrap_or((Box::new(exec), Accounting::Checked))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::CompactionOptions;
+
+    #[test]
+    fn auto_does_not_pick_what_it_measured_slower_than_sequential() {
+        let options = Options {
+            compaction: CompactionOptions {
+                mode: CompactionMode::Auto,
+                ..CompactionOptions::default()
+            },
+            ..Options::default()
+        };
+        // Step times where I/O and compute are both significant: the steps say "pipelined"
+        // (on two cores or more; on one, "sequential" whatever was measured).
+        let steps = StageSeconds {
+            read: 1.0,
+            merge: 1.5,
+            ..StageSeconds::default()
+        };
+        let totals = |input_bytes: u64, seconds: f64| ModeTotals {
+            jobs: 3,
+            input_bytes,
+            seconds,
+        };
+        let mut history = History {
+            steps,
+            jobs: 6,
+            modes: BTreeMap::from([
+                ("sequential".to_string(), totals(300 << 20, 3.0)),
+                ("pipelined".to_string(), totals(300 << 20, 2.0)),
+            ]),
+        };
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let predicted = if cores >= 2 {
+            CompactionMode::Pipelined
+        } else {
+            CompactionMode::Sequential
+        };
+        assert_eq!(
+            local_exec(&options, &history, Request::Configured).mode,
+            predicted
+        );
+        // Measured slower than sequential: sequential.
+        history
+            .modes
+            .insert("pipelined".to_string(), totals(300 << 20, 4.0));
+        assert_eq!(
+            local_exec(&options, &history, Request::Configured).mode,
+            CompactionMode::Sequential
+        );
+    }
 }

@@ -154,6 +154,7 @@ impl DbInner {
             History {
                 steps: st.compaction_metrics.stage_profile,
                 jobs: st.compaction_metrics.count,
+                modes: st.compaction_metrics.mode_totals.clone(),
             }
         };
         choose::local_exec(&self.options, &history, request)
