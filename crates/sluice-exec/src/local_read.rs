@@ -111,7 +111,7 @@ fn read_and_compute_stage(
 ) {
     work_stage(shared, "read+compute", todo, tx, |index, times| {
         let raw = read_sub_task(spec, sub_task(plan, index)?, times)?;
-        compute_sub_task(spec, plan, shared, index, raw, times)
+        compute_sub_task(spec, plan, shared, index, raw, true, times)
     });
 }
 

@@ -5,7 +5,10 @@
 //! compute threads, the compute threads read their own sub-tasks instead ([`super::local_read`]
 //! says why).
 //!
-//! The pipelined executor is the special case of one compute thread.
+//! The pipelined executor is the special case of one compute thread, with one difference: its
+//! writer also compresses and checksums (S5, S6). With one compute thread, compute is the
+//! pipeline's bottleneck (S2..S6 are most of a compaction's time) while the writer mostly
+//! waits, so S5 and S6 move to where the time is spare.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +23,7 @@ use sluice_sst::compact::subtask::{
 use sluice_sst::compact::writer::OutputWriter;
 use sluice_sst::compact::{CompactionSpec, StepTimes};
 use sluice_sst::fs::{IoMode, Storage};
-use sluice_sst::table::{EncodedBlock, RawBlock};
+use sluice_sst::table::{EncodedBlock, RawBlock, SealedBlock};
 
 use super::dir_io::{DirWriters, input_dirs, read_by_dir};
 use super::{ExecOptions, Shared};
@@ -28,8 +31,16 @@ use crate::{Error, Result};
 
 /// A sub-task's blocks as read from storage.
 pub(super) type ReadMsg = Result<(usize, Vec<Vec<RawBlock>>)>;
-/// A sub-task's finished blocks.
-pub(super) type DoneMsg = Result<(usize, Vec<EncodedBlock>)>;
+/// A sub-task's output blocks as a compute thread hands them to the writer.
+pub(super) enum Output {
+    /// Compressed and checksummed (S5, S6 done).
+    Encoded(Vec<EncodedBlock>),
+    /// Built (S4) and left for the writer to encode.
+    Sealed(Vec<SealedBlock>),
+}
+
+/// A sub-task's output blocks, from a compute thread.
+pub(super) type DoneMsg = Result<(usize, Output)>;
 
 pub(super) fn run(
     spec: &CompactionSpec,
@@ -89,9 +100,11 @@ fn stages(
         } else {
             scope.spawn(move || read_stage(spec, plan, shared, raw_tx));
         }
+        // One compute thread (PCP): the writer encodes (see the module docs).
+        let encode = threads > 1;
         for _ in 0..threads {
             let (raw_rx, done_tx) = (raw_rx.clone(), done_tx.clone());
-            scope.spawn(move || compute_stage(spec, plan, shared, raw_rx, done_tx));
+            scope.spawn(move || compute_stage(spec, plan, shared, encode, raw_rx, done_tx));
         }
         // The writer must see the queue close once every compute thread is done.
         drop(done_tx);
@@ -132,17 +145,18 @@ pub(super) fn timed<T>(idle: &mut u64, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// S2..S6 for whatever sub-tasks arrive.
-pub(super) fn compute_stage(
+/// S2..S6 (S2..S4 unless `encode`) for whatever sub-tasks arrive.
+fn compute_stage(
     spec: &CompactionSpec,
     plan: &CompactionPlan,
     shared: &Shared,
+    encode: bool,
     rx: Receiver<ReadMsg>,
     tx: Sender<DoneMsg>,
 ) {
     work_stage(shared, "compute", rx, tx, |msg, times| {
         let (index, raw) = msg?;
-        compute_sub_task(spec, plan, shared, index, raw, times)
+        compute_sub_task(spec, plan, shared, index, raw, encode, times)
     });
 }
 
@@ -179,20 +193,26 @@ pub(super) fn sub_task(plan: &CompactionPlan, index: usize) -> Result<&SubTask> 
         .ok_or_else(|| Error::InvalidArgument(format!("sub-task {index} is not in the plan")))
 }
 
-/// S2..S6 of sub-task `index`, whose blocks `raw` were read.
+/// S2..S6 of sub-task `index`, whose blocks `raw` were read; S2..S4 unless `encode`.
 pub(super) fn compute_sub_task(
     spec: &CompactionSpec,
     plan: &CompactionPlan,
     shared: &Shared,
     index: usize,
     raw: Vec<Vec<RawBlock>>,
+    encode: bool,
     times: &StepTimes,
 ) -> DoneMsg {
     let st = sub_task(plan, index)?;
     let blocks = decode_sub_task(raw, times)?;
     let merged = merge_sub_task(spec, st, blocks, times)?;
     shared.add_stats(&merged.stats);
-    Ok((index, encode_sub_task(merged.blocks, &spec.table, times)))
+    let output = if encode {
+        Output::Encoded(encode_sub_task(merged.blocks, &spec.table, times))
+    } else {
+        Output::Sealed(merged.blocks)
+    };
+    Ok((index, output))
 }
 
 /// S7 in sub-task order. Results may arrive out of order; they wait until their turn.
@@ -208,13 +228,19 @@ pub(super) fn write_stage(
     let mut idle = 0u64;
     let result = shared.with_cpu(|| {
         let mut writer = OutputWriter::new(spec.output_rules(), &shared.times, new_output);
-        let mut waiting: BTreeMap<usize, Vec<EncodedBlock>> = BTreeMap::new();
+        let mut waiting: BTreeMap<usize, Output> = BTreeMap::new();
         let mut next = 0usize;
         let outcome = (|| {
             while let Ok(msg) = timed(&mut idle, || rx.recv()) {
                 let (index, blocks) = msg?;
                 waiting.insert(index, blocks);
-                while let Some(blocks) = waiting.remove(&next) {
+                while let Some(output) = waiting.remove(&next) {
+                    let blocks = match output {
+                        Output::Encoded(blocks) => blocks,
+                        Output::Sealed(blocks) => {
+                            encode_sub_task(blocks, &spec.table, &shared.times)
+                        }
+                    };
                     for block in &blocks {
                         shared.before_append()?;
                         writer.append(block)?;
