@@ -2,8 +2,8 @@
 //! `compact::writer`) scheduled onto threads in different ways.
 //!
 //! - [`sequential`] (SCP): one thread runs every step of every sub-task in turn;
-//! - [`pipelined`] (PCP): read (S1), compute (S2..S6) and write (S7) stages on three threads,
-//!   joined by bounded queues;
+//! - [`pipelined`] (PCP): read (S1), compute (S2..S4) and encode-and-write (S5..S7) stages on
+//!   three threads, joined by bounded queues;
 //! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
 //!   sub-tasks, and a writer that puts results back in key order; with tables spread over
 //!   several directories (S-PPCP), a reader and a writer thread per directory (`dir_io`);
