@@ -1,6 +1,7 @@
-//! Experiments: reproductions of a document's evaluation on this machine, each producing a
-//! human table, a JSON file with every data point, and charts. `sluice experiment <name>`
-//! (and its older spelling `sluice bench --experiment <name>`) runs them.
+//! Experiments: reproductions of a document's evaluation on this machine, and measurements an
+//! issue asks for, each producing a human table, a JSON file with every data point, and charts.
+//! `sluice experiment <name>` (and its older spelling `sluice bench --experiment <name>`) runs
+//! them.
 //!
 //! They are built from the benchmark's pieces (`sluice-bench`: workloads, key and value
 //! generators, metric deltas, chart kinds) and kept apart from it, so the benchmark stays the
@@ -11,6 +12,7 @@
 //! | `pcp`   | 000, Pipelined Compaction for the LSM-tree           | [`pcp`]   |
 //! | `copro` | 004, CoPro: host/device collaborative compaction     | [`copro`] |
 //! | `mstore`| 001, MStore: partitions owned by near-data devices   | [`mstore`]|
+//! | `scale` | issue 21, item 7: fill and full compaction cost vs N | [`scale`] |
 //!
 //! Measurements are taken once per data point by default: on a shared machine a single run can
 //! be off by tens of percent, so read differences of a few percent as noise, or pass a repeat
@@ -33,6 +35,7 @@ pub mod measure;
 pub mod mstore;
 pub mod pcp;
 pub mod results;
+pub mod scale;
 pub mod table;
 pub mod workers;
 
