@@ -62,11 +62,19 @@ pub enum Experiment {
     /// The MStore paper: MStore-basic against MStore (storage and compaction-load balancing)
     /// with one worker process per owner (Fig. 3).
     Mstore,
+    /// Cost as work grows (issue 21, item 7): fillrandom and one full compaction of an
+    /// inverted LSM, sequential and parallel, at growing numbers of keys.
+    Scale,
 }
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 3] = [Experiment::Pcp, Experiment::Copro, Experiment::Mstore];
+    pub const ALL: [Experiment; 4] = [
+        Experiment::Pcp,
+        Experiment::Copro,
+        Experiment::Mstore,
+        Experiment::Scale,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -74,6 +82,7 @@ impl Experiment {
             Experiment::Pcp => "pcp",
             Experiment::Copro => "copro",
             Experiment::Mstore => "mstore",
+            Experiment::Scale => "scale",
         }
     }
 }
