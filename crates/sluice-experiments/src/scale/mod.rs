@@ -5,26 +5,26 @@
 //! default options except compression and direct I/O (so 64 MiB memtables and output files, as
 //! `sluice bench` runs them):
 //!
-//! | step       | what runs                                                    | figures                   |
-//! |------------|--------------------------------------------------------------|---------------------------|
-//! | fill       | fillrandom of N keys, automatic compactions on, at most      | seconds of the writes and |
-//! |            | [`ScaleConfig::background_compactions`] at once, then a wait | of the wait, process CPU  |
-//! |            | until the flushes and compactions it caused are done         | seconds, ops/s, MB/s of   |
-//! |            |                                                              | user data, write amp.     |
-//! | compaction | fillrandom of N keys with automatic compactions off (every   | seconds, process CPU      |
-//! |            | memtable stays in L0), flushed; then one full manual         | seconds, input and output |
-//! |            | compaction of it, `compact_range` (the sequential executor)  | bytes, MB/s (input bytes  |
-//! |            | and `compact_range_with` parallel                            | over seconds)             |
+//! - **fill**: fillrandom of N keys with automatic compactions on (at most
+//!   [`ScaleConfig::background_compactions`] at once), then a wait until the flushes and
+//!   compactions it caused are done. Figures: seconds of the writes and of the wait, process
+//!   CPU seconds, ops/s, MB/s of user data, write amplification.
+//! - **compaction**: fillrandom of N keys with automatic compactions off (every memtable stays
+//!   in L0), flushed; then one full manual compaction of it, by `compact_range` (the sequential
+//!   executor) and by `compact_range_with` with `CompactOptions::parallel`. Figures: seconds,
+//!   process CPU seconds, input and output bytes, MB/s (input bytes over seconds).
 //!
 //! Both fills are `sluice bench`'s fillrandom ([`sluice_bench::workloads::run_benchmark`]), so
 //! keys and values are those of `sluice bench --benchmarks fillrandom --num N --seed S`: N keys
 //! drawn uniformly from `[0, N)` with repeats (about 63% of them distinct), so the compaction
-//! drops shadowed versions and writes less than it reads.
+//! drops shadowed versions and writes less than it reads. As in `sluice bench`, the fill ends
+//! with its last memtable unflushed (its data is in the WAL), so at a size of a few memtables
+//! the write amplification reads low: 1M keys fill about three 64 MiB memtables.
 //!
 //! The inverted LSM is loaded once per size into a template directory. Each compaction runs on a
-//! copy whose tables are hard links into the template ([`crate::dataset::link_tree`]): tables
-//! are never modified, and the compaction unlinks its inputs from the copy only, so both
-//! executors merge the same files and a copy costs no disk space. (The template's tables are
+//! copy whose tables are hard links into the template (`dataset::link_tree`): tables are never
+//! modified, and the compaction unlinks its inputs from the copy only, so both executors merge
+//! the same files and a copy takes no disk space beyond the compaction's output. (The tables are
 //! as warm in the page cache as the last fill left them; with `direct_io` the compactions
 //! bypass the cache. The largest default size, 64M keys, is larger than this machine's page
 //! cache can hold warm.)

@@ -32,6 +32,8 @@ pub struct FillRun {
     /// `user_bytes / seconds`, MB/s.
     pub mb_per_sec: f64,
     /// Table bytes written (flushes and compactions) per user byte; `None` without user bytes.
+    /// The last memtable is not flushed (as in `sluice bench`), so this reads low at a size of
+    /// a few memtables.
     pub write_amp: Option<f64>,
     /// Flushes and compactions that completed, and the compactions' bytes.
     pub flushes: u64,

@@ -108,7 +108,7 @@ impl Runner<'_> {
         if l0.files < 2 {
             return Err(Error::InvalidArgument(format!(
                 "{entries} keys of {} bytes made {} L0 table(s) with a {} byte memtable: too \
-                 few to merge (use a larger size or a smaller memtable)",
+                 few to merge (use a larger size or a smaller --write-buffer-size)",
                 self.config.key_size + self.config.value_size,
                 l0.files,
                 self.config.write_buffer_size
