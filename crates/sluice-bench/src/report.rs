@@ -7,8 +7,8 @@
 //! The JSON object of a benchmark (fields are only ever added):
 //!
 //! ```text
-//! { "name", "ops", "threads", "seconds", "micros_per_op", "ops_per_sec", "bytes", "mb_per_sec",
-//!   "found"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
+//! { "name", "ops", "threads", "seconds", "wait_seconds", "micros_per_op", "ops_per_sec", "bytes",
+//!   "mb_per_sec", "found"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
 //!   "per_second": [u64, ...],                       // ops completed in each second
 //!   "user_bytes", "disk_bytes_written", "wal_bytes_written", "write_amp": f64 | null,
 //!   "flush": { "count", "output_bytes", "seconds", "cpu_seconds" },
@@ -110,6 +110,9 @@ pub struct BenchResult {
     pub threads: usize,
     /// Wall seconds, including waiting for background work after fills.
     pub seconds: f64,
+    /// The part of `seconds` a fill spent after its last write waiting for the flushes and
+    /// compactions it caused (0 for the other benchmarks, and for a fill Ctrl-C stopped).
+    pub wait_seconds: f64,
     /// `seconds * threads / ops` in microseconds: the time one thread spent per operation.
     pub micros_per_op: f64,
     /// `ops / seconds`.
@@ -332,6 +335,7 @@ mod tests {
             ops: 1000,
             threads: 1,
             seconds: 0.5,
+            wait_seconds: 0.1,
             micros_per_op: 500.0,
             ops_per_sec: 2000.0,
             bytes: 116_000,

@@ -1,10 +1,10 @@
 //! The shape of the LSM tree when a benchmark or phase ended: files and bytes per level.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sluice::Metrics;
 
 /// One level of the tree.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelShape {
     /// Level number, 0 for L0.
     pub level: usize,
@@ -16,7 +16,7 @@ pub struct LevelShape {
 
 /// The tree at one instant. Every level is listed, empty or not, so a reader can index
 /// `levels` by level number.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LsmShape {
     /// L0 first.
     pub levels: Vec<LevelShape>,

@@ -71,8 +71,9 @@ pub enum Command {
     /// Run db_bench-style benchmarks (fillseq, fillrandom, overwrite, readrandom, readseq,
     /// seekrandom, compact); `--experiment NAME` is another spelling of `sluice experiment NAME`.
     Bench(Box<BenchArgs>),
-    /// Reproduce a design document's evaluation on fresh temporary databases: print a table
-    /// (or JSON) and, with --out, write the JSON and the figures (PNG and SVG).
+    /// Reproduce a design document's evaluation, or measure how cost grows with the data
+    /// (scale), on fresh temporary databases: print a table (or JSON) and, with --out, write
+    /// the JSON and the figures (PNG and SVG).
     #[command(subcommand)]
     Experiment(ExperimentCommand),
     /// Run a YCSB core workload (a to f): a load phase, then a run phase, with per-operation

@@ -11,7 +11,7 @@ const CONFIGURATIONS: [&str; 5] = ["host-only", "co-kv", "copro", "copro+", "dyn
 
 #[test]
 fn copro_experiment_offloads_to_real_workers() {
-    let run = common::run_experiment(&["experiment", "copro"], "copro");
+    let run = common::run_experiment(&["experiment", "copro"], &["--num", "64K"], "copro");
     let (out, report) = (&run.out, &run.report);
     assert_eq!(report["settings"]["workers"], 1);
     let runs = report["runs"].as_array().unwrap();

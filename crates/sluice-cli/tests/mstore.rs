@@ -10,7 +10,11 @@ use serde_json::Value;
 
 #[test]
 fn mstore_experiment_runs_both_variants_on_real_workers() {
-    let run = common::run_experiment(&["bench", "--experiment", "mstore"], "mstore");
+    let run = common::run_experiment(
+        &["bench", "--experiment", "mstore"],
+        &["--num", "64K"],
+        "mstore",
+    );
     let (out, report) = (&run.out, &run.report);
     assert_eq!(report["settings"]["workers"], 2);
     assert_eq!(report["settings"]["throttle"], 4.0);

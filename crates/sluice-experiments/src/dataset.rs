@@ -169,6 +169,18 @@ impl Dataset {
 /// Copies the regular files and subdirectories below `from` into a new directory `to`,
 /// skipping the `LOCK` file (a copy must be lockable on its own).
 fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    clone_tree(from, to, false)
+}
+
+/// [`copy_tree`], except that tables (`*.sst`) are hard links to the originals rather than
+/// copies: instant and free of disk space, for a database that only reads them and removes
+/// them (a compaction). Tables are never modified after they are written, and removing a
+/// link leaves the original. `from` and `to` must be on one file system.
+pub(crate) fn link_tree(from: &Path, to: &Path) -> Result<()> {
+    clone_tree(from, to, true)
+}
+
+fn clone_tree(from: &Path, to: &Path, link_tables: bool) -> Result<()> {
     std::fs::create_dir(to).with_path(to)?;
     for entry in std::fs::read_dir(from).with_path(from)? {
         let entry = entry.with_path(from)?;
@@ -176,8 +188,13 @@ fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         let target = to.join(entry.file_name());
         let kind = entry.file_type().with_path(&source)?;
         if kind.is_dir() {
-            copy_tree(&source, &target)?;
-        } else if kind.is_file() && entry.file_name() != "LOCK" {
+            clone_tree(&source, &target, link_tables)?;
+        } else if !kind.is_file() || entry.file_name() == "LOCK" {
+            continue;
+        } else if link_tables && source.extension() == Some("sst".as_ref()) {
+            std::fs::hard_link(&source, &target).with_path(&target)?;
+        } else {
+            // The MANIFEST, CURRENT and WALs: the copy's database appends to them.
             std::fs::copy(&source, &target).with_path(&target)?;
         }
     }

@@ -1,6 +1,7 @@
-//! Experiments: reproductions of a document's evaluation on this machine, each producing a
-//! human table, a JSON file with every data point, and charts. `sluice experiment <name>`
-//! (and its older spelling `sluice bench --experiment <name>`) runs them.
+//! Experiments: reproductions of a document's evaluation on this machine, and measurements an
+//! issue asks for, each producing a human table, a JSON file with every data point, and charts.
+//! `sluice experiment <name>` (and its older spelling `sluice bench --experiment <name>`) runs
+//! them.
 //!
 //! They are built from the benchmark's pieces (`sluice-bench`: workloads, key and value
 //! generators, metric deltas, chart kinds) and kept apart from it, so the benchmark stays the
@@ -11,6 +12,7 @@
 //! | `pcp`   | 000, Pipelined Compaction for the LSM-tree           | [`pcp`]   |
 //! | `copro` | 004, CoPro: host/device collaborative compaction     | [`copro`] |
 //! | `mstore`| 001, MStore: partitions owned by near-data devices   | [`mstore`]|
+//! | `scale` | issue 21, item 7: fill and full compaction cost vs N | [`scale`] |
 //!
 //! Measurements are taken once per data point by default: on a shared machine a single run can
 //! be off by tens of percent, so read differences of a few percent as noise, or pass a repeat
@@ -33,6 +35,7 @@ pub mod measure;
 pub mod mstore;
 pub mod pcp;
 pub mod results;
+pub mod scale;
 pub mod table;
 pub mod workers;
 
@@ -59,11 +62,19 @@ pub enum Experiment {
     /// The MStore paper: MStore-basic against MStore (storage and compaction-load balancing)
     /// with one worker process per owner (Fig. 3).
     Mstore,
+    /// Cost as work grows (issue 21, item 7): fillrandom and one full compaction of an
+    /// inverted LSM, sequential and parallel, at growing numbers of keys.
+    Scale,
 }
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 3] = [Experiment::Pcp, Experiment::Copro, Experiment::Mstore];
+    pub const ALL: [Experiment; 4] = [
+        Experiment::Pcp,
+        Experiment::Copro,
+        Experiment::Mstore,
+        Experiment::Scale,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -71,6 +82,7 @@ impl Experiment {
             Experiment::Pcp => "pcp",
             Experiment::Copro => "copro",
             Experiment::Mstore => "mstore",
+            Experiment::Scale => "scale",
         }
     }
 }

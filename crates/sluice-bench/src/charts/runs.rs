@@ -27,7 +27,7 @@ use sluice::{IoContext, Result};
 
 use super::bars::{Bar, Breakdown};
 use super::columns::{Column, Columns};
-use super::xy::{XScale, XyChart, XyLine};
+use super::xy::{Scale, XyChart, XyLine};
 use super::{executor_color, executor_legend, register_font, render, series_color, si_text};
 use crate::delta::MetricsDelta;
 use crate::histogram::LatencyHistogram;
@@ -161,7 +161,8 @@ fn throughput(run: &Run<'_>) -> XyChart {
         caption: format!("Throughput over time ({})", run.setup),
         x_label: format!("seconds since the {} started", run.entry_kind),
         y_label: "operations completed per second (ops/s)".into(),
-        x_scale: XScale::Linear,
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
         x_format: seconds_text,
         y_format: si_text,
         y_range: None,
@@ -187,7 +188,8 @@ fn latency_cdf(run: &Run<'_>) -> XyChart {
         caption: format!("Latency CDF ({})", run.setup),
         x_label: "latency of one operation (log scale)".into(),
         y_label: "operations at or below (%)".into(),
-        x_scale: XScale::Log,
+        x_scale: Scale::Log,
+        y_scale: Scale::Linear,
         x_format: micros_text,
         y_format: |y| format!("{y:.0}"),
         y_range: Some((0.0, 100.0)),

@@ -1,13 +1,12 @@
-//! Lines over a numeric x axis, linear or logarithmic: throughput over time (seconds, linear)
-//! and latency CDFs (microseconds, log).
+//! Lines over a numeric x axis, linear or logarithmic: throughput over time (seconds, linear),
+//! latency CDFs (microseconds, log) and costs against a data size (log-log).
 //!
 //! A log axis spans whole decades around the data and labels only the powers of ten, so its
-//! ticks never crowd. The y axis starts at zero, or spans the range a chart fixes (0 to 100
-//! for a CDF), so that no difference is exaggerated by a truncated axis.
+//! ticks never crowd. A linear y axis starts at zero, or spans the range a chart fixes (0 to
+//! 100 for a CDF), so that no difference is exaggerated by a truncated axis.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{Ranged, ValueFormatter};
-use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use super::{Chart, DrawResult, FONT, msg, under_caption};
@@ -25,14 +24,14 @@ pub struct XyLine {
     pub label: String,
     /// Stroke colour.
     pub color: RGBColor,
-    /// `(x, y)` in ascending x. Points with a non-finite coordinate, or x <= 0 on a log axis,
+    /// `(x, y)` in ascending x. Points with a non-finite coordinate, or one <= 0 on a log axis,
     /// are skipped.
     pub points: Vec<(f64, f64)>,
 }
 
-/// How the x axis maps values.
+/// How an axis maps values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum XScale {
+pub enum Scale {
     Linear,
     /// Base 10.
     Log,
@@ -47,12 +46,14 @@ pub struct XyChart {
     pub x_label: String,
     /// Y axis description with unit.
     pub y_label: String,
-    pub x_scale: XScale,
+    pub x_scale: Scale,
+    pub y_scale: Scale,
     /// Text of an x tick.
     pub x_format: fn(f64) -> String,
     /// Text of a y tick.
     pub y_format: fn(f64) -> String,
-    /// A fixed y range; `None`: 0 to the highest point plus headroom.
+    /// A fixed y range; `None`: on a linear axis 0 to the highest point plus headroom, on a log
+    /// axis the whole decades around the points.
     pub y_range: Option<(f64, f64)>,
     /// Where the legend goes: the corner the lines leave empty.
     pub legend: SeriesLabelPosition,
@@ -70,7 +71,6 @@ impl Chart for XyChart {
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult {
         let body = under_caption(root, &self.caption)?;
-        let (y_lo, y_hi) = self.y_range.unwrap_or_else(|| (0.0, y_top(&self.lines)));
         let mut builder = ChartBuilder::on(&body);
         builder
             .margin(18)
@@ -78,36 +78,57 @@ impl Chart for XyChart {
             .margin_right(44)
             .x_label_area_size(56)
             .y_label_area_size(84);
-        match self.x_scale {
-            XScale::Linear => {
-                let (lo, hi) = linear_x_range(&self.lines);
-                let chart = builder
-                    .build_cartesian_2d(lo..hi, y_lo..y_hi)
-                    .map_err(msg)?;
-                self.draw_lines(chart, 10)
+        let x = match self.x_scale {
+            Scale::Linear => linear_x_range(&self.lines),
+            Scale::Log => log_range(finite_points(&self.lines).map(|p| p.0)),
+        };
+        let y = match (self.y_range, self.y_scale) {
+            (Some(range), _) => range,
+            (None, Scale::Linear) => (0.0, y_top(&self.lines)),
+            (None, Scale::Log) => log_range(finite_points(&self.lines).map(|p| p.1)),
+        };
+        // A linear axis gets 10 (x) or 8 (y) labels; a log axis one per power of ten, none
+        // between.
+        let labels = |scale: Scale, (lo, hi): (f64, f64), linear: usize| match scale {
+            Scale::Linear => linear,
+            Scale::Log => (hi / lo).log10().round().max(1.0) as usize + 1,
+        };
+        let counts = (labels(self.x_scale, x, 10), labels(self.y_scale, y, 8));
+        let (x, y) = (x.0..x.1, y.0..y.1);
+        match (self.x_scale, self.y_scale) {
+            (Scale::Linear, Scale::Linear) => {
+                let chart = builder.build_cartesian_2d(x, y).map_err(msg)?;
+                self.draw_lines(chart, counts)
             }
-            XScale::Log => {
-                let (lo, hi) = log_x_range(&self.lines);
-                let decades = (hi / lo).log10().round().max(1.0) as usize;
+            (Scale::Log, Scale::Linear) => {
+                let chart = builder.build_cartesian_2d(x.log_scale(), y).map_err(msg)?;
+                self.draw_lines(chart, counts)
+            }
+            (Scale::Linear, Scale::Log) => {
+                let chart = builder.build_cartesian_2d(x, y.log_scale()).map_err(msg)?;
+                self.draw_lines(chart, counts)
+            }
+            (Scale::Log, Scale::Log) => {
                 let chart = builder
-                    .build_cartesian_2d((lo..hi).log_scale(), y_lo..y_hi)
+                    .build_cartesian_2d(x.log_scale(), y.log_scale())
                     .map_err(msg)?;
-                // One label per power of ten, none between.
-                self.draw_lines(chart, decades + 1)
+                self.draw_lines(chart, counts)
             }
         }
     }
 }
 
 impl XyChart {
-    fn draw_lines<'a, DB, X>(
+    /// Draws the mesh with `(x, y)` labels, then the lines and the legend.
+    fn draw_lines<'a, DB, X, Y>(
         &self,
-        mut chart: ChartContext<'a, DB, Cartesian2d<X, RangedCoordf64>>,
-        x_labels: usize,
+        mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
+        (x_labels, y_labels): (usize, usize),
     ) -> DrawResult
     where
         DB: DrawingBackend + 'a,
         X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
     {
         let (x_format, y_format) = (self.x_format, self.y_format);
         chart
@@ -117,21 +138,21 @@ impl XyChart {
             .axis_desc_style((FONT, 17))
             .label_style((FONT, 15))
             .x_labels(x_labels)
-            .y_labels(8)
+            .y_labels(y_labels)
             .x_label_formatter(&|x| x_format(*x))
             .y_label_formatter(&|y| y_format(*y))
             .bold_line_style(BLACK.mix(0.12))
             .light_line_style(BLACK.mix(0.04))
             .draw()
             .map_err(msg)?;
-        let log = self.x_scale == XScale::Log;
+        let shown = |v: f64, scale: Scale| v.is_finite() && (scale == Scale::Linear || v > 0.0);
         for line in &self.lines {
             let color = line.color;
             let points: Vec<(f64, f64)> = line
                 .points
                 .iter()
                 .copied()
-                .filter(|&(x, y)| x.is_finite() && y.is_finite() && (!log || x > 0.0))
+                .filter(|&(x, y)| shown(x, self.x_scale) && shown(y, self.y_scale))
                 .collect();
             let marked = points.len() <= MAX_MARKED_POINTS;
             chart
@@ -192,14 +213,13 @@ fn linear_x_range(lines: &[XyLine]) -> (f64, f64) {
     }
 }
 
-/// Whole decades around the positive x values: `[10^floor(log10 min), 10^ceil(log10 max)]`,
-/// at least one decade wide; `1..10` without positive points.
-fn log_x_range(lines: &[XyLine]) -> (f64, f64) {
-    let (lo, hi) = finite_points(lines)
-        .map(|p| p.0)
-        .filter(|&x| x > 0.0)
-        .fold((f64::INFINITY, 0.0), |(lo, hi): (f64, f64), x| {
-            (lo.min(x), hi.max(x))
+/// Whole decades around the positive values: `[10^floor(log10 min), 10^ceil(log10 max)]`, at
+/// least one decade wide; `1..10` without positive values.
+fn log_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|&v| v > 0.0)
+        .fold((f64::INFINITY, 0.0), |(lo, hi): (f64, f64), v| {
+            (lo.min(v), hi.max(v))
         });
     if hi <= 0.0 {
         return (1.0, 10.0);
@@ -223,13 +243,16 @@ mod tests {
 
     #[test]
     fn log_ranges_cover_whole_decades() {
+        let xs = |points: &[(f64, f64)]| log_range(points.iter().map(|p| p.0));
+        assert_eq!(xs(&[(0.3, 1.0), (4_500.0, 2.0)]), (0.1, 10_000.0));
+        assert_eq!(xs(&[(10.0, 1.0)]), (10.0, 100.0));
+        assert_eq!(xs(&[(0.0, 1.0)]), (1.0, 10.0));
+        assert_eq!(xs(&[]), (1.0, 10.0));
+        let l = line(&[(1.0, 0.02), (2.0, f64::NAN), (4.0, 35.0)]);
         assert_eq!(
-            log_x_range(&[line(&[(0.3, 1.0), (4_500.0, 2.0)])]),
-            (0.1, 10_000.0)
+            log_range(finite_points(std::slice::from_ref(&l)).map(|p| p.1)),
+            (0.01, 100.0)
         );
-        assert_eq!(log_x_range(&[line(&[(10.0, 1.0)])]), (10.0, 100.0));
-        assert_eq!(log_x_range(&[line(&[(0.0, 1.0)])]), (1.0, 10.0));
-        assert_eq!(log_x_range(&[]), (1.0, 10.0));
     }
 
     #[test]

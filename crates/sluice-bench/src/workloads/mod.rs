@@ -107,10 +107,13 @@ pub fn run_benchmark_until(
         ),
     };
     let stopped = stop.load(Ordering::Relaxed);
+    let mut wait_seconds = 0.0;
     if bench.is_fill() && !stopped {
         // The benchmark is not over until the flushes and compactions it caused are. A
         // stopped one reports at once: whoever pressed Ctrl-C is not waiting for compactions.
+        let last_write = Instant::now();
         db.wait_for_background_work()?;
+        wait_seconds = last_write.elapsed().as_secs_f64();
     }
     let seconds = start.elapsed().as_secs_f64();
     let end = ResourceSample::now();
@@ -128,6 +131,7 @@ pub fn run_benchmark_until(
         ops: tally.ops,
         threads,
         seconds,
+        wait_seconds,
         micros_per_op: if tally.ops > 0 {
             seconds * threads as f64 * 1e6 / tally.ops as f64
         } else {

@@ -69,6 +69,10 @@ fn fillseq_then_reads_find_every_key() {
     assert!(fill.engine.write_amp.is_some());
     assert!(fill.latency_us.p50 > 0.0);
     assert_eq!(fill.found, None);
+    assert!(
+        fill.wait_seconds >= 0.0 && fill.wait_seconds <= fill.seconds,
+        "{fill:?}"
+    );
 
     let read = &results[1];
     assert_eq!((read.ops, read.found), (3000, Some(3000)));
@@ -82,6 +86,7 @@ fn fillseq_then_reads_find_every_key() {
 
     let compact = &results[4];
     assert_eq!(compact.ops, 1);
+    assert_eq!(compact.wait_seconds, 0.0, "only fills wait");
     assert!(compact.engine.compaction.count >= 1, "{compact:?}");
     assert_eq!(compact.bytes, compact.engine.compaction.input_bytes);
     let m = db.metrics();

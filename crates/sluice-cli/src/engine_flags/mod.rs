@@ -38,8 +38,8 @@ pub struct EngineArgs {
     #[arg(long, value_enum, default_value_t = Compression::Lz4)]
     pub compression: Compression,
     /// Flushes and compactions read and write with direct I/O (O_DIRECT), bypassing the page
-    /// cache (RocksDB's use_direct_io_for_flush_and_compaction). Also applies to the pcp
-    /// experiment.
+    /// cache (RocksDB's use_direct_io_for_flush_and_compaction). Also applies to the pcp and
+    /// scale experiments.
     #[arg(long)]
     pub direct_io: bool,
     #[command(flatten)]

@@ -8,7 +8,8 @@ use std::process::Command;
 use serde_json::Value;
 
 /// One run of an experiment (`sluice experiment <name>`, or its older spelling `sluice bench
-/// --experiment <name>`) with `--num 64K --json --out <dir>`, which must succeed.
+/// --experiment <name>`) with a small size (`--num 64K`), `--json` and `--out <dir>`, which
+/// must succeed.
 pub struct ExperimentRun {
     /// The `--out` directory (removed when this is dropped).
     pub out: tempfile::TempDir,
@@ -20,14 +21,15 @@ pub struct ExperimentRun {
 }
 
 /// Runs experiment `name`, as the subcommand `command` (ending with the name) asks, with a small
-/// data set, as [`ExperimentRun`] describes.
-pub fn run_experiment(command: &[&str], name: &str) -> ExperimentRun {
+/// data set (the flags `size`, such as `--num 64K`), as [`ExperimentRun`] describes.
+pub fn run_experiment(command: &[&str], size: &[&str], name: &str) -> ExperimentRun {
     let out = tempfile::tempdir().unwrap();
     let scratch = out.path().join("tmp");
     std::fs::create_dir(&scratch).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(command)
-        .args(["--num", "64K", "--json"])
+        .args(size)
+        .arg("--json")
         .arg("--out")
         .arg(out.path())
         .env("TMPDIR", &scratch)

@@ -14,7 +14,7 @@ use plotters::style::RGBColor;
 use sluice::Result;
 use sluice_bench::charts::columns::{Column, Columns};
 use sluice_bench::charts::runs::seconds_text;
-use sluice_bench::charts::xy::{XScale, XyChart, XyLine};
+use sluice_bench::charts::xy::{Scale, XyChart, XyLine};
 use sluice_bench::charts::{PALETTE, register_font, render, series_color, si_text};
 
 use super::Variant;
@@ -72,7 +72,8 @@ fn owner_bytes(report: &MstoreReport, v: &VariantReport, variant: Variant) -> Xy
         caption: format!("Bytes per owner, {} ({})", v.name, setup(report)),
         x_label: "seconds since the zipfian writes began".into(),
         y_label: "table bytes the owner holds (MiB)".into(),
-        x_scale: XScale::Linear,
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
         x_format: seconds_text,
         y_format: si_text,
         y_range: None,
@@ -97,7 +98,8 @@ fn compaction(report: &MstoreReport, v: &VariantReport, variant: Variant) -> XyC
         ),
         x_label: "seconds since the zipfian writes began".into(),
         y_label: "compaction input per second (MB/s, 1 MB = 10^6 B)".into(),
-        x_scale: XScale::Linear,
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
         x_format: seconds_text,
         y_format: si_text,
         y_range: None,

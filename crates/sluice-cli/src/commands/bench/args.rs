@@ -5,7 +5,8 @@
 //! engine's tuning group and the offload group are usage errors: an experiment opens its own
 //! databases and chooses those per data point. What it does take (`--num`, `--key-size`,
 //! `--value-size`, `--compression`, `--seed`, `--direct-io`, `--json`, `--out`, `--repeat`,
-//! `--workers`, `--throttle`) becomes the experiment's flags in [`BenchArgs::experiment_command`].
+//! `--workers`, `--throttle`, `--sizes`) becomes the experiment's flags in
+//! [`BenchArgs::experiment_command`].
 
 use std::path::PathBuf;
 
@@ -13,9 +14,12 @@ use clap::Args;
 use sluice_bench::Benchmark;
 use sluice_experiments::copro::CoproConfig;
 use sluice_experiments::mstore::MstoreConfig;
+use sluice_experiments::scale::ScaleConfig;
 use sluice_experiments::{Experiment, PcpConfig};
 
-use crate::commands::experiment::{CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs};
+use crate::commands::experiment::{
+    CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs, ScaleArgs,
+};
 use crate::engine_flags::{EngineArgs, OFFLOAD, OffloadArgs, TUNING};
 use crate::failure::Failure;
 use crate::units::{parse_size, parse_usize};
@@ -74,9 +78,10 @@ pub struct BenchArgs {
     /// <NAME>.json and the experiment's figures.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Run experiment NAME (pcp, copro or mstore) instead of benchmarks: the same as `sluice
-    /// experiment NAME` (see its --help) with this command's --num, --key-size, --value-size,
-    /// --compression, --seed, --direct-io, --json, --out, --repeat, --workers and --throttle.
+    /// Run experiment NAME (pcp, copro, mstore or scale) instead of benchmarks: the same as
+    /// `sluice experiment NAME` (see its --help) with this command's --num, --key-size,
+    /// --value-size, --compression, --seed, --direct-io, --json, --out, --repeat, --workers,
+    /// --throttle and --sizes.
     #[arg(long, value_name = "NAME", value_parser = parse_experiment, conflicts_with_all = [TUNING, OFFLOAD])]
     pub experiment: Option<Experiment>,
     /// With --experiment: measure every data point K times and report the median run.
@@ -90,6 +95,10 @@ pub struct BenchArgs {
     /// [default: 1.0 for copro, 4.0 for mstore].
     #[arg(long, value_name = "F", requires = "experiment")]
     pub throttle: Option<f64>,
+    /// With --experiment scale: comma-separated numbers of keys, each measured on fresh
+    /// databases [default: 1M,4M,16M,64M] (scale takes these instead of --num).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = parse_size, requires = "experiment")]
+    pub sizes: Option<Vec<u64>>,
     #[command(flatten)]
     pub engine: EngineArgs,
     #[command(flatten)]
@@ -125,6 +134,11 @@ impl BenchArgs {
             json: self.json,
             out: self.out.clone(),
         };
+        if self.sizes.is_some() && experiment != Experiment::Scale {
+            return Err(Failure::Error(
+                "--sizes applies to --experiment scale only".into(),
+            ));
+        }
         let command = match experiment {
             Experiment::Pcp => {
                 if self.experiment_workers.is_some() || self.throttle.is_some() {
@@ -157,6 +171,27 @@ impl BenchArgs {
                 throttle: self.throttle.unwrap_or(MstoreConfig::default().throttle),
                 common,
             }),
+            Experiment::Scale => {
+                if self.num.is_some()
+                    || self.experiment_workers.is_some()
+                    || self.throttle.is_some()
+                {
+                    return Err(Failure::Error(
+                        "--experiment scale takes --sizes, not --num, --workers or --throttle"
+                            .into(),
+                    ));
+                }
+                ExperimentCommand::Scale(ScaleArgs {
+                    sizes: self
+                        .sizes
+                        .clone()
+                        .unwrap_or_else(|| ScaleConfig::default().sizes),
+                    value_size: self.value_size,
+                    direct_io: self.engine.direct_io,
+                    write_buffer_size: None,
+                    common,
+                })
+            }
         };
         Ok(Some(command))
     }
@@ -283,6 +318,26 @@ mod tests {
         // pcp starts no workers.
         let b = bench(&["--experiment", "pcp", "--workers", "2"]).unwrap();
         assert!(b.experiment_command().is_err());
+        // scale takes sizes, and only scale does.
+        let b = bench(&["--experiment", "scale", "--sizes", "1M,4M", "--direct-io"]).unwrap();
+        let Some(ExperimentCommand::Scale(s)) = b.experiment_command().unwrap() else {
+            panic!("not scale")
+        };
+        assert_eq!((s.sizes, s.direct_io), (vec![1 << 20, 4 << 20], true));
+        let b = bench(&["--experiment", "scale"]).unwrap();
+        let Some(ExperimentCommand::Scale(s)) = b.experiment_command().unwrap() else {
+            panic!("not scale")
+        };
+        assert_eq!(s.sizes, ScaleConfig::default().sizes);
+        for args in [
+            &["--experiment", "pcp", "--sizes", "1M"][..],
+            &["--experiment", "scale", "--num", "1M"],
+            &["--experiment", "scale", "--workers", "2"],
+        ] {
+            let b = bench(args).unwrap();
+            assert!(b.experiment_command().is_err(), "{args:?}");
+        }
+        assert_eq!(bench(&["--sizes", "1M"]).unwrap_err().exit_code(), 2);
         for args in [
             &["--workers", "2"][..],
             &["--throttle", "2"],

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use sluice_experiments::PcpConfig;
 use sluice_experiments::copro::CoproConfig;
 use sluice_experiments::mstore::MstoreConfig;
+use sluice_experiments::scale::ScaleConfig;
 
 use crate::engine_flags::Compression;
 use crate::units::{parse_size, parse_usize};
@@ -27,6 +28,11 @@ pub enum ExperimentCommand {
     /// owner directory and `sluice worker` per --workers, zipfian writes hot in owner 0's
     /// ranges, a reader checking a reference set throughout.
     Mstore(MstoreArgs),
+    /// Cost as work grows (issue 21, item 7): at each of --sizes keys, fillrandom with automatic
+    /// compactions (2 at once) until they are done, and one full manual compaction of an
+    /// inverted LSM (the same fill with automatic compactions off, every table in L0),
+    /// sequential and parallel: seconds, CPU seconds and MB/s per size, and how each grows.
+    Scale(ScaleArgs),
 }
 
 /// The flags every experiment takes.
@@ -112,6 +118,31 @@ pub struct MstoreArgs {
     pub common: CommonArgs,
 }
 
+/// `sluice experiment scale`.
+#[derive(Debug, Args)]
+pub struct ScaleArgs {
+    /// Comma-separated numbers of keys, each measured on fresh databases (M is 2^20).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',', value_parser = parse_size, default_value = ScaleArgs::DEFAULT_SIZES)]
+    pub sizes: Vec<u64>,
+    /// Bytes per value.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = ScaleConfig::default().value_size)]
+    pub value_size: usize,
+    /// Flushes and compactions read and write with direct I/O (O_DIRECT), bypassing the page
+    /// cache.
+    #[arg(long)]
+    pub direct_io: bool,
+    /// Memtable bytes [default: the engine's, 64M]; smaller makes more L0 tables of a size.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize)]
+    pub write_buffer_size: Option<usize>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+impl ScaleArgs {
+    /// `--sizes` unless given: the configuration's default sizes.
+    pub const DEFAULT_SIZES: &str = "1M,4M,16M,64M";
+}
+
 #[cfg(test)]
 mod tests {
     use sluice_experiments::copro::BYTES_PER_NUM;
@@ -124,5 +155,14 @@ mod tests {
             CoproArgs::DEFAULT_NUM * BYTES_PER_NUM,
             CoproConfig::default().data_bytes
         );
+    }
+
+    #[test]
+    fn scale_default_sizes_are_its_configurations() {
+        let sizes: Vec<u64> = ScaleArgs::DEFAULT_SIZES
+            .split(',')
+            .map(|s| parse_size(s).unwrap())
+            .collect();
+        assert_eq!(sizes, ScaleConfig::default().sizes);
     }
 }

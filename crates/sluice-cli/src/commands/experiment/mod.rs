@@ -12,9 +12,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use sluice_experiments::workers::WorkerProgram;
-use sluice_experiments::{PcpConfig, copro, mstore, run_pcp, table, write_outputs};
+use sluice_experiments::{PcpConfig, copro, mstore, run_pcp, scale, table, write_outputs};
 
-pub use args::{CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs};
+pub use args::{CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs, ScaleArgs};
 
 use super::{list_written, temp_dir};
 use crate::failure::{CmdResult, Failure};
@@ -25,6 +25,7 @@ pub fn run(command: &ExperimentCommand, out: &mut dyn Write) -> CmdResult {
         ExperimentCommand::Pcp(args) => pcp(args, out),
         ExperimentCommand::Copro(args) => copro(args, out),
         ExperimentCommand::Mstore(args) => mstore(args, out),
+        ExperimentCommand::Scale(args) => scale(args, out),
     }
 }
 
@@ -96,6 +97,32 @@ fn mstore(args: &MstoreArgs, out: &mut dyn Write) -> CmdResult {
         report.to_json(),
         mstore::table::render(&report),
         |dir| mstore::write_outputs(&report, dir),
+    )
+}
+
+fn scale(args: &ScaleArgs, out: &mut dyn Write) -> CmdResult {
+    let c = &args.common;
+    let defaults = scale::ScaleConfig::default();
+    let config = scale::ScaleConfig {
+        sizes: args.sizes.clone(),
+        key_size: c.key_size,
+        value_size: args.value_size,
+        compression: c.compression.into(),
+        seed: c.seed,
+        repeat: c.repeat,
+        direct_io: args.direct_io,
+        write_buffer_size: args.write_buffer_size.unwrap_or(defaults.write_buffer_size),
+        progress: std::io::stderr().is_terminal(),
+        ..defaults
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| scale::run_scale(&config, scratch))?;
+    present(
+        c,
+        out,
+        report.to_json(),
+        scale::table::render(&report),
+        |dir| scale::write_outputs(&report, dir),
     )
 }
 
