@@ -125,28 +125,14 @@ fn overlapping_clusters(files: Vec<Arc<FileMetaData>>) -> Vec<Vec<Arc<FileMetaDa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::version::edit::VersionEdit;
-    use sluice_sst::key::{ValueKind, make_internal_key};
+    use crate::compaction::picker::tests::{meta, version};
 
+    /// A 1000-byte file of `[lo, hi]` at sequence number `number`, holding `deletions`.
     fn file(number: u64, lo: &str, hi: &str, deletions: u64) -> FileMetaData {
         FileMetaData {
-            number,
-            file_size: 1000,
-            smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
-            smallest_seq: number,
-            largest_seq: number,
             num_deletions: deletions,
-            ..FileMetaData::default()
+            ..meta(number, lo, hi, 1000, number)
         }
-    }
-
-    fn version(files: Vec<(usize, FileMetaData)>) -> Arc<Version> {
-        let edit = VersionEdit {
-            new_files: files,
-            ..VersionEdit::default()
-        };
-        Arc::new(Version::default().apply(&edit).unwrap())
     }
 
     /// `(input file numbers of the upper level, of the lower level, is a move)` per compaction.

@@ -242,13 +242,13 @@ pub fn key_range(files: &[Arc<FileMetaData>]) -> (Vec<u8>, Vec<u8>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::options::CompactionOptions;
     use crate::version::edit::VersionEdit;
     use sluice_sst::key::{ValueKind, make_internal_key};
 
-    fn meta(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
+    pub(crate) fn meta(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
         FileMetaData {
             number,
             file_size: size,
@@ -260,7 +260,7 @@ mod tests {
         }
     }
 
-    fn version(files: Vec<(usize, FileMetaData)>) -> Arc<Version> {
+    pub(crate) fn version(files: Vec<(usize, FileMetaData)>) -> Arc<Version> {
         let edit = VersionEdit {
             new_files: files,
             ..VersionEdit::default()
