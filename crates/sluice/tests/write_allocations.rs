@@ -82,7 +82,7 @@ fn puts_and_deletes_allocate_only_arena_chunks() {
         db.delete(key(i, &mut buf)).unwrap();
     }
     let calls = CALLS.with(Cell::get) - before;
-    // About 1.8 MB of arena: a handful of chunks (16 KiB doubling to 1 MiB) and the growth of
+    // About 1.8 MB of arena: a handful of chunks (16 KiB doubling to 2 MiB) and the growth of
     // the chunk list. A per-write allocation would show as 20,000.
     assert!(calls <= 32, "{calls} allocator calls for {writes} writes");
     // Deletes cover keys below 10,000; the puts' keys above it stay.

@@ -79,6 +79,18 @@ impl Node {
         NonNull::new(ptr).map(Node)
     }
 
+    /// Asks the CPU to start loading the node's lengths and key: a search's time is almost
+    /// all cache misses on nodes, and this lets two of them overlap.
+    #[inline(always)]
+    fn prefetch(self) {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        // SAFETY: a prefetch is only a hint: it never faults and changes no memory.
+        unsafe {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            _mm_prefetch::<_MM_HINT_T0>(self.0.as_ptr().wrapping_add(LENS_OFFSET).cast());
+        }
+    }
+
     /// The link of `level`.
     ///
     /// # Safety
@@ -311,6 +323,13 @@ impl SkipList {
             // SAFETY: `x` is the head or was reached through a link of level >= `level`, so it
             // is a published node of this list with more than `level` levels.
             let next = unsafe { x.next(level) };
+            if level > 0 {
+                // Where the search goes if `next` is not smaller: fetch it while `next` loads.
+                // SAFETY: as above, `x` has more than `level` levels.
+                if let Some(down) = unsafe { x.next(level - 1) } {
+                    down.prefetch();
+                }
+            }
             let right = next != bigger
                 // SAFETY: `n` was loaded from a link, so it is published and not the head.
                 && next.is_some_and(|n| compare_internal(unsafe { n.key() }, key).is_lt());
