@@ -1,6 +1,6 @@
-//! The memtable's arena: skiplist nodes are carved out of large chunks, so a memtable costs a
-//! few dozen allocations instead of two per entry, and its size is the bytes handed out, not an
-//! estimate.
+//! The memtable's arenas: skiplist nodes and values are carved out of large chunks, so a
+//! memtable costs a few dozen allocations instead of two per entry, and its size is the bytes
+//! handed out, not an estimate.
 //!
 //! Chunks start at [`FIRST_CHUNK_BYTES`] and double up to [`MAX_CHUNK_BYTES`], so a small
 //! memtable (tests, recovery of a short WAL) does not pay for a megabyte it never uses. A
@@ -8,7 +8,8 @@
 //! so a big value never abandons most of a chunk (RocksDB's arena does the same).
 //!
 //! Invariants:
-//! - Every pointer [`Arena::alloc`] returns is [`ALIGN`]-aligned, points to `size` bytes no other
+//! - Every pointer [`Arena::alloc`] returns is aligned as the arena was created with (at most
+//!   [`ALIGN`]), points to `size` bytes no other
 //!   call ever returns, and stays valid (never moved, never freed) until the arena is dropped.
 //! - `used_bytes <= reserved_bytes`, and `reserved_bytes - used_bytes` is the unused rest of the
 //!   current chunk: memory the arena holds but has not handed out.
@@ -24,7 +25,8 @@
 use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::ptr::NonNull;
 
-/// Alignment of every allocation: the skiplist's towers are `AtomicPtr`s.
+/// The largest alignment an arena hands out (the skiplist's nodes start with `AtomicPtr`s);
+/// chunks are aligned to it.
 pub(super) const ALIGN: usize = 8;
 
 /// Size of the first chunk.
@@ -49,6 +51,9 @@ struct Chunk {
 
 /// A bump allocator over [`Chunk`]s. See the module docs for its invariants.
 pub(super) struct Arena {
+    /// Every allocation's size is rounded up to a multiple of this, a power of two `<= ALIGN`,
+    /// so that every allocation starts aligned to it.
+    align: usize,
     chunks: Vec<Chunk>,
     /// Start of the free part of the current chunk (dangling while there is no chunk).
     cursor: NonNull<u8>,
@@ -68,9 +73,17 @@ pub(super) struct Arena {
 unsafe impl Send for Arena {}
 
 impl Arena {
-    /// An arena that has allocated nothing yet.
-    pub(super) fn new() -> Self {
+    /// An arena that has allocated nothing yet, whose allocations are `align`-aligned.
+    ///
+    /// # Panics
+    /// If `align` is not a power of two no larger than [`ALIGN`].
+    pub(super) fn new(align: usize) -> Self {
+        assert!(
+            align.is_power_of_two() && align <= ALIGN,
+            "arena alignment {align}"
+        );
         Arena {
+            align,
             chunks: Vec::new(),
             cursor: NonNull::dangling(),
             remaining: 0,
@@ -90,14 +103,15 @@ impl Arena {
         self.reserved_bytes
     }
 
-    /// `size` bytes, [`ALIGN`]-aligned and uninitialised, valid until the arena drops.
+    /// `size` bytes, aligned as the arena was created with and uninitialised, valid until the
+    /// arena drops.
     ///
     /// # Panics
     /// If `size` is zero, or too big for a `Layout` (over `isize::MAX`).
     pub(super) fn alloc(&mut self, size: usize) -> NonNull<u8> {
         assert!(size > 0, "zero-byte arena allocation");
         let size = size
-            .checked_next_multiple_of(ALIGN)
+            .checked_next_multiple_of(self.align)
             .expect("arena allocation overflows usize");
         if size > DEDICATED_ABOVE_BYTES {
             self.used_bytes += size;
@@ -171,7 +185,7 @@ mod tests {
 
     #[test]
     fn allocations_are_aligned_disjoint_and_counted() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(ALIGN);
         let mut spans = Vec::new();
         for size in [1, 7, 8, 9, 100, 4096, 20_000, DEDICATED_ABOVE_BYTES + 1, 3] {
             let p = arena.alloc(size);
@@ -193,8 +207,17 @@ mod tests {
     }
 
     #[test]
+    fn a_byte_arena_packs_allocations_without_padding() {
+        let mut arena = Arena::new(1);
+        let a = arena.alloc(3);
+        let b = arena.alloc(5);
+        assert_eq!(b.as_ptr() as usize, a.as_ptr() as usize + 3);
+        assert_eq!(arena.used_bytes(), 8);
+    }
+
+    #[test]
     fn chunks_double_up_to_the_maximum() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(ALIGN);
         arena.alloc(8);
         assert_eq!(arena.reserved_bytes(), FIRST_CHUNK_BYTES);
         // Fill enough to need many chunks; the reserve never runs ahead of use by more than
@@ -217,7 +240,7 @@ mod tests {
 
     #[test]
     fn a_big_request_gets_its_own_chunk_and_keeps_the_current_one() {
-        let mut arena = Arena::new();
+        let mut arena = Arena::new(ALIGN);
         let a = arena.alloc(16);
         let big = arena.alloc(MAX_CHUNK_BYTES * 3);
         let b = arena.alloc(16);

@@ -1,8 +1,8 @@
 //! The memtable: a skiplist of internal keys, the first home of every write.
 //!
-//! Entries live in an arena-backed skiplist ([`skiplist`], [`arena`]) with the key and value
-//! inline in the node: one arena allocation per entry, no allocator call per entry, and the
-//! memtable's size is the arena's bytes used (nodes, links, padding), not an estimate.
+//! Entries live in an arena-backed skiplist ([`skiplist`], [`arena`]): the key inline in the
+//! node, the value packed in a second arena, no allocator call per entry, and the memtable's
+//! size is the arenas' bytes used (nodes, links, values, padding), not an estimate.
 //!
 //! One writer at a time inserts (the group-commit leader, which holds a [`MemTableWriter`] for
 //! its whole group), while readers and iterators run concurrently without a lock. A memtable
@@ -111,15 +111,17 @@ impl MemTable {
         })
     }
 
-    /// Bytes the entries use: the arena's bytes handed out, counting each node's links,
-    /// lengths, key, value and alignment padding, and the unused tails of full arena chunks.
-    /// The memory held is this plus at most one partly used chunk (see
+    /// Bytes the entries use: the arenas' bytes handed out, counting each node's links,
+    /// lengths, value pointer, key and padding, the values, and the unused tails of full arena
+    /// chunks.
+    /// The memory held is this plus at most two partly used chunks (see
     /// [`MemTable::allocated_bytes`]), so a write buffer limit on it bounds memory.
     pub fn approximate_bytes(&self) -> usize {
         self.list.used_bytes()
     }
 
-    /// Bytes the memtable took from the allocator for its entries (whole arena chunks).
+    /// Bytes the memtable took from the allocator for its entries (whole arena chunks): at most
+    /// two partly used chunks (one per arena) more than [`MemTable::approximate_bytes`].
     pub fn allocated_bytes(&self) -> usize {
         self.list.reserved_bytes()
     }

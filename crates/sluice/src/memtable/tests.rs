@@ -116,6 +116,11 @@ fn insert_op() -> impl Strategy<Value = (Vec<u8>, SeqNo, Vec<u8>)> {
     )
 }
 
+/// A seek target: user keys and sequence numbers a little beyond those inserted.
+fn probe() -> impl Strategy<Value = (Vec<u8>, SeqNo)> {
+    (proptest::collection::vec(0u8..5, 0..4), 0u64..22)
+}
+
 fn model_config() -> ProptestConfig {
     ProptestConfig {
         cases: scaled(256, 4) as u32,
@@ -131,7 +136,7 @@ proptest! {
     #[test]
     fn agrees_with_a_btreemap(
         inserts in proptest::collection::vec(insert_op(), 0..scaled(200, 30)),
-        probes in proptest::collection::vec((proptest::collection::vec(0u8..5, 0..4), 0u64..22), 0..20),
+        probes in proptest::collection::vec(probe(), 0..20),
     ) {
         let list = SkipList::new();
         let mut model: BTreeMap<InternalKey, Vec<u8>> = BTreeMap::new();
@@ -306,9 +311,10 @@ fn for_each_in_stops_at_the_bounds() {
     assert_eq!(seen, expect);
 }
 
-/// The arena charges what an entry costs: for the benchmarks' 16-byte keys and 100-byte
-/// values, 8 bytes of lengths, 8 per link (4/3 links on average), the 24-byte internal key and
-/// the value, padded to 8: about 147 bytes, not the 188 the old estimate charged.
+/// The arenas charge what an entry costs: for the benchmarks' 16-byte keys and 100-byte
+/// values, a node of 8 bytes per link (4/3 links on average), 8 of lengths, 8 of value pointer
+/// and the 24-byte internal key, and the value: about 151 bytes, not the 188 the old estimate
+/// charged.
 #[test]
 fn size_is_the_arena_bytes_used() {
     let m = MemTable::new(1);
@@ -324,9 +330,9 @@ fn size_is_the_arena_bytes_used() {
     assert_eq!(m.len(), n);
     let per_entry = (m.approximate_bytes() - empty) as f64 / n as f64;
     assert!(
-        (140.0..156.0).contains(&per_entry),
+        (146.0..157.0).contains(&per_entry),
         "{per_entry} bytes per entry"
     );
     assert!(m.allocated_bytes() >= m.approximate_bytes());
-    assert!(m.allocated_bytes() - m.approximate_bytes() <= arena::MAX_CHUNK_BYTES);
+    assert!(m.allocated_bytes() - m.approximate_bytes() <= 2 * arena::MAX_CHUNK_BYTES);
 }
