@@ -318,7 +318,13 @@ impl DbInner {
                 self.set_bg_error(&mut st, &e);
                 return Err(e);
             }
-            let frozen = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(log_number)));
+            let frozen = std::mem::replace(
+                &mut st.mem,
+                Arc::new(MemTable::for_write_buffer(
+                    log_number,
+                    self.options.memtable.write_buffer_size,
+                )),
+            );
             st.imm.push_back(frozen);
             force = false;
             self.bg_work.notify_all();

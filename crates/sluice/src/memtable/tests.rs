@@ -336,3 +336,70 @@ fn size_is_the_arena_bytes_used() {
     assert!(m.allocated_bytes() >= m.approximate_bytes());
     assert!(m.allocated_bytes() - m.approximate_bytes() <= 2 * arena::MAX_CHUNK_BYTES);
 }
+
+#[test]
+fn a_write_buffer_memtable_filters_lookups_and_counts_its_filter() {
+    let buffer = 1 << 20;
+    let m = MemTable::for_write_buffer(1, buffer);
+    let filter_bytes = buffer / WRITE_BUFFER_BYTES_PER_FILTER_BYTE;
+    assert_eq!(
+        m.approximate_bytes(),
+        MemTable::new(1).approximate_bytes() + filter_bytes
+    );
+    let n = scaled(5_000, 200);
+    for i in 0..n {
+        let k = format!("{i:08}");
+        m.add(i as u64 + 1, ValueKind::Value, k.as_bytes(), k.as_bytes());
+    }
+    m.add(n as u64 + 1, ValueKind::Deletion, b"00000000", b"");
+    assert_eq!(m.get(b"00000000", SeqNo::MAX >> 8), Some(Lookup::Deleted));
+    for i in 1..n {
+        let k = format!("{i:08}");
+        assert_eq!(
+            m.get(k.as_bytes(), SeqNo::MAX >> 8),
+            Some(Lookup::Value(k.into_bytes()))
+        );
+    }
+    assert_eq!(m.get(b"absent", SeqNo::MAX >> 8), None);
+}
+
+/// Lookups racing the writer find every write that finished before they began: the filter's
+/// bits are set before the entry is linked.
+#[test]
+fn lookups_racing_the_writer_find_every_finished_write() {
+    let n = scaled(20_000, 150);
+    let m = Arc::new(MemTable::for_write_buffer(1, 1 << 20));
+    let inserted = Arc::new(AtomicUsize::new(0));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let (m, inserted) = (Arc::clone(&m), Arc::clone(&inserted));
+            std::thread::spawn(move || {
+                let mut i = r;
+                while i < n {
+                    let visible = inserted.load(Ordering::Acquire);
+                    if i >= visible {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let k = format!("key{:06}", (i * 7_919) % n);
+                    let found = m.get(k.as_bytes(), SeqNo::MAX >> 8);
+                    assert_eq!(found, Some(Lookup::Value(value_for(k.as_bytes()))));
+                    i += scaled(7, 3);
+                }
+            })
+        })
+        .collect();
+    for i in 0..n {
+        let k = format!("key{:06}", (i * 7_919) % n);
+        m.add(
+            i as u64 + 1,
+            ValueKind::Value,
+            k.as_bytes(),
+            &value_for(k.as_bytes()),
+        );
+        inserted.store(i + 1, Ordering::Release);
+    }
+    for reader in readers {
+        reader.join().expect("reader thread");
+    }
+}
