@@ -120,11 +120,21 @@ impl Arena {
         if size > self.remaining {
             // Abandon the tail: it counts as used, so `used_bytes` never undercounts memory.
             self.used_bytes += self.remaining;
-            let bytes = self.next_chunk_bytes;
+            // The chunk must hold the request: double past it if the next size is smaller.
+            // `size <= DEDICATED_ABOVE_BYTES`, so this stops at `MAX_CHUNK_BYTES` at the latest.
+            let mut bytes = self.next_chunk_bytes;
+            while bytes < size {
+                bytes *= 2;
+            }
             self.next_chunk_bytes = (bytes * 2).min(MAX_CHUNK_BYTES);
             self.cursor = self.new_chunk(bytes);
             self.remaining = bytes;
         }
+        // A hard check, not a debug one: everything after writes `size` bytes at the cursor.
+        assert!(
+            size <= self.remaining,
+            "arena chunk too small for its request"
+        );
         let out = self.cursor;
         // SAFETY: `size <= remaining`, so `cursor + size` is at most one past the end of the
         // current chunk, inside the same allocation.
@@ -204,6 +214,55 @@ mod tests {
         assert!(arena.used_bytes() <= arena.reserved_bytes());
         let requested: usize = spans.iter().map(|s| s.1.next_multiple_of(ALIGN)).sum();
         assert!(arena.used_bytes() >= requested);
+    }
+
+    /// Every allocation lies inside one chunk, whatever the sizes and their order (a request
+    /// larger than the next chunk size once got a chunk too small for it).
+    fn check_inside_chunks(align: usize, sizes: &[usize]) {
+        let mut arena = Arena::new(align);
+        let mut spans = Vec::new();
+        for &size in sizes {
+            let p = arena.alloc(size);
+            // SAFETY: `p` points to `size` writable bytes that nothing else uses.
+            unsafe { p.as_ptr().write_bytes(0x5A, size) };
+            spans.push((p.as_ptr() as usize, size));
+        }
+        for &(start, size) in &spans {
+            let inside = arena.chunks.iter().any(|c| {
+                let base = c.ptr.as_ptr() as usize;
+                base <= start && start + size <= base + c.layout.size()
+            });
+            assert!(inside, "allocation of {size} bytes outside every chunk");
+        }
+        assert!(arena.used_bytes() <= arena.reserved_bytes());
+    }
+
+    #[test]
+    fn a_request_bigger_than_the_next_chunk_gets_a_chunk_that_holds_it() {
+        check_inside_chunks(
+            1,
+            &[65_536, 65_536, 100, 200_000, 16_385, DEDICATED_ABOVE_BYTES],
+        );
+        check_inside_chunks(ALIGN, &[10, FIRST_CHUNK_BYTES + 1, 3 * FIRST_CHUNK_BYTES]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: if cfg!(miri) { 3 } else { 64 },
+            failure_persistence: None,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        #[test]
+        fn allocations_always_fit_their_chunk(
+            sizes in proptest::collection::vec(
+                proptest::prop_oneof![1usize..200, 1usize..70_000, 1usize..(3 * MAX_CHUNK_BYTES / 8)],
+                1..40,
+            ),
+            byte_aligned in proptest::prelude::any::<bool>(),
+        ) {
+            check_inside_chunks(if byte_aligned { 1 } else { ALIGN }, &sizes);
+        }
     }
 
     #[test]
