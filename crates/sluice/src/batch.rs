@@ -108,6 +108,12 @@ impl WriteBatch {
         self.rep.len()
     }
 
+    /// Bytes allocated for the encoding (at least [`approximate_size`](Self::approximate_size)):
+    /// what keeping this batch around for reuse costs.
+    pub(crate) fn capacity(&self) -> usize {
+        self.rep.capacity()
+    }
+
     /// The encoded batch, ready to be written as one WAL record.
     pub fn data(&self) -> &[u8] {
         &self.rep

@@ -4,6 +4,18 @@
 //! writers behind it (up to a size limit), appends them to the WAL as one record, syncs once if
 //! any of them asked for it, applies them to the memtable, and hands every follower its result.
 //! Concurrent writers thus share one WAL write and one fsync, as in LevelDB's `DBImpl::Write`.
+//!
+//! **One leader at a time.** `leader_active` is set, under the queue lock, by the only writer
+//! that [`CommitQueue::join`] makes leader, and cleared only by [`CommitQueue::finish`]; a
+//! writer becomes leader only while it is clear. Everything between the two calls (the WAL
+//! append, the memtable inserts, switching memtables) therefore has a single writer: the
+//! memtable's skiplist relies on it (its writer lock is then never contended), and so does the
+//! WAL switch in `make_room_for_write`.
+//!
+//! **No allocation per write.** Batches travel by value and come back to their writers
+//! ([`Turn::Done`] hands a follower its batch, [`CommitQueue::finish`] the leader's), so a
+//! writer can reuse one buffer for all its writes; the group's member list and the buffer that
+//! combines a multi-writer group are kept in the queue and reused by every leader.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -13,13 +25,15 @@ use crate::batch::WriteBatch;
 use crate::{Error, Result};
 
 /// Largest group a leader assembles, in batch bytes; bounds the latency a follower adds to a
-/// small leader's write.
+/// small leader's write. (Followers are taken only while the group is under this, so a group
+/// of several writers holds at most twice this many bytes.)
 const MAX_GROUP_BYTES: usize = 1 << 20;
 
 /// One queued write.
-struct Pending {
+pub(crate) struct Pending {
     ticket: u64,
-    batch: WriteBatch,
+    /// The writer's batch; the leader sets its sequence number when it commits it alone.
+    pub batch: WriteBatch,
     sync: bool,
 }
 
@@ -27,26 +41,31 @@ struct Pending {
 struct QueueState {
     next_ticket: u64,
     waiting: VecDeque<Pending>,
-    /// True while a leader is committing a group.
+    /// True while a leader is committing a group (see the module docs).
     leader_active: bool,
-    /// Outcomes for followers whose group has been committed, by ticket.
-    results: HashMap<u64, std::result::Result<(), Error>>,
+    /// Outcomes for followers whose group has been committed, with their batches, by ticket.
+    results: HashMap<u64, (std::result::Result<(), Error>, WriteBatch)>,
+    /// An empty member list with capacity, lent to each group (an unallocated one while lent).
+    spare_members: Vec<Pending>,
+    /// The buffer that combines a group of several batches, lent likewise.
+    spare_combined: Option<WriteBatch>,
 }
 
 /// A group the current leader must commit.
 pub(crate) struct Group {
-    /// Tickets of every writer in the group, the leader's first.
-    pub tickets: Vec<u64>,
-    /// The batches, in queue order.
-    pub batches: Vec<WriteBatch>,
+    /// The writes, in queue order, the leader's first.
+    pub members: Vec<Pending>,
     /// Whether any writer asked for a sync.
     pub sync: bool,
+    /// A buffer for combining the members' batches when there are several (reused across
+    /// groups; `None` until first needed).
+    pub combined: Option<WriteBatch>,
 }
 
 /// What a writer learns when it wakes up.
 pub(crate) enum Turn {
-    /// Someone else committed this write.
-    Done(Result<()>),
+    /// Someone else committed this write; here is its outcome and the writer's batch back.
+    Done(Result<()>, WriteBatch),
     /// This writer leads: commit the group, then call [`CommitQueue::finish`].
     Lead(Group),
 }
@@ -70,8 +89,9 @@ impl CommitQueue {
             sync,
         });
         loop {
-            if let Some(outcome) = q.results.remove(&ticket) {
-                return Turn::Done(outcome.map_err(|e| Error::Background(Box::new(e))));
+            if let Some((outcome, batch)) = q.results.remove(&ticket) {
+                let outcome = outcome.map_err(|e| Error::Background(Box::new(e)));
+                return Turn::Done(outcome, batch);
             }
             let at_front = q.waiting.front().is_some_and(|p| p.ticket == ticket);
             if at_front && !q.leader_active {
@@ -89,10 +109,10 @@ impl CommitQueue {
         match self.join(WriteBatch::new(), false) {
             Turn::Lead(group) => group,
             // Nobody takes an empty batch into their group (see `take_group`).
-            Turn::Done(_) => Group {
-                tickets: Vec::new(),
-                batches: Vec::new(),
+            Turn::Done(..) => Group {
+                members: Vec::new(),
                 sync: false,
+                combined: None,
             },
         }
     }
@@ -100,15 +120,17 @@ impl CommitQueue {
     /// REQUIRES: the queue lock, and the caller is at the front.
     fn take_group(q: &mut QueueState) -> Group {
         let mut group = Group {
-            tickets: Vec::new(),
-            batches: Vec::new(),
+            members: std::mem::take(&mut q.spare_members),
             sync: false,
+            combined: q.spare_combined.take(),
         };
+        debug_assert!(group.members.is_empty());
         let mut bytes = 0;
         while let Some(front) = q.waiting.front() {
-            let leader = group.tickets.is_empty();
+            let leader = group.members.is_empty();
             // A barrier (empty batch) leads alone and is never taken as a follower.
-            if !leader && (front.batch.is_empty() || group.batches.iter().all(WriteBatch::is_empty))
+            if !leader
+                && (front.batch.is_empty() || group.members.iter().all(|m| m.batch.is_empty()))
             {
                 break;
             }
@@ -123,21 +145,29 @@ impl CommitQueue {
             };
             bytes += p.batch.approximate_size();
             group.sync |= p.sync;
-            group.tickets.push(p.ticket);
-            group.batches.push(p.batch);
+            group.members.push(p);
         }
         group
     }
 
-    /// Publishes the leader's outcome to its followers and lets the next leader go.
-    pub fn finish(&self, group: &Group, outcome: &Result<()>) {
+    /// Publishes the leader's outcome to its followers, with their batches, and lets the next
+    /// leader go. Returns the leader's own batch (an empty one for a barrier's empty group).
+    pub fn finish(&self, mut group: Group, outcome: &Result<()>) -> WriteBatch {
         let mut q = self.queue.lock();
-        for &ticket in group.tickets.iter().skip(1) {
+        let mut members = group.members.drain(..);
+        let own = members.next().map(|m| m.batch);
+        for follower in members {
             let shared = outcome.as_ref().map(|_| ()).map_err(Error::duplicate);
-            q.results.insert(ticket, shared);
+            q.results.insert(follower.ticket, (shared, follower.batch));
+        }
+        q.spare_members = group.members;
+        if group.combined.is_some() {
+            q.spare_combined = group.combined;
         }
         q.leader_active = false;
         self.cv.notify_all();
+        drop(q);
+        own.unwrap_or_default()
     }
 }
 
@@ -153,10 +183,11 @@ mod tests {
         b.put(b"k", b"v");
         match q.join(b, false) {
             Turn::Lead(g) => {
-                assert_eq!(g.tickets.len(), 1);
-                q.finish(&g, &Ok(()));
+                assert_eq!(g.members.len(), 1);
+                let back = q.finish(g, &Ok(()));
+                assert_eq!(back.count(), 1, "the leader gets its batch back");
             }
-            Turn::Done(_) => panic!("a lone writer must lead"),
+            Turn::Done(..) => panic!("a lone writer must lead"),
         }
     }
 
@@ -172,12 +203,14 @@ mod tests {
                     match q.join(b, i % 2 == 0) {
                         Turn::Lead(g) => {
                             std::thread::sleep(std::time::Duration::from_millis(5));
-                            let n = g.batches.len();
-                            q.finish(&g, &Ok(()));
+                            let n = g.members.len();
+                            let back = q.finish(g, &Ok(()));
+                            assert_eq!(back.count(), 1);
                             (true, n)
                         }
-                        Turn::Done(r) => {
+                        Turn::Done(r, back) => {
                             r.unwrap();
+                            assert_eq!(back.count(), 1, "a follower gets its batch back");
                             (false, 0)
                         }
                     }

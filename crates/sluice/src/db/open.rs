@@ -216,7 +216,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
         )?;
         // Durable from here: the old WALs are no longer needed.
         let parts = Parts {
-            mem: MemTable::new(log_number),
+            mem: MemTable::for_write_buffer(log_number, options.memtable.write_buffer_size),
             imm: VecDeque::new(),
             versions,
             last_seq,

@@ -233,7 +233,8 @@ pub(crate) fn replay_wals(
     report: &mut RecoveryReport,
     mut full: impl FnMut(MemTable) -> Result<()>,
 ) -> Result<(MemTable, SeqNo)> {
-    let mut mem = MemTable::new(wals.first().map_or(0, |w| w.number));
+    let buffer = options.memtable.write_buffer_size;
+    let mut mem = MemTable::for_write_buffer(wals.first().map_or(0, |w| w.number), buffer);
     for wal in wals {
         let file = options
             .fs
@@ -260,7 +261,10 @@ pub(crate) fn replay_wals(
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
             if mem.approximate_bytes() >= options.memtable.write_buffer_size {
-                full(std::mem::replace(&mut mem, MemTable::new(wal.number)))?;
+                full(std::mem::replace(
+                    &mut mem,
+                    MemTable::for_write_buffer(wal.number, buffer),
+                ))?;
             }
         }
         report.wal_files += 1;

@@ -1,6 +1,7 @@
 //! The write path: validation, group commit, WAL append, memtable insert, and the stalls that
 //! keep L0 and the memtables from growing without bound.
 
+use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -17,6 +18,17 @@ use crate::version::edit::VersionEdit;
 use crate::wal::LogWriter;
 use crate::{Error, Result};
 
+/// Keep a thread's put/delete buffer for its next write only while it is at most this big, so
+/// one huge value does not pin its memory to the thread.
+const MAX_KEPT_PUT_BUFFER_BYTES: usize = 64 << 10;
+
+thread_local! {
+    /// The batch this thread's last `put`/`delete` used, cleared for reuse: a single-entry
+    /// write then encodes into it instead of allocating. Taken while a write is in flight, so
+    /// a write that reenters (there is none today) would just allocate.
+    static PUT_BUFFER: Cell<Option<WriteBatch>> = const { Cell::new(None) };
+}
+
 impl Db {
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -27,9 +39,8 @@ impl Db {
     pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         // Checked before the batch is built: the batch format cannot hold 4 GiB fields.
         self.inner.check_sizes(key, value)?;
-        let mut batch = WriteBatch::new();
-        batch.put(key, value);
-        self.write(opts, batch)
+        self.inner
+            .write_one(opts, |batch| batch.put(key, value), key.len() + value.len())
     }
 
     /// Deletes `key` (a no-op if absent).
@@ -40,9 +51,8 @@ impl Db {
     /// Deletes `key` with explicit write options.
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
         self.inner.check_sizes(key, b"")?;
-        let mut batch = WriteBatch::new();
-        batch.delete(key);
-        self.write(opts, batch)
+        self.inner
+            .write_one(opts, |batch| batch.delete(key), key.len())
     }
 
     /// Applies `batch` atomically: after a crash either all of it or none of it is present.
@@ -140,35 +150,77 @@ impl DbInner {
             return Ok(());
         }
         let user_bytes = self.validate_batch(&batch)?;
-        match self.commit.join(batch, opts.sync) {
-            Turn::Done(outcome) => outcome?,
-            Turn::Lead(group) => {
-                let outcome = self.commit_group(&group);
-                self.commit.finish(&group, &outcome);
-                outcome?;
-            }
+        self.commit(opts, batch, user_bytes).0
+    }
+
+    /// A write of one entry that `encode` adds to this thread's reusable batch, whose sizes
+    /// the caller checked. `user_bytes`: its key and value bytes.
+    fn write_one(
+        &self,
+        opts: &WriteOptions,
+        encode: impl FnOnce(&mut WriteBatch),
+        user_bytes: usize,
+    ) -> Result<()> {
+        self.check_writable()?;
+        let mut batch = PUT_BUFFER.take().unwrap_or_default();
+        batch.clear();
+        encode(&mut batch);
+        let (outcome, batch) = self.commit(opts, batch, user_bytes as u64);
+        if batch.capacity() <= MAX_KEPT_PUT_BUFFER_BYTES {
+            PUT_BUFFER.set(Some(batch));
         }
-        self.counters
-            .user_bytes
-            .fetch_add(user_bytes, Ordering::Relaxed);
-        Ok(())
+        outcome
+    }
+
+    /// Commits a validated, non-empty batch through the group-commit queue; returns the
+    /// outcome and the batch, for reuse.
+    fn commit(
+        &self,
+        opts: &WriteOptions,
+        batch: WriteBatch,
+        user_bytes: u64,
+    ) -> (Result<()>, WriteBatch) {
+        let (outcome, batch) = match self.commit.join(batch, opts.sync) {
+            Turn::Done(outcome, batch) => (outcome, batch),
+            Turn::Lead(mut group) => {
+                let outcome = self.commit_group(&mut group);
+                let batch = self.commit.finish(group, &outcome);
+                (outcome, batch)
+            }
+        };
+        if outcome.is_ok() {
+            self.counters
+                .user_bytes
+                .fetch_add(user_bytes, Ordering::Relaxed);
+        }
+        (outcome, batch)
     }
 
     /// Leader only: logs and applies a group. Runs without the state lock except to make room.
-    fn commit_group(&self, group: &Group) -> Result<()> {
+    /// A group of one batch is logged as it is; several are combined in the group's reusable
+    /// buffer, so the WAL record is the same either way.
+    fn commit_group(&self, group: &mut Group) -> Result<()> {
         let mem = self.make_room_for_write(false)?;
         let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
-        let mut combined = WriteBatch::new();
-        for b in &group.batches {
-            combined.append(b);
-        }
-        let count = combined.count() as u64;
+        let combined = match group.members.as_mut_slice() {
+            [only] => &mut only.batch,
+            members => {
+                let combined = group.combined.get_or_insert_with(WriteBatch::new);
+                combined.clear();
+                for m in members.iter() {
+                    combined.append(&m.batch);
+                }
+                combined
+            }
+        };
+        let count = u64::from(combined.count());
         if first_seq + count > MAX_SEQ {
             return Err(Error::ResourceExhausted(
                 "sequence numbers: the database has used every one of 2^56".into(),
             ));
         }
         combined.set_sequence(first_seq);
+        let combined = &*combined;
         {
             let mut wal = self.wal.lock();
             let wal = wal.as_mut().ok_or(Error::Closed)?;
@@ -194,10 +246,14 @@ impl DbInner {
                 return Err(e);
             }
         }
+        // The leader is the memtable's only writer (see `commit`'s module docs): its writer
+        // lock, held for the whole group, is never contended.
+        let mut writer = mem.writer();
         for (seq, entry) in (first_seq..).zip(combined.iter()) {
             let entry = entry?;
-            mem.add(seq, entry.kind, entry.key, entry.value);
+            writer.add(seq, entry.kind, entry.key, entry.value);
         }
+        drop(writer);
         self.visible_seq
             .store(first_seq + count - 1, Ordering::Release);
         Ok(())
@@ -262,7 +318,13 @@ impl DbInner {
                 self.set_bg_error(&mut st, &e);
                 return Err(e);
             }
-            let frozen = std::mem::replace(&mut st.mem, Arc::new(MemTable::new(log_number)));
+            let frozen = std::mem::replace(
+                &mut st.mem,
+                Arc::new(MemTable::for_write_buffer(
+                    log_number,
+                    self.options.memtable.write_buffer_size,
+                )),
+            );
             st.imm.push_back(frozen);
             force = false;
             self.bg_work.notify_all();
@@ -309,7 +371,7 @@ impl DbInner {
         // Lead an empty group so no leader is mid-insert into the memtable we freeze.
         let group = self.commit.join_barrier();
         let outcome = self.make_room_for_write(true).map(|_| ());
-        self.commit.finish(&group, &outcome);
+        self.commit.finish(group, &outcome);
         outcome?;
         let mut st = self.state.lock();
         while !st.imm.is_empty() {
