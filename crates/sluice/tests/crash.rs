@@ -19,9 +19,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use sluice::compaction::executor::CompactionMode;
-use sluice::{
-    CompactionOptions, Db, ErrorKind, MemtableOptions, Options, TableOptions, WriteOptions,
-};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, TableOptions, WriteOptions};
 
 const ROUNDS: u64 = 24;
 const KEYS: u64 = 3000;
@@ -100,7 +98,7 @@ fn crash_child() {
     let mut opts = options(Path::new(&dir), partitioned);
     opts.compaction.mode = mode;
     opts.compaction.sub_task_bytes = 16 << 10;
-    let db = open_retrying_busy(&dir, opts);
+    let db = Db::open(&dir, opts).unwrap();
     let sync = WriteOptions { sync: true };
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -127,22 +125,6 @@ fn crash_child() {
                 Ok(()) | Err(sluice::Error::InvalidArgument(_)) => {}
                 Err(e) => panic!("split at {at:?}: {e}"),
             }
-        }
-    }
-}
-
-/// Opens the child's database, retrying while it is `Busy`. The parent runs two of these tests
-/// at once, and when one forks its child it duplicates every descriptor the parent holds,
-/// including the LOCK file of the database the other test is verifying; until that fork
-/// execs, the lock outlives the other test's close, and its next child's open can fail.
-fn open_retrying_busy(dir: &str, opts: Options) -> Db {
-    let start = Instant::now();
-    loop {
-        match Db::open(dir, opts.clone()) {
-            Err(e) if e.kind() == ErrorKind::Busy && start.elapsed() < Duration::from_secs(10) => {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            opened => return opened.unwrap(),
         }
     }
 }
