@@ -301,4 +301,9 @@ impl WriteFile for FaultWriteFile {
         self.state.fail_if_hit(FaultOp::Sync, &self.path)?;
         self.inner.sync_data()
     }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Sync, &self.path)?;
+        self.inner.finish()
+    }
 }

@@ -18,6 +18,8 @@
 
 #[cfg(target_os = "linux")]
 mod direct;
+#[cfg(target_os = "linux")]
+mod mapped;
 mod fault;
 mod mem;
 mod os;
@@ -51,6 +53,13 @@ pub enum IoMode {
     /// pieces. Compaction streams data it will not read again; this keeps it out of the page
     /// cache and makes its I/O cost real, which is what a pipelined executor overlaps.
     Direct,
+    /// Appends are copied into a shared memory mapping of the file, reserved a window at a
+    /// time: no system call per append, and every appended byte is in the page cache at once,
+    /// so it survives a crash of the process. Until the writer is dropped the file ends in
+    /// zeros past the appended bytes (a crash leaves them). Meant for logs, whose readers take
+    /// an all-zero tail as the end; reads are as [`IoMode::Buffered`]. Linux only: elsewhere,
+    /// and where blocks cannot be reserved (`fallocate`), the file is written buffered.
+    Mapped,
 }
 
 /// A file opened for positioned reads. Shared by many threads: reads take `&self`.
@@ -87,6 +96,14 @@ pub trait WriteFile: Send + fmt::Debug {
     /// [`WriteFile::sync`], except that metadata not needed to read the data back may stay
     /// unsynced (`fdatasync`): what a log pays on every synced write.
     fn sync_data(&mut self) -> io::Result<()> {
+        self.sync()
+    }
+
+    /// [`WriteFile::sync`], and the file ends at the last appended byte: a file that reserves
+    /// space ahead of its appends ([`IoMode::Mapped`]) gives the rest back first. Appending
+    /// may continue afterwards. What a log calls when it is closed, so that its size on disk
+    /// is its length.
+    fn finish(&mut self) -> io::Result<()> {
         self.sync()
     }
 }

@@ -1,6 +1,6 @@
 //! The operating system's files: `pread` for reads, a write buffer in front of `write` for
-//! appends, `fsync` for sync, `rename(2)`, `flock` for locks. Direct-I/O files are in
-//! `super::direct` (Linux only).
+//! appends, `fsync` for sync, `rename(2)`, `fcntl` record locks. Direct-I/O files are in
+//! `super::direct` and mapped log files in `super::mapped` (Linux only).
 //!
 //! Portability: everything here builds on any Unix. Linux-only calls (`O_DIRECT`,
 //! `sync_file_range`) are behind `cfg(target_os = "linux")`; elsewhere direct I/O is refused
@@ -15,6 +15,8 @@ use std::path::Path;
 
 #[cfg(target_os = "linux")]
 use super::direct::{DirectReadFile, DirectWriteFile};
+#[cfg(target_os = "linux")]
+use super::mapped::MappedWriteFile;
 use super::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
 
 /// Size of the buffer in front of a buffered file being written: large enough that a table's
@@ -34,7 +36,7 @@ pub struct OsFileSystem;
 impl FileSystem for OsFileSystem {
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         Ok(match mode {
-            IoMode::Buffered => Box::new(BufferedReadFile(File::open(path)?)),
+            IoMode::Buffered | IoMode::Mapped => Box::new(BufferedReadFile(File::open(path)?)),
             #[cfg(target_os = "linux")]
             IoMode::Direct => Box::new(DirectReadFile::open(path)?),
             #[cfg(not(target_os = "linux"))]
@@ -44,10 +46,18 @@ impl FileSystem for OsFileSystem {
 
     fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
         Ok(match mode {
-            IoMode::Buffered => {
-                let file = new_file_options().open(path)?;
-                Box::new(BufferedWriteFile::new(file))
-            }
+            IoMode::Buffered => create_buffered(path)?,
+            #[cfg(target_os = "linux")]
+            IoMode::Mapped => match MappedWriteFile::create(path)? {
+                Some(mapped) => Box::new(mapped),
+                None => {
+                    // Created, but its blocks cannot be reserved: write it buffered instead.
+                    self.remove(path)?;
+                    create_buffered(path)?
+                }
+            },
+            #[cfg(not(target_os = "linux"))]
+            IoMode::Mapped => create_buffered(path)?,
             #[cfg(target_os = "linux")]
             IoMode::Direct => Box::new(DirectWriteFile::create(path)?),
             #[cfg(not(target_os = "linux"))]
@@ -88,6 +98,10 @@ impl FileSystem for OsFileSystem {
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
         super::os_lock::lock(path, mode)
     }
+}
+
+fn create_buffered(path: &Path) -> io::Result<Box<dyn WriteFile>> {
+    Ok(Box::new(BufferedWriteFile::new(new_file_options().open(path)?)))
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -164,7 +178,7 @@ impl BufferedWriteFile {
 /// Asks the kernel to start writing back `file`'s bytes in `from..to` (`sync_file_range` with
 /// `SYNC_FILE_RANGE_WRITE`). A hint: it neither waits nor makes anything durable.
 #[cfg(target_os = "linux")]
-fn request_writeback(file: &File, from: u64, to: u64) {
+pub(super) fn request_writeback(file: &File, from: u64, to: u64) {
     use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(from), i64::try_from(to - from)) else {
         return;

@@ -98,7 +98,7 @@ impl DbInner {
             if self.state.lock().bg_error.is_some() {
                 return Ok(wal.flush()?);
             }
-            wal.sync()?;
+            wal.finish()?;
             (wal.log_number(), wal.synced_len())
         };
         let Some(number) = number else {
@@ -333,8 +333,9 @@ impl DbInner {
 
     /// Closes the active WAL and makes `log_number` the new one. In this order, each step
     /// durable before the next:
-    /// 1. the old WAL is synced whole, so a WAL with a newer non-empty one after it was synced
-    ///    entirely (recovery treats any damage in it as lost data);
+    /// 1. the old WAL is synced whole and cut to its length (its file was reserved ahead), so a
+    ///    WAL with a newer non-empty one after it was synced entirely and ends at its last
+    ///    record (recovery treats any damage in it, zeros included, as lost data);
     /// 2. the new WAL is created and its directory entry synced, so a synced write to it cannot
     ///    lose the whole file;
     /// 3. the MANIFEST records the old WAL's synced length and the new WAL's existence, so that
@@ -345,7 +346,7 @@ impl DbInner {
         let (old_number, old_synced) = {
             let mut wal = self.wal.lock();
             let wal = wal.as_mut().ok_or(Error::Closed)?;
-            wal.sync()?;
+            wal.finish()?;
             (wal.log_number(), wal.synced_len())
         };
         let path = log_file_name(&self.dir, log_number);
