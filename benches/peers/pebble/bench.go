@@ -73,6 +73,7 @@ type result struct {
 	Found            *uint64        `json:"found,omitempty"`
 	LatencyUs        latencySummary `json:"latency_us"`
 	UserBytes        uint64         `json:"user_bytes"`
+	WriteAmp         *float64       `json:"write_amp,omitempty"` // fills: table bytes written / user bytes
 	WriteStallMicros uint64         `json:"write_stall_micros"`
 	CPU              cpuUsage       `json:"cpu"` // the process's, during the benchmark
 	Compaction       *compaction    `json:"compaction,omitempty"`
@@ -123,6 +124,7 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 	t := newTally()
 	var comp *compaction
 	stallsBefore := e.stalls.micros()
+	tableBytesBefore := e.tableBytesWritten()
 	cpuBefore := processCPU()
 	start := time.Now()
 	switch name {
@@ -173,7 +175,23 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 		found := t.found
 		r.Found = &found
 	}
+	if r.UserBytes > 0 {
+		// Sluice's definition: bytes of tables flushed and compacted (moves are free) per user
+		// byte written; memtables still queued at the end count for nothing in either engine.
+		wa := float64(e.tableBytesWritten()-tableBytesBefore) / float64(r.UserBytes)
+		r.WriteAmp = &wa
+	}
 	return r, nil
+}
+
+// tableBytesWritten is every table byte Pebble has flushed or compacted since open.
+func (e *engine) tableBytesWritten() uint64 {
+	var n uint64
+	m := e.db.Metrics()
+	for i := range m.Levels {
+		n += m.Levels[i].TableBytesFlushed + m.Levels[i].TableBytesCompacted
+	}
+	return n
 }
 
 func (e *engine) options() runOptions {

@@ -60,10 +60,16 @@ final class Bench {
         }
     }
 
+    /** Every table byte RocksDB has flushed or compacted since open. */
+    private long tableBytesWritten() {
+        return e.ticker(TickerType.FLUSH_WRITE_BYTES) + e.ticker(TickerType.COMPACT_WRITE_BYTES);
+    }
+
     /** Runs the benchmark {@code name} at {@code position} of the run and returns its line. */
     Json run(String name, int position) throws RocksDBException, IOException {
         Tally t = new Tally();
         long stallsBefore = e.ticker(TickerType.STALL_MICROS);
+        long tablesBefore = tableBytesWritten();
         Cpu cpuBefore = Cpu.now();
         long start = System.nanoTime();
         Json compaction = null;
@@ -99,8 +105,12 @@ final class Bench {
         if (name.equals("readrandom")) {
             out.put("found", t.found);
         }
-        out.put("latency_us", t.latency()).put("user_bytes", userBytes)
-                .put("write_stall_micros", e.ticker(TickerType.STALL_MICROS) - stallsBefore)
+        out.put("latency_us", t.latency()).put("user_bytes", userBytes);
+        if (userBytes > 0) {
+            // Sluice's definition: table bytes flushed and compacted per user byte written.
+            out.put("write_amp", (double) (tableBytesWritten() - tablesBefore) / userBytes);
+        }
+        out.put("write_stall_micros", e.ticker(TickerType.STALL_MICROS) - stallsBefore)
                 .put("cpu", cpu.json());
         if (compaction != null) {
             out.put("compaction", compaction);
