@@ -17,8 +17,14 @@
 //!
 //! Invariants: `window`, when mapped, covers file bytes `window_start..window_start +
 //! WINDOW_BYTES`, all inside the file (`allocated` is its size), and `appended` lies in that
-//! range (its end included: the next append maps the next window). Nothing else maps, truncates or writes the file while the writer lives: it was
-//! created by this writer (`O_EXCL`), and the database's LOCK keeps other engines out.
+//! range (its end included: the next append maps the next window). Nothing else maps,
+//! truncates or writes the file while the writer lives: it was created by this writer
+//! (`O_EXCL`), and the database's LOCK keeps other engines out.
+//!
+//! What a mapping cannot turn into an error: a page written back and evicted while partly
+//! filled must be read back before the next copy into it, and a read error there is a SIGBUS.
+//! The pages written are the file's newest, so they are resident in all but extreme memory
+//! pressure; `write(2)` would report that error instead, which is the one thing this trades.
 
 use std::fs::File;
 use std::io;
