@@ -180,7 +180,10 @@ fn db_with_wal(dir: &Path, n: u32, crash: bool) -> PathBuf {
 /// its writer, so a crash image of one ends in zeros.
 fn written_len(log: &Path) -> u64 {
     let bytes = std::fs::read(log).unwrap();
-    bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i as u64 + 1)
+    bytes
+        .iter()
+        .rposition(|&b| b != 0)
+        .map_or(0, |i| i as u64 + 1)
 }
 
 #[test]

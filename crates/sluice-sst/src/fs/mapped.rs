@@ -165,7 +165,10 @@ impl WriteFile for MappedWriteFile {
             // Below WINDOW_BYTES: `appended` is inside the window just checked or mapped.
             let at = (self.appended - self.window_start) as usize;
             let n = data.len().min(WINDOW_BYTES - at);
-            #[expect(unsafe_code, reason = "copying into a mapping goes through a raw pointer")]
+            #[expect(
+                unsafe_code,
+                reason = "copying into a mapping goes through a raw pointer"
+            )]
             // SAFETY: `at + n <= WINDOW_BYTES`, so the destination lies inside the live mapping;
             // the source is a Rust slice of at least `n` bytes and cannot overlap a mapping this
             // writer alone created.
@@ -245,7 +248,10 @@ mod tests {
         assert_eq!(w.allocated, 3 * WINDOW_BYTES as u64);
         w.sync_data().unwrap();
         drop(w);
-        assert!(read(&path) == data, "the file differs from what was appended");
+        assert!(
+            read(&path) == data,
+            "the file differs from what was appended"
+        );
     }
 
     #[test]

@@ -18,9 +18,9 @@
 
 #[cfg(target_os = "linux")]
 mod direct;
+mod fault;
 #[cfg(target_os = "linux")]
 mod mapped;
-mod fault;
 mod mem;
 mod os;
 mod os_lock;

@@ -101,7 +101,9 @@ impl FileSystem for OsFileSystem {
 }
 
 fn create_buffered(path: &Path) -> io::Result<Box<dyn WriteFile>> {
-    Ok(Box::new(BufferedWriteFile::new(new_file_options().open(path)?)))
+    Ok(Box::new(BufferedWriteFile::new(
+        new_file_options().open(path)?,
+    )))
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -78,9 +78,7 @@ impl LogWriter {
     }
 
     fn create_in_mode(fs: &dyn FileSystem, path: PathBuf, mode: IoMode) -> Result<Self> {
-        let file = fs
-            .create(&path, mode)
-            .map_err(|e| Error::io(&path, e))?;
+        let file = fs.create(&path, mode).map_err(|e| Error::io(&path, e))?;
         Ok(LogWriter {
             file,
             path,
