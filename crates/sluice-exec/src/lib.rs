@@ -7,12 +7,14 @@
 //! - [`parallel`] (C-PPCP): one reader, `compute_threads` compute threads over different
 //!   sub-tasks, and a writer that puts results back in key order; with tables spread over
 //!   several directories (S-PPCP), a reader and a writer thread per directory (`dir_io`);
-//!   with buffered I/O the compute threads read their own sub-tasks (`local_read`);
+//!   with buffered I/O the compute threads read their own sub-tasks and take turns appending
+//!   them in key order, with no reader or writer thread (`local_read`);
 //! - [`streaming`] (the in-storage compaction paper's engine): a decoder per input run, a comparator, an encoder
 //!   and the writer, each a stage on its own thread, passing blocks rather than sub-tasks.
 //!
 //! All of them produce byte-identical files with identical cuts, because blocks are sealed at
-//! sub-task boundaries and files are cut by the single writer from block metadata.
+//! sub-task boundaries and files are cut by one output writer, in key order, from block
+//! metadata.
 //!
 //! This crate knows tables and threads but not the version set: the engine (`sluice`) and the
 //! compaction worker (`sluice-worker`) both run compactions through it, and only the engine can
@@ -329,7 +331,7 @@ impl Shared {
             "read",
             "index decoder",
             "data decoder",
-            "read+compute",
+            "read+compute+write",
             "compute",
             "comparator",
             "encoder",

@@ -93,7 +93,7 @@ pub(crate) fn write_level0_tables(
     mem: &MemTable,
     table_cache: &TableCache,
     pieces: &[FlushPiece<'_>],
-    new_number: &mut dyn FnMut() -> u64,
+    new_number: &mut (dyn FnMut() -> u64 + Send),
     options: &Options,
 ) -> Result<(Vec<FileMetaData>, StageProfile)> {
     let start = Instant::now();

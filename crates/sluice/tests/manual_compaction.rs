@@ -107,11 +107,12 @@ fn a_parallel_manual_compaction_runs_on_the_threads_it_asks_for() {
     let reports = reports.lock().unwrap();
     assert!(!reports.is_empty());
     assert!(reports.iter().all(|p| p.pieces_running == 3), "{reports:?}");
-    // The compute threads run as `compute`, or `read+compute` when each reads its own inputs.
+    // The compute threads run as `compute`, or `read+compute+write` when each reads its own
+    // inputs and writes what is next in order.
     let stages = &parallel.metrics().compaction.pipeline;
     let compute = stages
         .iter()
-        .find(|s| s.stage.ends_with("compute"))
+        .find(|s| s.stage == "compute" || s.stage == "read+compute+write")
         .unwrap_or_else(|| panic!("no compute stage in {stages:?}"));
     assert_eq!(compute.threads % 3, 0, "{compute:?}");
     assert_eq!(shape(&parallel), shape(&serial));

@@ -18,4 +18,4 @@ pub struct OutputFile {
 }
 
 /// Allocates `(file number, path)` for each new output file.
-pub type NewOutput<'a> = dyn FnMut() -> Result<(u64, PathBuf)> + 'a;
+pub type NewOutput<'a> = dyn FnMut() -> Result<(u64, PathBuf)> + Send + 'a;

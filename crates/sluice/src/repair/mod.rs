@@ -286,7 +286,7 @@ fn merge_into_bottom_level(
     inputs: &[Input],
     table_cache: &TableCache,
     options: &Options,
-    new_number: &mut dyn FnMut() -> u64,
+    new_number: &mut (dyn FnMut() -> u64 + Send),
     report: &mut RepairReport,
 ) -> Result<VersionEdit> {
     let mut edit = VersionEdit::default();
