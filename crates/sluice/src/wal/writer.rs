@@ -177,25 +177,28 @@ impl LogWriter {
     /// durable. The log's size is metadata that `fdatasync` also persists (it is needed to read
     /// the data back), so the new records are reachable after a power failure.
     pub fn sync(&mut self) -> Result<()> {
-        self.flush()?;
-        if let Err(e) = self.file.sync_data() {
-            // After a failed fsync the kernel may have dropped the dirty pages and will report
-            // success next time: the only safe answer is to never trust this file again.
-            self.failed = Some(format!("fdatasync failed: {e}"));
-            return Err(Error::io(&self.path, e));
-        }
-        self.synced_len = self.len;
-        Ok(())
+        self.flush_and("fdatasync", |file| file.sync_data())
     }
 
     /// Syncs the log and ends its file at the last record (a WAL's file is reserved ahead of
     /// its records): what a log gets when no more records will follow, so that its size on
     /// disk is its length, as recovery of a log with a newer one after it assumes.
     pub fn finish(&mut self) -> Result<()> {
+        self.flush_and("sync at close", |file| file.finish())
+    }
+
+    /// Flushes, then makes the file durable with `sync`; on success every record added so far
+    /// is synced.
+    fn flush_and(
+        &mut self,
+        what: &str,
+        sync: impl FnOnce(&mut dyn WriteFile) -> std::io::Result<()>,
+    ) -> Result<()> {
         self.flush()?;
-        if let Err(e) = self.file.finish() {
-            // As for a failed sync: nothing past the last good sync can be trusted.
-            self.failed = Some(format!("sync at close failed: {e}"));
+        if let Err(e) = sync(&mut *self.file) {
+            // After a failed fsync the kernel may have dropped the dirty pages and will report
+            // success next time: the only safe answer is to never trust this file again.
+            self.failed = Some(format!("{what} failed: {e}"));
             return Err(Error::io(&self.path, e));
         }
         self.synced_len = self.len;
