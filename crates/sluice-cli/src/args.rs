@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use crate::commands::bench::BenchArgs;
 use crate::commands::chart::ChartCommand;
 use crate::commands::check::CheckArgs;
+use crate::commands::checkpoint::CheckpointArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::experiment::ExperimentCommand;
 use crate::commands::kv::{KeyArgs, PutArgs, ScanArgs};
@@ -54,6 +55,9 @@ pub enum Command {
     /// Verify the MANIFEST, every WAL and every block of every live table without changing
     /// the database; exit 1 on damage or on anything recovery would not apply.
     Check(CheckArgs),
+    /// Write an openable copy of the database into --to (tables hard-linked where the file
+    /// system allows, WALs copied), without changing the source.
+    Checkpoint(CheckpointArgs),
     /// Rebuild a damaged database from what can still be read: merge every readable table and
     /// WAL record into a new tree and MANIFEST, set what cannot be read aside in `lost/`, and
     /// print what was kept and dropped.

@@ -114,6 +114,34 @@ fn put_get_delete_scan_round_trip() {
 }
 
 #[test]
+fn checkpoint_makes_a_copy_that_scans_identically_and_leaves_the_source_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 2000);
+    // A last write that only the WAL holds.
+    ok(&["put", "--db", &db, "zz", "last"]);
+    let before: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.clone(), std::fs::read(&p).unwrap()))
+        .collect();
+    let cp = dir.path().join("cp").display().to_string();
+    let report: Value =
+        serde_json::from_str(&ok(&["checkpoint", "--db", &db, "--to", &cp, "--json"])).unwrap();
+    assert_eq!(report["tables_linked"], 1, "{report}");
+    assert!(report["wals_copied"].as_u64().unwrap() >= 1, "{report}");
+    assert_eq!(ok(&["scan", "--db", &cp]), ok(&["scan", "--db", &db]));
+    assert_eq!(ok(&["get", "--db", &cp, "zz"]), "last\n");
+    ok(&["check", "--db", &cp]);
+    for (path, bytes) in before {
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "{}", path.display());
+    }
+    // A second checkpoint into the same place is refused, naming the directory.
+    let o = sluice(&["checkpoint", "--db", &db, "--to", &cp]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not empty"), "{}", stderr(&o));
+}
+
+#[test]
 fn get_of_a_missing_key_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

@@ -38,7 +38,7 @@ pub mod wal;
 
 pub use batch::WriteBatch;
 pub use compaction::manual::{CompactOptions, CompactProgress};
-pub use db::{CheckReport, Db, DbIterator, RecoveryReport};
+pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
 pub use error::{Error, ErrorKind, IoContext, Result};
 pub use metrics::Metrics;
 pub use options::{

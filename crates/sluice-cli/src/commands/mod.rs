@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod chart;
 pub mod check;
+pub mod checkpoint;
 pub mod compact;
 pub mod experiment;
 pub mod kv;
@@ -37,6 +38,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Compact(a) => compact::run(&a, out),
         Command::Stats(a) => stats::run(&a, out),
         Command::Check(a) => check::run(&a, out),
+        Command::Checkpoint(a) => checkpoint::run(&a, out),
         Command::Repair(a) => repair::run(&a, out),
         Command::Sst(c) => sst::run(&c, out),
         Command::Manifest(c) => manifest::run(&c, out),

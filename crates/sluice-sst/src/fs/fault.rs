@@ -36,6 +36,8 @@ pub enum FaultOp {
     Remove,
     /// Renaming a file; the path matched is the source.
     Rename,
+    /// Linking a file under a second name; the path matched is the new name.
+    Link,
     /// Syncing a directory; the path matched is the directory.
     SyncDir,
     /// Listing a directory; the path matched is the directory.
@@ -223,6 +225,11 @@ impl FileSystem for FaultInjectingFs {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.state.fail_if_hit(FaultOp::Rename, from)?;
         self.inner.rename(from, to)
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Link, to)?;
+        self.inner.hard_link(from, to)
     }
 
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {

@@ -313,6 +313,24 @@ impl FileSystem for MemFs {
         Ok(())
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let (from_names, to_names) = (names(from)?, names(to)?);
+        let mut tree = self.tree.lock();
+        let (from_dir, from_name) = tree.parent(&from_names)?;
+        let (to_dir, to_name) = tree.parent(&to_names)?;
+        let node = match tree.dir(from_dir)?.live.get(from_name) {
+            Some(Node::File(file)) => Node::File(Arc::clone(file)),
+            Some(Node::Dir(_)) => return Err(io::ErrorKind::IsADirectory.into()),
+            None => return Err(io::ErrorKind::NotFound.into()),
+        };
+        let dir = tree.dir_mut(to_dir)?;
+        if dir.live.contains_key(to_name) {
+            return Err(io::ErrorKind::AlreadyExists.into());
+        }
+        dir.live.insert(to_name.to_os_string(), node);
+        Ok(())
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         let tree = self.tree.lock();
         let id = tree.lookup_dir(&names(dir)?)?;

@@ -16,6 +16,7 @@
 //! created, renamed or removed in a directory survives once [`FileSystem::sync_dir`] of that
 //! directory returns. Until then either may be lost, independently of each other.
 
+mod copy;
 #[cfg(target_os = "linux")]
 mod direct;
 mod fault;
@@ -38,6 +39,7 @@ pub const DIRECT_IO_ALIGN: usize = 4096;
 /// to the device on its own.
 pub const READAHEAD_BYTES: usize = 2 << 20;
 
+pub use copy::{Placed, copy_file, link_or_copy};
 pub use fault::{Fault, FaultAction, FaultInjectingFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFileSystem;
@@ -159,6 +161,17 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// before [`FileSystem::sync_dir`] of both parents, `to` may still name the old file (and
     /// `from` still exist); after it, only the new state.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+
+    /// Makes `to` a second name of the file at `from` (`link(2)`): both names share the same
+    /// bytes, and removing either leaves the other intact. Fails with
+    /// [`io::ErrorKind::AlreadyExists`] if anything is at `to`, and with
+    /// [`io::ErrorKind::Unsupported`] (the default) where a file system cannot link, or
+    /// with `CrossesDevices` when `to` is on another device: callers then copy. Durability:
+    /// the new name is durable only after [`FileSystem::sync_dir`] of its parent.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::ErrorKind::Unsupported.into())
+    }
 
     /// The names (not paths) of the entries of directory `dir`, in no particular order,
     /// without `.` and `..`. [`io::ErrorKind::NotFound`] if `dir` does not exist. Durability:

@@ -73,6 +73,10 @@ impl FileSystem for OsFileSystem {
         std::fs::rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::hard_link(from, to)
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
         std::fs::read_dir(dir)?
             .map(|entry| entry.map(|e| e.file_name()))

@@ -110,6 +110,10 @@ impl DbInner {
         let _collecting = self.obsolete_files_lock.lock();
         let (live, pending, first_unsafe, log_number, manifest_number) = {
             let mut st = self.state.lock();
+            if st.file_deletions_held > 0 {
+                // Collected by the first collection after the hold ends.
+                return 0;
+            }
             let live = st.versions.live_table_numbers();
             let pending = st.pending_outputs.clone();
             // Files numbered from here on may be created by jobs that start after this

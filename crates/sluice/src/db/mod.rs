@@ -13,6 +13,7 @@
 
 mod admin;
 mod background;
+mod checkpoint;
 mod commit;
 mod install;
 mod jobs;
@@ -41,6 +42,7 @@ use crate::version::set::VersionSet;
 use crate::wal::LogWriter;
 
 pub use admin::CheckReport;
+pub use checkpoint::CheckpointReport;
 pub(crate) use open::{Access, lock_directory};
 pub use read::DbIterator;
 pub use recover::RecoveryReport;
@@ -75,6 +77,8 @@ pub(crate) struct DbState {
     pub manual_waiting: usize,
     /// Table numbers being written: not yet in a version, but not garbage either.
     pub pending_outputs: BTreeSet<u64>,
+    /// Checkpoints and backups copying files: while non-zero, nothing is deleted.
+    pub file_deletions_held: usize,
     /// Per-level traffic counters.
     pub level_counters: LevelCounters,
     /// Flush totals.

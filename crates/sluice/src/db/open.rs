@@ -305,6 +305,7 @@ fn new_inner(
             manual_running: false,
             manual_waiting: 0,
             pending_outputs: Default::default(),
+            file_deletions_held: 0,
             level_counters: Default::default(),
             flush_metrics: Default::default(),
             compaction_metrics: Default::default(),
