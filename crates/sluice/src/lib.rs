@@ -39,6 +39,7 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
+pub use iter::Range;
 pub use error::{Error, ErrorKind, IoContext, Result};
 pub use metrics::Metrics;
 pub use options::{

@@ -16,6 +16,9 @@ use sluice::{
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// A key and its value.
+type Entry = (Vec<u8>, Vec<u8>);
+
 #[derive(Clone, Debug)]
 enum Op {
     Put(u16, Vec<u8>),
@@ -27,6 +30,12 @@ enum Op {
     CheckSnapshot,
     Scan(Option<u16>, Option<u16>),
     ScanReverse,
+    /// `Db::range` with bounds (key, inclusive), read from the ends bit `i` of `.2` picks
+    /// for step `i` (1 = back), at the newest snapshot when `.3`.
+    Range(Option<(u16, bool)>, Option<(u16, bool)>, u32, bool),
+    /// Every key sharing `key(.0)`'s first 7 bytes (ten keys).
+    Prefix(u16),
+    MultiGet(Vec<u16>),
     Flush,
     Compact(Option<u16>, Option<u16>),
     Reopen,
@@ -63,6 +72,15 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (proptest::option::of(k.clone()), proptest::option::of(k.clone()))
             .prop_map(|(a, b)| Op::Scan(a, b)),
         1 => Just(Op::ScanReverse),
+        3 => (
+            proptest::option::of((k.clone(), any::<bool>())),
+            proptest::option::of((k.clone(), any::<bool>())),
+            any::<u32>(),
+            any::<bool>(),
+        )
+            .prop_map(|(a, b, ends, snap)| Op::Range(a, b, ends, snap)),
+        1 => k.clone().prop_map(Op::Prefix),
+        2 => proptest::collection::vec(k.clone(), 0..8).prop_map(Op::MultiGet),
         2 => Just(Op::Flush),
         1 => (proptest::option::of(k.clone()), proptest::option::of(k))
             .prop_map(|(a, b)| Op::Compact(a, b)),
@@ -140,6 +158,52 @@ fn open(dir: &Path, mode: CompactionMode, direct: bool, partitioned: bool) -> Db
         ..small_options(mode, direct)
     };
     Db::open(dir, options).expect("open")
+}
+
+/// What `Db::range` must yield for the bounds `lo` and `hi` (key, inclusive), taking from
+/// the ends `ends` picks (bit `i` set: step `i` takes from the back). Each item is `None`
+/// once the ends meet.
+fn range_model(
+    model: &Model,
+    lo: Option<(u16, bool)>,
+    hi: Option<(u16, bool)>,
+    ends: u32,
+) -> Vec<(bool, Option<Entry>)> {
+    let mut left: std::collections::VecDeque<_> = model
+        .iter()
+        .filter(|(k, _)| match lo {
+            Some((l, true)) => k.as_slice() >= key(l).as_slice(),
+            Some((l, false)) => k.as_slice() > key(l).as_slice(),
+            None => true,
+        })
+        .filter(|(k, _)| match hi {
+            Some((h, true)) => k.as_slice() <= key(h).as_slice(),
+            Some((h, false)) => k.as_slice() < key(h).as_slice(),
+            None => true,
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (0..=left.len().min(40))
+        .map(|i| {
+            let back = (ends >> (i % 32)) & 1 == 1;
+            (
+                back,
+                if back {
+                    left.pop_back()
+                } else {
+                    left.pop_front()
+                },
+            )
+        })
+        .collect()
+}
+
+fn bound(b: Option<(u16, bool)>) -> std::ops::Bound<Vec<u8>> {
+    match b {
+        Some((k, true)) => std::ops::Bound::Included(key(k)),
+        Some((k, false)) => std::ops::Bound::Excluded(key(k)),
+        None => std::ops::Bound::Unbounded,
+    }
 }
 
 fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -239,6 +303,42 @@ fn run(
                 let mut expect = scan_model(&model, None, None);
                 expect.reverse();
                 prop_assert_eq!(got, expect);
+            }
+            Op::Range(lo, hi, ends, at_snapshot) => {
+                let (snap, expected_model) = match snapshots.last() {
+                    Some((snap, old)) if at_snapshot => (Some(snap), old),
+                    _ => (None, &model),
+                };
+                let opts = ReadOptions {
+                    snapshot: snap,
+                    ..ReadOptions::default()
+                };
+                let mut range = d.range_opt(&opts, (bound(lo), bound(hi))).unwrap();
+                for (back, expected) in range_model(expected_model, lo, hi, ends) {
+                    let got = if back {
+                        range.next_back()
+                    } else {
+                        range.next()
+                    };
+                    prop_assert_eq!(got.transpose().unwrap(), expected);
+                }
+            }
+            Op::Prefix(k) => {
+                let prefix = &key(k)[..7];
+                let got: Vec<_> = d.prefix(prefix).unwrap().map(Result::unwrap).collect();
+                let expected: Vec<_> = model
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(prefix))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                prop_assert_eq!(got, expected);
+            }
+            Op::MultiGet(keys) => {
+                let got = d.multi_get(&ReadOptions::default(), keys.iter().map(|&k| key(k)));
+                prop_assert_eq!(got.len(), keys.len());
+                for (got, k) in got.into_iter().zip(keys) {
+                    prop_assert_eq!(got.unwrap(), model.get(&key(k)).cloned());
+                }
             }
             Op::Flush => d.flush().unwrap(),
             Op::Compact(a, b) => {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::Table;
+use super::{BlockReads, Table};
 use crate::block::BlockIter;
 use crate::{InternalIterator, Result};
 
@@ -19,16 +19,19 @@ pub struct TableIter {
     data: Option<BlockIter>,
     /// A finished cursor kept for its key buffer, so moving between blocks does not allocate.
     spare: Option<BlockIter>,
+    /// How blocks are loaded.
+    reads: BlockReads,
 }
 
 impl TableIter {
     /// An unpositioned iterator over `table`.
-    pub fn new(table: Arc<Table>) -> Self {
+    pub fn new(table: Arc<Table>, reads: BlockReads) -> Self {
         TableIter {
             table,
             block_index: 0,
             data: None,
             spare: None,
+            reads,
         }
     }
 
@@ -53,7 +56,7 @@ impl TableIter {
         let Some((_, handle)) = self.table.index_entry(index) else {
             return Ok(false);
         };
-        let block = self.table.read_block(handle)?;
+        let block = self.table.read_block_with(handle, self.reads)?;
         let iter = match self.spare.take() {
             Some(mut it) => {
                 it.reset(block);

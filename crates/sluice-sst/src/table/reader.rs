@@ -53,6 +53,29 @@ impl Default for TableReadOptions {
     }
 }
 
+/// How one read (a lookup, or an iterator's block loads) treats checksums and the block cache:
+/// RocksDB's per-read `verify_checksums` and `fill_cache`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockReads {
+    /// Verify each data block read from the file; `None` keeps the table's
+    /// [`TableReadOptions::verify_checksums`]. Blocks found in the cache were verified (or
+    /// not) when they were read.
+    pub verify_checksums: Option<bool>,
+    /// Put blocks read from the file into the block cache. `false` suits a one-off scan that
+    /// would otherwise push out the blocks point lookups keep using; cached blocks are still
+    /// used.
+    pub fill_cache: bool,
+}
+
+impl Default for BlockReads {
+    fn default() -> Self {
+        BlockReads {
+            verify_checksums: None,
+            fill_cache: true,
+        }
+    }
+}
+
 /// Outcome of [`Table::verify_all`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct VerifyReport {
@@ -302,6 +325,15 @@ impl Table {
     /// The newest entry for the lookup key's user key at or below its sequence number: the first
     /// entry `>= lookup_ikey` if it has the same user key. Consults the bloom filter first.
     pub fn get(&self, lookup_ikey: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.get_with(lookup_ikey, BlockReads::default())
+    }
+
+    /// [`Table::get`] with explicit per-read options.
+    pub fn get_with(
+        &self,
+        lookup_ikey: &[u8],
+        reads: BlockReads,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let uk = user_key(lookup_ikey);
         if let Some(filter) = &self.filter {
             if !filter.may_contain(uk) {
@@ -312,7 +344,7 @@ impl Table {
         }
         let found = match self.index.handle(self.index.find(lookup_ikey)) {
             Some(handle) => {
-                let block = self.read_block(handle)?;
+                let block = self.read_block_with(handle, reads)?;
                 // Room for neighbouring keys, which are usually about as long as the lookup's.
                 let mut it = BlockIter::with_key_capacity(block, lookup_ikey.len() + 16);
                 it.seek(lookup_ikey)?;
@@ -328,7 +360,12 @@ impl Table {
 
     /// A two-level iterator over the whole table, unpositioned.
     pub fn iter(self: &Arc<Self>) -> TableIter {
-        TableIter::new(Arc::clone(self))
+        self.iter_with(BlockReads::default())
+    }
+
+    /// [`Table::iter`] with explicit per-read options for every block it loads.
+    pub fn iter_with(self: &Arc<Self>, reads: BlockReads) -> TableIter {
+        TableIter::new(Arc::clone(self), reads)
     }
 
     /// S1 for block `handle` of this table (no cache, no verification).
@@ -339,17 +376,22 @@ impl Table {
     /// The decompressed block at `handle`: from the cache, or read (S1), verified if the read
     /// options say so (S2), decompressed (S3) and cached.
     pub fn read_block(&self, handle: BlockHandle) -> Result<Arc<Block>> {
+        self.read_block_with(handle, BlockReads::default())
+    }
+
+    /// [`Table::read_block`] with explicit per-read options.
+    pub fn read_block_with(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
         if let Some(cache) = &self.cache
             && let Some(block) = cache.get(self.file_number, handle.offset)
         {
             return Ok(block);
         }
         let raw = self.read_raw(handle)?;
-        if self.verify_checksums {
+        if reads.verify_checksums.unwrap_or(self.verify_checksums) {
             verify_raw_block(&raw)?;
         }
         let block = Arc::new(decompress_raw_block(raw)?);
-        if let Some(cache) = &self.cache {
+        if let Some(cache) = self.cache.as_ref().filter(|_| reads.fill_cache) {
             cache.insert(self.file_number, handle.offset, Arc::clone(&block));
         }
         Ok(block)

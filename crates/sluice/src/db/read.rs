@@ -1,13 +1,16 @@
 //! The read path: point lookups and iterators over memtables and every level.
 
+use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, parse_internal_key, seek_key};
 use sluice_sst::merge::MergingIterator;
+use sluice_sst::table::BlockReads;
 
 use super::Db;
 pub use crate::iter::DbIterator;
+use crate::iter::Range;
 use crate::iter::level::LevelIter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::ReadOptions;
@@ -24,6 +27,7 @@ struct ReadView {
     mem: Arc<MemTable>,
     imm: Vec<Arc<MemTable>>,
     version: Arc<Version>,
+    reads: BlockReads,
 }
 
 impl Db {
@@ -36,6 +40,10 @@ impl Db {
             mem: Arc::clone(&st.mem),
             imm: st.imm.iter().rev().cloned().collect(),
             version: Arc::clone(st.versions.current()),
+            reads: BlockReads {
+                verify_checksums: opts.verify_checksums,
+                fill_cache: opts.fill_cache,
+            },
         }
     }
 
@@ -44,9 +52,34 @@ impl Db {
         self.get_opt(&ReadOptions::default(), key)
     }
 
-    /// The value of `key` with explicit read options (snapshot, checksum verification).
+    /// The value of `key` with explicit read options (snapshot, checksum verification, cache
+    /// filling).
     pub fn get_opt(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_in(&self.read_view(opts), key)
+    }
+
+    /// The values of `keys`, in their order, all read at one sequence number (the snapshot in
+    /// `opts`, or the latest state when the call starts): a write that lands meanwhile is seen
+    /// by none of them or, as with separate `get`s, only by some. One key's error does not
+    /// fail the others.
+    ///
+    /// ```no_run
+    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+    /// let values = db.multi_get(&Default::default(), [&b"a"[..], b"b"]);
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions<'_>,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
         let view = self.read_view(opts);
+        keys.into_iter()
+            .map(|key| self.get_in(&view, key.as_ref()))
+            .collect()
+    }
+
+    fn get_in(&self, view: &ReadView, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let seq = view.seq;
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
             match mem.get(key, seq) {
@@ -58,7 +91,7 @@ impl Db {
         let lookup = seek_key(key, seq);
         for file in view.version.files_for_get(key) {
             let table = self.inner.table_cache.get(file)?;
-            let Some((ikey, value)) = table.get(&lookup)? else {
+            let Some((ikey, value)) = table.get_with(&lookup, view.reads)? else {
                 continue;
             };
             let parsed = parse_internal_key(&ikey).ok_or_else(|| {
@@ -77,8 +110,20 @@ impl Db {
 
     /// An iterator over the latest state (or the snapshot in `opts`), unpositioned.
     pub fn iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
+        self.iter_within(
+            opts,
+            opts.lower_bound.map(<[u8]>::to_vec),
+            opts.upper_bound.map(<[u8]>::to_vec),
+        )
+    }
+
+    fn iter_within(
+        &self,
+        opts: &ReadOptions<'_>,
+        lower: Option<Vec<u8>>,
+        upper: Option<Vec<u8>>,
+    ) -> Result<DbIterator> {
         let view = self.read_view(opts);
-        let seq = view.seq;
         let cache = Arc::clone(&self.inner.table_cache);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));
@@ -87,30 +132,157 @@ impl Db {
         }
         // One child per L0 sublevel, not per file: each sublevel is a run of disjoint files.
         for sublevel in l0_sublevels(view.version.files(0)) {
-            children.push(Box::new(LevelIter::new(sublevel, Arc::clone(&cache))));
+            children.push(Box::new(LevelIter::new(
+                sublevel,
+                Arc::clone(&cache),
+                view.reads,
+            )));
         }
         for level in 1..NUM_LEVELS {
             let files = view.version.files(level);
             if !files.is_empty() {
-                children.push(Box::new(LevelIter::new(files.to_vec(), Arc::clone(&cache))));
+                children.push(Box::new(LevelIter::new(
+                    files.to_vec(),
+                    Arc::clone(&cache),
+                    view.reads,
+                )));
             }
         }
         Ok(DbIterator::new(
             MergingIterator::new(children),
-            seq,
-            opts.lower_bound.map(<[u8]>::to_vec),
-            opts.upper_bound.map(<[u8]>::to_vec),
+            view.seq,
+            lower,
+            upper,
             view.version,
         ))
     }
 
     /// Every `(key, value)` with `lower <= key < upper` (bounds optional), in key order.
-    pub fn scan(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Result<crate::iter::Entries> {
-        let opts = ReadOptions {
-            lower_bound: lower,
-            upper_bound: upper,
-            ..ReadOptions::default()
-        };
-        Ok(self.iter(&opts)?.entries())
+    pub fn scan(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Result<Range> {
+        let bounds = (
+            lower.map_or(Bound::Unbounded, Bound::Included),
+            upper.map_or(Bound::Unbounded, Bound::Excluded),
+        );
+        self.range::<&[u8], _>(bounds)
+    }
+
+    /// The `(key, value)` pairs whose keys fall in `range`, in key order from either end, as
+    /// `BTreeMap::range` gives them (an empty or inverted range yields nothing). Reads the
+    /// latest state as of the call.
+    ///
+    /// ```no_run
+    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+    /// for entry in db.range(&b"a"[..]..=&b"m"[..])? {
+    ///     let (key, value) = entry?;
+    /// }
+    /// let last = db.range::<&[u8], _>(..)?.next_back().transpose()?;
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
+        self.range_opt(&ReadOptions::default(), range)
+    }
+
+    /// [`Db::range`] with read options: a snapshot, checksums, cache filling. Bounds in `opts`
+    /// narrow the range further.
+    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        opts: &ReadOptions<'_>,
+        range: R,
+    ) -> Result<Range> {
+        let lower = tighter(
+            lower_bound(range.start_bound()),
+            opts.lower_bound.map(<[u8]>::to_vec),
+            std::cmp::max,
+        );
+        let upper = tighter(
+            upper_bound(range.end_bound()),
+            opts.upper_bound.map(<[u8]>::to_vec),
+            std::cmp::min,
+        );
+        Ok(Range::new(self.iter_within(opts, lower, upper)?))
+    }
+
+    /// Every `(key, value)` whose key starts with `prefix`, in key order from either end.
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
+        let prefix = prefix.as_ref();
+        match prefix_end(prefix) {
+            Some(end) => self.range(prefix..end.as_slice()),
+            None => self.range(prefix..),
+        }
+    }
+}
+
+/// The inclusive lower bound of `bound` as a key: the smallest key above an excluded one is
+/// the key followed by a zero byte.
+fn lower_bound<K: AsRef<[u8]>>(bound: Bound<&K>) -> Option<Vec<u8>> {
+    match bound {
+        Bound::Included(k) => Some(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Some(successor(k.as_ref())),
+        Bound::Unbounded => None,
+    }
+}
+
+/// The exclusive upper bound of `bound` as a key.
+fn upper_bound<K: AsRef<[u8]>>(bound: Bound<&K>) -> Option<Vec<u8>> {
+    match bound {
+        Bound::Included(k) => Some(successor(k.as_ref())),
+        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
+        Bound::Unbounded => None,
+    }
+}
+
+/// The smallest key greater than `key`.
+fn successor(key: &[u8]) -> Vec<u8> {
+    let mut next = Vec::with_capacity(key.len() + 1);
+    next.extend_from_slice(key);
+    next.push(0);
+    next
+}
+
+/// The smallest key greater than every key starting with `prefix`; `None` when there is none
+/// (the prefix is empty or all `0xff`).
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let last = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut end = prefix[..=last].to_vec();
+    end[last] += 1;
+    Some(end)
+}
+
+fn tighter(
+    a: Option<Vec<u8>>,
+    b: Option<Vec<u8>>,
+    pick: fn(Vec<u8>, Vec<u8>) -> Vec<u8>,
+) -> Option<Vec<u8>> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(pick(a, b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_skip_trailing_ff_bytes() {
+        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_end(b"a\xff\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_end(b"\xff"), None);
+        assert_eq!(prefix_end(b""), None);
+    }
+
+    #[test]
+    fn bounds_become_inclusive_lower_and_exclusive_upper_keys() {
+        let k: &[u8] = b"k";
+        assert_eq!(lower_bound(Bound::Excluded(&k)), Some(b"k\0".to_vec()));
+        assert_eq!(upper_bound(Bound::Included(&k)), Some(b"k\0".to_vec()));
+        assert_eq!(upper_bound(Bound::Excluded(&k)), Some(b"k".to_vec()));
+        assert_eq!(lower_bound::<&[u8]>(Bound::Unbounded), None);
+        let pick = tighter(Some(b"a".to_vec()), Some(b"b".to_vec()), std::cmp::max);
+        assert_eq!(pick, Some(b"b".to_vec()));
+        assert_eq!(
+            tighter(None, Some(b"b".to_vec()), std::cmp::min),
+            Some(b"b".to_vec())
+        );
     }
 }

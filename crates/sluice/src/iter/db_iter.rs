@@ -14,6 +14,7 @@ use sluice_sst::key::{
 };
 use sluice_sst::merge::MergingIterator;
 
+use super::Range;
 use crate::version::Version;
 use crate::{Error, Result};
 
@@ -287,40 +288,9 @@ impl DbIterator {
         Ok(())
     }
 
-    /// Consumes the iterator into a Rust iterator of `(key, value)` pairs from the first key.
-    pub fn entries(mut self) -> Entries {
-        let first = self.seek_to_first();
-        Entries {
-            it: self,
-            pending_error: first.err(),
-            started: false,
-        }
-    }
-}
-
-/// Owned `(key, value)` pairs in key order; see [`DbIterator::entries`].
-pub struct Entries {
-    it: DbIterator,
-    pending_error: Option<Error>,
-    started: bool,
-}
-
-impl Iterator for Entries {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(e) = self.pending_error.take() {
-            return Some(Err(e));
-        }
-        if self.started
-            && self.it.valid()
-            && let Err(e) = self.it.next()
-        {
-            return Some(Err(e));
-        }
-        self.started = true;
-        self.it
-            .valid()
-            .then(|| Ok((self.it.key().to_vec(), self.it.value().to_vec())))
+    /// Consumes the cursor into a Rust iterator of `(key, value)` pairs within its bounds,
+    /// from either end.
+    pub fn entries(self) -> Range {
+        Range::new(self)
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::compare_internal;
-use sluice_sst::table::TableIter;
+use sluice_sst::table::{BlockReads, TableIter};
 
 use crate::table_cache::TableCache;
 use crate::version::edit::FileMetaData;
@@ -18,24 +18,27 @@ pub struct LevelIter {
     /// Index of the file `current` reads; `files.len()` when invalid.
     index: usize,
     current: Option<TableIter>,
+    /// How each table's blocks are read.
+    reads: BlockReads,
 }
 
 impl LevelIter {
     /// An unpositioned iterator over `files`.
-    pub fn new(files: Vec<Arc<FileMetaData>>, cache: Arc<TableCache>) -> Self {
+    pub fn new(files: Vec<Arc<FileMetaData>>, cache: Arc<TableCache>, reads: BlockReads) -> Self {
         let index = files.len();
         LevelIter {
             files,
             cache,
             index,
             current: None,
+            reads,
         }
     }
 
     fn open(&mut self, index: usize) -> Result<()> {
         self.index = index;
         self.current = match self.files.get(index) {
-            Some(f) => Some(self.cache.get(f)?.iter()),
+            Some(f) => Some(self.cache.get(f)?.iter_with(self.reads)),
             None => None,
         };
         Ok(())
