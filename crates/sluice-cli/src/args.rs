@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+use crate::commands::backup::BackupCommand;
 use crate::commands::bench::BenchArgs;
 use crate::commands::chart::ChartCommand;
 use crate::commands::check::CheckArgs;
@@ -58,6 +59,10 @@ pub enum Command {
     /// Write an openable copy of the database into --to (tables hard-linked where the file
     /// system allows, WALs copied), without changing the source.
     Checkpoint(CheckpointArgs),
+    /// Incremental backups: `create` (tables an earlier backup stored are not copied again),
+    /// `list`, `verify` (every file's CRC32C; exit 1 on damage), `restore`, `delete`, `purge`.
+    #[command(subcommand)]
+    Backup(BackupCommand),
     /// Rebuild a damaged database from what can still be read: merge every readable table and
     /// WAL record into a new tree and MANIFEST, set what cannot be read aside in `lost/`, and
     /// print what was kept and dropped.

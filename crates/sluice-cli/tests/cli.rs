@@ -142,6 +142,89 @@ fn checkpoint_makes_a_copy_that_scans_identically_and_leaves_the_source_alone() 
 }
 
 #[test]
+fn backups_are_incremental_verified_and_restore_as_a_user_would_try_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 2000);
+    let backups = dir.path().join("backups").display().to_string();
+    let first: Value = serde_json::from_str(&ok(&[
+        "backup",
+        "create",
+        "--db",
+        &db,
+        "--backup-dir",
+        &backups,
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["tables_copied"], 1, "{first}");
+    ok(&["put", "--db", &db, "later", "write"]);
+    let second: Value = serde_json::from_str(&ok(&[
+        "backup",
+        "create",
+        "--db",
+        &db,
+        "--backup-dir",
+        &backups,
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(second["tables_shared"], 1, "{second}");
+    assert_eq!(second["tables_copied"], 0, "{second}");
+    let listed: Value =
+        serde_json::from_str(&ok(&["backup", "list", "--backup-dir", &backups, "--json"])).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    assert!(ok(&["backup", "verify", "--backup-dir", &backups]).contains("backup 2: ok"));
+
+    let r1 = dir.path().join("r1").display().to_string();
+    ok(&[
+        "backup",
+        "restore",
+        "--backup-dir",
+        &backups,
+        "--id",
+        "1",
+        "--to",
+        &r1,
+    ]);
+    let r2 = dir.path().join("r2").display().to_string();
+    ok(&["backup", "restore", "--backup-dir", &backups, "--to", &r2]);
+    assert_eq!(ok(&["get", "--db", &r2, "later"]), "write\n");
+    assert_eq!(
+        sluice(&["get", "--db", &r1, "later"]).status.code(),
+        Some(1)
+    );
+    let mut without_later = ok(&["scan", "--db", &db]);
+    without_later = without_later.replace("later\twrite\n", "");
+    assert_eq!(ok(&["scan", "--db", &r1]), without_later);
+
+    // Damage in the shared table: verify exits 1 naming it.
+    let shared = std::fs::read_dir(dir.path().join("backups/shared"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(&shared).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&shared, bytes).unwrap();
+    let o = sluice(&["backup", "verify", "--backup-dir", &backups, "--id", "2"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let said = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        said.contains("verify failed") && said.contains("shared/"),
+        "{said}"
+    );
+
+    assert!(
+        ok(&["backup", "purge", "--backup-dir", &backups, "--keep", "1"]).contains("deleted 1")
+    );
+    let listed: Value =
+        serde_json::from_str(&ok(&["backup", "list", "--backup-dir", &backups, "--json"])).unwrap();
+    assert_eq!(listed[0]["id"], 2, "{listed}");
+}
+
+#[test]
 fn get_of_a_missing_key_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

@@ -18,6 +18,7 @@
 //! # Ok::<(), sluice::Error>(())
 //! ```
 
+pub mod backup;
 pub mod batch;
 pub mod compaction;
 mod db;
@@ -39,8 +40,8 @@ pub mod wal;
 pub use batch::WriteBatch;
 pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
-pub use iter::Range;
 pub use error::{Error, ErrorKind, IoContext, Result};
+pub use iter::Range;
 pub use metrics::Metrics;
 pub use options::{
     CompactionMode, CompactionOptions, CompressionType, MemtableOptions, Options, ReadOptions,

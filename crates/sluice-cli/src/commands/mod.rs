@@ -1,6 +1,7 @@
 //! The subcommands, one module each with its flags beside its code, and what they share: the
 //! way they open a database and report the files they wrote.
 
+pub mod backup;
 pub mod bench;
 pub mod chart;
 pub mod check;
@@ -39,6 +40,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Stats(a) => stats::run(&a, out),
         Command::Check(a) => check::run(&a, out),
         Command::Checkpoint(a) => checkpoint::run(&a, out),
+        Command::Backup(c) => backup::run(&c, out),
         Command::Repair(a) => repair::run(&a, out),
         Command::Sst(c) => sst::run(&c, out),
         Command::Manifest(c) => manifest::run(&c, out),

@@ -5,6 +5,7 @@ use std::io;
 use std::path::Path;
 
 use super::{FileSystem, IoMode};
+use crate::checksum::crc32c_extend;
 
 /// Bytes moved per read and append while copying: large enough that the system calls do not
 /// matter, small enough that a copy of any file needs little memory.
@@ -15,16 +16,42 @@ const COPY_CHUNK: u64 = 1 << 20;
 pub enum Placed {
     /// A hard link: no bytes moved, both names share them.
     Linked,
-    /// A copy of this many bytes, synced.
-    Copied(u64),
+    /// A synced copy.
+    Copied(Copied),
+}
+
+/// What [`copy_file`] copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Copied {
+    /// Bytes copied.
+    pub len: u64,
+    /// CRC32C of those bytes (unmasked), computed as they passed: what a backup records
+    /// to verify the copy later.
+    pub crc32c: u32,
 }
 
 /// Copies the first `len` bytes of `from` (all of it with `None`) into a new file `to`, and
-/// syncs it. Returns the bytes copied. Fails with [`io::ErrorKind::UnexpectedEof`] if `from`
+/// syncs it. Fails with [`io::ErrorKind::UnexpectedEof`] if `from`
 /// is shorter than `len`, and with [`io::ErrorKind::AlreadyExists`] if `to` exists. The name
 /// `to` is durable only after [`FileSystem::sync_dir`] of its parent.
-pub fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: Option<u64>) -> io::Result<u64> {
-    let src = fs.open_read(from, IoMode::Buffered)?;
+pub fn copy_file(
+    fs: &dyn FileSystem,
+    from: &Path,
+    to: &Path,
+    len: Option<u64>,
+) -> io::Result<Copied> {
+    copy_file_between(fs, from, fs, to, len)
+}
+
+/// [`copy_file`] from a file on `from_fs` to a new file on `to_fs`.
+pub fn copy_file_between(
+    from_fs: &dyn FileSystem,
+    from: &Path,
+    to_fs: &dyn FileSystem,
+    to: &Path,
+    len: Option<u64>,
+) -> io::Result<Copied> {
+    let src = from_fs.open_read(from, IoMode::Buffered)?;
     let size = src.size()?;
     let len = match len {
         Some(len) if len > size => {
@@ -36,19 +63,37 @@ pub fn copy_file(fs: &dyn FileSystem, from: &Path, to: &Path, len: Option<u64>) 
         Some(len) => len,
         None => size,
     };
-    let mut dst = fs.create(to, IoMode::Buffered)?;
+    let mut dst = to_fs.create(to, IoMode::Buffered)?;
     let mut buf = Vec::new();
-    let mut offset = 0;
+    let (mut offset, mut crc) = (0, 0);
     while offset < len {
         let n = (len - offset).min(COPY_CHUNK);
         // `n` is at most COPY_CHUNK, which fits in usize.
         buf.resize(n as usize, 0);
         src.read_exact_at(&mut buf, offset)?;
+        crc = crc32c_extend(crc, &buf);
         dst.append(&buf)?;
         offset += n;
     }
     dst.sync()?;
-    Ok(len)
+    Ok(Copied { len, crc32c: crc })
+}
+
+/// The length and CRC32C of the first `len` bytes of `path` (all of it with `None`), read in
+/// chunks: what [`copy_file`] would report for a copy of it.
+pub fn file_crc32c(fs: &dyn FileSystem, path: &Path, len: Option<u64>) -> io::Result<Copied> {
+    let file = fs.open_read(path, IoMode::Buffered)?;
+    let len = len.unwrap_or(file.size()?);
+    let mut buf = Vec::new();
+    let (mut offset, mut crc) = (0, 0);
+    while offset < len {
+        let n = (len - offset).min(COPY_CHUNK);
+        buf.resize(n as usize, 0);
+        file.read_exact_at(&mut buf, offset)?;
+        crc = crc32c_extend(crc, &buf);
+        offset += n;
+    }
+    Ok(Copied { len, crc32c: crc })
 }
 
 /// Makes `to` hold the bytes of `from`: a hard link where the file system can make one, or
@@ -107,11 +152,16 @@ mod tests {
             .collect();
         let (from, to) = (dir.path().join("a"), dir.path().join("b"));
         write(&fs, &from, &bytes);
+        let copied = copy_file(&fs, &from, &to, Some(COPY_CHUNK + 5)).unwrap();
+        let prefix = &bytes[..COPY_CHUNK as usize + 5];
+        assert_eq!(copied.len, COPY_CHUNK + 5);
+        assert_eq!(copied.crc32c, crate::checksum::crc32c(prefix));
+        assert_eq!(file_crc32c(&fs, &to, None).unwrap(), copied);
         assert_eq!(
-            copy_file(&fs, &from, &to, Some(COPY_CHUNK + 5)).unwrap(),
-            COPY_CHUNK + 5
+            file_crc32c(&fs, &from, Some(COPY_CHUNK + 5)).unwrap(),
+            copied
         );
-        assert_eq!(read(&fs, &to), &bytes[..COPY_CHUNK as usize + 5]);
+        assert_eq!(read(&fs, &to), prefix);
         let again = copy_file(&fs, &from, &to, None).unwrap_err();
         assert_eq!(again.kind(), io::ErrorKind::AlreadyExists);
         let c = dir.path().join("c");
@@ -177,7 +227,11 @@ mod tests {
         let (from, to) = (Path::new("/a"), Path::new("/b"));
         let fs = NoLinks(MemFs::new());
         write(&fs, from, b"0123456789");
-        assert_eq!(link_or_copy(&fs, from, to).unwrap(), Placed::Copied(10));
+        let copied = Copied {
+            len: 10,
+            crc32c: crate::checksum::crc32c(b"0123456789"),
+        };
+        assert_eq!(link_or_copy(&fs, from, to).unwrap(), Placed::Copied(copied));
         assert_eq!(read(&fs, to), b"0123456789");
     }
 

@@ -39,7 +39,7 @@ pub const DIRECT_IO_ALIGN: usize = 4096;
 /// to the device on its own.
 pub const READAHEAD_BYTES: usize = 2 << 20;
 
-pub use copy::{Placed, copy_file, link_or_copy};
+pub use copy::{Copied, Placed, copy_file, copy_file_between, file_crc32c, link_or_copy};
 pub use fault::{Fault, FaultAction, FaultInjectingFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFileSystem;

@@ -22,6 +22,8 @@ use sluice_sst::fs::{Placed, copy_file, link_or_copy};
 
 use super::{Db, DbInner};
 use crate::filename::{FileType, log_file_name, sync_dir, table_file_name};
+use crate::version::Version;
+use crate::version::edit::VersionEdit;
 use crate::version::manifest::ManifestWriter;
 use crate::{Error, IoContext, Result};
 
@@ -43,7 +45,7 @@ pub struct CheckpointReport {
 }
 
 /// Keeps obsolete-file collection from deleting anything while it lives.
-struct DeletionHold<'a>(&'a DbInner);
+pub(crate) struct DeletionHold<'a>(&'a DbInner);
 
 impl<'a> DeletionHold<'a> {
     fn new(inner: &'a DbInner) -> Self {
@@ -66,38 +68,42 @@ impl Drop for DeletionHold<'_> {
     }
 }
 
+/// A table of [`LiveFiles`].
+pub(crate) struct LiveTable {
+    /// Where it is in the source.
+    pub path: PathBuf,
+    pub number: u64,
+    pub size: u64,
+}
+
+/// A WAL of [`LiveFiles`]: its first `len` bytes are the database's.
+pub(crate) struct LiveWal {
+    pub path: PathBuf,
+    pub number: u64,
+    pub len: u64,
+}
+
+/// The files holding the database as of one moment, and the MANIFEST snapshot naming them
+/// (with every table in directory 0 and exactly these WALs). Nothing is deleted while this
+/// lives.
+pub(crate) struct LiveFiles<'a> {
+    pub snapshot: VersionEdit,
+    pub tables: Vec<LiveTable>,
+    pub wals: Vec<LiveWal>,
+    pub manifest_number: u64,
+    pub sequence: u64,
+    _version: Arc<Version>,
+    _hold: DeletionHold<'a>,
+}
+
 impl Db {
-    /// Writes an openable copy of the database as of now into `dir`, which must not exist or
-    /// be empty, on the same file system ([`crate::Options::fs`]).
-    ///
-    /// Tables are hard-linked where possible, so a checkpoint on the same file system costs
-    /// little space until the database compacts those tables away; WALs are copied. The
-    /// checkpoint holds every write acknowledged before the call. Tables in other
-    /// [`crate::Options::data_dirs`] are placed in `dir` too, so the checkpoint opens with
-    /// default options. The database keeps serving reads and writes meanwhile; a read-only
-    /// database can be checkpointed too, and is not modified.
-    ///
-    /// ```no_run
-    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
-    /// db.put(b"k", b"v")?;
-    /// db.checkpoint("/tmp/sluice-doc-checkpoint")?;
-    /// let copy = sluice::Db::open("/tmp/sluice-doc-checkpoint", sluice::Options::default())?;
-    /// assert_eq!(copy.get(b"k")?.as_deref(), Some(&b"v"[..]));
-    /// # Ok::<(), sluice::Error>(())
-    /// ```
-    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
+    /// Takes the database's files as of now: the version and the WAL positions under the WAL
+    /// and state locks together (see the module docs).
+    pub(crate) fn live_files(&self) -> Result<LiveFiles<'_>> {
         let inner = &*self.inner;
         let fs = &*inner.options.fs;
-        let dir = dir.as_ref();
-        if fs.exists(dir).with_path(dir)? && !fs.list_dir(dir).with_path(dir)?.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "checkpoint directory {} exists and is not empty",
-                dir.display()
-            )));
-        }
-        fs.create_dir_all(dir).with_path(dir)?;
-        let _hold = DeletionHold::new(inner);
-        let (version, mut snapshot, active_wal, sequence) = {
+        let hold = DeletionHold::new(inner);
+        let (version, mut snapshot, active_wal, sequence, manifest_number) = {
             let mut wal = inner.wal.lock();
             let active_wal = match wal.as_mut() {
                 Some(w) => {
@@ -122,58 +128,136 @@ impl Db {
                 snapshot,
                 active_wal,
                 sequence,
+                st.versions.manifest_number,
             )
         };
-        let mut report = CheckpointReport {
-            dir: dir.to_path_buf(),
-            sequence,
-            ..CheckpointReport::default()
-        };
-        for (_, file) in &mut snapshot.new_files {
-            let from = inner.table_cache.table_path(file.dir_index, file.number);
-            let to = table_file_name(dir, file.number);
-            match link_or_copy(fs, &from, &to).with_path(&to)? {
-                Placed::Linked => report.tables_linked += 1,
-                Placed::Copied(bytes) => {
-                    report.tables_copied += 1;
-                    report.bytes_copied += bytes;
+        let tables = snapshot
+            .new_files
+            .iter_mut()
+            .map(|(_, file)| {
+                let path = inner.table_cache.table_path(file.dir_index, file.number);
+                file.dir_index = 0;
+                LiveTable {
+                    path,
+                    number: file.number,
+                    size: file.file_size,
                 }
-            }
-            file.dir_index = 0;
-        }
-        drop(version);
+            })
+            .collect();
         let min_log = snapshot.log_number.unwrap_or_default();
         let tracked = std::mem::take(&mut snapshot.wals);
-        for (kind, number) in super::recover::numbered_files(fs, &inner.dir)? {
-            if kind != FileType::Log || number < min_log {
-                continue;
-            }
-            let from = log_file_name(&inner.dir, number);
-            let to = log_file_name(dir, number);
-            // The live WAL is cut where the version was taken; the others are finished (cut
-            // to their last record at the switch) or, read-only, whatever a crash left.
-            let len = active_wal.and_then(|(n, len)| (n == number).then_some(len));
-            let copied = copy_file(fs, &from, &to, len).with_path(&to)?;
-            report.wals_copied += 1;
-            report.bytes_copied += copied;
-            // The copy is synced through `copied`; the claim stays no larger than what the
-            // source claimed, except for the live WAL, which ends exactly on a record.
-            let synced = match len {
-                Some(_) => copied,
-                None => tracked
-                    .iter()
-                    .find(|&&(n, _)| n == number)
-                    .map_or(0, |&(_, s)| s.min(copied)),
+        let mut wals = Vec::new();
+        let mut numbers: Vec<u64> = super::recover::numbered_files(fs, &inner.dir)?
+            .into_iter()
+            .filter(|&(kind, n)| kind == FileType::Log && n >= min_log)
+            .map(|(_, n)| n)
+            .collect();
+        numbers.sort_unstable();
+        for number in numbers {
+            let path = log_file_name(&inner.dir, number);
+            let (len, synced) = match active_wal {
+                // The live WAL ends, for us, at the last record written when the version was
+                // taken: a copy ending there ends on a record boundary, synced whole.
+                Some((active, len)) if active == number => (len, len),
+                // WALs created since belong to later writes.
+                Some((active, _)) if number > active => continue,
+                // Finished WALs (cut to their last record at the switch) or, read-only, what
+                // a crash left: whole, claiming no more than the source's MANIFEST did.
+                _ => {
+                    let len = fs.metadata(&path).with_path(&path)?.len;
+                    let synced = tracked
+                        .iter()
+                        .find(|&&(n, _)| n == number)
+                        .map_or(0, |&(_, s)| s.min(len));
+                    (len, synced)
+                }
             };
             snapshot.wals.push((number, synced));
+            wals.push(LiveWal { path, number, len });
         }
-        let manifest_number = self.inner.state.lock().versions.manifest_number;
+        Ok(LiveFiles {
+            snapshot,
+            tables,
+            wals,
+            manifest_number,
+            sequence,
+            _version: version,
+            _hold: hold,
+        })
+    }
+
+    /// Writes an openable copy of the database as of now into `dir`, which must not exist or
+    /// be empty, on the same file system ([`crate::Options::fs`]).
+    ///
+    /// Tables are hard-linked where possible, so a checkpoint on the same file system costs
+    /// little space until the database compacts those tables away; WALs are copied. The
+    /// checkpoint holds every write acknowledged before the call. Tables in other
+    /// [`crate::Options::data_dirs`] are placed in `dir` too, so the checkpoint opens with
+    /// default options. The database keeps serving reads and writes meanwhile; a read-only
+    /// database can be checkpointed too, and is not modified.
+    ///
+    /// ```no_run
+    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+    /// db.put(b"k", b"v")?;
+    /// db.checkpoint("/tmp/sluice-doc-checkpoint")?;
+    /// let copy = sluice::Db::open("/tmp/sluice-doc-checkpoint", sluice::Options::default())?;
+    /// assert_eq!(copy.get(b"k")?.as_deref(), Some(&b"v"[..]));
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
+        let fs = &*self.inner.options.fs;
+        let dir = dir.as_ref();
+        create_empty_dir(fs, dir, "checkpoint")?;
+        let live = self.live_files()?;
+        let mut report = CheckpointReport {
+            dir: dir.to_path_buf(),
+            sequence: live.sequence,
+            ..CheckpointReport::default()
+        };
+        for table in &live.tables {
+            let to = table_file_name(dir, table.number);
+            match link_or_copy(fs, &table.path, &to).with_path(&to)? {
+                Placed::Linked => report.tables_linked += 1,
+                Placed::Copied(copied) => {
+                    report.tables_copied += 1;
+                    report.bytes_copied += copied.len;
+                }
+            }
+        }
+        for wal in &live.wals {
+            let to = log_file_name(dir, wal.number);
+            report.bytes_copied += copy_file(fs, &wal.path, &to, Some(wal.len))
+                .with_path(&to)?
+                .len;
+            report.wals_copied += 1;
+        }
         // Writes the MANIFEST, syncs `dir` (making every link and copy above durable by
         // name), then switches CURRENT.
-        ManifestWriter::create(fs, dir, manifest_number, &snapshot)?;
-        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-            sync_dir(fs, parent)?;
-        }
+        ManifestWriter::create(fs, dir, live.manifest_number, &live.snapshot)?;
+        sync_parent(fs, dir)?;
         Ok(report)
+    }
+}
+
+/// Creates `dir` for a `what` (checkpoint, restore), refusing one that holds anything.
+pub(crate) fn create_empty_dir(
+    fs: &dyn sluice_sst::fs::FileSystem,
+    dir: &Path,
+    what: &str,
+) -> Result<()> {
+    if fs.exists(dir).with_path(dir)? && !fs.list_dir(dir).with_path(dir)?.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "{what} directory {} exists and is not empty",
+            dir.display()
+        )));
+    }
+    fs.create_dir_all(dir).with_path(dir)
+}
+
+/// Makes `dir`'s own name durable.
+pub(crate) fn sync_parent(fs: &dyn sluice_sst::fs::FileSystem, dir: &Path) -> Result<()> {
+    match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => Ok(sync_dir(fs, parent)?),
+        None => Ok(()),
     }
 }

@@ -13,7 +13,7 @@
 
 mod admin;
 mod background;
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod commit;
 mod install;
 mod jobs;

@@ -32,6 +32,21 @@ use crate::filename::{
 };
 use crate::wal::{DroppedRange, LogReader, LogWriter};
 
+/// Writes a new MANIFEST at `path` holding `snapshot` as its only record, synced, and
+/// returns its writer (for appending further edits). Refuses to overwrite anything.
+pub fn write_manifest_file(
+    fs: &dyn FileSystem,
+    path: PathBuf,
+    snapshot: &VersionEdit,
+) -> Result<LogWriter> {
+    let mut log = LogWriter::create(fs, path)?;
+    let mut record = Vec::new();
+    snapshot.encode(&mut record);
+    log.add_record(&record)?;
+    log.sync()?;
+    Ok(log)
+}
+
 /// Appends edits to the live manifest.
 ///
 /// Not thread-safe (`&mut self`): the version set owns the writer and commits one edit at a
@@ -74,11 +89,7 @@ impl ManifestWriter {
                 )));
             }
         }
-        let mut log = LogWriter::create(fs, path)?;
-        let mut record = Vec::new();
-        snapshot.encode(&mut record);
-        log.add_record(&record)?;
-        log.sync()?;
+        let log = write_manifest_file(fs, path, snapshot)?;
         // If we crash here: CURRENT still names the old manifest, which is intact. The new file
         // is an orphan (possibly without a durable directory entry) that the next open deletes.
         sync_dir(fs, dir)?;
