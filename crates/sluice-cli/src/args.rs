@@ -10,6 +10,7 @@ use crate::commands::check::CheckArgs;
 use crate::commands::checkpoint::CheckpointArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::experiment::ExperimentCommand;
+use crate::commands::ingest::IngestArgs;
 use crate::commands::kv::{KeyArgs, PutArgs, ScanArgs};
 use crate::commands::manifest::ManifestCommand;
 use crate::commands::range::RangeCommand;
@@ -63,6 +64,9 @@ pub enum Command {
     /// `list`, `verify` (every file's CRC32C; exit 1 on damage), `restore`, `delete`, `purge`.
     #[command(subcommand)]
     Backup(BackupCommand),
+    /// Place tables from `sst write` into the database (bulk load): each at the deepest level
+    /// it can go without rewriting, or rewritten once where it overlaps existing data.
+    Ingest(IngestArgs),
     /// Rebuild a damaged database from what can still be read: merge every readable table and
     /// WAL record into a new tree and MANIFEST, set what cannot be read aside in `lost/`, and
     /// print what was kept and dropped.

@@ -21,6 +21,30 @@ pub fn escape(bytes: &[u8]) -> String {
     out
 }
 
+/// The bytes [`escape`] wrote: `\xNN` back to its byte, everything else as is. Any other
+/// backslash sequence is an error, so that no input means two things.
+pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            out.push(bytes[i]);
+            i += 1;
+            continue;
+        }
+        let hex = bytes
+            .get(i + 1..i + 4)
+            .filter(|h| h[0] == b'x' && h[1..].iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(&h[1..]).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .ok_or_else(|| format!("bad escape at byte {i} of {s:?}: only \\xNN is allowed"))?;
+        out.push(hex);
+        i += 4;
+    }
+    Ok(out)
+}
+
 /// The lower-case name of an entry kind, as dumps print it.
 pub fn kind_name(kind: ValueKind) -> &'static str {
     match kind {
@@ -53,6 +77,16 @@ pub fn internal_key_json(ikey: &[u8]) -> serde_json::Value {
 mod tests {
     use super::*;
     use sluice_sst::key::make_internal_key;
+
+    #[test]
+    fn unescape_reverses_escape_and_refuses_anything_else() {
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(unescape(&escape(&all)).unwrap(), all);
+        assert_eq!(unescape("plain").unwrap(), b"plain");
+        for bad in ["\\", "\\n", "\\x4", "\\xzz", "\\x+f", "a\\"] {
+            assert!(unescape(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn printable_bytes_pass_and_others_are_hex() {

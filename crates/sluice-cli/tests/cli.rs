@@ -225,6 +225,47 @@ fn backups_are_incremental_verified_and_restore_as_a_user_would_try_them() {
 }
 
 #[test]
+fn scan_output_written_as_a_table_ingests_into_another_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = db_arg(dir.path());
+    ok(&["put", "--db", &src, "a", "1"]);
+    ok(&["put", "--db", &src, "b\tkey", "two\\"]);
+    ok(&["put", "--db", &src, "c", "3"]);
+    let lines = dir.path().join("lines.tsv");
+    std::fs::write(&lines, ok(&["scan", "--db", &src])).unwrap();
+    let table = dir.path().join("bulk.sst").display().to_string();
+    let wrote = ok(&[
+        "sst",
+        "write",
+        &table,
+        "--input",
+        &lines.display().to_string(),
+    ]);
+    assert!(wrote.contains("3 entries"), "{wrote}");
+
+    let dst = dir.path().join("dst").display().to_string();
+    ok(&["put", "--db", &dst, "b\tkey", "old"]);
+    let report: Value =
+        serde_json::from_str(&ok(&["ingest", "--db", &dst, &table, "--json"])).unwrap();
+    assert_eq!(report["files"][0]["rewritten"], true, "{report}");
+    assert_eq!(ok(&["scan", "--db", &dst]), ok(&["scan", "--db", &src]));
+    ok(&["check", "--db", &dst]);
+
+    // Keys out of order are refused with the line number.
+    std::fs::write(&lines, "b\t1\na\t2\n").unwrap();
+    let bad = dir.path().join("bad.sst").display().to_string();
+    let o = sluice(&[
+        "sst",
+        "write",
+        &bad,
+        "--input",
+        &lines.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 2"), "{}", stderr(&o));
+}
+
+#[test]
 fn get_of_a_missing_key_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

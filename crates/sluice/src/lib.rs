@@ -25,6 +25,7 @@ mod db;
 pub mod error;
 pub mod filename;
 mod flush;
+pub mod ingest;
 pub mod iter;
 pub mod memtable;
 pub mod metrics;
@@ -41,6 +42,7 @@ pub use batch::WriteBatch;
 pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
 pub use error::{Error, ErrorKind, IoContext, Result};
+pub use ingest::{IngestOptions, SstFileWriter};
 pub use iter::Range;
 pub use metrics::Metrics;
 pub use options::{

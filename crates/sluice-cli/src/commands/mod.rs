@@ -8,6 +8,7 @@ pub mod check;
 pub mod checkpoint;
 pub mod compact;
 pub mod experiment;
+pub mod ingest;
 pub mod kv;
 pub mod manifest;
 pub mod range;
@@ -41,6 +42,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Check(a) => check::run(&a, out),
         Command::Checkpoint(a) => checkpoint::run(&a, out),
         Command::Backup(c) => backup::run(&c, out),
+        Command::Ingest(a) => ingest::run(&a, out),
         Command::Repair(a) => repair::run(&a, out),
         Command::Sst(c) => sst::run(&c, out),
         Command::Manifest(c) => manifest::run(&c, out),

@@ -1,7 +1,7 @@
 //! `sst dump`: what one table file holds: footer, properties, index summary, and optionally
 //! every entry. Reads the file directly; no database is opened.
 
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -14,8 +14,8 @@ use sluice_sst::properties::{TableProperties, VALUE_SIZE_BUCKETS};
 use sluice_sst::table::{Table, TableReadOptions};
 use sluice_sst::{Error, Result};
 
-use crate::escape::{escape, internal_key, internal_key_json, kind_name};
-use crate::failure::CmdResult;
+use crate::escape::{escape, internal_key, internal_key_json, kind_name, unescape};
+use crate::failure::{CmdResult, Failure};
 use crate::units::size;
 
 /// `sluice sst`.
@@ -23,6 +23,19 @@ use crate::units::size;
 pub enum SstCommand {
     /// Print a table's footer, properties and index summary (and, with --entries, every entry).
     Dump(SstDumpArgs),
+    /// Write a table for `sluice ingest` from `key<TAB>value` lines in strictly increasing key
+    /// order (what `sluice scan` prints, `\xNN` escapes included), read from --input or stdin.
+    Write(SstWriteArgs),
+}
+
+/// `sluice sst write`.
+#[derive(Debug, Args)]
+pub struct SstWriteArgs {
+    /// The table file to create.
+    pub file: PathBuf,
+    /// Read the lines from this file instead of stdin.
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
 }
 
 /// `sluice sst dump`.
@@ -41,7 +54,36 @@ pub struct SstDumpArgs {
 pub fn run(command: &SstCommand, out: &mut dyn Write) -> CmdResult {
     match command {
         SstCommand::Dump(args) => dump(args, out),
+        SstCommand::Write(args) => write(args, out),
     }
+}
+
+fn write(args: &SstWriteArgs, out: &mut dyn Write) -> CmdResult {
+    let input: Box<dyn std::io::BufRead> = match &args.input {
+        Some(path) => Box::new(std::io::BufReader::new(std::fs::File::open(path)?)),
+        None => Box::new(std::io::stdin().lock()),
+    };
+    let mut writer = sluice::SstFileWriter::create(&args.file, &Default::default())?;
+    for (n, line) in input.lines().enumerate() {
+        let line = line?;
+        let bad = |why: String| Failure::Error(format!("line {}: {why}", n + 1));
+        let (key, value) = line
+            .split_once('\t')
+            .ok_or_else(|| bad("expected `key<TAB>value`".into()))?;
+        let (key, value) = (unescape(key).map_err(bad)?, unescape(value).map_err(bad)?);
+        writer.put(&key, &value).map_err(|e| bad(e.to_string()))?;
+    }
+    let file = writer.finish()?;
+    writeln!(
+        out,
+        "wrote {}: {} entries, {}, keys {} to {}",
+        file.path.display(),
+        file.entries,
+        size(file.file_size),
+        escape(&file.smallest_key),
+        escape(&file.largest_key)
+    )?;
+    Ok(())
 }
 
 fn dump(args: &SstDumpArgs, out: &mut dyn Write) -> CmdResult {

@@ -28,11 +28,16 @@ pub struct TableBuilder {
 impl TableBuilder {
     /// Validates `opts` and creates the file at `path` on the local file system.
     pub fn create(path: &Path, opts: &TableOptions) -> Result<Self> {
+        Self::create_in(&Storage::default(), path, opts)
+    }
+
+    /// Validates `opts` and creates the file at `path` in `storage`.
+    pub fn create_in(storage: &Storage, path: &Path, opts: &TableOptions) -> Result<Self> {
         opts.validate()?;
         Ok(TableBuilder {
             opts: opts.clone(),
             content: TableContentBuilder::new(opts),
-            writer: TableFileWriter::create(&Storage::default(), path, opts)?,
+            writer: TableFileWriter::create(storage, path, opts)?,
         })
     }
 

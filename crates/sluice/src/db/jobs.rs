@@ -199,7 +199,7 @@ impl DbInner {
 
     /// Waits until no compaction runs and claims the right to run alone; automatic
     /// compactions do not start while a manual one waits.
-    fn acquire_compaction_slot(&self) -> Result<()> {
+    pub(crate) fn acquire_compaction_slot(&self) -> Result<()> {
         let mut st = self.state.lock();
         st.manual_waiting += 1;
         while (!st.compactions.is_empty() || st.manual_running)
@@ -217,7 +217,7 @@ impl DbInner {
         Ok(())
     }
 
-    fn release_compaction_slot(&self) {
+    pub(crate) fn release_compaction_slot(&self) {
         let mut st = self.state.lock();
         st.manual_running = false;
         self.bg_done.notify_all();

@@ -50,7 +50,7 @@ pub use recover::RecoveryReport;
 /// An open database. Cheap to share across threads (`&Db` is enough; wrap it in an `Arc` to
 /// move it into threads).
 pub struct Db {
-    inner: Arc<DbInner>,
+    pub(crate) inner: Arc<DbInner>,
     background: Mutex<Vec<JoinHandle<()>>>,
 }
 

@@ -156,7 +156,9 @@ impl VersionSet {
         check_invariants: bool,
     ) -> Result<Version> {
         edit.next_file_number = Some(self.next_file_number);
-        edit.last_sequence = Some(last_sequence.max(self.last_sequence));
+        // An edit may raise the sequence number itself (an ingest gives its tables one).
+        let own = edit.last_sequence.unwrap_or(0);
+        edit.last_sequence = Some(last_sequence.max(self.last_sequence).max(own));
         let mut version = self.current.apply(edit)?;
         // Partitioned mode: forwarding entries follow the tables, so the edit that leaves a
         // range's data with a former owner records the entry, and the one that removes the
