@@ -303,6 +303,7 @@ mod tests {
             max_grandparent_overlap_bytes: u64::MAX,
             lower: None,
             upper: None,
+            filter: None,
         }
     }
 

@@ -137,6 +137,8 @@ pub fn stats_to_wire(s: &CompactionIterStats) -> proto::DropStats {
         dropped_digest: s.dropped_digest,
         seqs_zeroed: s.seqs_zeroed,
         rewrite_digest: s.rewrite_digest,
+        filter_removed: s.filter_removed,
+        filter_changed: s.filter_changed,
     }
 }
 
@@ -152,6 +154,8 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         dropped_digest: s.dropped_digest,
         seqs_zeroed: s.seqs_zeroed,
         rewrite_digest: s.rewrite_digest,
+        filter_removed: s.filter_removed,
+        filter_changed: s.filter_changed,
     }
 }
 

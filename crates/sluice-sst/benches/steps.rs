@@ -94,6 +94,7 @@ fn spec() -> CompactionSpec {
         max_grandparent_overlap_bytes: u64::MAX,
         lower: None,
         upper: None,
+        filter: None,
     }
 }
 

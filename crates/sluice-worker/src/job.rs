@@ -65,6 +65,7 @@ pub(crate) fn run(
         max_grandparent_overlap_bytes: task.max_grandparent_overlap_bytes,
         lower: task.lower.clone(),
         upper: task.upper.clone(),
+        filter: None,
     };
     let exec = ExecOptions {
         mode,

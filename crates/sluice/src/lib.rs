@@ -46,8 +46,8 @@ pub use ingest::{IngestOptions, SstFileWriter};
 pub use iter::Range;
 pub use metrics::Metrics;
 pub use options::{
-    CompactionMode, CompactionOptions, CompressionType, MemtableOptions, Options, ReadOptions,
-    TableOptions, WriteOptions,
+    CompactionFilter, CompactionMode, CompactionOptions, CompressionType, FilterDecision,
+    MemtableOptions, Options, ReadOptions, TableOptions, WriteOptions,
 };
 pub use rate_limiter::RateLimiter;
 pub use repair::{RepairReport, repair};

@@ -49,6 +49,10 @@ pub struct JobMetrics {
     pub entries_in: u64,
     /// Entries written.
     pub entries_out: u64,
+    /// Values the compaction filter removed (compactions only).
+    pub filter_removed: u64,
+    /// Values the compaction filter changed (compactions only).
+    pub filter_changed: u64,
     /// Wall seconds, summed over jobs.
     pub seconds: f64,
     /// CPU seconds (user + system) of the threads that ran the jobs, from their thread CPU

@@ -11,6 +11,7 @@ use sluice_sst::fs::{FileSystem, IoMode, Storage};
 pub use crate::wal::WalRecoveryMode;
 pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
+pub use sluice_sst::compaction_iter::{CompactionFilter, FilterDecision};
 pub use sluice_sst::compression::CompressionType;
 pub use sluice_sst::table::TableOptions;
 
@@ -71,6 +72,11 @@ pub struct Options {
     /// Partitioned mode (the MStore paper): key ranges owned by directories and their workers.
     /// `None`: one tree in the database directory (and `data_dirs`).
     pub partitions: Option<PartitionOptions>,
+    /// Shown the newest value of each key that compactions write, if no snapshot can see it,
+    /// to keep, change or remove (RocksDB's `CompactionFilter`; see
+    /// [`sluice_sst::compaction_iter`] for exactly which versions it sees). Flushes do not run
+    /// it. Compactions it applies to run on this host: workers are not given the filter.
+    pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
 }
 
 /// Memtable settings ([`Options::memtable`]).
@@ -286,6 +292,7 @@ impl Default for Options {
             offload: None,
             partitions: None,
             paranoid_checks: false,
+            compaction_filter: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use sluice::compaction::executor::{CompactionMode, ExecOptions, execute};
 use sluice::fs::{IoMode, OsFileSystem, Storage, os_fs, probe_direct_io};
+use sluice::{CompactionFilter, FilterDecision};
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::key::{ValueKind, make_internal_key};
@@ -117,6 +118,24 @@ fn run_mode(
         .collect()
 }
 
+/// A compaction filter that removes one key in three and rewrites another's value: every
+/// executor must apply it identically.
+#[derive(Debug)]
+struct EveryThirdKey;
+
+impl CompactionFilter for EveryThirdKey {
+    fn name(&self) -> &str {
+        "every-third-key"
+    }
+    fn filter(&self, key: &[u8], value: &[u8]) -> FilterDecision {
+        match key.last().map(|b| b % 3) {
+            Some(0) => FilterDecision::Remove,
+            Some(1) => FilterDecision::Change(value.iter().rev().copied().collect()),
+            _ => FilterDecision::Keep,
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
 
@@ -126,6 +145,7 @@ proptest! {
         snapshots in prop::collection::vec(0u64..2000, 0..4),
         bottommost: bool,
         target_kib in 16u64..256,
+        filtered: bool,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let mut seq = 1;
@@ -153,6 +173,7 @@ proptest! {
             max_grandparent_overlap_bytes: 32 << 10,
             lower: None,
             upper: None,
+            filter: filtered.then(|| Arc::new(EveryThirdKey) as Arc<dyn CompactionFilter>),
         };
         let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);
         let runs = [

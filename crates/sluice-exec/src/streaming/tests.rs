@@ -67,6 +67,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         max_grandparent_overlap_bytes: u64::MAX,
         lower: None,
         upper: None,
+        filter: None,
     }
 }
 

@@ -243,6 +243,7 @@ pub(crate) mod tests {
             max_grandparent_overlap_bytes: u64::MAX,
             lower: None,
             upper: None,
+            filter: None,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::compaction_iter::CompactionIterStats;
+use crate::compaction_iter::{CompactionFilter, CompactionIterStats};
 use crate::digest::EntryDigest;
 use crate::fs::Storage;
 use crate::key::SeqNo;
@@ -49,6 +49,10 @@ pub struct CompactionSpec {
     pub lower: Option<Vec<u8>>,
     /// Exclusive upper user-key bound (a sub-task's end).
     pub upper: Option<Vec<u8>>,
+    /// Shown each live value ([`crate::compaction_iter`] says which); `None` writes every
+    /// value as it is. A spec with a filter runs where the filter is: on the host, unless a
+    /// worker has one of the same name.
+    pub filter: Option<Arc<dyn CompactionFilter>>,
 }
 
 /// What a compaction produced.

@@ -133,6 +133,7 @@ pub fn merge_sub_task(
         spec.bottommost,
     );
     input.set_upper_bound(st.upper.clone());
+    input.set_filter(spec.filter.clone());
     match &st.lower {
         Some(lower) => input.seek(&make_internal_key(lower, MAX_SEQ, KIND_FOR_SEEK))?,
         None => input.seek_to_first()?,

@@ -54,6 +54,17 @@
 //! iterator adds the difference of the two hashes to [`CompactionIterStats::rewrite_digest`],
 //! and the digest equation becomes `inputs = outputs + dropped + rewritten`.
 //!
+//! # Compaction filters
+//!
+//! A [`CompactionFilter`] sees the newest version of each key in the latest stripe (newer than
+//! every live snapshot: what only "latest" readers can see) when it is a value, and may keep
+//! it, change its value, or remove it. A removed value becomes a tombstone at the same
+//! sequence number, as RocksDB's `kRemove` does, and the tombstone rules above then apply: the
+//! key reads as deleted, and older versions below stay hidden until the tombstone itself can
+//! go. Versions a snapshot can see are never shown to the filter, so snapshot reads stay
+//! repeatable. Both rewrites are accounted in [`CompactionIterStats::rewrite_digest`], like
+//! zeroed sequence numbers.
+//!
 //! # Sub-tasks
 //!
 //! A compaction may be split into sub-tasks over user-key ranges `[lo, hi)`: seek to
@@ -78,6 +89,30 @@ use crate::key::{
     MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
 };
 use crate::{Error, InternalIterator, Result};
+
+/// What a [`CompactionFilter`] decides about one value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FilterDecision {
+    /// Write it unchanged.
+    Keep,
+    /// Delete the key: the value becomes a tombstone at its sequence number.
+    Remove,
+    /// Write this value instead.
+    Change(Vec<u8>),
+}
+
+/// A callback that sees each live value a compaction writes and may keep, change or remove it
+/// (RocksDB's `CompactionFilter`). See the module docs for which versions it sees.
+///
+/// It runs on compaction threads, concurrently with itself, so it must be cheap and must not
+/// call back into the database. Its name identifies it: a compaction worker can only run a
+/// filter it knows by that name.
+pub trait CompactionFilter: Send + Sync + std::fmt::Debug {
+    /// A stable name, for logs and for matching the filter a worker runs.
+    fn name(&self) -> &str;
+    /// The decision about `value`, the newest value of user key `key`.
+    fn filter(&self, key: &[u8], value: &[u8]) -> FilterDecision;
+}
 
 /// The file name used in corruption errors raised by this iterator, which does not know which
 /// input table held the bad entry.
@@ -108,8 +143,13 @@ pub struct CompactionIterStats {
     pub dropped_digest: u64,
     /// Entries written with their sequence number zeroed (see the module docs).
     pub seqs_zeroed: u64,
-    /// Sum over the zeroed entries of their hash as read minus their hash as written, modulo
-    /// 2^64: what the outputs' digests lack of the inputs' beyond the dropped entries.
+    /// Values a compaction filter removed (turned into tombstones).
+    pub filter_removed: u64,
+    /// Values a compaction filter changed.
+    pub filter_changed: u64,
+    /// Sum over the rewritten entries (zeroed sequence numbers, filtered values) of their hash
+    /// as read minus their hash as written, modulo 2^64: what the outputs' digests lack of the
+    /// inputs' beyond the dropped entries.
     pub rewrite_digest: u64,
 }
 
@@ -135,6 +175,11 @@ impl CompactionIterStats {
     fn drop_hash(&mut self, hash: u64) {
         self.dropped_digest = self.dropped_digest.wrapping_add(hash);
     }
+
+    /// Accounts an entry written differently from how it was read.
+    fn rewrite(&mut self, before: u64, after: u64) {
+        self.rewrite_digest = self.rewrite_digest.wrapping_add(before.wrapping_sub(after));
+    }
 }
 
 impl std::ops::AddAssign for CompactionIterStats {
@@ -148,6 +193,8 @@ impl std::ops::AddAssign for CompactionIterStats {
         self.input_value_bytes += s.input_value_bytes;
         self.dropped_digest = self.dropped_digest.wrapping_add(s.dropped_digest);
         self.seqs_zeroed += s.seqs_zeroed;
+        self.filter_removed += s.filter_removed;
+        self.filter_changed += s.filter_changed;
         self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
     }
 }
@@ -186,10 +233,16 @@ pub struct CompactionIterator<I: InternalIterator> {
     pending: bool,
     pending_key: Vec<u8>,
     pending_value: Vec<u8>,
-    /// The current entry's key with its sequence number zeroed; what `key()` returns when
-    /// `zeroed` is true (and `position` is `AtInput`).
+    /// The current entry's key as written, when it differs from the input's (sequence number
+    /// zeroed, or a filtered value turned tombstone); what `key()` returns when `zeroed` is
+    /// true (and `position` is `AtInput`).
     zeroed_key: Vec<u8>,
     zeroed: bool,
+    /// The current entry's value as a filter changed it (empty for a removed one); what
+    /// `value()` returns when `filtered` is true (and `position` is `AtInput`).
+    filtered_value: Vec<u8>,
+    filtered: bool,
+    filter: Option<std::sync::Arc<dyn CompactionFilter>>,
     stats: CompactionIterStats,
 }
 
@@ -217,8 +270,17 @@ impl<I: InternalIterator> CompactionIterator<I> {
             pending_value: Vec::new(),
             zeroed_key: Vec::new(),
             zeroed: false,
+            filtered_value: Vec::new(),
+            filtered: false,
+            filter: None,
             stats: CompactionIterStats::default(),
         }
+    }
+
+    /// Shows each live value to `filter` (see the module docs). Takes effect at the next
+    /// movement.
+    pub fn set_filter(&mut self, filter: Option<std::sync::Arc<dyn CompactionFilter>>) {
+        self.filter = filter;
     }
 
     /// Sets the exclusive user-key upper bound: an entry whose user key is `>= bound` makes the
@@ -266,6 +328,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         debug_assert!(self.valid());
         match self.position {
             Position::AtPending => &self.pending_value,
+            _ if self.filtered => &self.filtered_value,
             _ => self.input.value(),
         }
     }
@@ -311,8 +374,9 @@ impl<I: InternalIterator> CompactionIterator<I> {
     /// Consumes input until it reaches an entry to output (or the end / upper bound).
     /// REQUIRES: the input is on an entry not yet examined, or invalid.
     fn settle(&mut self) -> Result<()> {
-        self.zeroed = false;
         loop {
+            self.zeroed = false;
+            self.filtered = false;
             if !self.input.valid() {
                 self.finish();
                 return Ok(());
@@ -383,23 +447,69 @@ impl<I: InternalIterator> CompactionIterator<I> {
             }
             self.last_stripe = stripe;
 
-            if parsed.kind == ValueKind::Deletion && self.bottommost {
+            let mut kind = parsed.kind;
+            let decision = match &self.filter {
+                Some(filter) if kind == ValueKind::Value && stripe == self.snapshots.len() => {
+                    filter.filter(parsed.user_key, self.input.value())
+                }
+                _ => FilterDecision::Keep,
+            };
+            let mut change = None;
+            match decision {
+                FilterDecision::Keep => {}
+                FilterDecision::Change(value) => change = Some(value),
+                FilterDecision::Remove => {
+                    // From here on the entry is a tombstone of the same key and sequence.
+                    self.zeroed_key.clear();
+                    append_internal_key(
+                        &mut self.zeroed_key,
+                        parsed.user_key,
+                        parsed.seq,
+                        ValueKind::Deletion,
+                    );
+                    self.filtered_value.clear();
+                    self.stats.rewrite(
+                        entry_hash(ikey, self.input.value()),
+                        entry_hash(&self.zeroed_key, &[]),
+                    );
+                    self.stats.filter_removed += 1;
+                    (self.zeroed, self.filtered) = (true, true);
+                    kind = ValueKind::Deletion;
+                }
+            }
+
+            if kind == ValueKind::Deletion && self.bottommost {
+                let (key, value) = match self.filtered {
+                    true => (self.zeroed_key.as_slice(), self.filtered_value.as_slice()),
+                    false => (ikey, self.input.value()),
+                };
                 if stripe == 0 {
                     self.stats.tombstones_dropped += 1;
-                    self.stats
-                        .drop_hash(entry_hash(self.input.key(), self.input.value()));
+                    self.stats.drop_hash(entry_hash(key, value));
                 } else {
                     self.pending_key.clear();
-                    self.pending_key.extend_from_slice(ikey);
+                    self.pending_key.extend_from_slice(key);
                     self.pending_value.clear();
-                    self.pending_value.extend_from_slice(self.input.value());
+                    self.pending_value.extend_from_slice(value);
                     self.pending = true;
                 }
                 self.input.next()?;
                 continue;
             }
-            if self.bottommost && stripe == 0 && parsed.seq != 0 {
-                self.zero_sequence(parsed.kind);
+            if kind == ValueKind::Value && self.bottommost && stripe == 0 && parsed.seq != 0 {
+                self.zero_sequence(kind);
+            }
+            if let Some(value) = change {
+                let key = if self.zeroed {
+                    self.zeroed_key.as_slice()
+                } else {
+                    self.input.key()
+                };
+                self.stats
+                    .rewrite(entry_hash(key, self.input.value()), entry_hash(key, &value));
+                self.stats.filter_changed += 1;
+                self.filtered_value = value;
+                self.filtered = true;
             }
             self.position = Position::AtInput;
             self.stats.entries_out += 1;

@@ -579,3 +579,107 @@ fn usable_as_a_forward_only_internal_iterator() {
     ));
     assert!(!InternalIterator::valid(&it));
 }
+
+/// Removes the values of key `a`, rewrites those of `b`, keeps the rest.
+#[derive(Debug)]
+struct TestFilter;
+
+impl CompactionFilter for TestFilter {
+    fn name(&self) -> &str {
+        "test"
+    }
+    fn filter(&self, key: &[u8], value: &[u8]) -> FilterDecision {
+        match key {
+            b"a" => FilterDecision::Remove,
+            b"b" => FilterDecision::Change([b"changed:", value].concat()),
+            _ => FilterDecision::Keep,
+        }
+    }
+}
+
+#[test]
+fn a_filter_sees_only_values_no_snapshot_can_see() {
+    let input = vec![put(b"a", 9), put(b"a", 3), put(b"b", 4), put(b"c", 8)];
+    // Snapshot 5: a@9 is above it (filtered), a@3 and b@4 below (not shown to the filter).
+    let mut it = CompactionIterator::new(VecIterator::new(sorted(input)), vec![5], false);
+    it.set_filter(Some(std::sync::Arc::new(TestFilter)));
+    it.seek_to_first().unwrap();
+    let out = drain(&mut it);
+    assert_eq!(
+        shape(&out),
+        [
+            ("a".into(), 9, ValueKind::Deletion),
+            ("a".into(), 3, V),
+            ("b".into(), 4, V),
+            ("c".into(), 8, V)
+        ]
+    );
+    assert_eq!(out[0].1, b"", "a removed value is an empty tombstone");
+    assert_eq!(out[2].1, b"b@4", "below the snapshot: unchanged");
+    assert_eq!(
+        (it.stats().filter_removed, it.stats().filter_changed),
+        (1, 0)
+    );
+}
+
+proptest! {
+    #[test]
+    fn a_filter_changes_exactly_the_latest_view_and_the_digest_adds_up(
+        (input, run_of) in input_strategy(),
+        snapshots in prop::collection::vec(0u64..45, 0..4),
+        bottommost: bool,
+    ) {
+        let mut it = CompactionIterator::new(merged(&input, &run_of), snapshots.clone(), bottommost);
+        it.set_filter(Some(std::sync::Arc::new(TestFilter)));
+        it.seek_to_first().unwrap();
+        let out = drain(&mut it);
+        let stats = it.stats();
+        let top = {
+            let mut s = snapshots.clone();
+            s.sort_unstable();
+            s.dedup();
+            s.len()
+        };
+        for k in 0..KEYS {
+            let uk = [b'a' + k];
+            for s in readers(&snapshots) {
+                let before = lookup(&input, &uk, s);
+                let newest = input
+                    .iter()
+                    .map(|(k, _)| parse_internal_key(k).unwrap())
+                    .filter(|p| p.user_key == uk)
+                    .map(|p| (p.seq, p.kind))
+                    .max();
+                let filtered = s == MAX_SEQ
+                    && newest.is_some_and(|(seq, kind)| {
+                        kind == ValueKind::Value && stripe_of(&snapshots, seq) == top
+                    });
+                let expected = match (filtered, before) {
+                    (true, Lookup::Found(v)) => match TestFilter.filter(&uk, &v) {
+                        FilterDecision::Keep => Lookup::Found(v),
+                        FilterDecision::Remove => Lookup::Deleted,
+                        FilterDecision::Change(new) => Lookup::Found(new),
+                    },
+                    (_, before) => before,
+                };
+                let got = lookup(&out, &uk, s);
+                if bottommost {
+                    let found = |l: Lookup| match l { Lookup::Found(v) => Some(v), _ => None };
+                    prop_assert_eq!(found(got), found(expected), "key {} at {}", k, s);
+                } else {
+                    prop_assert_eq!(got, expected, "key {} at {}", k, s);
+                }
+            }
+        }
+        let digest = |entries: &Entries| {
+            let mut d = crate::digest::EntryDigest::default();
+            for (k, v) in entries {
+                d.add(k, v);
+            }
+            d
+        };
+        prop_assert_eq!(digest(&input), digest(&out) + stats.unwritten());
+        prop_assert_eq!(stats.entries_in,
+            stats.entries_out + stats.shadowed_dropped + stats.tombstones_dropped);
+    }
+}

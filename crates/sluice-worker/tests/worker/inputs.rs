@@ -121,6 +121,7 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         max_grandparent_overlap_bytes: u64::MAX,
         lower: None,
         upper: None,
+        filter: None,
     };
     let exec = ExecOptions {
         mode,

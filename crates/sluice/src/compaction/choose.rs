@@ -94,6 +94,10 @@ pub(crate) fn executor_for<'a>(
     exec: ExecOptions,
     sides: Sides,
 ) -> (Box<dyn Executor + 'a>, Accounting) {
+    // Workers are not given the compaction filter: what it applies to runs here.
+    if env.options.compaction_filter.is_some() {
+        return (Box::new(exec), Accounting::Checked);
+    }
     let sharing = match sides {
         Sides::Host => return (Box::new(exec), Accounting::Checked),
         Sides::Default => None,

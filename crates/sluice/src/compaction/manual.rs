@@ -21,7 +21,7 @@ use sluice_exec::{CompactionMode, ExecOptions, JobControl};
 
 use super::Compaction;
 use super::choose::Request;
-use super::manual_pick::pick_manual;
+use super::manual_pick::{pick_in_place, pick_manual};
 use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
@@ -120,6 +120,10 @@ pub(crate) trait ManualEnv {
 
     /// Deletes the files no version needs any more.
     fn delete_obsolete_files(&self);
+
+    /// A compaction filter is set: every file in the range is rewritten, none moved, the
+    /// deepest level's in place too.
+    fn rewrites_everything(&self) -> bool;
 }
 
 /// Compacts every level holding data in `[start, end]` into the next, from L0 down, until the
@@ -131,6 +135,7 @@ pub(crate) fn compact_levels(
     end: Option<&[u8]>,
     opts: &CompactOptions,
 ) -> Result<()> {
+    let rewrite_all = db.rewrites_everything();
     let (deepest, levels) = {
         let v = db.current_version();
         let deepest = (1..NUM_LEVELS)
@@ -139,7 +144,8 @@ pub(crate) fn compact_levels(
             .unwrap_or(1);
         let levels = (0..deepest)
             .filter(|&l| !v.overlapping_files(l, start, end).is_empty())
-            .count();
+            .count()
+            + usize::from(rewrite_all);
         (deepest, levels)
     };
     let exec = db.exec(if opts.parallel {
@@ -159,49 +165,67 @@ pub(crate) fn compact_levels(
         ..CompactProgress::default()
     };
     for level in 0..deepest {
-        if opts.cancelled() {
-            return Err(Error::Cancelled);
-        }
         // Moves and merges (see `manual_pick`), cut per range in partitioned mode.
-        let picked = pick_manual(&db.current_version(), level, start, end);
-        if picked.is_empty() {
-            continue;
-        }
-        progress.level = level;
-        progress.bytes_done = 0;
-        progress.bytes_total = picked.iter().map(|c| c.input_bytes()).sum();
-        // One control for the level: its byte count is the level's progress.
-        let control = Arc::new(match &opts.cancel {
-            Some(flag) => JobControl::with_cancel_flag(Arc::clone(flag)),
-            None => JobControl::default(),
-        });
-        let finished = AtomicU64::new(0);
-        let run_all = || {
-            picked.iter().try_for_each(|c| {
-                db.run(c, exec, Arc::clone(&control))?;
-                finished.fetch_add(c.input_bytes(), Ordering::Relaxed);
-                Ok::<(), Error>(())
-            })
-        };
-        let result = if opts.progress.is_some() {
-            let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
-            std::thread::scope(|scope| {
-                scope.spawn(|| tick(&control, &finished, &done_rx, opts, progress));
-                let result = run_all();
-                // Wakes the ticker at once.
-                drop(done_tx);
-                result
-            })
-        } else {
-            run_all()
-        };
-        // The picked compactions pin their inputs; release them before collecting.
-        drop(picked);
-        db.delete_obsolete_files();
-        result?;
-        progress.levels_done += 1;
-        progress.bytes_done = progress.bytes_total;
-        opts.report(&progress);
+        let picked = pick_manual(&db.current_version(), level, start, end, rewrite_all);
+        run_level(db, level, picked, exec, opts, &mut progress)?;
     }
+    if rewrite_all {
+        let picked = pick_in_place(&db.current_version(), deepest, start, end);
+        run_level(db, deepest, picked, exec, opts, &mut progress)?;
+    }
+    Ok(())
+}
+
+/// Runs the compactions picked for `level`, reporting progress; nothing if none were picked.
+fn run_level(
+    db: &dyn ManualEnv,
+    level: usize,
+    picked: Vec<Compaction>,
+    exec: ExecOptions,
+    opts: &CompactOptions,
+    progress: &mut CompactProgress,
+) -> Result<()> {
+    if opts.cancelled() {
+        return Err(Error::Cancelled);
+    }
+    if picked.is_empty() {
+        return Ok(());
+    }
+    progress.level = level;
+    progress.bytes_done = 0;
+    progress.bytes_total = picked.iter().map(|c| c.input_bytes()).sum();
+    // One control for the level: its byte count is the level's progress.
+    let control = Arc::new(match &opts.cancel {
+        Some(flag) => JobControl::with_cancel_flag(Arc::clone(flag)),
+        None => JobControl::default(),
+    });
+    let finished = AtomicU64::new(0);
+    let run_all = || {
+        picked.iter().try_for_each(|c| {
+            db.run(c, exec, Arc::clone(&control))?;
+            finished.fetch_add(c.input_bytes(), Ordering::Relaxed);
+            Ok::<(), Error>(())
+        })
+    };
+    let result = if opts.progress.is_some() {
+        let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(0);
+        let snapshot = *progress;
+        std::thread::scope(|scope| {
+            scope.spawn(|| tick(&control, &finished, &done_rx, opts, snapshot));
+            let result = run_all();
+            // Wakes the ticker at once.
+            drop(done_tx);
+            result
+        })
+    } else {
+        run_all()
+    };
+    // The picked compactions pin their inputs; release them before collecting.
+    drop(picked);
+    db.delete_obsolete_files();
+    result?;
+    progress.levels_done += 1;
+    progress.bytes_done = progress.bytes_total;
+    opts.report(progress);
     Ok(())
 }

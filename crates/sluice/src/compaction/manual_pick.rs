@@ -29,11 +29,13 @@ use crate::version::version::{largest_user_key, smallest_user_key};
 /// The compactions `compact_range` runs for `level` over `[lo, hi]`, in key order: moves and
 /// merges as the module docs say, or none if the level has no file there. In partitioned mode
 /// they are cut per range too, so that each stays inside its range and runs on its owner.
+/// With `rewrite_all` (a compaction filter is set) nothing moves: every file is rewritten.
 pub fn pick_manual(
     version: &Arc<Version>,
     level: usize,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
+    rewrite_all: bool,
 ) -> Vec<Compaction> {
     let files = version.overlapping_files(level, lo, hi);
     let per_range = match version.range_map() {
@@ -49,10 +51,48 @@ pub fn pick_manual(
             by_range.into_values().collect()
         }
     };
+    let reason = match rewrite_all {
+        true => Reason::ManualRewrite,
+        false => Reason::Manual,
+    };
     per_range
         .into_iter()
-        .flat_map(|files| cut_into_moves(version, level, files))
-        .map(|inputs0| expand(version, level, inputs0, Reason::Manual))
+        .filter(|files| !files.is_empty())
+        .flat_map(|files| match rewrite_all {
+            true => vec![files],
+            false => cut_into_moves(version, level, files),
+        })
+        .map(|inputs0| expand(version, level, inputs0, reason))
+        .collect()
+}
+
+/// The in-place rewrite of `level`'s files in `[lo, hi]` that `compact_range` runs last when
+/// a compaction filter is set, one per range in partitioned mode; none if the level has no
+/// file there.
+pub fn pick_in_place(
+    version: &Arc<Version>,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Vec<Compaction> {
+    pick_manual(version, level, lo, hi, true)
+        .into_iter()
+        .map(|c| {
+            let [inputs0, _] = c.inputs;
+            let (all_lo, all_hi) = super::picker::key_range(&inputs0);
+            Compaction {
+                level,
+                inputs: [inputs0, Vec::new()],
+                grandparents: Vec::new(),
+                bottommost: ((level + 1)..NUM_LEVELS).all(|l| {
+                    version
+                        .overlapping_files(l, Some(&all_lo), Some(&all_hi))
+                        .is_empty()
+                }),
+                reason: Reason::ManualInPlace,
+                version: Arc::clone(version),
+            }
+        })
         .collect()
 }
 
@@ -137,7 +177,7 @@ mod tests {
 
     /// `(input file numbers of the upper level, of the lower level, is a move)` per compaction.
     fn picked(v: &Arc<Version>, level: usize) -> Vec<(Vec<u64>, Vec<u64>, bool)> {
-        pick_manual(v, level, None, None)
+        pick_manual(v, level, None, None, false)
             .iter()
             .map(|c| {
                 let numbers = |i: usize| {

@@ -42,10 +42,18 @@ pub enum Reason {
     /// directory, is rewritten at its level into the range owner's directory (the MStore paper:
     /// moved data is rewritten by compaction, not copied ahead of it).
     Relocate,
+    /// `compact_range` with a compaction filter: like [`Reason::Manual`], but every file is
+    /// rewritten, none moved, so that the filter sees all of it.
+    ManualRewrite,
+    /// `compact_range` with a compaction filter: the deepest level's files in the range are
+    /// rewritten in place, so the filter sees what no push-down reaches (RocksDB's
+    /// `bottommost_level_compaction = kIfHaveCompactionFilter`).
+    ManualInPlace,
 }
 
 /// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1` (or, for
-/// [`Reason::IntraL0`] and [`Reason::Relocate`], inputs and outputs in `level`).
+/// [`Reason::IntraL0`], [`Reason::Relocate`] and [`Reason::ManualInPlace`], inputs and outputs
+/// in `level`).
 #[derive(Clone, Debug)]
 pub struct Compaction {
     /// The upper input level.
@@ -76,7 +84,10 @@ impl Compaction {
 
     /// True for the compactions whose outputs stay in the input level.
     pub fn stays_in_level(&self) -> bool {
-        matches!(self.reason, Reason::IntraL0 | Reason::Relocate)
+        matches!(
+            self.reason,
+            Reason::IntraL0 | Reason::Relocate | Reason::ManualInPlace
+        )
     }
 
     /// All input files.
@@ -107,7 +118,7 @@ impl Compaction {
             return false;
         };
         let rewrite = match self.reason {
-            Reason::Relocate => true,
+            Reason::Relocate | Reason::ManualRewrite | Reason::ManualInPlace => true,
             Reason::Manual => manual_pick::must_rewrite(&self.version, self.level, file),
             _ => false,
         };

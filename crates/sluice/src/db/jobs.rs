@@ -274,6 +274,8 @@ impl DbInner {
 fn record_merge(st: &mut DbState, m: &MergeRecord) {
     let out = &m.output;
     st.compaction_metrics.record(m.input_bytes, &out.profile);
+    st.compaction_metrics.filter_removed += out.stats.filter_removed;
+    st.compaction_metrics.filter_changed += out.stats.filter_changed;
     st.compaction_metrics
         .record_stages(m.executor, m.input_bytes, &out.profile, &out.stages);
     let level = m.output_level;
@@ -314,5 +316,9 @@ impl ManualEnv for DbInner {
 
     fn delete_obsolete_files(&self) {
         DbInner::delete_obsolete_files(self);
+    }
+
+    fn rewrites_everything(&self) -> bool {
+        self.options.compaction_filter.is_some()
     }
 }

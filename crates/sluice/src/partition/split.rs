@@ -143,6 +143,7 @@ pub(crate) fn split_tables(
                 max_grandparent_overlap_bytes: u64::MAX,
                 lower,
                 upper,
+                filter: None,
             };
             let mut new_output =
                 || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };

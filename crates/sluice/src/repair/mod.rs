@@ -306,6 +306,7 @@ fn merge_into_bottom_level(
         max_grandparent_overlap_bytes: u64::MAX,
         lower: None,
         upper: None,
+        filter: None,
     };
     let mut exec = options.exec_options();
     if exec.mode == CompactionMode::Auto {
