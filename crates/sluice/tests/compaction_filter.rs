@@ -102,3 +102,28 @@ fn every_mode_filters_live_values_and_spares_snapshots() {
         db.check().unwrap();
     }
 }
+
+/// Data already in the last level (here ingested straight there) is rewritten in place by
+/// `compact_range`, so the filter reaches it too.
+#[test]
+fn compact_range_filters_the_last_level_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.sst");
+    let mut w = sluice::SstFileWriter::create(&file, &Default::default()).unwrap();
+    for i in 0..100 {
+        w.put(&key(i), &value(i)).unwrap();
+    }
+    w.finish().unwrap();
+    let options = Options {
+        compaction_filter: Some(Arc::new(Janitor::default())),
+        ..Options::default()
+    };
+    let db = Db::open(dir.path().join("db"), options).unwrap();
+    let report = db.ingest(&[&file], &Default::default()).unwrap();
+    assert_eq!(report.files[0].level, 6);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(&key(0)).unwrap(), None);
+    assert_eq!(db.get(&key(1)).unwrap(), Some(b"SHOUT:1".to_vec()));
+    assert_eq!(db.metrics().compaction.filter_removed, 25);
+    db.check().unwrap();
+}

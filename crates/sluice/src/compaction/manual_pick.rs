@@ -37,27 +37,12 @@ pub fn pick_manual(
     hi: Option<&[u8]>,
     rewrite_all: bool,
 ) -> Vec<Compaction> {
-    let files = version.overlapping_files(level, lo, hi);
-    let per_range = match version.range_map() {
-        None => vec![files],
-        Some(map) => {
-            let mut by_range = std::collections::BTreeMap::<usize, Vec<_>>::new();
-            for f in files {
-                by_range
-                    .entry(map.index_of(smallest_user_key(&f)))
-                    .or_default()
-                    .push(f);
-            }
-            by_range.into_values().collect()
-        }
-    };
     let reason = match rewrite_all {
         true => Reason::ManualRewrite,
         false => Reason::Manual,
     };
-    per_range
+    files_per_range(version, level, lo, hi)
         .into_iter()
-        .filter(|files| !files.is_empty())
         .flat_map(|files| match rewrite_all {
             true => vec![files],
             false => cut_into_moves(version, level, files),
@@ -75,10 +60,9 @@ pub fn pick_in_place(
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
 ) -> Vec<Compaction> {
-    pick_manual(version, level, lo, hi, true)
+    files_per_range(version, level, lo, hi)
         .into_iter()
-        .map(|c| {
-            let [inputs0, _] = c.inputs;
+        .map(|inputs0| {
             let (all_lo, all_hi) = super::picker::key_range(&inputs0);
             Compaction {
                 level,
@@ -94,6 +78,33 @@ pub fn pick_in_place(
             }
         })
         .collect()
+}
+
+/// `level`'s files in `[lo, hi]`, one group per range in partitioned mode (one group without
+/// it), no group empty.
+fn files_per_range(
+    version: &Version,
+    level: usize,
+    lo: Option<&[u8]>,
+    hi: Option<&[u8]>,
+) -> Vec<Vec<Arc<FileMetaData>>> {
+    let files = version.overlapping_files(level, lo, hi);
+    if files.is_empty() {
+        return Vec::new();
+    }
+    match version.range_map() {
+        None => vec![files],
+        Some(map) => {
+            let mut by_range = std::collections::BTreeMap::<usize, Vec<_>>::new();
+            for f in files {
+                by_range
+                    .entry(map.index_of(smallest_user_key(&f)))
+                    .or_default()
+                    .push(f);
+            }
+            by_range.into_values().collect()
+        }
+    }
 }
 
 /// True if moving `file` from `level` into `level + 1` would keep tombstones that a rewrite
