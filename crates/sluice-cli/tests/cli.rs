@@ -146,29 +146,23 @@ fn backups_are_incremental_verified_and_restore_as_a_user_would_try_them() {
     let dir = tempfile::tempdir().unwrap();
     let db = populated(dir.path(), 2000);
     let backups = dir.path().join("backups").display().to_string();
-    let first: Value = serde_json::from_str(&ok(&[
-        "backup",
-        "create",
-        "--db",
-        &db,
-        "--backup-dir",
-        &backups,
-        "--json",
-    ]))
-    .unwrap();
+    let create = || -> Value {
+        let args = [
+            "backup",
+            "create",
+            "--db",
+            &db,
+            "--backup-dir",
+            &backups,
+            "--json",
+        ];
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let first = create();
     assert_eq!(first["id"], 1, "{first}");
     assert_eq!(first["tables_copied"], 1, "{first}");
     ok(&["put", "--db", &db, "later", "write"]);
-    let second: Value = serde_json::from_str(&ok(&[
-        "backup",
-        "create",
-        "--db",
-        &db,
-        "--backup-dir",
-        &backups,
-        "--json",
-    ]))
-    .unwrap();
+    let second = create();
     assert_eq!(second["tables_shared"], 1, "{second}");
     assert_eq!(second["tables_copied"], 0, "{second}");
     let listed: Value =

@@ -3,46 +3,31 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use sluice::{CompactionOptions, Db, ErrorKind, MemtableOptions, Options, TableOptions};
+use common::{contents, key};
+use sluice::{Db, ErrorKind, Options, TableOptions};
 use sluice_sst::fs::{FileSystem, MemFs};
-
-fn key(i: u32) -> Vec<u8> {
-    format!("{i:08}").into_bytes()
-}
 
 fn value(i: u32, round: u32) -> Vec<u8> {
     format!("{i}-{round}-{}", "v".repeat(60)).into_bytes()
 }
 
-/// Small memtables and tables, so a few thousand keys make several levels.
+/// The shared small tree, with small blocks too.
 fn small() -> Options {
     Options {
-        memtable: MemtableOptions {
-            write_buffer_size: 64 << 10,
-            ..MemtableOptions::default()
-        },
         table: TableOptions {
             block_size: 1024,
             ..TableOptions::default()
         },
-        compaction: CompactionOptions {
-            target_file_size_base: 64 << 10,
-            max_bytes_for_level_base: 256 << 10,
-            l0_compaction_trigger: 2,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
+        ..common::small()
     }
-}
-
-fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None).unwrap().map(Result::unwrap).collect()
 }
 
 /// Every file of `dir` (but LOCK) and its bytes.

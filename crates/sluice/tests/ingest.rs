@@ -4,37 +4,13 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sluice::{
-    CompactionOptions, Db, ErrorKind, IngestOptions, MemtableOptions, Options, ReadOptions,
-    SstFileWriter, TableOptions,
-};
-
-fn key(i: u32) -> Vec<u8> {
-    format!("{i:08}").into_bytes()
-}
-
-fn small() -> Options {
-    Options {
-        memtable: MemtableOptions {
-            write_buffer_size: 64 << 10,
-            ..MemtableOptions::default()
-        },
-        compaction: CompactionOptions {
-            target_file_size_base: 64 << 10,
-            max_bytes_for_level_base: 256 << 10,
-            l0_compaction_trigger: 2,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
-    }
-}
-
-fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None).unwrap().map(Result::unwrap).collect()
-}
+use common::{contents, key, small};
+use sluice::{Db, ErrorKind, IngestOptions, Options, ReadOptions, SstFileWriter, TableOptions};
 
 /// Writes an external table: `Some(v)` puts, `None` deletes.
 fn external(path: &Path, entries: &[(Vec<u8>, Option<Vec<u8>>)]) -> PathBuf {
