@@ -5,7 +5,7 @@
 //! ```text
 //! BACKUP_DIR/
 //!   LOCK                                   held while a process changes the backup directory
-//!   shared/NNNNNN_<tail crc>_<size>.sst   tables, shared by every backup that holds them
+//!   shared/NNNNNN_<digest>_<size>.sst      tables, shared by every backup that holds them
 //!   private/<id>-<name>                    each backup's WALs and MANIFEST
 //!   meta/<id>                              a backup's description (meta.rs), written last
 //! ```
@@ -14,9 +14,10 @@
 //! synced and renamed after every file it names is synced, so a crash during `create` leaves
 //! no backup, only files that the next change of the directory collects. Tables are copied,
 //! never linked: a backup must survive damage to the database's own files. A table is known
-//! to be stored already by its number, size and the CRC32C of its last 64 KiB (its index and
-//! footer, which name every block): reading the tail of each table is all an incremental
-//! backup costs for tables it does not copy. Every file's full CRC32C is recorded, and
+//! to be stored already by its number, size and entry digest (the count and hash sum of all
+//! its entries, from its properties block, written with it): opening each table is all an
+//! incremental backup costs for tables it does not copy. A table too old to have a digest is
+//! named by the CRC32C of all its bytes instead. Every file's full CRC32C is recorded, and
 //! `verify` and `restore` check it.
 
 mod meta;
@@ -25,20 +26,18 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_sst::checksum::crc32c;
 use sluice_sst::fs::{
-    FileLock, FileSystem, IoMode, LockMode, copy_file, copy_file_between, file_crc32c,
+    FileLock, FileSystem, IoMode, LockMode, Storage, copy_file, copy_file_between, file_crc32c,
 };
 
 pub use meta::{BackupFile, BackupMeta};
+
+use sluice_sst::table::{Table, TableReadOptions};
 
 use crate::db::checkpoint::{create_empty_dir, sync_parent};
 use crate::filename::{set_current_file, sync_dir};
 use crate::version::manifest::write_manifest_file;
 use crate::{Db, Error, IoContext, Result};
-
-/// Bytes at the end of a table whose CRC32C, with its number and size, names it in `shared/`.
-const TAIL_BYTES: u64 = 64 << 10;
 
 /// A backup directory, open for making, listing, checking, restoring and deleting backups.
 /// One process at a time may open it for changes ([`BackupEngine::open`]); any number may
@@ -130,18 +129,17 @@ impl BackupEngine {
             .map(|f| (f.stored.as_str(), f))
             .collect();
         // The database's own file system reads its files; this engine's writes the copies.
-        let db_fs = &*db.options().fs;
+        let db_fs_handle = Arc::clone(&db.options().fs);
+        let db_fs = &*db_fs_handle;
         let live = db.live_files()?;
         let mut files = Vec::new();
         let (mut tables_copied, mut tables_shared, mut bytes_copied) = (0, 0, 0);
         for table in &live.tables {
-            let tail_from = table.size.saturating_sub(TAIL_BYTES);
-            let tail = read_range(db_fs, &table.path, tail_from, table.size)?;
             let name = format!("{:06}.sst", table.number);
             let stored_name = format!(
-                "shared/{:06}_{:08x}_{}.sst",
+                "shared/{:06}_{}_{}.sst",
                 table.number,
-                crc32c(&tail),
+                content_id(&db_fs_handle, &table.path, table.number)?,
                 table.size
             );
             let file = match stored.get(stored_name.as_str()) {
@@ -370,13 +368,27 @@ impl BackupEngine {
     }
 }
 
-/// Bytes `[from, to)` of `path`.
-fn read_range(fs: &dyn FileSystem, path: &Path, from: u64, to: u64) -> Result<Vec<u8>> {
-    let file = fs.open_read(path, IoMode::Buffered).with_path(path)?;
-    let len = usize::try_from(to - from).map_err(|e| Error::io(path, std::io::Error::other(e)))?;
-    let mut buf = vec![0; len];
-    file.read_exact_at(&mut buf, from).with_path(path)?;
-    Ok(buf)
+/// What names a table's content in `shared/`: `d` and its entry digest (entries and hash
+/// sum, from its properties), or, for a table written before digests were recorded, `c` and
+/// the CRC32C of all its bytes.
+fn content_id(fs: &Arc<dyn FileSystem>, path: &Path, number: u64) -> Result<String> {
+    let table = Table::open(
+        path,
+        number,
+        TableReadOptions {
+            cache: None,
+            verify_checksums: true,
+            storage: Storage::new(Arc::clone(fs), IoMode::Buffered),
+            load_filter: false,
+        },
+    )?;
+    Ok(match table.properties().digest() {
+        Some(d) => format!("d{:x}-{:016x}", d.entries, d.sum),
+        None => format!(
+            "c{:08x}",
+            file_crc32c(&**fs, path, None).with_path(path)?.crc32c
+        ),
+    })
 }
 
 /// Fails unless a copy of `file` (or a read of it at `path`) found its recorded size and CRC.

@@ -203,3 +203,44 @@ fn one_engine_changes_a_backup_directory_at_a_time() {
     assert_eq!(err.kind(), ErrorKind::ReadOnly, "{err}");
     let _second_reader = BackupEngine::open_read_only(&backups, os()).unwrap();
 }
+
+/// Two databases whose tables have the same numbers and sizes but other entries: the second
+/// backup must copy its own, not take the first one's as already stored.
+#[test]
+fn a_table_of_the_same_number_and_size_with_other_entries_is_not_shared() {
+    let root = tempfile::tempdir().unwrap();
+    let engine = BackupEngine::open(root.path().join("backups"), os()).unwrap();
+    let mut states = Vec::new();
+    for (name, round) in [("a", 1), ("b", 2)] {
+        // Uncompressed, so that equal-length values make equal-size tables.
+        let options = Options {
+            table: crate::TableOptions {
+                compression: crate::CompressionType::None,
+                ..crate::TableOptions::default()
+            },
+            ..Options::default()
+        };
+        let db = Db::open(root.path().join(name), options).unwrap();
+        fill(&db, 0..1000, round);
+        db.flush().unwrap();
+        states.push(contents(&db));
+        let report = engine.create(&db).unwrap();
+        assert_eq!(report.tables_shared, 0, "{name}: {report:?}");
+    }
+    let tables = |id: usize| -> Vec<(String, u64)> {
+        engine.list().unwrap()[id]
+            .files
+            .iter()
+            .filter(|f| f.name.ends_with(".sst"))
+            .map(|f| (f.name.clone(), f.size))
+            .collect()
+    };
+    assert_eq!(
+        tables(0),
+        tables(1),
+        "same numbers and sizes: the attack this test is about"
+    );
+    assert_ne!(states[0], states[1]);
+    assert_eq!(restored(&engine, 1, &root.path().join("r1")), states[0]);
+    assert_eq!(restored(&engine, 2, &root.path().join("r2")), states[1]);
+}
