@@ -3,7 +3,7 @@
 //! one reader per directory holding inputs, and the writer's I/O handed to one thread per
 //! directory (the `dir_io` module). With buffered I/O from one directory and two or more
 //! compute threads, there is neither reader nor writer thread: the compute threads read their
-//! own sub-tasks and take turns appending them in key order ([`super::local_read`] says why).
+//! own sub-tasks and take turns appending them in key order (`local_read.rs` says why).
 //!
 //! The pipelined executor is the special case of one compute thread, with one difference: its
 //! writer also compresses and checksums (S5, S6). With one compute thread, compute is the

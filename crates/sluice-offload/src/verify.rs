@@ -12,7 +12,7 @@
 //! `verify_file_checksums`, every byte is read and the CRC32C compared.
 //!
 //! These catch a worker whose report does not match its files, and files that are not new
-//! tables. Whether the files hold the right entries is [`super::prove`]'s digest check.
+//! tables. Whether the files hold the right entries is `prove.rs`'s digest check.
 //!
 //! Known gap: the checks look at the file by name; a worker racing the host could swap the
 //! name for a link between the check and the install. The digest check and the install's own

@@ -5,7 +5,7 @@
 //! the runtime's and the executors', inherits its mask); build the runtime; install the SIGTERM
 //! and SIGINT handlers; bind; print exactly one line `sluice worker listening on <addr>` to
 //! stdout (a parent reads the port from it when it asked for port 0); serve until a signal;
-//! drain ([`crate::server`]); return `Ok(())`, so the process exits 0.
+//! drain (`server.rs`); return `Ok(())`, so the process exits 0.
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -11,8 +11,8 @@
 //! - the reserved output numbers `[first, first + count)` are at least one, do not overflow,
 //!   and contain no input's number (so cleaning up outputs can never delete an input).
 //!
-//! Nothing here reads the disk: resolving names inside the roots is [`crate::resolve`], and
-//! opening the tables and building the executor's spec is [`crate::job`].
+//! Nothing here reads the disk: resolving names inside the roots is `resolve.rs`'s, and
+//! opening the tables and building the executor's spec is `job.rs`'s.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -91,7 +91,7 @@ pub struct CheckedTask {
     /// `None`: the worker's default; else `1..=MAX_COMPUTE_THREADS`.
     pub compute_threads: Option<usize>,
     pub outputs: OutputBlock,
-    /// The root every output goes to (checked against the roots by [`crate::resolve`]);
+    /// The root every output goes to (checked against the roots by `resolve.rs`);
     /// `None`: dealt over the roots.
     pub output_root: Option<PathBuf>,
     /// The database whose roots the task may touch ([`crate::config::Root`]).

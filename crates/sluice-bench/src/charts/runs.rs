@@ -12,7 +12,7 @@
 //! | `compaction_executors.{png,svg}` | with compaction offload only: MB/s of each side (host, |
 //! |                               | each worker) per entry, coloured by its executor         |
 //! | `compaction_executors_local.{png,svg}` | without offload: MB/s of each executor that     |
-//! |                               | compacted, per entry, coloured by executor ([`executors`]) |
+//! |                               | compacted, per entry, coloured by executor (`executors`) |
 //!
 //! Benchmarks with a single operation (compact) have no throughput line or CDF: one point
 //! says nothing about a distribution.

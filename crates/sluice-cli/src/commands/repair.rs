@@ -1,5 +1,5 @@
 //! `repair`: rebuild a damaged database from the files that can still be read
-//! ([`sluice::repair`], RocksDB's `RepairDB`), then print what was kept and what was dropped.
+//! ([`sluice::repair()`], RocksDB's `RepairDB`), then print what was kept and what was dropped.
 //!
 //! Exit status 0 once the database is repaired, even if data was dropped: the report lists
 //! every dropped region and every file set aside in `lost/`. Status 2 if it could not be.

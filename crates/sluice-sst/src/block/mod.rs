@@ -1,7 +1,7 @@
 //! Blocks: the unit of I/O, compression, checksumming and caching.
 //!
 //! A block is a run of prefix-compressed entries followed by a restart array (the layout is in
-//! [`builder`]'s header and `docs/format/sst.md`). Data blocks and the index block share this
+//! `builder.rs`'s header and `docs/format/sst.md`). Data blocks and the index block share this
 //! format; their keys are internal keys compared with [`crate::key::compare_internal`].
 //!
 //! [`Block`] owns the uncompressed bytes and checks the restart array once, when it is built, so

@@ -41,7 +41,7 @@ pub struct BlockMeta {
     pub smallest_seq: u64,
     /// Largest sequence number of any entry (0 when no entry has a valid trailer).
     pub largest_seq: u64,
-    /// Sum of the entries' [`entry_hash`]es, modulo 2^64 (see [`crate::digest`]).
+    /// Sum of the entries' [`entry_hash`](crate::digest::entry_hash)es, modulo 2^64 (see [`crate::digest`]).
     pub digest_sum: u64,
 }
 

@@ -70,7 +70,7 @@ impl<'a> JobEnv<'a> {
         self
     }
 
-    /// Reserves `count` consecutive file numbers for this job (see [`FileNumbers::reserve`]).
+    /// Reserves `count` consecutive file numbers for this job (see `FileNumbers::reserve`).
     pub fn reserve_numbers(&self, count: u64) -> Range<u64> {
         let numbers = self.numbers.reserve(count);
         self.reserved.lock().extend(numbers.clone());

@@ -49,7 +49,7 @@ pub(crate) struct MergeRecord {
 }
 
 /// How the job's executor is held to account: whether the outputs must add up to the inputs
-/// ([`check_accounts_for_inputs`]). Only workers the options trust are exempt.
+/// (`check_accounts_for_inputs`). Only workers the options trust are exempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Accounting {
     /// Outputs plus dropped entries must equal the inputs, in count and digest.

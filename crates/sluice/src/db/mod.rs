@@ -166,7 +166,7 @@ impl Db {
     /// Opens the existing database in `path` without changing it: no file in it is created,
     /// written, renamed or deleted. The MANIFEST and every WAL are read and checked as by
     /// [`Db::open`], and the WALs' records are served from memory instead of being written to
-    /// tables. Writes, flushes and compactions fail with [`Error::InvalidArgument`].
+    /// tables. Writes, flushes and compactions fail with [`crate::Error::InvalidArgument`].
     ///
     /// The LOCK file is taken shared: several read-only opens may run at once, but not beside
     /// a process that has the database open for writing (its files would change underneath).

@@ -1,10 +1,10 @@
 //! The memtable: a skiplist of internal keys, the first home of every write.
 //!
-//! Entries live in an arena-backed skiplist ([`skiplist`], [`arena`]): the key inline in the
+//! Entries live in an arena-backed skiplist (`skiplist.rs`, `arena.rs`): the key inline in the
 //! node, the value packed in a second arena, no allocator call per entry, and the memtable's
 //! size is the arenas' bytes used (nodes, links, values, padding), not an estimate.
 //!
-//! A memtable made for a write buffer also keeps a Bloom filter of its user keys ([`filter`]),
+//! A memtable made for a write buffer also keeps a Bloom filter of its user keys (`filter.rs`),
 //! so that a lookup of a key it does not hold, the common case, skips the search.
 //!
 //! One writer at a time inserts (the group-commit leader, which holds a [`MemTableWriter`] for

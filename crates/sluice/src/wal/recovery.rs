@@ -6,16 +6,16 @@ use std::path::PathBuf;
 /// How WAL recovery treats damage: RocksDB's `WALRecoveryMode`, with its names and meanings.
 ///
 /// In every mode but [`SkipAnyCorruptedRecords`](Self::SkipAnyCorruptedRecords), damage at or
-/// below the point the log is known to have been synced through is [`Error::Corruption`]:
+/// below the point the log is known to have been synced through is [`crate::Error::Corruption`]:
 /// those records were acknowledged as durable. The modes differ past that point, where only
 /// writes that were never synced can be. Every byte a mode drops is counted
-/// ([`LogReader::dropped`]), logged, and reported by `open` and `check`.
+/// ([`crate::wal::LogReader::dropped`]), logged, and reported by `open` and `check`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum WalRecoveryMode {
     /// Damage past the synced point with no valid record after it (a torn tail) is dropped.
-    /// Damage followed by valid records is [`Error::Corruption`], even past the synced point.
+    /// Damage followed by valid records is [`crate::Error::Corruption`], even past the synced point.
     TolerateCorruptedTailRecords,
-    /// No damage is tolerated: a torn tail is [`Error::Corruption`] too. Only an all-zero tail
+    /// No damage is tolerated: a torn tail is [`crate::Error::Corruption`] too. Only an all-zero tail
     /// after a complete record (space the writer never wrote) ends the log cleanly.
     AbsoluteConsistency,
     /// Recovery stops at the first damage past the synced point and drops the rest of the log,

@@ -75,7 +75,7 @@ pub struct BenchArgs {
     /// Also write the JSON and charts (PNG and SVG) into DIR, creating it if needed: for
     /// benchmarks bench.jsonl (one object per line) and throughput over time, latency CDF and,
     /// if anything compacted, compaction bandwidth and stage profile; with --experiment
-    /// <NAME>.json and the experiment's figures.
+    /// NAME.json and the experiment's figures.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Run experiment NAME (pcp, copro, mstore or scale) instead of benchmarks: the same as

@@ -53,7 +53,7 @@ pub struct CommonArgs {
     /// Print the experiment's whole JSON document instead of its table.
     #[arg(long)]
     pub json: bool,
-    /// Also write <NAME>.json and the experiment's figures (PNG and SVG) into DIR, creating it
+    /// Also write NAME.json and the experiment's figures (PNG and SVG) into DIR, creating it
     /// if needed.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
