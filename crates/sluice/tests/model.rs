@@ -36,6 +36,9 @@ enum Op {
     /// Every key sharing `key(.0)`'s first 7 bytes (ten keys).
     Prefix(u16),
     MultiGet(Vec<u16>),
+    /// A table from `SstFileWriter` of these puts (`Some`) and deletes, ingested: it reads as
+    /// the newest write of its keys (partitioned databases refuse it).
+    Ingest(std::collections::BTreeMap<u16, Option<Vec<u8>>>),
     Flush,
     Compact(Option<u16>, Option<u16>),
     Reopen,
@@ -81,6 +84,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
             .prop_map(|(a, b, ends, snap)| Op::Range(a, b, ends, snap)),
         1 => k.clone().prop_map(Op::Prefix),
         2 => proptest::collection::vec(k.clone(), 0..8).prop_map(Op::MultiGet),
+        1 => proptest::collection::btree_map(
+            k.clone(),
+            proptest::option::weighted(0.8, proptest::collection::vec(any::<u8>(), 0..32)),
+            1..30,
+        )
+        .prop_map(Op::Ingest),
         2 => Just(Op::Flush),
         1 => (proptest::option::of(k.clone()), proptest::option::of(k))
             .prop_map(|(a, b)| Op::Compact(a, b)),
@@ -243,6 +252,8 @@ fn run(
     filtered: bool,
 ) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Where external tables are written before they are ingested.
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut db = Some(open(dir.path(), mode, direct, partitioned, filtered));
     let mut model = Model::new();
     // (snapshot handle, model at the time)
@@ -353,6 +364,30 @@ fn run(
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 prop_assert_eq!(got, expected);
+            }
+            Op::Ingest(entries) => {
+                let path = scratch.path().join("ingest.sst");
+                let mut w = sluice::SstFileWriter::create(&path, &TableOptions::default()).unwrap();
+                for (k, v) in &entries {
+                    match v {
+                        Some(v) => w.put(&key(*k), v).unwrap(),
+                        None => w.delete(&key(*k)).unwrap(),
+                    }
+                }
+                w.finish().unwrap();
+                let result = d.ingest(&[&path], &sluice::IngestOptions { move_files: true });
+                if partitioned {
+                    prop_assert!(result.is_err(), "a partitioned database took an ingest");
+                    std::fs::remove_file(&path).unwrap();
+                } else {
+                    result.unwrap();
+                    for (k, v) in entries {
+                        match v {
+                            Some(v) => model.insert(key(k), v),
+                            None => model.remove(&key(k)),
+                        };
+                    }
+                }
             }
             Op::MultiGet(keys) => {
                 let got = d.multi_get(&ReadOptions::default(), keys.iter().map(|&k| key(k)));

@@ -374,6 +374,18 @@ impl DbInner {
         let outcome = self.make_room_for_write(true).map(|_| ());
         self.commit.finish(group, &outcome);
         outcome?;
+        self.wait_for_frozen_memtables()
+    }
+
+    /// As the commit leader (or holding its barrier): freezes the memtable and waits until
+    /// every frozen memtable is in L0, so that no write made so far is left outside a table.
+    pub(crate) fn flush_as_leader(&self) -> Result<()> {
+        self.make_room_for_write(true)?;
+        self.wait_for_frozen_memtables()
+    }
+
+    /// Waits until no frozen memtable awaits its flush.
+    fn wait_for_frozen_memtables(&self) -> Result<()> {
         let mut st = self.state.lock();
         while !st.imm.is_empty() {
             Self::check_bg_error(&st)?;

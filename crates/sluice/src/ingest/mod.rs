@@ -17,6 +17,9 @@
 //!   entries would have to be honoured by every decoder). Such a file goes to the deepest
 //!   level above every table it overlaps: L0 if L0 overlaps it, otherwise the level just
 //!   above the first one that does.
+//!   Every memtable is flushed first, under the barrier that holds writes off, so that writes
+//!   from before the ingest and after it never share a memtable (or a replayed WAL) whose L0
+//!   file would straddle the ingested sequence number.
 //!
 //! Files of one ingest must not overlap each other. Partitioned databases do not take
 //! ingests: which owner's directory would hold a file depends on its key range.
@@ -98,6 +101,9 @@ enum Attempt {
     Placed(IngestReport),
     /// A write reached the files' key range after the flush: flush again.
     MemtableOverlaps,
+    /// The files need a sequence number and a memtable holds writes: every write must be in a
+    /// table first (see [`place`]).
+    MemtablesNotEmpty,
 }
 
 impl Db {
@@ -131,15 +137,23 @@ impl Db {
         }
         // Writes may keep landing in the range between the flush and the barrier; a few
         // rounds settle any realistic load.
+        let mut flush_all = false;
         for _ in 0..8 {
             if memtables_overlap(inner, &externals) {
                 inner.flush_and_wait()?;
             }
-            // Leader of an empty group: no write runs until `finish`. The compaction slot
-            // is taken second: compactions finish without writes, so waiting for it cannot
-            // deadlock with a writer stalled on L0.
+            // Leader of an empty group: no write runs until `finish`. Flushing everything
+            // happens here, under the barrier, so no write can follow it before the files are
+            // placed. The compaction slot is taken last: compactions and flushes finish
+            // without writes, so waiting for it cannot deadlock with a writer stalled on L0.
             let group = inner.commit.join_barrier();
-            let attempt = inner.acquire_compaction_slot().and_then(|()| {
+            let attempt = (if flush_all {
+                inner.flush_as_leader()
+            } else {
+                Ok(())
+            })
+            .and_then(|()| inner.acquire_compaction_slot())
+            .and_then(|()| {
                 let attempt = place(inner, &externals, opts);
                 inner.release_compaction_slot();
                 attempt
@@ -155,6 +169,7 @@ impl Db {
                     return Ok(report);
                 }
                 Attempt::MemtableOverlaps => continue,
+                Attempt::MemtablesNotEmpty => flush_all = true,
             }
         }
         Err(Error::Busy(
@@ -251,16 +266,22 @@ fn memtables_overlap(inner: &DbInner, externals: &[External]) -> bool {
 }
 
 /// Places the files. REQUIRES: the commit barrier and the compaction slot are held.
+///
+/// Files that take a sequence number need every earlier write in a table first: a memtable
+/// holding writes from before it and after it (or a WAL replay at open that puts both in one
+/// memtable) would be flushed into an L0 file whose sequence numbers straddle the ingested
+/// file's, which L0's ordering by sequence number cannot place.
 fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Result<Attempt> {
     if memtables_overlap(inner, externals) {
         return Ok(Attempt::MemtableOverlaps);
     }
-    let (version, snapshots_live, latest): (Arc<Version>, bool, u64) = {
+    let (version, snapshots_live, latest, memtables_empty): (Arc<Version>, bool, u64, bool) = {
         let st = inner.state.lock();
         (
             Arc::clone(st.versions.current()),
             inner.snapshots.oldest().is_some(),
             inner.latest_seq(),
+            st.mem.is_empty() && st.imm.is_empty(),
         )
     };
     let overlaps = |e: &External, level: usize| {
@@ -273,6 +294,9 @@ fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Resul
         || externals
             .iter()
             .any(|e| (0..NUM_LEVELS).any(|level| overlaps(e, level)));
+    if needs_seq && !memtables_empty {
+        return Ok(Attempt::MemtablesNotEmpty);
+    }
     let seq = needs_seq.then_some(latest + 1);
     let numbers = inner.reserve(externals.len() as u64);
     let placed = (|| -> Result<IngestReport> {
