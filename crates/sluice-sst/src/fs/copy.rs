@@ -4,7 +4,7 @@
 use std::io;
 use std::path::Path;
 
-use super::{FileSystem, IoMode};
+use super::{FileSystem, IoMode, ReadFile};
 use crate::checksum::crc32c_extend;
 
 /// Bytes moved per read and append while copying: large enough that the system calls do not
@@ -52,45 +52,50 @@ pub fn copy_file_between(
     len: Option<u64>,
 ) -> io::Result<Copied> {
     let src = from_fs.open_read(from, IoMode::Buffered)?;
-    let size = src.size()?;
-    let len = match len {
-        Some(len) if len > size => {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("{len} bytes to copy, but the file has {size}"),
-            ));
-        }
-        Some(len) => len,
-        None => size,
-    };
+    let len = prefix_len(&*src, len)?;
     let mut dst = to_fs.create(to, IoMode::Buffered)?;
-    let mut buf = Vec::new();
-    let (mut offset, mut crc) = (0, 0);
-    while offset < len {
-        let n = (len - offset).min(COPY_CHUNK);
-        // `n` is at most COPY_CHUNK, which fits in usize.
-        buf.resize(n as usize, 0);
-        src.read_exact_at(&mut buf, offset)?;
-        crc = crc32c_extend(crc, &buf);
-        dst.append(&buf)?;
-        offset += n;
-    }
+    let copied = read_chunks(&*src, len, |chunk| dst.append(chunk))?;
     dst.sync()?;
-    Ok(Copied { len, crc32c: crc })
+    Ok(copied)
 }
 
 /// The length and CRC32C of the first `len` bytes of `path` (all of it with `None`), read in
 /// chunks: what [`copy_file`] would report for a copy of it.
 pub fn file_crc32c(fs: &dyn FileSystem, path: &Path, len: Option<u64>) -> io::Result<Copied> {
     let file = fs.open_read(path, IoMode::Buffered)?;
-    let len = len.unwrap_or(file.size()?);
+    let len = prefix_len(&*file, len)?;
+    read_chunks(&*file, len, |_| Ok(()))
+}
+
+/// `len`, or the whole file with `None`; [`io::ErrorKind::UnexpectedEof`] past its end.
+fn prefix_len(file: &dyn ReadFile, len: Option<u64>) -> io::Result<u64> {
+    let size = file.size()?;
+    match len {
+        Some(len) if len > size => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("{len} bytes to copy, but the file has {size}"),
+        )),
+        Some(len) => Ok(len),
+        None => Ok(size),
+    }
+}
+
+/// Reads the first `len` bytes of `file` a chunk at a time, hands each to `sink`, and returns
+/// their length and CRC32C.
+fn read_chunks(
+    file: &dyn ReadFile,
+    len: u64,
+    mut sink: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<Copied> {
     let mut buf = Vec::new();
     let (mut offset, mut crc) = (0, 0);
     while offset < len {
         let n = (len - offset).min(COPY_CHUNK);
+        // `n` is at most COPY_CHUNK, which fits in usize.
         buf.resize(n as usize, 0);
         file.read_exact_at(&mut buf, offset)?;
         crc = crc32c_extend(crc, &buf);
+        sink(&buf)?;
         offset += n;
     }
     Ok(Copied { len, crc32c: crc })

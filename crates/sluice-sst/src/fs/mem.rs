@@ -94,6 +94,21 @@ impl Tree {
             .ok_or_else(|| io::Error::other("memfs: dangling directory id"))
     }
 
+    /// A second handle on the file `name` of directory `dir` (for a rename or a link): a
+    /// directory there is `on_dir()`'s error, nothing there `NotFound`.
+    fn file_node(
+        &self,
+        dir: usize,
+        name: &std::ffi::OsStr,
+        on_dir: impl FnOnce() -> io::Error,
+    ) -> io::Result<Node> {
+        match self.dir(dir)?.live.get(name) {
+            Some(Node::File(file)) => Ok(Node::File(Arc::clone(file))),
+            Some(Node::Dir(_)) => Err(on_dir()),
+            None => Err(io::ErrorKind::NotFound.into()),
+        }
+    }
+
     /// The node at `names` (from the root), through live entries.
     fn lookup(&self, names: &[&OsStr]) -> io::Result<Node> {
         let mut node = Node::Dir(0);
@@ -293,16 +308,12 @@ impl FileSystem for MemFs {
         let mut tree = self.tree.lock();
         let (from_dir, from_name) = tree.parent(&from_names)?;
         let (to_dir, to_name) = tree.parent(&to_names)?;
-        let node = match tree.dir(from_dir)?.live.get(from_name) {
-            Some(Node::File(file)) => Node::File(Arc::clone(file)),
-            Some(Node::Dir(_)) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::Unsupported,
-                    "memfs: directories cannot be renamed",
-                ));
-            }
-            None => return Err(io::ErrorKind::NotFound.into()),
-        };
+        let node = tree.file_node(from_dir, from_name, || {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                "memfs: directories cannot be renamed",
+            )
+        })?;
         if let Some(Node::Dir(_)) = tree.dir(to_dir)?.live.get(to_name) {
             return Err(io::ErrorKind::IsADirectory.into());
         }
@@ -318,11 +329,7 @@ impl FileSystem for MemFs {
         let mut tree = self.tree.lock();
         let (from_dir, from_name) = tree.parent(&from_names)?;
         let (to_dir, to_name) = tree.parent(&to_names)?;
-        let node = match tree.dir(from_dir)?.live.get(from_name) {
-            Some(Node::File(file)) => Node::File(Arc::clone(file)),
-            Some(Node::Dir(_)) => return Err(io::ErrorKind::IsADirectory.into()),
-            None => return Err(io::ErrorKind::NotFound.into()),
-        };
+        let node = tree.file_node(from_dir, from_name, || io::ErrorKind::IsADirectory.into())?;
         let dir = tree.dir_mut(to_dir)?;
         if dir.live.contains_key(to_name) {
             return Err(io::ErrorKind::AlreadyExists.into());

@@ -16,13 +16,11 @@
 //! copied WAL obsolete, and it must stay until it is copied.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use sluice_sst::fs::{Placed, copy_file, link_or_copy};
 
 use super::{Db, DbInner};
 use crate::filename::{FileType, log_file_name, sync_dir, table_file_name};
-use crate::version::Version;
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::ManifestWriter;
 use crate::{Error, IoContext, Result};
@@ -85,14 +83,13 @@ pub(crate) struct LiveWal {
 
 /// The files holding the database as of one moment, and the MANIFEST snapshot naming them
 /// (with every table in directory 0 and exactly these WALs). Nothing is deleted while this
-/// lives.
+/// lives: the hold keeps the tables as well as the WALs.
 pub(crate) struct LiveFiles<'a> {
     pub snapshot: VersionEdit,
     pub tables: Vec<LiveTable>,
     pub wals: Vec<LiveWal>,
     pub manifest_number: u64,
     pub sequence: u64,
-    _version: Arc<Version>,
     _hold: DeletionHold<'a>,
 }
 
@@ -103,7 +100,7 @@ impl Db {
         let inner = &*self.inner;
         let fs = &*inner.options.fs;
         let hold = DeletionHold::new(inner);
-        let (version, mut snapshot, active_wal, sequence, manifest_number) = {
+        let (mut snapshot, active_wal, sequence, manifest_number) = {
             let mut wal = inner.wal.lock();
             let active_wal = match wal.as_mut() {
                 Some(w) => {
@@ -123,13 +120,7 @@ impl Db {
             snapshot.log_number = Some(min_log);
             let sequence = inner.latest_seq();
             snapshot.last_sequence = Some(sequence);
-            (
-                Arc::clone(st.versions.current()),
-                snapshot,
-                active_wal,
-                sequence,
-                st.versions.manifest_number,
-            )
+            (snapshot, active_wal, sequence, st.versions.manifest_number)
         };
         let tables = snapshot
             .new_files
@@ -181,7 +172,6 @@ impl Db {
             wals,
             manifest_number,
             sequence,
-            _version: version,
             _hold: hold,
         })
     }
