@@ -11,7 +11,7 @@ use crate::commands::checkpoint::CheckpointArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::experiment::ExperimentCommand;
 use crate::commands::ingest::IngestArgs;
-use crate::commands::kv::{KeyArgs, PutArgs, ScanArgs};
+use crate::commands::kv::{KeyArgs, MergeArgs, PutArgs, ScanArgs};
 use crate::commands::manifest::ManifestCommand;
 use crate::commands::range::RangeCommand;
 use crate::commands::repair::RepairArgs;
@@ -44,6 +44,9 @@ pub struct Cli {
 pub enum Command {
     /// Set KEY to VALUE (creates the database if needed).
     Put(PutArgs),
+    /// Add OPERAND to KEY's merge operands, for the database's --merge-operator to combine
+    /// with its value when it is read (`--merge-operator u64_add --u64 5` adds 5).
+    Merge(MergeArgs),
     /// Print the value of KEY; exit 1 if it has none.
     Get(KeyArgs),
     /// Delete KEY (a no-op if it is absent).

@@ -49,6 +49,7 @@ pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
 pub fn kind_name(kind: ValueKind) -> &'static str {
     match kind {
         ValueKind::Value => "value",
+        ValueKind::Merge => "merge",
         ValueKind::Deletion => "delete",
     }
 }

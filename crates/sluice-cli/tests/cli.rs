@@ -260,6 +260,53 @@ fn scan_output_written_as_a_table_ingests_into_another_database() {
 }
 
 #[test]
+fn merge_adds_counters_and_appends_with_the_named_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let add = ["--merge-operator", "u64_add"];
+    for n in ["5", "37"] {
+        ok(&[&["merge", "--db", &db, "hits", n, "--u64"][..], &add].concat());
+    }
+    // 42 as a little-endian u64.
+    let forty_two = "*\\x00\\x00\\x00\\x00\\x00\\x00\\x00\n";
+    assert_eq!(
+        ok(&[&["get", "--db", &db, "hits"][..], &add].concat()),
+        forty_two
+    );
+    // Reading operands without the operator is an error that says what is missing.
+    let o = sluice(&["get", "--db", &db, "hits"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no merge operator"), "{}", stderr(&o));
+    // A compaction to the last level turns them into a plain value anyone can read.
+    ok(&[&["compact", "--db", &db][..], &add].concat());
+    assert_eq!(ok(&["get", "--db", &db, "hits"]), forty_two);
+    // Merging without one is refused before anything is written.
+    let o = sluice(&["merge", "--db", &db, "hits", "1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("merge operator"), "{}", stderr(&o));
+    let o = sluice(&["merge", "--db", &db, "k", "1", "--merge-operator", "max"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown merge operator"),
+        "{}",
+        stderr(&o)
+    );
+
+    let comma = ["--merge-operator", "append(2c)"];
+    for part in ["x", "y", "z"] {
+        ok(&[&["merge", "--db", &db, "list", part][..], &comma].concat());
+    }
+    assert_eq!(
+        ok(&[&["get", "--db", &db, "list"][..], &comma].concat()),
+        "x,y,z\n"
+    );
+    assert_eq!(
+        ok(&[&["scan", "--db", &db, "--from", "l"][..], &comma].concat()),
+        "list\tx,y,z\n"
+    );
+}
+
+#[test]
 fn get_of_a_missing_key_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

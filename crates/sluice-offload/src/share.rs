@@ -304,6 +304,7 @@ mod tests {
             lower: None,
             upper: None,
             filter: None,
+            merge_operator: None,
         }
     }
 

@@ -96,6 +96,11 @@ impl ShareTask<'_> {
                 })
                 .transpose()?,
             database: self.database.to_string(),
+            merge_operator: spec
+                .merge_operator
+                .as_ref()
+                .map(|op| op.name().to_string())
+                .unwrap_or_default(),
         })
     }
 }

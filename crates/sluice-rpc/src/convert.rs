@@ -139,6 +139,7 @@ pub fn stats_to_wire(s: &CompactionIterStats) -> proto::DropStats {
         rewrite_digest: s.rewrite_digest,
         filter_removed: s.filter_removed,
         filter_changed: s.filter_changed,
+        merge_absorbed: s.merge_absorbed,
     }
 }
 
@@ -156,6 +157,7 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         rewrite_digest: s.rewrite_digest,
         filter_removed: s.filter_removed,
         filter_changed: s.filter_changed,
+        merge_absorbed: s.merge_absorbed,
     }
 }
 

@@ -96,6 +96,7 @@ fn spec() -> CompactionSpec {
         lower: None,
         upper: None,
         filter: None,
+        merge_operator: None,
     }
 }
 

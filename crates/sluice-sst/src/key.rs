@@ -34,11 +34,15 @@ pub enum ValueKind {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A merge operand: combined with the older versions of the key by the database's
+    /// merge operator (see [`crate::merge_operator`]) when read or compacted.
+    Merge = 2,
 }
 
 /// The kind used when building seek keys: the largest, so a seek key sorts before every entry
-/// of the same user key and sequence number.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Value;
+/// of the same user key and sequence number. Seek keys are never written to disk, so this
+/// moves up whenever a larger kind is added.
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
 
 impl ValueKind {
     /// Decodes a kind byte; `None` for an unknown value (corrupt data).
@@ -46,6 +50,7 @@ impl ValueKind {
         match b {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
+            2 => Some(ValueKind::Merge),
             _ => None,
         }
     }
@@ -85,7 +90,7 @@ pub struct ParsedInternalKey<'a> {
     pub user_key: &'a [u8],
     /// The sequence number of the write.
     pub seq: SeqNo,
-    /// Value or tombstone.
+    /// Value, tombstone or merge operand.
     pub kind: ValueKind,
 }
 
@@ -190,5 +195,18 @@ mod tests {
         let n = bad.len();
         bad[n - 8] = 7; // unknown kind
         assert!(parse_internal_key(&bad).is_none());
+    }
+
+    #[test]
+    fn a_seek_key_sorts_before_every_kind_at_its_sequence() {
+        // Otherwise a lookup at snapshot 7 would skip an entry written at exactly 7.
+        let seek = seek_key(b"k", 7);
+        for b in 0..=u8::MAX {
+            if let Some(kind) = ValueKind::from_u8(b) {
+                assert_eq!(kind as u8, b, "kinds round-trip");
+                let entry = make_internal_key(b"k", 7, kind);
+                assert_ne!(compare_internal(&entry, &seek), Ordering::Less, "{kind:?}");
+            }
+        }
     }
 }

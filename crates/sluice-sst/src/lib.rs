@@ -19,6 +19,7 @@ pub mod fs;
 pub mod iter;
 pub mod key;
 pub mod merge;
+pub mod merge_operator;
 pub mod profile;
 pub mod properties;
 pub mod table;

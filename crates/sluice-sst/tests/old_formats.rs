@@ -37,8 +37,8 @@ fn fixture_entries() -> Vec<(Vec<u8>, Vec<u8>)> {
             };
             let key = make_internal_key(format!("key{i:05}").as_bytes(), 1000 + i, kind);
             let value = match kind {
-                ValueKind::Value => format!("value-{i}-{}", i * i).into_bytes(),
                 ValueKind::Deletion => Vec::new(),
+                _ => format!("value-{i}-{}", i * i).into_bytes(),
             };
             (key, value)
         })

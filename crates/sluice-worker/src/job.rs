@@ -66,6 +66,7 @@ pub(crate) fn run(
         lower: task.lower.clone(),
         upper: task.upper.clone(),
         filter: None,
+        merge_operator: task.merge_operator.clone(),
     };
     let exec = ExecOptions {
         mode,

@@ -16,6 +16,7 @@
 
 use std::collections::HashSet;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use sluice_exec::{CompactionMode, ExecOptions};
 use sluice_rpc::convert::{mode_from_wire, table_options};
@@ -23,6 +24,7 @@ use sluice_rpc::names::check_file_name;
 use sluice_rpc::proto;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::key::{SeqNo, compare_internal};
+use sluice_sst::merge_operator::{self, MergeOperator};
 use sluice_sst::table::TableOptions;
 
 use crate::config::MAX_COMPUTE_THREADS;
@@ -96,6 +98,8 @@ pub struct CheckedTask {
     pub output_root: Option<PathBuf>,
     /// The database whose roots the task may touch ([`crate::config::Root`]).
     pub database: String,
+    /// The task's merge operator, found by name among the ones this worker knows.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -215,6 +219,12 @@ impl CheckedTask {
                 crate::config::check_database_name(&task.database)
                     .map_err(|e| invalid(task.job_id, e))?;
                 task.database.clone()
+            },
+            merge_operator: match task.merge_operator.as_str() {
+                "" => None,
+                name => Some(merge_operator::builtin(name).ok_or_else(|| {
+                    invalid(job, format_args!("unknown merge operator {name:?}"))
+                })?),
             },
         })
     }

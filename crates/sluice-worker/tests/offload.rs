@@ -502,3 +502,6 @@ fn a_worker_killed_mid_job_under_the_dynamic_split_loses_nothing() {
 #[cfg(feature = "test-lies")]
 #[path = "offload/lies.rs"]
 mod lies;
+
+#[path = "offload/merges.rs"]
+mod merges;

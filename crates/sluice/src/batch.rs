@@ -1,4 +1,4 @@
-//! `WriteBatch`: a group of puts and deletes applied atomically, and the payload of one WAL
+//! `WriteBatch`: a group of puts, deletes and merges applied atomically, and the payload of one WAL
 //! record.
 //!
 //! The encoding is LevelDB's `WriteBatch` representation, kept in one buffer so that logging a
@@ -10,6 +10,7 @@
 //!            entry * count
 //! entry    = 0x01 (Value)    key: varint32-length-prefixed   value: varint32-length-prefixed
 //!          | 0x00 (Deletion) key: varint32-length-prefixed
+//!          | 0x02 (Merge)    key: varint32-length-prefixed   operand: varint32-length-prefixed
 //! ```
 //!
 //! Entry `i` (0-based) gets sequence number `sequence + i`. The kind bytes are
@@ -41,7 +42,7 @@ pub struct BatchEntry<'a> {
     pub kind: ValueKind,
     /// The user key.
     pub key: &'a [u8],
-    /// The value (empty for [`ValueKind::Deletion`]).
+    /// The value, or the merge operand (empty for [`ValueKind::Deletion`]).
     pub value: &'a [u8],
 }
 
@@ -65,6 +66,24 @@ impl WriteBatch {
         self.rep.push(ValueKind::Value as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
+        self.set_count(
+            self.count()
+                .checked_add(1)
+                .expect("write batch holds u32::MAX entries"),
+        );
+    }
+
+    /// Adds merge operand `operand` for `key`: combined with the key's value by the
+    /// database's merge operator ([`crate::Options::merge_operator`]) when it is read.
+    ///
+    /// # Panics
+    /// As [`put`](Self::put).
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
+        assert_u32_len(key);
+        assert_u32_len(operand);
+        self.rep.push(ValueKind::Merge as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
         self.set_count(
             self.count()
                 .checked_add(1)
@@ -251,7 +270,7 @@ impl<'a> Entries<'a> {
         let mut used = 1 + key_len;
         let value = match kind {
             ValueKind::Deletion => &[][..],
-            ValueKind::Value => {
+            ValueKind::Value | ValueKind::Merge => {
                 let (value, value_len) = rest
                     .get(key_len..)
                     .and_then(get_length_prefixed)
@@ -313,14 +332,16 @@ mod tests {
         b.put(b"k1", b"v1");
         b.delete(b"k2");
         b.put(b"", b"");
+        b.merge(b"k3", b"+1");
         b.set_sequence(100);
-        assert_eq!((b.count(), b.sequence()), (3, 100));
+        assert_eq!((b.count(), b.sequence()), (4, 100));
         assert_eq!(
             collect(&b),
             vec![
                 (ValueKind::Value, b"k1".to_vec(), b"v1".to_vec()),
                 (ValueKind::Deletion, b"k2".to_vec(), vec![]),
                 (ValueKind::Value, vec![], vec![]),
+                (ValueKind::Merge, b"k3".to_vec(), b"+1".to_vec()),
             ]
         );
         assert_eq!(b.approximate_size(), b.data().len());
@@ -410,9 +431,9 @@ mod tests {
         }
     }
 
-    fn op() -> impl Strategy<Value = (bool, Vec<u8>, Vec<u8>)> {
+    fn op() -> impl Strategy<Value = (u8, Vec<u8>, Vec<u8>)> {
         (
-            any::<bool>(),
+            0u8..3,
             proptest::collection::vec(any::<u8>(), 0..20),
             proptest::collection::vec(any::<u8>(), 0..200),
         )
@@ -423,17 +444,21 @@ mod tests {
         fn random_ops_round_trip(ops in proptest::collection::vec(op(), 0..30), seq in 0..MAX_SEQ / 2) {
             let mut b = WriteBatch::new();
             b.set_sequence(seq);
-            for (is_put, k, v) in &ops {
-                if *is_put { b.put(k, v) } else { b.delete(k) }
+            for (kind, k, v) in &ops {
+                match kind {
+                    0 => b.delete(k),
+                    1 => b.put(k, v),
+                    _ => b.merge(k, v),
+                }
             }
             let decoded = WriteBatch::from_wal_record(b.data().to_vec(), &wal_path(), 0).unwrap();
             prop_assert_eq!(decoded.sequence(), seq);
             let expected: Vec<_> = ops
                 .iter()
-                .map(|(is_put, k, v)| if *is_put {
-                    (ValueKind::Value, k.clone(), v.clone())
-                } else {
-                    (ValueKind::Deletion, k.clone(), vec![])
+                .map(|(kind, k, v)| match kind {
+                    0 => (ValueKind::Deletion, k.clone(), vec![]),
+                    1 => (ValueKind::Value, k.clone(), v.clone()),
+                    _ => (ValueKind::Merge, k.clone(), v.clone()),
                 })
                 .collect();
             prop_assert_eq!(collect(&decoded), expected);

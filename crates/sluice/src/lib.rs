@@ -47,10 +47,12 @@ pub use iter::Range;
 pub use metrics::Metrics;
 pub use options::{
     CompactionFilter, CompactionMode, CompactionOptions, CompressionType, FilterDecision,
-    MemtableOptions, Options, ReadOptions, TableOptions, WriteOptions,
+    MemtableOptions, MergeOperator, Options, ReadOptions, TableOptions, WriteOptions,
 };
 pub use rate_limiter::RateLimiter;
 pub use repair::{RepairReport, repair};
 /// The storage layer tables are read and written through ([`Options::fs`]).
 pub use sluice_sst::fs;
+/// Merge operators: the trait, the built-in `u64_add` and `append`, and lookup by name.
+pub use sluice_sst::merge_operator;
 pub use snapshot::Snapshot;

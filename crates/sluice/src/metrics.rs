@@ -53,6 +53,8 @@ pub struct JobMetrics {
     pub filter_removed: u64,
     /// Values the compaction filter changed (compactions only).
     pub filter_changed: u64,
+    /// Merge operands (and the values under them) combined into another written entry.
+    pub merge_absorbed: u64,
     /// Wall seconds, summed over jobs.
     pub seconds: f64,
     /// CPU seconds (user + system) of the threads that ran the jobs, from their thread CPU

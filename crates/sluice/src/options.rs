@@ -13,6 +13,7 @@ pub use sluice_exec::CompactionMode;
 use sluice_exec::ExecOptions;
 pub use sluice_sst::compaction_iter::{CompactionFilter, FilterDecision};
 pub use sluice_sst::compression::CompressionType;
+pub use sluice_sst::merge_operator::MergeOperator;
 pub use sluice_sst::table::TableOptions;
 
 pub use crate::partition::{PartitionOptions, PartitionOwner};
@@ -77,6 +78,13 @@ pub struct Options {
     /// [`sluice_sst::compaction_iter`] for exactly which versions it sees). Flushes do not run
     /// it. Compactions it applies to run on this host: workers are not given the filter.
     pub compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    /// Combines the operands [`Db::merge`](crate::Db::merge) writes with a key's value, on
+    /// reads and in compactions (RocksDB's `MergeOperator`; [`sluice_sst::merge_operator`]
+    /// has the contract and the built-in `u64_add` and `append`). A database holding operands
+    /// must be reopened with the same operator: without one, reading a key with operands is an
+    /// error, and compactions keep operands as they are. Workers run the compactions it
+    /// applies to only if they know an operator of the same name (the built-ins).
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
 }
 
 /// Memtable settings ([`Options::memtable`]).
@@ -293,6 +301,7 @@ impl Default for Options {
             partitions: None,
             paranoid_checks: false,
             compaction_filter: None,
+            merge_operator: None,
         }
     }
 }

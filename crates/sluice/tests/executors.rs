@@ -1,5 +1,5 @@
 //! Every executor produces the same bytes: for random input trees (overlapping runs, snapshots,
-//! tombstones, values from 0 bytes to 64 KiB), the sequential, pipelined, parallel and streaming executors
+//! tombstones, merge operands, values from 0 bytes to 64 KiB), the sequential, pipelined, parallel and streaming executors
 //! must write identical files with identical cuts, and so must S-PPCP (inputs and outputs spread
 //! over directories, each with its own reader and writer), C-PPCP whose compute threads read
 //! their own sub-tasks (buffered inputs in one directory) and an executor reading and writing
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use sluice::compaction::executor::{CompactionMode, ExecOptions, execute};
 use sluice::fs::{IoMode, OsFileSystem, Storage, os_fs, probe_direct_io};
-use sluice::{CompactionFilter, FilterDecision};
+use sluice::{CompactionFilter, FilterDecision, MergeOperator};
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::key::{ValueKind, make_internal_key};
@@ -22,19 +22,23 @@ use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
 #[derive(Clone, Debug)]
 struct Entry {
     key: u16,
-    delete: bool,
+    kind: ValueKind,
     value_len: usize,
 }
 
 fn entry_strategy() -> impl Strategy<Value = Entry> {
     (
         0u16..2000,
-        prop::bool::weighted(0.15),
+        prop_oneof![
+            3 => Just(ValueKind::Deletion),
+            13 => Just(ValueKind::Value),
+            4 => Just(ValueKind::Merge),
+        ],
         prop_oneof![8 => 0usize..200, 1 => 0usize..(64 << 10)],
     )
-        .prop_map(|(key, delete, value_len)| Entry {
+        .prop_map(|(key, kind, value_len)| Entry {
             key,
-            delete,
+            kind,
             value_len,
         })
 }
@@ -64,12 +68,8 @@ fn write_run(dir: &Path, number: u64, entries: &[Entry], first_seq: u64) -> Arc<
     let path = dir.join(format!("{number:06}.sst"));
     let mut builder = TableBuilder::create(&path, &table_options()).unwrap();
     for (key, seq, e) in sorted {
-        let kind = if e.delete {
-            ValueKind::Deletion
-        } else {
-            ValueKind::Value
-        };
-        let value: Vec<u8> = if e.delete {
+        let kind = e.kind;
+        let value: Vec<u8> = if kind == ValueKind::Deletion {
             Vec::new()
         } else {
             (0..e.value_len)
@@ -146,6 +146,7 @@ proptest! {
         bottommost: bool,
         target_kib in 16u64..256,
         filtered: bool,
+        merging: bool,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let mut seq = 1;
@@ -174,6 +175,10 @@ proptest! {
             lower: None,
             upper: None,
             filter: filtered.then(|| Arc::new(EveryThirdKey) as Arc<dyn CompactionFilter>),
+            // Without an operator operands are copied as they are.
+            merge_operator: merging.then(|| {
+                Arc::new(sluice::merge_operator::Append::with_delimiter(b",")) as Arc<dyn MergeOperator>
+            }),
         };
         let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);
         let runs = [

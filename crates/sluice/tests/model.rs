@@ -23,7 +23,9 @@ type Entry = (Vec<u8>, Vec<u8>);
 enum Op {
     Put(u16, Vec<u8>),
     Delete(u16),
-    Batch(Vec<(u16, Option<Vec<u8>>)>),
+    /// A merge operand, appended to the value with a `,` by the database's operator.
+    Merge(u16, Vec<u8>),
+    Batch(Vec<(u16, Write)>),
     Get(u16),
     TakeSnapshot,
     DropSnapshot,
@@ -49,6 +51,38 @@ enum Op {
     SplitRange(u16),
 }
 
+/// One write of a batch.
+#[derive(Clone, Debug)]
+enum Write {
+    Put(Vec<u8>),
+    Delete,
+    Merge(Vec<u8>),
+}
+
+/// What the database's merge operator makes of `operand` over `old`.
+fn append(old: Option<&Vec<u8>>, operand: &[u8]) -> Vec<u8> {
+    match old {
+        Some(old) => [old.as_slice(), b",", operand].concat(),
+        None => operand.to_vec(),
+    }
+}
+
+fn apply(model: &mut Model, k: u16, write: Write) {
+    let k = key(k);
+    match write {
+        Write::Put(v) => {
+            model.insert(k, v);
+        }
+        Write::Delete => {
+            model.remove(&k);
+        }
+        Write::Merge(operand) => {
+            let merged = append(model.get(&k), &operand);
+            model.insert(k, merged);
+        }
+    }
+}
+
 fn key(k: u16) -> Vec<u8> {
     format!("key{k:05}").into_bytes()
 }
@@ -61,13 +95,22 @@ fn value_strategy() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+fn write_strategy() -> impl Strategy<Value = Write> {
+    prop_oneof![
+        4 => value_strategy().prop_map(Write::Put),
+        1 => Just(Write::Delete),
+        2 => proptest::collection::vec(any::<u8>(), 0..8).prop_map(Write::Merge),
+    ]
+}
+
 fn op_strategy() -> impl Strategy<Value = Op> {
     let k = 0u16..300;
     prop_oneof![
         30 => (k.clone(), value_strategy()).prop_map(|(k, v)| Op::Put(k, v)),
         8 => k.clone().prop_map(Op::Delete),
-        4 => proptest::collection::vec((k.clone(), proptest::option::of(value_strategy())), 1..20)
-            .prop_map(Op::Batch),
+        10 => (k.clone(), proptest::collection::vec(any::<u8>(), 0..8))
+            .prop_map(|(k, v)| Op::Merge(k, v)),
+        4 => proptest::collection::vec((k.clone(), write_strategy()), 1..20).prop_map(Op::Batch),
         10 => k.clone().prop_map(Op::Get),
         2 => Just(Op::TakeSnapshot),
         1 => Just(Op::DropSnapshot),
@@ -184,6 +227,9 @@ fn open(dir: &Path, mode: CompactionMode, direct: bool, partitioned: bool, filte
         compaction_filter: filtered.then(|| {
             std::sync::Arc::new(RewriteIntoItself) as std::sync::Arc<dyn sluice::CompactionFilter>
         }),
+        merge_operator: Some(std::sync::Arc::new(
+            sluice::merge_operator::Append::with_delimiter(b","),
+        )),
         ..small_options(mode, direct)
     };
     Db::open(dir, options).expect("open")
@@ -269,20 +315,22 @@ fn run(
                 d.delete(&key(k)).unwrap();
                 model.remove(&key(k));
             }
+            Op::Merge(k, operand) => {
+                d.merge(&key(k), &operand).unwrap();
+                apply(&mut model, k, Write::Merge(operand));
+            }
             Op::Batch(entries) => {
                 let mut batch = WriteBatch::new();
-                for (k, v) in &entries {
-                    match v {
-                        Some(v) => batch.put(&key(*k), v),
-                        None => batch.delete(&key(*k)),
+                for (k, write) in &entries {
+                    match write {
+                        Write::Put(v) => batch.put(&key(*k), v),
+                        Write::Delete => batch.delete(&key(*k)),
+                        Write::Merge(v) => batch.merge(&key(*k), v),
                     }
                 }
                 d.write(&WriteOptions::default(), batch).unwrap();
-                for (k, v) in entries {
-                    match v {
-                        Some(v) => model.insert(key(k), v),
-                        None => model.remove(&key(k)),
-                    };
+                for (k, write) in entries {
+                    apply(&mut model, k, write);
                 }
             }
             Op::Get(k) => {

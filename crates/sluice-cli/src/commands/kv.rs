@@ -1,4 +1,4 @@
-//! `put`, `get`, `delete` and `scan`.
+//! `put`, `merge`, `get`, `delete` and `scan`.
 
 use std::io::Write;
 
@@ -19,6 +19,24 @@ pub struct PutArgs {
     pub key: String,
     /// The value.
     pub value: String,
+    /// Sync the write-ahead log before returning.
+    #[arg(long)]
+    pub sync: bool,
+}
+
+/// `sluice merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// The key.
+    pub key: String,
+    /// The operand, for the database's `--merge-operator`.
+    pub operand: String,
+    /// The operand is a decimal number, written as the 8-byte little-endian u64 that `u64_add`
+    /// adds.
+    #[arg(long)]
+    pub u64: bool,
     /// Sync the write-ahead log before returning.
     #[arg(long)]
     pub sync: bool,
@@ -53,6 +71,25 @@ pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
     let db = open(&args.db, Access::Create)?;
     let opts = WriteOptions { sync: args.sync };
     db.put_opt(&opts, args.key.as_bytes(), args.value.as_bytes())?;
+    db.close()?;
+    Ok(())
+}
+
+pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
+    let operand = if args.u64 {
+        let n: u64 = args.operand.parse().map_err(|_| {
+            Failure::Error(format!(
+                "--u64: {:?} is not a non-negative decimal number",
+                args.operand
+            ))
+        })?;
+        n.to_le_bytes().to_vec()
+    } else {
+        args.operand.as_bytes().to_vec()
+    };
+    let db = open(&args.db, Access::Create)?;
+    let opts = WriteOptions { sync: args.sync };
+    db.merge_opt(&opts, args.key.as_bytes(), &operand)?;
     db.close()?;
     Ok(())
 }

@@ -34,6 +34,7 @@ use crate::failure::{CmdResult, Failure};
 pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
     match command {
         Command::Put(a) => kv::put(&a, out),
+        Command::Merge(a) => kv::merge(&a, out),
         Command::Get(a) => kv::get(&a, out),
         Command::Delete(a) => kv::delete(&a, out),
         Command::Scan(a) => kv::scan(&a, out),

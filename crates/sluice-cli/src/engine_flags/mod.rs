@@ -42,8 +42,23 @@ pub struct EngineArgs {
     /// scale experiments.
     #[arg(long)]
     pub direct_io: bool,
+    /// The merge operator that combines `sluice merge`'s operands with values: `u64_add`
+    /// (little-endian u64 counters), `append`, or `append(HEX)` (with the delimiter's bytes in
+    /// hex, `append(2c)` for a comma). A database holding operands needs it to be read.
+    #[arg(long, value_name = "NAME", value_parser = parse_merge_operator)]
+    pub merge_operator: Option<String>,
     #[command(flatten)]
     pub tuning: TuningArgs,
+}
+
+/// A built-in merge operator's name, checked.
+fn parse_merge_operator(name: &str) -> Result<String, String> {
+    match sluice::merge_operator::builtin(name) {
+        Some(_) => Ok(name.to_string()),
+        None => Err(format!(
+            "unknown merge operator {name:?}: use u64_add, append or append(HEX)"
+        )),
+    }
 }
 
 /// The engine's sizes, triggers, executors and directories.
@@ -164,6 +179,10 @@ impl EngineArgs {
                 l0_flush_split_bytes: t.l0_flush_split_bytes,
                 ..defaults.compaction
             },
+            merge_operator: self
+                .merge_operator
+                .as_deref()
+                .and_then(sluice::merge_operator::builtin),
             ..defaults
         }
     }

@@ -68,6 +68,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         lower: None,
         upper: None,
         filter: None,
+        merge_operator: None,
     }
 }
 

@@ -244,6 +244,7 @@ pub(crate) mod tests {
             lower: None,
             upper: None,
             filter: None,
+            merge_operator: None,
         }
     }
 

@@ -8,6 +8,7 @@ use crate::compaction_iter::{CompactionFilter, CompactionIterStats};
 use crate::digest::EntryDigest;
 use crate::fs::Storage;
 use crate::key::SeqNo;
+use crate::merge_operator::MergeOperator;
 use crate::profile::{StageProfile, StageTiming};
 use crate::table::{Table, TableOptions};
 
@@ -53,6 +54,9 @@ pub struct CompactionSpec {
     /// value as it is. A spec with a filter runs where the filter is: on the host, unless a
     /// worker has one of the same name.
     pub filter: Option<Arc<dyn CompactionFilter>>,
+    /// Combines merge operands ([`crate::compaction_iter`] says when); `None` writes them as
+    /// they are. Like the filter, it runs on a worker only if the worker knows its name.
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
 }
 
 /// What a compaction produced.

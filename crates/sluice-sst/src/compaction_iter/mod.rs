@@ -65,6 +65,27 @@
 //! repeatable. Both rewrites are accounted in [`CompactionIterStats::rewrite_digest`], like
 //! zeroed sequence numbers.
 //!
+//! # Merge operands
+//!
+//! A merge operand does not shadow what is below it: a reader combines it with every older
+//! version of its stripe down to the first value or tombstone (the *base*). So when the newest
+//! version of a stripe is an operand, the iterator reads on through the stripe, copying the
+//! operands, and then, with a [`MergeOperator`]:
+//!
+//! * if the stripe holds a base, or holds none and `bottommost` says nothing older exists
+//!   anywhere, it writes the full merge as a value at the newest operand's sequence number
+//!   (zeroed like any value in stripe 0 at the bottom). Every reader of the stripe computed
+//!   exactly that; older stripes are untouched, as the merge never reads across a snapshot;
+//! * otherwise the base lies below the output or in an older stripe, and it writes one operand
+//!   equal to the stripe's operands combined with [`MergeOperator::partial_merge`].
+//!
+//! When there is no operator, the operator cannot combine these operands, or a full merge
+//! fails, the stripe's operands and base are written as they were read: nothing is lost, and
+//! the read that needs the value reports the problem. Everything absorbed into a written entry
+//! counts in [`CompactionIterStats::merge_absorbed`], and the written entry as a rewrite of the
+//! newest operand. A tombstone awaiting the look-ahead verdict above is kept when the next
+//! kept version is an operand, as when it is a value: it hides what the operand applies to.
+//!
 //! # Sub-tasks
 //!
 //! A compaction may be split into sub-tasks over user-key ranges `[lo, hi)`: seek to
@@ -80,6 +101,8 @@
 //! wrap or replace the error with the real file and offset. Nothing is ever skipped silently.
 
 #[cfg(test)]
+mod merge_tests;
+#[cfg(test)]
 mod tests;
 
 use crate::coding::get_fixed64;
@@ -88,6 +111,7 @@ use crate::filter::hash64;
 use crate::key::{
     MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
 };
+use crate::merge_operator::MergeOperator;
 use crate::{Error, InternalIterator, Result};
 
 /// What a [`CompactionFilter`] decides about one value.
@@ -121,7 +145,7 @@ pub const MERGE_INPUT: &str = "<merge input>";
 /// Counters describing what a compaction iterator consumed and produced.
 ///
 /// Once the input is exhausted, `entries_in == entries_out + shadowed_dropped +
-/// tombstones_dropped`, `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
+/// tombstones_dropped + merge_absorbed`, `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
 /// entries, and `rewrite_digest` what zeroing sequence numbers took away, so the digest
 /// equation of [`crate::digest`] can be checked ([`CompactionIterStats::unwritten`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -147,6 +171,8 @@ pub struct CompactionIterStats {
     pub filter_removed: u64,
     /// Values a compaction filter changed.
     pub filter_changed: u64,
+    /// Merge operands and bases combined into another written entry (see the module docs).
+    pub merge_absorbed: u64,
     /// Sum over the rewritten entries (zeroed sequence numbers, filtered values) of their hash
     /// as read minus their hash as written, modulo 2^64: what the outputs' digests lack of the
     /// inputs' beyond the dropped entries.
@@ -157,7 +183,7 @@ impl CompactionIterStats {
     /// The dropped entries' count and digest.
     pub fn dropped(&self) -> EntryDigest {
         EntryDigest {
-            entries: self.shadowed_dropped + self.tombstones_dropped,
+            entries: self.shadowed_dropped + self.tombstones_dropped + self.merge_absorbed,
             sum: self.dropped_digest,
         }
     }
@@ -166,7 +192,7 @@ impl CompactionIterStats {
     /// the hash differences of the rewritten ones. `inputs = outputs + unwritten()`.
     pub fn unwritten(&self) -> EntryDigest {
         EntryDigest {
-            entries: self.shadowed_dropped + self.tombstones_dropped,
+            entries: self.shadowed_dropped + self.tombstones_dropped + self.merge_absorbed,
             sum: self.dropped_digest.wrapping_add(self.rewrite_digest),
         }
     }
@@ -195,6 +221,7 @@ impl std::ops::AddAssign for CompactionIterStats {
         self.seqs_zeroed += s.seqs_zeroed;
         self.filter_removed += s.filter_removed;
         self.filter_changed += s.filter_changed;
+        self.merge_absorbed += s.merge_absorbed;
         self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
     }
 }
@@ -208,6 +235,9 @@ enum Position {
     AtInput,
     /// On the buffered tombstone; the input is already on the next, not yet examined, entry.
     AtPending,
+    /// On `merged[merged_at]`, what a stripe of merge operands became; the input is already
+    /// on the next, not yet examined, entry.
+    AtMerged,
 }
 
 /// Filters a merged, internal-key-ordered input down to the entries a compaction must write.
@@ -243,6 +273,12 @@ pub struct CompactionIterator<I: InternalIterator> {
     filtered_value: Vec<u8>,
     filtered: bool,
     filter: Option<std::sync::Arc<dyn CompactionFilter>>,
+    merge_operator: Option<std::sync::Arc<dyn MergeOperator>>,
+    /// A stripe's merge operands (and base) as read, newest first, then what to write for
+    /// them: both `(internal key, value)`.
+    operands: Vec<(Vec<u8>, Vec<u8>)>,
+    merged: Vec<(Vec<u8>, Vec<u8>)>,
+    merged_at: usize,
     stats: CompactionIterStats,
 }
 
@@ -273,6 +309,10 @@ impl<I: InternalIterator> CompactionIterator<I> {
             filtered_value: Vec::new(),
             filtered: false,
             filter: None,
+            merge_operator: None,
+            operands: Vec::new(),
+            merged: Vec::new(),
+            merged_at: 0,
             stats: CompactionIterStats::default(),
         }
     }
@@ -281,6 +321,12 @@ impl<I: InternalIterator> CompactionIterator<I> {
     /// movement.
     pub fn set_filter(&mut self, filter: Option<std::sync::Arc<dyn CompactionFilter>>) {
         self.filter = filter;
+    }
+
+    /// Combines merge operands with `operator` (see the module docs); without one they are
+    /// written as they are. Takes effect at the next movement.
+    pub fn set_merge_operator(&mut self, operator: Option<std::sync::Arc<dyn MergeOperator>>) {
+        self.merge_operator = operator;
     }
 
     /// Sets the exclusive user-key upper bound: an entry whose user key is `>= bound` makes the
@@ -318,6 +364,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         debug_assert!(self.valid());
         match self.position {
             Position::AtPending => &self.pending_key,
+            Position::AtMerged => &self.merged[self.merged_at].0,
             _ if self.zeroed => &self.zeroed_key,
             _ => self.input.key(),
         }
@@ -328,6 +375,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         debug_assert!(self.valid());
         match self.position {
             Position::AtPending => &self.pending_value,
+            Position::AtMerged => &self.merged[self.merged_at].1,
             _ if self.filtered => &self.filtered_value,
             _ => self.input.value(),
         }
@@ -344,6 +392,13 @@ impl<I: InternalIterator> CompactionIterator<I> {
             Position::AtInput => self.input.next(),
             // The input already sits on the entry after the buffered tombstone.
             Position::AtPending => Ok(()),
+            Position::AtMerged => {
+                self.merged_at += 1;
+                if self.merged_at < self.merged.len() {
+                    return Ok(());
+                }
+                Ok(())
+            }
             Position::Invalid => return Ok(()),
         };
         self.settle_after(result)
@@ -415,8 +470,9 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 // This entry is the next kept version after the pending tombstone, or the
                 // start of another key: the verdict on the tombstone is in.
                 self.pending = false;
-                if same_key && parsed.kind == ValueKind::Value {
-                    // The tombstone hides this value from newer readers: emit it first. The
+                if same_key && parsed.kind != ValueKind::Deletion {
+                    // The tombstone hides this value (or what this operand applies to) from
+                    // newer readers: emit it first. The
                     // current entry stays unexamined for the next call.
                     self.position = Position::AtPending;
                     self.stats.entries_out += 1;
@@ -446,6 +502,9 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.has_current_key = true;
             }
             self.last_stripe = stripe;
+            if parsed.kind == ValueKind::Merge {
+                return self.merge_stripe(stripe);
+            }
 
             let mut kind = parsed.kind;
             let decision = match &self.filter {
@@ -515,6 +574,118 @@ impl<I: InternalIterator> CompactionIterator<I> {
             self.stats.entries_out += 1;
             return Ok(());
         }
+    }
+
+    /// Reads the rest of a stripe whose newest version, the input's current entry (already
+    /// counted), is a merge operand, and positions on what to write for it (module docs).
+    /// Leaves the input on the first entry not examined.
+    fn merge_stripe(&mut self, stripe: usize) -> Result<()> {
+        self.operands.clear();
+        self.operands
+            .push((self.input.key().to_vec(), self.input.value().to_vec()));
+        self.input.next()?;
+        // Whether the key has no older version in this input (rather than in an older stripe).
+        let mut key_ended = true;
+        while self.input.valid() {
+            let ikey = self.input.key();
+            let parsed = parse_internal_key(ikey).ok_or_else(|| {
+                corrupt(format!("unparseable internal key of {} bytes", ikey.len()))
+            })?;
+            if parsed.user_key != self.current_key.as_slice()
+                || self
+                    .upper_bound
+                    .as_deref()
+                    .is_some_and(|bound| parsed.user_key >= bound)
+            {
+                break;
+            }
+            if self.snapshots.partition_point(|&s| s < parsed.seq) != stripe {
+                key_ended = false;
+                break;
+            }
+            let trailer = pack_trailer(parsed.seq, parsed.kind);
+            if trailer > self.last_trailer {
+                return Err(corrupt(format!(
+                    "input out of order: sequence {} after a newer-sorting version",
+                    parsed.seq
+                )));
+            }
+            self.last_trailer = trailer;
+            self.stats.entries_in += 1;
+            self.stats.input_key_bytes += ikey.len() as u64;
+            self.stats.input_value_bytes += self.input.value().len() as u64;
+            let kind = parsed.kind;
+            self.operands
+                .push((ikey.to_vec(), self.input.value().to_vec()));
+            self.input.next()?;
+            if kind != ValueKind::Merge {
+                break;
+            }
+        }
+
+        self.merged.clear();
+        self.merged_at = 0;
+        let (newest_key, _) = &self.operands[0];
+        let newest = parse_internal_key(newest_key).ok_or_else(|| corrupt("operand key"))?;
+        let base = self
+            .operands
+            .last()
+            .and_then(|(k, v)| match parse_internal_key(k)?.kind {
+                ValueKind::Merge => None,
+                ValueKind::Value => Some(Some(v.as_slice())),
+                ValueKind::Deletion => Some(None),
+            });
+        let written = match &self.merge_operator {
+            None => None,
+            Some(op) if base.is_some() || (key_ended && self.bottommost) => {
+                let operand_count = self.operands.len() - usize::from(base.is_some());
+                let operands: Vec<&[u8]> = self.operands[..operand_count]
+                    .iter()
+                    .rev()
+                    .map(|(_, v)| v.as_slice())
+                    .collect();
+                op.full_merge(&self.current_key, base.flatten(), &operands)
+                    .ok()
+                    .map(|value| {
+                        let seq = if self.bottommost && stripe == 0 {
+                            0
+                        } else {
+                            newest.seq
+                        };
+                        (seq, ValueKind::Value, value)
+                    })
+            }
+            // A lone operand is already as combined as it gets.
+            Some(_) if self.operands.len() == 1 => None,
+            Some(op) => {
+                let mut operands = self.operands.iter().rev().map(|(_, v)| v.as_slice());
+                let first = operands.next().map(<[u8]>::to_vec);
+                operands
+                    .try_fold(first, |acc, newer| {
+                        acc.and_then(|older| op.partial_merge(&self.current_key, &older, newer))
+                            .map(Some)
+                    })
+                    .flatten()
+                    .map(|value| (newest.seq, ValueKind::Merge, value))
+            }
+        };
+        match written {
+            Some((seq, kind, value)) => {
+                let mut key = Vec::with_capacity(self.current_key.len() + 8);
+                append_internal_key(&mut key, &self.current_key, seq, kind);
+                let before = entry_hash(&self.operands[0].0, &self.operands[0].1);
+                self.stats.rewrite(before, entry_hash(&key, &value));
+                for (k, v) in &self.operands[1..] {
+                    self.stats.merge_absorbed += 1;
+                    self.stats.drop_hash(entry_hash(k, v));
+                }
+                self.merged.push((key, value));
+            }
+            None => self.merged.append(&mut self.operands),
+        }
+        self.stats.entries_out += self.merged.len() as u64;
+        self.position = Position::AtMerged;
+        Ok(())
     }
 
     /// Makes `key()` the current entry's key with sequence number 0 and accounts the change

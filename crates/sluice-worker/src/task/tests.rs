@@ -51,6 +51,7 @@ fn good() -> proto::CompactionTask {
         output_numbers: 4,
         output_root: None,
         database: String::new(),
+        merge_operator: String::new(),
     }
 }
 
@@ -121,6 +122,10 @@ fn each_bad_field_is_refused() {
     let cases: Vec<(&str, Box<Edit>)> = vec![
         ("no input runs", Box::new(|t| t.runs.clear())),
         (
+            "unknown merge operator \"max\"",
+            Box::new(|t| t.merge_operator = "max".into()),
+        ),
+        (
             "database name",
             Box::new(|t| t.database = "../other".into()),
         ),
@@ -173,6 +178,16 @@ fn each_bad_field_is_refused() {
     let mut t = good();
     t.upper = None;
     assert!(CheckedTask::from_wire(&t).is_ok());
+    // A built-in merge operator is found by its name.
+    t.merge_operator = "append(2c)".into();
+    let checked = CheckedTask::from_wire(&t).unwrap();
+    assert_eq!(
+        checked
+            .merge_operator
+            .map(|op| op.name().to_string())
+            .as_deref(),
+        Some("append(2c)")
+    );
 }
 
 proptest! {

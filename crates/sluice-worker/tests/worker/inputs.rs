@@ -105,6 +105,7 @@ pub fn task(
         output_numbers: count,
         output_root: None,
         database: String::new(),
+        merge_operator: String::new(),
     }
 }
 
@@ -122,6 +123,7 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         lower: None,
         upper: None,
         filter: None,
+        merge_operator: None,
     };
     let exec = ExecOptions {
         mode,

@@ -94,8 +94,14 @@ pub(crate) fn executor_for<'a>(
     exec: ExecOptions,
     sides: Sides,
 ) -> (Box<dyn Executor + 'a>, Accounting) {
-    // Workers are not given the compaction filter: what it applies to runs here.
-    if env.options.compaction_filter.is_some() {
+    // Workers are not given the compaction filter, and know only the built-in merge
+    // operators: what the others apply to runs here.
+    let unknown_to_workers = env
+        .options
+        .merge_operator
+        .as_ref()
+        .is_some_and(|op| sluice_sst::merge_operator::builtin(op.name()).is_none());
+    if env.options.compaction_filter.is_some() || unknown_to_workers {
         return (Box::new(exec), Accounting::Checked);
     }
     let sharing = match sides {

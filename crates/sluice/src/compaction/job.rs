@@ -135,6 +135,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         table: options.table.clone(),
         storage: options.background_storage(),
         filter: options.compaction_filter.clone(),
+        merge_operator: options.merge_operator.clone(),
         // Compactions into L0 write one file: L0 files are not cut by key.
         target_file_size: if c.output_level() == 0 {
             u64::MAX

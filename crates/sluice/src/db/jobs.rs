@@ -276,6 +276,7 @@ fn record_merge(st: &mut DbState, m: &MergeRecord) {
     st.compaction_metrics.record(m.input_bytes, &out.profile);
     st.compaction_metrics.filter_removed += out.stats.filter_removed;
     st.compaction_metrics.filter_changed += out.stats.filter_changed;
+    st.compaction_metrics.merge_absorbed += out.stats.merge_absorbed;
     st.compaction_metrics
         .record_stages(m.executor, m.input_bytes, &out.profile, &out.stages);
     let level = m.output_level;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, parse_internal_key, seek_key};
 use sluice_sst::merge::MergingIterator;
-use sluice_sst::table::BlockReads;
+use sluice_sst::merge_operator;
+use sluice_sst::table::{BlockReads, Table};
 
 use super::Db;
 pub use crate::iter::DbIterator;
@@ -81,11 +82,12 @@ impl Db {
 
     fn get_in(&self, view: &ReadView, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let seq = view.seq;
+        // Merge operands met on the way down, newest first; empty (unallocated) for the
+        // usual key without any.
+        let mut operands = Vec::new();
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
-            match mem.get(key, seq) {
-                Some(Lookup::Value(v)) => return Ok(Some(v)),
-                Some(Lookup::Deleted) => return Ok(None),
-                None => {}
+            if let Some(found) = mem.get(key, seq, &mut operands) {
+                return self.apply_operands(key, found, operands);
             }
         }
         let lookup = seek_key(key, seq);
@@ -100,12 +102,40 @@ impl Db {
             if parsed.user_key != key {
                 continue;
             }
-            return Ok(match parsed.kind {
-                ValueKind::Value => Some(value),
-                ValueKind::Deletion => None,
-            });
+            let found = match parsed.kind {
+                ValueKind::Value => Some(Lookup::Value(value)),
+                ValueKind::Deletion => Some(Lookup::Deleted),
+                ValueKind::Merge => table_versions(&table, &lookup, view.reads, &mut operands)?,
+            };
+            if let Some(found) = found {
+                return self.apply_operands(key, found, operands);
+            }
         }
-        Ok(None)
+        self.apply_operands(key, Lookup::Deleted, operands)
+    }
+
+    /// The value of `key` given what lies under its merge operands (`operands`, newest first).
+    fn apply_operands(
+        &self,
+        key: &[u8],
+        base: Lookup,
+        operands: Vec<Vec<u8>>,
+    ) -> Result<Option<Vec<u8>>> {
+        let base = match base {
+            Lookup::Value(v) => Some(v),
+            Lookup::Deleted => None,
+        };
+        if operands.is_empty() {
+            return Ok(base);
+        }
+        let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
+        let operator = self.inner.options.merge_operator.as_deref();
+        Ok(Some(merge_operator::resolve(
+            operator,
+            key,
+            base.as_deref(),
+            &oldest_first,
+        )?))
     }
 
     /// An iterator over the latest state (or the snapshot in `opts`), unpositioned.
@@ -154,6 +184,7 @@ impl Db {
             lower,
             upper,
             view.version,
+            self.inner.options.merge_operator.clone(),
         ))
     }
 
@@ -210,6 +241,35 @@ impl Db {
             None => self.range(prefix..),
         }
     }
+}
+
+/// Walks `table`'s versions of `lookup`'s user key visible at its sequence number, the newest
+/// a merge operand: appends the operands to `operands` and returns the value or tombstone under
+/// them, or `None` when the table holds nothing more of the key.
+fn table_versions(
+    table: &Arc<Table>,
+    lookup: &[u8],
+    reads: BlockReads,
+    operands: &mut Vec<Vec<u8>>,
+) -> Result<Option<Lookup>> {
+    let key = sluice_sst::key::user_key(lookup);
+    let mut it = table.iter_with(reads);
+    it.seek(lookup)?;
+    while it.valid() {
+        let parsed = parse_internal_key(it.key()).ok_or_else(|| {
+            Error::corruption(table.path(), 0, "table returned an unparseable key")
+        })?;
+        if parsed.user_key != key {
+            return Ok(None);
+        }
+        match parsed.kind {
+            ValueKind::Value => return Ok(Some(Lookup::Value(it.value().to_vec()))),
+            ValueKind::Deletion => return Ok(Some(Lookup::Deleted)),
+            ValueKind::Merge => operands.push(it.value().to_vec()),
+        }
+        it.next()?;
+    }
+    Ok(None)
 }
 
 /// The inclusive lower bound of `bound` as a key: the smallest key above an excluded one is

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use sluice_sst::key::{MAX_SEQ, SeqNo};
+use sluice_sst::key::{MAX_SEQ, SeqNo, ValueKind};
 
 use super::commit::{Group, Turn};
 use super::{Db, DbInner};
@@ -53,6 +53,42 @@ impl Db {
         self.inner.check_sizes(key, b"")?;
         self.inner
             .write_one(opts, |batch| batch.delete(key), key.len())
+    }
+
+    /// Adds `operand` to `key`'s merge operands: the next read of `key` returns what the
+    /// database's merge operator ([`crate::Options::merge_operator`]) makes of its value and
+    /// every operand since, oldest first. No read happens now, so a counter increment or a
+    /// list append costs one write.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// let options = sluice::Options {
+    ///     merge_operator: Some(Arc::new(sluice::merge_operator::U64Add)),
+    ///     ..Default::default()
+    /// };
+    /// let db = sluice::Db::open("/tmp/sluice-doc", options)?;
+    /// db.merge(b"visits", &1u64.to_le_bytes())?;
+    /// db.merge(b"visits", &2u64.to_le_bytes())?;
+    /// assert_eq!(db.get(b"visits")?, Some(3u64.to_le_bytes().to_vec()));
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the database has no merge operator: nothing could
+    /// ever read the operand back.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.merge_opt(&WriteOptions::default(), key, operand)
+    }
+
+    /// [`Db::merge`] with explicit write options.
+    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.inner.check_sizes(key, operand)?;
+        self.inner.check_merge_operator()?;
+        self.inner.write_one(
+            opts,
+            |batch| batch.merge(key, operand),
+            key.len() + operand.len(),
+        )
     }
 
     /// Applies `batch` atomically: after a crash either all of it or none of it is present.
@@ -134,11 +170,24 @@ impl DbInner {
         Ok(())
     }
 
+    /// Merge operands need an operator to ever be read back.
+    fn check_merge_operator(&self) -> Result<()> {
+        if self.options.merge_operator.is_none() {
+            return Err(Error::InvalidArgument(
+                "merge needs a merge operator (Options::merge_operator)".into(),
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_batch(&self, batch: &WriteBatch) -> Result<u64> {
         let mut user_bytes = 0u64;
         for entry in batch.iter() {
             let entry = entry?;
             self.check_sizes(entry.key, entry.value)?;
+            if entry.kind == ValueKind::Merge {
+                self.check_merge_operator()?;
+            }
             user_bytes += (entry.key.len() + entry.value.len()) as u64;
         }
         Ok(user_bytes)

@@ -232,6 +232,12 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
         match parsed.kind {
             ValueKind::Deletion => meta.num_deletions += 1,
             ValueKind::Value => meta.raw_value_bytes += it.value().len() as u64,
+            ValueKind::Merge if inner.options.merge_operator.is_none() => {
+                return Err(bad(
+                    "it holds merge operands and the database has no merge operator".into(),
+                ));
+            }
+            ValueKind::Merge => meta.raw_value_bytes += it.value().len() as u64,
         }
         last_user = Some(parsed.user_key.to_vec());
         it.next()?;

@@ -5,6 +5,12 @@
 //! Direction handling follows LevelDB's `DBIter`: moving forward, the internal iterator sits on
 //! the entry being returned; moving backward, it sits just before all entries of the returned
 //! user key, and the key and value are saved copies.
+//!
+//! A key whose newest visible version is a merge operand is resolved as RocksDB's `DBIter`
+//! does: moving forward, the operands are read on down to the key's base value (or its end)
+//! and the merged value is saved, with the internal iterator left inside or past the key's
+//! entries; moving backward, the key's versions arrive oldest first and the operands after the
+//! last base are collected on the way.
 
 use std::sync::Arc;
 
@@ -13,6 +19,7 @@ use sluice_sst::key::{
     KIND_FOR_SEEK, MAX_SEQ, SeqNo, ValueKind, make_internal_key, parse_internal_key,
 };
 use sluice_sst::merge::MergingIterator;
+use sluice_sst::merge_operator::{self, MergeOperator};
 
 use super::Range;
 use crate::version::Version;
@@ -35,9 +42,16 @@ pub struct DbIterator {
     upper: Option<Vec<u8>>,
     direction: Direction,
     valid: bool,
-    /// Reverse direction: the current user key and value. Forward: scratch for skipping.
+    /// Forward direction only: the current entry is a merge result, held in `saved_key` and
+    /// `saved_value`, and the internal iterator is on an older entry of it or past it.
+    merged: bool,
+    /// Reverse direction, or `merged`: the current user key and value. Forward: scratch for
+    /// skipping.
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// The current key's merge operands, collected while resolving it.
+    operands: Vec<Vec<u8>>,
     /// Keeps the files read by `inner` alive.
     _version: Arc<Version>,
 }
@@ -57,6 +71,7 @@ impl DbIterator {
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
         version: Arc<Version>,
+        merge_operator: Option<Arc<dyn MergeOperator>>,
     ) -> Self {
         DbIterator {
             inner,
@@ -65,8 +80,11 @@ impl DbIterator {
             upper,
             direction: Direction::Forward,
             valid: false,
+            merged: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
+            merge_operator,
+            operands: Vec::new(),
             _version: version,
         }
     }
@@ -79,22 +97,23 @@ impl DbIterator {
     /// The current user key. REQUIRES: `valid()`.
     pub fn key(&self) -> &[u8] {
         match self.direction {
-            Direction::Forward => sluice_sst::key::user_key(self.inner.key()),
-            Direction::Reverse => &self.saved_key,
+            Direction::Forward if !self.merged => sluice_sst::key::user_key(self.inner.key()),
+            _ => &self.saved_key,
         }
     }
 
     /// The current value. REQUIRES: `valid()`.
     pub fn value(&self) -> &[u8] {
         match self.direction {
-            Direction::Forward => self.inner.value(),
-            Direction::Reverse => &self.saved_value,
+            Direction::Forward if !self.merged => self.inner.value(),
+            _ => &self.saved_value,
         }
     }
 
     /// Positions on the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.direction = Direction::Forward;
+        self.merged = false;
         match self.lower.clone() {
             Some(lower) => self
                 .inner
@@ -107,6 +126,7 @@ impl DbIterator {
     /// Positions on the first key `>= key` (and at or after the lower bound).
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.direction = Direction::Forward;
+        self.merged = false;
         let target = match &self.lower {
             Some(lower) if lower.as_slice() > key => lower.clone(),
             _ => key.to_vec(),
@@ -119,6 +139,7 @@ impl DbIterator {
     /// Positions on the last key (before the upper bound).
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.direction = Direction::Reverse;
+        self.merged = false;
         match self.upper.clone() {
             Some(upper) => {
                 self.inner
@@ -168,6 +189,10 @@ impl DbIterator {
                 return Ok(());
             }
             // saved_key already holds the user key to skip.
+        } else if self.merged {
+            // saved_key holds the merged key; the internal iterator is already past its
+            // newest entries.
+            self.merged = false;
         } else {
             self.saved_key.clear();
             self.saved_key
@@ -182,20 +207,25 @@ impl DbIterator {
         debug_assert!(self.valid);
         if self.direction == Direction::Forward {
             // Back up to just before every entry of the current user key.
-            self.saved_key.clear();
-            self.saved_key
-                .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
-            loop {
+            if !self.merged {
+                self.saved_key.clear();
+                self.saved_key
+                    .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
+            } else if !self.inner.valid() {
+                // The merged key was the last: its entries ran to the end.
+                self.inner.seek_to_last()?;
+            }
+            self.merged = false;
+            while self.inner.valid()
+                && sluice_sst::key::user_key(self.inner.key()) >= self.saved_key.as_slice()
+            {
                 self.inner.prev()?;
-                if !self.inner.valid() {
-                    self.valid = false;
-                    self.saved_key.clear();
-                    self.saved_value.clear();
-                    return Ok(());
-                }
-                if sluice_sst::key::user_key(self.inner.key()) < self.saved_key.as_slice() {
-                    break;
-                }
+            }
+            if !self.inner.valid() {
+                self.valid = false;
+                self.saved_key.clear();
+                self.saved_value.clear();
+                return Ok(());
             }
             self.direction = Direction::Reverse;
         }
@@ -230,6 +260,7 @@ impl DbIterator {
                             self.saved_key.clear();
                             return Ok(());
                         }
+                        ValueKind::Merge => return self.merge_forward(),
                     }
                 }
             }
@@ -240,36 +271,103 @@ impl DbIterator {
         Ok(())
     }
 
+    /// Forward, on the newest visible entry of a key, a merge operand: reads the key's older
+    /// operands down to its base and saves the merged value.
+    fn merge_forward(&mut self) -> Result<()> {
+        self.valid = false;
+        self.saved_key.clear();
+        self.saved_key
+            .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
+        self.operands.clear();
+        self.operands.push(self.inner.value().to_vec());
+        self.inner.next()?;
+        let mut base = None;
+        while self.inner.valid() {
+            let ikey = self.inner.key();
+            let parsed = parse_internal_key(ikey).ok_or_else(|| corrupt_key(ikey))?;
+            if parsed.user_key != self.saved_key.as_slice() {
+                break;
+            }
+            // Older than a visible version, so visible too.
+            match parsed.kind {
+                ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
+                ValueKind::Value => {
+                    base = Some(self.inner.value().to_vec());
+                    break;
+                }
+                ValueKind::Deletion => break,
+            }
+            self.inner.next()?;
+        }
+        self.operands.reverse();
+        self.saved_value = self.resolve(base.as_deref())?;
+        self.merged = true;
+        self.valid = true;
+        Ok(())
+    }
+
+    /// The current key's value: `self.operands` (oldest first) applied to `base`.
+    fn resolve(&self, base: Option<&[u8]>) -> Result<Vec<u8>> {
+        let operands: Vec<&[u8]> = self.operands.iter().map(Vec::as_slice).collect();
+        let operator = self.merge_operator.as_deref();
+        Ok(merge_operator::resolve(
+            operator,
+            &self.saved_key,
+            base,
+            &operands,
+        )?)
+    }
+
     /// Reverse: collect the newest visible version of the user key just before the internal
-    /// position, leaving the internal iterator before all of that key's entries.
+    /// position, leaving the internal iterator before all of that key's entries. Versions
+    /// arrive oldest first: a value or tombstone replaces everything before it, an operand
+    /// adds to it.
     fn find_prev_user_entry(&mut self) -> Result<()> {
-        let mut value_kind = ValueKind::Deletion;
+        // Whether the saved key has a visible value (its last version seen is no tombstone),
+        // and whether `saved_value` is a base under `operands`.
+        let mut visible = false;
+        let mut has_base = false;
+        self.valid = false;
+        self.operands.clear();
         while self.inner.valid() {
             let ikey = self.inner.key();
             let parsed = parse_internal_key(ikey).ok_or_else(|| corrupt_key(ikey))?;
             if parsed.seq <= self.seq {
-                if value_kind != ValueKind::Deletion && parsed.user_key < self.saved_key.as_slice()
-                {
+                if visible && parsed.user_key < self.saved_key.as_slice() {
                     // Passed all entries of the saved key, which has a visible value.
                     break;
                 }
-                value_kind = parsed.kind;
                 match parsed.kind {
                     ValueKind::Deletion => {
                         self.saved_key.clear();
                         self.saved_value.clear();
+                        self.operands.clear();
+                        visible = false;
                     }
                     ValueKind::Value => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(parsed.user_key);
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.inner.value());
+                        self.operands.clear();
+                        (visible, has_base) = (true, true);
+                    }
+                    ValueKind::Merge => {
+                        if !visible {
+                            // The key's oldest visible version, or the first after a
+                            // tombstone: the operands apply to nothing.
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(parsed.user_key);
+                            self.saved_value.clear();
+                            (visible, has_base) = (true, false);
+                        }
+                        self.operands.push(self.inner.value().to_vec());
                     }
                 }
             }
             self.inner.prev()?;
         }
-        if value_kind == ValueKind::Deletion {
+        if !visible {
             self.valid = false;
             self.saved_key.clear();
             self.saved_value.clear();
@@ -283,6 +381,10 @@ impl DbIterator {
         {
             self.valid = false;
             return Ok(());
+        }
+        if !self.operands.is_empty() {
+            let base = has_base.then(|| std::mem::take(&mut self.saved_value));
+            self.saved_value = self.resolve(base.as_deref())?;
         }
         self.valid = true;
         Ok(())

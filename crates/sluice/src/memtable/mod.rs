@@ -123,23 +123,37 @@ impl MemTable {
         self.writer().add(seq, kind, user_key, value);
     }
 
-    /// Finds the newest version of `user_key` with sequence `<= snapshot`.
-    pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<Lookup> {
+    /// Finds the newest version of `user_key` with sequence `<= snapshot`. Merge operands
+    /// found on the way are appended to `operands`, newest first, and the search goes on to
+    /// older versions: the answer is then what the operands apply to, and `None` means this
+    /// memtable holds nothing more of the key.
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        operands: &mut Vec<Vec<u8>>,
+    ) -> Option<Lookup> {
         if let Some(filter) = &self.filter
             && !filter.may_contain(key_hash(user_key))
         {
             return None;
         }
         let seek = internal_key(user_key, snapshot, key::KIND_FOR_SEEK);
-        let (ikey, value) = self.list.entry(self.list.seek_ge(&seek)?);
-        let parsed = key::parse_internal_key(ikey)?;
-        if parsed.user_key != user_key {
-            return None;
+        let mut at = self.list.seek_ge(&seek);
+        while let Some(pos) = at {
+            let (ikey, value) = self.list.entry(pos);
+            let parsed = key::parse_internal_key(ikey)?;
+            if parsed.user_key != user_key {
+                return None;
+            }
+            match parsed.kind {
+                ValueKind::Value => return Some(Lookup::Value(value.to_vec())),
+                ValueKind::Deletion => return Some(Lookup::Deleted),
+                ValueKind::Merge => operands.push(value.to_vec()),
+            }
+            at = self.list.next(pos);
         }
-        Some(match parsed.kind {
-            ValueKind::Value => Lookup::Value(value.to_vec()),
-            ValueKind::Deletion => Lookup::Deleted,
-        })
+        None
     }
 
     /// Bytes the entries use: the arenas' bytes handed out, counting each node's links,

@@ -144,6 +144,7 @@ pub(crate) fn split_tables(
                 lower,
                 upper,
                 filter: None,
+                merge_operator: None,
             };
             let mut new_output =
                 || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };

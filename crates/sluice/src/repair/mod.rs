@@ -307,6 +307,7 @@ fn merge_into_bottom_level(
         lower: None,
         upper: None,
         filter: None,
+        merge_operator: None,
     };
     let mut exec = options.exec_options();
     if exec.mode == CompactionMode::Auto {
