@@ -147,6 +147,17 @@ fn bench_steps(c: &mut Criterion) {
             merge_sub_task(&filtered, &whole, blocks.clone(), &times).unwrap()
         })
     });
+    // The cost of a merge operator over input without operands: one kind check per entry.
+    let merging = CompactionSpec {
+        merge_operator: Some(Arc::new(sluice_sst::merge_operator::U64Add)),
+        ..spec.clone()
+    };
+    group.bench_function("S4 merge 11 runs, with a merge operator", |b| {
+        b.iter(|| {
+            let times = StepTimes::default();
+            merge_sub_task(&merging, &whole, blocks.clone(), &times).unwrap()
+        })
+    });
     group.bench_function("S5 lz4 compress", |b| {
         let times = StepTimes::default();
         b.iter(|| {
