@@ -4,6 +4,7 @@
 use sluice_exec::CompactionMode;
 use sluice_sst::compaction_iter::CompactionIterStats;
 use sluice_sst::compression::CompressionType;
+use sluice_sst::prefix::PrefixExtractor;
 use sluice_sst::profile::{StageProfile, StageTiming, Step};
 use sluice_sst::table::TableOptions;
 
@@ -18,6 +19,7 @@ pub fn table_format(o: &TableOptions) -> proto::TableFormat {
         compression: o.compression as u32,
         zstd_level: o.zstd_level,
         bloom_bits_per_key: o.bloom_bits_per_key,
+        prefix_extractor: o.prefix_extractor.map(|e| e.name()).unwrap_or_default(),
     }
 }
 
@@ -27,13 +29,20 @@ pub fn table_options(f: &proto::TableFormat) -> Result<TableOptions, RpcError> {
         .ok()
         .and_then(CompressionType::from_u8)
         .ok_or_else(|| RpcError::Invalid(format!("unknown compression {}", f.compression)))?;
-    let o = TableOptions {
-        block_size: f.block_size as usize,
-        restart_interval: f.block_restart_interval as usize,
-        compression,
-        zstd_level: f.zstd_level,
-        bloom_bits_per_key: f.bloom_bits_per_key,
-    };
+    let o =
+        TableOptions {
+            block_size: f.block_size as usize,
+            restart_interval: f.block_restart_interval as usize,
+            compression,
+            zstd_level: f.zstd_level,
+            bloom_bits_per_key: f.bloom_bits_per_key,
+            prefix_extractor: match f.prefix_extractor.as_str() {
+                "" => None,
+                name => Some(PrefixExtractor::from_name(name).ok_or_else(|| {
+                    RpcError::Invalid(format!("unknown prefix extractor {name:?}"))
+                })?),
+            },
+        };
     o.validate()
         .map_err(|e| RpcError::Invalid(format!("table format: {e}")))?;
     Ok(o)
@@ -170,15 +179,23 @@ mod tests {
         let o = TableOptions {
             compression: CompressionType::Zstd,
             zstd_level: 5,
+            prefix_extractor: Some(PrefixExtractor::Capped(4)),
             ..TableOptions::default()
         };
         assert_eq!(table_options(&table_format(&o)).unwrap(), o);
+        let plain = TableOptions::default();
+        assert_eq!(table_options(&table_format(&plain)).unwrap(), plain);
         let mut bad = table_format(&o);
         bad.compression = 9;
         assert!(table_options(&bad).is_err());
         let mut bad = table_format(&o);
         bad.block_size = 0;
         assert!(table_options(&bad).is_err());
+        for name in ["fixed:0", "reverse:3"] {
+            let mut bad = table_format(&o);
+            bad.prefix_extractor = name.into();
+            assert!(table_options(&bad).is_err(), "{name}");
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod iter;
 pub mod key;
 pub mod merge;
 pub mod merge_operator;
+pub mod prefix;
 pub mod profile;
 pub mod properties;
 pub mod table;

@@ -13,7 +13,8 @@
 //! 4 raw_key_bytes, 5 raw_value_bytes, 6 data_bytes, 7 index_bytes, 8 filter_bytes,
 //! 9 smallest_key, 10 largest_key, 11 smallest_seq, 12 largest_seq, 13 compression,
 //! 14 value_size_histogram, 15 entry_digest (8 bytes, little-endian: the sum of the entries'
-//! [`crate::digest::entry_hash`]es). Readers skip tags they do not know, so new properties may
+//! [`crate::digest::entry_hash`]es), 16 prefix_extractor (the [`crate::prefix`] extractor's
+//! name, when the filter also holds key prefixes). Readers skip tags they do not know, so new properties may
 //! be added under new tags without a format version change; a missing property reads as zero /
 //! empty (the digest as absent: tables written before it existed).
 
@@ -44,6 +45,7 @@ mod tag {
     pub const COMPRESSION: u32 = 13;
     pub const VALUE_SIZE_HISTOGRAM: u32 = 14;
     pub const ENTRY_DIGEST: u32 = 15;
+    pub const PREFIX_EXTRACTOR: u32 = 16;
 }
 
 /// What a table holds, summarised when it was written.
@@ -82,6 +84,9 @@ pub struct TableProperties {
     /// Sum of the entries' [`crate::digest::entry_hash`]es, modulo 2^64; `None` in a table
     /// written before the property existed.
     pub entry_digest: Option<u64>,
+    /// The [`crate::prefix::PrefixExtractor::name`] whose prefixes the filter also holds;
+    /// `None` when it holds whole keys only.
+    pub prefix_extractor: Option<String>,
 }
 
 /// The histogram bucket of a value of `size` bytes.
@@ -196,6 +201,9 @@ impl TableProperties {
         if let Some(digest) = self.entry_digest {
             bytes(&mut out, tag::ENTRY_DIGEST, &digest.to_le_bytes());
         }
+        if let Some(name) = &self.prefix_extractor {
+            bytes(&mut out, tag::PREFIX_EXTRACTOR, name.as_bytes());
+        }
         out
     }
 
@@ -263,6 +271,11 @@ impl TableProperties {
                         .try_into()
                         .map_err(|_| corrupt("entry digest is not 8 bytes"))?;
                     p.entry_digest = Some(u64::from_le_bytes(bytes));
+                }
+                tag::PREFIX_EXTRACTOR => {
+                    let name = std::str::from_utf8(value)
+                        .map_err(|_| corrupt("prefix extractor name is not UTF-8"))?;
+                    p.prefix_extractor = Some(name.to_string());
                 }
                 _ => {} // A property from a newer writer: skipped.
             }

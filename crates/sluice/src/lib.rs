@@ -47,7 +47,8 @@ pub use iter::Range;
 pub use metrics::Metrics;
 pub use options::{
     CompactionFilter, CompactionMode, CompactionOptions, CompressionType, FilterDecision,
-    MemtableOptions, MergeOperator, Options, ReadOptions, TableOptions, WriteOptions,
+    MemtableOptions, MergeOperator, Options, PrefixExtractor, ReadOptions, TableOptions,
+    WriteOptions,
 };
 pub use rate_limiter::RateLimiter;
 pub use repair::{RepairReport, repair};

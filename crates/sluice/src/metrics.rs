@@ -263,6 +263,9 @@ pub struct Metrics {
     pub block_cache_bytes: u64,
     /// Block cache hits.
     pub block_cache_hits: u64,
+    /// Tables [`crate::Db::prefix`] scans did not read because their bloom filter showed
+    /// they hold no key with the prefix ([`crate::TableOptions::prefix_extractor`]).
+    pub prefix_filter_skips: u64,
     /// Block cache misses.
     pub block_cache_misses: u64,
     /// Newest sequence number.

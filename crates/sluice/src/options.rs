@@ -14,6 +14,7 @@ use sluice_exec::ExecOptions;
 pub use sluice_sst::compaction_iter::{CompactionFilter, FilterDecision};
 pub use sluice_sst::compression::CompressionType;
 pub use sluice_sst::merge_operator::MergeOperator;
+pub use sluice_sst::prefix::PrefixExtractor;
 pub use sluice_sst::table::TableOptions;
 
 pub use crate::partition::{PartitionOptions, PartitionOwner};
@@ -138,6 +139,9 @@ fn validate_table_options(table: &TableOptions) -> Result<()> {
             "zstd_level must be in -7..=22, got {}",
             table.zstd_level
         ));
+    }
+    if let Some(extractor) = &table.prefix_extractor {
+        extractor.validate().map_err(Error::InvalidArgument)?;
     }
     Ok(())
 }
@@ -484,6 +488,7 @@ mod tests {
                 compression: CompressionType::Lz4,
                 zstd_level: 3,
                 bloom_bits_per_key: 10,
+                prefix_extractor: None,
             }
         );
         assert_eq!(

@@ -221,8 +221,30 @@ impl sluice::CompactionFilter for RewriteIntoItself {
     }
 }
 
-fn open(dir: &Path, mode: CompactionMode, direct: bool, partitioned: bool, filtered: bool) -> Db {
+/// How a run's database is configured beyond its compaction mode.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    direct: bool,
+    partitioned: bool,
+    /// With the `RewriteIntoItself` compaction filter.
+    filtered: bool,
+    /// With 7-byte prefix filters, the length `Op::Prefix` scans.
+    prefixed: bool,
+}
+
+fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
+    let Setup {
+        direct,
+        partitioned,
+        filtered,
+        prefixed,
+    } = setup;
+    let small = small_options(mode, direct);
     let options = Options {
+        table: TableOptions {
+            prefix_extractor: prefixed.then_some(sluice::PrefixExtractor::Fixed(7)),
+            ..small.table.clone()
+        },
         partitions: partitioned.then(|| partitions(dir)),
         compaction_filter: filtered.then(|| {
             std::sync::Arc::new(RewriteIntoItself) as std::sync::Arc<dyn sluice::CompactionFilter>
@@ -230,7 +252,7 @@ fn open(dir: &Path, mode: CompactionMode, direct: bool, partitioned: bool, filte
         merge_operator: Some(std::sync::Arc::new(
             sluice::merge_operator::Append::with_delimiter(b","),
         )),
-        ..small_options(mode, direct)
+        ..small
     };
     Db::open(dir, options).expect("open")
 }
@@ -290,17 +312,12 @@ fn scan_model(model: &Model, lo: Option<&[u8]>, hi: Option<&[u8]>) -> Vec<(Vec<u
         .collect()
 }
 
-fn run(
-    ops: Vec<Op>,
-    mode: CompactionMode,
-    direct: bool,
-    partitioned: bool,
-    filtered: bool,
-) -> Result<(), TestCaseError> {
+fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseError> {
+    let partitioned = setup.partitioned;
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     // Where external tables are written before they are ingested.
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let mut db = Some(open(dir.path(), mode, direct, partitioned, filtered));
+    let mut db = Some(open(dir.path(), mode, setup));
     let mut model = Model::new();
     // (snapshot handle, model at the time)
     let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
@@ -456,7 +473,7 @@ fn run(
             Op::Reopen => {
                 snapshots.clear();
                 db.take().unwrap().close().unwrap();
-                db = Some(open(dir.path(), mode, direct, partitioned, filtered));
+                db = Some(open(dir.path(), mode, setup));
             }
             Op::MoveRange(r, o) => {
                 if partitioned {
@@ -530,8 +547,9 @@ proptest! {
         direct_io: bool,
         partitioned: bool,
         filtered: bool,
+        prefixed: bool,
     ) {
-        run(ops, mode, direct_io, partitioned, filtered)?;
+        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed })?;
     }
 }
 
@@ -539,7 +557,13 @@ proptest! {
 #[test]
 fn iterator_direction_switches_match_the_model() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path(), CompactionMode::Sequential, false, false, false);
+    let setup = Setup {
+        direct: false,
+        partitioned: false,
+        filtered: false,
+        prefixed: false,
+    };
+    let db = open(dir.path(), CompactionMode::Sequential, setup);
     let mut model = Model::new();
     for i in 0..2000u16 {
         let k = key(i % 500);

@@ -19,7 +19,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use sluice::options::CompactionMode;
 use sluice::{
-    CompactionOptions, CompressionType, MemtableOptions, Options, RateLimiter, TableOptions,
+    CompactionOptions, CompressionType, MemtableOptions, Options, PrefixExtractor, RateLimiter,
+    TableOptions,
 };
 
 pub use offload::{OFFLOAD, OffloadArgs};
@@ -51,6 +52,12 @@ pub struct EngineArgs {
     pub tuning: TuningArgs,
 }
 
+/// A prefix extractor's name, `fixed:N` or `capped:N`.
+fn parse_prefix_extractor(name: &str) -> Result<PrefixExtractor, String> {
+    PrefixExtractor::from_name(name)
+        .ok_or_else(|| format!("bad prefix extractor {name:?}: use fixed:N or capped:N, N >= 1"))
+}
+
 /// A built-in merge operator's name, checked.
 fn parse_merge_operator(name: &str) -> Result<String, String> {
     match sluice::merge_operator::builtin(name) {
@@ -78,6 +85,10 @@ pub struct TuningArgs {
     /// Bloom filter bits per key (0: no filters).
     #[arg(long, value_name = "N", value_parser = parse_u32, default_value_t = Options::default().table.bloom_bits_per_key)]
     pub bloom_bits: u32,
+    /// Also record key prefixes in the bloom filters, so prefix scans skip tables without
+    /// theirs: `fixed:N` (the first N bytes) or `capped:N` (at most N bytes).
+    #[arg(long, value_name = "NAME", value_parser = parse_prefix_extractor)]
+    pub prefix_extractor: Option<PrefixExtractor>,
     /// Block cache capacity (0: no cache).
     #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().block_cache_bytes)]
     pub cache_size: usize,
@@ -156,6 +167,7 @@ impl EngineArgs {
                 compression: self.compression.into(),
                 block_size: t.block_size,
                 bloom_bits_per_key: t.bloom_bits,
+                prefix_extractor: t.prefix_extractor,
                 ..defaults.table
             },
             compaction: CompactionOptions {
@@ -253,6 +265,10 @@ mod tests {
             "c",
             "--rate-limit",
             "10M",
+            "--prefix-extractor",
+            "capped:6",
+            "--merge-operator",
+            "append(2c)",
         ]);
         assert_eq!(o.table.compression, CompressionType::Zstd);
         assert!(o.compaction.use_direct_io_for_flush_and_compaction);
@@ -264,5 +280,17 @@ mod tests {
         let dirs: Vec<PathBuf> = ["a", "b", "c"].into_iter().map(PathBuf::from).collect();
         assert_eq!(o.data_dirs, dirs);
         assert!(o.rate_limiter.is_some());
+        assert_eq!(o.table.prefix_extractor, Some(PrefixExtractor::Capped(6)));
+        assert_eq!(
+            o.merge_operator.map(|m| m.name().to_string()).as_deref(),
+            Some("append(2c)")
+        );
+        for bad in [
+            ["--prefix-extractor", "fixed:0"],
+            ["--merge-operator", "max"],
+        ] {
+            let argv = [&["x"][..], &bad].concat();
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
     }
 }

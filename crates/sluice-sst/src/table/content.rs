@@ -8,7 +8,9 @@ use std::collections::VecDeque;
 
 use super::{BlockMeta, TableOptions};
 use crate::block::BlockBuilder;
-use crate::key::{TRAILER_LEN, compare_internal};
+use crate::filter::hash64;
+use crate::key::{TRAILER_LEN, compare_internal, user_key};
+use crate::prefix::PrefixExtractor;
 
 /// A finished data block, uncompressed, waiting for S5..S7.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,10 +34,16 @@ pub struct TableContentBuilder {
     num_entries: u64,
     /// Last key of the last sealed block: the ordering check needs it once `block` is empty.
     prev_last_key: Vec<u8>,
+    prefix_extractor: Option<PrefixExtractor>,
+    /// The prefix last hashed into the current block's filter hashes (valid while the block
+    /// is not empty): every block hashes each of its prefixes once, since blocks of one run
+    /// may land in different files.
+    last_prefix: Vec<u8>,
 }
 
 impl TableContentBuilder {
-    /// A builder for `opts` (only the block size and restart interval matter here).
+    /// A builder for `opts` (the block size, restart interval and prefix extractor matter
+    /// here).
     pub fn new(opts: &TableOptions) -> Self {
         TableContentBuilder {
             block_size: opts.block_size.max(1),
@@ -44,6 +52,8 @@ impl TableContentBuilder {
             sealed: VecDeque::new(),
             num_entries: 0,
             prev_last_key: Vec::new(),
+            prefix_extractor: opts.prefix_extractor,
+            last_prefix: Vec::new(),
         }
     }
 
@@ -64,6 +74,19 @@ impl TableContentBuilder {
             "keys must be added in strictly increasing order"
         );
         self.num_entries += 1;
+        // The prefix's hash goes before the key's, so that versions of one key still give
+        // consecutive equal key hashes, which `add_entry` drops.
+        let first_in_block = self.block.is_empty();
+        if let Some(prefix) = self
+            .prefix_extractor
+            .as_ref()
+            .and_then(|e| e.prefix(user_key(ikey)))
+            && (first_in_block || prefix != self.last_prefix.as_slice())
+        {
+            self.meta.filter_hashes.push(hash64(prefix));
+            self.last_prefix.clear();
+            self.last_prefix.extend_from_slice(prefix);
+        }
         self.meta.add_entry(ikey, value);
         self.block.add(ikey, value);
         if self.block.estimated_size() >= self.block_size {

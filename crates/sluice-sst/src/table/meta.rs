@@ -16,9 +16,10 @@ use crate::properties::{VALUE_SIZE_BUCKETS, value_size_bucket};
 ///
 /// Invariants for a block built by [`super::TableContentBuilder`]: `num_entries > 0`,
 /// `first_key <= last_key` in internal-key order, and `filter_hashes` holds
-/// [`hash64`]`(user_key)` of the block's entries in order with consecutive equal hashes removed
-/// (so its length is at most `num_entries`). A user key whose versions span two blocks is
-/// hashed in both; the writer's filter builder drops the repeat.
+/// [`hash64`]`(user_key)` of the block's entries in order with consecutive equal hashes removed,
+/// each preceded, when the table has a prefix extractor and the key's prefix differs from the
+/// previous key's in the block (or starts it), by [`hash64`]`(prefix)`. A user key whose
+/// versions span two blocks is hashed in both; the writer's filter builder drops the repeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockMeta {
     /// The block's first internal key.

@@ -60,6 +60,7 @@ pub use writer::{TableFileWriter, TableSummary};
 use crate::compression::{CompressionType, DEFAULT_ZSTD_LEVEL};
 use crate::filter::MAX_BITS_PER_KEY;
 use crate::format::MAX_TABLE_BLOCK_SIZE_BYTES;
+use crate::prefix::PrefixExtractor;
 use crate::{Error, Result};
 
 /// How tables are written.
@@ -75,6 +76,9 @@ pub struct TableOptions {
     pub zstd_level: i32,
     /// Bloom filter bits per distinct user key; 0 writes no filter.
     pub bloom_bits_per_key: u32,
+    /// Also records each key's prefix in the bloom filter, so that a scan over one prefix
+    /// skips tables without it ([`crate::prefix`]); `None` records whole keys only.
+    pub prefix_extractor: Option<PrefixExtractor>,
 }
 
 impl Default for TableOptions {
@@ -85,6 +89,7 @@ impl Default for TableOptions {
             compression: CompressionType::Lz4,
             zstd_level: DEFAULT_ZSTD_LEVEL,
             bloom_bits_per_key: 10,
+            prefix_extractor: None,
         }
     }
 }
@@ -116,6 +121,9 @@ impl TableOptions {
                 "bloom_bits_per_key {} above {MAX_BITS_PER_KEY}",
                 self.bloom_bits_per_key
             ));
+        }
+        if let Some(extractor) = &self.prefix_extractor {
+            extractor.validate().map_err(Error::InvalidArgument)?;
         }
         Ok(())
     }

@@ -21,6 +21,7 @@ use crate::format::{BlockHandle, FOOTER_LEN, Footer};
 use crate::fs::{ReadFile, Storage};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
+use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
 use crate::{Error, IoContext, Result};
 
@@ -146,6 +147,8 @@ pub struct Table {
     footer: Footer,
     index: TableIndex,
     filter: Option<BloomFilter>,
+    /// The extractor whose prefixes `filter` also holds (from the properties).
+    prefix_extractor: Option<PrefixExtractor>,
     properties: TableProperties,
     cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
@@ -237,6 +240,11 @@ impl Table {
                 ),
             ));
         }
+        // An extractor this build does not know leaves the prefixes unused, never misread.
+        let prefix_extractor = properties
+            .prefix_extractor
+            .as_deref()
+            .and_then(PrefixExtractor::from_name);
         Ok(Arc::new(Table {
             file,
             path,
@@ -245,6 +253,7 @@ impl Table {
             footer,
             index,
             filter,
+            prefix_extractor,
             properties,
             cache: opts.cache,
             verify_checksums: opts.verify_checksums,
@@ -287,6 +296,26 @@ impl Table {
     /// True when the table has a bloom filter.
     pub fn has_filter(&self) -> bool {
         self.filter.is_some()
+    }
+
+    /// False when the filter proves the table holds no key whose prefix under `extractor` is
+    /// `prefix`; true when it may, or when the table's filter was not written with
+    /// `extractor`'s prefixes. Counted in [`Table::bloom_stats`] like point lookups.
+    pub fn may_contain_prefix(&self, extractor: &PrefixExtractor, prefix: &[u8]) -> bool {
+        let Some(filter) = &self.filter else {
+            return true;
+        };
+        if self.prefix_extractor.as_ref() != Some(extractor) {
+            return true;
+        }
+        let hit = filter.may_contain(prefix);
+        let counter = if hit {
+            &self.bloom_passed
+        } else {
+            &self.bloom_useful
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        hit
     }
 
     /// Bloom filter counters since open.

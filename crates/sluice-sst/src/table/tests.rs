@@ -248,6 +248,48 @@ fn bloom_filter_rejects_absent_keys_without_reading_blocks() {
 }
 
 #[test]
+fn a_prefix_filter_rejects_absent_prefixes_and_only_for_its_own_extractor() {
+    use crate::prefix::PrefixExtractor;
+    let dir = tempfile::tempdir().unwrap();
+    // "key000000".."key004999": 500 prefixes of 8 bytes ("key00000".."key00499").
+    let m = numbered_keys(5000, &[1; 10]);
+    let fixed = PrefixExtractor::Fixed(8);
+    let opts = TableOptions {
+        prefix_extractor: Some(fixed),
+        ..TableOptions::default()
+    };
+    let (path, summary) = write_table(dir.path(), "p.sst", &m, &opts);
+    assert_eq!(
+        summary.properties.prefix_extractor.as_deref(),
+        Some("fixed:8")
+    );
+    let t = open(&path, None);
+    for i in 0..500u64 {
+        assert!(t.may_contain_prefix(&fixed, format!("key{i:05}").as_bytes()));
+    }
+    let absent = (500..10_500u64)
+        .filter(|i| !t.may_contain_prefix(&fixed, format!("key{i:05}").as_bytes()))
+        .count();
+    assert!(
+        absent >= 9_700,
+        "{absent} of 10000 absent prefixes rejected"
+    );
+    // Whole keys are still in the filter.
+    assert!(t.get(&seek_key(b"key004321", 100)).unwrap().is_some());
+    // Another extractor, or none, is never trusted with this filter.
+    assert!(t.may_contain_prefix(&PrefixExtractor::Capped(8), b"zzzzzzzz"));
+    let (plain, summary) = write_table(dir.path(), "plain.sst", &m, &TableOptions::default());
+    assert_eq!(summary.properties.prefix_extractor, None);
+    assert!(open(&plain, None).may_contain_prefix(&fixed, b"zzzzzzzz"));
+    // The prefixes cost filter space: about one key in ten added a hash.
+    let plain_filter = open(&plain, None).properties().filter_bytes;
+    assert!(
+        t.properties().filter_bytes > plain_filter,
+        "prefix hashes added nothing"
+    );
+}
+
+#[test]
 fn a_table_opened_for_compaction_skips_its_filter() {
     let dir = tempfile::tempdir().unwrap();
     let m = numbered_keys(3000, &[2; 20]);

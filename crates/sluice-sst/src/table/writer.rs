@@ -85,7 +85,8 @@ pub struct TableFileWriter {
 
 impl TableFileWriter {
     /// Creates (or truncates) the file at `path` in `storage` for a table written with `opts`
-    /// (the filter bits per key and the compression recorded in the properties matter here).
+    /// (the filter bits per key, the compression and the prefix extractor recorded in the
+    /// properties matter here).
     ///
     /// REQUIRES: `opts` passed [`TableOptions::validate`].
     pub fn create(storage: &Storage, path: &Path, opts: &TableOptions) -> Result<Self> {
@@ -103,6 +104,11 @@ impl TableFileWriter {
                 .then(|| BloomFilterBuilder::new(opts.bloom_bits_per_key)),
             props: TableProperties {
                 compression: opts.compression,
+                // Only a filter can hold the prefixes.
+                prefix_extractor: opts
+                    .prefix_extractor
+                    .filter(|_| opts.bloom_bits_per_key > 0)
+                    .map(|e| e.name()),
                 ..TableProperties::default()
             },
         })

@@ -103,6 +103,7 @@ impl Db {
             immutable_memtables: st.imm.len(),
             block_cache_bytes: cache.map_or(0, |c| c.usage_bytes() as u64),
             block_cache_hits: cache.map_or(0, |c| c.hits()),
+            prefix_filter_skips: inner.counters.prefix_skips.load(Ordering::Relaxed),
             block_cache_misses: cache.map_or(0, |c| c.misses()),
             last_sequence: inner.latest_seq(),
             snapshots: inner.snapshots.sequences().len(),

@@ -105,6 +105,8 @@ pub(crate) struct WriteCounters {
     pub wal_syncs: AtomicU64,
     pub slowdowns: AtomicU64,
     pub stall_micros: AtomicU64,
+    /// Tables prefix scans skipped because their filter lacked the prefix.
+    pub prefix_skips: AtomicU64,
 }
 
 /// State shared by the handle and the background threads.

@@ -4,9 +4,10 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
-use sluice_sst::key::{ValueKind, parse_internal_key, seek_key};
+use sluice_sst::key::{ValueKind, parse_internal_key, seek_key, user_key};
 use sluice_sst::merge::MergingIterator;
 use sluice_sst::merge_operator;
+use sluice_sst::prefix::PrefixExtractor;
 use sluice_sst::table::{BlockReads, Table};
 
 use super::Db;
@@ -16,6 +17,7 @@ use crate::iter::level::LevelIter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::ReadOptions;
 use crate::version::Version;
+use crate::version::edit::FileMetaData;
 use crate::version::edit::NUM_LEVELS;
 use crate::version::l0_sublevels::l0_sublevels;
 use crate::{Error, Result};
@@ -144,14 +146,18 @@ impl Db {
             opts,
             opts.lower_bound.map(<[u8]>::to_vec),
             opts.upper_bound.map(<[u8]>::to_vec),
+            None,
         )
     }
 
+    /// An iterator within `[lower, upper)`. With `prefix` (a prefix every key in the bounds
+    /// has under the table options' extractor), tables whose filter lacks it are left out.
     fn iter_within(
         &self,
         opts: &ReadOptions<'_>,
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
+        prefix: Option<&[u8]>,
     ) -> Result<DbIterator> {
         let view = self.read_view(opts);
         let cache = Arc::clone(&self.inner.table_cache);
@@ -160,19 +166,18 @@ impl Db {
         for m in &view.imm {
             children.push(Box::new(m.iter()));
         }
+        let mut runs = l0_sublevels(view.version.files(0));
+        runs.extend((1..NUM_LEVELS).map(|level| view.version.files(level).to_vec()));
         // One child per L0 sublevel, not per file: each sublevel is a run of disjoint files.
-        for sublevel in l0_sublevels(view.version.files(0)) {
-            children.push(Box::new(LevelIter::new(
-                sublevel,
-                Arc::clone(&cache),
-                view.reads,
-            )));
-        }
-        for level in 1..NUM_LEVELS {
-            let files = view.version.files(level);
-            if !files.is_empty() {
+        for mut run in runs {
+            if let (Some(prefix), Some(extractor)) =
+                (prefix, self.inner.options.table.prefix_extractor.as_ref())
+            {
+                run = self.tables_with_prefix(run, extractor, prefix, &lower, &upper)?;
+            }
+            if !run.is_empty() {
                 children.push(Box::new(LevelIter::new(
-                    files.to_vec(),
+                    run,
                     Arc::clone(&cache),
                     view.reads,
                 )));
@@ -230,16 +235,64 @@ impl Db {
             opts.upper_bound.map(<[u8]>::to_vec),
             std::cmp::min,
         );
-        Ok(Range::new(self.iter_within(opts, lower, upper)?))
+        Ok(Range::new(self.iter_within(opts, lower, upper, None)?))
     }
 
     /// Every `(key, value)` whose key starts with `prefix`, in key order from either end.
+    ///
+    /// With a [`TableOptions::prefix_extractor`](crate::TableOptions::prefix_extractor) whose
+    /// prefix length `prefix` reaches, tables whose bloom filter shows they hold no key with
+    /// that prefix are not read at all ([`crate::Metrics::prefix_filter_skips`] counts them).
     pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
         let prefix = prefix.as_ref();
-        match prefix_end(prefix) {
-            Some(end) => self.range(prefix..end.as_slice()),
-            None => self.range(prefix..),
+        let upper = prefix_end(prefix);
+        let filter_prefix = self
+            .inner
+            .options
+            .table
+            .prefix_extractor
+            .and_then(|e| e.scan_prefix(prefix).map(<[u8]>::len))
+            .map(|n| &prefix[..n]);
+        Ok(Range::new(self.iter_within(
+            &ReadOptions::default(),
+            Some(prefix.to_vec()),
+            upper,
+            filter_prefix,
+        )?))
+    }
+
+    /// The files of `run` that overlap `[lower, upper)` and whose filter may hold `prefix`.
+    fn tables_with_prefix(
+        &self,
+        run: Vec<Arc<FileMetaData>>,
+        extractor: &PrefixExtractor,
+        prefix: &[u8],
+        lower: &Option<Vec<u8>>,
+        upper: &Option<Vec<u8>>,
+    ) -> Result<Vec<Arc<FileMetaData>>> {
+        let mut kept = Vec::with_capacity(run.len());
+        for file in run {
+            let (smallest, largest) = (user_key(&file.smallest), user_key(&file.largest));
+            let outside = lower.as_deref().is_some_and(|l| largest < l)
+                || upper.as_deref().is_some_and(|u| smallest >= u);
+            if outside {
+                continue;
+            }
+            if self
+                .inner
+                .table_cache
+                .get(&file)?
+                .may_contain_prefix(extractor, prefix)
+            {
+                kept.push(file);
+            } else {
+                self.inner
+                    .counters
+                    .prefix_skips
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
+        Ok(kept)
     }
 }
 
