@@ -1,0 +1,291 @@
+//! Differential test against RocksDB 11: random scripts of puts, deletes, merges, atomic
+//! batches, flushes, compactions and snapshots run on Sluice and on RocksDB (the release build
+//! in Maven Central's rocksdbjni, through `benches/peers/rocksdbjni`'s `Replay`), and every read
+//! must return the same bytes on both: gets, gets at a snapshot, and full scans forward,
+//! backward and at a snapshot. Merges use each engine's built-in append (`,`) and u64 add
+//! operators, whose semantics match for well-formed operands.
+//!
+//! It needs Java 17 and the peer jar, so it only runs when `SLUICE_ROCKSDB_JAR` names the jar
+//! (`benches/peers/run` builds it into `<target>/peers/rocksdbjni/rocksdbjni-bench.jar`;
+//! `mvn -q package` in `benches/peers/rocksdbjni` builds it into its `target/`):
+//!
+//! ```sh
+//! SLUICE_ROCKSDB_JAR=target/peers/rocksdbjni/rocksdbjni-bench.jar \
+//!     cargo test -p sluice --test rocksdb_differential -- --nocapture
+//! ```
+//!
+//! `SLUICE_DIFF_SEEDS` sets how many scripts per operator (default 20).
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use sluice::merge_operator::{Append, U64Add};
+use sluice::{
+    CompactionOptions, Db, MemtableOptions, MergeOperator, Options, ReadOptions, Snapshot,
+    TableOptions, WriteBatch, WriteOptions,
+};
+
+/// SplitMix64: the same stream on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operator {
+    Append,
+    U64Add,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "-".into();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn key(rng: &mut Rng) -> Vec<u8> {
+    format!("k{:04}", rng.below(200)).into_bytes()
+}
+
+/// A value or operand: 8-byte counters for u64 add, short byte strings for append.
+fn value(rng: &mut Rng, op: Operator) -> Vec<u8> {
+    match op {
+        Operator::U64Add => rng.below(1000).to_le_bytes().to_vec(),
+        Operator::Append => (0..rng.below(12)).map(|_| rng.below(256) as u8).collect(),
+    }
+}
+
+/// One write, as a script line.
+fn write_line(rng: &mut Rng, op: Operator) -> String {
+    let k = key(rng);
+    match rng.below(10) {
+        0..=3 => format!("put {} {}", hex(&k), hex(&value(rng, op))),
+        4..=5 => format!("delete {}", hex(&k)),
+        _ => format!("merge {} {}", hex(&k), hex(&value(rng, op))),
+    }
+}
+
+/// A script of `n` operations (see `Replay.java` for the format).
+fn script(seed: u64, op: Operator, n: usize) -> String {
+    let mut rng = Rng(seed);
+    let mut s = String::new();
+    let name = match op {
+        Operator::Append => "append",
+        Operator::U64Add => "u64add",
+    };
+    writeln!(s, "operator {name}").unwrap();
+    for _ in 0..n {
+        let line = match rng.below(100) {
+            0..=54 => write_line(&mut rng, op),
+            55..=59 => {
+                let len = 1 + rng.below(10);
+                let mut batch = format!("batch {len}");
+                for _ in 0..len {
+                    batch.push('\n');
+                    batch.push_str(&write_line(&mut rng, op));
+                }
+                batch
+            }
+            60..=63 => "flush".into(),
+            64 => "compact".into(),
+            65..=66 => {
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                format!("compact_range {} {}", hex(&a), hex(&b))
+            }
+            67..=69 => "snapshot".into(),
+            70..=71 => "release".into(),
+            72..=86 => format!("get {}", hex(&key(&mut rng))),
+            87..=92 => format!("get_at {}", hex(&key(&mut rng))),
+            93..=95 => "scan".into(),
+            96..=97 => "scan_reverse".into(),
+            _ => "scan_at".into(),
+        };
+        writeln!(s, "{line}").unwrap();
+    }
+    writeln!(s, "scan").unwrap();
+    s
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    if s == "-" {
+        return Vec::new();
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn options(op: Operator) -> Options {
+    let merge_operator: Arc<dyn MergeOperator> = match op {
+        Operator::Append => Arc::new(Append::with_delimiter(b",")),
+        Operator::U64Add => Arc::new(U64Add),
+    };
+    Options {
+        merge_operator: Some(merge_operator),
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        table: TableOptions {
+            block_size: 1024,
+            ..TableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+/// Runs `script` on Sluice in `dir`; returns what its reads printed, as `Replay` prints it.
+fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
+    let db = Db::open(dir, options(op)).unwrap();
+    let wo = WriteOptions::default();
+    let mut snapshots: std::collections::VecDeque<Snapshot> = Default::default();
+    let mut out = String::new();
+    let mut lines = script.lines().skip(1);
+    let scan = |db: &Db, snapshot: Option<&Snapshot>, back: bool, out: &mut String| {
+        let opts = ReadOptions {
+            snapshot,
+            ..ReadOptions::default()
+        };
+        let range = db.range_opt::<&[u8], _>(&opts, ..).unwrap();
+        let entries: Vec<_> = if back {
+            range.rev().map(Result::unwrap).collect()
+        } else {
+            range.map(Result::unwrap).collect()
+        };
+        for (k, v) in entries {
+            writeln!(out, "{} {}", hex(&k), hex(&v)).unwrap();
+        }
+        writeln!(out, "end").unwrap();
+    };
+    while let Some(line) = lines.next() {
+        let f: Vec<&str> = line.split(' ').collect();
+        match f[0] {
+            "put" => db.put_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
+            "delete" => db.delete_opt(&wo, &unhex(f[1])).unwrap(),
+            "merge" => db.merge_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
+            "batch" => {
+                let mut batch = WriteBatch::new();
+                for _ in 0..f[1].parse::<usize>().unwrap() {
+                    let e: Vec<&str> = lines.next().unwrap().split(' ').collect();
+                    match e[0] {
+                        "put" => batch.put(&unhex(e[1]), &unhex(e[2])),
+                        "delete" => batch.delete(&unhex(e[1])),
+                        "merge" => batch.merge(&unhex(e[1]), &unhex(e[2])),
+                        other => panic!("{other} in a batch"),
+                    }
+                }
+                db.write(&wo, batch).unwrap();
+            }
+            "flush" => db.flush().unwrap(),
+            "compact" => db.compact_range(None, None).unwrap(),
+            "compact_range" => db
+                .compact_range(Some(&unhex(f[1])), Some(&unhex(f[2])))
+                .unwrap(),
+            "snapshot" => snapshots.push_back(db.snapshot()),
+            "release" => drop(snapshots.pop_front()),
+            "get" | "get_at" => {
+                let snapshot = snapshots.back().filter(|_| f[0] == "get_at");
+                let opts = ReadOptions {
+                    snapshot,
+                    ..ReadOptions::default()
+                };
+                let v = db.get_opt(&opts, &unhex(f[1])).unwrap();
+                let shown = v.as_deref().map_or_else(|| "none".to_string(), hex);
+                writeln!(out, "get {} {shown}", f[1]).unwrap();
+            }
+            "scan" => scan(&db, None, false, &mut out),
+            "scan_reverse" => scan(&db, None, true, &mut out),
+            "scan_at" => scan(&db, snapshots.back(), false, &mut out),
+            other => panic!("unknown operation {other}"),
+        }
+    }
+    drop(snapshots);
+    db.close().unwrap();
+    out
+}
+
+fn run_rocksdb(jar: &str, dir: &Path, script: &str) -> String {
+    let mut child = Command::new("java")
+        .args(["-cp", jar, "sluice.peers.Replay"])
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("java");
+    // Written from another thread: the replay prints while it reads, and either side may
+    // fill its pipe first. A failed write means it exited, which the status reports.
+    let mut stdin = child.stdin.take().unwrap();
+    let input = script.to_string();
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    assert!(
+        out.status.success(),
+        "Replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn every_read_returns_what_rocksdb_returns() {
+    let Ok(jar) = std::env::var("SLUICE_ROCKSDB_JAR") else {
+        eprintln!(
+            "SLUICE_ROCKSDB_JAR is not set: the differential test against RocksDB is skipped"
+        );
+        return;
+    };
+    // A relative path is taken from the workspace root, where the command is typed.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let jar = root.join(jar).to_string_lossy().into_owned();
+    let seeds: u64 = std::env::var("SLUICE_DIFF_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    let mut reads = 0usize;
+    for op in [Operator::Append, Operator::U64Add] {
+        for seed in 0..seeds {
+            let script = script(seed, op, 3000);
+            let dir = tempfile::tempdir().unwrap();
+            let ours = run_sluice(&dir.path().join("sluice"), op, &script);
+            let theirs = run_rocksdb(&jar, &dir.path().join("rocksdb"), &script);
+            if let Some((i, (a, b))) = ours
+                .lines()
+                .zip(theirs.lines())
+                .enumerate()
+                .find(|(_, (a, b))| a != b)
+            {
+                panic!("seed {seed}: read line {i} differs:\n  sluice:  {a}\n  rocksdb: {b}");
+            }
+            assert_eq!(ours.lines().count(), theirs.lines().count(), "seed {seed}");
+            reads += ours.lines().count();
+        }
+    }
+    eprintln!("{reads} result lines identical over {} scripts", 2 * seeds);
+}
