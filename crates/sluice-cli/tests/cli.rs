@@ -307,6 +307,23 @@ fn merge_adds_counters_and_appends_with_the_named_operator() {
 }
 
 #[test]
+fn a_ttl_database_is_opened_with_its_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "--ttl", "3600", "k", "v"]);
+    assert_eq!(ok(&["get", "--db", &db, "--ttl", "60", "k"]), "v\n");
+    let o = sluice(&["get", "--db", &db, "k"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("open it with Options::ttl"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sluice(&["put", "--db", &db, "--ttl", "0", "k", "v"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
 fn get_of_a_missing_key_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

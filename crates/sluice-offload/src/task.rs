@@ -101,6 +101,11 @@ impl ShareTask<'_> {
                 .as_ref()
                 .map(|op| op.name().to_string())
                 .unwrap_or_default(),
+            compaction_filter: spec
+                .filter
+                .as_ref()
+                .map(|f| f.name().to_string())
+                .unwrap_or_default(),
         })
     }
 }

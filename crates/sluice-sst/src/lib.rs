@@ -24,6 +24,7 @@ pub mod prefix;
 pub mod profile;
 pub mod properties;
 pub mod table;
+pub mod ttl;
 
 pub use error::{Error, IoContext, Result};
 pub use iter::InternalIterator;

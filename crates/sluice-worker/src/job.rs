@@ -65,7 +65,7 @@ pub(crate) fn run(
         max_grandparent_overlap_bytes: task.max_grandparent_overlap_bytes,
         lower: task.lower.clone(),
         upper: task.upper.clone(),
-        filter: None,
+        filter: task.filter.clone(),
         merge_operator: task.merge_operator.clone(),
     };
     let exec = ExecOptions {

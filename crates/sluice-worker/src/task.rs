@@ -23,6 +23,7 @@ use sluice_rpc::convert::{mode_from_wire, table_options};
 use sluice_rpc::names::check_file_name;
 use sluice_rpc::proto;
 use sluice_sst::compact::GrandparentFile;
+use sluice_sst::compaction_iter::CompactionFilter;
 use sluice_sst::key::{SeqNo, compare_internal};
 use sluice_sst::merge_operator::{self, MergeOperator};
 use sluice_sst::table::TableOptions;
@@ -100,6 +101,8 @@ pub struct CheckedTask {
     pub database: String,
     /// The task's merge operator, found by name among the ones this worker knows.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// The task's compaction filter, found by name among the built-in ones.
+    pub filter: Option<Arc<dyn CompactionFilter>>,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -224,6 +227,12 @@ impl CheckedTask {
                 "" => None,
                 name => Some(merge_operator::builtin(name).ok_or_else(|| {
                     invalid(job, format_args!("unknown merge operator {name:?}"))
+                })?),
+            },
+            filter: match task.compaction_filter.as_str() {
+                "" => None,
+                name => Some(sluice_sst::ttl::builtin_filter(name).ok_or_else(|| {
+                    invalid(job, format_args!("unknown compaction filter {name:?}"))
                 })?),
             },
         })

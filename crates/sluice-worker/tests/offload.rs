@@ -505,3 +505,6 @@ mod lies;
 
 #[path = "offload/merges.rs"]
 mod merges;
+
+#[path = "offload/ttl.rs"]
+mod ttl;

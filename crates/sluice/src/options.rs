@@ -86,6 +86,13 @@ pub struct Options {
     /// error, and compactions keep operands as they are. Workers run the compactions it
     /// applies to only if they know an operator of the same name (the built-ins).
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// Values expire this long after they are written (RocksDB's `DBWithTTL`, at whole
+    /// seconds): reads stop returning them at once, and compactions remove them (also when a
+    /// snapshot is older: only values no snapshot can see are removed). Each value is stored
+    /// with its write time ([`sluice_sst::ttl`]), so a database is created with or without a
+    /// TTL for good: it must be reopened with one (any length), and one written without
+    /// cannot take one. Not with [`Options::merge_operator`], nor ingestion.
+    pub ttl: Option<std::time::Duration>,
 }
 
 /// Memtable settings ([`Options::memtable`]).
@@ -306,6 +313,7 @@ impl Default for Options {
             paranoid_checks: false,
             compaction_filter: None,
             merge_operator: None,
+            ttl: None,
         }
     }
 }
@@ -333,6 +341,14 @@ impl Options {
         if let Some(o) = &self.offload {
             o.validate()?;
         }
+        if let Some(ttl) = self.ttl {
+            if ttl.as_secs() == 0 {
+                return bad(format!("ttl must be at least one second, got {ttl:?}"));
+            }
+            if self.merge_operator.is_some() {
+                return bad("ttl and merge_operator cannot both be set".into());
+            }
+        }
         if let Some(p) = &self.partitions {
             p.validate()?;
             if !self.data_dirs.is_empty() {
@@ -357,6 +373,24 @@ impl Options {
             }
         }
         Ok(())
+    }
+
+    /// The TTL in whole seconds, when set.
+    pub(crate) fn ttl_secs(&self) -> Option<u64> {
+        self.ttl.map(|t| t.as_secs())
+    }
+
+    /// The compaction filter a compaction starting `now` (Unix seconds) applies: the TTL's
+    /// (wrapping the user's filter), the user's alone, or none.
+    pub(crate) fn compaction_filter_at(&self, now: u64) -> Option<Arc<dyn CompactionFilter>> {
+        match self.ttl_secs() {
+            Some(ttl) => Some(Arc::new(sluice_sst::ttl::TtlFilter::new(
+                ttl,
+                now,
+                self.compaction_filter.clone(),
+            ))),
+            None => self.compaction_filter.clone(),
+        }
     }
 
     /// The directories tables may live in: `dir` (the database directory) first, then

@@ -20,7 +20,7 @@ use crate::units::size;
 #[derive(Debug, Subcommand)]
 pub enum BackupCommand {
     /// Back the database up as of now; prints the new backup's id and what was copied.
-    Create(CreateArgs),
+    Create(Box<CreateArgs>),
     /// List the backups, oldest first.
     List(DirArgs),
     /// Read every file of a backup (default: every backup) and check its size and CRC32C;

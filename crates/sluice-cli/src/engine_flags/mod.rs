@@ -48,6 +48,10 @@ pub struct EngineArgs {
     /// hex, `append(2c)` for a comma). A database holding operands needs it to be read.
     #[arg(long, value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
+    /// Values expire this many seconds after they are written (Options::ttl). A database is
+    /// created with or without one for good: give it on every open of one written with it.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub ttl: Option<u64>,
     #[command(flatten)]
     pub tuning: TuningArgs,
 }
@@ -195,6 +199,7 @@ impl EngineArgs {
                 .merge_operator
                 .as_deref()
                 .and_then(sluice::merge_operator::builtin),
+            ttl: self.ttl.map(std::time::Duration::from_secs),
             ..defaults
         }
     }

@@ -52,6 +52,7 @@ fn good() -> proto::CompactionTask {
         output_root: None,
         database: String::new(),
         merge_operator: String::new(),
+        compaction_filter: String::new(),
     }
 }
 
@@ -126,6 +127,10 @@ fn each_bad_field_is_refused() {
             Box::new(|t| t.merge_operator = "max".into()),
         ),
         (
+            "unknown compaction filter \"ttl(5)+mine\"",
+            Box::new(|t| t.compaction_filter = "ttl(5)+mine".into()),
+        ),
+        (
             "database name",
             Box::new(|t| t.database = "../other".into()),
         ),
@@ -187,6 +192,13 @@ fn each_bad_field_is_refused() {
             .map(|op| op.name().to_string())
             .as_deref(),
         Some("append(2c)")
+    );
+    // So is the TTL's filter, which carries its cutoff in its name.
+    t.compaction_filter = "ttl(1700000000)".into();
+    let checked = CheckedTask::from_wire(&t).unwrap();
+    assert_eq!(
+        checked.filter.map(|f| f.name().to_string()).as_deref(),
+        Some("ttl(1700000000)")
     );
 }
 

@@ -106,6 +106,7 @@ pub fn task(
         output_root: None,
         database: String::new(),
         merge_operator: String::new(),
+        compaction_filter: String::new(),
     }
 }
 

@@ -94,8 +94,8 @@ pub(crate) fn executor_for<'a>(
     exec: ExecOptions,
     sides: Sides,
 ) -> (Box<dyn Executor + 'a>, Accounting) {
-    // Workers are not given the compaction filter, and know only the built-in merge
-    // operators: what the others apply to runs here.
+    // Workers know only the built-in filter (the TTL's alone) and merge operators: what the
+    // user's own apply to runs here.
     let unknown_to_workers = env
         .options
         .merge_operator

@@ -134,7 +134,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         bottommost: c.bottommost,
         table: options.table.clone(),
         storage: options.background_storage(),
-        filter: options.compaction_filter.clone(),
+        filter: options.compaction_filter_at(sluice_sst::ttl::now_secs()),
         merge_operator: options.merge_operator.clone(),
         // Compactions into L0 write one file: L0 files are not cut by key.
         target_file_size: if c.output_level() == 0 {

@@ -320,6 +320,6 @@ impl ManualEnv for DbInner {
     }
 
     fn rewrites_everything(&self) -> bool {
-        self.options.compaction_filter.is_some()
+        self.options.compaction_filter.is_some() || self.options.ttl.is_some()
     }
 }

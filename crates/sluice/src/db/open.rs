@@ -32,7 +32,7 @@ use crate::partition::RangeMap;
 use crate::partition::placement::{ByRange, Placement, Unpartitioned};
 use crate::snapshot::SnapshotList;
 use crate::table_cache::TableCache;
-use crate::version::edit::VersionEdit;
+use crate::version::edit::{VALUE_FORMAT_TTL, VersionEdit};
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
 use crate::wal::LogWriter;
@@ -108,6 +108,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
     } else {
         VersionSet::new_empty()
     };
+    check_value_format(&mut versions, exists, &options, dir)?;
     raise_next_file_number(fs, &mut versions, &dirs)?;
 
     let new_range_map = reconcile_partitions(&versions, &options)?;
@@ -392,5 +393,37 @@ pub(crate) fn lock_directory(
             }
         ))),
         Err(e) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Settles how values are stored: a new database takes the options' format; an existing one
+/// must be opened with the format it was written with, since neither can read the other's
+/// values ([`Options::ttl`] appends a write time to each).
+fn check_value_format(
+    versions: &mut VersionSet,
+    exists: bool,
+    options: &Options,
+    dir: &Path,
+) -> Result<()> {
+    let wanted = options.ttl.map(|_| VALUE_FORMAT_TTL.to_string());
+    if !exists {
+        versions.value_format = wanted;
+        return Ok(());
+    }
+    match (versions.value_format.as_deref(), wanted.as_deref()) {
+        (None, None) => Ok(()),
+        (Some(a), Some(b)) if a == b => Ok(()),
+        (Some(VALUE_FORMAT_TTL), None) => Err(Error::InvalidArgument(format!(
+            "{} was written with a ttl (its values carry write times): open it with Options::ttl",
+            dir.display()
+        ))),
+        (None, Some(_)) => Err(Error::InvalidArgument(format!(
+            "{} was written without a ttl: Options::ttl cannot be added to it",
+            dir.display()
+        ))),
+        (Some(other), None | Some(_)) => Err(Error::InvalidArgument(format!(
+            "{} stores values in format {other:?}, which this build does not know",
+            dir.display()
+        ))),
     }
 }

@@ -9,6 +9,7 @@ use sluice_sst::merge::MergingIterator;
 use sluice_sst::merge_operator;
 use sluice_sst::prefix::PrefixExtractor;
 use sluice_sst::table::{BlockReads, Table};
+use sluice_sst::ttl::{Expiry, now_secs};
 
 use super::Db;
 pub use crate::iter::DbIterator;
@@ -31,6 +32,8 @@ struct ReadView {
     imm: Vec<Arc<MemTable>>,
     version: Arc<Version>,
     reads: BlockReads,
+    /// With a TTL: the read's time, against which values expire.
+    expiry: Option<Expiry>,
 }
 
 impl Db {
@@ -47,6 +50,10 @@ impl Db {
                 verify_checksums: opts.verify_checksums,
                 fill_cache: opts.fill_cache,
             },
+            expiry: self.inner.options.ttl_secs().map(|ttl_secs| Expiry {
+                ttl_secs,
+                now: now_secs(),
+            }),
         }
     }
 
@@ -83,13 +90,27 @@ impl Db {
     }
 
     fn get_in(&self, view: &ReadView, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let seq = view.seq;
         // Merge operands met on the way down, newest first; empty (unallocated) for the
         // usual key without any.
         let mut operands = Vec::new();
+        let found = self.find(view, key, &mut operands)?;
+        let value = self.apply_operands(key, found, operands)?;
+        let (Some(expiry), Some(stored)) = (view.expiry, &value) else {
+            return Ok(value);
+        };
+        let live = expiry
+            .live(stored)
+            .map_err(|why| Error::corruption(&self.inner.dir, 0, why))?;
+        Ok(live.map(<[u8]>::to_vec))
+    }
+
+    /// The newest visible value or tombstone of `key` (a tombstone when there is none),
+    /// collecting the merge operands above it.
+    fn find(&self, view: &ReadView, key: &[u8], operands: &mut Vec<Vec<u8>>) -> Result<Lookup> {
+        let seq = view.seq;
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
-            if let Some(found) = mem.get(key, seq, &mut operands) {
-                return self.apply_operands(key, found, operands);
+            if let Some(found) = mem.get(key, seq, operands) {
+                return Ok(found);
             }
         }
         let lookup = seek_key(key, seq);
@@ -107,13 +128,13 @@ impl Db {
             let found = match parsed.kind {
                 ValueKind::Value => Some(Lookup::Value(value)),
                 ValueKind::Deletion => Some(Lookup::Deleted),
-                ValueKind::Merge => table_versions(&table, &lookup, view.reads, &mut operands)?,
+                ValueKind::Merge => table_versions(&table, &lookup, view.reads, operands)?,
             };
             if let Some(found) = found {
-                return self.apply_operands(key, found, operands);
+                return Ok(found);
             }
         }
-        self.apply_operands(key, Lookup::Deleted, operands)
+        Ok(Lookup::Deleted)
     }
 
     /// The value of `key` given what lies under its merge operands (`operands`, newest first).
@@ -190,6 +211,7 @@ impl Db {
             upper,
             view.version,
             self.inner.options.merge_operator.clone(),
+            view.expiry,
         ))
     }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use sluice_sst::key::{MAX_SEQ, SeqNo, ValueKind};
+use sluice_sst::ttl::{now_secs, with_write_time};
 
 use super::commit::{Group, Turn};
 use super::{Db, DbInner};
@@ -39,6 +40,14 @@ impl Db {
     pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         // Checked before the batch is built: the batch format cannot hold 4 GiB fields.
         self.inner.check_sizes(key, value)?;
+        if self.inner.options.ttl.is_some() {
+            let stored = with_write_time(value, now_secs());
+            return self.inner.write_one(
+                opts,
+                |batch| batch.put(key, &stored),
+                key.len() + value.len(),
+            );
+        }
         self.inner
             .write_one(opts, |batch| batch.put(key, value), key.len() + value.len())
     }
@@ -199,6 +208,10 @@ impl DbInner {
             return Ok(());
         }
         let user_bytes = self.validate_batch(&batch)?;
+        let batch = match self.options.ttl {
+            Some(_) => with_write_times(&batch)?,
+            None => batch,
+        };
         self.commit(opts, batch, user_bytes).0
     }
 
@@ -446,4 +459,20 @@ impl DbInner {
         }
         Self::check_bg_error(&st)
     }
+}
+
+/// `batch` with the write time (now) after every value, for a database with a TTL.
+fn with_write_times(batch: &WriteBatch) -> Result<WriteBatch> {
+    let now = now_secs();
+    let mut stamped = WriteBatch::new();
+    for entry in batch.iter() {
+        let entry = entry?;
+        match entry.kind {
+            ValueKind::Value => stamped.put(entry.key, &with_write_time(entry.value, now)),
+            ValueKind::Deletion => stamped.delete(entry.key),
+            // validate_batch refused operands: a TTL database has no merge operator.
+            ValueKind::Merge => stamped.merge(entry.key, entry.value),
+        }
+    }
+    Ok(stamped)
 }

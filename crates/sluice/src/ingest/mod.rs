@@ -118,6 +118,13 @@ impl Db {
                 "ingest: a partitioned database does not take external tables".into(),
             ));
         }
+        if inner.options.ttl.is_some() {
+            return Err(Error::InvalidArgument(
+                "ingest: a database with a ttl stores write times with its values, and \
+                 external tables have none"
+                    .into(),
+            ));
+        }
         let mut externals = files
             .iter()
             .map(|p| inspect(inner, p.as_ref()))

@@ -20,6 +20,7 @@ use sluice_sst::key::{
 };
 use sluice_sst::merge::MergingIterator;
 use sluice_sst::merge_operator::{self, MergeOperator};
+use sluice_sst::ttl::{Expiry, WRITE_TIME_LEN};
 
 use super::Range;
 use crate::version::Version;
@@ -50,6 +51,8 @@ pub struct DbIterator {
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
     merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// With a TTL: stored values end with their write time, and expired ones are hidden.
+    expiry: Option<Expiry>,
     /// The current key's merge operands, collected while resolving it.
     operands: Vec<Vec<u8>>,
     /// Keeps the files read by `inner` alive.
@@ -72,6 +75,7 @@ impl DbIterator {
         upper: Option<Vec<u8>>,
         version: Arc<Version>,
         merge_operator: Option<Arc<dyn MergeOperator>>,
+        expiry: Option<Expiry>,
     ) -> Self {
         DbIterator {
             inner,
@@ -84,6 +88,7 @@ impl DbIterator {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             merge_operator,
+            expiry,
             operands: Vec::new(),
             _version: version,
         }
@@ -105,7 +110,14 @@ impl DbIterator {
     /// The current value. REQUIRES: `valid()`.
     pub fn value(&self) -> &[u8] {
         match self.direction {
-            Direction::Forward if !self.merged => self.inner.value(),
+            Direction::Forward if !self.merged => {
+                let stored = self.inner.value();
+                match self.expiry {
+                    // Positioned only on values long enough to hold one (`live` checked).
+                    Some(_) => &stored[..stored.len().saturating_sub(WRITE_TIME_LEN)],
+                    None => stored,
+                }
+            }
             _ => &self.saved_value,
         }
     }
@@ -255,6 +267,12 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(parsed.user_key);
                             skipping = true;
                         }
+                        ValueKind::Value if !self.is_live(self.inner.value())? => {
+                            // Expired: hidden, and so is every older version of the key.
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(parsed.user_key);
+                            skipping = true;
+                        }
                         ValueKind::Value => {
                             self.valid = true;
                             self.saved_key.clear();
@@ -269,6 +287,18 @@ impl DbIterator {
         self.valid = false;
         self.saved_key.clear();
         Ok(())
+    }
+
+    /// Whether a stored value is live (always, without a TTL); an error when it cannot hold
+    /// a write time.
+    fn is_live(&self, stored: &[u8]) -> Result<bool> {
+        match self.expiry {
+            Some(expiry) => Ok(expiry
+                .live(stored)
+                .map_err(|why| Error::corruption("<iterator>", 0, why))?
+                .is_some()),
+            None => Ok(true),
+        }
     }
 
     /// Forward, on the newest visible entry of a key, a merge operand: reads the key's older
@@ -337,22 +367,29 @@ impl DbIterator {
                     // Passed all entries of the saved key, which has a visible value.
                     break;
                 }
-                match parsed.kind {
-                    ValueKind::Deletion => {
+                let live = match (parsed.kind, self.expiry) {
+                    (ValueKind::Value, Some(expiry)) => expiry
+                        .live(self.inner.value())
+                        .map_err(|why| Error::corruption("<iterator>", 0, why))?,
+                    _ => Some(self.inner.value()),
+                };
+                match (parsed.kind, live) {
+                    // An expired value hides the key as a tombstone does.
+                    (ValueKind::Deletion, _) | (ValueKind::Value, None) => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                         self.operands.clear();
                         visible = false;
                     }
-                    ValueKind::Value => {
+                    (ValueKind::Value, Some(value)) => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(parsed.user_key);
                         self.saved_value.clear();
-                        self.saved_value.extend_from_slice(self.inner.value());
+                        self.saved_value.extend_from_slice(value);
                         self.operands.clear();
                         (visible, has_base) = (true, true);
                     }
-                    ValueKind::Merge => {
+                    (ValueKind::Merge, _) => {
                         if !visible {
                             // The key's oldest visible version, or the first after a
                             // tombstone: the operands apply to nothing.

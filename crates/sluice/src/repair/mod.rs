@@ -236,6 +236,10 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         log_number: Some(new_number()),
         next_file_number: Some(new_number()),
         last_sequence: Some(report.last_sequence),
+        // What the values look like is not in the tables: the options say.
+        value_format: options
+            .ttl
+            .map(|_| crate::version::edit::VALUE_FORMAT_TTL.to_string()),
         ..edit
     };
     Version::default().apply(&snapshot)?;

@@ -17,6 +17,8 @@
 //!                        as `version::range_map` documents); replaces the previous map
 //!   22 wal               log number: varint64, synced bytes: varint64 -- the WAL exists
 //!                        and was synced through that many bytes (0 when just created)
+//!   23 value_format      length-prefixed UTF-8 name: how values are stored ("ttl": each
+//!                        followed by its write time); absent means as the user gave them
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -58,6 +60,7 @@ const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 20;
 const TAG_RANGE_MAP: u32 = 21;
 const TAG_WAL: u32 = 22;
+const TAG_VALUE_FORMAT: u32 = 23;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -125,7 +128,14 @@ pub struct VersionEdit {
     /// recorded, or damaged below that length. A WAL stops being tracked once `log_number`
     /// passes it.
     pub wals: Vec<(u64, u64)>,
+    /// How values are stored, when not as the user gave them: [`VALUE_FORMAT_TTL`]. Set in
+    /// the edit that creates a database and in every MANIFEST's first edit after it.
+    pub value_format: Option<String>,
 }
+
+/// The value format of a database opened with [`crate::Options::ttl`]: every value is
+/// followed by its write time ([`sluice_sst::ttl`]).
+pub const VALUE_FORMAT_TTL: &str = "ttl";
 
 impl VersionEdit {
     /// Records that `meta` is added at `level` (< [`NUM_LEVELS`]).
@@ -195,6 +205,10 @@ impl VersionEdit {
             put_varint64(dst, number);
             put_varint64(dst, synced);
         }
+        if let Some(format) = &self.value_format {
+            put_varint32(dst, TAG_VALUE_FORMAT);
+            put_length_prefixed(dst, format.as_bytes());
+        }
     }
 
     /// Decodes an edit. `path` and `offset` name the MANIFEST record it came from; every error
@@ -262,6 +276,13 @@ impl VersionEdit {
                     let number = d.varint64("WAL number")?;
                     let synced = d.varint64("WAL synced bytes")?;
                     edit.wals.push((number, synced));
+                }
+                TAG_VALUE_FORMAT => {
+                    let name = String::from_utf8(d.bytes("value format")?.to_vec())
+                        .map_err(|_| d.error_at(at, "value format is not UTF-8"))?;
+                    if edit.value_format.replace(name).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
                 }
                 _ => {
                     return Err(d.error_at(
@@ -491,6 +512,9 @@ impl fmt::Display for VersionEdit {
         if let Some(c) = &self.comparator {
             writeln!(f, "comparator: {c}")?;
         }
+        if let Some(format) = &self.value_format {
+            writeln!(f, "value_format: {format}")?;
+        }
         let scalars = [
             ("log_number", self.log_number),
             ("next_file_number", self.next_file_number),
@@ -537,6 +561,7 @@ impl fmt::Debug for VersionEdit {
             .field("new_files", &self.new_files)
             .field("range_map", &self.range_map)
             .field("wals", &self.wals)
+            .field("value_format", &self.value_format)
             .finish()
     }
 }

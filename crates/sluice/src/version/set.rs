@@ -42,6 +42,8 @@ pub struct VersionSet {
     /// WALs at or above `log_number` the MANIFEST knows exist, with the bytes each is known to
     /// have been synced through (0 while it is being written).
     pub wals: BTreeMap<u64, u64>,
+    /// How values are stored ([`VersionEdit::value_format`]); `None`: as the user gave them.
+    pub value_format: Option<String>,
 }
 
 impl VersionSet {
@@ -56,6 +58,7 @@ impl VersionSet {
             manifest_number: 1,
             compact_pointers: Default::default(),
             wals: BTreeMap::new(),
+            value_format: None,
         }
     }
 
@@ -88,6 +91,9 @@ impl VersionSet {
                 other => other,
             })?;
             set.absorb_counters(edit);
+            if edit.value_format.is_some() {
+                set.value_format.clone_from(&edit.value_format);
+            }
             saw_next_file |= edit.next_file_number.is_some();
             for (level, key) in &edit.compact_pointers {
                 set.compact_pointers[*level] = key.clone();
@@ -203,6 +209,7 @@ impl VersionSet {
     pub fn snapshot_edit_for(&self, version: &Version, edit: &VersionEdit) -> VersionEdit {
         let mut snapshot = VersionEdit {
             comparator: Some(COMPARATOR_NAME.to_string()),
+            value_format: self.value_format.clone(),
             log_number: Some(edit.log_number.unwrap_or(self.log_number)),
             next_file_number: Some(edit.next_file_number.unwrap_or(self.next_file_number)),
             last_sequence: Some(edit.last_sequence.unwrap_or(self.last_sequence)),

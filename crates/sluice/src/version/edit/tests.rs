@@ -46,6 +46,7 @@ fn full_edit() -> VersionEdit {
             .with_forwarding([(0, 0)]),
     );
     e.wals = vec![(11, 70_000), (12, 0)];
+    e.value_format = Some(super::VALUE_FORMAT_TTL.into());
     e
 }
 
@@ -164,8 +165,8 @@ fn truncation_never_panics_and_mid_field_cuts_fail() {
             boundaries += 1;
         }
     }
-    // The empty prefix, plus the end of each of the 12 fields except the last.
-    assert_eq!(boundaries, 12);
+    // The empty prefix, plus the end of each of the 13 fields except the last.
+    assert_eq!(boundaries, 13);
 }
 
 #[test]
@@ -258,6 +259,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                 wals,
             )| {
                 VersionEdit {
+                    value_format: comparator.as_ref().map(|_| "ttl".to_string()),
                     comparator,
                     log_number,
                     next_file_number,
