@@ -11,7 +11,7 @@ use crate::commands::checkpoint::CheckpointArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::experiment::ExperimentCommand;
 use crate::commands::ingest::IngestArgs;
-use crate::commands::kv::{KeyArgs, MergeArgs, PutArgs, ScanArgs};
+use crate::commands::kv::{DeleteRangeArgs, KeyArgs, MergeArgs, PutArgs, ScanArgs};
 use crate::commands::manifest::ManifestCommand;
 use crate::commands::range::RangeCommand;
 use crate::commands::repair::RepairArgs;
@@ -51,6 +51,8 @@ pub enum Command {
     Get(KeyArgs),
     /// Delete KEY (a no-op if it is absent).
     Delete(KeyArgs),
+    /// Delete every key in [--from, --to) with one range tombstone, however many there are.
+    DeleteRange(DeleteRangeArgs),
     /// Print `key<TAB>value` for every key in [--from, --to), in key order.
     Scan(ScanArgs),
     /// Compact the key range [--from, --to] (default: everything) down the tree.

@@ -50,6 +50,7 @@ pub fn kind_name(kind: ValueKind) -> &'static str {
     match kind {
         ValueKind::Value => "value",
         ValueKind::Merge => "merge",
+        ValueKind::RangeDeletion => "range-delete",
         ValueKind::Deletion => "delete",
     }
 }

@@ -307,6 +307,22 @@ fn merge_adds_counters_and_appends_with_the_named_operator() {
 }
 
 #[test]
+fn delete_range_deletes_a_key_range_as_a_user_would_try_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    for k in ["a", "b", "c", "d"] {
+        ok(&["put", "--db", &db, k, "v"]);
+    }
+    ok(&["delete-range", "--db", &db, "--from", "b", "--to", "d"]);
+    assert_eq!(ok(&["scan", "--db", &db]), "a\tv\nd\tv\n");
+    ok(&["compact", "--db", &db]);
+    assert_eq!(ok(&["scan", "--db", &db]), "a\tv\nd\tv\n");
+    let o = sluice(&["delete-range", "--db", &db, "--from", "z", "--to", "a"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("sorts before"), "{}", stderr(&o));
+}
+
+#[test]
 fn a_ttl_database_is_opened_with_its_ttl() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

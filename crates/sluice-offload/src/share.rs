@@ -305,6 +305,7 @@ mod tests {
             upper: None,
             filter: None,
             merge_operator: None,
+            range_tombstones: None,
         }
     }
 

@@ -106,6 +106,16 @@ impl ShareTask<'_> {
                 .as_ref()
                 .map(|f| f.name().to_string())
                 .unwrap_or_default(),
+            range_tombstones: spec
+                .range_tombstones
+                .iter()
+                .flat_map(|t| t.pieces())
+                .map(|t| proto::RangeTombstone {
+                    start: t.start,
+                    end: t.end,
+                    seq: t.seq,
+                })
+                .collect(),
         })
     }
 }

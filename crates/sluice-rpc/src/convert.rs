@@ -149,6 +149,7 @@ pub fn stats_to_wire(s: &CompactionIterStats) -> proto::DropStats {
         filter_removed: s.filter_removed,
         filter_changed: s.filter_changed,
         merge_absorbed: s.merge_absorbed,
+        range_covered: s.range_covered,
     }
 }
 
@@ -167,6 +168,7 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         filter_removed: s.filter_removed,
         filter_changed: s.filter_changed,
         merge_absorbed: s.merge_absorbed,
+        range_covered: s.range_covered,
     }
 }
 

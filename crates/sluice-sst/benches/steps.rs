@@ -97,6 +97,7 @@ fn spec() -> CompactionSpec {
         upper: None,
         filter: None,
         merge_operator: None,
+        range_tombstones: None,
     }
 }
 
@@ -150,6 +151,7 @@ fn bench_steps(c: &mut Criterion) {
     // The cost of a merge operator over input without operands: one kind check per entry.
     let merging = CompactionSpec {
         merge_operator: Some(Arc::new(sluice_sst::merge_operator::U64Add)),
+        range_tombstones: None,
         ..spec.clone()
     };
     group.bench_function("S4 merge 11 runs, with a merge operator", |b| {

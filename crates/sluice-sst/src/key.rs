@@ -37,12 +37,16 @@ pub enum ValueKind {
     /// A merge operand: combined with the older versions of the key by the database's
     /// merge operator (see [`crate::merge_operator`]) when read or compacted.
     Merge = 2,
+    /// A range tombstone, `[key, value)`, in a write batch (RocksDB's number). It never
+    /// appears among point entries: memtables and the version keep range tombstones apart
+    /// ([`crate::range_del`]), so a point entry of this kind is corruption.
+    RangeDeletion = 15,
 }
 
 /// The kind used when building seek keys: the largest, so a seek key sorts before every entry
 /// of the same user key and sequence number. Seek keys are never written to disk, so this
 /// moves up whenever a larger kind is added.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::Merge;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::RangeDeletion;
 
 impl ValueKind {
     /// Decodes a kind byte; `None` for an unknown value (corrupt data).
@@ -51,6 +55,7 @@ impl ValueKind {
             0 => Some(ValueKind::Deletion),
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::Merge),
+            15 => Some(ValueKind::RangeDeletion),
             _ => None,
         }
     }

@@ -23,6 +23,7 @@ pub mod merge_operator;
 pub mod prefix;
 pub mod profile;
 pub mod properties;
+pub mod range_del;
 pub mod table;
 pub mod ttl;
 

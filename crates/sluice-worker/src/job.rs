@@ -67,6 +67,14 @@ pub(crate) fn run(
         upper: task.upper.clone(),
         filter: task.filter.clone(),
         merge_operator: task.merge_operator.clone(),
+        range_tombstones: task.range_tombstones.clone(),
+    };
+    #[cfg(feature = "test-lies")]
+    let spec = CompactionSpec {
+        range_tombstones: spec
+            .range_tombstones
+            .filter(|_| !crate::lies::ignores_range_tombstones()),
+        ..spec
     };
     let exec = ExecOptions {
         mode,

@@ -26,6 +26,7 @@ use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compaction_iter::CompactionFilter;
 use sluice_sst::key::{SeqNo, compare_internal};
 use sluice_sst::merge_operator::{self, MergeOperator};
+use sluice_sst::range_del::{RangeTombstone, Tombstones};
 use sluice_sst::table::TableOptions;
 
 use crate::config::MAX_COMPUTE_THREADS;
@@ -103,6 +104,8 @@ pub struct CheckedTask {
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// The task's compaction filter, found by name among the built-in ones.
     pub filter: Option<Arc<dyn CompactionFilter>>,
+    /// The database's range tombstones; `None` when there are none.
+    pub range_tombstones: Option<Arc<Tombstones>>,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -234,6 +237,18 @@ impl CheckedTask {
                 name => Some(sluice_sst::ttl::builtin_filter(name).ok_or_else(|| {
                     invalid(job, format_args!("unknown compaction filter {name:?}"))
                 })?),
+            },
+            range_tombstones: {
+                let pieces: Vec<RangeTombstone> = task
+                    .range_tombstones
+                    .iter()
+                    .map(|t| RangeTombstone {
+                        start: t.start.clone(),
+                        end: t.end.clone(),
+                        seq: t.seq,
+                    })
+                    .collect();
+                (!pieces.is_empty()).then(|| Arc::new(Tombstones::new(&pieces)))
             },
         })
     }

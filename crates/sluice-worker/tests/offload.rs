@@ -508,3 +508,6 @@ mod merges;
 
 #[path = "offload/ttl.rs"]
 mod ttl;
+
+#[path = "offload/range_delete.rs"]
+mod range_delete;

@@ -11,6 +11,7 @@
 //! entry    = 0x01 (Value)    key: varint32-length-prefixed   value: varint32-length-prefixed
 //!          | 0x00 (Deletion) key: varint32-length-prefixed
 //!          | 0x02 (Merge)    key: varint32-length-prefixed   operand: varint32-length-prefixed
+//!          | 0x0F (RangeDeletion) start: varint32-length-prefixed   end: varint32-length-prefixed
 //! ```
 //!
 //! Entry `i` (0-based) gets sequence number `sequence + i`. The kind bytes are
@@ -84,6 +85,24 @@ impl WriteBatch {
         self.rep.push(ValueKind::Merge as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, operand);
+        self.set_count(
+            self.count()
+                .checked_add(1)
+                .expect("write batch holds u32::MAX entries"),
+        );
+    }
+
+    /// Adds a deletion of every key in `[start, end)` (a range tombstone): one entry, however
+    /// many keys the range holds.
+    ///
+    /// # Panics
+    /// As [`put`](Self::put).
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
+        assert_u32_len(start);
+        assert_u32_len(end);
+        self.rep.push(ValueKind::RangeDeletion as u8);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
         self.set_count(
             self.count()
                 .checked_add(1)
@@ -270,7 +289,7 @@ impl<'a> Entries<'a> {
         let mut used = 1 + key_len;
         let value = match kind {
             ValueKind::Deletion => &[][..],
-            ValueKind::Value | ValueKind::Merge => {
+            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => {
                 let (value, value_len) = rest
                     .get(key_len..)
                     .and_then(get_length_prefixed)
@@ -433,7 +452,7 @@ mod tests {
 
     fn op() -> impl Strategy<Value = (u8, Vec<u8>, Vec<u8>)> {
         (
-            0u8..3,
+            0u8..4,
             proptest::collection::vec(any::<u8>(), 0..20),
             proptest::collection::vec(any::<u8>(), 0..200),
         )
@@ -448,7 +467,8 @@ mod tests {
                 match kind {
                     0 => b.delete(k),
                     1 => b.put(k, v),
-                    _ => b.merge(k, v),
+                    2 => b.merge(k, v),
+                    _ => b.delete_range(k, v),
                 }
             }
             let decoded = WriteBatch::from_wal_record(b.data().to_vec(), &wal_path(), 0).unwrap();
@@ -458,7 +478,8 @@ mod tests {
                 .map(|(kind, k, v)| match kind {
                     0 => (ValueKind::Deletion, k.clone(), vec![]),
                     1 => (ValueKind::Value, k.clone(), v.clone()),
-                    _ => (ValueKind::Merge, k.clone(), v.clone()),
+                    2 => (ValueKind::Merge, k.clone(), v.clone()),
+                    _ => (ValueKind::RangeDeletion, k.clone(), v.clone()),
                 })
                 .collect();
             prop_assert_eq!(collect(&decoded), expected);

@@ -185,6 +185,8 @@ pub(crate) fn run(
     let edit = VersionEdit {
         new_files: tables.iter().map(|m| (0, m.clone())).collect(),
         log_number: Some(next_log_number),
+        // The memtable's range tombstones live in the version from now on.
+        range_tombstones: imm.range_tombstones(),
         ..VersionEdit::default()
     };
     Ok(FlushOutcome {

@@ -55,6 +55,8 @@ pub struct JobMetrics {
     pub filter_changed: u64,
     /// Merge operands (and the values under them) combined into another written entry.
     pub merge_absorbed: u64,
+    /// Versions dropped because a range tombstone covers them.
+    pub range_covered: u64,
     /// Wall seconds, summed over jobs.
     pub seconds: f64,
     /// CPU seconds (user + system) of the threads that ran the jobs, from their thread CPU
@@ -272,6 +274,9 @@ pub struct Metrics {
     pub last_sequence: u64,
     /// Live snapshots.
     pub snapshots: usize,
+    /// Range tombstones the database keeps: in memtables, and in the version until no file
+    /// holds anything they cover.
+    pub range_tombstones: usize,
     /// WAL records (write batches) the open replayed.
     pub recovery_wal_records: u64,
     /// Bytes of the MANIFEST and WALs the open did not apply: torn tails of appends never

@@ -17,6 +17,7 @@ use sluice::{CompactionFilter, FilterDecision, MergeOperator};
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::key::{ValueKind, make_internal_key};
+use sluice_sst::range_del::{RangeTombstone, Tombstones};
 use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
 
 #[derive(Clone, Debug)]
@@ -147,6 +148,7 @@ proptest! {
         target_kib in 16u64..256,
         filtered: bool,
         merging: bool,
+        ranged: bool,
     ) {
         let dir = tempfile::tempdir().unwrap();
         let mut seq = 1;
@@ -178,6 +180,11 @@ proptest! {
             // Without an operator operands are copied as they are.
             merge_operator: merging.then(|| {
                 Arc::new(sluice::merge_operator::Append::with_delimiter(b",")) as Arc<dyn MergeOperator>
+            }),
+            // Two overlapping tombstones from the middle of the writes.
+            range_tombstones: ranged.then(|| {
+                let t = |a: &str, b: &str, seq| RangeTombstone { start: a.into(), end: b.into(), seq };
+                Arc::new(Tombstones::new(&[t("key00300", "key00700", seq / 2), t("key00500", "key01200", seq / 3)]))
             }),
         };
         let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);

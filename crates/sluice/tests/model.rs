@@ -25,6 +25,8 @@ enum Op {
     Delete(u16),
     /// A merge operand, appended to the value with a `,` by the database's operator.
     Merge(u16, Vec<u8>),
+    /// `delete_range(key(a), key(b))` (empty when `a >= b`).
+    DeleteRange(u16, u16),
     Batch(Vec<(u16, Write)>),
     Get(u16),
     TakeSnapshot,
@@ -57,6 +59,8 @@ enum Write {
     Put(Vec<u8>),
     Delete,
     Merge(Vec<u8>),
+    /// Deletes `[key, key(k + .0))`.
+    DeleteRange(u16),
 }
 
 /// What the database's merge operator makes of `operand` over `old`.
@@ -80,7 +84,16 @@ fn apply(model: &mut Model, k: u16, write: Write) {
             let merged = append(model.get(&k), &operand);
             model.insert(k, merged);
         }
+        Write::DeleteRange(span) => {
+            let end = key(k_of(&k) + span);
+            model.retain(|key, _| !(k.as_slice() <= key.as_slice() && key < &end));
+        }
     }
+}
+
+/// The number `key` was made from.
+fn k_of(key: &[u8]) -> u16 {
+    std::str::from_utf8(&key[3..]).unwrap().parse().unwrap()
 }
 
 fn key(k: u16) -> Vec<u8> {
@@ -100,6 +113,7 @@ fn write_strategy() -> impl Strategy<Value = Write> {
         4 => value_strategy().prop_map(Write::Put),
         1 => Just(Write::Delete),
         2 => proptest::collection::vec(any::<u8>(), 0..8).prop_map(Write::Merge),
+        1 => (0u16..40).prop_map(Write::DeleteRange),
     ]
 }
 
@@ -110,6 +124,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         8 => k.clone().prop_map(Op::Delete),
         10 => (k.clone(), proptest::collection::vec(any::<u8>(), 0..8))
             .prop_map(|(k, v)| Op::Merge(k, v)),
+        2 => (k.clone(), 0u16..60).prop_map(|(a, span)| Op::DeleteRange(a, a + span)),
         4 => proptest::collection::vec((k.clone(), write_strategy()), 1..20).prop_map(Op::Batch),
         10 => k.clone().prop_map(Op::Get),
         2 => Just(Op::TakeSnapshot),
@@ -336,6 +351,10 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 d.merge(&key(k), &operand).unwrap();
                 apply(&mut model, k, Write::Merge(operand));
             }
+            Op::DeleteRange(a, b) => {
+                d.delete_range(&key(a), &key(b)).unwrap();
+                apply(&mut model, a, Write::DeleteRange(b - a));
+            }
             Op::Batch(entries) => {
                 let mut batch = WriteBatch::new();
                 for (k, write) in &entries {
@@ -343,6 +362,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                         Write::Put(v) => batch.put(&key(*k), v),
                         Write::Delete => batch.delete(&key(*k)),
                         Write::Merge(v) => batch.merge(&key(*k), v),
+                        Write::DeleteRange(span) => batch.delete_range(&key(*k), &key(*k + span)),
                     }
                 }
                 d.write(&WriteOptions::default(), batch).unwrap();

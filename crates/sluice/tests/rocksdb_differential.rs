@@ -1,5 +1,5 @@
-//! Differential test against RocksDB 11: random scripts of puts, deletes, merges, atomic
-//! batches, flushes, compactions and snapshots run on Sluice and on RocksDB (the release build
+//! Differential test against RocksDB 11: random scripts of puts, deletes, range deletes,
+//! merges, atomic batches, flushes, compactions and snapshots run on Sluice and on RocksDB (the release build
 //! in Maven Central's rocksdbjni, through `benches/peers/rocksdbjni`'s `Replay`), and every read
 //! must return the same bytes on both: gets, gets at a snapshot, and full scans forward,
 //! backward and at a snapshot. Merges use each engine's built-in append (`,`) and u64 add
@@ -75,10 +75,21 @@ fn value(rng: &mut Rng, op: Operator) -> Vec<u8> {
 /// One write, as a script line.
 fn write_line(rng: &mut Rng, op: Operator) -> String {
     let k = key(rng);
-    match rng.below(10) {
-        0..=3 => format!("put {} {}", hex(&k), hex(&value(rng, op))),
-        4..=5 => format!("delete {}", hex(&k)),
-        _ => format!("merge {} {}", hex(&k), hex(&value(rng, op))),
+    match rng.below(40) {
+        0..=15 => format!("put {} {}", hex(&k), hex(&value(rng, op))),
+        16..=23 => format!("delete {}", hex(&k)),
+        24..=38 => format!("merge {} {}", hex(&k), hex(&value(rng, op))),
+        _ => {
+            // Mostly short ranges, now and then a wide one.
+            let start: u64 = k[1..].iter().fold(0, |n, d| n * 10 + u64::from(d - b'0'));
+            let span = if rng.below(8) == 0 {
+                rng.below(100)
+            } else {
+                rng.below(8)
+            };
+            let end = format!("k{:04}", start + span).into_bytes();
+            format!("delete_range {} {}", hex(&k), hex(&end))
+        }
     }
 }
 
@@ -188,6 +199,9 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
             "put" => db.put_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
             "delete" => db.delete_opt(&wo, &unhex(f[1])).unwrap(),
             "merge" => db.merge_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
+            "delete_range" => db
+                .delete_range_opt(&wo, &unhex(f[1]), &unhex(f[2]))
+                .unwrap(),
             "batch" => {
                 let mut batch = WriteBatch::new();
                 for _ in 0..f[1].parse::<usize>().unwrap() {
@@ -196,6 +210,7 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
                         "put" => batch.put(&unhex(e[1]), &unhex(e[2])),
                         "delete" => batch.delete(&unhex(e[1])),
                         "merge" => batch.merge(&unhex(e[1]), &unhex(e[2])),
+                        "delete_range" => batch.delete_range(&unhex(e[1]), &unhex(e[2])),
                         other => panic!("{other} in a batch"),
                     }
                 }

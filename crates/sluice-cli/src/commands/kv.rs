@@ -1,4 +1,4 @@
-//! `put`, `merge`, `get`, `delete` and `scan`.
+//! `put`, `merge`, `get`, `delete`, `delete-range` and `scan`.
 
 use std::io::Write;
 
@@ -37,6 +37,22 @@ pub struct MergeArgs {
     /// adds.
     #[arg(long)]
     pub u64: bool,
+    /// Sync the write-ahead log before returning.
+    #[arg(long)]
+    pub sync: bool,
+}
+
+/// `sluice delete-range`.
+#[derive(Debug, Args)]
+pub struct DeleteRangeArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// First key deleted (inclusive).
+    #[arg(long, value_name = "KEY")]
+    pub from: String,
+    /// First key kept after the range (exclusive).
+    #[arg(long, value_name = "KEY")]
+    pub to: String,
     /// Sync the write-ahead log before returning.
     #[arg(long)]
     pub sync: bool,
@@ -90,6 +106,14 @@ pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
     let db = open(&args.db, Access::Create)?;
     let opts = WriteOptions { sync: args.sync };
     db.merge_opt(&opts, args.key.as_bytes(), &operand)?;
+    db.close()?;
+    Ok(())
+}
+
+pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
+    let db = open(&args.db, Access::Create)?;
+    let opts = WriteOptions { sync: args.sync };
+    db.delete_range_opt(&opts, args.from.as_bytes(), args.to.as_bytes())?;
     db.close()?;
     Ok(())
 }

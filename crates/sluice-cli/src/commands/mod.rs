@@ -35,6 +35,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
     match command {
         Command::Put(a) => kv::put(&a, out),
         Command::Merge(a) => kv::merge(&a, out),
+        Command::DeleteRange(a) => kv::delete_range(&a, out),
         Command::Get(a) => kv::get(&a, out),
         Command::Delete(a) => kv::delete(&a, out),
         Command::Scan(a) => kv::scan(&a, out),

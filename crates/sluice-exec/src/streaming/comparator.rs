@@ -83,6 +83,7 @@ fn merge(
     input.set_upper_bound(last.upper.clone());
     input.set_filter(spec.filter.clone());
     input.set_merge_operator(spec.merge_operator.clone());
+    input.set_range_tombstones(spec.range_tombstones.clone());
     match &first.lower {
         Some(lower) => input.seek(&make_internal_key(lower, MAX_SEQ, KIND_FOR_SEEK))?,
         None => input.seek_to_first()?,

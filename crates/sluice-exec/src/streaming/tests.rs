@@ -69,6 +69,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         upper: None,
         filter: None,
         merge_operator: None,
+        range_tombstones: None,
     }
 }
 

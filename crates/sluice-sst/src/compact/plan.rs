@@ -245,6 +245,7 @@ pub(crate) mod tests {
             upper: None,
             filter: None,
             merge_operator: None,
+            range_tombstones: None,
         }
     }
 

@@ -10,6 +10,7 @@ use crate::fs::Storage;
 use crate::key::SeqNo;
 use crate::merge_operator::MergeOperator;
 use crate::profile::{StageProfile, StageTiming};
+use crate::range_del::Tombstones;
 use crate::table::{Table, TableOptions};
 
 use super::output::OutputFile;
@@ -57,6 +58,9 @@ pub struct CompactionSpec {
     /// Combines merge operands ([`crate::compaction_iter`] says when); `None` writes them as
     /// they are. Like the filter, it runs on a worker only if the worker knows its name.
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    /// The database's range tombstones: versions they cover in their stripe are dropped, and
+    /// keys they cover keep their sequence numbers ([`crate::compaction_iter`]).
+    pub range_tombstones: Option<Arc<Tombstones>>,
 }
 
 /// What a compaction produced.

@@ -135,6 +135,7 @@ pub fn merge_sub_task(
     input.set_upper_bound(st.upper.clone());
     input.set_filter(spec.filter.clone());
     input.set_merge_operator(spec.merge_operator.clone());
+    input.set_range_tombstones(spec.range_tombstones.clone());
     match &st.lower {
         Some(lower) => input.seek(&make_internal_key(lower, MAX_SEQ, KIND_FOR_SEEK))?,
         None => input.seek_to_first()?,

@@ -10,6 +10,7 @@ use crate::iter::VecIterator;
 use crate::key::{compare_internal, make_internal_key, seek_key};
 use crate::merge::MergingIterator;
 use crate::merge_operator::{Append, MergeFailure};
+use crate::range_del::{RangeTombstone, Tombstones};
 
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -77,10 +78,14 @@ fn operator(which: u8) -> Option<Arc<dyn MergeOperator>> {
 fn read(
     which: u8,
     entries: &Entries,
+    tombstones: &Tombstones,
     user_key: &[u8],
     snapshot: SeqNo,
     below: Option<&[u8]>,
 ) -> Result<Option<Vec<u8>>, String> {
+    // Versions under the newest tombstone this reader sees are deleted, and so is `below`.
+    let floor = tombstones.max_covering(user_key, snapshot);
+    let below = below.filter(|_| floor.is_none());
     let model = operator(which).unwrap_or_else(|| Arc::new(Append::with_delimiter(b",")));
     let mut versions: Vec<(SeqNo, ValueKind, &[u8])> = entries
         .iter()
@@ -92,14 +97,18 @@ fn read(
     versions.sort_by_key(|v| std::cmp::Reverse(v.0));
     let mut operands = Vec::new();
     let mut base = below;
-    for (_, kind, value) in versions {
+    for (seq, kind, value) in versions {
+        if floor.is_some_and(|t| seq < t) {
+            base = None;
+            break;
+        }
         match kind {
             ValueKind::Merge => operands.push(value),
             ValueKind::Value => {
                 base = Some(value);
                 break;
             }
-            ValueKind::Deletion => {
+            ValueKind::Deletion | ValueKind::RangeDeletion => {
                 base = None;
                 break;
             }
@@ -148,17 +157,23 @@ fn merged(entries: &Entries, run_of: &[u8]) -> MergingIterator {
     )
 }
 
-fn compact(
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a test helper spelling out every knob"
+)]
+fn compact_with(
     input: &Entries,
     run_of: &[u8],
     snapshots: &[SeqNo],
     bottommost: bool,
     op: Option<Arc<dyn MergeOperator>>,
+    tombstones: Option<Arc<Tombstones>>,
     upper: Option<Vec<u8>>,
     seek: Option<&[u8]>,
 ) -> (Entries, CompactionIterStats) {
     let mut it = CompactionIterator::new(merged(input, run_of), snapshots.to_vec(), bottommost);
     it.set_merge_operator(op);
+    it.set_range_tombstones(tombstones);
     it.set_upper_bound(upper);
     match seek {
         Some(lo) => it.seek(&seek_key(lo, MAX_SEQ)).unwrap(),
@@ -172,6 +187,18 @@ fn compact(
     (out, it.stats())
 }
 
+fn compact(
+    input: &Entries,
+    run_of: &[u8],
+    snapshots: &[SeqNo],
+    bottommost: bool,
+    op: Option<Arc<dyn MergeOperator>>,
+    upper: Option<Vec<u8>>,
+    seek: Option<&[u8]>,
+) -> (Entries, CompactionIterStats) {
+    compact_with(input, run_of, snapshots, bottommost, op, None, upper, seek)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -182,8 +209,15 @@ proptest! {
         bottommost: bool,
         which in 0u8..4,
         split in 0..KEYS,
+        ranges in prop::collection::vec((0..=KEYS, 0..=KEYS, 1u64..30), 0..3),
     ) {
-        let (out, stats) = compact(&input, &run_of, &snapshots, bottommost, operator(which), None, None);
+        let raw: Vec<RangeTombstone> = ranges
+            .iter()
+            .map(|&(a, b, seq)| RangeTombstone { start: vec![b'a' + a], end: vec![b'a' + b], seq })
+            .collect();
+        let tombstones = Arc::new(Tombstones::new(&raw));
+        let ts = Some(Arc::clone(&tombstones));
+        let (out, stats) = compact_with(&input, &run_of, &snapshots, bottommost, operator(which), ts.clone(), None, None);
 
         prop_assert!(out.windows(2).all(|w| compare_internal(&w[0].0, &w[1].0).is_lt()),
             "output out of order");
@@ -193,7 +227,8 @@ proptest! {
             let uk = [b'a' + k];
             for &s in &readers {
                 for &below in belows {
-                    prop_assert_eq!(read(which, &out, &uk, s, below), read(which, &input, &uk, s, below),
+                    prop_assert_eq!(read(which, &out, &tombstones, &uk, s, below),
+                        read(which, &input, &tombstones, &uk, s, below),
                         "key {} at {} over {:?}", k, s, below);
                 }
             }
@@ -202,7 +237,7 @@ proptest! {
         prop_assert_eq!(stats.entries_in, input.len() as u64);
         prop_assert_eq!(stats.entries_out, out.len() as u64);
         prop_assert_eq!(stats.entries_in, stats.entries_out + stats.shadowed_dropped
-            + stats.tombstones_dropped + stats.merge_absorbed);
+            + stats.tombstones_dropped + stats.merge_absorbed + stats.range_covered);
         if which == 0 {
             prop_assert_eq!(stats.merge_absorbed, 0);
         }
@@ -217,10 +252,10 @@ proptest! {
 
         // Split into two sub-tasks at a user key: the same output.
         let bound = vec![b'a' + split];
-        let (mut parts, _) = compact(&input, &run_of, &snapshots, bottommost, operator(which),
-            Some(bound.clone()), None);
-        parts.extend(compact(&input, &run_of, &snapshots, bottommost, operator(which), None,
-            Some(&bound)).0);
+        let (mut parts, _) = compact_with(&input, &run_of, &snapshots, bottommost, operator(which),
+            ts.clone(), Some(bound.clone()), None);
+        parts.extend(compact_with(&input, &run_of, &snapshots, bottommost, operator(which), ts,
+            None, Some(&bound)).0);
         prop_assert_eq!(parts, out);
     }
 }

@@ -86,6 +86,15 @@
 //! newest operand. A tombstone awaiting the look-ahead verdict above is kept when the next
 //! kept version is an operand, as when it is a value: it hides what the operand applies to.
 //!
+//! # Range tombstones
+//!
+//! With the database's range tombstones ([`crate::range_del`]), a version a newer tombstone
+//! covers *in the same stripe* is dropped ([`CompactionIterStats::range_covered`]): every
+//! reader that could see the version also sees the tombstone. The tombstones themselves are
+//! not in the input and are not written: the version keeps them. A key any tombstone covers
+//! is never written with a zeroed sequence number, which could put it under a tombstone
+//! older than it.
+//!
 //! # Sub-tasks
 //!
 //! A compaction may be split into sub-tasks over user-key ranges `[lo, hi)`: seek to
@@ -112,6 +121,7 @@ use crate::key::{
     MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
 };
 use crate::merge_operator::MergeOperator;
+use crate::range_del::Tombstones;
 use crate::{Error, InternalIterator, Result};
 
 /// What a [`CompactionFilter`] decides about one value.
@@ -145,7 +155,7 @@ pub const MERGE_INPUT: &str = "<merge input>";
 /// Counters describing what a compaction iterator consumed and produced.
 ///
 /// Once the input is exhausted, `entries_in == entries_out + shadowed_dropped +
-/// tombstones_dropped + merge_absorbed`, `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
+/// tombstones_dropped + merge_absorbed + range_covered`, `dropped_digest` sums the [`entry_hash`]es of exactly the dropped
 /// entries, and `rewrite_digest` what zeroing sequence numbers took away, so the digest
 /// equation of [`crate::digest`] can be checked ([`CompactionIterStats::unwritten`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -173,6 +183,8 @@ pub struct CompactionIterStats {
     pub filter_changed: u64,
     /// Merge operands and bases combined into another written entry (see the module docs).
     pub merge_absorbed: u64,
+    /// Versions dropped because a newer range tombstone in their stripe covers them.
+    pub range_covered: u64,
     /// Sum over the rewritten entries (zeroed sequence numbers, filtered values) of their hash
     /// as read minus their hash as written, modulo 2^64: what the outputs' digests lack of the
     /// inputs' beyond the dropped entries.
@@ -183,7 +195,10 @@ impl CompactionIterStats {
     /// The dropped entries' count and digest.
     pub fn dropped(&self) -> EntryDigest {
         EntryDigest {
-            entries: self.shadowed_dropped + self.tombstones_dropped + self.merge_absorbed,
+            entries: self.shadowed_dropped
+                + self.tombstones_dropped
+                + self.merge_absorbed
+                + self.range_covered,
             sum: self.dropped_digest,
         }
     }
@@ -192,7 +207,10 @@ impl CompactionIterStats {
     /// the hash differences of the rewritten ones. `inputs = outputs + unwritten()`.
     pub fn unwritten(&self) -> EntryDigest {
         EntryDigest {
-            entries: self.shadowed_dropped + self.tombstones_dropped + self.merge_absorbed,
+            entries: self.shadowed_dropped
+                + self.tombstones_dropped
+                + self.merge_absorbed
+                + self.range_covered,
             sum: self.dropped_digest.wrapping_add(self.rewrite_digest),
         }
     }
@@ -222,6 +240,7 @@ impl std::ops::AddAssign for CompactionIterStats {
         self.filter_removed += s.filter_removed;
         self.filter_changed += s.filter_changed;
         self.merge_absorbed += s.merge_absorbed;
+        self.range_covered += s.range_covered;
         self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
     }
 }
@@ -274,6 +293,7 @@ pub struct CompactionIterator<I: InternalIterator> {
     filtered: bool,
     filter: Option<std::sync::Arc<dyn CompactionFilter>>,
     merge_operator: Option<std::sync::Arc<dyn MergeOperator>>,
+    tombstones: Option<std::sync::Arc<Tombstones>>,
     /// A stripe's merge operands (and base) as read, newest first, then what to write for
     /// them: both `(internal key, value)`.
     operands: Vec<(Vec<u8>, Vec<u8>)>,
@@ -310,6 +330,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
             filtered: false,
             filter: None,
             merge_operator: None,
+            tombstones: None,
             operands: Vec::new(),
             merged: Vec::new(),
             merged_at: 0,
@@ -327,6 +348,24 @@ impl<I: InternalIterator> CompactionIterator<I> {
     /// written as they are. Takes effect at the next movement.
     pub fn set_merge_operator(&mut self, operator: Option<std::sync::Arc<dyn MergeOperator>>) {
         self.merge_operator = operator;
+    }
+
+    /// Drops what the database's range tombstones cover (see the module docs). Takes effect at
+    /// the next movement.
+    pub fn set_range_tombstones(&mut self, tombstones: Option<std::sync::Arc<Tombstones>>) {
+        self.tombstones = tombstones.filter(|t| !t.is_empty());
+    }
+
+    /// True when a range tombstone in the same stripe covers version `seq` of `key`.
+    fn covered(&self, key: &[u8], seq: SeqNo) -> bool {
+        self.tombstones
+            .as_ref()
+            .is_some_and(|t| t.covers_in_stripe(key, seq, &self.snapshots))
+    }
+
+    /// True when a value of `key` may be written with sequence number 0.
+    fn may_zero(&self, key: &[u8]) -> bool {
+        !self.tombstones.as_ref().is_some_and(|t| t.covers_any(key))
     }
 
     /// Sets the exclusive user-key upper bound: an entry whose user key is `>= bound` makes the
@@ -449,6 +488,9 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.finish();
                 return Ok(());
             }
+            if parsed.kind == ValueKind::RangeDeletion {
+                return Err(corrupt("a range tombstone among point entries"));
+            }
             let trailer = pack_trailer(parsed.seq, parsed.kind);
             let same_key = self.has_current_key && parsed.user_key == self.current_key.as_slice();
             if same_key {
@@ -502,6 +544,14 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.has_current_key = true;
             }
             self.last_stripe = stripe;
+            if self.covered(parsed.user_key, parsed.seq) {
+                // Every older version of this stripe is covered too, and now shadowed.
+                self.stats.range_covered += 1;
+                self.stats
+                    .drop_hash(entry_hash(self.input.key(), self.input.value()));
+                self.input.next()?;
+                continue;
+            }
             if parsed.kind == ValueKind::Merge {
                 return self.merge_stripe(stripe);
             }
@@ -555,7 +605,12 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.input.next()?;
                 continue;
             }
-            if kind == ValueKind::Value && self.bottommost && stripe == 0 && parsed.seq != 0 {
+            if kind == ValueKind::Value
+                && self.bottommost
+                && stripe == 0
+                && parsed.seq != 0
+                && self.may_zero(parsed.user_key)
+            {
                 self.zero_sequence(kind);
             }
             if let Some(value) = change {
@@ -586,6 +641,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.input.next()?;
         // Whether the key has no older version in this input (rather than in an older stripe).
         let mut key_ended = true;
+        // Whether a range tombstone in the stripe deletes what the operands apply to.
+        let mut covered_base = false;
         while self.input.valid() {
             let ikey = self.input.key();
             let parsed = parse_internal_key(ikey).ok_or_else(|| {
@@ -598,6 +655,9 @@ impl<I: InternalIterator> CompactionIterator<I> {
                     .is_some_and(|bound| parsed.user_key >= bound)
             {
                 break;
+            }
+            if parsed.kind == ValueKind::RangeDeletion {
+                return Err(corrupt("a range tombstone among point entries"));
             }
             if self.snapshots.partition_point(|&s| s < parsed.seq) != stripe {
                 key_ended = false;
@@ -614,6 +674,16 @@ impl<I: InternalIterator> CompactionIterator<I> {
             self.stats.entries_in += 1;
             self.stats.input_key_bytes += ikey.len() as u64;
             self.stats.input_value_bytes += self.input.value().len() as u64;
+            if self.covered(parsed.user_key, parsed.seq) {
+                // Deleted, and so is all below it in the stripe: the operands apply to
+                // nothing. The rest of the stripe is shadowed by what is written.
+                self.stats.range_covered += 1;
+                self.stats
+                    .drop_hash(entry_hash(self.input.key(), self.input.value()));
+                self.input.next()?;
+                covered_base = true;
+                break;
+            }
             let kind = parsed.kind;
             self.operands
                 .push((ikey.to_vec(), self.input.value().to_vec()));
@@ -627,18 +697,23 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.merged_at = 0;
         let (newest_key, _) = &self.operands[0];
         let newest = parse_internal_key(newest_key).ok_or_else(|| corrupt("operand key"))?;
-        let base = self
-            .operands
-            .last()
-            .and_then(|(k, v)| match parse_internal_key(k)?.kind {
-                ValueKind::Merge => None,
-                ValueKind::Value => Some(Some(v.as_slice())),
-                ValueKind::Deletion => Some(None),
-            });
+        let base = match covered_base {
+            true => Some(None),
+            false => self
+                .operands
+                .last()
+                .and_then(|(k, v)| match parse_internal_key(k)?.kind {
+                    ValueKind::Merge | ValueKind::RangeDeletion => None,
+                    ValueKind::Value => Some(Some(v.as_slice())),
+                    ValueKind::Deletion => Some(None),
+                }),
+        };
         let written = match &self.merge_operator {
             None => None,
             Some(op) if base.is_some() || (key_ended && self.bottommost) => {
-                let operand_count = self.operands.len() - usize::from(base.is_some());
+                // The base, if read, is the last entry (a covered one was dropped instead).
+                let base_read = base.is_some() && !covered_base;
+                let operand_count = self.operands.len() - usize::from(base_read);
                 let operands: Vec<&[u8]> = self.operands[..operand_count]
                     .iter()
                     .rev()
@@ -647,11 +722,12 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 op.full_merge(&self.current_key, base.flatten(), &operands)
                     .ok()
                     .map(|value| {
-                        let seq = if self.bottommost && stripe == 0 {
-                            0
-                        } else {
-                            newest.seq
-                        };
+                        let seq =
+                            if self.bottommost && stripe == 0 && self.may_zero(&self.current_key) {
+                                0
+                            } else {
+                                newest.seq
+                            };
                         (seq, ValueKind::Value, value)
                     })
             }

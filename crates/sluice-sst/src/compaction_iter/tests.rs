@@ -354,7 +354,9 @@ fn lookup(entries: &Entries, user_key: &[u8], snapshot: SeqNo) -> Lookup {
         .map_or(Lookup::Missing, |(_, kind, v)| match kind {
             ValueKind::Value => Lookup::Found(v.clone()),
             ValueKind::Deletion => Lookup::Deleted,
-            ValueKind::Merge => unreachable!("merge operands are modelled in merge_tests.rs"),
+            ValueKind::Merge | ValueKind::RangeDeletion => {
+                unreachable!("operands and range tombstones are modelled in merge_tests.rs")
+            }
         })
 }
 

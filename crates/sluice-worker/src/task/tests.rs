@@ -53,6 +53,7 @@ fn good() -> proto::CompactionTask {
         database: String::new(),
         merge_operator: String::new(),
         compaction_filter: String::new(),
+        range_tombstones: Vec::new(),
     }
 }
 

@@ -152,3 +152,47 @@ fn installed_from_a_liar(lie: &str, level: VerifyOutputs) -> sluice_offload::Off
     db.compact_range(None, None).unwrap();
     db.offload_metrics().unwrap()
 }
+
+/// A worker that ignores the range tombstones keeps what they cover and reports it as written:
+/// nothing to catch in the accounts. The host finds the covered versions in the outputs, so
+/// the tombstone stays and reads keep hiding them.
+#[test]
+fn a_worker_ignoring_range_tombstones_cannot_bring_deleted_keys_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = inverted(dir.path());
+    let db = Db::open(dir.path(), base_options()).unwrap();
+    let (a, b) = (&b"key00000000"[..], &b"key00020000"[..]);
+    db.delete_range(a, b).unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    model.retain(|k, _| !(a <= k.as_slice() && k.as_slice() < b));
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--lie", "ignore-range-tombstones"]);
+    let off = OffloadOptions {
+        split: ALL_TO_THE_WORKER,
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    let db = Db::open(
+        dir.path(),
+        Options {
+            offload: Some(off.into()),
+            ..base_options()
+        },
+    )
+    .unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(db.offload_metrics().unwrap().sides[1].input_bytes > 0);
+    assert_eq!(contents(&db), model);
+    assert_eq!(
+        db.metrics().range_tombstones,
+        1,
+        "the tombstone went with its keys still there"
+    );
+    db.close().unwrap();
+    // Compacted again on the host alone, the keys go, and then the tombstone.
+    let db = Db::open(dir.path(), base_options()).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert_eq!(contents(&db), model);
+    assert_eq!(db.metrics().range_tombstones, 0);
+    db.check().unwrap();
+}

@@ -107,6 +107,7 @@ pub fn task(
         database: String::new(),
         merge_operator: String::new(),
         compaction_filter: String::new(),
+        range_tombstones: Vec::new(),
     }
 }
 
@@ -125,6 +126,7 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         upper: None,
         filter: None,
         merge_operator: None,
+        range_tombstones: None,
     };
     let exec = ExecOptions {
         mode,

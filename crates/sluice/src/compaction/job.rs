@@ -8,7 +8,9 @@ use std::sync::Arc;
 use sluice_exec::{Executor, JobControl};
 use sluice_sst::compact::{CompactionOutput, CompactionSpec, GrandparentFile};
 use sluice_sst::digest::EntryDigest;
-use sluice_sst::table::Table;
+use sluice_sst::iter::InternalIterator;
+use sluice_sst::key::{MAX_SEQ, SeqNo, parse_internal_key, seek_key, user_key};
+use sluice_sst::table::{Table, TableReadOptions};
 
 use super::env::JobEnv;
 use super::{Compaction, Reason};
@@ -92,8 +94,9 @@ pub(crate) fn merge(
         delete_outputs(env, &out);
         return Err(e);
     }
+    let clean = clean_seqs(c, env, &spec, &out)?;
     Ok(JobOutcome {
-        edit: edit_for_outputs(c, env, &out),
+        edit: edit_for_outputs(c, env, &out, &clean),
         record: JobRecord::Merged(Box::new(MergeRecord {
             level: c.level,
             output_level: c.output_level(),
@@ -105,6 +108,81 @@ pub(crate) fn merge(
             output: out,
         })),
     })
+}
+
+/// Each output's [`FileMetaData::range_clean_seq`]. The spec applied every tombstone of
+/// `c.version`, which holds all up to its [`flushed_seq`](crate::version::Version::flushed_seq), and those at or below the
+/// oldest snapshot with nothing left above them. An output that still holds a version a
+/// tombstone covers in its stripe (a worker that ignored them) gets 0 instead, so the
+/// tombstone stays and keeps hiding it: checked by reading the outputs' entries inside the
+/// tombstones' ranges, which their own compaction has mostly emptied.
+fn clean_seqs(
+    c: &Compaction,
+    env: &JobEnv<'_>,
+    spec: &CompactionSpec,
+    out: &CompactionOutput,
+) -> Result<Vec<SeqNo>> {
+    let applied = env
+        .snapshots
+        .iter()
+        .copied()
+        .min()
+        .unwrap_or(u64::MAX)
+        .min(c.version.flushed_seq());
+    let Some(tombstones) = &spec.range_tombstones else {
+        return Ok(vec![applied; out.files.len()]);
+    };
+    let mut snapshots = env.snapshots.clone();
+    snapshots.sort_unstable();
+    let mut clean = Vec::with_capacity(out.files.len());
+    for f in &out.files {
+        let (lo, hi) = (
+            user_key(&f.summary.smallest_key),
+            user_key(&f.summary.largest_key),
+        );
+        let overlapping: Vec<_> = c
+            .version
+            .range_tombstones()
+            .iter()
+            .filter(|t| t.overlaps(lo, hi))
+            .collect();
+        let mut holds_covered = false;
+        if !overlapping.is_empty() {
+            // Through the storage the outputs were written with, uncached: not installed yet.
+            let opts = TableReadOptions {
+                cache: None,
+                storage: spec.storage.clone(),
+                load_filter: false,
+                ..TableReadOptions::default()
+            };
+            let table = Table::open(&f.path, f.number, opts)?;
+            let mut it = table.iter();
+            'ranges: for t in overlapping {
+                it.seek(&seek_key(&t.start, MAX_SEQ))?;
+                while it.valid() {
+                    let p = parse_internal_key(it.key()).ok_or_else(|| {
+                        Error::corruption(&f.path, 0, "an output's key does not parse")
+                    })?;
+                    if p.user_key >= t.end.as_slice() {
+                        break;
+                    }
+                    if tombstones.covers_in_stripe(p.user_key, p.seq, &snapshots) {
+                        holds_covered = true;
+                        break 'ranges;
+                    }
+                    it.next()?;
+                }
+            }
+        }
+        if holds_covered {
+            tracing::warn!(
+                file = %f.path.display(),
+                "a compaction output holds a version a range tombstone covers; the tombstone stays"
+            );
+        }
+        clean.push(if holds_covered { 0 } else { applied });
+    }
+    Ok(clean)
 }
 
 /// The executor's view of `c`: open tables, snapshots and output limits.
@@ -136,6 +214,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         storage: options.background_storage(),
         filter: options.compaction_filter_at(sluice_sst::ttl::now_secs()),
         merge_operator: options.merge_operator.clone(),
+        range_tombstones: c.version.tombstones().cloned(),
         // Compactions into L0 write one file: L0 files are not cut by key.
         target_file_size: if c.output_level() == 0 {
             u64::MAX
@@ -159,19 +238,25 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
 
 /// The edit installing `out` as the result of `c`: inputs removed, outputs added, the level's
 /// round-robin pointer moved past the inputs.
-fn edit_for_outputs(c: &Compaction, env: &JobEnv<'_>, out: &CompactionOutput) -> VersionEdit {
+fn edit_for_outputs(
+    c: &Compaction,
+    env: &JobEnv<'_>,
+    out: &CompactionOutput,
+    range_clean_seqs: &[SeqNo],
+) -> VersionEdit {
     let mut edit = VersionEdit::default();
     for (which, files) in c.inputs.iter().enumerate() {
         for f in files {
             edit.deleted_files.insert((c.level + which, f.number));
         }
     }
-    for f in &out.files {
+    for (f, &range_clean_seq) in out.files.iter().zip(range_clean_seqs) {
         let dir = env.table_cache.dir_index_of(&f.path);
-        edit.new_files.push((
-            c.output_level(),
-            FileMetaData::of_new_table(f.number, dir, &f.summary),
-        ));
+        let meta = FileMetaData {
+            range_clean_seq,
+            ..FileMetaData::of_new_table(f.number, dir, &f.summary)
+        };
+        edit.new_files.push((c.output_level(), meta));
     }
     // The round-robin pointer moves past compactions into the next level only.
     if let Some(largest) = c.inputs[0]

@@ -107,6 +107,11 @@ impl Db {
             block_cache_misses: cache.map_or(0, |c| c.misses()),
             last_sequence: inner.latest_seq(),
             snapshots: inner.snapshots.sequences().len(),
+            range_tombstones: v.range_tombstones().len()
+                + std::iter::once(&st.mem)
+                    .chain(&st.imm)
+                    .map(|m| m.range_tombstones().len())
+                    .sum::<usize>(),
             // Lock order: the state lock, then the offloader's (which never takes the state
             // lock while it holds its own).
             offload: inner.remote.as_ref().map(|r| r.metrics()),

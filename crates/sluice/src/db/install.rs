@@ -56,9 +56,20 @@ impl DbInner {
                 st.pending_outputs.insert(n);
                 n
             });
-            let version =
+            let mut version =
                 st.versions
                     .prepare(&mut edit, self.latest_seq(), self.options.paranoid_checks)?;
+            // Range tombstones whose work is done go with the edit that finished it.
+            let oldest_snapshot = self.snapshots.oldest();
+            let unneeded = version.unneeded_tombstones(oldest_snapshot);
+            if !unneeded.is_empty() {
+                let drop = VersionEdit {
+                    dropped_tombstones: unneeded,
+                    ..VersionEdit::default()
+                };
+                version = version.apply(&drop)?;
+                edit.dropped_tombstones.extend(drop.dropped_tombstones);
+            }
             let rollover = new_number.map(|n| (n, st.versions.snapshot_edit_for(&version, &edit)));
             (version, rollover)
         };

@@ -277,6 +277,7 @@ fn record_merge(st: &mut DbState, m: &MergeRecord) {
     st.compaction_metrics.filter_removed += out.stats.filter_removed;
     st.compaction_metrics.filter_changed += out.stats.filter_changed;
     st.compaction_metrics.merge_absorbed += out.stats.merge_absorbed;
+    st.compaction_metrics.range_covered += out.stats.range_covered;
     st.compaction_metrics
         .record_stages(m.executor, m.input_bytes, &out.profile, &out.stages);
     let level = m.output_level;
@@ -320,6 +321,10 @@ impl ManualEnv for DbInner {
     }
 
     fn rewrites_everything(&self) -> bool {
-        self.options.compaction_filter.is_some() || self.options.ttl.is_some()
+        // What a filter or a range tombstone drops is only dropped by rewriting, never by a
+        // move.
+        self.options.compaction_filter.is_some()
+            || self.options.ttl.is_some()
+            || !self.current_version().range_tombstones().is_empty()
     }
 }

@@ -160,8 +160,10 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
         let split_keys = flush_split_keys(versions.current(), &options);
         let pieces = flush_pieces(ranges.as_ref(), &split_keys, &table_cache);
         let mut new_files = Vec::new();
+        let mut range_tombstones = Vec::new();
         let mut to_l0 = |mem: &MemTable, versions: &mut VersionSet| -> Result<()> {
-            if !mem.is_empty() {
+            range_tombstones.extend(mem.range_tombstones());
+            if mem.has_entries() {
                 let mut new_number = || versions.new_file_number();
                 let (metas, _) =
                     write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
@@ -184,6 +186,7 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
             log_number: Some(log_number),
             range_map: new_range_map,
             wals: vec![(log_number, 0)],
+            range_tombstones,
             ..VersionEdit::default()
         };
         // The replayed tables' names must be durable before a MANIFEST names them: the one

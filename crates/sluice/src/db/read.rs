@@ -4,16 +4,19 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
+use sluice_sst::key::SeqNo;
 use sluice_sst::key::{ValueKind, parse_internal_key, seek_key, user_key};
 use sluice_sst::merge::MergingIterator;
 use sluice_sst::merge_operator;
 use sluice_sst::prefix::PrefixExtractor;
+use sluice_sst::range_del::Tombstones;
 use sluice_sst::table::{BlockReads, Table};
 use sluice_sst::ttl::{Expiry, now_secs};
 
 use super::Db;
 pub use crate::iter::DbIterator;
 use crate::iter::Range;
+use crate::iter::db_iter::ValueRules;
 use crate::iter::level::LevelIter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::ReadOptions;
@@ -34,6 +37,27 @@ struct ReadView {
     reads: BlockReads,
     /// With a TTL: the read's time, against which values expire.
     expiry: Option<Expiry>,
+}
+
+impl ReadView {
+    /// The range tombstones of every source, fragmented per source.
+    fn tombstones(&self) -> Vec<Arc<Tombstones>> {
+        std::iter::once(&self.mem)
+            .chain(&self.imm)
+            .filter_map(|m| m.tombstones())
+            .chain(self.version.tombstones().cloned())
+            .collect()
+    }
+
+    /// The newest range tombstone over `key` this read sees (0 for none): every version of
+    /// `key` below it reads as deleted.
+    fn floor(&self, key: &[u8]) -> SeqNo {
+        self.tombstones()
+            .iter()
+            .filter_map(|t| t.max_covering(key, self.seq))
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 impl Db {
@@ -108,8 +132,9 @@ impl Db {
     /// collecting the merge operands above it.
     fn find(&self, view: &ReadView, key: &[u8], operands: &mut Vec<Vec<u8>>) -> Result<Lookup> {
         let seq = view.seq;
+        let floor = view.floor(key);
         for mem in std::iter::once(&view.mem).chain(&view.imm) {
-            if let Some(found) = mem.get(key, seq, operands) {
+            if let Some(found) = mem.get(key, seq, floor, operands) {
                 return Ok(found);
             }
         }
@@ -126,9 +151,11 @@ impl Db {
                 continue;
             }
             let found = match parsed.kind {
+                _ if parsed.seq < floor => Some(Lookup::Deleted),
                 ValueKind::Value => Some(Lookup::Value(value)),
                 ValueKind::Deletion => Some(Lookup::Deleted),
-                ValueKind::Merge => table_versions(&table, &lookup, view.reads, operands)?,
+                ValueKind::Merge => table_versions(&table, &lookup, floor, view.reads, operands)?,
+                ValueKind::RangeDeletion => return Err(range_deletion_in(&table)),
             };
             if let Some(found) = found {
                 return Ok(found);
@@ -181,6 +208,7 @@ impl Db {
         prefix: Option<&[u8]>,
     ) -> Result<DbIterator> {
         let view = self.read_view(opts);
+        let tombstones = view.tombstones();
         let cache = Arc::clone(&self.inner.table_cache);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));
@@ -204,14 +232,17 @@ impl Db {
                 )));
             }
         }
+        let rules = ValueRules {
+            merge_operator: self.inner.options.merge_operator.clone(),
+            expiry: view.expiry,
+            tombstones,
+        };
         Ok(DbIterator::new(
             MergingIterator::new(children),
             view.seq,
-            lower,
-            upper,
+            (lower, upper),
             view.version,
-            self.inner.options.merge_operator.clone(),
-            view.expiry,
+            rules,
         ))
     }
 
@@ -324,6 +355,7 @@ impl Db {
 fn table_versions(
     table: &Arc<Table>,
     lookup: &[u8],
+    floor: SeqNo,
     reads: BlockReads,
     operands: &mut Vec<Vec<u8>>,
 ) -> Result<Option<Lookup>> {
@@ -338,13 +370,20 @@ fn table_versions(
             return Ok(None);
         }
         match parsed.kind {
+            _ if parsed.seq < floor => return Ok(Some(Lookup::Deleted)),
             ValueKind::Value => return Ok(Some(Lookup::Value(it.value().to_vec()))),
             ValueKind::Deletion => return Ok(Some(Lookup::Deleted)),
             ValueKind::Merge => operands.push(it.value().to_vec()),
+            ValueKind::RangeDeletion => return Err(range_deletion_in(table)),
         }
         it.next()?;
     }
     Ok(None)
+}
+
+/// The error for a range tombstone among a table's point entries, which only damage puts there.
+fn range_deletion_in(table: &Table) -> Error {
+    Error::corruption(table.path(), 0, "a range tombstone among point entries")
 }
 
 /// The inclusive lower bound of `bound` as a key: the smallest key above an excluded one is

@@ -100,6 +100,34 @@ impl Db {
         )
     }
 
+    /// Deletes every key in `[start, end)`, however many there are, with one range tombstone
+    /// (RocksDB's `DeleteRange`): reads stop seeing them at once, and compactions drop them.
+    /// Snapshots taken before keep seeing them. An empty range (`start == end`) deletes
+    /// nothing.
+    ///
+    /// ```no_run
+    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+    /// db.delete_range(b"user:0042:", b"user:0042;")?; // every key with that prefix
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when `end` sorts before `start`, or a key is over
+    /// [`crate::Options::max_key_size`].
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_opt(&WriteOptions::default(), start, end)
+    }
+
+    /// [`Db::delete_range`] with explicit write options.
+    pub fn delete_range_opt(&self, opts: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
+        self.inner.check_range(start, end)?;
+        self.inner.write_one(
+            opts,
+            |batch| batch.delete_range(start, end),
+            start.len() + end.len(),
+        )
+    }
+
     /// Applies `batch` atomically: after a crash either all of it or none of it is present.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.inner.write(opts, batch)
@@ -179,6 +207,21 @@ impl DbInner {
         Ok(())
     }
 
+    /// A range `[start, end)` a range tombstone may cover: both keys within the key size
+    /// limit, and `start <= end` (an empty range deletes nothing).
+    fn check_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.check_sizes(start, b"")?;
+        self.check_sizes(end, b"")?;
+        if start > end {
+            return Err(Error::InvalidArgument(format!(
+                "delete_range: the end key ({} bytes) sorts before the start key ({} bytes)",
+                end.len(),
+                start.len()
+            )));
+        }
+        Ok(())
+    }
+
     /// Merge operands need an operator to ever be read back.
     fn check_merge_operator(&self) -> Result<()> {
         if self.options.merge_operator.is_none() {
@@ -193,9 +236,15 @@ impl DbInner {
         let mut user_bytes = 0u64;
         for entry in batch.iter() {
             let entry = entry?;
-            self.check_sizes(entry.key, entry.value)?;
-            if entry.kind == ValueKind::Merge {
-                self.check_merge_operator()?;
+            match entry.kind {
+                ValueKind::RangeDeletion => self.check_range(entry.key, entry.value)?,
+                ValueKind::Merge => {
+                    self.check_sizes(entry.key, entry.value)?;
+                    self.check_merge_operator()?;
+                }
+                ValueKind::Value | ValueKind::Deletion => {
+                    self.check_sizes(entry.key, entry.value)?;
+                }
             }
             user_bytes += (entry.key.len() + entry.value.len()) as u64;
         }
@@ -470,6 +519,7 @@ fn with_write_times(batch: &WriteBatch) -> Result<WriteBatch> {
         match entry.kind {
             ValueKind::Value => stamped.put(entry.key, &with_write_time(entry.value, now)),
             ValueKind::Deletion => stamped.delete(entry.key),
+            ValueKind::RangeDeletion => stamped.delete_range(entry.key, entry.value),
             // validate_batch refused operands: a TTL database has no merge operator.
             ValueKind::Merge => stamped.merge(entry.key, entry.value),
         }

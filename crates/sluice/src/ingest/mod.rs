@@ -245,6 +245,9 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
                 ));
             }
             ValueKind::Merge => meta.raw_value_bytes += it.value().len() as u64,
+            ValueKind::RangeDeletion => {
+                return Err(bad("it holds a range tombstone among its entries".into()));
+            }
         }
         last_user = Some(parsed.user_key.to_vec());
         it.next()?;
@@ -269,7 +272,13 @@ fn memtables_overlap(inner: &DbInner, externals: &[External]) -> bool {
     };
     mems.iter().any(|mem| {
         externals.iter().any(|e| {
+            // A range tombstone there must reach the version first: it may cover the range.
+            let tombstone = mem
+                .range_tombstones()
+                .iter()
+                .any(|t| t.overlaps(e.smallest_user(), e.largest_user()));
             let mut it = mem.iter();
+            tombstone ||
             // A memtable iterator reads memory only: it cannot fail.
             it.seek(&seek_key(e.smallest_user(), MAX_SEQ)).is_ok()
                 && it.valid()
@@ -303,10 +312,18 @@ fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Resul
             .iter()
             .any(|f| file_overlaps(f, Some(e.smallest_user()), Some(e.largest_user())))
     };
+    // Under a range tombstone a file must be newer than it: sequence number 0 would put its
+    // entries beneath the tombstone.
+    let under_tombstone = |e: &External| {
+        version
+            .range_tombstones()
+            .iter()
+            .any(|t| t.overlaps(e.smallest_user(), e.largest_user()))
+    };
     let needs_seq = snapshots_live
         || externals
             .iter()
-            .any(|e| (0..NUM_LEVELS).any(|level| overlaps(e, level)));
+            .any(|e| under_tombstone(e) || (0..NUM_LEVELS).any(|level| overlaps(e, level)));
     if needs_seq && !memtables_empty {
         return Ok(Attempt::MemtablesNotEmpty);
     }

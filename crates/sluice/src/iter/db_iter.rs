@@ -20,6 +20,7 @@ use sluice_sst::key::{
 };
 use sluice_sst::merge::MergingIterator;
 use sluice_sst::merge_operator::{self, MergeOperator};
+use sluice_sst::range_del::Tombstones;
 use sluice_sst::ttl::{Expiry, WRITE_TIME_LEN};
 
 use super::Range;
@@ -53,10 +54,17 @@ pub struct DbIterator {
     merge_operator: Option<Arc<dyn MergeOperator>>,
     /// With a TTL: stored values end with their write time, and expired ones are hidden.
     expiry: Option<Expiry>,
+    /// The range tombstones of every source, fragmented per source.
+    tombstones: Vec<Arc<Tombstones>>,
     /// The current key's merge operands, collected while resolving it.
     operands: Vec<Vec<u8>>,
     /// Keeps the files read by `inner` alive.
     _version: Arc<Version>,
+}
+
+/// The error for a range tombstone among point entries, which only damage puts there.
+fn range_deletion_entry() -> Error {
+    Error::corruption("<iterator>", 0, "a range tombstone among point entries")
 }
 
 fn corrupt_key(key: &[u8]) -> Error {
@@ -67,16 +75,27 @@ fn corrupt_key(key: &[u8]) -> Error {
     )
 }
 
+/// What turns the stored versions of a key into the value a reader sees, beyond picking the
+/// newest: the merge operator, a TTL's expiry, and the range tombstones of every source.
+pub(crate) struct ValueRules {
+    pub merge_operator: Option<Arc<dyn MergeOperator>>,
+    pub expiry: Option<Expiry>,
+    pub tombstones: Vec<Arc<Tombstones>>,
+}
+
 impl DbIterator {
     pub(crate) fn new(
         inner: MergingIterator,
         seq: SeqNo,
-        lower: Option<Vec<u8>>,
-        upper: Option<Vec<u8>>,
+        (lower, upper): (Option<Vec<u8>>, Option<Vec<u8>>),
         version: Arc<Version>,
-        merge_operator: Option<Arc<dyn MergeOperator>>,
-        expiry: Option<Expiry>,
+        rules: ValueRules,
     ) -> Self {
+        let ValueRules {
+            merge_operator,
+            expiry,
+            tombstones,
+        } = rules;
         DbIterator {
             inner,
             seq,
@@ -89,6 +108,7 @@ impl DbIterator {
             saved_value: Vec::new(),
             merge_operator,
             expiry,
+            tombstones,
             operands: Vec::new(),
             _version: version,
         }
@@ -261,6 +281,13 @@ impl DbIterator {
                 let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
                 if !hidden {
                     match parsed.kind {
+                        ValueKind::RangeDeletion => return Err(range_deletion_entry()),
+                        _ if self.range_deleted(parsed.user_key, parsed.seq) => {
+                            // A range tombstone deletes this version and every older one.
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(parsed.user_key);
+                            skipping = true;
+                        }
                         ValueKind::Deletion => {
                             // Every older entry of this key is hidden by the tombstone.
                             self.saved_key.clear();
@@ -287,6 +314,13 @@ impl DbIterator {
         self.valid = false;
         self.saved_key.clear();
         Ok(())
+    }
+
+    /// True when a range tombstone this iterator sees deletes version `seq` of `key`.
+    fn range_deleted(&self, key: &[u8], seq: SeqNo) -> bool {
+        self.tombstones
+            .iter()
+            .any(|t| t.deletes(key, seq, self.seq))
     }
 
     /// Whether a stored value is live (always, without a TTL); an error when it cannot hold
@@ -320,6 +354,9 @@ impl DbIterator {
             }
             // Older than a visible version, so visible too.
             match parsed.kind {
+                ValueKind::RangeDeletion => return Err(range_deletion_entry()),
+                // Deleted by a range tombstone, with everything older: no base.
+                _ if self.range_deleted(parsed.user_key, parsed.seq) => break,
                 ValueKind::Merge => self.operands.push(self.inner.value().to_vec()),
                 ValueKind::Value => {
                     base = Some(self.inner.value().to_vec());
@@ -367,15 +404,25 @@ impl DbIterator {
                     // Passed all entries of the saved key, which has a visible value.
                     break;
                 }
+                if parsed.kind == ValueKind::RangeDeletion {
+                    return Err(range_deletion_entry());
+                }
                 let live = match (parsed.kind, self.expiry) {
                     (ValueKind::Value, Some(expiry)) => expiry
                         .live(self.inner.value())
                         .map_err(|why| Error::corruption("<iterator>", 0, why))?,
                     _ => Some(self.inner.value()),
                 };
-                match (parsed.kind, live) {
+                // What a range tombstone deletes reads as a tombstone.
+                let live = live.filter(|_| !self.range_deleted(parsed.user_key, parsed.seq));
+                let kind = match live {
+                    None if parsed.kind == ValueKind::Merge => ValueKind::Deletion,
+                    _ => parsed.kind,
+                };
+                match (kind, live) {
                     // An expired value hides the key as a tombstone does.
-                    (ValueKind::Deletion, _) | (ValueKind::Value, None) => {
+                    (ValueKind::Deletion | ValueKind::RangeDeletion, _)
+                    | (ValueKind::Value, None) => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                         self.operands.clear();

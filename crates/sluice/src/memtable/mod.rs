@@ -20,7 +20,11 @@ mod tests;
 use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::Mutex;
 use sluice_sst::key::{self, SeqNo, ValueKind};
+use sluice_sst::range_del::{RangeTombstone, Tombstones};
 use smallvec::SmallVec;
 
 use sluice_sst::Result;
@@ -52,6 +56,27 @@ pub struct MemTable {
     filter: Option<Filter>,
     /// Number of the WAL file whose records this memtable holds.
     log_number: u64,
+    /// Range tombstones written here; kept apart from the entries, as the version keeps
+    /// them apart from the tables.
+    range_dels: Mutex<RangeDels>,
+    /// Set once a range tombstone is written: reads skip the lock until then.
+    has_range_dels: AtomicBool,
+}
+
+/// A memtable's range tombstones, and their fragments while no new one has come.
+#[derive(Debug, Default)]
+struct RangeDels {
+    list: Vec<RangeTombstone>,
+    fragmented: Option<Arc<Tombstones>>,
+}
+
+impl RangeDels {
+    fn add(&mut self, tombstone: RangeTombstone) {
+        if tombstone.start < tombstone.end {
+            self.list.push(tombstone);
+            self.fragmented = None;
+        }
+    }
 }
 
 impl std::fmt::Debug for MemTable {
@@ -85,6 +110,8 @@ impl MemTable {
             list: SkipList::new(),
             filter: None,
             log_number,
+            range_dels: Mutex::default(),
+            has_range_dels: AtomicBool::new(false),
         }
     }
 
@@ -96,6 +123,8 @@ impl MemTable {
             list: SkipList::new(),
             filter: Filter::with_bytes(write_buffer_size / WRITE_BUFFER_BYTES_PER_FILTER_BYTE),
             log_number,
+            range_dels: Mutex::default(),
+            has_range_dels: AtomicBool::new(false),
         }
     }
 
@@ -111,6 +140,8 @@ impl MemTable {
         MemTableWriter {
             list: self.list.writer(),
             filter: self.filter.as_ref(),
+            range_dels: &self.range_dels,
+            has_range_dels: &self.has_range_dels,
         }
     }
 
@@ -126,11 +157,13 @@ impl MemTable {
     /// Finds the newest version of `user_key` with sequence `<= snapshot`. Merge operands
     /// found on the way are appended to `operands`, newest first, and the search goes on to
     /// older versions: the answer is then what the operands apply to, and `None` means this
-    /// memtable holds nothing more of the key.
+    /// memtable holds nothing more of the key. A version below `floor` (a range tombstone's
+    /// sequence number; 0 for none) reads as deleted.
     pub fn get(
         &self,
         user_key: &[u8],
         snapshot: SeqNo,
+        floor: SeqNo,
         operands: &mut Vec<Vec<u8>>,
     ) -> Option<Lookup> {
         if let Some(filter) = &self.filter
@@ -146,9 +179,13 @@ impl MemTable {
             if parsed.user_key != user_key {
                 return None;
             }
+            if parsed.seq < floor {
+                return Some(Lookup::Deleted);
+            }
             match parsed.kind {
                 ValueKind::Value => return Some(Lookup::Value(value.to_vec())),
-                ValueKind::Deletion => return Some(Lookup::Deleted),
+                // Range tombstones are not entries; one here would be a bug, read as one.
+                ValueKind::Deletion | ValueKind::RangeDeletion => return Some(Lookup::Deleted),
                 ValueKind::Merge => operands.push(value.to_vec()),
             }
             at = self.list.next(pos);
@@ -180,9 +217,32 @@ impl MemTable {
         self.list.len()
     }
 
-    /// True when no entry was inserted.
+    /// True when it holds entries (range tombstones aside).
+    pub fn has_entries(&self) -> bool {
+        self.list.len() != 0
+    }
+
+    /// True when nothing was written: no entry and no range tombstone.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && self.range_dels.lock().list.is_empty()
+    }
+
+    /// The range tombstones written here, in the order they were written.
+    pub fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        self.range_dels.lock().list.clone()
+    }
+
+    /// The range tombstones written here, fragmented; `None` when there are none. Built once
+    /// per change and shared by the reads until the next.
+    pub fn tombstones(&self) -> Option<Arc<Tombstones>> {
+        if !self.has_range_dels.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut dels = self.range_dels.lock();
+        let RangeDels { list, fragmented } = &mut *dels;
+        Some(Arc::clone(fragmented.get_or_insert_with(|| {
+            Arc::new(Tombstones::new(list.iter()))
+        })))
     }
 
     /// Calls `f` on every entry in internal-key order (the fast path used by flush).
@@ -231,6 +291,8 @@ impl MemTable {
 pub struct MemTableWriter<'a> {
     list: ListWriter<'a>,
     filter: Option<&'a Filter>,
+    range_dels: &'a Mutex<RangeDels>,
+    has_range_dels: &'a AtomicBool,
 }
 
 impl MemTableWriter<'_> {
@@ -240,6 +302,15 @@ impl MemTableWriter<'_> {
     /// # Panics
     /// If `user_key` or `value` is 4 GiB or longer.
     pub fn add(&mut self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
+        if kind == ValueKind::RangeDeletion {
+            self.range_dels.lock().add(RangeTombstone {
+                start: user_key.to_vec(),
+                end: value.to_vec(),
+                seq,
+            });
+            self.has_range_dels.store(true, Ordering::Release);
+            return;
+        }
         // Before the node is linked: see the filter's module docs.
         if let Some(filter) = self.filter {
             filter.insert(key_hash(user_key));

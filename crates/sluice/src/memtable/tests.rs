@@ -247,17 +247,17 @@ fn get_respects_snapshots_and_tombstones() {
     m.add(2, ValueKind::Value, b"a", b"v2");
     m.add(3, ValueKind::Deletion, b"a", b"");
     assert_eq!(
-        m.get(b"a", 1, &mut Vec::new()),
+        m.get(b"a", 1, 0, &mut Vec::new()),
         Some(Lookup::Value(b"v1".to_vec()))
     );
     assert_eq!(
-        m.get(b"a", 2, &mut Vec::new()),
+        m.get(b"a", 2, 0, &mut Vec::new()),
         Some(Lookup::Value(b"v2".to_vec()))
     );
-    assert_eq!(m.get(b"a", 3, &mut Vec::new()), Some(Lookup::Deleted));
-    assert_eq!(m.get(b"a", 0, &mut Vec::new()), None);
-    assert_eq!(m.get(b"b", 10, &mut Vec::new()), None);
-    assert_eq!(m.get(b"", 10, &mut Vec::new()), None);
+    assert_eq!(m.get(b"a", 3, 0, &mut Vec::new()), Some(Lookup::Deleted));
+    assert_eq!(m.get(b"a", 0, 0, &mut Vec::new()), None);
+    assert_eq!(m.get(b"b", 10, 0, &mut Vec::new()), None);
+    assert_eq!(m.get(b"", 10, 0, &mut Vec::new()), None);
 }
 
 #[test]
@@ -269,20 +269,20 @@ fn get_collects_merge_operands_down_to_the_base() {
     m.add(4, ValueKind::Merge, b"b", b"only");
     let mut operands = Vec::new();
     assert_eq!(
-        m.get(b"a", 3, &mut operands),
+        m.get(b"a", 3, 0, &mut operands),
         Some(Lookup::Value(b"base".to_vec()))
     );
     assert_eq!(operands, [b"m3".to_vec(), b"m2".to_vec()]);
     // Only what the snapshot sees.
     operands.clear();
     assert_eq!(
-        m.get(b"a", 2, &mut operands),
+        m.get(b"a", 2, 0, &mut operands),
         Some(Lookup::Value(b"base".to_vec()))
     );
     assert_eq!(operands, [b"m2".to_vec()]);
     // No base here: the caller looks further down with the operands so far.
     operands.clear();
-    assert_eq!(m.get(b"b", 9, &mut operands), None);
+    assert_eq!(m.get(b"b", 9, 0, &mut operands), None);
     assert_eq!(operands, [b"only".to_vec()]);
 }
 
@@ -385,17 +385,17 @@ fn a_write_buffer_memtable_filters_lookups_and_counts_its_filter() {
     }
     m.add(n as u64 + 1, ValueKind::Deletion, b"00000000", b"");
     assert_eq!(
-        m.get(b"00000000", SeqNo::MAX >> 8, &mut Vec::new()),
+        m.get(b"00000000", SeqNo::MAX >> 8, 0, &mut Vec::new()),
         Some(Lookup::Deleted)
     );
     for i in 1..n {
         let k = format!("{i:08}");
         assert_eq!(
-            m.get(k.as_bytes(), SeqNo::MAX >> 8, &mut Vec::new()),
+            m.get(k.as_bytes(), SeqNo::MAX >> 8, 0, &mut Vec::new()),
             Some(Lookup::Value(k.into_bytes()))
         );
     }
-    assert_eq!(m.get(b"absent", SeqNo::MAX >> 8, &mut Vec::new()), None);
+    assert_eq!(m.get(b"absent", SeqNo::MAX >> 8, 0, &mut Vec::new()), None);
 }
 
 /// Lookups racing the writer find every write that finished before they began: the filter's
@@ -417,7 +417,7 @@ fn lookups_racing_the_writer_find_every_finished_write() {
                         continue;
                     }
                     let k = format!("key{:06}", (i * 7_919) % n);
-                    let found = m.get(k.as_bytes(), SeqNo::MAX >> 8, &mut Vec::new());
+                    let found = m.get(k.as_bytes(), SeqNo::MAX >> 8, 0, &mut Vec::new());
                     assert_eq!(found, Some(Lookup::Value(value_for(k.as_bytes()))));
                     i += scaled(7, 3);
                 }
@@ -468,7 +468,7 @@ fn values_of_every_size_come_back_intact() {
             let k = format!("{round}-{i}");
             let want = Lookup::Value(vec![(seq % 251) as u8; size]);
             assert_eq!(
-                m.get(k.as_bytes(), SeqNo::MAX >> 8, &mut Vec::new()),
+                m.get(k.as_bytes(), SeqNo::MAX >> 8, 0, &mut Vec::new()),
                 Some(want)
             );
         }

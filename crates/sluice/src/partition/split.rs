@@ -145,6 +145,7 @@ pub(crate) fn split_tables(
                 upper,
                 filter: None,
                 merge_operator: None,
+                range_tombstones: None,
             };
             let mut new_output =
                 || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };

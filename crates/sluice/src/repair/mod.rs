@@ -9,8 +9,9 @@
 //! 2. Every used table is verified. A damaged one contributes the entries of its good blocks.
 //! 3. Every WAL (at or above the MANIFEST's log number, or all of them) is read with
 //!    [`WalRecoveryMode::SkipAnyCorruptedRecords`].
-//! 4. Everything is merged into one sorted run in the bottom level (shadowed versions and
-//!    tombstones dropped, as no snapshot exists), because tables put back side by side could
+//! 4. Everything is merged into one sorted run in the bottom level (shadowed versions,
+//!    tombstones and what range tombstones cover dropped, as no snapshot exists; range
+//!    tombstones only a lost MANIFEST recorded are lost with it), because tables put back side by side could
 //!    shadow each other in the wrong order. This rewrites the data once.
 //! 5. A new MANIFEST naming only the merged tables is made current. Only then are the merged
 //!    inputs deleted and what could not be read (damaged tables and WALs, obsolete tables, old
@@ -42,6 +43,7 @@ use crate::version::set::{COMPARATOR_NAME, VersionSet};
 use crate::wal::DroppedRange;
 use crate::{Error, IoContext, Result};
 use salvage::{TableSalvage, salvage_table};
+use sluice_sst::range_del::Tombstones;
 
 /// A file repair could not use, and where it went.
 #[derive(Clone, Debug)]
@@ -223,10 +225,20 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
         .map(|i| i.table.properties().largest_seq)
         .fold(wal_seq, SeqNo::max);
 
+    // The range tombstones (the MANIFEST's, when it can be read, and the WALs') are applied
+    // by the merge, which reads every table: what they cover is dropped, and they are needed
+    // no more. Without a readable MANIFEST its tombstones are lost, like its file list.
+    let all_tombstones: Vec<_> = recovered
+        .iter()
+        .flat_map(|v| v.current().range_tombstones().to_vec())
+        .chain(salvaged.iter().flat_map(|m| m.range_tombstones()))
+        .collect();
+    let tombstones = Arc::new(Tombstones::new(&all_tombstones));
     let edit = merge_into_bottom_level(
         &inputs,
         &table_cache,
         &options,
+        &tombstones,
         &mut new_number,
         &mut report,
     )?;
@@ -290,6 +302,7 @@ fn merge_into_bottom_level(
     inputs: &[Input],
     table_cache: &TableCache,
     options: &Options,
+    tombstones: &Arc<Tombstones>,
     new_number: &mut (dyn FnMut() -> u64 + Send),
     report: &mut RepairReport,
 ) -> Result<VersionEdit> {
@@ -312,6 +325,7 @@ fn merge_into_bottom_level(
         upper: None,
         filter: None,
         merge_operator: None,
+        range_tombstones: Some(Arc::clone(tombstones)),
     };
     let mut exec = options.exec_options();
     if exec.mode == CompactionMode::Auto {

@@ -19,6 +19,10 @@
 //!                        and was synced through that many bytes (0 when just created)
 //!   23 value_format      length-prefixed UTF-8 name: how values are stored ("ttl": each
 //!                        followed by its write time); absent means as the user gave them
+//!   24 range_tombstone   seq: varint64, start: length-prefixed, end: length-prefixed --
+//!                        every version older than seq of the keys in [start, end) is deleted
+//!   25 drop_tombstone    seq: varint64 -- the range tombstone of that sequence number is no
+//!                        longer needed (nothing it covers is left)
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -26,9 +30,10 @@
 //!   5 smallest_seq (varint64)    6 largest_seq (varint64)
 //!   7 num_entries (varint64)     8 num_deletions (varint64)
 //!   9 raw_value_bytes (varint64) 10 dir_index (varint32)
+//!   11 range_clean_seq (varint64)
 //! ```
 //!
-//! File fields 1-6 are required; 7-10 default to 0 when absent. A reader skips file fields it
+//! File fields 1-6 are required; 7-11 default to 0 when absent. A reader skips file fields it
 //! does not know, unless bit 6 of the field tag (`MANDATORY_FIELD_BIT`) is set, which marks a
 //! field an older reader must not ignore. Levels are below [`NUM_LEVELS`]. Scalar fields appear
 //! at most once per edit. `docs/format/manifest.md` is the full specification.
@@ -42,6 +47,7 @@ use sluice_sst::coding::{
     put_varint64,
 };
 use sluice_sst::key::{SeqNo, parse_internal_key};
+use sluice_sst::range_del::RangeTombstone;
 use sluice_sst::{Error, Result};
 
 use super::range_map::RangeMap;
@@ -61,6 +67,8 @@ const TAG_NEW_FILE: u32 = 20;
 const TAG_RANGE_MAP: u32 = 21;
 const TAG_WAL: u32 = 22;
 const TAG_VALUE_FORMAT: u32 = 23;
+const TAG_RANGE_TOMBSTONE: u32 = 24;
+const TAG_DROP_TOMBSTONE: u32 = 25;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -73,6 +81,7 @@ const FIELD_NUM_ENTRIES: u32 = 7;
 const FIELD_NUM_DELETIONS: u32 = 8;
 const FIELD_RAW_VALUE_BYTES: u32 = 9;
 const FIELD_DIR_INDEX: u32 = 10;
+const FIELD_RANGE_CLEAN_SEQ: u32 = 11;
 
 /// A new-file field tag with this bit set must be understood by the reader; without it, an
 /// unknown field is skipped. Frozen.
@@ -101,6 +110,11 @@ pub struct FileMetaData {
     pub raw_value_bytes: u64,
     /// Which of `Options::data_dirs` holds the file; 0 = the main directory.
     pub dir_index: u32,
+    /// Every range tombstone with a sequence number up to this one has had what it covers
+    /// in this file dropped: the compaction that wrote the file applied them all, with no
+    /// snapshot below this number. 0 for flushed and ingested files. Once every file under a
+    /// tombstone has it at or above the tombstone, the tombstone can go.
+    pub range_clean_seq: SeqNo,
 }
 
 /// One atomic change to the version: scalar updates, compaction pointers, files removed and
@@ -131,6 +145,11 @@ pub struct VersionEdit {
     /// How values are stored, when not as the user gave them: [`VALUE_FORMAT_TTL`]. Set in
     /// the edit that creates a database and in every MANIFEST's first edit after it.
     pub value_format: Option<String>,
+    /// Range tombstones added: by a flush (those of its memtable), or in a MANIFEST's first
+    /// edit (all of them).
+    pub range_tombstones: Vec<RangeTombstone>,
+    /// Sequence numbers of range tombstones removed because nothing they cover is left.
+    pub dropped_tombstones: Vec<SeqNo>,
 }
 
 /// The value format of a database opened with [`crate::Options::ttl`]: every value is
@@ -190,6 +209,9 @@ impl VersionEdit {
             put_varint_field(&mut body, FIELD_NUM_DELETIONS, f.num_deletions);
             put_varint_field(&mut body, FIELD_RAW_VALUE_BYTES, f.raw_value_bytes);
             put_varint_field(&mut body, FIELD_DIR_INDEX, u64::from(f.dir_index));
+            if f.range_clean_seq != 0 {
+                put_varint_field(&mut body, FIELD_RANGE_CLEAN_SEQ, f.range_clean_seq);
+            }
             put_varint32(dst, TAG_NEW_FILE);
             put_varint32(dst, *level as u32);
             put_length_prefixed(dst, &body);
@@ -208,6 +230,16 @@ impl VersionEdit {
         if let Some(format) = &self.value_format {
             put_varint32(dst, TAG_VALUE_FORMAT);
             put_length_prefixed(dst, format.as_bytes());
+        }
+        for t in &self.range_tombstones {
+            put_varint32(dst, TAG_RANGE_TOMBSTONE);
+            put_varint64(dst, t.seq);
+            put_length_prefixed(dst, &t.start);
+            put_length_prefixed(dst, &t.end);
+        }
+        for &seq in &self.dropped_tombstones {
+            put_varint32(dst, TAG_DROP_TOMBSTONE);
+            put_varint64(dst, seq);
         }
     }
 
@@ -276,6 +308,20 @@ impl VersionEdit {
                     let number = d.varint64("WAL number")?;
                     let synced = d.varint64("WAL synced bytes")?;
                     edit.wals.push((number, synced));
+                }
+                TAG_RANGE_TOMBSTONE => {
+                    let seq = d.varint64("range tombstone sequence")?;
+                    let start = d.bytes("range tombstone start")?.to_vec();
+                    let end = d.bytes("range tombstone end")?.to_vec();
+                    if start >= end {
+                        return Err(d.error_at(at, "range tombstone ends before it starts"));
+                    }
+                    edit.range_tombstones
+                        .push(RangeTombstone { start, end, seq });
+                }
+                TAG_DROP_TOMBSTONE => {
+                    let seq = d.varint64("dropped tombstone sequence")?;
+                    edit.dropped_tombstones.push(seq);
                 }
                 TAG_VALUE_FORMAT => {
                     let name = String::from_utf8(d.bytes("value format")?.to_vec())
@@ -377,7 +423,7 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
             Some((v, used)) if used == value.len() => Ok(v),
             _ => Err((pos, format!("field {tag} is not a single varint"))),
         };
-        if (1..=FIELD_DIR_INDEX).contains(&tag) {
+        if (1..=FIELD_RANGE_CLEAN_SEQ).contains(&tag) {
             if seen & (1 << tag) != 0 {
                 return Err((pos, format!("field {tag} appears twice")));
             }
@@ -397,6 +443,7 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
                 meta.dir_index = u32::try_from(varint()?)
                     .map_err(|_| (pos, "dir_index exceeds u32".to_string()))?;
             }
+            FIELD_RANGE_CLEAN_SEQ => meta.range_clean_seq = varint()?,
             _ if tag & MANDATORY_FIELD_BIT != 0 => {
                 return Err((
                     pos,
@@ -477,6 +524,7 @@ impl FileMetaData {
             num_deletions: p.num_deletions,
             raw_value_bytes: p.raw_value_bytes,
             dir_index,
+            range_clean_seq: 0,
         }
     }
 }
@@ -537,6 +585,18 @@ impl fmt::Display for VersionEdit {
         for (number, synced) in &self.wals {
             writeln!(f, "wal #{number:06} synced={synced}")?;
         }
+        for t in &self.range_tombstones {
+            writeln!(
+                f,
+                "range tombstone @{}: [{}, {})",
+                t.seq,
+                t.start.escape_ascii(),
+                t.end.escape_ascii()
+            )?;
+        }
+        for seq in &self.dropped_tombstones {
+            writeln!(f, "drop range tombstone @{seq}")?;
+        }
         if let Some(map) = &self.range_map {
             write!(f, "range map:\n{map}")?;
         }
@@ -562,6 +622,8 @@ impl fmt::Debug for VersionEdit {
             .field("range_map", &self.range_map)
             .field("wals", &self.wals)
             .field("value_format", &self.value_format)
+            .field("range_tombstones", &self.range_tombstones)
+            .field("dropped_tombstones", &self.dropped_tombstones)
             .finish()
     }
 }

@@ -210,6 +210,7 @@ impl VersionSet {
         let mut snapshot = VersionEdit {
             comparator: Some(COMPARATOR_NAME.to_string()),
             value_format: self.value_format.clone(),
+            range_tombstones: version.range_tombstones().to_vec(),
             log_number: Some(edit.log_number.unwrap_or(self.log_number)),
             next_file_number: Some(edit.next_file_number.unwrap_or(self.next_file_number)),
             last_sequence: Some(edit.last_sequence.unwrap_or(self.last_sequence)),

@@ -11,7 +11,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use sluice_sst::key::{compare_internal, user_key};
+use sluice_sst::key::{SeqNo, compare_internal, user_key};
+use sluice_sst::range_del::{RangeTombstone, Tombstones};
 
 use super::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
 use super::range_map::RangeMap;
@@ -26,6 +27,9 @@ pub struct Version {
     /// How many sublevels L0 forms ([`super::l0_sublevels`]), kept here because every write
     /// asks for it and L0 only changes when a version is built.
     l0_sublevels: usize,
+    /// The flushed range tombstones, by sequence number, and their fragments for lookups.
+    range_tombstones: Arc<Vec<RangeTombstone>>,
+    tombstones: Arc<Tombstones>,
 }
 
 /// Smallest user key of a file.
@@ -49,6 +53,44 @@ impl Version {
     /// The files of `level`, in the level's order.
     pub fn files(&self, level: usize) -> &[Arc<FileMetaData>] {
         &self.files[level]
+    }
+
+    /// The flushed range tombstones, by sequence number.
+    pub fn range_tombstones(&self) -> &[RangeTombstone] {
+        &self.range_tombstones
+    }
+
+    /// The flushed range tombstones, fragmented; `None` when there are none.
+    pub fn tombstones(&self) -> Option<&Arc<Tombstones>> {
+        (!self.tombstones.is_empty()).then_some(&self.tombstones)
+    }
+
+    /// The sequence numbers of the range tombstones nothing needs any more: no snapshot is
+    /// older than the tombstone (`oldest_snapshot`), and every file holding keys of its range
+    /// had what it covers dropped ([`FileMetaData::range_clean_seq`]). Memtables hold nothing
+    /// older: a tombstone is in the version once its memtable, and every older one, flushed.
+    pub fn unneeded_tombstones(&self, oldest_snapshot: Option<SeqNo>) -> Vec<SeqNo> {
+        self.range_tombstones
+            .iter()
+            .filter(|t| oldest_snapshot.is_none_or(|s| s >= t.seq))
+            .filter(|t| {
+                self.files.iter().flatten().all(|f| {
+                    let outside = smallest_user_key(f) >= t.end.as_slice()
+                        || largest_user_key(f) < t.start.as_slice();
+                    outside || f.range_clean_seq >= t.seq
+                })
+            })
+            .map(|t| t.seq)
+            .collect()
+    }
+
+    /// The newest flushed sequence number this version knows of: its files' newest entry or
+    /// its newest range tombstone. Every range tombstone at or below it is in this version,
+    /// as one not yet flushed is newer than all flushed data.
+    pub fn flushed_seq(&self) -> SeqNo {
+        let files = self.live_files().map(|f| f.largest_seq);
+        let tombstones = self.range_tombstones.iter().map(|t| t.seq);
+        files.chain(tombstones).max().unwrap_or(0)
     }
 
     /// Partitioned mode's range map, if the database is partitioned.
@@ -206,6 +248,20 @@ impl Version {
             next.files[level].sort_by(|a, b| compare_internal(&a.smallest, &b.smallest));
         }
         next.l0_sublevels = super::l0_sublevels::l0_sublevels(&next.files[0]).len();
+        if !edit.range_tombstones.is_empty() || !edit.dropped_tombstones.is_empty() {
+            // Added first, then dropped: one edit may do both (a flush whose tombstone has
+            // nothing under it).
+            let mut list: Vec<RangeTombstone> = next.range_tombstones.to_vec();
+            for t in &edit.range_tombstones {
+                if !list.iter().any(|have| have.seq == t.seq) {
+                    list.push(t.clone());
+                }
+            }
+            list.retain(|t| !edit.dropped_tombstones.contains(&t.seq));
+            list.sort_by_key(|t| t.seq);
+            next.tombstones = Arc::new(Tombstones::new(&list));
+            next.range_tombstones = Arc::new(list);
+        }
         Ok(next)
     }
 

@@ -22,6 +22,7 @@ fn file(number: u64) -> FileMetaData {
         num_deletions: 7,
         raw_value_bytes: 12_345,
         dir_index: 1,
+        range_clean_seq: 9,
     }
 }
 
@@ -47,6 +48,12 @@ fn full_edit() -> VersionEdit {
     );
     e.wals = vec![(11, 70_000), (12, 0)];
     e.value_format = Some(super::VALUE_FORMAT_TTL.into());
+    e.range_tombstones = vec![sluice_sst::range_del::RangeTombstone {
+        start: b"a".to_vec(),
+        end: b"q".to_vec(),
+        seq: 77,
+    }];
+    e.dropped_tombstones = vec![12];
     e
 }
 
@@ -108,11 +115,11 @@ fn unknown_tags_and_fields() {
         out
     };
     // Optional unknown field: skipped.
-    let decoded = decode(&encode_with_extra_field(11)).unwrap();
+    let decoded = decode(&encode_with_extra_field(12)).unwrap();
     assert_eq!(decoded.new_files, vec![(3, file(5))]);
     // Mandatory unknown field: refused.
-    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 11));
-    assert!(reason.contains("mandatory field 75"), "{reason}");
+    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 12));
+    assert!(reason.contains("mandatory field 76"), "{reason}");
     // A known field twice: refused.
     assert!(corruption_reason(&encode_with_extra_field(FIELD_NUMBER)).contains("twice"));
 }
@@ -165,8 +172,8 @@ fn truncation_never_panics_and_mid_field_cuts_fail() {
             boundaries += 1;
         }
     }
-    // The empty prefix, plus the end of each of the 13 fields except the last.
-    assert_eq!(boundaries, 13);
+    // The empty prefix, plus the end of each of the 15 fields except the last.
+    assert_eq!(boundaries, 15);
 }
 
 #[test]
@@ -234,6 +241,7 @@ fn file_strategy() -> impl Strategy<Value = FileMetaData> {
             num_deletions: n[5],
             raw_value_bytes: n[4] ^ n[5],
             dir_index,
+            range_clean_seq: n[0] ^ n[2],
         }
     })
 }
@@ -260,6 +268,8 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
             )| {
                 VersionEdit {
                     value_format: comparator.as_ref().map(|_| "ttl".to_string()),
+                    range_tombstones: Vec::new(),
+                    dropped_tombstones: Vec::new(),
                     comparator,
                     log_number,
                     next_file_number,
