@@ -62,9 +62,14 @@ impl WriteBatch {
     /// already holds `u32::MAX` entries. The database rejects such sizes before building a
     /// batch; this check only guarantees an oversized entry can never be encoded wrongly.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.add_pair(ValueKind::Value, key, value);
+    }
+
+    /// Appends an entry of `kind` with two length-prefixed fields (see the module docs).
+    fn add_pair(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) {
         assert_u32_len(key);
         assert_u32_len(value);
-        self.rep.push(ValueKind::Value as u8);
+        self.rep.push(kind as u8);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.set_count(
@@ -80,16 +85,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
-        assert_u32_len(key);
-        assert_u32_len(operand);
-        self.rep.push(ValueKind::Merge as u8);
-        put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, operand);
-        self.set_count(
-            self.count()
-                .checked_add(1)
-                .expect("write batch holds u32::MAX entries"),
-        );
+        self.add_pair(ValueKind::Merge, key, operand);
     }
 
     /// Adds a deletion of every key in `[start, end)` (a range tombstone): one entry, however
@@ -98,16 +94,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
-        assert_u32_len(start);
-        assert_u32_len(end);
-        self.rep.push(ValueKind::RangeDeletion as u8);
-        put_length_prefixed(&mut self.rep, start);
-        put_length_prefixed(&mut self.rep, end);
-        self.set_count(
-            self.count()
-                .checked_add(1)
-                .expect("write batch holds u32::MAX entries"),
-        );
+        self.add_pair(ValueKind::RangeDeletion, start, end);
     }
 
     /// Adds a deletion of `key`.

@@ -94,6 +94,7 @@ pub fn run_benchmark_until(
         Benchmark::ReadRandom | Benchmark::SeekRandom => Some(config.reads),
         Benchmark::ReadSeq => Some(config.reads.min(config.num)),
         Benchmark::Compact => None,
+        Benchmark::DeleteRange => Some(1),
     };
     let progress = Progress::new(config.progress, bench.name(), expected_ops);
     let before = db.metrics();
@@ -101,6 +102,7 @@ pub fn run_benchmark_until(
     let start = resources.at;
     let (tally, threads) = match bench {
         Benchmark::Compact => (compact(db, start, stop)?, 1),
+        Benchmark::DeleteRange => (delete_range(db, &keys, config.num, start)?, 1),
         _ => (
             run_threads(config, db, keys, bench, (ordinal, stop), &progress, start)?,
             config.threads,
@@ -153,6 +155,33 @@ pub fn run_benchmark_until(
     })
 }
 
+impl Tally {
+    /// The tally of one operation that started at `start`, ending now.
+    fn one_op(start: Instant, bench_start: Instant) -> Tally {
+        let end = Instant::now();
+        let mut tally = Tally {
+            ops: 1,
+            ..Tally::default()
+        };
+        tally.hist.record(end - start);
+        tally.per_second.record(end - bench_start);
+        tally
+    }
+}
+
+/// The keys `deleterange` deletes: the middle tenth of the key space.
+pub fn deleted_range(num: u64) -> std::ops::Range<u64> {
+    num * 45 / 100..num * 55 / 100
+}
+
+/// deleterange: one operation, a range tombstone over [`deleted_range`].
+fn delete_range(db: &Db, keys: &KeyFormat, num: u64, bench_start: Instant) -> Result<Tally> {
+    let range = deleted_range(num);
+    let start = Instant::now();
+    db.delete_range(&keys.key(range.start), &keys.key(range.end))?;
+    Ok(Tally::one_op(start, bench_start))
+}
+
 /// compact: one operation, the whole key space; none if `stop` cancelled it.
 fn compact(db: &Db, bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tally> {
     let start = Instant::now();
@@ -165,14 +194,7 @@ fn compact(db: &Db, bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tall
         Err(sluice::Error::Cancelled) => return Ok(Tally::default()),
         other => other?,
     }
-    let end = Instant::now();
-    let mut tally = Tally {
-        ops: 1,
-        ..Tally::default()
-    };
-    tally.hist.record(end - start);
-    tally.per_second.record(end - bench_start);
-    Ok(tally)
+    Ok(Tally::one_op(start, bench_start))
 }
 
 /// Runs `bench` on `config.threads` threads and sums what they did. If one thread fails the

@@ -143,3 +143,20 @@ fn invalid_config_is_rejected_before_running() {
     assert!(err.to_string().contains("key_size"), "{err}");
     assert_eq!(db.metrics().user_bytes_written, 0);
 }
+
+#[test]
+fn deleterange_takes_the_middle_tenth_out_of_reads_and_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    use Benchmark::*;
+    let c = config(&[FillSeq, DeleteRange, ReadSeq, Compact, ReadSeq], 3000, 1);
+    let results = run_benchmarks(&c, &db, &mut |_| {}).unwrap();
+    assert_eq!(results[1].name, "deleterange");
+    assert_eq!(results[1].ops, 1);
+    assert_eq!(deleted_range(3000), 1350..1650);
+    // The scan sees the other 90%, before and after compaction drops the rest.
+    assert_eq!(results[2].ops, 2700);
+    assert_eq!(results[4].ops, 2700);
+    assert!(results[3].engine.compaction.count >= 1);
+    assert_eq!(db.metrics().compaction.range_covered, 300);
+}

@@ -118,8 +118,8 @@ impl<'a> Worker<'a> {
             Benchmark::ReadRandom => self.read_random(),
             Benchmark::ReadSeq => self.read_seq(),
             Benchmark::SeekRandom => self.seek_random(),
-            // Compaction is one call, run without client threads.
-            Benchmark::Compact => Ok(()),
+            // Compaction and the range delete are one call each, run without client threads.
+            Benchmark::Compact | Benchmark::DeleteRange => Ok(()),
         }
     }
 

@@ -4,8 +4,7 @@ use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
-use sluice_sst::key::SeqNo;
-use sluice_sst::key::{ValueKind, parse_internal_key, seek_key, user_key};
+use sluice_sst::key::{SeqNo, ValueKind, parse_internal_key, seek_key, user_key};
 use sluice_sst::merge::MergingIterator;
 use sluice_sst::merge_operator;
 use sluice_sst::prefix::PrefixExtractor;
@@ -21,8 +20,7 @@ use crate::iter::level::LevelIter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::ReadOptions;
 use crate::version::Version;
-use crate::version::edit::FileMetaData;
-use crate::version::edit::NUM_LEVELS;
+use crate::version::edit::{FileMetaData, NUM_LEVELS};
 use crate::version::l0_sublevels::l0_sublevels;
 use crate::{Error, Result};
 

@@ -7,6 +7,7 @@ import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.CompactRangeOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
 import org.rocksdb.TickerType;
 
 /**
@@ -89,6 +90,23 @@ final class Bench {
                 seconds = (System.nanoTime() - start) / 1e9;
                 bytes = t.bytes;
             }
+            case "readseq" -> {
+                readSeq(t);
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = t.bytes;
+            }
+            case "deleterange" -> {
+                // The middle tenth of the key space, [0.45 num, 0.55 num), as sluice bench.
+                byte[] from = new byte[c.keySize];
+                byte[] to = new byte[c.keySize];
+                keys.write(c.num * 45 / 100, from);
+                keys.write(c.num * 55 / 100, to);
+                long opStart = System.nanoTime();
+                e.db.deleteRange(e.writeOptions, from, to);
+                t.done(opStart, 0);
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = 0;
+            }
             default -> {
                 CompactResult r = compact(t);
                 compaction = r.json;
@@ -144,6 +162,19 @@ final class Bench {
             long start = System.nanoTime();
             db.put(e.writeOptions, key, 0, key.length, values.data(), values.offset(), len);
             t.done(start, key.length + len);
+        }
+    }
+
+    /** Scans forward from the first key, up to {@code reads} entries. */
+    private void readSeq(Tally t) {
+        try (RocksIterator it = e.db.newIterator(e.readOptions)) {
+            it.seekToFirst();
+            for (long i = 0; i < c.reads() && it.isValid(); i++) {
+                long start = System.nanoTime();
+                long moved = it.key().length + it.value().length;
+                it.next();
+                t.done(start, moved);
+            }
         }
     }
 

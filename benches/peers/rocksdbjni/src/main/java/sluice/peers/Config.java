@@ -11,6 +11,10 @@ import java.util.List;
 final class Config {
     static final List<String> BENCHMARKS =
             List.of("fillseq", "fillrandom", "overwrite", "readrandom", "compact");
+    /** Benchmarks a run may name that the default list leaves out, as in {@code sluice bench}:
+     * deleterange deletes the middle tenth of the key space with one range tombstone, and
+     * readseq scans forward (up to --reads entries). */
+    static final List<String> EXTRA_BENCHMARKS = List.of("deleterange", "readseq");
 
     /** The flags that take a value (the others are booleans). */
     private static final List<String> VALUE_FLAGS = List.of("db", "benchmarks", "num", "reads",
@@ -94,9 +98,10 @@ final class Config {
                     if (b.isEmpty()) {
                         continue;
                     }
-                    if (!BENCHMARKS.contains(b)) {
+                    if (!BENCHMARKS.contains(b) && !EXTRA_BENCHMARKS.contains(b)) {
                         throw new IllegalArgumentException("unknown benchmark \"" + b
-                                + "\" (expected one of " + String.join(", ", BENCHMARKS) + ")");
+                                + "\" (expected one of " + String.join(", ", BENCHMARKS) + ", "
+                                + String.join(", ", EXTRA_BENCHMARKS) + ")");
                     }
                     benchmarks.add(b);
                 }
