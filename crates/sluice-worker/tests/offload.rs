@@ -511,3 +511,6 @@ mod ttl;
 
 #[path = "offload/range_delete.rs"]
 mod range_delete;
+
+#[path = "offload/model.rs"]
+mod model;
