@@ -1,4 +1,6 @@
-//! The workload: threads doing random puts, deletes, batches, gets, iterators, snapshot
+//! The workload: threads doing random puts, deletes (a third of them as range deletes of the
+//! one key, so range tombstones go through every crash and recovery too), batches, gets,
+//! iterators, snapshot
 //! reads, flushes, manual compactions (plain, parallel, cancelled) and, partitioned, range
 //! moves and splits, each read checked against the expected state.
 //!
@@ -173,7 +175,10 @@ impl Thread<'_> {
             return;
         }
         let opts = self.write_options();
-        let result = if delete {
+        let result = if delete && self.rng.gen_ratio(1, 3) {
+            let (start, end) = one_key_range(k);
+            self.w.db.delete_range_opt(&opts, &start, &end)
+        } else if delete {
             self.w.db.delete_opt(&opts, &key(k))
         } else {
             self.w.db.put_opt(&opts, &key(k), &encode(k, version))
@@ -203,7 +208,10 @@ impl Thread<'_> {
             if !self.store(i, slot.begin(version, delete, group)) {
                 return;
             }
-            if delete {
+            if delete && self.rng.gen_ratio(1, 3) {
+                let (start, end) = one_key_range(k);
+                batch.delete_range(&start, &end);
+            } else if delete {
                 batch.delete(&key(k));
             } else {
                 batch.put(&key(k), &encode(k, version));
@@ -402,6 +410,28 @@ impl Thread<'_> {
             // A range that starts at `at`, or is busy, is refused: that is an answer.
             Ok(()) | Err(Error::InvalidArgument(_)) => {}
             Err(e) => self.w.error("range move or split".into(), &e),
+        }
+    }
+}
+
+/// The range `[key(k), key(k) + 0x00)`: key `k` and nothing else, as keys are all one length.
+fn one_key_range(k: u32) -> (Vec<u8>, Vec<u8>) {
+    let start = key(k);
+    let mut end = start.clone();
+    end.push(0);
+    (start, end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_one_key_range_holds_its_key_and_no_neighbour() {
+        let (start, end) = one_key_range(41);
+        for (k, inside) in [(40, false), (41, true), (42, false)] {
+            let key = key(k);
+            assert_eq!(start <= key && key < end, inside, "key {k}");
         }
     }
 }
