@@ -113,7 +113,9 @@ fn tombstones_survive_reopening_from_the_wal_and_the_manifest() {
     batch.put(&key(150), b"kept");
     db.write(&Default::default(), batch).unwrap();
     db.delete_range(&key(900), &key(2_000)).unwrap();
-    // Still in the memtable and the WAL: a crash (no close) replays them.
+    // Still in the memtable and the WAL: a crash (no close) replays them. Nothing may be
+    // writing tables while the crash image is copied.
+    db.wait_for_background_work().unwrap();
     std::mem::forget(db);
     let reopened = |dir: &std::path::Path| {
         let db = Db::open(dir, options(CompactionMode::Sequential)).unwrap();
