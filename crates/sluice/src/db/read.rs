@@ -35,22 +35,16 @@ struct ReadView {
     reads: BlockReads,
     /// With a TTL: the read's time, against which values expire.
     expiry: Option<Expiry>,
+    /// The range tombstones of every source, fragmented per source (empty, unallocated,
+    /// when there are none): taken once per view, as `multi_get` reads many keys with one.
+    tombstones: Vec<Arc<Tombstones>>,
 }
 
 impl ReadView {
-    /// The range tombstones of every source, fragmented per source.
-    fn tombstones(&self) -> Vec<Arc<Tombstones>> {
-        std::iter::once(&self.mem)
-            .chain(&self.imm)
-            .filter_map(|m| m.tombstones())
-            .chain(self.version.tombstones().cloned())
-            .collect()
-    }
-
     /// The newest range tombstone over `key` this read sees (0 for none): every version of
     /// `key` below it reads as deleted.
     fn floor(&self, key: &[u8]) -> SeqNo {
-        self.tombstones()
+        self.tombstones
             .iter()
             .filter_map(|t| t.max_covering(key, self.seq))
             .max()
@@ -61,7 +55,7 @@ impl ReadView {
 impl Db {
     fn read_view(&self, opts: &ReadOptions<'_>) -> ReadView {
         let st = self.inner.state.lock();
-        ReadView {
+        let mut view = ReadView {
             seq: opts
                 .snapshot
                 .map_or_else(|| self.inner.latest_seq(), |s| s.sequence()),
@@ -76,7 +70,16 @@ impl Db {
                 ttl_secs,
                 now: now_secs(),
             }),
-        }
+            tombstones: Vec::new(),
+        };
+        drop(st);
+        // Every tombstone at or below `seq` was in its memtable before `seq` was published.
+        view.tombstones = std::iter::once(&view.mem)
+            .chain(&view.imm)
+            .filter_map(|m| m.tombstones())
+            .chain(view.version.tombstones().cloned())
+            .collect();
+        view
     }
 
     /// The value of `key`, or `None` if it is absent or deleted.
@@ -206,7 +209,6 @@ impl Db {
         prefix: Option<&[u8]>,
     ) -> Result<DbIterator> {
         let view = self.read_view(opts);
-        let tombstones = view.tombstones();
         let cache = Arc::clone(&self.inner.table_cache);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));
@@ -233,7 +235,7 @@ impl Db {
         let rules = ValueRules {
             merge_operator: self.inner.options.merge_operator.clone(),
             expiry: view.expiry,
-            tombstones,
+            tombstones: view.tombstones,
         };
         Ok(DbIterator::new(
             MergingIterator::new(children),

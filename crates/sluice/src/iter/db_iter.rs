@@ -294,7 +294,7 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(parsed.user_key);
                             skipping = true;
                         }
-                        ValueKind::Value if !self.is_live(self.inner.value())? => {
+                        ValueKind::Value if self.live(self.inner.value())?.is_none() => {
                             // Expired: hidden, and so is every older version of the key.
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(parsed.user_key);
@@ -323,15 +323,14 @@ impl DbIterator {
             .any(|t| t.deletes(key, seq, self.seq))
     }
 
-    /// Whether a stored value is live (always, without a TTL); an error when it cannot hold
-    /// a write time.
-    fn is_live(&self, stored: &[u8]) -> Result<bool> {
+    /// The user's value in stored value `stored`: itself without a TTL, `None` once expired;
+    /// an error when it cannot hold a write time.
+    fn live<'a>(&self, stored: &'a [u8]) -> Result<Option<&'a [u8]>> {
         match self.expiry {
-            Some(expiry) => Ok(expiry
+            Some(expiry) => expiry
                 .live(stored)
-                .map_err(|why| Error::corruption("<iterator>", 0, why))?
-                .is_some()),
-            None => Ok(true),
+                .map_err(|why| Error::corruption("<iterator>", 0, why)),
+            None => Ok(Some(stored)),
         }
     }
 
@@ -407,10 +406,8 @@ impl DbIterator {
                 if parsed.kind == ValueKind::RangeDeletion {
                     return Err(range_deletion_entry());
                 }
-                let live = match (parsed.kind, self.expiry) {
-                    (ValueKind::Value, Some(expiry)) => expiry
-                        .live(self.inner.value())
-                        .map_err(|why| Error::corruption("<iterator>", 0, why))?,
+                let live = match parsed.kind {
+                    ValueKind::Value => self.live(self.inner.value())?,
                     _ => Some(self.inner.value()),
                 };
                 // What a range tombstone deletes reads as a tombstone.

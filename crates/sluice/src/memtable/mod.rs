@@ -71,11 +71,14 @@ struct RangeDels {
 }
 
 impl RangeDels {
-    fn add(&mut self, tombstone: RangeTombstone) {
-        if tombstone.start < tombstone.end {
+    /// Adds `tombstone` unless its range is empty; true when it was added.
+    fn add(&mut self, tombstone: RangeTombstone) -> bool {
+        let covers = tombstone.start < tombstone.end;
+        if covers {
             self.list.push(tombstone);
             self.fragmented = None;
         }
+        covers
     }
 }
 
@@ -224,7 +227,7 @@ impl MemTable {
 
     /// True when nothing was written: no entry and no range tombstone.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0 && self.range_dels.lock().list.is_empty()
+        self.len() == 0 && !self.has_range_dels.load(Ordering::Acquire)
     }
 
     /// The range tombstones written here, in the order they were written.
@@ -303,12 +306,14 @@ impl MemTableWriter<'_> {
     /// If `user_key` or `value` is 4 GiB or longer.
     pub fn add(&mut self, seq: SeqNo, kind: ValueKind, user_key: &[u8], value: &[u8]) {
         if kind == ValueKind::RangeDeletion {
-            self.range_dels.lock().add(RangeTombstone {
+            let added = self.range_dels.lock().add(RangeTombstone {
                 start: user_key.to_vec(),
                 end: value.to_vec(),
                 seq,
             });
-            self.has_range_dels.store(true, Ordering::Release);
+            if added {
+                self.has_range_dels.store(true, Ordering::Release);
+            }
             return;
         }
         // Before the node is linked: see the filter's module docs.
