@@ -1,7 +1,9 @@
 //! The block cache: decompressed blocks shared by every open table, bounded in bytes.
 //!
-//! Keys are `(file number, block offset)`: file numbers are never reused, so a cached block can
-//! never be confused with a block of a newer file, and blocks of deleted files simply age out.
+//! Keys are `(namespace, file number, block offset)`: file numbers are never reused within a
+//! namespace (one per keyspace of a database, which number their files apart), so a cached
+//! block can never be confused with a block of a newer file, and blocks of deleted files simply
+//! age out.
 //! Eviction is quick_cache's scan-resistant S3-FIFO policy, weighted by each block's memory
 //! (a compaction or long scan does not flush the hot blocks). Thread-safe:
 //! the cache is sharded internally and the counters are relaxed atomics (statistics only).
@@ -20,15 +22,18 @@ const TYPICAL_BLOCK_BYTES: usize = 4096;
 #[derive(Clone, Copy, Debug, Default)]
 struct BlockWeighter;
 
-impl Weighter<(u64, u64), Arc<Block>> for BlockWeighter {
-    fn weight(&self, _key: &(u64, u64), block: &Arc<Block>) -> u64 {
+/// `(namespace, file number, block offset)`.
+type Key = (u32, u64, u64);
+
+impl Weighter<Key, Arc<Block>> for BlockWeighter {
+    fn weight(&self, _key: &Key, block: &Arc<Block>) -> u64 {
         block.charge_bytes() as u64
     }
 }
 
-/// A byte-bounded cache of decompressed blocks keyed by `(file_number, block_offset)`.
+/// A byte-bounded cache of decompressed blocks keyed by `(namespace, file_number, block_offset)`.
 pub struct BlockCache {
-    cache: Cache<(u64, u64), Arc<Block>, BlockWeighter>,
+    cache: Cache<Key, Arc<Block>, BlockWeighter>,
     hits: AtomicU64,
     misses: AtomicU64,
 }
@@ -56,9 +61,10 @@ impl BlockCache {
         }
     }
 
-    /// The cached block at `block_offset` of file `file_number`, counting a hit or a miss.
-    pub fn get(&self, file_number: u64, block_offset: u64) -> Option<Arc<Block>> {
-        let found = self.cache.get(&(file_number, block_offset));
+    /// The cached block at `block_offset` of file `file_number` in `namespace`, counting a hit
+    /// or a miss.
+    pub fn get(&self, namespace: u32, file_number: u64, block_offset: u64) -> Option<Arc<Block>> {
+        let found = self.cache.get(&(namespace, file_number, block_offset));
         let counter = if found.is_some() {
             &self.hits
         } else {
@@ -69,8 +75,9 @@ impl BlockCache {
     }
 
     /// Caches `block`, replacing any block under the same key.
-    pub fn insert(&self, file_number: u64, block_offset: u64, block: Arc<Block>) {
-        self.cache.insert((file_number, block_offset), block);
+    pub fn insert(&self, namespace: u32, file_number: u64, block_offset: u64, block: Arc<Block>) {
+        self.cache
+            .insert((namespace, file_number, block_offset), block);
     }
 
     /// Bytes the cached blocks occupy.
@@ -124,13 +131,14 @@ mod tests {
     #[test]
     fn hits_misses_and_usage() {
         let c = BlockCache::new(1 << 20);
-        assert!(c.get(1, 0).is_none());
+        assert!(c.get(0, 1, 0).is_none());
         let b = block(1000);
-        c.insert(1, 0, Arc::clone(&b));
-        let got = c.get(1, 0).unwrap();
+        c.insert(0, 1, 0, Arc::clone(&b));
+        let got = c.get(0, 1, 0).unwrap();
         assert!(Arc::ptr_eq(&got, &b));
-        assert!(c.get(2, 0).is_none(), "other file numbers do not alias");
-        assert_eq!((c.hits(), c.misses()), (1, 2));
+        assert!(c.get(0, 2, 0).is_none(), "other file numbers do not alias");
+        assert!(c.get(1, 1, 0).is_none(), "other namespaces do not alias");
+        assert_eq!((c.hits(), c.misses()), (1, 3));
         assert_eq!(c.usage_bytes(), b.charge_bytes());
         assert_eq!(c.len(), 1);
     }
@@ -140,7 +148,7 @@ mod tests {
         let capacity = 256 * 1024;
         let c = BlockCache::new(capacity);
         for i in 0..1000 {
-            c.insert(7, i * 4096, block(4000));
+            c.insert(0, 7, i * 4096, block(4000));
         }
         assert!(
             c.usage_bytes() <= capacity,

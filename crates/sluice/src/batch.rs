@@ -12,19 +12,31 @@
 //!          | 0x00 (Deletion) key: varint32-length-prefixed
 //!          | 0x02 (Merge)    key: varint32-length-prefixed   operand: varint32-length-prefixed
 //!          | 0x0F (RangeDeletion) start: varint32-length-prefixed   end: varint32-length-prefixed
+//!          | 0x10 (in keyspace)   keyspace id: varint32   entry  -- any of the above, nested once
 //! ```
 //!
 //! Entry `i` (0-based) gets sequence number `sequence + i`. The kind bytes are
-//! [`ValueKind`]'s frozen on-disk values. `docs/format/wal.md` is the full specification.
+//! [`ValueKind`]'s frozen on-disk values. An entry without the `0x10` prefix belongs to the
+//! default keyspace (id 0), so a batch that touches only it is encoded as LevelDB's.
+//! `docs/format/wal.md` is the full specification.
 
 use std::path::Path;
 
-use sluice_sst::coding::{get_fixed32, get_fixed64, get_length_prefixed, put_length_prefixed};
+use sluice_sst::coding::{
+    get_fixed32, get_fixed64, get_length_prefixed, get_varint32, put_length_prefixed, put_varint32,
+};
 use sluice_sst::key::{MAX_SEQ, SeqNo, ValueKind};
 use sluice_sst::{Error, Result};
 
 /// Bytes before the first entry: sequence (8) + count (4).
 pub const BATCH_HEADER_LEN: usize = 12;
+
+/// The byte before an entry of a keyspace other than the default one, followed by the
+/// keyspace's id. Frozen; not a [`ValueKind`] value.
+const IN_KEYSPACE: u8 = 0x10;
+
+/// The id of the default keyspace: its entries carry no keyspace prefix.
+pub const DEFAULT_KEYSPACE_ID: u32 = 0;
 
 /// Puts and deletes applied atomically, in order.
 ///
@@ -39,6 +51,9 @@ pub struct WriteBatch {
 /// One entry of a batch, borrowed from it. `value` is empty for deletions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchEntry<'a> {
+    /// The keyspace the entry belongs to ([`DEFAULT_KEYSPACE_ID`] unless written with one of
+    /// the `_in` methods).
+    pub keyspace: u32,
     /// Put or delete.
     pub kind: ValueKind,
     /// The user key.
@@ -62,16 +77,57 @@ impl WriteBatch {
     /// already holds `u32::MAX` entries. The database rejects such sizes before building a
     /// batch; this check only guarantees an oversized entry can never be encoded wrongly.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.add_pair(ValueKind::Value, key, value);
+        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Value, key, value);
     }
 
-    /// Appends an entry of `kind` with two length-prefixed fields (see the module docs).
-    fn add_pair(&mut self, kind: ValueKind, key: &[u8], value: &[u8]) {
+    /// Adds `key -> value` in `keyspace` (a [`crate::Keyspace`] of the database the batch is
+    /// written to). The batch stays atomic across keyspaces: they share one WAL.
+    ///
+    /// # Panics
+    /// As [`put`](Self::put).
+    pub fn put_in(&mut self, keyspace: &crate::Keyspace, key: &[u8], value: &[u8]) {
+        self.add(keyspace.id(), ValueKind::Value, key, value);
+    }
+
+    /// Adds a deletion of `key` in `keyspace`.
+    ///
+    /// # Panics
+    /// As [`put`](Self::put).
+    pub fn delete_in(&mut self, keyspace: &crate::Keyspace, key: &[u8]) {
+        self.add(keyspace.id(), ValueKind::Deletion, key, b"");
+    }
+
+    /// Adds merge operand `operand` for `key` in `keyspace`, combined by that keyspace's
+    /// merge operator.
+    ///
+    /// # Panics
+    /// As [`put`](Self::put).
+    pub fn merge_in(&mut self, keyspace: &crate::Keyspace, key: &[u8], operand: &[u8]) {
+        self.add(keyspace.id(), ValueKind::Merge, key, operand);
+    }
+
+    /// Adds a deletion of every key in `[start, end)` of `keyspace`.
+    ///
+    /// # Panics
+    /// As [`put`](Self::put).
+    pub fn delete_range_in(&mut self, keyspace: &crate::Keyspace, start: &[u8], end: &[u8]) {
+        self.add(keyspace.id(), ValueKind::RangeDeletion, start, end);
+    }
+
+    /// Appends an entry of `kind` in `keyspace` (see the module docs; a deletion's `value` is
+    /// empty and not written).
+    pub(crate) fn add(&mut self, keyspace: u32, kind: ValueKind, key: &[u8], value: &[u8]) {
         assert_u32_len(key);
         assert_u32_len(value);
+        if keyspace != DEFAULT_KEYSPACE_ID {
+            self.rep.push(IN_KEYSPACE);
+            put_varint32(&mut self.rep, keyspace);
+        }
         self.rep.push(kind as u8);
         put_length_prefixed(&mut self.rep, key);
-        put_length_prefixed(&mut self.rep, value);
+        if kind != ValueKind::Deletion {
+            put_length_prefixed(&mut self.rep, value);
+        }
         self.set_count(
             self.count()
                 .checked_add(1)
@@ -85,7 +141,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
-        self.add_pair(ValueKind::Merge, key, operand);
+        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Merge, key, operand);
     }
 
     /// Adds a deletion of every key in `[start, end)` (a range tombstone): one entry, however
@@ -94,7 +150,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
-        self.add_pair(ValueKind::RangeDeletion, start, end);
+        self.add(DEFAULT_KEYSPACE_ID, ValueKind::RangeDeletion, start, end);
     }
 
     /// Adds a deletion of `key`.
@@ -102,14 +158,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn delete(&mut self, key: &[u8]) {
-        assert_u32_len(key);
-        self.rep.push(ValueKind::Deletion as u8);
-        put_length_prefixed(&mut self.rep, key);
-        self.set_count(
-            self.count()
-                .checked_add(1)
-                .expect("write batch holds u32::MAX entries"),
-        );
+        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Deletion, key, b"");
     }
 
     /// Number of entries.
@@ -263,17 +312,34 @@ impl<'a> Entries<'a> {
     fn decode_one(&mut self) -> EntryResult<'a> {
         let at = self.pos;
         let rest = self.rep.get(at..).unwrap_or_default();
-        let Some((&kind_byte, rest)) = rest.split_first() else {
+        let Some((&first, mut rest)) = rest.split_first() else {
             return Err((
                 at,
                 format!("batch ends with {} entries missing", self.remaining),
             ));
         };
+        let mut kind_byte = first;
+        let mut keyspace = DEFAULT_KEYSPACE_ID;
+        let mut used = 0;
+        if first == IN_KEYSPACE {
+            let (id, id_len) = get_varint32(rest)
+                .ok_or_else(|| (at, "truncated or malformed keyspace id".to_string()))?;
+            if id == DEFAULT_KEYSPACE_ID {
+                return Err((at, "keyspace prefix names the default keyspace".into()));
+            }
+            keyspace = id;
+            let Some((&kind, after)) = rest.get(id_len..).and_then(<[u8]>::split_first) else {
+                return Err((at, "keyspace prefix without an entry".into()));
+            };
+            kind_byte = kind;
+            rest = after;
+            used = 1 + id_len;
+        }
         let kind = ValueKind::from_u8(kind_byte)
             .ok_or_else(|| (at, format!("unknown entry kind {kind_byte}")))?;
         let (key, key_len) = get_length_prefixed(rest)
             .ok_or_else(|| (at, "truncated or malformed key".to_string()))?;
-        let mut used = 1 + key_len;
+        used += 1 + key_len;
         let value = match kind {
             ValueKind::Deletion => &[][..],
             ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => {
@@ -286,7 +352,12 @@ impl<'a> Entries<'a> {
             }
         };
         self.pos = at + used;
-        Ok(BatchEntry { kind, key, value })
+        Ok(BatchEntry {
+            keyspace,
+            kind,
+            key,
+            value,
+        })
     }
 }
 
@@ -435,6 +506,21 @@ mod tests {
         for cut in 0..good.len() {
             corruption_of(good[..cut].to_vec());
         }
+        let mut in_default = good.clone();
+        in_default.splice(BATCH_HEADER_LEN..BATCH_HEADER_LEN, [IN_KEYSPACE, 0]);
+        assert!(corruption_of(in_default).contains("names the default keyspace"));
+        let mut nested = good.clone();
+        nested.splice(
+            BATCH_HEADER_LEN..BATCH_HEADER_LEN,
+            [IN_KEYSPACE, 3, IN_KEYSPACE],
+        );
+        assert!(corruption_of(nested).contains("unknown entry kind 16"));
+        let mut b = WriteBatch::new();
+        b.add(300, ValueKind::Value, b"k", b"v");
+        let in_keyspace = b.data().to_vec();
+        for cut in BATCH_HEADER_LEN..in_keyspace.len() {
+            corruption_of(in_keyspace[..cut].to_vec());
+        }
     }
 
     fn op() -> impl Strategy<Value = (u8, Vec<u8>, Vec<u8>)> {
@@ -447,7 +533,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn random_ops_round_trip(ops in proptest::collection::vec(op(), 0..30), seq in 0..MAX_SEQ / 2) {
+        fn random_ops_round_trip(
+            ops in proptest::collection::vec(op(), 0..30),
+            keyspaces in proptest::collection::vec(prop_oneof![Just(0u32), 1..u32::MAX], 30),
+            seq in 0..MAX_SEQ / 2,
+        ) {
             let mut b = WriteBatch::new();
             b.set_sequence(seq);
             for (kind, k, v) in &ops {
@@ -458,6 +548,17 @@ mod tests {
                     _ => b.delete_range(k, v),
                 }
             }
+            // The same entries, each in a keyspace: ids survive, entries are unchanged.
+            let mut in_keyspaces = WriteBatch::new();
+            let kinds = [ValueKind::Deletion, ValueKind::Value, ValueKind::Merge, ValueKind::RangeDeletion];
+            for ((kind, k, v), &id) in ops.iter().zip(&keyspaces) {
+                in_keyspaces.add(id, kinds[usize::from(*kind).min(3)], k, v);
+            }
+            let decoded_in =
+                WriteBatch::from_wal_record(in_keyspaces.data().to_vec(), &wal_path(), 0).unwrap();
+            let ids: Vec<u32> = decoded_in.iter().map(|e| e.unwrap().keyspace).collect();
+            prop_assert_eq!(&ids[..], &keyspaces[..ops.len()]);
+            prop_assert_eq!(collect(&decoded_in), collect(&b));
             let decoded = WriteBatch::from_wal_record(b.data().to_vec(), &wal_path(), 0).unwrap();
             prop_assert_eq!(decoded.sequence(), seq);
             let expected: Vec<_> = ops

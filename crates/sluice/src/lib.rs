@@ -27,6 +27,7 @@ pub mod filename;
 mod flush;
 pub mod ingest;
 pub mod iter;
+pub mod keyspace;
 pub mod memtable;
 pub mod metrics;
 pub mod options;
@@ -44,6 +45,7 @@ pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
 pub use error::{Error, ErrorKind, IoContext, Result};
 pub use ingest::{IngestOptions, SstFileWriter};
 pub use iter::Range;
+pub use keyspace::{Keyspace, KeyspaceOptions};
 pub use metrics::Metrics;
 pub use options::{
     CompactionFilter, CompactionMode, CompactionOptions, CompressionType, FilterDecision,

@@ -93,6 +93,10 @@ pub struct Options {
     /// TTL for good: it must be reopened with one (any length), and one written without
     /// cannot take one. Not with [`Options::merge_operator`], nor ingestion.
     pub ttl: Option<std::time::Duration>,
+    /// The settings of the database's keyspaces, by name ([`crate::Db::create_keyspace`]):
+    /// each existing keyspace opens with its entry here, or with the defaults when it has
+    /// none. The fields above are the default keyspace's.
+    pub keyspaces: std::collections::BTreeMap<String, crate::KeyspaceOptions>,
 }
 
 /// Memtable settings ([`Options::memtable`]).
@@ -314,6 +318,7 @@ impl Default for Options {
             compaction_filter: None,
             merge_operator: None,
             ttl: None,
+            keyspaces: Default::default(),
         }
     }
 }
@@ -371,6 +376,12 @@ impl Options {
                     "partitions: owner worker {w} is not one of offload.workers"
                 ));
             }
+        }
+        for (name, keyspace) in &self.keyspaces {
+            keyspace
+                .tree_options(self, 1)
+                .validate()
+                .map_err(|e| Error::InvalidArgument(format!("keyspace {name:?}: {e}")))?;
         }
         Ok(())
     }

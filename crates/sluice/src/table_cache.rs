@@ -22,6 +22,8 @@ pub struct TableCache {
     dirs: Vec<PathBuf>,
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
+    /// The keyspace id: its tables' blocks are cached under it.
+    cache_namespace: u32,
     verify_checksums: bool,
     /// How foreground reads reach the tables.
     storage: Storage,
@@ -33,16 +35,19 @@ pub struct TableCache {
 
 impl TableCache {
     /// A cache for tables living in `dirs` (index 0 is the database directory), opened as
-    /// `options` say.
+    /// `options` say, whose blocks go to `block_cache` under `cache_namespace` (the keyspace's
+    /// id: keyspaces number their files apart and may share one block cache).
     pub fn new(
         dirs: Vec<PathBuf>,
         options: &Options,
         block_cache: Option<Arc<BlockCache>>,
+        cache_namespace: u32,
     ) -> Self {
         TableCache {
             dirs,
             tables: quick_cache::sync::Cache::new(options.max_open_files),
             block_cache,
+            cache_namespace,
             verify_checksums: options.verify_checksums,
             storage: options.table_storage(),
             compaction_storage: options.background_storage(),
@@ -106,6 +111,7 @@ impl TableCache {
             file.number,
             TableReadOptions {
                 cache: self.block_cache.clone(),
+                cache_namespace: self.cache_namespace,
                 verify_checksums: self.verify_checksums,
                 storage: self.storage.clone(),
                 load_filter: true,
@@ -132,6 +138,7 @@ impl TableCache {
                 storage: self.compaction_storage.clone(),
                 // This reader only serves the compaction, which looks no key up.
                 load_filter: false,
+                ..TableReadOptions::default()
             },
         )
     }
@@ -165,7 +172,7 @@ mod tests {
     #[test]
     fn an_unknown_directory_index_never_resolves_to_another_directory() {
         let dirs = vec![PathBuf::from("/db"), PathBuf::from("/data1")];
-        let cache = TableCache::new(dirs, &Options::default(), None);
+        let cache = TableCache::new(dirs, &Options::default(), None, 0);
         assert_eq!(
             cache.table_path(1, 7),
             table_file_name(Path::new("/data1"), 7)

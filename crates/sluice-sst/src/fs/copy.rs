@@ -207,6 +207,9 @@ mod tests {
         fn remove(&self, p: &Path) -> io::Result<()> {
             self.0.remove(p)
         }
+        fn remove_dir(&self, d: &Path) -> io::Result<()> {
+            self.0.remove_dir(d)
+        }
         fn rename(&self, a: &Path, b: &Path) -> io::Result<()> {
             self.0.rename(a, b)
         }

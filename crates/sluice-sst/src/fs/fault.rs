@@ -222,6 +222,11 @@ impl FileSystem for FaultInjectingFs {
         self.inner.remove(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.state.fail_if_hit(FaultOp::Remove, dir)?;
+        self.inner.remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         self.state.fail_if_hit(FaultOp::Rename, from)?;
         self.inner.rename(from, to)

@@ -303,6 +303,22 @@ impl FileSystem for MemFs {
         }
     }
 
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        let names = names(path)?;
+        let mut tree = self.tree.lock();
+        let (parent, name) = tree.parent(&names)?;
+        let child = match tree.dir(parent)?.live.get(name) {
+            Some(Node::Dir(child)) => *child,
+            Some(Node::File(_)) => return Err(io::ErrorKind::NotADirectory.into()),
+            None => return Err(io::ErrorKind::NotFound.into()),
+        };
+        if !tree.dir(child)?.live.is_empty() {
+            return Err(io::ErrorKind::DirectoryNotEmpty.into());
+        }
+        tree.dir_mut(parent)?.live.remove(name);
+        Ok(())
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         let (from_names, to_names) = (names(from)?, names(to)?);
         let mut tree = self.tree.lock();

@@ -156,6 +156,9 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// readable through their handles.
     fn remove(&self, path: &Path) -> io::Result<()>;
 
+    /// Removes the empty directory `dir`. Durability as [`FileSystem::remove`].
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
+
     /// Renames `from` to `to`, atomically replacing any file at `to` (`rename(2)`): a reader
     /// of `to` sees the old file or the new one, never neither. Durability: after a crash
     /// before [`FileSystem::sync_dir`] of both parents, `to` may still name the old file (and

@@ -69,6 +69,10 @@ impl FileSystem for OsFileSystem {
         std::fs::remove_file(path)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir(dir)
+    }
+
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
         std::fs::rename(from, to)
     }

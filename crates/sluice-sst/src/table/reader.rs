@@ -41,11 +41,15 @@ pub struct TableReadOptions {
     /// up, so it can skip the filter block: about as many bytes as the index to read, check
     /// and keep in memory for nothing.
     pub load_filter: bool,
+    /// The block cache namespace of the table's file numbers: each keyspace of a database
+    /// numbers its files on its own and shares the cache under its id.
+    pub cache_namespace: u32,
 }
 
 impl Default for TableReadOptions {
     fn default() -> Self {
         TableReadOptions {
+            cache_namespace: 0,
             cache: None,
             verify_checksums: true,
             storage: Storage::default(),
@@ -143,6 +147,7 @@ pub struct Table {
     file: Box<dyn ReadFile>,
     path: Arc<Path>,
     file_number: u64,
+    cache_namespace: u32,
     file_size: u64,
     footer: Footer,
     index: TableIndex,
@@ -256,6 +261,7 @@ impl Table {
             prefix_extractor,
             properties,
             cache: opts.cache,
+            cache_namespace: opts.cache_namespace,
             verify_checksums: opts.verify_checksums,
             bloom_useful: AtomicU64::new(0),
             bloom_passed: AtomicU64::new(0),
@@ -411,7 +417,7 @@ impl Table {
     /// [`Table::read_block`] with explicit per-read options.
     pub fn read_block_with(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
         if let Some(cache) = &self.cache
-            && let Some(block) = cache.get(self.file_number, handle.offset)
+            && let Some(block) = cache.get(self.cache_namespace, self.file_number, handle.offset)
         {
             return Ok(block);
         }
@@ -421,7 +427,12 @@ impl Table {
         }
         let block = Arc::new(decompress_raw_block(raw)?);
         if let Some(cache) = self.cache.as_ref().filter(|_| reads.fill_cache) {
-            cache.insert(self.file_number, handle.offset, Arc::clone(&block));
+            cache.insert(
+                self.cache_namespace,
+                self.file_number,
+                handle.offset,
+                Arc::clone(&block),
+            );
         }
         Ok(block)
     }

@@ -123,7 +123,7 @@ impl BackupMeta {
 fn parse_file_line(line: &str) -> Option<BackupFile> {
     let mut parts = line.strip_prefix("file ")?.split(' ');
     let (stored, name, size, crc) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() || !safe_stored_path(stored) || !safe_file_name(name) {
+    if parts.next().is_some() || !safe_stored_path(stored) || !safe_restore_name(name) {
         return None;
     }
     Some(BackupFile {
@@ -142,6 +142,21 @@ pub(crate) fn safe_file_name(name: &str) -> bool {
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+}
+
+/// A plain file name, or one in a keyspace's directory (`keyspaces/<id>/<name>`): restoring it
+/// cannot reach outside the target directory.
+pub(crate) fn safe_restore_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("keyspaces/") else {
+        return safe_file_name(name);
+    };
+    match rest.split_once('/') {
+        Some((id, file)) => {
+            crate::keyspace::options::parse_keyspace_dir(std::ffi::OsStr::new(id)).is_some()
+                && safe_file_name(file)
+        }
+        None => false,
+    }
 }
 
 /// `shared/<name>` or `private/<name>`: reading it cannot reach outside the backup directory.

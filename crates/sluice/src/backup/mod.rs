@@ -34,8 +34,8 @@ pub use meta::{BackupFile, BackupMeta};
 
 use sluice_sst::table::{Table, TableReadOptions};
 
-use crate::db::checkpoint::{create_empty_dir, sync_parent};
-use crate::filename::{set_current_file, sync_dir};
+use crate::db::checkpoint::{LiveTable, create_empty_dir, sync_parent};
+use crate::filename::{create_dir_all_durably, set_current_file, sync_dir};
 use crate::version::manifest::write_manifest_file;
 use crate::{Db, Error, IoContext, Result};
 
@@ -134,37 +134,44 @@ impl BackupEngine {
         let live = db.live_files()?;
         let mut files = Vec::new();
         let (mut tables_copied, mut tables_shared, mut bytes_copied) = (0, 0, 0);
-        for table in &live.tables {
-            let name = format!("{:06}.sst", table.number);
-            let stored_name = format!(
-                "shared/{:06}_{}_{}.sst",
-                table.number,
-                content_id(&db_fs_handle, &table.path, table.number)?,
-                table.size
-            );
-            let file = match stored.get(stored_name.as_str()) {
-                Some(known) if known.size == table.size => {
-                    tables_shared += 1;
-                    BackupFile {
-                        name,
-                        ..(*known).clone()
+        let mut back_up_tables = |tables: &[LiveTable], under: &str| -> Result<()> {
+            for table in tables {
+                let name = format!("{under}{:06}.sst", table.number);
+                let stored_name = format!(
+                    "shared/{:06}_{}_{}.sst",
+                    table.number,
+                    content_id(&db_fs_handle, &table.path, table.number)?,
+                    table.size
+                );
+                let file = match stored.get(stored_name.as_str()) {
+                    Some(known) if known.size == table.size => {
+                        tables_shared += 1;
+                        BackupFile {
+                            name,
+                            ..(*known).clone()
+                        }
                     }
-                }
-                _ => {
-                    let to = self.dir.join(&stored_name);
-                    let copied =
-                        copy_file_between(db_fs, &table.path, fs, &to, None).with_path(&to)?;
-                    tables_copied += 1;
-                    bytes_copied += copied.len;
-                    BackupFile {
-                        stored: stored_name,
-                        name,
-                        size: copied.len,
-                        crc32c: copied.crc32c,
+                    _ => {
+                        let to = self.dir.join(&stored_name);
+                        let copied =
+                            copy_file_between(db_fs, &table.path, fs, &to, None).with_path(&to)?;
+                        tables_copied += 1;
+                        bytes_copied += copied.len;
+                        BackupFile {
+                            stored: stored_name,
+                            name,
+                            size: copied.len,
+                            crc32c: copied.crc32c,
+                        }
                     }
-                }
-            };
-            files.push(file);
+                };
+                files.push(file);
+            }
+            Ok(())
+        };
+        back_up_tables(&live.tables, "")?;
+        for tree in &live.keyspaces {
+            back_up_tables(&tree.tables, &format!("keyspaces/{}/", tree.id))?;
         }
         for wal in &live.wals {
             let name = format!("{:06}.log", wal.number);
@@ -180,18 +187,47 @@ impl BackupEngine {
                 crc32c: copied.crc32c,
             });
         }
+        // Each keyspace's MANIFEST and the CURRENT naming it: restored before the database's
+        // CURRENT, which the restore writes last.
+        let mut write_private = |name: String,
+                                 stored_name: String,
+                                 write: &dyn Fn(&Path) -> Result<()>|
+         -> Result<()> {
+            let path = self.dir.join(&stored_name);
+            write(&path)?;
+            let written = file_crc32c(fs, &path, None).with_path(&path)?;
+            bytes_copied += written.len;
+            files.push(BackupFile {
+                stored: stored_name,
+                name,
+                size: written.len,
+                crc32c: written.crc32c,
+            });
+            Ok(())
+        };
+        for tree in &live.keyspaces {
+            let manifest = format!("MANIFEST-{:06}", tree.manifest_number);
+            write_private(
+                format!("keyspaces/{}/{manifest}", tree.id),
+                format!("private/{id}-ks{}-{manifest}", tree.id),
+                &|path| {
+                    write_manifest_file(fs, path.to_path_buf(), &tree.snapshot)
+                        .map(drop)
+                        .map_err(Error::from)
+                },
+            )?;
+            write_private(
+                format!("keyspaces/{}/CURRENT", tree.id),
+                format!("private/{id}-ks{}-CURRENT", tree.id),
+                &|path| write_small_file(fs, path, format!("{manifest}\n").as_bytes()),
+            )?;
+        }
         let name = format!("MANIFEST-{:06}", live.manifest_number);
-        let stored_name = format!("private/{id}-{name}");
-        let path = self.dir.join(&stored_name);
-        drop(write_manifest_file(fs, path.clone(), &live.snapshot)?);
-        let written = file_crc32c(fs, &path, None).with_path(&path)?;
-        bytes_copied += written.len;
-        files.push(BackupFile {
-            stored: stored_name,
-            name,
-            size: written.len,
-            crc32c: written.crc32c,
-        });
+        write_private(name.clone(), format!("private/{id}-{name}"), &|path| {
+            write_manifest_file(fs, path.to_path_buf(), &live.snapshot)
+                .map(drop)
+                .map_err(Error::from)
+        })?;
         let meta = BackupMeta {
             id,
             created_unix_secs: std::time::SystemTime::now()
@@ -248,13 +284,22 @@ impl BackupEngine {
         let dir = dir.as_ref();
         create_empty_dir(fs, dir, "restore")?;
         let mut report = VerifyBackupReport::default();
+        let mut tree_dirs = BTreeSet::new();
         for file in &meta.files {
             let from = self.dir.join(&file.stored);
             let to = dir.join(&file.name);
+            if let Some(parent) = to.parent().filter(|p| *p != dir)
+                && tree_dirs.insert(parent.to_path_buf())
+            {
+                create_dir_all_durably(fs, parent)?;
+            }
             let copied = copy_file(fs, &from, &to, None).with_path(&to)?;
             check_copy(&from, file, copied.len, copied.crc32c)?;
             report.files += 1;
             report.bytes += copied.len;
+        }
+        for tree_dir in &tree_dirs {
+            sync_dir(fs, tree_dir)?;
         }
         sync_dir(fs, dir)?;
         set_current_file(fs, dir, meta.manifest_number)?;
@@ -368,6 +413,14 @@ impl BackupEngine {
     }
 }
 
+/// Writes `bytes` to a new file at `path`, synced.
+fn write_small_file(fs: &dyn FileSystem, path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = fs.create(path, IoMode::Buffered).with_path(path)?;
+    file.append(bytes).with_path(path)?;
+    file.sync().with_path(path)?;
+    Ok(())
+}
+
 /// What names a table's content in `shared/`: `d` and its entry digest (entries and hash
 /// sum, from its properties), or, for a table written before digests were recorded, `c` and
 /// the CRC32C of all its bytes.
@@ -380,6 +433,7 @@ fn content_id(fs: &Arc<dyn FileSystem>, path: &Path, number: u64) -> Result<Stri
             verify_checksums: true,
             storage: Storage::new(Arc::clone(fs), IoMode::Buffered),
             load_filter: false,
+            ..TableReadOptions::default()
         },
     )?;
     Ok(match table.properties().digest() {

@@ -121,23 +121,28 @@ impl Db {
         }
     }
 
-    /// Reads every block of every live table and verifies its checksum. The first failure is
+    /// Reads every block of every live table, in every keyspace, and verifies its checksum.
+    /// The first failure is
     /// returned as `Error::Corruption` naming the file and offset. The MANIFEST and the WALs
     /// were read and verified when the database was opened; the report carries what that
     /// found ([`CheckReport::recovery`]). To check a database without changing it, open it
     /// with [`Db::open_read_only`].
     pub fn check(&self) -> Result<CheckReport> {
-        let version = std::sync::Arc::clone(self.inner.state.lock().versions.current());
         let mut report = CheckReport {
             recovery: self.recovery_report(),
             ..CheckReport::default()
         };
-        for f in version.live_files() {
-            let table = self.inner.table_cache.get(f)?;
-            let verified = table.verify_all()?;
-            report.files += 1;
-            report.blocks += verified.blocks;
-            report.bytes += verified.bytes;
+        let trees = self.inner.trees();
+        let inners = std::iter::once(&self.inner).chain(trees.iter().map(|t| &t.inner));
+        for inner in inners {
+            let version = std::sync::Arc::clone(inner.state.lock().versions.current());
+            for f in version.live_files() {
+                let table = inner.table_cache.get(f)?;
+                let verified = table.verify_all()?;
+                report.files += 1;
+                report.blocks += verified.blocks;
+                report.bytes += verified.bytes;
+            }
         }
         Ok(report)
     }

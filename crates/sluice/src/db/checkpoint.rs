@@ -14,13 +14,21 @@
 //! acknowledged before the call, and each later write either whole or not at all. File
 //! deletions are held off until the copy is done: a flush finishing meanwhile may make a
 //! copied WAL obsolete, and it must stay until it is copied.
+//!
+//! Keyspaces: each tree's version is taken under its own state lock while the WAL lock is
+//! still held, so no write lands between them; each tree's tables and MANIFEST go to
+//! `keyspaces/<id>/` of the copy, before the database's `CURRENT`. A tree flushing between two
+//! of these reads is harmless: its MANIFEST names the WAL its unflushed writes start in, and
+//! every WAL from the oldest any tree needs is copied.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sluice_sst::fs::{Placed, copy_file, link_or_copy};
 
 use super::{Db, DbInner};
-use crate::filename::{FileType, log_file_name, sync_dir, table_file_name};
+use crate::filename::{FileType, create_dir_all_durably, log_file_name, sync_dir, table_file_name};
+use crate::keyspace::options::keyspace_dir;
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::ManifestWriter;
 use crate::{Error, IoContext, Result};
@@ -42,17 +50,17 @@ pub struct CheckpointReport {
     pub sequence: u64,
 }
 
-/// Keeps obsolete-file collection from deleting anything while it lives.
-pub(crate) struct DeletionHold<'a>(&'a DbInner);
+/// Keeps obsolete-file collection from deleting anything in one tree while it lives.
+pub(crate) struct DeletionHold(Arc<DbInner>);
 
-impl<'a> DeletionHold<'a> {
-    fn new(inner: &'a DbInner) -> Self {
+impl DeletionHold {
+    fn new(inner: Arc<DbInner>) -> Self {
         inner.state.lock().file_deletions_held += 1;
         DeletionHold(inner)
     }
 }
 
-impl Drop for DeletionHold<'_> {
+impl Drop for DeletionHold {
     fn drop(&mut self) {
         let released = {
             let mut st = self.0.state.lock();
@@ -83,24 +91,58 @@ pub(crate) struct LiveWal {
 
 /// The files holding the database as of one moment, and the MANIFEST snapshot naming them
 /// (with every table in directory 0 and exactly these WALs). Nothing is deleted while this
-/// lives: the hold keeps the tables as well as the WALs.
-pub(crate) struct LiveFiles<'a> {
+/// lives: the holds keep the tables as well as the WALs.
+pub(crate) struct LiveFiles {
     pub snapshot: VersionEdit,
     pub tables: Vec<LiveTable>,
     pub wals: Vec<LiveWal>,
     pub manifest_number: u64,
     pub sequence: u64,
-    _hold: DeletionHold<'a>,
+    /// Each keyspace's tree as of the same moment.
+    pub keyspaces: Vec<LiveTree>,
+    _holds: Vec<DeletionHold>,
+}
+
+/// A keyspace's tree in [`LiveFiles`]: its files go to `keyspaces/<id>/` of a copy.
+pub(crate) struct LiveTree {
+    pub id: u32,
+    /// Its MANIFEST snapshot, every table in directory 0.
+    pub snapshot: VersionEdit,
+    pub tables: Vec<LiveTable>,
+    pub manifest_number: u64,
+}
+
+/// The tables `snapshot` names, moved to directory 0 of a copy.
+fn tables_of(inner: &DbInner, snapshot: &mut VersionEdit) -> Vec<LiveTable> {
+    snapshot
+        .new_files
+        .iter_mut()
+        .map(|(_, file)| {
+            let path = inner.table_cache.table_path(file.dir_index, file.number);
+            file.dir_index = 0;
+            LiveTable {
+                path,
+                number: file.number,
+                size: file.file_size,
+            }
+        })
+        .collect()
 }
 
 impl Db {
     /// Takes the database's files as of now: the version and the WAL positions under the WAL
     /// and state locks together (see the module docs).
-    pub(crate) fn live_files(&self) -> Result<LiveFiles<'_>> {
+    pub(crate) fn live_files(&self) -> Result<LiveFiles> {
         let inner = &*self.inner;
         let fs = &*inner.options.fs;
-        let hold = DeletionHold::new(inner);
-        let (mut snapshot, active_wal, sequence, manifest_number) = {
+        let trees = inner.trees();
+        let mut holds = vec![DeletionHold::new(Arc::clone(&self.inner))];
+        holds.extend(
+            trees
+                .iter()
+                .map(|t| DeletionHold::new(Arc::clone(&t.inner))),
+        );
+        let (mut snapshot, active_wal, sequence, manifest_number, mut keyspaces) = {
             let mut wal = inner.wal.lock();
             let active_wal = match wal.as_mut() {
                 Some(w) => {
@@ -109,32 +151,45 @@ impl Db {
                 }
                 None => None,
             };
+            let sequence = inner.latest_seq();
+            // The trees first, each under its own lock only: the WAL lock keeps writes out.
+            let mut keyspaces = Vec::new();
+            for tree in &trees {
+                let st = tree.inner.state.lock();
+                DbInner::check_bg_error(&st)?;
+                let mut snapshot = st.versions.snapshot_edit();
+                snapshot.last_sequence = Some(sequence);
+                keyspaces.push(LiveTree {
+                    id: tree.id,
+                    snapshot,
+                    tables: Vec::new(),
+                    manifest_number: st.versions.manifest_number,
+                });
+            }
             let st = inner.state.lock();
             DbInner::check_bg_error(&st)?;
-            let min_log = st
-                .imm
-                .front()
-                .map_or(st.mem.log_number(), |m| m.log_number())
-                .min(st.versions.log_number);
+            // The durable floor: no keyspace needs an older WAL (see `keyspace::journal`).
+            let min_log = st.versions.log_number;
             let mut snapshot = st.versions.snapshot_edit();
             snapshot.log_number = Some(min_log);
-            let sequence = inner.latest_seq();
             snapshot.last_sequence = Some(sequence);
-            (snapshot, active_wal, sequence, st.versions.manifest_number)
+            // Exactly the keyspaces copied: one created since the list was taken has no
+            // files in the copy.
+            snapshot
+                .keyspaces_created
+                .retain(|(id, _)| keyspaces.iter().any(|t| t.id == *id));
+            (
+                snapshot,
+                active_wal,
+                sequence,
+                st.versions.manifest_number,
+                keyspaces,
+            )
         };
-        let tables = snapshot
-            .new_files
-            .iter_mut()
-            .map(|(_, file)| {
-                let path = inner.table_cache.table_path(file.dir_index, file.number);
-                file.dir_index = 0;
-                LiveTable {
-                    path,
-                    number: file.number,
-                    size: file.file_size,
-                }
-            })
-            .collect();
+        let tables = tables_of(inner, &mut snapshot);
+        for (live, tree) in keyspaces.iter_mut().zip(&trees) {
+            live.tables = tables_of(&tree.inner, &mut live.snapshot);
+        }
         let min_log = snapshot.log_number.unwrap_or_default();
         let tracked = std::mem::take(&mut snapshot.wals);
         let mut wals = Vec::new();
@@ -172,7 +227,8 @@ impl Db {
             wals,
             manifest_number,
             sequence,
-            _hold: hold,
+            keyspaces,
+            _holds: holds,
         })
     }
 
@@ -204,15 +260,27 @@ impl Db {
             sequence: live.sequence,
             ..CheckpointReport::default()
         };
-        for table in &live.tables {
-            let to = table_file_name(dir, table.number);
-            match link_or_copy(fs, &table.path, &to).with_path(&to)? {
-                Placed::Linked => report.tables_linked += 1,
-                Placed::Copied(copied) => {
-                    report.tables_copied += 1;
-                    report.bytes_copied += copied.len;
+        let mut place_tables = |to_dir: &Path, tables: &[LiveTable]| -> Result<()> {
+            for table in tables {
+                let to = table_file_name(to_dir, table.number);
+                match link_or_copy(fs, &table.path, &to).with_path(&to)? {
+                    Placed::Linked => report.tables_linked += 1,
+                    Placed::Copied(copied) => {
+                        report.tables_copied += 1;
+                        report.bytes_copied += copied.len;
+                    }
                 }
             }
+            Ok(())
+        };
+        place_tables(dir, &live.tables)?;
+        // Each keyspace's tree, MANIFEST and CURRENT included, before the database's CURRENT
+        // makes the copy a database.
+        for tree in &live.keyspaces {
+            let tree_dir = keyspace_dir(dir, tree.id);
+            create_dir_all_durably(fs, &tree_dir)?;
+            place_tables(&tree_dir, &tree.tables)?;
+            ManifestWriter::create(fs, &tree_dir, tree.manifest_number, &tree.snapshot)?;
         }
         for wal in &live.wals {
             let to = log_file_name(dir, wal.number);

@@ -130,11 +130,9 @@ impl DbInner {
             // Files numbered from here on may be created by jobs that start after this
             // snapshot of `pending` and before the directory listing below: never touch them.
             let first_unsafe = st.versions.next_file_number;
-            let log_number = st
-                .imm
-                .front()
-                .map_or(st.mem.log_number(), |m| m.log_number())
-                .min(st.versions.log_number);
+            // Durable: no keyspace needs a WAL below it (see `keyspace::journal`), and the
+            // memtables all began at or above it.
+            let log_number = st.versions.log_number;
             (
                 live,
                 pending,

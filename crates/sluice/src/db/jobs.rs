@@ -59,7 +59,12 @@ impl DbInner {
             (imm, Arc::clone(st.versions.current()), next)
         };
         let env = self.job_env();
-        let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|o| {
+        let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|mut o| {
+            if !self.keyspaces.read().is_empty() {
+                // Other keyspaces may still need older WALs (see `keyspace::journal`).
+                o.edit.default_log_number = Some(next_log_number);
+                o.edit.log_number = Some(self.wal_floor(Some(next_log_number)));
+            }
             // On failure the tables stay: the edit may have reached the MANIFEST before the
             // error, so only the next open can tell whether they are garbage.
             self.log_and_apply(o.edit)?;
@@ -81,6 +86,10 @@ impl DbInner {
         drop(st);
         tracing::debug!(tables = tables.len(), bytes, "flushed memtable to L0");
         self.delete_obsolete_files();
+        if self.is_keyspace_tree() {
+            // This keyspace may have been the last to need the oldest WALs.
+            self.journal()?.advance_wal_floor()?;
+        }
         Ok(())
     }
 

@@ -10,26 +10,35 @@
 //!
 //! Background failures are sticky: once a flush or compaction fails, `state.bg_error` is set and
 //! every later write fails with `Error::Background` until the database is reopened.
+//!
+//! **Keyspaces.** Each keyspace other than the default one is a `DbInner` of its own (its
+//! *tree*: memtables, version set, MANIFEST, background threads, in `keyspaces/<id>/`) whose
+//! writes go through the database's commit queue and WAL (its *journal owner*): a batch
+//! spanning keyspaces is one WAL record. All trees share the sequence numbers, the visible
+//! sequence number and the snapshot list, so a snapshot is one point in time across them.
+//! A tree's locks come before the journal owner's WAL and MANIFEST in the order above, and
+//! no thread holds two trees' state locks at once.
 
 mod admin;
-mod background;
+pub(crate) mod background;
 pub(crate) mod checkpoint;
 mod commit;
 mod install;
 mod jobs;
-mod open;
+pub(crate) mod open;
+pub(crate) mod open_tree;
 mod partition;
 mod read;
 pub(crate) mod recover;
 mod write;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::Result;
 use crate::memtable::MemTable;
@@ -52,6 +61,9 @@ pub use recover::RecoveryReport;
 pub struct Db {
     pub(crate) inner: Arc<DbInner>,
     background: Mutex<Vec<JoinHandle<()>>>,
+    /// A keyspace's view of its tree ([`crate::Keyspace`]): dropping it stops nothing, as the
+    /// database owns the tree's threads.
+    view: bool,
 }
 
 /// Everything guarded by the state mutex.
@@ -124,7 +136,8 @@ pub(crate) struct DbInner {
     /// The MANIFEST writer; see the lock order above. `None` when open read-only.
     pub manifest: Mutex<Option<ManifestWriter>>,
     /// Highest sequence number visible to readers. Published after the memtable insert.
-    pub visible_seq: AtomicU64,
+    /// Shared by every keyspace's tree.
+    pub visible_seq: Arc<AtomicU64>,
     pub snapshots: Arc<SnapshotList>,
     pub table_cache: Arc<TableCache>,
     pub counters: WriteCounters,
@@ -144,6 +157,20 @@ pub(crate) struct DbInner {
     pub recovery: Mutex<RecoveryReport>,
     /// Opened with [`Db::open_read_only`]: `wal` and `manifest` are `None`.
     pub read_only: bool,
+    /// The keyspace this tree holds: [`crate::batch::DEFAULT_KEYSPACE_ID`] for the database.
+    pub keyspace_id: u32,
+    /// A keyspace's tree: the database whose commit queue and WAL its writes go through
+    /// (`wal` is then always `None`). `None` for the database itself.
+    pub journal_owner: Option<Weak<DbInner>>,
+    /// The database's other keyspaces, by id (empty in a keyspace's tree).
+    pub keyspaces: RwLock<BTreeMap<u32, Arc<crate::keyspace::KeyspaceTree>>>,
+    /// Serializes creating and dropping keyspaces.
+    pub keyspace_admin: Mutex<()>,
+    /// The number of the WAL being written (0 in a keyspace's tree). Set only by the commit
+    /// leader; read without locks to bound which WALs may still be needed.
+    pub current_wal: AtomicU64,
+    /// The keyspace was dropped: its handles fail, its files are gone.
+    pub dropped: AtomicBool,
     /// Held for the lifetime of the database so two processes cannot open it at once (shared
     /// when open read-only; `None` for a read-only open of a directory without a LOCK file).
     _lock_file: Option<Box<dyn sluice_sst::fs::FileLock>>,
@@ -153,15 +180,14 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`, recovering from
     /// the MANIFEST and replaying the WAL.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(open::open_inner(
-            path.as_ref(),
-            options,
-            open::Access::ReadWrite,
-        )?);
+        let (inner, trees) = open::open_inner(path.as_ref(), options, open::Access::ReadWrite)?;
+        let inner = Arc::new(inner);
+        crate::keyspace::attach_trees(&inner, trees)?;
         let background = background::start(&inner)?;
         Ok(Db {
             inner,
             background: Mutex::new(background),
+            view: false,
         })
     }
 
@@ -173,11 +199,23 @@ impl Db {
     /// The LOCK file is taken shared: several read-only opens may run at once, but not beside
     /// a process that has the database open for writing (its files would change underneath).
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = open::open_inner(path.as_ref(), options, open::Access::ReadOnly)?;
+        let (inner, trees) = open::open_inner(path.as_ref(), options, open::Access::ReadOnly)?;
+        let inner = Arc::new(inner);
+        crate::keyspace::attach_trees(&inner, trees)?;
         Ok(Db {
-            inner: Arc::new(inner),
+            inner,
             background: Mutex::new(Vec::new()),
+            view: false,
         })
+    }
+
+    /// A handle on a keyspace's tree that stops nothing when dropped.
+    pub(crate) fn view_of(inner: Arc<DbInner>) -> Db {
+        Db {
+            inner,
+            background: Mutex::new(Vec::new()),
+            view: true,
+        }
     }
 
     /// What opening the database read from its MANIFEST and WALs, and what it dropped.
@@ -213,11 +251,14 @@ impl Db {
         self.inner.flush_and_wait()
     }
 
-    /// Waits until no flush or compaction is pending or running (at once when read-only:
-    /// nothing runs).
+    /// Waits until no flush or compaction is pending or running, in any keyspace (at once
+    /// when read-only: nothing runs).
     pub fn wait_for_background_work(&self) -> Result<()> {
         if self.inner.is_read_only() {
             return Ok(());
+        }
+        for tree in self.inner.trees() {
+            tree.inner.wait_for_quiet()?;
         }
         self.inner.wait_for_quiet()
     }
@@ -230,6 +271,13 @@ impl Db {
     }
 
     fn shutdown(&self) -> Result<()> {
+        if self.view {
+            return Ok(());
+        }
+        // The keyspaces' flushes advance the WAL floor through this database: they stop first.
+        for tree in self.inner.trees() {
+            tree.stop();
+        }
         {
             let mut st = self.inner.state.lock();
             st.closing = true;

@@ -5,34 +5,39 @@
 //! Crash ordering: replayed WAL data is written to new L0 tables, then one new MANIFEST that
 //! lists them and the new WAL number is made current. Only then are the old WALs deleted. A
 //! crash anywhere before the CURRENT switch leaves the old MANIFEST and old WALs in charge, and
-//! the half-done tables are unreferenced garbage removed on the next open.
+//! the half-done tables are unreferenced garbage removed on the next open. With keyspaces, each
+//! keyspace's tree gets its new MANIFEST first and the database's comes last (see below).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 use sluice_sst::cache::BlockCache;
 use sluice_sst::fs::{FileLock, FileSystem, LockMode};
 use sluice_sst::key::SeqNo;
 
+use super::open_tree::{RecoveringTree, remove_tree};
 use super::recover::{
-    RecoveryReport, check_tables_exist, raise_next_file_number, replay_wals, wals_to_replay,
+    RecoveryReport, ReplayTarget, check_tables_exist, raise_next_file_number, replay_wals,
+    wals_to_replay,
 };
 use super::{DbInner, DbState, WriteCounters, commit::CommitQueue};
+use crate::batch::DEFAULT_KEYSPACE_ID;
 use crate::filename::{
     create_dir_all_durably, current_file_name, lock_file_name, log_file_name, manifest_file_name,
     sync_dir,
 };
-use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
+use crate::keyspace::TreeParts;
+use crate::keyspace::options::{KEYSPACES_DIR, keyspace_dir, parse_keyspace_dir};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::RangeMap;
 use crate::partition::placement::{ByRange, Placement, Unpartitioned};
 use crate::snapshot::SnapshotList;
 use crate::table_cache::TableCache;
-use crate::version::edit::{VALUE_FORMAT_TTL, VersionEdit};
+use crate::version::edit::VALUE_FORMAT_TTL;
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
 use crate::wal::LogWriter;
@@ -47,7 +52,11 @@ pub(crate) enum Access {
     ReadOnly,
 }
 
-pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result<DbInner> {
+pub(super) fn open_inner(
+    dir: &Path,
+    options: Options,
+    access: Access,
+) -> Result<(DbInner, Vec<TreeParts>)> {
     options.validate()?;
     let read_only = access == Access::ReadOnly;
     let fs = &*options.fs;
@@ -129,118 +138,212 @@ pub(super) fn open_inner(dir: &Path, options: Options, access: Access) -> Result
             })?;
         }
     }
-    let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache));
+    let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache.clone(), 0));
     // A torn MANIFEST record may be dropped only if nothing it made obsolete was deleted:
     // these two checks fail if a later, acknowledged edit was acted on.
     let wals = check_tables_exist(&versions, &table_cache, &options)
         .and_then(|()| wals_to_replay(fs, dir, versions.log_number, &versions.wals))
         .map_err(|e| blame_torn_manifest(e, &report))?;
+    let mut keyspaces = recover_keyspaces(dir, &options, &versions, &block_cache, read_only)?;
+    if !read_only {
+        delete_dropped_keyspaces(&options, dir, &versions);
+    }
+    let ranges = new_range_map
+        .clone()
+        .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
+    let next_keyspace_id = versions.next_keyspace_id;
+    let mut own = RecoveringTree {
+        id: DEFAULT_KEYSPACE_ID,
+        name: crate::keyspace::DEFAULT_KEYSPACE.to_string(),
+        dir: dir.to_path_buf(),
+        options,
+        versions,
+        table_cache,
+        ranges,
+        new_range_map,
+        new_files: Vec::new(),
+        range_tombstones: Vec::new(),
+        frozen: VecDeque::new(),
+    };
 
-    let inner = if read_only {
-        let mut frozen = VecDeque::new();
-        let (mem, last_seq) =
-            replay_wals(&wals, &options, versions.last_sequence, &mut report, |m| {
-                frozen.push_back(Arc::new(m));
-                Ok(())
-            })?;
-        let parts = Parts {
-            mem,
-            imm: frozen,
-            versions,
+    // Every WAL entry goes to its keyspace's tree, unless that tree has it in a table.
+    let mut targets = BTreeMap::new();
+    targets.insert(
+        DEFAULT_KEYSPACE_ID,
+        ReplayTarget {
+            skip_below: own.versions.default_log_number.max(own.versions.log_number),
+            write_buffer_size: own.options.memtable.write_buffer_size,
+        },
+    );
+    for tree in &keyspaces {
+        targets.insert(
+            tree.id,
+            ReplayTarget {
+                skip_below: tree.versions.log_number,
+                write_buffer_size: tree.options.memtable.write_buffer_size,
+            },
+        );
+    }
+    // Sequence numbers are shared: a keyspace's flush may have recorded the highest.
+    let first_seq = keyspaces
+        .iter()
+        .map(|t| t.versions.last_sequence)
+        .fold(own.versions.last_sequence, u64::max);
+    let options = own.options.clone();
+    let (last_mems, last_seq) = replay_wals(
+        &wals,
+        &options,
+        first_seq,
+        &mut report,
+        &targets,
+        next_keyspace_id,
+        |id, mem| tree_of(&mut own, &mut keyspaces, id)?.take(mem, read_only),
+    )?;
+    let mut last_mems = last_mems;
+    if !read_only {
+        for (id, mem) in std::mem::take(&mut last_mems) {
+            tree_of(&mut own, &mut keyspaces, id)?.take(mem, false)?;
+        }
+    }
+
+    if read_only {
+        let mut parts_of = |tree: &mut RecoveringTree| Parts {
+            mem: last_mems.remove(&tree.id).unwrap_or_else(|| {
+                MemTable::for_write_buffer(0, tree.options.memtable.write_buffer_size)
+            }),
+            imm: std::mem::take(&mut tree.frozen),
+            versions: std::mem::replace(&mut tree.versions, VersionSet::new_empty()),
             last_seq,
             wal: None,
             manifest: None,
-            report,
+            report: RecoveryReport::default(),
         };
-        new_inner(dir, options, table_cache, lock_file, parts)?
-    } else {
-        let ranges = new_range_map
-            .clone()
-            .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
-        let split_keys = flush_split_keys(versions.current(), &options);
-        let pieces = flush_pieces(ranges.as_ref(), &split_keys, &table_cache);
-        let mut new_files = Vec::new();
-        let mut range_tombstones = Vec::new();
-        let mut to_l0 = |mem: &MemTable, versions: &mut VersionSet| -> Result<()> {
-            range_tombstones.extend(mem.range_tombstones());
-            if mem.has_entries() {
-                let mut new_number = || versions.new_file_number();
-                let (metas, _) =
-                    write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
-                new_files.extend(metas);
-            }
-            Ok(())
-        };
-        let first_seq = versions.last_sequence;
-        let (last_mem, last_seq) = replay_wals(&wals, &options, first_seq, &mut report, |m| {
-            to_l0(&m, &mut versions)
-        })?;
-        to_l0(&last_mem, &mut versions)?;
-
-        // Start a new WAL and a new MANIFEST that records the replayed tables.
-        let log_number = versions.new_file_number();
-        let wal = LogWriter::create_wal(&*options.fs, log_file_name(dir, log_number), log_number)?;
-        sync_dir(&*options.fs, dir)?;
-        let manifest_number = versions.new_file_number();
-        let mut edit = VersionEdit {
-            log_number: Some(log_number),
-            range_map: new_range_map,
-            wals: vec![(log_number, 0)],
-            range_tombstones,
-            ..VersionEdit::default()
-        };
-        // The replayed tables' names must be durable before a MANIFEST names them: the one
-        // created below syncs only the database directory, and tables may sit in data or owner
-        // directories. If we crash after the MANIFEST switch without this, it names tables a
-        // power failure took back, while the WALs they came from are no longer replayed.
-        let table_dirs: std::collections::BTreeSet<u32> =
-            new_files.iter().map(|f| f.dir_index).collect();
-        for index in table_dirs {
-            if let Some(d) = table_cache.dirs().get(index as usize) {
-                sync_dir(&*options.fs, d)?;
-            }
-        }
-        for f in new_files {
-            edit.new_files.push((0, f));
-        }
-        // Partitioned tables are checked against the range map even without paranoid checks:
-        // a table in the wrong directory means the MANIFEST and the options disagree.
-        let version = versions.prepare(
-            &mut edit,
-            last_seq,
-            options.paranoid_checks || ranges.is_some(),
-        )?;
-        versions.install(version, &edit);
-        versions.manifest_number = manifest_number;
-        let manifest = ManifestWriter::create(
-            &*options.fs,
-            dir,
-            manifest_number,
-            &versions.snapshot_edit(),
-        )?;
-        // Durable from here: the old WALs are no longer needed.
-        let parts = Parts {
-            mem: MemTable::for_write_buffer(log_number, options.memtable.write_buffer_size),
-            imm: VecDeque::new(),
-            versions,
-            last_seq,
-            wal: Some(wal),
-            manifest: Some(manifest),
-            report,
-        };
-        new_inner(dir, options, table_cache, lock_file, parts)?
-    };
-    if !read_only {
-        let deleted = inner.delete_obsolete_files();
-        if deleted > 0 {
-            tracing::info!(
-                files = deleted,
-                "deleted table and temporary files no version references"
-            );
-        }
-        inner.recovery.lock().orphans_deleted = deleted;
+        let trees = keyspaces
+            .iter_mut()
+            .map(|tree| {
+                let parts = parts_of(tree);
+                TreeParts::from_recovery(tree, parts)
+            })
+            .collect();
+        let mut parts = parts_of(&mut own);
+        parts.report = report;
+        let inner = new_inner(dir, own.options, own.table_cache, lock_file, parts)?;
+        return Ok((inner, trees));
     }
-    Ok(inner)
+
+    // Start a new WAL, then give every keyspace a new MANIFEST recording its replayed tables
+    // and that its writes continue in that WAL; the database's goes last. A crash before it
+    // replays the old WALs again, and each keyspace whose MANIFEST already moved on skips its
+    // entries in them.
+    let log_number = own.versions.new_file_number();
+    let wal = LogWriter::create_wal(&*options.fs, log_file_name(dir, log_number), log_number)?;
+    sync_dir(&*options.fs, dir)?;
+    let mut trees = Vec::new();
+    for tree in &mut keyspaces {
+        let edit = tree.recovery_edit(log_number)?;
+        let manifest = tree.install_in_new_manifest(edit, last_seq)?;
+        let parts = Parts {
+            mem: MemTable::for_write_buffer(log_number, tree.options.memtable.write_buffer_size),
+            imm: VecDeque::new(),
+            versions: std::mem::replace(&mut tree.versions, VersionSet::new_empty()),
+            last_seq,
+            wal: None,
+            manifest: Some(manifest),
+            report: RecoveryReport::default(),
+        };
+        trees.push(TreeParts::from_recovery(tree, parts));
+    }
+    let mut edit = own.recovery_edit(log_number)?;
+    edit.wals = vec![(log_number, 0)];
+    let manifest = own.install_in_new_manifest(edit, last_seq)?;
+    // Durable from here: the old WALs are no longer needed.
+    let parts = Parts {
+        mem: MemTable::for_write_buffer(log_number, options.memtable.write_buffer_size),
+        imm: VecDeque::new(),
+        versions: own.versions,
+        last_seq,
+        wal: Some(wal),
+        manifest: Some(manifest),
+        report,
+    };
+    let inner = new_inner(dir, own.options, own.table_cache, lock_file, parts)?;
+    let deleted = inner.delete_obsolete_files();
+    if deleted > 0 {
+        tracing::info!(
+            files = deleted,
+            "deleted table and temporary files no version references"
+        );
+    }
+    inner.recovery.lock().orphans_deleted = deleted;
+    Ok((inner, trees))
+}
+
+/// The tree of keyspace `id` among those being recovered.
+fn tree_of<'a>(
+    own: &'a mut RecoveringTree,
+    keyspaces: &'a mut [RecoveringTree],
+    id: u32,
+) -> Result<&'a mut RecoveringTree> {
+    if id == DEFAULT_KEYSPACE_ID {
+        return Ok(own);
+    }
+    keyspaces
+        .iter_mut()
+        .find(|t| t.id == id)
+        .ok_or_else(|| Error::InvalidArgument(format!("no keyspace of id {id}")))
+}
+
+/// Recovers the tree of every keyspace the database's MANIFEST names.
+fn recover_keyspaces(
+    dir: &Path,
+    options: &Options,
+    versions: &VersionSet,
+    block_cache: &Option<Arc<BlockCache>>,
+    read_only: bool,
+) -> Result<Vec<RecoveringTree>> {
+    let mut trees = Vec::new();
+    for (&id, name) in &versions.keyspaces {
+        let keyspace_options = options.keyspaces.get(name).cloned().unwrap_or_default();
+        let tree_options = keyspace_options.tree_options(options, id);
+        tree_options.validate().map_err(|e| {
+            Error::InvalidArgument(format!("the options of keyspace {name:?}: {e}"))
+        })?;
+        let (tree, _) = RecoveringTree::recover_keyspace(
+            id,
+            name,
+            keyspace_dir(dir, id),
+            tree_options,
+            block_cache.clone(),
+            read_only,
+        )?;
+        trees.push(tree);
+    }
+    Ok(trees)
+}
+
+/// Deletes the directories of keyspaces the MANIFEST does not name (dropped, or created by an
+/// open that crashed before recording them), in every table directory. Failures are logged:
+/// the files are garbage either way, and the next open tries again.
+fn delete_dropped_keyspaces(options: &Options, dir: &Path, versions: &VersionSet) {
+    for table_dir in options.table_dirs(dir) {
+        let parent = table_dir.join(KEYSPACES_DIR);
+        let Ok(names) = options.fs.list_dir(&parent) else {
+            continue;
+        };
+        for name in names {
+            let Some(id) = parse_keyspace_dir(&name) else {
+                continue;
+            };
+            if versions.keyspaces.contains_key(&id) {
+                continue;
+            }
+            let path = parent.join(&name);
+            match remove_tree(&*options.fs, &path) {
+                Ok(()) => tracing::info!(dir = %path.display(), "deleted a dropped keyspace"),
+                Err(e) => tracing::warn!(error = %e, "could not delete a dropped keyspace"),
+            }
+        }
+    }
 }
 
 /// A file the recovered state needs is missing. If the MANIFEST's last record was dropped as
@@ -262,16 +365,29 @@ fn blame_torn_manifest(err: Error, report: &RecoveryReport) -> Error {
 }
 
 /// What recovery hands to the database handle.
-struct Parts {
-    mem: MemTable,
-    imm: VecDeque<Arc<MemTable>>,
-    versions: VersionSet,
-    last_seq: SeqNo,
-    wal: Option<LogWriter>,
-    manifest: Option<ManifestWriter>,
-    report: RecoveryReport,
+pub(crate) struct Parts {
+    pub mem: MemTable,
+    pub imm: VecDeque<Arc<MemTable>>,
+    pub versions: VersionSet,
+    pub last_seq: SeqNo,
+    pub wal: Option<LogWriter>,
+    pub manifest: Option<ManifestWriter>,
+    pub report: RecoveryReport,
 }
 
+/// How a keyspace's tree shares its database's state.
+pub(crate) struct TreeLink {
+    pub id: u32,
+    /// The database, whose commit queue and WAL the tree writes through.
+    pub owner: Weak<DbInner>,
+    pub visible_seq: Arc<AtomicU64>,
+    pub snapshots: Arc<SnapshotList>,
+    /// The database's workers: started once, shared by every tree.
+    pub remote: Option<Arc<dyn crate::compaction::remote::RemoteExecutors>>,
+    pub read_only: bool,
+}
+
+/// The handle state of the database itself.
 fn new_inner(
     dir: &Path,
     options: Options,
@@ -284,6 +400,29 @@ fn new_inner(
         (Some(offload), true) => Some(offload.start()?),
         _ => None,
     };
+    let link = TreeLink {
+        id: DEFAULT_KEYSPACE_ID,
+        owner: Weak::new(),
+        visible_seq: Arc::new(AtomicU64::new(parts.last_seq)),
+        snapshots: Arc::new(SnapshotList::default()),
+        remote,
+        read_only: parts.wal.is_none(),
+    };
+    new_tree_inner(dir, options, table_cache, lock_file, parts, link, false)
+}
+
+/// The handle state of a tree: the database's own (`linked` false: `link` only carries its
+/// fresh shared state), or a keyspace's.
+pub(crate) fn new_tree_inner(
+    dir: &Path,
+    options: Options,
+    table_cache: Arc<TableCache>,
+    lock_file: Option<Box<dyn FileLock>>,
+    parts: Parts,
+    link: TreeLink,
+    linked: bool,
+) -> Result<DbInner> {
+    let remote = link.remote;
     let remote_workers = options
         .offload
         .as_ref()
@@ -322,11 +461,17 @@ fn new_inner(
         bg_done: Condvar::new(),
         bg_work: Condvar::new(),
         commit: CommitQueue::default(),
-        read_only: parts.wal.is_none(),
+        read_only: link.read_only,
+        current_wal: AtomicU64::new(parts.wal.as_ref().and_then(|w| w.log_number()).unwrap_or(0)),
         wal: Mutex::new(parts.wal),
         manifest: Mutex::new(parts.manifest),
-        visible_seq: AtomicU64::new(parts.last_seq),
-        snapshots: Arc::new(SnapshotList::default()),
+        visible_seq: link.visible_seq,
+        snapshots: link.snapshots,
+        keyspace_id: link.id,
+        journal_owner: linked.then_some(link.owner),
+        keyspaces: Default::default(),
+        keyspace_admin: Mutex::new(()),
+        dropped: AtomicBool::new(false),
         table_cache,
         counters: WriteCounters::default(),
         obsolete_files_lock: Mutex::new(()),
@@ -339,7 +484,10 @@ fn new_inner(
 
 /// Checks `options.partitions` against the recovered MANIFEST. Returns the range map to record
 /// when partitioned mode starts on a database that has none yet.
-fn reconcile_partitions(versions: &VersionSet, options: &Options) -> Result<Option<RangeMap>> {
+pub(super) fn reconcile_partitions(
+    versions: &VersionSet,
+    options: &Options,
+) -> Result<Option<RangeMap>> {
     let current = versions.current();
     match (&options.partitions, current.range_map()) {
         (None, None) => Ok(None),
@@ -402,7 +550,7 @@ pub(crate) fn lock_directory(
 /// Settles how values are stored: a new database takes the options' format; an existing one
 /// must be opened with the format it was written with, since neither can read the other's
 /// values ([`Options::ttl`] appends a write time to each).
-fn check_value_format(
+pub(crate) fn check_value_format(
     versions: &mut VersionSet,
     exists: bool,
     options: &Options,

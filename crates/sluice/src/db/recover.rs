@@ -223,18 +223,39 @@ pub(crate) fn wals_to_replay(
     Ok(wals)
 }
 
-/// Reads `wals` into memtables, oldest first. Whenever the memtable reaches
-/// `options.memtable.write_buffer_size` it is handed to `full` (which writes it to L0, or keeps it);
-/// the last one is returned, with the highest sequence number seen (at least `last_seq`).
+/// Where replay puts one keyspace's entries.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReplayTarget {
+    /// The keyspace's entries in WALs numbered below this are in its tables: skipped.
+    pub skip_below: u64,
+    /// Its memtables are handed on at this size.
+    pub write_buffer_size: usize,
+}
+
+/// Reads `wals` into memtables, oldest first, one series per keyspace of `targets` (by id).
+/// Whenever a keyspace's memtable reaches its write buffer size it is handed to `full` (which
+/// writes it to L0, or keeps it); the last ones are returned, with the highest sequence number
+/// seen (at least `last_seq`). An entry of a keyspace not in `targets` was dropped if its id is
+/// below `next_keyspace_id`, and is skipped; above, the WAL is corrupt.
 pub(crate) fn replay_wals(
     wals: &[WalFile],
     options: &Options,
     mut last_seq: SeqNo,
     report: &mut RecoveryReport,
-    mut full: impl FnMut(MemTable) -> Result<()>,
-) -> Result<(MemTable, SeqNo)> {
-    let buffer = options.memtable.write_buffer_size;
-    let mut mem = MemTable::for_write_buffer(wals.first().map_or(0, |w| w.number), buffer);
+    targets: &BTreeMap<u32, ReplayTarget>,
+    next_keyspace_id: u32,
+    mut full: impl FnMut(u32, MemTable) -> Result<()>,
+) -> Result<(BTreeMap<u32, MemTable>, SeqNo)> {
+    let first_wal = wals.first().map_or(0, |w| w.number);
+    let mut mems: BTreeMap<u32, MemTable> = targets
+        .iter()
+        .map(|(&id, t)| {
+            (
+                id,
+                MemTable::for_write_buffer(first_wal, t.write_buffer_size),
+            )
+        })
+        .collect();
     for wal in wals {
         let file = options
             .fs
@@ -251,25 +272,49 @@ pub(crate) fn replay_wals(
             reader = reader.whole_file_synced();
         }
         while let Some(record) = reader.read_record()? {
-            let batch =
-                WriteBatch::from_wal_record(record, &wal.path, reader.last_record_offset())?;
+            let offset = reader.last_record_offset();
+            let batch = WriteBatch::from_wal_record(record, &wal.path, offset)?;
             let mut seq = batch.sequence();
             for entry in batch.iter() {
                 let entry = entry?;
-                mem.add(seq, entry.kind, entry.key, entry.value);
+                let this_seq = seq;
                 seq += 1;
+                let (Some(target), Some(mem)) =
+                    (targets.get(&entry.keyspace), mems.get_mut(&entry.keyspace))
+                else {
+                    if entry.keyspace < next_keyspace_id {
+                        continue; // a dropped keyspace's
+                    }
+                    return Err(Error::corruption(
+                        &wal.path,
+                        offset,
+                        format!(
+                            "write batch has an entry of keyspace id {}, which the MANIFEST \
+                             never created",
+                            entry.keyspace
+                        ),
+                    ));
+                };
+                if wal.number < target.skip_below {
+                    continue;
+                }
+                mem.add(this_seq, entry.kind, entry.key, entry.value);
             }
             last_seq = last_seq.max(seq.saturating_sub(1));
-            if mem.approximate_bytes() >= options.memtable.write_buffer_size {
-                full(std::mem::replace(
-                    &mut mem,
-                    MemTable::for_write_buffer(wal.number, buffer),
-                ))?;
+            // Between batches, so a batch never straddles two memtables.
+            for (id, mem) in &mut mems {
+                let Some(target) = targets.get(id) else {
+                    continue;
+                };
+                if mem.approximate_bytes() >= target.write_buffer_size {
+                    let fresh = MemTable::for_write_buffer(wal.number, target.write_buffer_size);
+                    full(*id, std::mem::replace(mem, fresh))?;
+                }
             }
         }
         report.wal_files += 1;
         report.wal_records += reader.records();
         report.dropped.extend_from_slice(reader.dropped());
     }
-    Ok((mem, last_seq))
+    Ok((mems, last_seq))
 }

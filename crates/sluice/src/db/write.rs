@@ -11,13 +11,18 @@ use sluice_sst::ttl::{now_secs, with_write_time};
 
 use super::commit::{Group, Turn};
 use super::{Db, DbInner};
-use crate::batch::WriteBatch;
+use smallvec::SmallVec;
+
+use crate::batch::{DEFAULT_KEYSPACE_ID, WriteBatch};
 use crate::filename::log_file_name;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::version::edit::VersionEdit;
 use crate::wal::LogWriter;
 use crate::{Error, Result};
+
+/// The memtables one group writes, by keyspace id (usually one).
+type KeyspaceMemtables = SmallVec<[(u32, Arc<MemTable>); 2]>;
 
 /// Keep a thread's put/delete buffer for its next write only while it is at most this big, so
 /// one huge value does not pin its memory to the thread.
@@ -42,14 +47,13 @@ impl Db {
         self.inner.check_sizes(key, value)?;
         if self.inner.options.ttl.is_some() {
             let stored = with_write_time(value, now_secs());
-            return self.inner.write_one(
-                opts,
-                |batch| batch.put(key, &stored),
-                key.len() + value.len(),
-            );
+            let user_bytes = key.len() + value.len();
+            return self
+                .inner
+                .write_one(opts, ValueKind::Value, key, &stored, user_bytes);
         }
         self.inner
-            .write_one(opts, |batch| batch.put(key, value), key.len() + value.len())
+            .write_one(opts, ValueKind::Value, key, value, key.len() + value.len())
     }
 
     /// Deletes `key` (a no-op if absent).
@@ -61,7 +65,7 @@ impl Db {
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
         self.inner.check_sizes(key, b"")?;
         self.inner
-            .write_one(opts, |batch| batch.delete(key), key.len())
+            .write_one(opts, ValueKind::Deletion, key, b"", key.len())
     }
 
     /// Adds `operand` to `key`'s merge operands: the next read of `key` returns what the
@@ -95,7 +99,9 @@ impl Db {
         self.inner.check_merge_operator()?;
         self.inner.write_one(
             opts,
-            |batch| batch.merge(key, operand),
+            ValueKind::Merge,
+            key,
+            operand,
             key.len() + operand.len(),
         )
     }
@@ -123,7 +129,9 @@ impl Db {
         self.inner.check_range(start, end)?;
         self.inner.write_one(
             opts,
-            |batch| batch.delete_range(start, end),
+            ValueKind::RangeDeletion,
+            start,
+            end,
             start.len() + end.len(),
         )
     }
@@ -232,23 +240,34 @@ impl DbInner {
         Ok(())
     }
 
-    fn validate_batch(&self, batch: &WriteBatch) -> Result<u64> {
+    /// Checks every entry against its keyspace's limits. Returns the batch's key and value
+    /// bytes, and whether any entry is a value of a keyspace with a TTL (it then needs its
+    /// write time).
+    fn validate_batch(&self, batch: &WriteBatch) -> Result<(u64, bool)> {
         let mut user_bytes = 0u64;
+        let mut needs_write_times = false;
         for entry in batch.iter() {
             let entry = entry?;
+            let tree = self.tree(entry.keyspace).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "the batch writes to keyspace id {}, which this database does not have",
+                    entry.keyspace
+                ))
+            })?;
             match entry.kind {
-                ValueKind::RangeDeletion => self.check_range(entry.key, entry.value)?,
+                ValueKind::RangeDeletion => tree.check_range(entry.key, entry.value)?,
                 ValueKind::Merge => {
-                    self.check_sizes(entry.key, entry.value)?;
-                    self.check_merge_operator()?;
+                    tree.check_sizes(entry.key, entry.value)?;
+                    tree.check_merge_operator()?;
                 }
                 ValueKind::Value | ValueKind::Deletion => {
-                    self.check_sizes(entry.key, entry.value)?;
+                    tree.check_sizes(entry.key, entry.value)?;
                 }
             }
+            needs_write_times |= entry.kind == ValueKind::Value && tree.options.ttl.is_some();
             user_bytes += (entry.key.len() + entry.value.len()) as u64;
         }
-        Ok(user_bytes)
+        Ok((user_bytes, needs_write_times))
     }
 
     pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
@@ -256,26 +275,47 @@ impl DbInner {
         if batch.is_empty() {
             return Ok(());
         }
-        let user_bytes = self.validate_batch(&batch)?;
-        let batch = match self.options.ttl {
-            Some(_) => with_write_times(&batch)?,
-            None => batch,
+        let (user_bytes, needs_write_times) = self.validate_batch(&batch)?;
+        let batch = match needs_write_times {
+            true => self.with_write_times(&batch)?,
+            false => batch,
         };
         self.commit(opts, batch, user_bytes).0
     }
 
-    /// A write of one entry that `encode` adds to this thread's reusable batch, whose sizes
-    /// the caller checked. `user_bytes`: its key and value bytes.
+    /// `batch` with the write time (now) after every value of a keyspace with a TTL.
+    fn with_write_times(&self, batch: &WriteBatch) -> Result<WriteBatch> {
+        let now = now_secs();
+        let mut stamped = WriteBatch::new();
+        for entry in batch.iter() {
+            let entry = entry?;
+            let ttl = self
+                .tree(entry.keyspace)
+                .is_some_and(|tree| tree.options.ttl.is_some());
+            if entry.kind == ValueKind::Value && ttl {
+                let value = with_write_time(entry.value, now);
+                stamped.add(entry.keyspace, entry.kind, entry.key, &value);
+            } else {
+                stamped.add(entry.keyspace, entry.kind, entry.key, entry.value);
+            }
+        }
+        Ok(stamped)
+    }
+
+    /// A write of one entry of this tree's keyspace, encoded into this thread's reusable
+    /// batch, whose sizes the caller checked. `user_bytes`: its key and value bytes.
     fn write_one(
         &self,
         opts: &WriteOptions,
-        encode: impl FnOnce(&mut WriteBatch),
+        kind: ValueKind,
+        key: &[u8],
+        value: &[u8],
         user_bytes: usize,
     ) -> Result<()> {
         self.check_writable()?;
         let mut batch = PUT_BUFFER.take().unwrap_or_default();
         batch.clear();
-        encode(&mut batch);
+        batch.add(self.keyspace_id, kind, key, value);
         let (outcome, batch) = self.commit(opts, batch, user_bytes as u64);
         if batch.capacity() <= MAX_KEPT_PUT_BUFFER_BYTES {
             PUT_BUFFER.set(Some(batch));
@@ -291,11 +331,15 @@ impl DbInner {
         batch: WriteBatch,
         user_bytes: u64,
     ) -> (Result<()>, WriteBatch) {
-        let (outcome, batch) = match self.commit.join(batch, opts.sync) {
+        let journal = match self.journal() {
+            Ok(journal) => journal,
+            Err(e) => return (Err(e), batch),
+        };
+        let (outcome, batch) = match journal.commit.join(batch, opts.sync) {
             Turn::Done(outcome, batch) => (outcome, batch),
             Turn::Lead(mut group) => {
-                let outcome = self.commit_group(&mut group);
-                let batch = self.commit.finish(group, &outcome);
+                let outcome = journal.commit_group(&mut group);
+                let batch = journal.commit.finish(group, &outcome);
                 (outcome, batch)
             }
         };
@@ -311,7 +355,6 @@ impl DbInner {
     /// A group of one batch is logged as it is; several are combined in the group's reusable
     /// buffer, so the WAL record is the same either way.
     fn commit_group(&self, group: &mut Group) -> Result<()> {
-        let mem = self.make_room_for_write(false)?;
         let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
         let combined = match group.members.as_mut_slice() {
             [only] => &mut only.batch,
@@ -332,6 +375,7 @@ impl DbInner {
         }
         combined.set_sequence(first_seq);
         let combined = &*combined;
+        let mems = self.memtables_for(combined)?;
         {
             let mut wal = self.wal.lock();
             let wal = wal.as_mut().ok_or(Error::Closed)?;
@@ -357,17 +401,45 @@ impl DbInner {
                 return Err(e);
             }
         }
-        // The leader is the memtable's only writer (see `commit`'s module docs): its writer
-        // lock, held for the whole group, is never contended.
-        let mut writer = mem.writer();
+        // The leader is the memtables' only writer (see `commit`'s module docs): their writer
+        // locks, held for the whole group, are never contended. An entry whose keyspace was
+        // dropped after the batch was checked has no memtable: it is skipped, as replay
+        // skips it.
+        let mut writers: SmallVec<[_; 2]> =
+            mems.iter().map(|(id, mem)| (*id, mem.writer())).collect();
         for (seq, entry) in (first_seq..).zip(combined.iter()) {
             let entry = entry?;
-            writer.add(seq, entry.kind, entry.key, entry.value);
+            if let Some((_, writer)) = writers.iter_mut().find(|(id, _)| *id == entry.keyspace) {
+                writer.add(seq, entry.kind, entry.key, entry.value);
+            }
         }
-        drop(writer);
+        drop(writers);
         self.visible_seq
             .store(first_seq + count - 1, Ordering::Release);
         Ok(())
+    }
+
+    /// The memtables a group's batch goes to, by keyspace id, each with room made for it (see
+    /// [`DbInner::make_room_for_write`]). A database without keyspaces writes only its own.
+    fn memtables_for(&self, batch: &WriteBatch) -> Result<KeyspaceMemtables> {
+        let mut ids: SmallVec<[u32; 2]> = SmallVec::new();
+        if self.keyspaces.read().is_empty() {
+            ids.push(DEFAULT_KEYSPACE_ID);
+        } else {
+            for entry in batch.iter() {
+                let id = entry?.keyspace;
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+        }
+        let mut mems = SmallVec::new();
+        for id in ids {
+            if let Some(tree) = self.tree(id) {
+                mems.push((id, tree.make_room_for_write(false)?));
+            }
+        }
+        Ok(mems)
     }
 
     /// Returns the memtable to write into, first waiting or switching memtables as needed.
@@ -419,16 +491,19 @@ impl DbInner {
                 self.note_stall(start);
                 continue;
             }
-            // Switch to a new memtable and WAL. Only the group-commit leader gets here, and
-            // nobody else touches the WAL, so the file work happens without the state lock.
-            let log_number = st.versions.new_file_number();
+            // Switch to a new memtable and WAL (the database's, for a keyspace's tree). Only
+            // the group-commit leader gets here, and nobody else touches the WAL, so the file
+            // work happens without the state lock.
             drop(st);
-            let switched = self.switch_wal(log_number);
+            let switched = self.journal().and_then(|journal| journal.rotate_wal());
             st = self.state.lock();
-            if let Err(e) = switched {
-                self.set_bg_error(&mut st, &e);
-                return Err(e);
-            }
+            let log_number = match switched {
+                Ok(number) => number,
+                Err(e) => {
+                    self.set_bg_error(&mut st, &e);
+                    return Err(e);
+                }
+            };
             let frozen = std::mem::replace(
                 &mut st.mem,
                 Arc::new(MemTable::for_write_buffer(
@@ -453,7 +528,7 @@ impl DbInner {
     ///    recovery fails if either later goes missing or shrinks, instead of quietly replaying
     ///    less;
     /// 4. only then do writes go to the new WAL.
-    fn switch_wal(&self, log_number: u64) -> Result<()> {
+    pub(crate) fn switch_wal(&self, log_number: u64) -> Result<()> {
         let (old_number, old_synced) = {
             let mut wal = self.wal.lock();
             let wal = wal.as_mut().ok_or(Error::Closed)?;
@@ -468,6 +543,7 @@ impl DbInner {
         edit.wals.push((log_number, 0));
         self.log_and_apply(edit)?;
         *self.wal.lock() = Some(new_wal);
+        self.current_wal.store(log_number, Ordering::Release);
         Ok(())
     }
 
@@ -481,9 +557,10 @@ impl DbInner {
     pub(crate) fn flush_and_wait(&self) -> Result<()> {
         self.check_writable()?;
         // Lead an empty group so no leader is mid-insert into the memtable we freeze.
-        let group = self.commit.join_barrier();
+        let journal = self.journal()?;
+        let group = journal.commit.join_barrier();
         let outcome = self.make_room_for_write(true).map(|_| ());
-        self.commit.finish(group, &outcome);
+        journal.commit.finish(group, &outcome);
         outcome?;
         self.wait_for_frozen_memtables()
     }
@@ -508,21 +585,4 @@ impl DbInner {
         }
         Self::check_bg_error(&st)
     }
-}
-
-/// `batch` with the write time (now) after every value, for a database with a TTL.
-fn with_write_times(batch: &WriteBatch) -> Result<WriteBatch> {
-    let now = now_secs();
-    let mut stamped = WriteBatch::new();
-    for entry in batch.iter() {
-        let entry = entry?;
-        match entry.kind {
-            ValueKind::Value => stamped.put(entry.key, &with_write_time(entry.value, now)),
-            ValueKind::Deletion => stamped.delete(entry.key),
-            ValueKind::RangeDeletion => stamped.delete_range(entry.key, entry.value),
-            // validate_batch refused operands: a TTL database has no merge operator.
-            ValueKind::Merge => stamped.merge(entry.key, entry.value),
-        }
-    }
-    Ok(stamped)
 }

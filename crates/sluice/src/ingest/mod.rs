@@ -196,6 +196,7 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
             verify_checksums: true,
             storage,
             load_filter: false,
+            ..TableReadOptions::default()
         },
     )?;
     table.verify_all()?;
@@ -405,6 +406,7 @@ fn rewrite(
             verify_checksums: true,
             storage: storage.clone(),
             load_filter: false,
+            ..TableReadOptions::default()
         },
     )?;
     let mut builder = TableBuilder::create_in(&storage, dest, &inner.options.table)?;

@@ -20,7 +20,7 @@
 
 mod salvage;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,7 +30,10 @@ use sluice_sst::fs::FileSystem;
 use sluice_sst::key::SeqNo;
 use sluice_sst::table::Table;
 
-use crate::db::recover::{RecoveryReport, numbered_files, replay_wals, wals_to_replay};
+use crate::batch::DEFAULT_KEYSPACE_ID;
+use crate::db::recover::{
+    RecoveryReport, ReplayTarget, numbered_files, replay_wals, wals_to_replay,
+};
 use crate::db::{Access, lock_directory};
 use crate::filename::{FileType, create_dir_all_durably, manifest_file_name, sync_dir};
 use crate::flush::{flush_pieces, write_level0_tables};
@@ -110,9 +113,15 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
             dir.display()
         )));
     }
+    let keyspaces = dir.join(crate::keyspace::options::KEYSPACES_DIR);
+    if fs.exists(&keyspaces).with_path(&keyspaces)? {
+        return Err(Error::InvalidArgument(
+            "repair of a database with keyspaces is not supported".into(),
+        ));
+    }
     let _lock = lock_directory(fs, dir, Access::ReadWrite)?;
     let dirs = options.table_dirs(dir);
-    let table_cache = TableCache::new(dirs.clone(), &options, None);
+    let table_cache = TableCache::new(dirs.clone(), &options, None, 0);
     let mut report = RepairReport::default();
     let mut set_aside: Vec<(PathBuf, String)> = Vec::new();
 
@@ -189,12 +198,27 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     salvage_options.wal_recovery_mode = WalRecoveryMode::SkipAnyCorruptedRecords;
     let mut wal_report = RecoveryReport::default();
     let start_seq = recovered.as_ref().map_or(0, |v| v.last_sequence);
-    let (last_mem, wal_seq) =
-        replay_wals(&wals, &salvage_options, start_seq, &mut wal_report, |m| {
+    let only_default = BTreeMap::from([(
+        DEFAULT_KEYSPACE_ID,
+        ReplayTarget {
+            skip_below: log_number,
+            write_buffer_size: options.memtable.write_buffer_size,
+        },
+    )]);
+    // Any other keyspace's entry is skipped (there are none: see the check above).
+    let (last_mems, wal_seq) = replay_wals(
+        &wals,
+        &salvage_options,
+        start_seq,
+        &mut wal_report,
+        &only_default,
+        u32::MAX,
+        |_, m| {
             salvaged.push(m);
             Ok(())
-        })?;
-    salvaged.push(last_mem);
+        },
+    )?;
+    salvaged.extend(last_mems.into_values());
     report.wal_files = wal_report.wal_files;
     report.wal_records = wal_report.wal_records;
     for wal in &wals {

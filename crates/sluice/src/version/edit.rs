@@ -23,6 +23,13 @@
 //!                        every version older than seq of the keys in [start, end) is deleted
 //!   25 drop_tombstone    seq: varint64 -- the range tombstone of that sequence number is no
 //!                        longer needed (nothing it covers is left)
+//!   26 default_log_number varint64 -- the default keyspace's entries in WALs numbered below
+//!                        this are in tables (absent: log_number). log_number itself is then
+//!                        the oldest WAL any keyspace still needs
+//!   27 keyspace          id: varint32, name: length-prefixed UTF-8 -- a keyspace was created;
+//!                        its tree lives in `keyspaces/<id>/`
+//!   28 drop_keyspace     id: varint32 -- the keyspace was dropped
+//!   29 next_keyspace_id  varint32 -- the id the next keyspace gets (ids are never reused)
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -69,6 +76,10 @@ const TAG_WAL: u32 = 22;
 const TAG_VALUE_FORMAT: u32 = 23;
 const TAG_RANGE_TOMBSTONE: u32 = 24;
 const TAG_DROP_TOMBSTONE: u32 = 25;
+const TAG_DEFAULT_LOG_NUMBER: u32 = 26;
+const TAG_KEYSPACE: u32 = 27;
+const TAG_DROP_KEYSPACE: u32 = 28;
+const TAG_NEXT_KEYSPACE_ID: u32 = 29;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -150,6 +161,16 @@ pub struct VersionEdit {
     pub range_tombstones: Vec<RangeTombstone>,
     /// Sequence numbers of range tombstones removed because nothing they cover is left.
     pub dropped_tombstones: Vec<SeqNo>,
+    /// The default keyspace's entries in WALs below this are in tables. Set apart from
+    /// `log_number` once other keyspaces share the WAL: `log_number` is then the oldest WAL
+    /// any of them needs, and replay skips the default keyspace's entries below this one.
+    pub default_log_number: Option<u64>,
+    /// `(id, name)` of keyspaces created.
+    pub keyspaces_created: Vec<(u32, String)>,
+    /// Ids of keyspaces dropped.
+    pub keyspaces_dropped: Vec<u32>,
+    /// The id the next keyspace gets.
+    pub next_keyspace_id: Option<u32>,
 }
 
 /// The value format of a database opened with [`crate::Options::ttl`]: every value is
@@ -241,6 +262,23 @@ impl VersionEdit {
             put_varint32(dst, TAG_DROP_TOMBSTONE);
             put_varint64(dst, seq);
         }
+        if let Some(n) = self.default_log_number {
+            put_varint32(dst, TAG_DEFAULT_LOG_NUMBER);
+            put_varint64(dst, n);
+        }
+        for (id, name) in &self.keyspaces_created {
+            put_varint32(dst, TAG_KEYSPACE);
+            put_varint32(dst, *id);
+            put_length_prefixed(dst, name.as_bytes());
+        }
+        for &id in &self.keyspaces_dropped {
+            put_varint32(dst, TAG_DROP_KEYSPACE);
+            put_varint32(dst, id);
+        }
+        if let Some(id) = self.next_keyspace_id {
+            put_varint32(dst, TAG_NEXT_KEYSPACE_ID);
+            put_varint32(dst, id);
+        }
     }
 
     /// Decodes an edit. `path` and `offset` name the MANIFEST record it came from; every error
@@ -322,6 +360,31 @@ impl VersionEdit {
                 TAG_DROP_TOMBSTONE => {
                     let seq = d.varint64("dropped tombstone sequence")?;
                     edit.dropped_tombstones.push(seq);
+                }
+                TAG_DEFAULT_LOG_NUMBER => {
+                    let n = d.varint64("default keyspace log number")?;
+                    if edit.default_log_number.replace(n).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
+                }
+                TAG_KEYSPACE => {
+                    let id = d.varint32("keyspace id")?;
+                    let name = String::from_utf8(d.bytes("keyspace name")?.to_vec())
+                        .map_err(|_| d.error_at(at, "keyspace name is not UTF-8"))?;
+                    if id == 0 {
+                        return Err(d.error_at(at, "keyspace id 0 is the default keyspace's"));
+                    }
+                    edit.keyspaces_created.push((id, name));
+                }
+                TAG_DROP_KEYSPACE => {
+                    let id = d.varint32("dropped keyspace id")?;
+                    edit.keyspaces_dropped.push(id);
+                }
+                TAG_NEXT_KEYSPACE_ID => {
+                    let id = d.varint32("next keyspace id")?;
+                    if edit.next_keyspace_id.replace(id).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
                 }
                 TAG_VALUE_FORMAT => {
                     let name = String::from_utf8(d.bytes("value format")?.to_vec())
@@ -565,8 +628,10 @@ impl fmt::Display for VersionEdit {
         }
         let scalars = [
             ("log_number", self.log_number),
+            ("default_log_number", self.default_log_number),
             ("next_file_number", self.next_file_number),
             ("last_sequence", self.last_sequence),
+            ("next_keyspace_id", self.next_keyspace_id.map(u64::from)),
         ];
         for (name, value) in scalars {
             if let Some(v) = value {
@@ -597,6 +662,12 @@ impl fmt::Display for VersionEdit {
         for seq in &self.dropped_tombstones {
             writeln!(f, "drop range tombstone @{seq}")?;
         }
+        for (id, name) in &self.keyspaces_created {
+            writeln!(f, "keyspace {id}: {}", name.escape_default())?;
+        }
+        for id in &self.keyspaces_dropped {
+            writeln!(f, "drop keyspace {id}")?;
+        }
         if let Some(map) = &self.range_map {
             write!(f, "range map:\n{map}")?;
         }
@@ -624,6 +695,10 @@ impl fmt::Debug for VersionEdit {
             .field("value_format", &self.value_format)
             .field("range_tombstones", &self.range_tombstones)
             .field("dropped_tombstones", &self.dropped_tombstones)
+            .field("default_log_number", &self.default_log_number)
+            .field("keyspaces_created", &self.keyspaces_created)
+            .field("keyspaces_dropped", &self.keyspaces_dropped)
+            .field("next_keyspace_id", &self.next_keyspace_id)
             .finish()
     }
 }

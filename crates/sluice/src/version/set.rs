@@ -44,6 +44,15 @@ pub struct VersionSet {
     pub wals: BTreeMap<u64, u64>,
     /// How values are stored ([`VersionEdit::value_format`]); `None`: as the user gave them.
     pub value_format: Option<String>,
+    /// The default keyspace's entries in WALs below this are in tables (at least
+    /// `log_number`, which is the oldest WAL any keyspace needs).
+    pub default_log_number: u64,
+    /// The database's other keyspaces: id to name. Only the database directory's MANIFEST
+    /// has any; a keyspace's own MANIFEST records its tree.
+    pub keyspaces: BTreeMap<u32, String>,
+    /// The id the next keyspace gets: ids of dropped keyspaces are never reused, so a WAL
+    /// entry of a dropped keyspace cannot land in a new one.
+    pub next_keyspace_id: u32,
 }
 
 impl VersionSet {
@@ -59,6 +68,9 @@ impl VersionSet {
             compact_pointers: Default::default(),
             wals: BTreeMap::new(),
             value_format: None,
+            default_log_number: 0,
+            keyspaces: BTreeMap::new(),
+            next_keyspace_id: 1,
         }
     }
 
@@ -135,7 +147,21 @@ impl VersionSet {
         if let Some(l) = edit.log_number {
             self.log_number = self.log_number.max(l);
         }
+        let default_log = edit.default_log_number.or(edit.log_number);
+        if let Some(l) = default_log {
+            self.default_log_number = self.default_log_number.max(l);
+        }
         track_wals(&mut self.wals, &edit.wals, self.log_number);
+        for (id, name) in &edit.keyspaces_created {
+            self.keyspaces.insert(*id, name.clone());
+            self.next_keyspace_id = self.next_keyspace_id.max(id.saturating_add(1));
+        }
+        for id in &edit.keyspaces_dropped {
+            self.keyspaces.remove(id);
+        }
+        if let Some(id) = edit.next_keyspace_id {
+            self.next_keyspace_id = self.next_keyspace_id.max(id);
+        }
     }
 
     /// The current version.
@@ -214,8 +240,26 @@ impl VersionSet {
             log_number: Some(edit.log_number.unwrap_or(self.log_number)),
             next_file_number: Some(edit.next_file_number.unwrap_or(self.next_file_number)),
             last_sequence: Some(edit.last_sequence.unwrap_or(self.last_sequence)),
+            keyspaces_created: self.keyspaces_after(edit).into_iter().collect(),
             ..VersionEdit::default()
         };
+        // Written only where they say something, so a database that never had a keyspace
+        // keeps a MANIFEST older builds read.
+        let default_log = edit
+            .default_log_number
+            .or(edit.log_number)
+            .unwrap_or(0)
+            .max(self.default_log_number);
+        if Some(default_log) != snapshot.log_number {
+            snapshot.default_log_number = Some(default_log);
+        }
+        let next_keyspace_id = edit
+            .next_keyspace_id
+            .unwrap_or(0)
+            .max(self.next_keyspace_id);
+        if next_keyspace_id > 1 {
+            snapshot.next_keyspace_id = Some(next_keyspace_id);
+        }
         let mut pointers = self.compact_pointers.clone();
         for (level, key) in &edit.compact_pointers {
             pointers[*level] = key.clone();
@@ -239,6 +283,16 @@ impl VersionSet {
         );
         snapshot.wals = wals.into_iter().collect();
         snapshot
+    }
+
+    /// The keyspaces once `edit` is applied.
+    fn keyspaces_after(&self, edit: &VersionEdit) -> BTreeMap<u32, String> {
+        let mut keyspaces = self.keyspaces.clone();
+        keyspaces.extend(edit.keyspaces_created.iter().cloned());
+        for id in &edit.keyspaces_dropped {
+            keyspaces.remove(id);
+        }
+        keyspaces
     }
 
     /// Numbers of every table referenced by the current or any still-referenced older version.

@@ -54,6 +54,10 @@ fn full_edit() -> VersionEdit {
         seq: 77,
     }];
     e.dropped_tombstones = vec![12];
+    e.default_log_number = Some(14);
+    e.keyspaces_created = vec![(1, "users".into()), (3, "événements".into())];
+    e.keyspaces_dropped = vec![2];
+    e.next_keyspace_id = Some(4);
     e
 }
 
@@ -172,8 +176,8 @@ fn truncation_never_panics_and_mid_field_cuts_fail() {
             boundaries += 1;
         }
     }
-    // The empty prefix, plus the end of each of the 15 fields except the last.
-    assert_eq!(boundaries, 15);
+    // The empty prefix, plus the end of each of the 20 fields except the last.
+    assert_eq!(boundaries, 20);
 }
 
 #[test]
@@ -255,6 +259,12 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
         proptest::collection::vec((0..NUM_LEVELS, file_strategy()), 0..5),
         proptest::option::of(range_map_strategy()),
         proptest::collection::vec(any::<(u64, u64)>(), 0..3),
+        (
+            any::<Option<u64>>(),
+            proptest::collection::vec((1..u32::MAX, ".{0,8}"), 0..3),
+            proptest::collection::vec(any::<u32>(), 0..3),
+            any::<Option<u32>>(),
+        ),
     )
         .prop_map(
             |(
@@ -265,8 +275,13 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                 new_files,
                 range_map,
                 wals,
+                (default_log_number, keyspaces_created, keyspaces_dropped, next_keyspace_id),
             )| {
                 VersionEdit {
+                    default_log_number,
+                    keyspaces_created,
+                    keyspaces_dropped,
+                    next_keyspace_id,
                     value_format: comparator.as_ref().map(|_| "ttl".to_string()),
                     range_tombstones: Vec::new(),
                     dropped_tombstones: Vec::new(),

@@ -1,0 +1,199 @@
+//! One tree (the database's, or a keyspace's) as an open recovers it: its version set and
+//! tables checked, then the memtables replay gives it written to L0, or kept when read-only.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sluice_sst::cache::BlockCache;
+
+use super::recover::{RecoveryReport, check_tables_exist, raise_next_file_number};
+use crate::filename::{create_dir_all_durably, manifest_file_name, sync_dir};
+use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::partition::RangeMap;
+use crate::table_cache::TableCache;
+use crate::version::edit::{FileMetaData, VersionEdit};
+use crate::version::manifest::ManifestWriter;
+use crate::version::set::VersionSet;
+use crate::{Error, Result};
+use sluice_sst::range_del::RangeTombstone;
+
+/// A tree being recovered.
+pub(crate) struct RecoveringTree {
+    pub id: u32,
+    pub name: String,
+    pub dir: PathBuf,
+    pub options: Options,
+    pub versions: VersionSet,
+    pub table_cache: Arc<TableCache>,
+    /// Partitioned mode: the range map flushes cut tables by (a new one, or the MANIFEST's).
+    pub ranges: Option<RangeMap>,
+    /// Partitioned mode starting on this tree: the range map its MANIFEST records now.
+    pub new_range_map: Option<RangeMap>,
+    /// Replayed tables written so far (read-write opens).
+    pub new_files: Vec<FileMetaData>,
+    /// Replayed range tombstones.
+    pub range_tombstones: Vec<RangeTombstone>,
+    /// Replayed memtables kept in memory (read-only opens), oldest first.
+    pub frozen: VecDeque<Arc<MemTable>>,
+}
+
+impl RecoveringTree {
+    /// Reads keyspace `id`'s tree from `dir` and checks its tables are on disk. A read-write
+    /// open creates its table directories if they are missing.
+    pub fn recover_keyspace(
+        id: u32,
+        name: &str,
+        dir: PathBuf,
+        options: Options,
+        block_cache: Option<Arc<BlockCache>>,
+        read_only: bool,
+    ) -> Result<(Self, RecoveryReport)> {
+        let fs = &*options.fs;
+        let dirs = options.table_dirs(&dir);
+        if !read_only {
+            for d in &dirs[1..] {
+                create_dir_all_durably(fs, d)?;
+            }
+        }
+        let (mut versions, edits, dropped) = VersionSet::recover(fs, &dir).map_err(|e| {
+            tracing::error!(keyspace = name, error = %e, "cannot read the keyspace's MANIFEST");
+            e
+        })?;
+        super::open::check_value_format(&mut versions, true, &options, &dir)?;
+        raise_next_file_number(fs, &mut versions, &dirs)?;
+        let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache, id));
+        check_tables_exist(&versions, &table_cache, &options)?;
+        if let Some(torn) = dropped.first() {
+            // Only the database's MANIFEST may lose a torn last record: a keyspace's edits
+            // were acknowledged before any WAL they made obsolete was given up.
+            return Err(Error::corruption(
+                &torn.file,
+                torn.offset,
+                format!("keyspace {name:?}: its MANIFEST ends in a torn record"),
+            ));
+        }
+        let report = RecoveryReport {
+            manifest: manifest_file_name(&dir, versions.manifest_number),
+            manifest_edits: edits,
+            ..RecoveryReport::default()
+        };
+        let new_range_map = super::open::reconcile_partitions(&versions, &options)?;
+        if read_only && new_range_map.is_some() {
+            return Err(Error::InvalidArgument(
+                "partitioning a database needs a read-write open".into(),
+            ));
+        }
+        let ranges = new_range_map
+            .clone()
+            .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
+        Ok((
+            RecoveringTree {
+                id,
+                name: name.to_string(),
+                dir,
+                options,
+                versions,
+                table_cache,
+                ranges,
+                new_range_map,
+                new_files: Vec::new(),
+                range_tombstones: Vec::new(),
+                frozen: VecDeque::new(),
+            },
+            report,
+        ))
+    }
+
+    /// Takes a replayed memtable: written to L0 (read-write), or kept (read-only).
+    pub fn take(&mut self, mem: MemTable, read_only: bool) -> Result<()> {
+        if read_only {
+            self.frozen.push_back(Arc::new(mem));
+            return Ok(());
+        }
+        self.range_tombstones.extend(mem.range_tombstones());
+        if !mem.has_entries() {
+            return Ok(());
+        }
+        let split_keys = flush_split_keys(self.versions.current(), &self.options);
+        let pieces = flush_pieces(self.ranges.as_ref(), &split_keys, &self.table_cache);
+        let versions = &mut self.versions;
+        let mut new_number = || versions.new_file_number();
+        let (metas, _) = write_level0_tables(
+            &mem,
+            &self.table_cache,
+            &pieces,
+            &mut new_number,
+            &self.options,
+        )?;
+        self.new_files.extend(metas);
+        Ok(())
+    }
+
+    /// The edit that finishes a read-write recovery: the replayed tables and tombstones, and
+    /// `log_number`, the WAL the tree's writes continue in.
+    pub fn recovery_edit(&mut self, log_number: u64) -> Result<VersionEdit> {
+        // The replayed tables' names must be durable before a MANIFEST names them: a MANIFEST
+        // syncs only its own directory, and tables may sit in data or owner directories.
+        let table_dirs: BTreeSet<u32> = self.new_files.iter().map(|f| f.dir_index).collect();
+        for index in table_dirs {
+            if let Some(d) = self.table_cache.dirs().get(index as usize) {
+                sync_dir(&*self.options.fs, d)?;
+            }
+        }
+        Ok(VersionEdit {
+            log_number: Some(log_number),
+            range_map: self.new_range_map.take(),
+            range_tombstones: std::mem::take(&mut self.range_tombstones),
+            new_files: self.new_files.drain(..).map(|f| (0, f)).collect(),
+            ..VersionEdit::default()
+        })
+    }
+
+    /// Applies `edit` and starts a new MANIFEST describing the result, which becomes current.
+    pub fn install_in_new_manifest(
+        &mut self,
+        mut edit: VersionEdit,
+        last_seq: u64,
+    ) -> Result<ManifestWriter> {
+        let manifest_number = self.versions.new_file_number();
+        // Partitioned tables are checked against the range map even without paranoid checks:
+        // a table in the wrong directory means the MANIFEST and the options disagree.
+        let check = self.options.paranoid_checks || self.ranges.is_some();
+        let version = self.versions.prepare(&mut edit, last_seq, check)?;
+        self.versions.install(version, &edit);
+        self.versions.manifest_number = manifest_number;
+        Ok(ManifestWriter::create(
+            &*self.options.fs,
+            &self.dir,
+            manifest_number,
+            &self.versions.snapshot_edit(),
+        )?)
+    }
+}
+
+/// Removes `dir` and everything under it through `fs` (a dropped keyspace's files). A missing
+/// directory is not an error.
+pub(crate) fn remove_tree(fs: &dyn sluice_sst::fs::FileSystem, dir: &Path) -> Result<()> {
+    let names = match fs.list_dir(dir) {
+        Ok(names) => names,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    for name in names {
+        let path = dir.join(name);
+        let is_dir = fs.metadata(&path).is_ok_and(|m| m.is_dir);
+        if is_dir {
+            remove_tree(fs, &path)?;
+        } else {
+            fs.remove(&path).map_err(|e| Error::io(&path, e))?;
+        }
+    }
+    fs.remove_dir(dir).map_err(|e| Error::io(dir, e))?;
+    if let Some(parent) = dir.parent() {
+        sync_dir(fs, parent)?;
+    }
+    Ok(())
+}

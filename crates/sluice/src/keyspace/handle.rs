@@ -1,0 +1,224 @@
+//! [`Keyspace`]: the handle an application reads and writes one keyspace through, and the
+//! [`Db`] methods that create, find and drop keyspaces.
+
+use std::ops::RangeBounds;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{DEFAULT_KEYSPACE, KeyspaceOptions, KeyspaceTree};
+use crate::iter::Range;
+use crate::options::{ReadOptions, WriteOptions};
+use crate::{CompactOptions, Db, DbIterator, Error, Metrics, Result};
+
+/// One keyspace of a database (RocksDB's `ColumnFamilyHandle`, fjall's `PartitionHandle`):
+/// reads and writes through it see only its keys. Cheap to clone; `Send + Sync`.
+///
+/// ```no_run
+/// use sluice::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
+/// let db = Db::open("/tmp/sluice-doc-ks", Options::default())?;
+/// let users = db.create_keyspace("users", &KeyspaceOptions::default())?;
+/// let emails = db.create_keyspace("emails", &KeyspaceOptions::default())?;
+/// // One atomic write across both.
+/// let mut batch = WriteBatch::new();
+/// batch.put_in(&users, b"42", b"Ada");
+/// batch.put_in(&emails, b"ada@example.com", b"42");
+/// db.write(&WriteOptions::default(), batch)?;
+/// assert_eq!(users.get(b"42")?, Some(b"Ada".to_vec()));
+/// assert_eq!(db.get(b"42")?, None, "the default keyspace is another one");
+/// # Ok::<(), sluice::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Keyspace {
+    tree: Arc<KeyspaceTree>,
+    /// The tree as a database handle that owns no threads: reads and writes are the
+    /// database's, on this tree.
+    view: Arc<Db>,
+}
+
+impl std::fmt::Debug for Keyspace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Keyspace")
+            .field("name", &self.tree.name)
+            .field("id", &self.tree.id)
+            .finish()
+    }
+}
+
+impl Keyspace {
+    fn new(tree: Arc<KeyspaceTree>) -> Keyspace {
+        let view = Arc::new(Db::view_of(Arc::clone(&tree.inner)));
+        Keyspace { tree, view }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.tree.name
+    }
+
+    /// Its id in the database (never reused, even after it is dropped).
+    pub fn id(&self) -> u32 {
+        self.tree.id
+    }
+
+    /// The tree, unless the keyspace was dropped.
+    fn db(&self) -> Result<&Db> {
+        if self.tree.inner.dropped.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {:?} was dropped",
+                self.tree.name
+            )));
+        }
+        Ok(&self.view)
+    }
+
+    /// As [`Db::put`], in this keyspace.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db()?.put(key, value)
+    }
+
+    /// As [`Db::put_opt`], in this keyspace.
+    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+        self.db()?.put_opt(opts, key, value)
+    }
+
+    /// As [`Db::delete`], in this keyspace.
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.db()?.delete(key)
+    }
+
+    /// As [`Db::delete_opt`], in this keyspace.
+    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+        self.db()?.delete_opt(opts, key)
+    }
+
+    /// As [`Db::merge`], in this keyspace, with its merge operator.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.db()?.merge(key, operand)
+    }
+
+    /// As [`Db::merge_opt`], in this keyspace.
+    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.db()?.merge_opt(opts, key, operand)
+    }
+
+    /// As [`Db::delete_range`], in this keyspace.
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.db()?.delete_range(start, end)
+    }
+
+    /// As [`Db::delete_range_opt`], in this keyspace.
+    pub fn delete_range_opt(&self, opts: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
+        self.db()?.delete_range_opt(opts, start, end)
+    }
+
+    /// As [`Db::get`], in this keyspace.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db()?.get(key)
+    }
+
+    /// As [`Db::get_opt`], in this keyspace. A snapshot from [`Db::snapshot`] (or from any
+    /// keyspace) is one point in time across all keyspaces.
+    pub fn get_opt(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.db()?.get_opt(opts, key)
+    }
+
+    /// As [`Db::multi_get`], in this keyspace.
+    pub fn multi_get<K: AsRef<[u8]>>(
+        &self,
+        opts: &ReadOptions<'_>,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Vec<Result<Option<Vec<u8>>>> {
+        match self.db() {
+            Ok(db) => db.multi_get(opts, keys),
+            Err(e) => keys.into_iter().map(|_| Err(e.duplicate())).collect(),
+        }
+    }
+
+    /// As [`Db::iter`], in this keyspace.
+    pub fn iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
+        self.db()?.iter(opts)
+    }
+
+    /// As [`Db::range`], in this keyspace.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
+        self.db()?.range(range)
+    }
+
+    /// As [`Db::range_opt`], in this keyspace.
+    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        opts: &ReadOptions<'_>,
+        range: R,
+    ) -> Result<Range> {
+        self.db()?.range_opt(opts, range)
+    }
+
+    /// As [`Db::prefix`], in this keyspace (with its prefix extractor).
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
+        self.db()?.prefix(prefix)
+    }
+
+    /// As [`Db::flush`]: freezes this keyspace's memtable and waits until it is in L0.
+    pub fn flush(&self) -> Result<()> {
+        self.db()?.flush()
+    }
+
+    /// As [`Db::compact_range`], in this keyspace.
+    pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.db()?.compact_range(start, end)
+    }
+
+    /// As [`Db::compact_range_with`], in this keyspace.
+    pub fn compact_range_with(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> Result<()> {
+        self.db()?.compact_range_with(start, end, opts)
+    }
+
+    /// As [`Db::metrics`], for this keyspace's tree.
+    pub fn metrics(&self) -> Result<Metrics> {
+        Ok(self.db()?.metrics())
+    }
+
+    /// The options its tree runs with.
+    pub fn options(&self) -> &crate::Options {
+        &self.tree.inner.options
+    }
+}
+
+impl Db {
+    /// Creates keyspace `name` with `options` and returns it (RocksDB's
+    /// `CreateColumnFamily`). Durable when it returns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if it exists, the name is empty, longer than
+    /// [`super::MAX_KEYSPACE_NAME_BYTES`] or `"default"`, or the options are invalid.
+    pub fn create_keyspace(&self, name: &str, options: &KeyspaceOptions) -> Result<Keyspace> {
+        self.inner.create_keyspace(name, options).map(Keyspace::new)
+    }
+
+    /// The open keyspace `name`, or `None` (the default keyspace is the database itself).
+    pub fn keyspace(&self, name: &str) -> Option<Keyspace> {
+        let tree = self.inner.trees().into_iter().find(|t| t.name == name)?;
+        Some(Keyspace::new(tree))
+    }
+
+    /// The names of the database's keyspaces, `"default"` first.
+    pub fn keyspace_names(&self) -> Vec<String> {
+        let mut names = vec![DEFAULT_KEYSPACE.to_string()];
+        names.extend(self.inner.trees().iter().map(|t| t.name.clone()));
+        names
+    }
+
+    /// Drops keyspace `name` and deletes its files (RocksDB's `DropColumnFamily`); its
+    /// handles fail from then on. Durable when it returns.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if there is no such keyspace.
+    pub fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.inner.drop_keyspace(name)
+    }
+}

@@ -1,0 +1,84 @@
+//! Keyspaces (RocksDB's column families, fjall's partitions): named trees in one database, each
+//! with its own memtables, levels and [`KeyspaceOptions`], sharing the WAL so that a
+//! [`crate::WriteBatch`] spanning them is atomic, and sharing sequence numbers so that a
+//! snapshot is one point in time across them.
+//!
+//! Layout: keyspace `id` keeps its MANIFEST and tables in `keyspaces/<id>/` (and its tables in
+//! the same subdirectory of each data or owner directory); the database's MANIFEST records
+//! which keyspaces exist (`keyspace` and `drop_keyspace` records) and the WALs stay in the
+//! database directory. Each tree records in its own MANIFEST the WAL from which its writes are
+//! not yet in tables, so replay gives each keyspace exactly the entries it lacks
+//! ([`journal`] has the rules that keep WALs until no keyspace needs them).
+//!
+//! Creating one: the tree's directory and MANIFEST are made durable first, then the database's
+//! MANIFEST names it; a crash in between leaves a directory no MANIFEST names, which the next
+//! open deletes. Dropping one: the database's MANIFEST records the drop first, then the files
+//! go; WAL entries of a dropped keyspace are skipped on replay (ids are never reused).
+
+pub(crate) mod handle;
+pub(crate) mod journal;
+pub mod options;
+pub(crate) mod registry;
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+
+use crate::db::DbInner;
+
+pub use handle::Keyspace;
+pub use options::KeyspaceOptions;
+pub(crate) use registry::{TreeParts, attach_trees};
+
+/// The name of the default keyspace: the database's own tree.
+pub const DEFAULT_KEYSPACE: &str = "default";
+
+/// Longest keyspace name, in bytes.
+pub const MAX_KEYSPACE_NAME_BYTES: usize = 255;
+
+/// One open keyspace: its tree and the threads that flush and compact it.
+pub(crate) struct KeyspaceTree {
+    pub id: u32,
+    pub name: String,
+    pub inner: Arc<DbInner>,
+    background: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl KeyspaceTree {
+    /// Stops the tree's background threads and waits for them.
+    pub fn stop(&self) {
+        {
+            let mut st = self.inner.state.lock();
+            st.closing = true;
+            self.inner.bg_work.notify_all();
+            self.inner.bg_done.notify_all();
+        }
+        for handle in self.background.lock().drain(..) {
+            let _ = handle.join();
+        }
+    }
+}
+
+impl DbInner {
+    /// The open keyspaces other than the default one, by id.
+    pub(crate) fn trees(&self) -> Vec<Arc<KeyspaceTree>> {
+        self.keyspaces.read().values().cloned().collect()
+    }
+}
+
+/// Checks a name given to [`crate::Db::create_keyspace`].
+fn check_name(name: &str) -> crate::Result<()> {
+    if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_BYTES {
+        return Err(crate::Error::InvalidArgument(format!(
+            "a keyspace name has 1 to {MAX_KEYSPACE_NAME_BYTES} bytes, got {}",
+            name.len()
+        )));
+    }
+    if name == DEFAULT_KEYSPACE {
+        return Err(crate::Error::InvalidArgument(format!(
+            "{DEFAULT_KEYSPACE:?} is the database's own keyspace; it always exists"
+        )));
+    }
+    Ok(())
+}

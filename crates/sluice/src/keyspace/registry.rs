@@ -1,0 +1,190 @@
+//! Opening, creating and dropping keyspaces' trees.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+
+use super::options::keyspace_dir;
+use super::{KeyspaceOptions, KeyspaceTree, check_name};
+use crate::db::open::{Parts, TreeLink, check_value_format, new_tree_inner};
+use crate::db::open_tree::{RecoveringTree, remove_tree};
+use crate::db::recover::RecoveryReport;
+use crate::db::{DbInner, background};
+use crate::filename::create_dir_all_durably;
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::table_cache::TableCache;
+use crate::version::edit::VersionEdit;
+use crate::version::manifest::ManifestWriter;
+use crate::version::set::VersionSet;
+use crate::{Error, Result};
+
+/// A keyspace's tree, recovered, waiting for its database's handle to exist.
+pub(crate) struct TreeParts {
+    id: u32,
+    name: String,
+    dir: PathBuf,
+    options: Options,
+    table_cache: Arc<TableCache>,
+    parts: Parts,
+}
+
+impl TreeParts {
+    pub(crate) fn from_recovery(tree: &mut RecoveringTree, parts: Parts) -> TreeParts {
+        TreeParts {
+            id: tree.id,
+            name: tree.name.clone(),
+            dir: tree.dir.clone(),
+            options: tree.options.clone(),
+            table_cache: Arc::clone(&tree.table_cache),
+            parts,
+        }
+    }
+}
+
+/// Builds each keyspace's tree around `owner` and starts its background threads (none when
+/// read-only).
+pub(crate) fn attach_trees(owner: &Arc<DbInner>, trees: Vec<TreeParts>) -> Result<()> {
+    for tree in trees {
+        let (id, name) = (tree.id, tree.name.clone());
+        let attached = attach(owner, tree)?;
+        tracing::debug!(keyspace = name, id, "opened keyspace");
+        owner.keyspaces.write().insert(id, attached);
+    }
+    Ok(())
+}
+
+fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Arc<KeyspaceTree>> {
+    let link = TreeLink {
+        id: tree.id,
+        owner: Arc::downgrade(owner),
+        visible_seq: Arc::clone(&owner.visible_seq),
+        snapshots: Arc::clone(&owner.snapshots),
+        remote: owner.remote.clone(),
+        read_only: owner.read_only,
+    };
+    let inner = Arc::new(new_tree_inner(
+        &tree.dir,
+        tree.options,
+        tree.table_cache,
+        None,
+        tree.parts,
+        link,
+        true,
+    )?);
+    let threads = if inner.read_only {
+        Vec::new()
+    } else {
+        inner.delete_obsolete_files();
+        background::start(&inner)?
+    };
+    Ok(Arc::new(KeyspaceTree {
+        id: tree.id,
+        name: tree.name,
+        inner,
+        background: Mutex::new(threads),
+    }))
+}
+
+impl DbInner {
+    /// Creates keyspace `name` (see the module docs of [`crate::keyspace`] for the order of
+    /// the durable steps) and returns its tree.
+    pub(crate) fn create_keyspace(
+        self: &Arc<Self>,
+        name: &str,
+        options: &KeyspaceOptions,
+    ) -> Result<Arc<KeyspaceTree>> {
+        check_name(name)?;
+        self.check_writable()?;
+        let _admin = self.keyspace_admin.lock();
+        if self.trees().iter().any(|t| t.name == name) {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {name:?} already exists"
+            )));
+        }
+        let id = self.state.lock().versions.next_keyspace_id;
+        let tree_options = options.tree_options(&self.options, id);
+        tree_options.validate()?;
+        let fs = &*self.options.fs;
+        let dir = keyspace_dir(&self.dir, id);
+        // Leftovers of a create that crashed before the MANIFEST named it.
+        for d in tree_options.table_dirs(&dir) {
+            remove_tree(fs, &d)?;
+            create_dir_all_durably(fs, &d)?;
+        }
+        let mut versions = VersionSet::new_empty();
+        check_value_format(&mut versions, false, &tree_options, &dir)?;
+        let manifest_number = versions.new_file_number();
+        versions.manifest_number = manifest_number;
+        let manifest =
+            ManifestWriter::create(fs, &dir, manifest_number, &versions.snapshot_edit())?;
+        self.log_and_apply(VersionEdit {
+            keyspaces_created: vec![(id, name.to_string())],
+            next_keyspace_id: Some(id + 1),
+            ..VersionEdit::default()
+        })?;
+        // Its writes can only be in this WAL or later ones.
+        let current_wal = self.current_wal.load(Ordering::Acquire);
+        let table_cache = Arc::new(TableCache::new(
+            tree_options.table_dirs(&dir),
+            &tree_options,
+            self.table_cache.block_cache().cloned(),
+            id,
+        ));
+        let parts = Parts {
+            mem: MemTable::for_write_buffer(current_wal, tree_options.memtable.write_buffer_size),
+            imm: Default::default(),
+            versions,
+            last_seq: 0,
+            wal: None,
+            manifest: Some(manifest),
+            report: RecoveryReport::default(),
+        };
+        let tree = attach(
+            self,
+            TreeParts {
+                id,
+                name: name.to_string(),
+                dir,
+                options: tree_options,
+                table_cache,
+                parts,
+            },
+        )?;
+        self.keyspaces.write().insert(id, Arc::clone(&tree));
+        tracing::info!(keyspace = name, id, "created keyspace");
+        Ok(tree)
+    }
+
+    /// Drops keyspace `name`: the database's MANIFEST records it, then its files are deleted.
+    pub(crate) fn drop_keyspace(&self, name: &str) -> Result<()> {
+        self.check_writable()?;
+        let _admin = self.keyspace_admin.lock();
+        let tree = self
+            .trees()
+            .into_iter()
+            .find(|t| t.name == name)
+            .ok_or_else(|| Error::InvalidArgument(format!("no keyspace {name:?}")))?;
+        // No write is between its checks and its memtable inserts while the tree goes: later
+        // batches naming it are refused, and replay skips what the WAL holds of it.
+        let group = self.commit.join_barrier();
+        self.keyspaces.write().remove(&tree.id);
+        self.commit.finish(group, &Ok(()));
+        tree.inner.dropped.store(true, Ordering::Release);
+        tree.stop();
+        self.log_and_apply(VersionEdit {
+            keyspaces_dropped: vec![tree.id],
+            ..VersionEdit::default()
+        })?;
+        for d in tree.inner.table_cache.dirs() {
+            if let Err(e) = remove_tree(&*self.options.fs, d) {
+                // Garbage, deleted by the next open.
+                tracing::warn!(error = %e, "could not delete a dropped keyspace's files");
+            }
+        }
+        tracing::info!(keyspace = name, id = tree.id, "dropped keyspace");
+        self.advance_wal_floor()
+    }
+}
