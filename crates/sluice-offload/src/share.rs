@@ -95,6 +95,7 @@ impl Job<'_> {
             numbers,
             output_root: self.output_root.as_deref(),
             database: &self.off.options.database,
+            keyspace: self.env.keyspace(),
         }
         .to_wire()
     }

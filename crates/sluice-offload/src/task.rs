@@ -30,6 +30,8 @@ pub struct ShareTask<'a> {
     pub output_root: Option<&'a std::path::Path>,
     /// The database's name on the workers.
     pub database: &'a str,
+    /// The keyspace whose tree the share compacts (0: the default one).
+    pub keyspace: u32,
 }
 
 impl ShareTask<'_> {
@@ -96,6 +98,7 @@ impl ShareTask<'_> {
                 })
                 .transpose()?,
             database: self.database.to_string(),
+            keyspace: self.keyspace,
             merge_operator: spec
                 .merge_operator
                 .as_ref()

@@ -16,6 +16,40 @@ use std::path::{Path, PathBuf};
 
 use crate::error::WorkerError;
 
+/// Where keyspace `keyspace`'s tables are in each of a database's `roots` (each canonical):
+/// the roots themselves for the default keyspace (0), else their `keyspaces/<id>/`
+/// subdirectories that exist, canonical (a tree has one in every root the host created it
+/// in). The id is a number, so the path cannot leave the root.
+pub(crate) fn keyspace_roots(
+    roots: &[PathBuf],
+    keyspace: u32,
+) -> Result<Vec<PathBuf>, WorkerError> {
+    if keyspace == 0 {
+        return Ok(roots.to_vec());
+    }
+    let mut found = Vec::with_capacity(roots.len());
+    for root in roots {
+        let dir = root.join("keyspaces").join(keyspace.to_string());
+        match std::fs::symlink_metadata(&dir) {
+            Ok(meta) if meta.file_type().is_dir() => found.push(dir),
+            Ok(_) => {
+                return Err(WorkerError::Invalid(format!(
+                    "{} is not a directory",
+                    dir.display()
+                )));
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(WorkerError::Internal(format!("{}: {e}", dir.display()))),
+        }
+    }
+    if found.is_empty() {
+        return Err(WorkerError::NotFound(format!(
+            "no root of the database holds keyspace {keyspace}'s directory (keyspaces/{keyspace})"
+        )));
+    }
+    Ok(found)
+}
+
 /// The one of `roots` (each canonical) that `dir` names once its symlinks are resolved: where a
 /// task asked its outputs to go. Any other directory is refused with [`WorkerError::Invalid`]:
 /// a host must not make a worker write outside the directories it was started with.
@@ -107,6 +141,29 @@ mod tests {
             let e = resolve_output_root(&r, &bad).unwrap_err();
             assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}: {e}");
         }
+    }
+
+    #[test]
+    fn a_keyspace_is_found_in_its_subdirectory_of_each_root() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let r = roots(&[a.path(), b.path()]);
+        assert_eq!(keyspace_roots(&r, 0).unwrap(), r);
+        let e = keyspace_roots(&r, 3).unwrap_err();
+        assert_eq!(e.code(), Code::NotFound, "{e}");
+        std::fs::create_dir_all(b.path().join("keyspaces/3")).unwrap();
+        let found = keyspace_roots(&r, 3).unwrap();
+        assert_eq!(found, vec![r[1].join("keyspaces/3")]);
+        std::fs::write(found[0].join("000007.sst"), b"t").unwrap();
+        assert!(resolve_input(&found, "000007.sst").is_ok());
+        assert!(
+            resolve_input(&r, "000007.sst").is_err(),
+            "not the default keyspace's"
+        );
+        // Outputs may go to the keyspace's directory, not to the root above it.
+        assert!(resolve_output_root(&found, &b.path().join("keyspaces/3")).is_ok());
+        assert!(resolve_output_root(&found, b.path()).is_err());
+        std::fs::write(a.path().join("keyspaces"), b"not a directory").unwrap();
+        assert!(keyspace_roots(&r, 3).is_err());
     }
 
     #[test]

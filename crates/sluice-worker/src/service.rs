@@ -96,6 +96,7 @@ impl WorkerService {
         let started = Instant::now();
         let control = Arc::new(JobControl::default());
         let database = self.state.database_roots(&task.database)?;
+        let database = crate::resolve::keyspace_roots(&database, task.keyspace)?;
         let roots = match &task.output_root {
             Some(dir) => vec![crate::resolve::resolve_output_root(&database, dir)?],
             None => database.clone(),

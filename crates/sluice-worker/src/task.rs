@@ -106,6 +106,8 @@ pub struct CheckedTask {
     pub filter: Option<Arc<dyn CompactionFilter>>,
     /// The database's range tombstones; `None` when there are none.
     pub range_tombstones: Option<Arc<Tombstones>>,
+    /// The keyspace whose tree the task compacts (0: the default one).
+    pub keyspace: u32,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -250,6 +252,7 @@ impl CheckedTask {
                     .collect();
                 (!pieces.is_empty()).then(|| Arc::new(Tombstones::new(&pieces)))
             },
+            keyspace: task.keyspace,
         })
     }
 

@@ -7,6 +7,10 @@
 //! verify, a second crash just after recovery must change nothing, and the recovered database
 //! must take writes.
 //!
+//! Odd workloads also write two more keyspaces, whose memtables fill at other sizes than the
+//! default one's: batches span keyspaces, so a crash must also leave every batch whole across
+//! them, whichever keyspaces had flushed.
+//!
 //! The default run takes a few hundred crash points; `SLUICE_CRASH_MEMFS_POINTS=5000` (or the
 //! ignored `many_crash_points`) takes thousands.
 
@@ -22,20 +26,41 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use sluice::compaction::executor::CompactionMode;
 use sluice::{
-    CompactionOptions, Db, MemtableOptions, Options, TableOptions, WriteBatch, WriteOptions,
+    CompactionOptions, Db, KeyspaceOptions, MemtableOptions, Options, TableOptions, WriteBatch,
+    WriteOptions,
 };
 use sluice_sst::fs::{FileSystem, MemFs};
 
 const KEYS: u64 = 400;
 const DB: &str = "/data/db";
 
-/// One write: a batch of puts (`Some`) and deletes (`None`).
+/// One write: a batch of puts (`Some`) and deletes (`None`). A key of another keyspace than
+/// the default one is prefixed with its name and `/`.
 type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// The keyspaces odd workloads also write.
+const KEYSPACES: [&str; 2] = ["ks1", "ks2"];
+
+fn with_keyspaces(round: usize) -> bool {
+    round % 2 == 1
+}
 
 /// Workloads rotate through layouts, so crashes also test the syncs of directories other than
 /// the database's: one table directory (rounds 0 and 1 of every 4), two data directories
 /// (round 2), or partitioned over three owners with ranges moving and splitting (round 3).
 fn options(fs: &MemFs, round: usize) -> Options {
+    let mut options = layout_options(fs, round);
+    if with_keyspaces(round) {
+        for (i, name) in KEYSPACES.iter().enumerate() {
+            let mut ks = KeyspaceOptions::of_default(&options);
+            ks.memtable.write_buffer_size = (64 << 10) << (2 * i);
+            options.keyspaces.insert(name.to_string(), ks);
+        }
+    }
+    options
+}
+
+fn layout_options(fs: &MemFs, round: usize) -> Options {
     let modes = CompactionMode::ALL;
     Options {
         fs: Arc::new(fs.clone()),
@@ -85,7 +110,7 @@ fn options(fs: &MemFs, round: usize) -> Options {
 
 /// Op `i`: a batch of one to four entries; values name the op, so a value read back says
 /// which write it came from.
-fn make_op(rng: &mut SmallRng, i: usize) -> Op {
+fn make_op(rng: &mut SmallRng, round: usize, i: usize) -> Op {
     let n = if rng.gen_bool(0.3) {
         rng.gen_range(2..=4)
     } else {
@@ -93,7 +118,11 @@ fn make_op(rng: &mut SmallRng, i: usize) -> Op {
     };
     (0..n)
         .map(|_| {
-            let key = format!("key{:04}", rng.gen_range(0..KEYS)).into_bytes();
+            let space = match with_keyspaces(round) {
+                true => ["", "ks1/", "ks2/"][rng.gen_range(0..3)],
+                false => "",
+            };
+            let key = format!("{space}key{:04}", rng.gen_range(0..KEYS)).into_bytes();
             if rng.gen_bool(0.1) {
                 (key, None)
             } else {
@@ -153,6 +182,13 @@ fn run_round(round: usize, points: usize) -> usize {
 
 fn write_until_done(fs: &MemFs, round: usize, progress: &Progress) {
     let db = Db::open(DB, options(fs, round)).unwrap();
+    if with_keyspaces(round) {
+        for name in KEYSPACES {
+            db.create_keyspace(name, &options(fs, round).keyspaces[name])
+                .unwrap();
+        }
+    }
+    let keyspaces: Vec<_> = KEYSPACES.iter().filter_map(|n| db.keyspace(n)).collect();
     let mut rng = SmallRng::seed_from_u64(round as u64);
     let mut i = 0;
     while !progress.done.load(Ordering::SeqCst) {
@@ -160,12 +196,17 @@ fn write_until_done(fs: &MemFs, round: usize, progress: &Progress) {
             std::thread::sleep(std::time::Duration::from_micros(50));
             continue;
         }
-        let op = make_op(&mut rng, i);
+        let op = make_op(&mut rng, round, i);
         let mut batch = WriteBatch::new();
         for (k, v) in &op {
-            match v {
-                Some(v) => batch.put(k, v),
-                None => batch.delete(k),
+            let keyspace = keyspaces
+                .iter()
+                .find(|ks| k.starts_with(format!("{}/", ks.name()).as_bytes()));
+            match (keyspace, v) {
+                (None, Some(v)) => batch.put(k, v),
+                (None, None) => batch.delete(k),
+                (Some(ks), Some(v)) => batch.put_in(ks, &k[ks.name().len() + 1..], v),
+                (Some(ks), None) => batch.delete_in(ks, &k[ks.name().len() + 1..]),
             }
         }
         let sync = rng.gen_bool(0.3);
@@ -179,6 +220,9 @@ fn write_until_done(fs: &MemFs, round: usize, progress: &Progress) {
         if i % 1000 == 0 {
             // Manual compactions too, so crashes land in their installs.
             db.compact_range(None, None).unwrap();
+            if let Some(ks) = keyspaces.get(i / 1000 % 2) {
+                ks.compact_range(None, None).unwrap();
+            }
         }
     }
     db.close().unwrap();
@@ -191,11 +235,7 @@ fn verify(crashed: &MemFs, round: usize, ops: &[Op], lo: usize, hi: usize, point
         .unwrap_or_else(|e| panic!("round {round} point {point}: open after crash: {e}"));
     db.check()
         .unwrap_or_else(|e| panic!("round {round} point {point}: check after crash: {e}"));
-    let found: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .scan(None, None)
-        .unwrap()
-        .map(|entry| entry.unwrap())
-        .collect();
+    let found = everything(&db);
     if let Err(why) = matches_some_prefix(&found, ops, lo, hi) {
         panic!(
             "round {round} point {point}: the recovered state is no prefix of the writes \
@@ -207,11 +247,7 @@ fn verify(crashed: &MemFs, round: usize, ops: &[Op], lo: usize, hi: usize, point
     let again = crashed.crash_clone();
     let reopened = Db::open(DB, options(&again, round))
         .unwrap_or_else(|e| panic!("round {round} point {point}: open after 2nd crash: {e}"));
-    let found_again: BTreeMap<Vec<u8>, Vec<u8>> = reopened
-        .scan(None, None)
-        .unwrap()
-        .map(|entry| entry.unwrap())
-        .collect();
+    let found_again = everything(&reopened);
     assert!(
         found_again == found,
         "round {round} point {point}: a crash after recovery changed the state"
@@ -227,6 +263,26 @@ fn verify(crashed: &MemFs, round: usize, ops: &[Op], lo: usize, hi: usize, point
     db.close().unwrap();
     let db = Db::open(DB, options(crashed, round)).unwrap();
     assert_eq!(db.get(b"after-crash").unwrap().as_deref(), Some(&b"1"[..]));
+}
+
+/// Every key and value, those of other keyspaces prefixed with the keyspace's name and `/`
+/// (a keyspace whose creation the crash undid holds nothing).
+fn everything(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut all: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .scan(None, None)
+        .unwrap()
+        .map(|entry| entry.unwrap())
+        .collect();
+    for name in KEYSPACES {
+        let Some(ks) = db.keyspace(name) else {
+            continue;
+        };
+        for entry in ks.range::<&[u8], _>(..).unwrap() {
+            let (k, v) = entry.unwrap();
+            all.insert([format!("{name}/").as_bytes(), &k].concat(), v);
+        }
+    }
+    all
 }
 
 /// `Ok` if applying `ops[..k]` to an empty database gives `found` for some `k` in `lo..=hi`.

@@ -1,6 +1,7 @@
 //! Model test: random operation sequences run against Sluice and against a `BTreeMap`, with
 //! snapshots, iterators, flushes, manual compactions and reopens. Any difference fails with
-//! the (shrunk) operation sequence.
+//! the (shrunk) operation sequence. With keyspaces, two more keyspaces get their own writes,
+//! reads, flushes and compactions and a model each, and batches span all three.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -10,8 +11,8 @@ use std::path::Path;
 use proptest::prelude::*;
 use sluice::compaction::executor::CompactionMode;
 use sluice::{
-    CompactionOptions, Db, MemtableOptions, Options, ReadOptions, TableOptions, WriteBatch,
-    WriteOptions,
+    CompactionOptions, Db, Keyspace, KeyspaceOptions, MemtableOptions, Options, ReadOptions,
+    TableOptions, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -27,7 +28,15 @@ enum Op {
     Merge(u16, Vec<u8>),
     /// `delete_range(key(a), key(b))` (empty when `a >= b`).
     DeleteRange(u16, u16),
-    Batch(Vec<(u16, Write)>),
+    /// Writes to keyspace `.0 % 3` (0: the default one; the others only in runs with
+    /// keyspaces), atomically.
+    Batch(Vec<(u8, u16, Write)>),
+    /// Runs with keyspaces: a write to keyspace `1 + .0 % 2`.
+    KeyspaceWrite(u8, u16, Write),
+    /// Runs with keyspaces: a read of keyspace `1 + .0 % 2`: the key, then a full scan.
+    KeyspaceRead(u8, u16),
+    /// Runs with keyspaces: flush keyspace `1 + .0 % 2`, or compact it when `.1`.
+    KeyspaceFlush(u8, bool),
     Get(u16),
     TakeSnapshot,
     DropSnapshot,
@@ -125,7 +134,12 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         10 => (k.clone(), proptest::collection::vec(any::<u8>(), 0..8))
             .prop_map(|(k, v)| Op::Merge(k, v)),
         2 => (k.clone(), 0u16..60).prop_map(|(a, span)| Op::DeleteRange(a, a + span)),
-        4 => proptest::collection::vec((k.clone(), write_strategy()), 1..20).prop_map(Op::Batch),
+        4 => proptest::collection::vec((any::<u8>(), k.clone(), write_strategy()), 1..20)
+            .prop_map(Op::Batch),
+        6 => (any::<u8>(), k.clone(), write_strategy())
+            .prop_map(|(ks, k, w)| Op::KeyspaceWrite(ks, k, w)),
+        3 => (any::<u8>(), k.clone()).prop_map(|(ks, k)| Op::KeyspaceRead(ks, k)),
+        1 => (any::<u8>(), any::<bool>()).prop_map(|(ks, c)| Op::KeyspaceFlush(ks, c)),
         10 => k.clone().prop_map(Op::Get),
         2 => Just(Op::TakeSnapshot),
         1 => Just(Op::DropSnapshot),
@@ -245,7 +259,13 @@ struct Setup {
     filtered: bool,
     /// With 7-byte prefix filters, the length `Op::Prefix` scans.
     prefixed: bool,
+    /// With two more keyspaces, `ks1` and `ks2` (without: their ops are skipped and batches
+    /// write only the default keyspace).
+    keyspaces: bool,
 }
+
+/// The names of the runs' extra keyspaces.
+const KEYSPACES: [&str; 2] = ["ks1", "ks2"];
 
 fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
     let Setup {
@@ -253,9 +273,10 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
         partitioned,
         filtered,
         prefixed,
+        keyspaces,
     } = setup;
     let small = small_options(mode, direct);
-    let options = Options {
+    let mut options = Options {
         table: TableOptions {
             prefix_extractor: prefixed.then_some(sluice::PrefixExtractor::Fixed(7)),
             ..small.table.clone()
@@ -269,7 +290,56 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
         )),
         ..small
     };
-    Db::open(dir, options).expect("open")
+    if !keyspaces {
+        return Db::open(dir, options).expect("open");
+    }
+    // The second keyspace flushes at another size, so the keyspaces' WALs interleave.
+    let mut second = KeyspaceOptions::of_default(&options);
+    second.memtable.write_buffer_size = 128 << 10;
+    let settings = [KeyspaceOptions::of_default(&options), second];
+    for (name, s) in KEYSPACES.iter().zip(&settings) {
+        options.keyspaces.insert(name.to_string(), s.clone());
+    }
+    let db = Db::open(dir, options).expect("open");
+    for (name, s) in KEYSPACES.iter().zip(&settings) {
+        if db.keyspace(name).is_none() {
+            db.create_keyspace(name, s).expect("create keyspace");
+        }
+    }
+    db
+}
+
+/// The run's extra keyspaces, in `KEYSPACES` order (none without keyspaces).
+fn keyspaces_of(db: &Db) -> Vec<Keyspace> {
+    KEYSPACES.iter().filter_map(|n| db.keyspace(n)).collect()
+}
+
+/// Applies `write` to keyspace `ks`: the default one (0) or `ks1`/`ks2`.
+fn write_to(batch: &mut WriteBatch, keyspaces: &[Keyspace], ks: usize, k: u16, write: &Write) {
+    let Some(ks) = ks.checked_sub(1).map(|i| &keyspaces[i]) else {
+        match write {
+            Write::Put(v) => batch.put(&key(k), v),
+            Write::Delete => batch.delete(&key(k)),
+            Write::Merge(v) => batch.merge(&key(k), v),
+            Write::DeleteRange(span) => batch.delete_range(&key(k), &key(k + span)),
+        }
+        return;
+    };
+    match write {
+        Write::Put(v) => batch.put_in(ks, &key(k), v),
+        Write::Delete => batch.delete_in(ks, &key(k)),
+        Write::Merge(v) => batch.merge_in(ks, &key(k), v),
+        Write::DeleteRange(span) => batch.delete_range_in(ks, &key(k), &key(k + span)),
+    }
+}
+
+/// Every key and value of `ks`, read at `opts`.
+fn contents_of(ks: &Keyspace, opts: &ReadOptions<'_>) -> Vec<Entry> {
+    ks.iter(opts)
+        .unwrap()
+        .entries()
+        .collect::<Result<_, _>>()
+        .unwrap()
 }
 
 /// What `Db::range` must yield for the bounds `lo` and `hi` (key, inclusive), taking from
@@ -334,8 +404,13 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut db = Some(open(dir.path(), mode, setup));
     let mut model = Model::new();
-    // (snapshot handle, model at the time)
-    let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
+    // The extra keyspaces and their models.
+    let mut keyspaces = keyspaces_of(db.as_ref().unwrap());
+    let mut ks_models = [Model::new(), Model::new()];
+    // (snapshot handle, model at the time, the keyspaces' models at the time)
+    let mut snapshots: Vec<(sluice::Snapshot, Model, [Model; 2])> = Vec::new();
+    // Which keyspace an op's `ks` byte names: 0 (default) when the run has no keyspaces.
+    let spaces = 1 + keyspaces.len();
     for op in ops {
         let d = db.as_ref().unwrap();
         match op {
@@ -357,34 +432,71 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             }
             Op::Batch(entries) => {
                 let mut batch = WriteBatch::new();
-                for (k, write) in &entries {
-                    match write {
-                        Write::Put(v) => batch.put(&key(*k), v),
-                        Write::Delete => batch.delete(&key(*k)),
-                        Write::Merge(v) => batch.merge(&key(*k), v),
-                        Write::DeleteRange(span) => batch.delete_range(&key(*k), &key(*k + span)),
-                    }
+                for (ks, k, write) in &entries {
+                    write_to(&mut batch, &keyspaces, usize::from(*ks) % spaces, *k, write);
                 }
                 d.write(&WriteOptions::default(), batch).unwrap();
-                for (k, write) in entries {
-                    apply(&mut model, k, write);
+                for (ks, k, write) in entries {
+                    match usize::from(ks) % spaces {
+                        0 => apply(&mut model, k, write),
+                        i => apply(&mut ks_models[i - 1], k, write),
+                    }
+                }
+            }
+            Op::KeyspaceWrite(ks, k, write) => {
+                if let Some(i) = (spaces > 1).then_some(usize::from(ks) % 2) {
+                    let target = &keyspaces[i];
+                    match &write {
+                        Write::Put(v) => target.put(&key(k), v).unwrap(),
+                        Write::Delete => target.delete(&key(k)).unwrap(),
+                        Write::Merge(v) => target.merge(&key(k), v).unwrap(),
+                        Write::DeleteRange(span) => {
+                            target.delete_range(&key(k), &key(k + span)).unwrap()
+                        }
+                    }
+                    apply(&mut ks_models[i], k, write);
+                }
+            }
+            Op::KeyspaceRead(ks, k) => {
+                if let Some(i) = (spaces > 1).then_some(usize::from(ks) % 2) {
+                    let target = &keyspaces[i];
+                    prop_assert_eq!(
+                        target.get(&key(k)).unwrap(),
+                        ks_models[i].get(&key(k)).cloned()
+                    );
+                    let all = contents_of(target, &ReadOptions::default());
+                    prop_assert_eq!(all, scan_model(&ks_models[i], None, None));
+                }
+            }
+            Op::KeyspaceFlush(ks, compact) => {
+                if let Some(i) = (spaces > 1).then_some(usize::from(ks) % 2) {
+                    match compact {
+                        true => keyspaces[i].compact_range(None, None).unwrap(),
+                        false => keyspaces[i].flush().unwrap(),
+                    }
                 }
             }
             Op::Get(k) => {
                 prop_assert_eq!(d.get(&key(k)).unwrap(), model.get(&key(k)).cloned());
             }
-            Op::TakeSnapshot => snapshots.push((d.snapshot(), model.clone())),
+            Op::TakeSnapshot => {
+                snapshots.push((d.snapshot(), model.clone(), ks_models.clone()));
+            }
             Op::DropSnapshot => {
                 if !snapshots.is_empty() {
                     snapshots.remove(0);
                 }
             }
             Op::CheckSnapshot => {
-                if let Some((snap, old)) = snapshots.last() {
+                if let Some((snap, old, old_keyspaces)) = snapshots.last() {
                     let opts = ReadOptions {
                         snapshot: Some(snap),
                         ..ReadOptions::default()
                     };
+                    // One snapshot is one point in time in every keyspace.
+                    for (ks, old) in keyspaces.iter().zip(old_keyspaces) {
+                        prop_assert_eq!(contents_of(ks, &opts), scan_model(old, None, None));
+                    }
                     let got: Vec<_> = d
                         .iter(&opts)
                         .unwrap()
@@ -423,7 +535,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             }
             Op::Range(lo, hi, ends, at_snapshot) => {
                 let (snap, expected_model) = match snapshots.last() {
-                    Some((snap, old)) if at_snapshot => (Some(snap), old),
+                    Some((snap, old, _)) if at_snapshot => (Some(snap), old),
                     _ => (None, &model),
                 };
                 let opts = ReadOptions {
@@ -492,8 +604,10 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             }
             Op::Reopen => {
                 snapshots.clear();
+                keyspaces.clear();
                 db.take().unwrap().close().unwrap();
                 db = Some(open(dir.path(), mode, setup));
+                keyspaces = keyspaces_of(db.as_ref().unwrap());
             }
             Op::MoveRange(r, o) => {
                 if partitioned {
@@ -554,6 +668,12 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
         .collect::<Result<_, _>>()
         .unwrap();
     prop_assert_eq!(got, scan_model(&model, None, None));
+    for (ks, model) in keyspaces.iter().zip(&ks_models) {
+        prop_assert_eq!(
+            contents_of(ks, &ReadOptions::default()),
+            scan_model(model, None, None)
+        );
+    }
     Ok(())
 }
 
@@ -568,8 +688,9 @@ proptest! {
         partitioned: bool,
         filtered: bool,
         prefixed: bool,
+        keyspaces: bool,
     ) {
-        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed })?;
+        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed, keyspaces })?;
     }
 }
 
@@ -582,6 +703,7 @@ fn iterator_direction_switches_match_the_model() {
         partitioned: false,
         filtered: false,
         prefixed: false,
+        keyspaces: false,
     };
     let db = open(dir.path(), CompactionMode::Sequential, setup);
     let mut model = Model::new();

@@ -54,6 +54,7 @@ fn good() -> proto::CompactionTask {
         merge_operator: String::new(),
         compaction_filter: String::new(),
         range_tombstones: Vec::new(),
+        keyspace: 0,
     }
 }
 

@@ -1,14 +1,15 @@
 //! The model test with a worker: random puts, deletes, merges, range deletes, snapshots,
 //! flushes, compactions and reopens against a `BTreeMap`, every compaction shared between the
-//! host and a real worker process, under every executor. Any difference fails with the
-//! (shrunk) operation sequence. `crates/sluice/tests/model.rs` covers the host alone with
+//! host and a real worker process, under every executor. A second keyspace, `ks`, shares the
+//! worker and the WAL: batches write both. Any difference fails with the (shrunk) operation
+//! sequence. `crates/sluice/tests/model.rs` covers the host alone with
 //! more operations and settings.
 
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use sluice::merge_operator::Append;
-use sluice::{ReadOptions, WriteBatch};
+use sluice::{Keyspace, KeyspaceOptions, ReadOptions, WriteBatch};
 
 use super::*;
 
@@ -19,8 +20,12 @@ enum Op {
     Merge(u16, Vec<u8>),
     /// `delete_range(key(.0), key(.0 + .1))`.
     DeleteRange(u16, u16),
-    /// A put and a merge of one key in one batch.
+    /// A put and a merge of one key in one batch, and a put of it in `ks`.
     Batch(u16, Vec<u8>),
+    /// A put (or with `.2`, a merge) in keyspace `ks`.
+    KeyspaceWrite(u16, Vec<u8>, bool),
+    /// Flushes and compacts `ks`.
+    KeyspaceCompact,
     TakeSnapshot,
     CheckSnapshot,
     Flush,
@@ -42,6 +47,8 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         10 => (k.clone(), v()).prop_map(|(k, v)| Op::Merge(k, v)),
         2 => (k.clone(), 0u16..40).prop_map(|(k, n)| Op::DeleteRange(k, n)),
         3 => (k.clone(), v()).prop_map(|(k, v)| Op::Batch(k, v)),
+        8 => (k.clone(), v(), any::<bool>()).prop_map(|(k, v, m)| Op::KeyspaceWrite(k, v, m)),
+        2 => Just(Op::KeyspaceCompact),
         2 => Just(Op::TakeSnapshot),
         2 => Just(Op::CheckSnapshot),
         3 => Just(Op::Flush),
@@ -61,8 +68,10 @@ fn merge(model: &mut Model, k: Vec<u8>, operand: &[u8]) {
     model.insert(k, merged);
 }
 
-fn open(dir: &Path, mode: CompactionMode, worker: &Worker) -> Db {
-    let options = Options {
+/// Opens the database, creating keyspace `ks` (with the default keyspace's settings) on the
+/// first open.
+fn open(dir: &Path, mode: CompactionMode, worker: &Worker) -> (Db, Keyspace) {
+    let mut options = Options {
         merge_operator: Some(Arc::new(Append::with_delimiter(b","))),
         memtable: MemtableOptions {
             write_buffer_size: 64 << 10,
@@ -84,7 +93,25 @@ fn open(dir: &Path, mode: CompactionMode, worker: &Worker) -> Db {
         ),
         ..Options::default()
     };
-    Db::open(dir, options).unwrap()
+    let ks_options = KeyspaceOptions::of_default(&options);
+    options.keyspaces.insert("ks".into(), ks_options.clone());
+    let db = Db::open(dir, options).unwrap();
+    let ks = match db.keyspace("ks") {
+        Some(ks) => ks,
+        None => db.create_keyspace("ks", &ks_options).unwrap(),
+    };
+    (db, ks)
+}
+
+fn scan_keyspace(ks: &Keyspace, snapshot: Option<&sluice::Snapshot>) -> Model {
+    let opts = ReadOptions {
+        snapshot,
+        ..ReadOptions::default()
+    };
+    ks.range_opt::<&[u8], _>(&opts, ..)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
 }
 
 fn scan(db: &Db, snapshot: Option<&sluice::Snapshot>) -> Model {
@@ -104,9 +131,10 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
     let worker = Worker::start(dir.path(), &secret, &[]);
     let mut db = Some(open(dir.path(), mode, &worker));
     let mut model = Model::new();
-    let mut snapshots: Vec<(sluice::Snapshot, Model)> = Vec::new();
+    let mut ks_model = Model::new();
+    let mut snapshots: Vec<(sluice::Snapshot, Model, Model)> = Vec::new();
     for op in ops {
-        let d = db.as_ref().unwrap();
+        let (d, ks) = db.as_ref().unwrap();
         match op {
             Op::Put(k, v) => {
                 d.put(&key(k), &v).unwrap();
@@ -129,28 +157,46 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
                 let mut batch = WriteBatch::new();
                 batch.put(&key(k), b"base");
                 batch.merge(&key(k), &v);
+                batch.put_in(ks, &key(k), &v);
                 d.write(&Default::default(), batch).unwrap();
                 model.insert(key(k), b"base".to_vec());
                 merge(&mut model, key(k), &v);
+                ks_model.insert(key(k), v);
             }
-            Op::TakeSnapshot => snapshots.push((d.snapshot(), model.clone())),
+            Op::KeyspaceWrite(k, v, true) => {
+                ks.merge(&key(k), &v).unwrap();
+                merge(&mut ks_model, key(k), &v);
+            }
+            Op::KeyspaceWrite(k, v, false) => {
+                ks.put(&key(k), &v).unwrap();
+                ks_model.insert(key(k), v);
+            }
+            Op::KeyspaceCompact => {
+                ks.flush().unwrap();
+                ks.compact_range(None, None).unwrap();
+            }
+            Op::TakeSnapshot => snapshots.push((d.snapshot(), model.clone(), ks_model.clone())),
             Op::CheckSnapshot => {
-                if let Some((snap, old)) = snapshots.last() {
+                if let Some((snap, old, old_ks)) = snapshots.last() {
                     prop_assert_eq!(&scan(d, Some(snap)), old);
+                    prop_assert_eq!(&scan_keyspace(ks, Some(snap)), old_ks);
                 }
             }
             Op::Flush => d.flush().unwrap(),
             Op::Compact => d.compact_range(None, None).unwrap(),
             Op::Reopen => {
                 snapshots.clear();
-                db.take().unwrap().close().unwrap();
+                let (d, ks) = db.take().unwrap();
+                drop(ks);
+                d.close().unwrap();
                 db = Some(open(dir.path(), mode, &worker));
             }
             Op::Get(k) => prop_assert_eq!(d.get(&key(k)).unwrap(), model.get(&key(k)).cloned()),
         }
     }
-    let d = db.take().unwrap();
+    let (d, ks) = db.take().unwrap();
     prop_assert_eq!(scan(&d, None), model);
+    prop_assert_eq!(scan_keyspace(&ks, None), ks_model);
     d.check().unwrap();
     Ok(())
 }
@@ -177,7 +223,7 @@ fn the_worker_takes_its_share_of_the_model_runs_compactions() {
     let dir = tempfile::tempdir().unwrap();
     let secret = secret_file(dir.path(), SECRET);
     let worker = Worker::start(dir.path(), &secret, &[]);
-    let db = open(dir.path(), CompactionMode::Sequential, &worker);
+    let (db, ks) = open(dir.path(), CompactionMode::Sequential, &worker);
     for op in ops {
         match op {
             Op::Put(k, v) => db.put(&key(k), &v).unwrap(),
@@ -188,4 +234,14 @@ fn the_worker_takes_its_share_of_the_model_runs_compactions() {
     }
     let m = db.offload_metrics().unwrap();
     assert!(m.sides[1].input_bytes > 0, "{m:?}");
+    // A keyspace's compactions go to the same worker, reading its own directory.
+    let before = m.sides[1].input_bytes;
+    for i in 0..3000u16 {
+        ks.put(&key(i % 200), &[i as u8; 20]).unwrap();
+    }
+    ks.flush().unwrap();
+    ks.compact_range(None, None).unwrap();
+    let m = db.offload_metrics().unwrap();
+    assert!(m.sides[1].input_bytes > before, "{m:?}");
+    assert_eq!(scan_keyspace(&ks, None).len(), 200);
 }

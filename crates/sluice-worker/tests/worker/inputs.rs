@@ -108,6 +108,7 @@ pub fn task(
         merge_operator: String::new(),
         compaction_filter: String::new(),
         range_tombstones: Vec::new(),
+        keyspace: 0,
     }
 }
 

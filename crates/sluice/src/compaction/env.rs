@@ -41,6 +41,8 @@ pub struct JobEnv<'a> {
     pub(crate) snapshots: Vec<SeqNo>,
     /// The compaction workers, if the database offloads.
     pub(crate) remote: Option<&'a dyn RemoteExecutors>,
+    /// The keyspace whose tree the job works on (0: the default one).
+    keyspace: u32,
     numbers: &'a dyn FileNumbers,
     /// Numbers this job reserved; released on drop.
     reserved: Mutex<Vec<u64>>,
@@ -59,6 +61,7 @@ impl<'a> JobEnv<'a> {
             table_cache,
             snapshots,
             remote: None,
+            keyspace: 0,
             numbers,
             reserved: Mutex::new(Vec::new()),
         }
@@ -68,6 +71,18 @@ impl<'a> JobEnv<'a> {
     pub(crate) fn with_remote(mut self, remote: Option<&'a dyn RemoteExecutors>) -> Self {
         self.remote = remote;
         self
+    }
+
+    /// The job works on keyspace `id`'s tree.
+    pub(crate) fn in_keyspace(mut self, id: u32) -> Self {
+        self.keyspace = id;
+        self
+    }
+
+    /// The keyspace whose tree the job works on (0: the default one): its tables are in
+    /// `keyspaces/<id>/` under each of the database's directories.
+    pub fn keyspace(&self) -> u32 {
+        self.keyspace
     }
 
     /// Reserves `count` consecutive file numbers for this job (see `FileNumbers::reserve`).

@@ -34,6 +34,7 @@ impl DbInner {
             self,
         );
         env.with_remote(self.remote.as_deref())
+            .in_keyspace(self.keyspace_id)
     }
 
     /// Writes the oldest frozen memtable to L0 and installs it. Runs on the flush thread.

@@ -484,7 +484,7 @@ pub(crate) fn new_tree_inner(
 
 /// Checks `options.partitions` against the recovered MANIFEST. Returns the range map to record
 /// when partitioned mode starts on a database that has none yet.
-pub(super) fn reconcile_partitions(
+pub(crate) fn reconcile_partitions(
     versions: &VersionSet,
     options: &Options,
 ) -> Result<Option<RangeMap>> {

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 
 use super::options::keyspace_dir;
 use super::{KeyspaceOptions, KeyspaceTree, check_name};
-use crate::db::open::{Parts, TreeLink, check_value_format, new_tree_inner};
+use crate::db::open::{Parts, TreeLink, check_value_format, new_tree_inner, reconcile_partitions};
 use crate::db::open_tree::{RecoveringTree, remove_tree};
 use crate::db::recover::RecoveryReport;
 use crate::db::{DbInner, background};
@@ -116,6 +116,16 @@ impl DbInner {
         }
         let mut versions = VersionSet::new_empty();
         check_value_format(&mut versions, false, &tree_options, &dir)?;
+        // Partitioned mode: the tree starts with the options' range map, as a new database
+        // does.
+        if let Some(map) = reconcile_partitions(&versions, &tree_options)? {
+            let mut edit = VersionEdit {
+                range_map: Some(map),
+                ..VersionEdit::default()
+            };
+            let version = versions.prepare(&mut edit, 0, true)?;
+            versions.install(version, &edit);
+        }
         let manifest_number = versions.new_file_number();
         versions.manifest_number = manifest_number;
         let manifest =
