@@ -11,6 +11,7 @@ use crate::commands::checkpoint::CheckpointArgs;
 use crate::commands::compact::CompactArgs;
 use crate::commands::experiment::ExperimentCommand;
 use crate::commands::ingest::IngestArgs;
+use crate::commands::keyspace::KeyspaceCommand;
 use crate::commands::kv::{DeleteRangeArgs, KeyArgs, MergeArgs, PutArgs, ScanArgs};
 use crate::commands::manifest::ManifestCommand;
 use crate::commands::range::RangeCommand;
@@ -26,8 +27,13 @@ use crate::commands::ycsb::YcsbArgs;
 /// printable ASCII (and the backslash) are written as \xNN. Logs go to stderr, filtered by
 /// RUST_LOG (default: warn).
 ///
+/// The key-value commands, `compact` and `stats` act on one keyspace (RocksDB's column family):
+/// `--keyspace NAME`, default `default`, the database's own; `sluice keyspace` lists, creates
+/// and drops them. The engine flags apply to every keyspace of the database opened.
+///
 /// Exit status: 0 on success, 1 when `get` finds no value or `check` finds damage, 2 on any
-/// other error. `get`, `scan`, `stats`, `check` and the dumps never change the database.
+/// other error. `get`, `scan`, `stats`, `check`, `keyspace list` and the dumps never change
+/// the database.
 #[derive(Debug, Parser)]
 #[command(
     name = "sluice",
@@ -55,6 +61,9 @@ pub enum Command {
     DeleteRange(DeleteRangeArgs),
     /// Print `key<TAB>value` for every key in [--from, --to), in key order.
     Scan(ScanArgs),
+    /// Keyspaces (RocksDB's column families): `list` them, `create` or `drop` one.
+    #[command(subcommand)]
+    Keyspace(KeyspaceCommand),
     /// Compact the key range [--from, --to] (default: everything) down the tree.
     Compact(CompactArgs),
     /// Print the per-level LSM table, flush and compaction totals and the stage profile.
@@ -132,6 +141,9 @@ mod tests {
             &["sluice", "get", "--db", "x"],
             &["sluice", "experiment", "fig8"],
             &["sluice", "get", "--db", "x", "k", "--bloom-bits", "many"],
+            &["sluice", "keyspace", "create", "--db", "x"],
+            &["sluice", "get", "--db", "x", "k", "--create-keyspace"],
+            &["sluice", "put", "--db", "x", "--keyspace", "k", "v"],
         ] {
             let err = Cli::try_parse_from(args).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{args:?}");

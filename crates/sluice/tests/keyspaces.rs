@@ -80,6 +80,10 @@ fn keyspaces_are_separate_trees_that_survive_reopen() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&b"default"[..]));
     assert_eq!(contents_of(&users).len(), 2);
     assert!(db.keyspace("nope").is_none());
+    drop(users);
+    db.close().unwrap();
+    let names = Db::list_keyspaces(dir.path(), &sluice::fs::OsFileSystem).unwrap();
+    assert_eq!(names, ["default", "users"]);
 }
 
 #[test]

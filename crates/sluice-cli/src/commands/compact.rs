@@ -15,7 +15,8 @@ use sluice::metrics::{PipelineStage, StageSeconds};
 use sluice::{CompactOptions, CompactProgress, Error, Options};
 use sluice_bench::delta::MetricsDelta;
 
-use super::{Access, OpenArgs, open_with};
+use super::keyspace::KeyspaceArg;
+use super::{Access, OpenArgs};
 use crate::engine_flags::OffloadArgs;
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
@@ -24,6 +25,8 @@ use crate::units::size;
 /// compaction; with `--parallel` every piece runs on the parallel one.
 #[derive(Debug, Args)]
 pub struct CompactArgs {
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
     /// First key of the range (inclusive; default: the first key).
@@ -92,6 +95,8 @@ fn shape_line(levels: &[LevelShape]) -> String {
 /// What `compact --json` prints.
 #[derive(Debug, Serialize)]
 struct CompactSummary {
+    /// The keyspace compacted.
+    keyspace: String,
     /// Wall seconds of the whole call (flush, compactions, waits).
     seconds: f64,
     /// Pieces of each level ran in parallel on every core.
@@ -199,7 +204,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             .map(Into::into),
         ..args.db.engine.options()
     };
-    let db = open_with(&args.db, Access::Existing, base)?;
+    let db = args.keyspace.open_with(&args.db, Access::Existing, base)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let on_interrupt = Arc::clone(&cancel);
     // Without a handler (another one is installed, as in tests) Ctrl-C simply ends the process,
@@ -213,7 +218,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         progress: Some(Arc::new(move |p: &CompactProgress| sink.update(p))),
         cancel: Some(cancel),
     };
-    let before = db.metrics();
+    let before = db.metrics()?;
     let start = Instant::now();
     let result = db.compact_range_with(
         args.from.as_deref().map(str::as_bytes),
@@ -222,9 +227,10 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     );
     let seconds = start.elapsed().as_secs_f64();
     tracker.bar.finish_and_clear();
-    let after = db.metrics();
+    let after = db.metrics()?;
     let d = MetricsDelta::between(&before, &after);
-    let offload = db.offload_metrics();
+    let offload = db.db().offload_metrics();
+    let keyspace = db.name().to_string();
     db.close()?;
     match result {
         Err(Error::Cancelled) => {
@@ -239,6 +245,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
     }
     let c = d.compaction;
     let summary = CompactSummary {
+        keyspace,
         seconds,
         parallel: args.parallel,
         compactions: c.count,

@@ -1,11 +1,13 @@
-//! `put`, `merge`, `get`, `delete`, `delete-range` and `scan`.
+//! `put`, `merge`, `get`, `delete`, `delete-range` and `scan`, each in one keyspace
+//! (`--keyspace`, default `default`).
 
 use std::io::Write;
 
 use clap::Args;
 use sluice::{ReadOptions, WriteOptions};
 
-use super::{Access, OpenArgs, open};
+use super::keyspace::{KeyspaceArg, WriteKeyspaceArg};
+use super::{Access, OpenArgs};
 use crate::escape::escape;
 use crate::failure::{CmdResult, Failure};
 use crate::units::parse_size;
@@ -13,6 +15,8 @@ use crate::units::parse_size;
 /// `sluice put`.
 #[derive(Debug, Args)]
 pub struct PutArgs {
+    #[command(flatten)]
+    pub keyspace: WriteKeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
     /// The key.
@@ -27,6 +31,8 @@ pub struct PutArgs {
 /// `sluice merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
+    #[command(flatten)]
+    pub keyspace: WriteKeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
     /// The key.
@@ -46,6 +52,8 @@ pub struct MergeArgs {
 #[derive(Debug, Args)]
 pub struct DeleteRangeArgs {
     #[command(flatten)]
+    pub keyspace: KeyspaceArg,
+    #[command(flatten)]
     pub db: OpenArgs,
     /// First key deleted (inclusive).
     #[arg(long, value_name = "KEY")]
@@ -62,6 +70,8 @@ pub struct DeleteRangeArgs {
 #[derive(Debug, Args)]
 pub struct KeyArgs {
     #[command(flatten)]
+    pub keyspace: KeyspaceArg,
+    #[command(flatten)]
     pub db: OpenArgs,
     /// The key.
     pub key: String,
@@ -70,6 +80,8 @@ pub struct KeyArgs {
 /// `sluice scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
     /// First key (inclusive).
@@ -84,7 +96,7 @@ pub struct ScanArgs {
 }
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Create)?;
+    let db = args.keyspace.open(&args.db)?;
     let opts = WriteOptions { sync: args.sync };
     db.put_opt(&opts, args.key.as_bytes(), args.value.as_bytes())?;
     db.close()?;
@@ -103,7 +115,7 @@ pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
     } else {
         args.operand.as_bytes().to_vec()
     };
-    let db = open(&args.db, Access::Create)?;
+    let db = args.keyspace.open(&args.db)?;
     let opts = WriteOptions { sync: args.sync };
     db.merge_opt(&opts, args.key.as_bytes(), &operand)?;
     db.close()?;
@@ -111,7 +123,7 @@ pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Create)?;
+    let db = args.keyspace.open(&args.db, Access::Create)?;
     let opts = WriteOptions { sync: args.sync };
     db.delete_range_opt(&opts, args.from.as_bytes(), args.to.as_bytes())?;
     db.close()?;
@@ -119,7 +131,7 @@ pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::ReadOnly)?;
+    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
     let value = db.get(args.key.as_bytes())?;
     db.close()?;
     match value {
@@ -132,14 +144,14 @@ pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Create)?;
-    db.delete(args.key.as_bytes())?;
+    let db = args.keyspace.open(&args.db, Access::Create)?;
+    db.delete_opt(&WriteOptions::default(), args.key.as_bytes())?;
     db.close()?;
     Ok(())
 }
 
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::ReadOnly)?;
+    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
     let opts = ReadOptions {
         lower_bound: args.from.as_deref().map(str::as_bytes),
         upper_bound: args.to.as_deref().map(str::as_bytes),

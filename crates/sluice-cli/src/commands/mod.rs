@@ -9,6 +9,7 @@ pub mod checkpoint;
 pub mod compact;
 pub mod experiment;
 pub mod ingest;
+pub mod keyspace;
 pub mod kv;
 pub mod manifest;
 pub mod range;
@@ -24,7 +25,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use sluice::filename::current_file_name;
 use sluice::options::{PartitionOptions, PartitionOwner};
-use sluice::{CompactionOptions, Db, Options};
+use sluice::{CompactionOptions, Db, KeyspaceOptions, Options};
 
 use crate::args::Command;
 use crate::engine_flags::EngineArgs;
@@ -39,6 +40,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Get(a) => kv::get(&a, out),
         Command::Delete(a) => kv::delete(&a, out),
         Command::Scan(a) => kv::scan(&a, out),
+        Command::Keyspace(c) => keyspace::run(&c, out),
         Command::Compact(a) => compact::run(&a, out),
         Command::Stats(a) => stats::run(&a, out),
         Command::Check(a) => check::run(&a, out),
@@ -101,6 +103,10 @@ fn open(target: &OpenArgs, access: Access) -> sluice::Result<Db> {
 
 /// Opens the database `target` names with `base` options adjusted for `access` and, with
 /// `--owner-dir`, for its partitions. The CLI never balances: it inspects or edits the data.
+///
+/// Keyspaces' options are not stored (as RocksDB's column family options are not), so every
+/// keyspace the database has opens with the same settings as the default one: the engine
+/// flags (compression, merge operator, TTL, sizes) apply to all of them.
 fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result<Db> {
     let DbArg {
         db: dir,
@@ -124,7 +130,7 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         load_balance: None,
         ..PartitionOptions::default()
     });
-    let options = Options {
+    let mut options = Options {
         create_if_missing: access == Access::Create,
         partitions: partitions.or(base.partitions.clone()),
         compaction: CompactionOptions {
@@ -134,6 +140,15 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         },
         ..base
     };
+    let keyspace = KeyspaceOptions::of_default(&options);
+    // No database (or none readable) lists none: opening it then says what is wrong.
+    let names = Db::list_keyspaces(dir, &*options.fs).unwrap_or_default();
+    for name in names.into_iter().skip(1) {
+        options
+            .keyspaces
+            .entry(name)
+            .or_insert_with(|| keyspace.clone());
+    }
     let opened = match access {
         Access::ReadOnly => Db::open_read_only(dir, options),
         Access::Create | Access::Existing => Db::open(dir, options),

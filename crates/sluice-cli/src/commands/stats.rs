@@ -14,13 +14,16 @@ use sluice::Metrics;
 use sluice::metrics::JobMetrics;
 use sluice_bench::report::{pipeline_line, stage_profile_line};
 
-use super::{Access, OpenArgs, open};
+use super::keyspace::KeyspaceArg;
+use super::{Access, OpenArgs};
 use crate::failure::CmdResult;
 use crate::units::size;
 
 /// `sluice stats`.
 #[derive(Debug, Args)]
 pub struct StatsArgs {
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
     /// Print JSON instead of text.
@@ -29,13 +32,27 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::ReadOnly)?;
-    let m = db.metrics();
+    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
+    let m = db.metrics()?;
+    let keyspace = db.name().to_string();
+    let keyspaces = db.db().keyspace_names();
     db.close()?;
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&to_json(&m)?)?)?;
+        let mut v = to_json(&m)?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("keyspace".into(), json!(keyspace));
+            obj.insert("keyspaces".into(), json!(keyspaces));
+        }
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
     } else {
         write_table(&m, out)?;
+        if keyspaces.len() > 1 {
+            writeln!(
+                out,
+                "keyspace {keyspace} (the database's keyspaces: {})",
+                keyspaces.join(", ")
+            )?;
+        }
     }
     Ok(())
 }

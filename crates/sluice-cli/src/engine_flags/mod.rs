@@ -2,9 +2,11 @@
 //! the one place that turns them into [`Options`].
 //!
 //! [`EngineArgs`] is flattened into each such command (`bench`, `ycsb`, `compact`, `put`,
-//! `get`, `delete`, `scan`, `stats`, `check`, `repair`, `range`); a flag a command does not
-//! give keeps `Options::default()`, so `sluice get` opens a database exactly as an application
-//! with default options would. [`OffloadArgs`] (the `--worker` flags) is its own group, flattened
+//! `get`, `delete`, `scan`, `stats`, `check`, `repair`, `range`, `keyspace`); a flag a command
+//! does not give keeps `Options::default()`, so `sluice get` opens a database exactly as an
+//! application with default options would. The flags describe every keyspace of the database
+//! alike: the commands that open one give each of its keyspaces these settings too
+//! (`Options::keyspaces`), and `keyspace create` and `--create-keyspace` create one with them. [`OffloadArgs`] (the `--worker` flags) is its own group, flattened
 //! only where compactions run long enough to share (`bench`, `compact`).
 //!
 //! The engine flags come in two groups because experiments tell them apart: `--compression` and
@@ -48,8 +50,9 @@ pub struct EngineArgs {
     /// hex, `append(2c)` for a comma). A database holding operands needs it to be read.
     #[arg(long, value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
-    /// Values expire this many seconds after they are written (Options::ttl). A database is
-    /// created with or without one for good: give it on every open of one written with it.
+    /// Values expire this many seconds after they are written (Options::ttl), in every
+    /// keyspace. A database is created with or without one for good, and so is each keyspace:
+    /// give it on every open of one written with it.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub ttl: Option<u64>,
     #[command(flatten)]

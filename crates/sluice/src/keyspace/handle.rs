@@ -206,6 +206,23 @@ impl Db {
         Some(Keyspace::new(tree))
     }
 
+    /// The names of the keyspaces of the database in `path`, `"default"` first, read from its
+    /// MANIFEST through `fs` without opening it (RocksDB's `ListColumnFamilies`): what
+    /// [`crate::Options::keyspaces`] should give options for before it is opened.
+    ///
+    /// # Errors
+    /// As reading the MANIFEST at open: [`Error::Corruption`] naming the file and offset, or
+    /// an I/O error when there is no database.
+    pub fn list_keyspaces(
+        path: impl AsRef<std::path::Path>,
+        fs: &dyn crate::fs::FileSystem,
+    ) -> Result<Vec<String>> {
+        let (versions, _, _) = crate::version::set::VersionSet::recover(fs, path.as_ref())?;
+        let mut names = vec![DEFAULT_KEYSPACE.to_string()];
+        names.extend(versions.keyspaces.into_values());
+        Ok(names)
+    }
+
     /// The names of the database's keyspaces, `"default"` first.
     pub fn keyspace_names(&self) -> Vec<String> {
         let mut names = vec![DEFAULT_KEYSPACE.to_string()];

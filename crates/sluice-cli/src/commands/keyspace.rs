@@ -1,0 +1,318 @@
+//! Keyspaces (RocksDB's column families): `keyspace list`, `keyspace create` and `keyspace
+//! drop` (ldb's list_column_families, create_column_family and drop_column_family), and the
+//! `--keyspace NAME` flag with which the key-value commands, `compact` and `stats` act on one
+//! keyspace instead of the default one.
+//!
+//! A keyspace's settings are not stored: every command opens every keyspace with the engine
+//! flags it is given (see `open_with`), and `keyspace create` and `--create-keyspace` create
+//! one with them.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::{Args, Subcommand};
+use sluice::filename::current_file_name;
+use sluice::keyspace::DEFAULT_KEYSPACE;
+use sluice::{
+    CompactOptions, Db, DbIterator, Keyspace, KeyspaceOptions, Metrics, Options, ReadOptions,
+    WriteOptions,
+};
+
+use super::{Access, OpenArgs, open, open_with};
+use crate::failure::{CmdResult, Failure};
+
+/// `sluice keyspace`.
+#[derive(Debug, Subcommand)]
+pub enum KeyspaceCommand {
+    /// Print the database's keyspaces, one name per line, `default` first (ldb's
+    /// list_column_families). Never changes the database.
+    List(KeyspaceListArgs),
+    /// Create keyspace NAME, with the engine flags as its settings (ldb's
+    /// create_column_family). Creates the database if needed.
+    Create(KeyspaceNameArgs),
+    /// Drop keyspace NAME and delete every key in it (ldb's drop_column_family).
+    Drop(KeyspaceNameArgs),
+}
+
+/// `sluice keyspace list`.
+#[derive(Debug, Args)]
+pub struct KeyspaceListArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+}
+
+/// `sluice keyspace create` and `sluice keyspace drop`.
+#[derive(Debug, Args)]
+pub struct KeyspaceNameArgs {
+    #[command(flatten)]
+    pub db: OpenArgs,
+    /// The keyspace's name: 1 to 255 bytes, not `default` (the database's own keyspace, which
+    /// always exists).
+    pub name: String,
+}
+
+/// `--keyspace`: the keyspace a command reads, deletes from or maintains.
+#[derive(Debug, Args)]
+pub struct KeyspaceArg {
+    /// The keyspace to act on (RocksDB's column family): `default` is the database's own; any
+    /// other must exist (`sluice keyspace list` names them, `sluice keyspace create` makes one).
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_KEYSPACE)]
+    pub keyspace: String,
+}
+
+/// `--keyspace` and `--create-keyspace`: the keyspace a command adds data to.
+#[derive(Debug, Args)]
+pub struct WriteKeyspaceArg {
+    /// The keyspace to write to (RocksDB's column family): `default` is the database's own; any
+    /// other must exist, unless --create-keyspace is given.
+    #[arg(long, value_name = "NAME", default_value = DEFAULT_KEYSPACE)]
+    pub keyspace: String,
+    /// Create the --keyspace if the database has none of that name (and the database if there
+    /// is none), with the engine flags as its settings.
+    #[arg(long)]
+    pub create_keyspace: bool,
+}
+
+impl KeyspaceArg {
+    /// Opens the database `target` names with its engine flags, adjusted for `access`, for
+    /// this keyspace; one the database does not have is an error naming it.
+    pub(super) fn open(&self, target: &OpenArgs, access: Access) -> Result<InKeyspace, Failure> {
+        self.open_with(target, access, target.engine.options())
+    }
+
+    /// As [`KeyspaceArg::open`], with `base` options instead of the engine flags' own.
+    pub(super) fn open_with(
+        &self,
+        target: &OpenArgs,
+        access: Access,
+        base: Options,
+    ) -> Result<InKeyspace, Failure> {
+        open_keyspace(target, access, base, &self.keyspace, None)
+    }
+}
+
+impl WriteKeyspaceArg {
+    /// Opens the database `target` names for writing (creating it if needed) with its engine
+    /// flags, for this keyspace, created with `--create-keyspace`.
+    pub(super) fn open(&self, target: &OpenArgs) -> Result<InKeyspace, Failure> {
+        open_keyspace(
+            target,
+            Access::Create,
+            target.engine.options(),
+            &self.keyspace,
+            Some(self.create_keyspace),
+        )
+    }
+}
+
+/// Opens the database `target` names with `base` options (as [`open_with`]) for keyspace
+/// `name`. `create` is `Some` for a command with `--create-keyspace`, and says whether it was
+/// given; a keyspace the database does not have is created then, and an error naming it
+/// otherwise.
+fn open_keyspace(
+    target: &OpenArgs,
+    access: Access,
+    base: Options,
+    name: &str,
+    create: Option<bool>,
+) -> Result<InKeyspace, Failure> {
+    let dir = &target.at.db;
+    let creating = create == Some(true);
+    if name != DEFAULT_KEYSPACE
+        && !creating
+        && access == Access::Create
+        && !current_file_name(dir).exists()
+    {
+        // Not a new database made only to say that it lacks the keyspace.
+        return Err(missing(name, dir, &[], create_hint(create)));
+    }
+    let db = open_with(target, access, base)?;
+    if name == DEFAULT_KEYSPACE {
+        return Ok(InKeyspace { keyspace: None, db });
+    }
+    let keyspace = match db.keyspace(name) {
+        Some(keyspace) => keyspace,
+        None if creating => {
+            let options = KeyspaceOptions::of_default(db.options());
+            db.create_keyspace(name, &options)?
+        }
+        None => {
+            let names = db.keyspace_names();
+            db.close()?;
+            return Err(missing(name, dir, &names, create_hint(create)));
+        }
+    };
+    Ok(InKeyspace {
+        keyspace: Some(keyspace),
+        db,
+    })
+}
+
+/// How to create a missing keyspace, for a command that has `--create-keyspace` (`Some`) or
+/// not (`None`).
+fn create_hint(create: Option<bool>) -> &'static str {
+    match create {
+        Some(_) => "; pass --create-keyspace to create it, or use `sluice keyspace create`",
+        None => "; `sluice keyspace create` creates one",
+    }
+}
+
+/// The error for keyspace `name`, which the database in `dir` (with keyspaces `names`; none if
+/// there is no database) does not have, followed by `hint`.
+fn missing(name: &str, dir: &Path, names: &[String], hint: &str) -> Failure {
+    let has = if names.is_empty() {
+        "which holds no database yet".to_string()
+    } else {
+        format!("whose keyspaces are {}", names.join(", "))
+    };
+    Failure::Error(format!(
+        "no keyspace {name:?} in {} ({has}){hint}",
+        dir.display()
+    ))
+}
+
+/// A database a command opened and the keyspace it acts on: the database itself for
+/// `default`, or one of its keyspaces. Reads and writes go to that keyspace only.
+pub struct InKeyspace {
+    /// `None`: the default keyspace, which is `db`.
+    keyspace: Option<Keyspace>,
+    db: Db,
+}
+
+impl InKeyspace {
+    /// The database the keyspace is in.
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The keyspace's name.
+    pub fn name(&self) -> &str {
+        self.keyspace
+            .as_ref()
+            .map_or(DEFAULT_KEYSPACE, Keyspace::name)
+    }
+
+    /// As [`Db::put_opt`], in the keyspace.
+    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> sluice::Result<()> {
+        match &self.keyspace {
+            Some(k) => k.put_opt(opts, key, value),
+            None => self.db.put_opt(opts, key, value),
+        }
+    }
+
+    /// As [`Db::merge_opt`], in the keyspace.
+    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> sluice::Result<()> {
+        match &self.keyspace {
+            Some(k) => k.merge_opt(opts, key, operand),
+            None => self.db.merge_opt(opts, key, operand),
+        }
+    }
+
+    /// As [`Db::delete_opt`], in the keyspace.
+    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> sluice::Result<()> {
+        match &self.keyspace {
+            Some(k) => k.delete_opt(opts, key),
+            None => self.db.delete_opt(opts, key),
+        }
+    }
+
+    /// As [`Db::delete_range_opt`], in the keyspace.
+    pub fn delete_range_opt(
+        &self,
+        opts: &WriteOptions,
+        start: &[u8],
+        end: &[u8],
+    ) -> sluice::Result<()> {
+        match &self.keyspace {
+            Some(k) => k.delete_range_opt(opts, start, end),
+            None => self.db.delete_range_opt(opts, start, end),
+        }
+    }
+
+    /// As [`Db::get`], in the keyspace.
+    pub fn get(&self, key: &[u8]) -> sluice::Result<Option<Vec<u8>>> {
+        match &self.keyspace {
+            Some(k) => k.get(key),
+            None => self.db.get(key),
+        }
+    }
+
+    /// As [`Db::iter`], in the keyspace.
+    pub fn iter(&self, opts: &ReadOptions<'_>) -> sluice::Result<DbIterator> {
+        match &self.keyspace {
+            Some(k) => k.iter(opts),
+            None => self.db.iter(opts),
+        }
+    }
+
+    /// As [`Db::compact_range_with`], in the keyspace.
+    pub fn compact_range_with(
+        &self,
+        start: Option<&[u8]>,
+        end: Option<&[u8]>,
+        opts: &CompactOptions,
+    ) -> sluice::Result<()> {
+        match &self.keyspace {
+            Some(k) => k.compact_range_with(start, end, opts),
+            None => self.db.compact_range_with(start, end, opts),
+        }
+    }
+
+    /// The keyspace's tree's metrics. Those of the whole database (the WAL, the block cache)
+    /// are the database's, in the default keyspace's.
+    pub fn metrics(&self) -> sluice::Result<Metrics> {
+        match &self.keyspace {
+            Some(k) => k.metrics(),
+            None => Ok(self.db.metrics()),
+        }
+    }
+
+    /// Closes the database.
+    pub fn close(self) -> sluice::Result<()> {
+        drop(self.keyspace);
+        self.db.close()
+    }
+}
+
+pub fn run(command: &KeyspaceCommand, out: &mut dyn Write) -> CmdResult {
+    match command {
+        KeyspaceCommand::List(args) => list(args, out),
+        KeyspaceCommand::Create(args) => create(args, out),
+        KeyspaceCommand::Drop(args) => drop_keyspace(args, out),
+    }
+}
+
+fn list(args: &KeyspaceListArgs, out: &mut dyn Write) -> CmdResult {
+    let db = open(&args.db, Access::ReadOnly)?;
+    let names = db.keyspace_names();
+    db.close()?;
+    for name in names {
+        writeln!(out, "{name}")?;
+    }
+    Ok(())
+}
+
+fn create(args: &KeyspaceNameArgs, _out: &mut dyn Write) -> CmdResult {
+    let db = open(&args.db, Access::Create)?;
+    let options = KeyspaceOptions::of_default(db.options());
+    db.create_keyspace(&args.name, &options)?;
+    db.close()?;
+    Ok(())
+}
+
+fn drop_keyspace(args: &KeyspaceNameArgs, _out: &mut dyn Write) -> CmdResult {
+    if args.name == DEFAULT_KEYSPACE {
+        return Err(Failure::Error(format!(
+            "{DEFAULT_KEYSPACE:?} is the database's own keyspace: it cannot be dropped"
+        )));
+    }
+    let db = open(&args.db, Access::Existing)?;
+    if db.keyspace(&args.name).is_none() {
+        let names = db.keyspace_names();
+        db.close()?;
+        return Err(missing(&args.name, &args.db.at.db, &names, ""));
+    }
+    db.drop_keyspace(&args.name)?;
+    db.close()?;
+    Ok(())
+}
