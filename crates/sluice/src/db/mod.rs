@@ -278,16 +278,23 @@ impl Db {
         for tree in self.inner.trees() {
             tree.stop();
         }
+        self.inner.stop_threads(&self.background);
+        self.inner.close_wal()
+    }
+}
+
+impl DbInner {
+    /// Tells the background threads to exit, and waits for `threads`.
+    pub(crate) fn stop_threads(&self, threads: &Mutex<Vec<JoinHandle<()>>>) {
         {
-            let mut st = self.inner.state.lock();
+            let mut st = self.state.lock();
             st.closing = true;
-            self.inner.bg_work.notify_all();
-            self.inner.bg_done.notify_all();
+            self.bg_work.notify_all();
+            self.bg_done.notify_all();
         }
-        for handle in self.background.lock().drain(..) {
+        for handle in threads.lock().drain(..) {
             let _ = handle.join();
         }
-        self.inner.close_wal()
     }
 }
 

@@ -148,23 +148,16 @@ pub(super) fn open_inner(
     if !read_only {
         delete_dropped_keyspaces(&options, dir, &versions);
     }
-    let ranges = new_range_map
-        .clone()
-        .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
     let next_keyspace_id = versions.next_keyspace_id;
-    let mut own = RecoveringTree {
-        id: DEFAULT_KEYSPACE_ID,
-        name: crate::keyspace::DEFAULT_KEYSPACE.to_string(),
-        dir: dir.to_path_buf(),
+    let mut own = RecoveringTree::new(
+        DEFAULT_KEYSPACE_ID,
+        crate::keyspace::DEFAULT_KEYSPACE,
+        dir.to_path_buf(),
         options,
         versions,
         table_cache,
-        ranges,
-        new_range_map,
-        new_files: Vec::new(),
-        range_tombstones: Vec::new(),
-        frozen: VecDeque::new(),
-    };
+    )
+    .with_new_range_map(new_range_map);
 
     // Every WAL entry goes to its keyspace's tree, unless that tree has it in a table.
     let mut targets = BTreeMap::new();

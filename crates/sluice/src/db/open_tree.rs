@@ -86,25 +86,43 @@ impl RecoveringTree {
                 "partitioning a database needs a read-write open".into(),
             ));
         }
-        let ranges = new_range_map
-            .clone()
-            .or_else(|| versions.current().range_map().map(|m| (**m).clone()));
-        Ok((
-            RecoveringTree {
-                id,
-                name: name.to_string(),
-                dir,
-                options,
-                versions,
-                table_cache,
-                ranges,
-                new_range_map,
-                new_files: Vec::new(),
-                range_tombstones: Vec::new(),
-                frozen: VecDeque::new(),
-            },
-            report,
-        ))
+        let tree = RecoveringTree::new(id, name, dir, options, versions, table_cache);
+        Ok((tree.with_new_range_map(new_range_map), report))
+    }
+
+    /// A tree whose version set and table cache are recovered, with nothing replayed yet.
+    pub fn new(
+        id: u32,
+        name: &str,
+        dir: PathBuf,
+        options: Options,
+        versions: VersionSet,
+        table_cache: Arc<TableCache>,
+    ) -> Self {
+        let ranges = versions.current().range_map().map(|m| (**m).clone());
+        RecoveringTree {
+            id,
+            name: name.to_string(),
+            dir,
+            options,
+            versions,
+            table_cache,
+            ranges,
+            new_range_map: None,
+            new_files: Vec::new(),
+            range_tombstones: Vec::new(),
+            frozen: VecDeque::new(),
+        }
+    }
+
+    /// Partitioned mode starts on this tree with `map` (when `Some`): flushes cut by it, and
+    /// the recovery edit records it.
+    pub fn with_new_range_map(mut self, map: Option<RangeMap>) -> Self {
+        if let Some(map) = map {
+            self.ranges = Some(map.clone());
+            self.new_range_map = Some(map);
+        }
+        self
     }
 
     /// Takes a replayed memtable: written to L0 (read-write), or kept (read-only).

@@ -48,15 +48,7 @@ pub(crate) struct KeyspaceTree {
 impl KeyspaceTree {
     /// Stops the tree's background threads and waits for them.
     pub fn stop(&self) {
-        {
-            let mut st = self.inner.state.lock();
-            st.closing = true;
-            self.inner.bg_work.notify_all();
-            self.inner.bg_done.notify_all();
-        }
-        for handle in self.background.lock().drain(..) {
-            let _ = handle.join();
-        }
+        self.inner.stop_threads(&self.background);
     }
 }
 
