@@ -318,3 +318,101 @@ pub(crate) fn replay_wals(
     }
     Ok((mems, last_seq))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+    use sluice_sst::key::ValueKind;
+
+    use super::*;
+    use crate::wal::LogWriter;
+
+    /// A WAL (number 7) of one batch: a put in the default keyspace, then one in keyspace 5.
+    fn wal_with_keyspace_5(dir: &Path, fs: &dyn FileSystem) -> Vec<WalFile> {
+        let mut batch = WriteBatch::new();
+        batch.put(b"a", b"default");
+        batch.add(5, ValueKind::Value, b"b", b"five");
+        batch.set_sequence(10);
+        let mut wal = LogWriter::create_wal(fs, log_file_name(dir, 7), 7).unwrap();
+        wal.add_record(batch.data()).unwrap();
+        wal.finish().unwrap();
+        wals_to_replay(fs, dir, 0, &BTreeMap::new()).unwrap()
+    }
+
+    fn replay(
+        wals: &[WalFile],
+        targets: &BTreeMap<u32, ReplayTarget>,
+        next_keyspace_id: u32,
+    ) -> Result<BTreeMap<u32, usize>> {
+        let mut report = RecoveryReport::default();
+        let (mems, last) = replay_wals(
+            wals,
+            &Options::default(),
+            0,
+            &mut report,
+            targets,
+            next_keyspace_id,
+            |_, _| Ok(()),
+        )?;
+        assert_eq!(
+            last, 11,
+            "every entry takes its sequence number, skipped or not"
+        );
+        Ok(mems.iter().map(|(&id, m)| (id, m.len())).collect())
+    }
+
+    #[test]
+    fn each_keyspace_gets_its_entries_and_a_dropped_keyspaces_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = sluice_sst::fs::OsFileSystem;
+        let wals = wal_with_keyspace_5(dir.path(), &fs);
+        let target = |skip_below| ReplayTarget {
+            skip_below,
+            write_buffer_size: 1 << 20,
+        };
+        let both = BTreeMap::from([(0, target(0)), (5, target(0))]);
+        assert_eq!(
+            replay(&wals, &both, 6).unwrap(),
+            BTreeMap::from([(0, 1), (5, 1)])
+        );
+        // Keyspace 5 has WAL 7's entries in its tables already.
+        let flushed = BTreeMap::from([(0, target(0)), (5, target(8))]);
+        assert_eq!(
+            replay(&wals, &flushed, 6).unwrap(),
+            BTreeMap::from([(0, 1), (5, 0)])
+        );
+        // Keyspace 5 was dropped: its entry is skipped.
+        let dropped = BTreeMap::from([(0, target(0))]);
+        assert_eq!(
+            replay(&wals, &dropped, 6).unwrap(),
+            BTreeMap::from([(0, 1)])
+        );
+    }
+
+    #[test]
+    fn an_entry_of_a_keyspace_never_created_is_corruption_naming_the_wal() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = sluice_sst::fs::OsFileSystem;
+        let wals = wal_with_keyspace_5(dir.path(), &fs);
+        let only_default = BTreeMap::from([(
+            0,
+            ReplayTarget {
+                skip_below: 0,
+                write_buffer_size: 1 << 20,
+            },
+        )]);
+        match replay(&wals, &only_default, 3) {
+            Err(Error::Corruption {
+                file,
+                offset,
+                reason,
+            }) => {
+                assert_eq!(file, log_file_name(dir.path(), 7));
+                assert_eq!(offset, 0);
+                assert!(reason.contains("keyspace id 5"), "{reason}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+}
