@@ -348,3 +348,41 @@ fn checkpoints_and_backups_hold_every_keyspace() {
     let opened = Db::open(&restored, small()).unwrap();
     assert_eq!(every_keyspace(&opened), expected);
 }
+
+#[test]
+fn an_ingested_table_lands_in_its_keyspace_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let ks = db.create_keyspace("bulk", &ks_options()).unwrap();
+    ks.put(&key(5), b"older").unwrap();
+    db.put(&key(5), b"default").unwrap();
+    let before = db.snapshot();
+    let path = scratch.path().join("bulk.sst");
+    let mut writer = sluice::SstFileWriter::create(&path, &Default::default()).unwrap();
+    for i in 0..1_000 {
+        writer.put(&key(i), b"ingested").unwrap();
+    }
+    writer.finish().unwrap();
+    ks.ingest(&[&path], &sluice::IngestOptions { move_files: true })
+        .unwrap();
+    assert_eq!(ks.get(&key(5)).unwrap().as_deref(), Some(&b"ingested"[..]));
+    assert_eq!(db.get(&key(5)).unwrap().as_deref(), Some(&b"default"[..]));
+    let then = ReadOptions {
+        snapshot: Some(&before),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        ks.get_opt(&then, &key(5)).unwrap().as_deref(),
+        Some(&b"older"[..])
+    );
+    // Later writes take later sequence numbers in every keyspace.
+    ks.put(&key(6), b"after").unwrap();
+    drop((ks, before));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let ks = db.keyspace("bulk").unwrap();
+    assert_eq!(contents_of(&ks).len(), 1_000);
+    assert_eq!(ks.get(&key(6)).unwrap().as_deref(), Some(&b"after"[..]));
+    assert_eq!(ks.get(&key(7)).unwrap().as_deref(), Some(&b"ingested"[..]));
+}

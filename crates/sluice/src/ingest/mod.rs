@@ -153,7 +153,9 @@ impl Db {
             // happens here, under the barrier, so no write can follow it before the files are
             // placed. The compaction slot is taken last: compactions and flushes finish
             // without writes, so waiting for it cannot deadlock with a writer stalled on L0.
-            let group = inner.commit.join_barrier();
+            // A keyspace's writes go through the database's commit queue: its barrier.
+            let journal = inner.journal()?;
+            let group = journal.commit.join_barrier();
             let attempt = (if flush_all {
                 inner.flush_as_leader()
             } else {
@@ -165,7 +167,7 @@ impl Db {
                 inner.release_compaction_slot();
                 attempt
             });
-            inner.commit.finish(group, &Ok(()));
+            journal.commit.finish(group, &Ok(()));
             match attempt? {
                 Attempt::Placed(report) => {
                     if opts.move_files {

@@ -178,6 +178,15 @@ impl Keyspace {
         self.db()?.compact_range_with(start, end, opts)
     }
 
+    /// As [`Db::ingest`], into this keyspace.
+    pub fn ingest(
+        &self,
+        files: &[impl AsRef<std::path::Path>],
+        opts: &crate::IngestOptions,
+    ) -> Result<crate::ingest::IngestReport> {
+        self.db()?.ingest(files, opts)
+    }
+
     /// As [`Db::metrics`], for this keyspace's tree.
     pub fn metrics(&self) -> Result<Metrics> {
         Ok(self.db()?.metrics())
