@@ -338,3 +338,37 @@ fn engine_flags_apply_to_every_keyspace() {
     }
     assert!(ok(&plus(&ttl, &["check", "--db", &db])).starts_with("ok:"));
 }
+
+#[test]
+fn a_table_ingests_into_a_keyspace_and_a_checkpoint_keeps_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let lines = dir.path().join("lines.tsv");
+    std::fs::write(&lines, "a\t1\nb\t2\n").unwrap();
+    let table = dir.path().join("bulk.sst").display().to_string();
+    ok(&[
+        "sst",
+        "write",
+        &table,
+        "--input",
+        &lines.display().to_string(),
+    ]);
+    ok(&["keyspace", "create", "--db", &db, "bulk"]);
+    ok(&["ingest", "--db", &db, "--keyspace", "bulk", &table]);
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--keyspace", "bulk"]),
+        "a\t1\nb\t2\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db]),
+        "",
+        "the default keyspace got nothing"
+    );
+    let copy = dir.path().join("copy").display().to_string();
+    ok(&["checkpoint", "--db", &db, "--to", &copy]);
+    assert_eq!(
+        ok(&["scan", "--db", &copy, "--keyspace", "bulk"]),
+        "a\t1\nb\t2\n"
+    );
+    ok(&["check", "--db", &copy]);
+}

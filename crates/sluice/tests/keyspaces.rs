@@ -386,3 +386,29 @@ fn an_ingested_table_lands_in_its_keyspace_only() {
     assert_eq!(ks.get(&key(6)).unwrap().as_deref(), Some(&b"after"[..]));
     assert_eq!(ks.get(&key(7)).unwrap().as_deref(), Some(&b"ingested"[..]));
 }
+
+#[test]
+fn the_default_keyspace_has_a_handle_like_every_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let default = db.keyspace("default").unwrap();
+    let other = db.create_keyspace("other", &ks_options()).unwrap();
+    assert_eq!((default.id(), default.name()), (0, "default"));
+    default.put(b"k", b"through the handle").unwrap();
+    assert_eq!(
+        db.get(b"k").unwrap().as_deref(),
+        Some(&b"through the handle"[..])
+    );
+    let mut batch = WriteBatch::new();
+    for ks in [&default, &other] {
+        batch.put_in(ks, b"both", ks.name().as_bytes());
+    }
+    db.write(&WriteOptions::default(), batch).unwrap();
+    assert_eq!(db.get(b"both").unwrap().as_deref(), Some(&b"default"[..]));
+    assert_eq!(other.get(b"both").unwrap().as_deref(), Some(&b"other"[..]));
+    assert!(matches!(
+        db.drop_keyspace("default"),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(default.get(b"k").unwrap().is_some());
+}

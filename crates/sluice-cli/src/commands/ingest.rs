@@ -1,7 +1,7 @@
 //! `ingest`: place tables written by `sst write` (or `sluice::SstFileWriter`) into a database
 //! ([`sluice::Db::ingest`]): each file goes to the deepest level it can without any older
 //! version of its keys above it; a file that overlaps existing data is rewritten once with a
-//! new sequence number.
+//! new sequence number. `--keyspace NAME` ingests into that keyspace.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,12 +10,15 @@ use clap::Args;
 use serde_json::json;
 use sluice::IngestOptions;
 
-use super::{Access, OpenArgs, open};
+use super::keyspace::KeyspaceArg;
+use super::{Access, OpenArgs};
 use crate::failure::CmdResult;
 
 /// `sluice ingest`.
 #[derive(Debug, Args)]
 pub struct IngestArgs {
+    #[command(flatten)]
+    pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
     /// The table files, none overlapping another.
@@ -30,7 +33,7 @@ pub struct IngestArgs {
 }
 
 pub fn run(args: &IngestArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Existing)?;
+    let db = args.keyspace.open(&args.db, Access::Existing)?;
     let report = db.ingest(
         &args.files,
         &IngestOptions {

@@ -13,10 +13,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 use sluice::filename::current_file_name;
 use sluice::keyspace::DEFAULT_KEYSPACE;
-use sluice::{
-    CompactOptions, Db, DbIterator, Keyspace, KeyspaceOptions, Metrics, Options, ReadOptions,
-    WriteOptions,
-};
+use sluice::{Db, Keyspace, KeyspaceOptions, Options};
 
 use super::{Access, OpenArgs, open, open_with};
 use crate::failure::{CmdResult, Failure};
@@ -127,9 +124,6 @@ fn open_keyspace(
         return Err(missing(name, dir, &[], create_hint(create)));
     }
     let db = open_with(target, access, base)?;
-    if name == DEFAULT_KEYSPACE {
-        return Ok(InKeyspace { keyspace: None, db });
-    }
     let keyspace = match db.keyspace(name) {
         Some(keyspace) => keyspace,
         None if creating => {
@@ -142,10 +136,7 @@ fn open_keyspace(
             return Err(missing(name, dir, &names, create_hint(create)));
         }
     };
-    Ok(InKeyspace {
-        keyspace: Some(keyspace),
-        db,
-    })
+    Ok(InKeyspace { keyspace, db })
 }
 
 /// How to create a missing keyspace, for a command that has `--create-keyspace` (`Some`) or
@@ -171,11 +162,10 @@ fn missing(name: &str, dir: &Path, names: &[String], hint: &str) -> Failure {
     ))
 }
 
-/// A database a command opened and the keyspace it acts on: the database itself for
-/// `default`, or one of its keyspaces. Reads and writes go to that keyspace only.
+/// A database a command opened and the keyspace it acts on (the database's own for
+/// `default`): it derefs to the [`Keyspace`], so reads and writes go to that keyspace only.
 pub struct InKeyspace {
-    /// `None`: the default keyspace, which is `db`.
-    keyspace: Option<Keyspace>,
+    keyspace: Keyspace,
     db: Db,
 }
 
@@ -185,92 +175,18 @@ impl InKeyspace {
         &self.db
     }
 
-    /// The keyspace's name.
-    pub fn name(&self) -> &str {
-        self.keyspace
-            .as_ref()
-            .map_or(DEFAULT_KEYSPACE, Keyspace::name)
-    }
-
-    /// As [`Db::put_opt`], in the keyspace.
-    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> sluice::Result<()> {
-        match &self.keyspace {
-            Some(k) => k.put_opt(opts, key, value),
-            None => self.db.put_opt(opts, key, value),
-        }
-    }
-
-    /// As [`Db::merge_opt`], in the keyspace.
-    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> sluice::Result<()> {
-        match &self.keyspace {
-            Some(k) => k.merge_opt(opts, key, operand),
-            None => self.db.merge_opt(opts, key, operand),
-        }
-    }
-
-    /// As [`Db::delete_opt`], in the keyspace.
-    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> sluice::Result<()> {
-        match &self.keyspace {
-            Some(k) => k.delete_opt(opts, key),
-            None => self.db.delete_opt(opts, key),
-        }
-    }
-
-    /// As [`Db::delete_range_opt`], in the keyspace.
-    pub fn delete_range_opt(
-        &self,
-        opts: &WriteOptions,
-        start: &[u8],
-        end: &[u8],
-    ) -> sluice::Result<()> {
-        match &self.keyspace {
-            Some(k) => k.delete_range_opt(opts, start, end),
-            None => self.db.delete_range_opt(opts, start, end),
-        }
-    }
-
-    /// As [`Db::get`], in the keyspace.
-    pub fn get(&self, key: &[u8]) -> sluice::Result<Option<Vec<u8>>> {
-        match &self.keyspace {
-            Some(k) => k.get(key),
-            None => self.db.get(key),
-        }
-    }
-
-    /// As [`Db::iter`], in the keyspace.
-    pub fn iter(&self, opts: &ReadOptions<'_>) -> sluice::Result<DbIterator> {
-        match &self.keyspace {
-            Some(k) => k.iter(opts),
-            None => self.db.iter(opts),
-        }
-    }
-
-    /// As [`Db::compact_range_with`], in the keyspace.
-    pub fn compact_range_with(
-        &self,
-        start: Option<&[u8]>,
-        end: Option<&[u8]>,
-        opts: &CompactOptions,
-    ) -> sluice::Result<()> {
-        match &self.keyspace {
-            Some(k) => k.compact_range_with(start, end, opts),
-            None => self.db.compact_range_with(start, end, opts),
-        }
-    }
-
-    /// The keyspace's tree's metrics. Those of the whole database (the WAL, the block cache)
-    /// are the database's, in the default keyspace's.
-    pub fn metrics(&self) -> sluice::Result<Metrics> {
-        match &self.keyspace {
-            Some(k) => k.metrics(),
-            None => Ok(self.db.metrics()),
-        }
-    }
-
     /// Closes the database.
     pub fn close(self) -> sluice::Result<()> {
         drop(self.keyspace);
         self.db.close()
+    }
+}
+
+impl std::ops::Deref for InKeyspace {
+    type Target = Keyspace;
+
+    fn deref(&self) -> &Keyspace {
+        &self.keyspace
     }
 }
 

@@ -11,7 +11,9 @@ use crate::options::{ReadOptions, WriteOptions};
 use crate::{CompactOptions, Db, DbIterator, Error, Metrics, Result};
 
 /// One keyspace of a database (RocksDB's `ColumnFamilyHandle`, fjall's `PartitionHandle`):
-/// reads and writes through it see only its keys. Cheap to clone; `Send + Sync`.
+/// reads and writes through it see only its keys. Cheap to clone; `Send + Sync`. The handle of
+/// the default keyspace (`db.keyspace("default")`) reads and writes the database itself, so
+/// code can treat every keyspace alike.
 ///
 /// ```no_run
 /// use sluice::{Db, KeyspaceOptions, Options, WriteBatch, WriteOptions};
@@ -29,43 +31,57 @@ use crate::{CompactOptions, Db, DbIterator, Error, Metrics, Result};
 /// ```
 #[derive(Clone)]
 pub struct Keyspace {
-    tree: Arc<KeyspaceTree>,
-    /// The tree as a database handle that owns no threads: reads and writes are the
-    /// database's, on this tree.
+    id: u32,
+    name: Arc<str>,
+    /// The keyspace's tree as a database handle that owns no threads (the database owns
+    /// them): reads and writes are the database's, on this tree.
     view: Arc<Db>,
 }
 
 impl std::fmt::Debug for Keyspace {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Keyspace")
-            .field("name", &self.tree.name)
-            .field("id", &self.tree.id)
+            .field("name", &self.name)
+            .field("id", &self.id)
             .finish()
     }
 }
 
 impl Keyspace {
-    fn new(tree: Arc<KeyspaceTree>) -> Keyspace {
-        let view = Arc::new(Db::view_of(Arc::clone(&tree.inner)));
-        Keyspace { tree, view }
+    fn new(tree: &KeyspaceTree) -> Keyspace {
+        Keyspace {
+            id: tree.id,
+            name: Arc::from(tree.name.as_str()),
+            view: Arc::new(Db::view_of(Arc::clone(&tree.inner))),
+        }
+    }
+
+    /// The default keyspace of `db`: the database itself.
+    fn default_of(db: &Db) -> Keyspace {
+        Keyspace {
+            id: crate::batch::DEFAULT_KEYSPACE_ID,
+            name: Arc::from(DEFAULT_KEYSPACE),
+            view: Arc::new(Db::view_of(Arc::clone(&db.inner))),
+        }
     }
 
     /// Its name.
     pub fn name(&self) -> &str {
-        &self.tree.name
+        &self.name
     }
 
-    /// Its id in the database (never reused, even after it is dropped).
+    /// Its id in the database (0 for the default keyspace; never reused, even after the
+    /// keyspace is dropped).
     pub fn id(&self) -> u32 {
-        self.tree.id
+        self.id
     }
 
     /// The tree, unless the keyspace was dropped.
     fn db(&self) -> Result<&Db> {
-        if self.tree.inner.dropped.load(Ordering::Acquire) {
+        if self.view.inner.dropped.load(Ordering::Acquire) {
             return Err(Error::InvalidArgument(format!(
                 "keyspace {:?} was dropped",
-                self.tree.name
+                self.name
             )));
         }
         Ok(&self.view)
@@ -194,7 +210,7 @@ impl Keyspace {
 
     /// The options its tree runs with.
     pub fn options(&self) -> &crate::Options {
-        &self.tree.inner.options
+        &self.view.inner.options
     }
 }
 
@@ -206,13 +222,19 @@ impl Db {
     /// [`Error::InvalidArgument`] if it exists, the name is empty, longer than
     /// [`super::MAX_KEYSPACE_NAME_BYTES`] or `"default"`, or the options are invalid.
     pub fn create_keyspace(&self, name: &str, options: &KeyspaceOptions) -> Result<Keyspace> {
-        self.inner.create_keyspace(name, options).map(Keyspace::new)
+        self.inner
+            .create_keyspace(name, options)
+            .map(|tree| Keyspace::new(&tree))
     }
 
-    /// The open keyspace `name`, or `None` (the default keyspace is the database itself).
+    /// The keyspace `name`, or `None` if the database has none of that name. `"default"` is
+    /// the database itself: its handle reads and writes what calls on the `Db` do.
     pub fn keyspace(&self, name: &str) -> Option<Keyspace> {
+        if name == DEFAULT_KEYSPACE {
+            return Some(Keyspace::default_of(self));
+        }
         let tree = self.inner.trees().into_iter().find(|t| t.name == name)?;
-        Some(Keyspace::new(tree))
+        Some(Keyspace::new(&tree))
     }
 
     /// The names of the keyspaces of the database in `path`, `"default"` first, read from its

@@ -171,6 +171,11 @@ impl DbInner {
     /// Drops keyspace `name`: the database's MANIFEST records it, then its files are deleted.
     pub(crate) fn drop_keyspace(&self, name: &str) -> Result<()> {
         self.check_writable()?;
+        if name == super::DEFAULT_KEYSPACE {
+            return Err(Error::InvalidArgument(format!(
+                "{name:?} is the database's own keyspace: it cannot be dropped"
+            )));
+        }
         let _admin = self.keyspace_admin.lock();
         let tree = self
             .trees()
