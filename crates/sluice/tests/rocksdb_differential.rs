@@ -5,6 +5,11 @@
 //! backward and at a snapshot. Merges use each engine's built-in append (`,`) and u64 add
 //! operators, whose semantics match for well-formed operands.
 //!
+//! A second set of scripts does the same over keyspaces (RocksDB's column families): each
+//! creates one or two early, spreads every operation over them and the default one (batches
+//! write several at once, snapshots are read in all of them), and now and then closes and
+//! reopens the database, after which both print the keyspaces they found.
+//!
 //! It needs Java 17 and the peer jar, so it only runs when `SLUICE_ROCKSDB_JAR` names the jar
 //! (`benches/peers/run` builds it into `<target>/peers/rocksdbjni/rocksdbjni-bench.jar`;
 //! `mvn -q package` in `benches/peers/rocksdbjni` builds it into its `target/`):
@@ -14,10 +19,11 @@
 //!     cargo test -p sluice --test rocksdb_differential -- --nocapture
 //! ```
 //!
-//! `SLUICE_DIFF_SEEDS` sets how many scripts per operator (default 20).
+//! `SLUICE_DIFF_SEEDS` sets how many scripts per operator and set (default 20).
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
@@ -26,8 +32,8 @@ use std::sync::Arc;
 
 use sluice::merge_operator::{Append, U64Add};
 use sluice::{
-    CompactionOptions, Db, MemtableOptions, MergeOperator, Options, ReadOptions, Snapshot,
-    TableOptions, WriteBatch, WriteOptions,
+    CompactionOptions, Db, Keyspace, KeyspaceOptions, MemtableOptions, MergeOperator, Options,
+    ReadOptions, Snapshot, TableOptions, WriteBatch, WriteOptions,
 };
 
 /// SplitMix64: the same stream on every machine.
@@ -93,8 +99,28 @@ fn write_line(rng: &mut Rng, op: Operator) -> String {
     }
 }
 
-/// A script of `n` operations (see `Replay.java` for the format).
-fn script(seed: u64, op: Operator, n: usize) -> String {
+/// The keyspaces a keyspace script may create, in order.
+const KEYSPACES: [&str; 2] = ["users", "logs"];
+
+/// The keyspaces (as `Replay` prefixes) an operation may name, the default one first as `""`.
+struct Targets(Vec<String>);
+
+impl Targets {
+    /// A prefix for the next operation: the default keyspace a third of the time when there
+    /// are others, else one of those; always the default one without keyspaces.
+    fn pick(&self, rng: &mut Rng) -> &str {
+        if self.0.len() == 1 || rng.below(3) == 0 {
+            return &self.0[0];
+        }
+        &self.0[1 + rng.below(self.0.len() as u64 - 1) as usize]
+    }
+}
+
+/// A script of `n` operations (see `Replay.java` for the format). Without `keyspaces` every
+/// operation is on the default keyspace (and the stream of a seed is as it always was); with
+/// it the script creates one or two keyspaces early, names one on most operations, and now
+/// and then reopens the database.
+fn script(seed: u64, op: Operator, n: usize, keyspaces: bool) -> String {
     let mut rng = Rng(seed);
     let mut s = String::new();
     let name = match op {
@@ -102,36 +128,64 @@ fn script(seed: u64, op: Operator, n: usize) -> String {
         Operator::U64Add => "u64add",
     };
     writeln!(s, "operator {name}").unwrap();
-    for _ in 0..n {
+    let mut targets = Targets(vec![String::new()]);
+    // Which of the first operations create the keyspaces: the first before any, the second
+    // (if any) a little later, so it is born beside data, flushed tables and snapshots.
+    let mut creations = Vec::new();
+    if keyspaces {
+        creations.push(0);
+        if rng.below(2) == 0 {
+            creations.push(1 + rng.below(300) as usize);
+        }
+    }
+    for i in 0..n {
+        if let Some(k) = creations.iter().position(|&at| at == i) {
+            writeln!(s, "cf {}", KEYSPACES[k]).unwrap();
+            targets.0.push(format!("@{} ", KEYSPACES[k]));
+        }
+        if keyspaces && rng.below(400) == 0 {
+            writeln!(s, "reopen").unwrap();
+            continue;
+        }
         let line = match rng.below(100) {
-            0..=54 => write_line(&mut rng, op),
+            0..=54 => format!("{}{}", targets.pick(&mut rng), write_line(&mut rng, op)),
             55..=59 => {
                 let len = 1 + rng.below(10);
                 let mut batch = format!("batch {len}");
                 for _ in 0..len {
                     batch.push('\n');
+                    batch.push_str(targets.pick(&mut rng));
                     batch.push_str(&write_line(&mut rng, op));
                 }
                 batch
             }
-            60..=63 => "flush".into(),
-            64 => "compact".into(),
+            60..=63 => format!("{}flush", targets.pick(&mut rng)),
+            64 => format!("{}compact", targets.pick(&mut rng)),
             65..=66 => {
+                let at = targets.pick(&mut rng).to_string();
                 let (a, b) = (key(&mut rng), key(&mut rng));
                 let (a, b) = if a <= b { (a, b) } else { (b, a) };
-                format!("compact_range {} {}", hex(&a), hex(&b))
+                format!("{at}compact_range {} {}", hex(&a), hex(&b))
             }
             67..=69 => "snapshot".into(),
             70..=71 => "release".into(),
-            72..=86 => format!("get {}", hex(&key(&mut rng))),
-            87..=92 => format!("get_at {}", hex(&key(&mut rng))),
-            93..=95 => "scan".into(),
-            96..=97 => "scan_reverse".into(),
-            _ => "scan_at".into(),
+            72..=86 => {
+                let at = targets.pick(&mut rng).to_string();
+                format!("{at}get {}", hex(&key(&mut rng)))
+            }
+            87..=92 => {
+                let at = targets.pick(&mut rng).to_string();
+                format!("{at}get_at {}", hex(&key(&mut rng)))
+            }
+            93..=95 => format!("{}scan", targets.pick(&mut rng)),
+            96..=97 => format!("{}scan_reverse", targets.pick(&mut rng)),
+            _ => format!("{}scan_at", targets.pick(&mut rng)),
         };
         writeln!(s, "{line}").unwrap();
     }
-    writeln!(s, "scan").unwrap();
+    for at in &targets.0 {
+        writeln!(s, "{at}scan").unwrap();
+    }
     s
 }
 
@@ -170,19 +224,44 @@ fn options(op: Operator) -> Options {
     }
 }
 
+/// The keyspace a script line names with `@NAME ` (`default` without one), and its fields.
+fn target(line: &str) -> (&str, Vec<&str>) {
+    match line.strip_prefix('@') {
+        Some(rest) => {
+            let (name, op) = rest.split_once(' ').unwrap();
+            (name, op.split(' ').collect())
+        }
+        None => ("default", line.split(' ').collect()),
+    }
+}
+
+/// The options a database with `keyspaces` opens with: each keyspace has the default one's.
+fn options_with(op: Operator, keyspaces: &[String]) -> Options {
+    let mut options = options(op);
+    let same = KeyspaceOptions::of_default(&options);
+    options.keyspaces = keyspaces
+        .iter()
+        .map(|name| (name.clone(), same.clone()))
+        .collect();
+    options
+}
+
 /// Runs `script` on Sluice in `dir`; returns what its reads printed, as `Replay` prints it.
 fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
-    let db = Db::open(dir, options(op)).unwrap();
+    let mut db = Db::open(dir, options(op)).unwrap();
     let wo = WriteOptions::default();
     let mut snapshots: std::collections::VecDeque<Snapshot> = Default::default();
+    // Every keyspace's handle, the default one's included.
+    let mut keyspaces: HashMap<String, Keyspace> = HashMap::new();
+    keyspaces.insert("default".into(), db.keyspace("default").unwrap());
     let mut out = String::new();
     let mut lines = script.lines().skip(1);
-    let scan = |db: &Db, snapshot: Option<&Snapshot>, back: bool, out: &mut String| {
+    let scan = |tree: &Keyspace, snapshot: Option<&Snapshot>, back: bool, out: &mut String| {
         let opts = ReadOptions {
             snapshot,
             ..ReadOptions::default()
         };
-        let range = db.range_opt::<&[u8], _>(&opts, ..).unwrap();
+        let range = tree.range_opt::<&[u8], _>(&opts, ..).unwrap();
         let entries: Vec<_> = if back {
             range.rev().map(Result::unwrap).collect()
         } else {
@@ -194,31 +273,38 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
         writeln!(out, "end").unwrap();
     };
     while let Some(line) = lines.next() {
-        let f: Vec<&str> = line.split(' ').collect();
+        let (at, f) = target(line);
+        let tree = keyspaces
+            .get(at)
+            .unwrap_or_else(|| panic!("no keyspace {at}: {line}"));
         match f[0] {
-            "put" => db.put_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
-            "delete" => db.delete_opt(&wo, &unhex(f[1])).unwrap(),
-            "merge" => db.merge_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
-            "delete_range" => db
+            "put" => tree.put_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
+            "delete" => tree.delete_opt(&wo, &unhex(f[1])).unwrap(),
+            "merge" => tree.merge_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
+            "delete_range" => tree
                 .delete_range_opt(&wo, &unhex(f[1]), &unhex(f[2]))
                 .unwrap(),
             "batch" => {
                 let mut batch = WriteBatch::new();
                 for _ in 0..f[1].parse::<usize>().unwrap() {
-                    let e: Vec<&str> = lines.next().unwrap().split(' ').collect();
+                    let entry = lines.next().unwrap();
+                    let (at, e) = target(entry);
+                    let ks = keyspaces
+                        .get(at)
+                        .unwrap_or_else(|| panic!("no keyspace {at}: {entry}"));
                     match e[0] {
-                        "put" => batch.put(&unhex(e[1]), &unhex(e[2])),
-                        "delete" => batch.delete(&unhex(e[1])),
-                        "merge" => batch.merge(&unhex(e[1]), &unhex(e[2])),
-                        "delete_range" => batch.delete_range(&unhex(e[1]), &unhex(e[2])),
+                        "put" => batch.put_in(ks, &unhex(e[1]), &unhex(e[2])),
+                        "delete" => batch.delete_in(ks, &unhex(e[1])),
+                        "merge" => batch.merge_in(ks, &unhex(e[1]), &unhex(e[2])),
+                        "delete_range" => batch.delete_range_in(ks, &unhex(e[1]), &unhex(e[2])),
                         other => panic!("{other} in a batch"),
                     }
                 }
                 db.write(&wo, batch).unwrap();
             }
-            "flush" => db.flush().unwrap(),
-            "compact" => db.compact_range(None, None).unwrap(),
-            "compact_range" => db
+            "flush" => tree.flush().unwrap(),
+            "compact" => tree.compact_range(None, None).unwrap(),
+            "compact_range" => tree
                 .compact_range(Some(&unhex(f[1])), Some(&unhex(f[2])))
                 .unwrap(),
             "snapshot" => snapshots.push_back(db.snapshot()),
@@ -229,17 +315,41 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
                     snapshot,
                     ..ReadOptions::default()
                 };
-                let v = db.get_opt(&opts, &unhex(f[1])).unwrap();
+                let v = tree.get_opt(&opts, &unhex(f[1])).unwrap();
                 let shown = v.as_deref().map_or_else(|| "none".to_string(), hex);
                 writeln!(out, "get {} {shown}", f[1]).unwrap();
             }
-            "scan" => scan(&db, None, false, &mut out),
-            "scan_reverse" => scan(&db, None, true, &mut out),
-            "scan_at" => scan(&db, snapshots.back(), false, &mut out),
+            "scan" => scan(tree, None, false, &mut out),
+            "scan_reverse" => scan(tree, None, true, &mut out),
+            "scan_at" => scan(tree, snapshots.back(), false, &mut out),
+            "cf" => {
+                let ks = db
+                    .create_keyspace(f[1], &KeyspaceOptions::of_default(&options(op)))
+                    .unwrap();
+                keyspaces.insert(f[1].to_string(), ks);
+            }
+            "reopen" => {
+                snapshots.clear();
+                let mut names: Vec<String> = keyspaces
+                    .drain()
+                    .map(|(name, _)| name)
+                    .filter(|name| name != "default")
+                    .collect();
+                names.sort();
+                db.close().unwrap();
+                db = Db::open(dir, options_with(op, &names)).unwrap();
+                let mut found = db.keyspace_names();
+                found[1..].sort();
+                writeln!(out, "cfs {}", found.join(" ")).unwrap();
+                for name in &found {
+                    keyspaces.insert(name.clone(), db.keyspace(name).unwrap());
+                }
+            }
             other => panic!("unknown operation {other}"),
         }
     }
     drop(snapshots);
+    drop(keyspaces);
     db.close().unwrap();
     out
 }
@@ -284,23 +394,40 @@ fn every_read_returns_what_rocksdb_returns() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
     let mut reads = 0usize;
-    for op in [Operator::Append, Operator::U64Add] {
-        for seed in 0..seeds {
-            let script = script(seed, op, 3000);
-            let dir = tempfile::tempdir().unwrap();
-            let ours = run_sluice(&dir.path().join("sluice"), op, &script);
-            let theirs = run_rocksdb(&jar, &dir.path().join("rocksdb"), &script);
-            if let Some((i, (a, b))) = ours
-                .lines()
-                .zip(theirs.lines())
-                .enumerate()
-                .find(|(_, (a, b))| a != b)
-            {
-                panic!("seed {seed}: read line {i} differs:\n  sluice:  {a}\n  rocksdb: {b}");
+    let mut scripts = 0usize;
+    for (keyspaces, set) in [(false, "default only"), (true, "keyspaces")] {
+        for (op, name) in [(Operator::Append, "append"), (Operator::U64Add, "u64add")] {
+            for seed in 0..seeds {
+                let script = script(seed, op, 3000, keyspaces);
+                let dir = tempfile::tempdir().unwrap();
+                let ours = run_sluice(&dir.path().join("sluice"), op, &script);
+                let theirs = run_rocksdb(&jar, &dir.path().join("rocksdb"), &script);
+                let differs = ours
+                    .lines()
+                    .zip(theirs.lines())
+                    .enumerate()
+                    .find(|(_, (a, b))| a != b);
+                if differs.is_some() || ours.lines().count() != theirs.lines().count() {
+                    // Kept for `java -cp JAR sluice.peers.Replay DIR < script`.
+                    let kept = std::env::temp_dir().join(format!(
+                        "sluice-diff-{}-{name}-{seed}.script",
+                        if keyspaces { "keyspaces" } else { "default" }
+                    ));
+                    std::fs::write(&kept, &script).unwrap();
+                    let which = format!("seed {seed} ({set}, {name}; script in {kept:?})");
+                    if let Some((i, (a, b))) = differs {
+                        panic!("{which}: read line {i} differs:\n  sluice:  {a}\n  rocksdb: {b}");
+                    }
+                    panic!(
+                        "{which}: sluice printed {} lines, rocksdb {}",
+                        ours.lines().count(),
+                        theirs.lines().count()
+                    );
+                }
+                reads += ours.lines().count();
+                scripts += 1;
             }
-            assert_eq!(ours.lines().count(), theirs.lines().count(), "seed {seed}");
-            reads += ours.lines().count();
         }
     }
-    eprintln!("{reads} result lines identical over {} scripts", 2 * seeds);
+    eprintln!("{reads} result lines identical over {scripts} scripts");
 }
