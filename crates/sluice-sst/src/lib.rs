@@ -4,6 +4,7 @@
 //! blocks, filters and tables, merges iterators, and provides the seven compaction step functions
 //! (S1 read .. S7 write) that every executor schedules in its own way.
 
+pub mod blob;
 pub mod block;
 pub mod cache;
 pub mod checksum;
