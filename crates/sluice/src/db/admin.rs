@@ -51,7 +51,9 @@ impl Db {
         self.inner.remote.as_ref().map(|r| r.metrics())
     }
 
-    /// A snapshot of the per-level table, flush and compaction totals, and counters.
+    /// A snapshot of the per-level table, flush and compaction totals, and counters, of the
+    /// default keyspace's tree; the WAL's and the block cache's figures are the database's.
+    /// Another keyspace's tree reports through [`crate::Keyspace::metrics`].
     pub fn metrics(&self) -> Metrics {
         let inner = &self.inner;
         let st = inner.state.lock();
