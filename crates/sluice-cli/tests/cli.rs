@@ -5,37 +5,13 @@
     reason = "test helpers fail the test on any error"
 )]
 
+mod common;
+
+use common::{db_arg, ok, sluice, stderr, stdout};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run sluice")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs and requires status 0; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let o = sluice(args);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: stderr: {}", stderr(&o));
-    stdout(&o)
-}
-
-fn db_arg(dir: &Path) -> String {
-    dir.join("db").display().to_string()
-}
 
 fn tables(db: &str) -> Vec<PathBuf> {
     let mut t: Vec<PathBuf> = std::fs::read_dir(db)

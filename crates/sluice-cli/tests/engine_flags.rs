@@ -2,28 +2,9 @@
 //! tables are spread over `--data-dirs` is opened by every later command with the same list,
 //! and refused, with a hint, without it.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test on any error"
-)]
+mod common;
 
-use std::process::{Command, Output};
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
-}
-
-/// Runs and requires status 0; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let o = sluice(args);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: stderr: {stderr}");
-    String::from_utf8(o.stdout).unwrap()
-}
+use common::{ok, sluice};
 
 #[test]
 fn data_directories_are_given_to_every_command_that_opens_the_database() {

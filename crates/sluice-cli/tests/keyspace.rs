@@ -8,30 +8,14 @@
     reason = "test helpers fail the test on any error"
 )]
 
+mod common;
+
+use common::{db_arg, ok, sluice, stderr};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn sluice(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run sluice")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// Runs and requires status 0; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let o = sluice(args);
-    assert_eq!(o.status.code(), Some(0), "{args:?}: stderr: {}", stderr(&o));
-    String::from_utf8(o.stdout).unwrap()
-}
 
 /// Runs and requires status 2 (an error) and nothing on stdout; returns stderr.
 fn fails(args: &[&str]) -> String {
@@ -39,10 +23,6 @@ fn fails(args: &[&str]) -> String {
     assert_eq!(o.status.code(), Some(2), "{args:?}: stderr: {}", stderr(&o));
     assert!(o.stdout.is_empty(), "{args:?}");
     stderr(&o)
-}
-
-fn db_arg(dir: &Path) -> String {
-    dir.join("db").display().to_string()
 }
 
 /// `args` followed by `extra`.

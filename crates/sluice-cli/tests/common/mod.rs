@@ -1,9 +1,41 @@
-//! What the end-to-end experiment tests share.
+//! What the end-to-end tests share: running the `sluice` binary, and the experiments.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+#![allow(dead_code, reason = "each test file uses some of these")]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+
+/// Runs the `sluice` binary with `args` (without `RUST_LOG`, so its output is only its own).
+pub fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run sluice")
+}
+
+/// What a run printed on stdout.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What a run printed on stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs and requires status 0; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let o = sluice(args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: stderr: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// `dir/db`, as the `--db` argument.
+pub fn db_arg(dir: &Path) -> String {
+    dir.join("db").display().to_string()
+}
 
 use serde_json::Value;
 
