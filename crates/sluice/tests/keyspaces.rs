@@ -412,3 +412,52 @@ fn the_default_keyspace_has_a_handle_like_every_other() {
     ));
     assert!(default.get(b"k").unwrap().is_some());
 }
+
+#[test]
+fn handles_that_outlive_close_fail_and_hold_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let default = db.keyspace("default").unwrap();
+    let other = db.create_keyspace("other", &ks_options()).unwrap();
+    other.put(b"k", b"v").unwrap();
+    db.close().unwrap();
+    assert!(matches!(default.get(b"k"), Err(Error::Closed)));
+    assert!(matches!(other.put(b"k", b"w"), Err(Error::Closed)));
+    // The directory lock went with the close, not with the last handle.
+    let again = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(
+        again
+            .keyspace("other")
+            .unwrap()
+            .get(b"k")
+            .unwrap()
+            .as_deref(),
+        Some(&b"v"[..])
+    );
+}
+
+#[test]
+fn a_crash_leftover_in_a_keyspace_is_deleted_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = {
+        let db = Db::open(dir.path(), small()).unwrap();
+        let ks = db.create_keyspace("ks", &ks_options()).unwrap();
+        ks.put(b"k", b"v").unwrap();
+        ks.flush().unwrap();
+        let id = ks.id();
+        drop(ks);
+        db.close().unwrap();
+        id
+    };
+    // A table a crashed compaction left behind: numbered, named in no MANIFEST.
+    let tree = dir.path().join("keyspaces").join(id.to_string());
+    let orphan = tree.join("999990.sst");
+    std::fs::write(&orphan, b"half a table").unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert!(!orphan.exists());
+    assert!(db.recovery_report().orphans_deleted >= 1);
+    assert_eq!(
+        db.keyspace("ks").unwrap().get(b"k").unwrap().as_deref(),
+        Some(&b"v"[..])
+    );
+}

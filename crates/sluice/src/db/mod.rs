@@ -173,7 +173,10 @@ pub(crate) struct DbInner {
     pub dropped: AtomicBool,
     /// Held for the lifetime of the database so two processes cannot open it at once (shared
     /// when open read-only; `None` for a read-only open of a directory without a LOCK file).
-    _lock_file: Option<Box<dyn sluice_sst::fs::FileLock>>,
+    /// Released at close, even while a [`crate::Keyspace`] handle still holds this state.
+    lock_file: Mutex<Option<Box<dyn sluice_sst::fs::FileLock>>>,
+    /// Closed (or, for a keyspace's tree, stopped): handles that outlive it fail.
+    pub closed: AtomicBool,
 }
 
 impl Db {
@@ -279,13 +282,18 @@ impl Db {
             tree.stop();
         }
         self.inner.stop_threads(&self.background);
-        self.inner.close_wal()
+        let closed = self.inner.close_wal();
+        // Another process may open the database now, whatever handles are still around.
+        self.inner.lock_file.lock().take();
+        closed
     }
 }
 
 impl DbInner {
     /// Tells the background threads to exit, and waits for `threads`.
     pub(crate) fn stop_threads(&self, threads: &Mutex<Vec<JoinHandle<()>>>) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
         {
             let mut st = self.state.lock();
             st.closing = true;

@@ -471,7 +471,8 @@ pub(crate) fn new_tree_inner(
         range_map_lock: Mutex::new(()),
         recovery: Mutex::new(parts.report),
         options,
-        _lock_file: lock_file,
+        lock_file: Mutex::new(lock_file),
+        closed: AtomicBool::new(false),
     })
 }
 

@@ -76,13 +76,16 @@ impl Keyspace {
         self.id
     }
 
-    /// The tree, unless the keyspace was dropped.
+    /// The tree, unless the keyspace was dropped or its database closed.
     fn db(&self) -> Result<&Db> {
         if self.view.inner.dropped.load(Ordering::Acquire) {
             return Err(Error::InvalidArgument(format!(
                 "keyspace {:?} was dropped",
                 self.name
             )));
+        }
+        if self.view.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
         }
         Ok(&self.view)
     }

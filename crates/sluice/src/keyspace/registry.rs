@@ -50,13 +50,15 @@ pub(crate) fn attach_trees(owner: &Arc<DbInner>, trees: Vec<TreeParts>) -> Resul
     for tree in trees {
         let (id, name) = (tree.id, tree.name.clone());
         let attached = attach(owner, tree)?;
+        // What the open found of a crash's leftovers, in every keyspace.
+        owner.recovery.lock().orphans_deleted += attached.orphans_deleted;
         tracing::debug!(keyspace = name, id, "opened keyspace");
-        owner.keyspaces.write().insert(id, attached);
+        owner.keyspaces.write().insert(id, attached.tree);
     }
     Ok(())
 }
 
-fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Arc<KeyspaceTree>> {
+fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Attached> {
     let link = TreeLink {
         id: tree.id,
         owner: Arc::downgrade(owner),
@@ -74,18 +76,27 @@ fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Arc<KeyspaceTree>> {
         link,
         true,
     )?);
-    let threads = if inner.read_only {
-        Vec::new()
+    let (threads, orphans_deleted) = if inner.read_only {
+        (Vec::new(), 0)
     } else {
-        inner.delete_obsolete_files();
-        background::start(&inner)?
+        let deleted = inner.delete_obsolete_files();
+        (background::start(&inner)?, deleted)
     };
-    Ok(Arc::new(KeyspaceTree {
-        id: tree.id,
-        name: tree.name,
-        inner,
-        background: Mutex::new(threads),
-    }))
+    Ok(Attached {
+        tree: Arc::new(KeyspaceTree {
+            id: tree.id,
+            name: tree.name,
+            inner,
+            background: Mutex::new(threads),
+        }),
+        orphans_deleted,
+    })
+}
+
+/// A tree just built, and the orphan files its first collection deleted.
+struct Attached {
+    tree: Arc<KeyspaceTree>,
+    orphans_deleted: usize,
 }
 
 impl DbInner {
@@ -162,7 +173,8 @@ impl DbInner {
                 table_cache,
                 parts,
             },
-        )?;
+        )?
+        .tree;
         self.keyspaces.write().insert(id, Arc::clone(&tree));
         tracing::info!(keyspace = name, id, "created keyspace");
         Ok(tree)

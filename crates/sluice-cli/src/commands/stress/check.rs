@@ -1,17 +1,17 @@
-//! Checking what the database returned against the expected state: one read, or every entry
-//! of an iterator over a key range. Used by the workload threads (for the keys they own) and
-//! by the full verification after a reopen (for every key).
+//! Checking what a keyspace returned against the expected state: one read, or every entry of
+//! an iterator over a key range. Used by the workload threads (for the keys they own) and by
+//! the full verification after a reopen (for every key).
 
-use sluice::Db;
+use sluice::Keyspace;
 
 use super::expected::{Expect, Slot};
 use super::value::{decode, key_number};
 
-/// What a read of key `k` found, with its value fully checked.
-pub fn found(k: u32, value: Option<&[u8]>) -> Result<Expect, String> {
+/// What a read of key `k` in keyspace `ks` found, with its value fully checked.
+pub fn found(ks: usize, k: u32, value: Option<&[u8]>) -> Result<Expect, String> {
     match value {
         None => Ok(Expect::Absent),
-        Some(v) => decode(k, v)
+        Some(v) => decode(ks, k, v)
             .map(Expect::Version)
             .map_err(|e| format!("key {k}: {e}")),
     }
@@ -37,12 +37,14 @@ pub fn describe(slot: &Slot) -> String {
     }
 }
 
-/// Checks the entries an iterator returned for keys `[lo, hi)`, given in ascending key order:
-/// keys strictly increasing and in range, every value intact for its key, and for every key
-/// `slot_of` knows (the keys the caller can vouch for) exactly what the slot allows, nothing
-/// missing and nothing extra. Returns how many keys it verified exactly.
+/// Checks the entries an iterator of keyspace `ks` returned for keys `[lo, hi)`, given in
+/// ascending key order: keys strictly increasing and in range, every value intact for its
+/// key and keyspace, and for every key `slot_of` knows (the keys the caller can vouch for)
+/// exactly what the slot allows, nothing missing and nothing extra. Returns how many keys it
+/// verified exactly.
 pub fn check_range(
     entries: &[(Vec<u8>, Vec<u8>)],
+    ks: usize,
     lo: u32,
     hi: u32,
     mut slot_of: impl FnMut(u32) -> Option<Slot>,
@@ -72,7 +74,7 @@ pub fn check_range(
                  allowed: {next})"
             ));
         }
-        let got = found(k, Some(value)).map_err(|e| format!("{what}: {e}"))?;
+        let got = found(ks, k, Some(value)).map_err(|e| format!("{what}: {e}"))?;
         absent_until(&mut next, k, &mut verified)?;
         found_slots.push((k, got));
         next = k + 1;
@@ -87,10 +89,10 @@ pub fn check_range(
     Ok(verified)
 }
 
-/// Every entry of `db` with a key in `[lo, hi)`, in ascending key order.
-pub fn scan(db: &Db, lo: u32, hi: u32) -> sluice::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+/// Every entry of keyspace `ks` with a key in `[lo, hi)`, in ascending key order.
+pub fn scan(ks: &Keyspace, lo: u32, hi: u32) -> sluice::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let (lo, hi) = (super::value::key(lo), super::value::key(hi));
-    db.scan(Some(&lo), Some(&hi))?.collect()
+    ks.range(lo..hi)?.collect()
 }
 
 #[cfg(test)]
@@ -106,9 +108,9 @@ mod tests {
     fn ranges_must_hold_exactly_the_expected_keys() {
         let slots = [Slot::default(), slot(1), slot(2), slot(1)];
         let slot_of = |k: u32| slots.get(k as usize).copied();
-        let entry = |k: u32, v: u32| (key(k), encode(k, v));
+        let entry = |k: u32, v: u32| (key(k), encode(1, k, v));
         let good = vec![entry(1, 1), entry(2, 2), entry(3, 1)];
-        assert_eq!(check_range(&good, 0, 4, slot_of, "scan"), Ok(4));
+        assert_eq!(check_range(&good, 1, 0, 4, slot_of, "scan"), Ok(4));
         // Missing, stale, extra, unordered, out of range, damaged.
         let missing = vec![entry(1, 1), entry(3, 1)];
         let stale = vec![entry(1, 1), entry(2, 1), entry(3, 1)];
@@ -117,6 +119,8 @@ mod tests {
         let outside = vec![entry(1, 1), entry(2, 2), entry(3, 1), entry(4, 1)];
         let mut damaged = good.clone();
         damaged[1].1[9] ^= 1;
+        let mut elsewhere = good.clone();
+        elsewhere[1].1 = encode(2, 2, 2);
         for (name, bad) in [
             ("missing", missing),
             ("stale", stale),
@@ -124,12 +128,16 @@ mod tests {
             ("unordered", unordered),
             ("outside", outside),
             ("damaged", damaged),
+            ("another keyspace's value", elsewhere),
         ] {
-            assert!(check_range(&bad, 0, 4, slot_of, "scan").is_err(), "{name}");
+            assert!(
+                check_range(&bad, 1, 0, 4, slot_of, "scan").is_err(),
+                "{name}"
+            );
         }
         // Keys the caller cannot vouch for are only checked for integrity.
         let none = |_| None;
-        assert_eq!(check_range(&good[..1], 0, 4, none, "scan"), Ok(0));
+        assert_eq!(check_range(&good[..1], 1, 0, 4, none, "scan"), Ok(0));
     }
 
     #[test]

@@ -10,6 +10,10 @@
 //!
 //! The orphan class is not damage but litter: a copy of a live table under a new, higher
 //! number. The next read-write open must sweep it and keep the data intact.
+//!
+//! Keyspaces' files are damaged like the default keyspace's: a table is drawn from every
+//! table directory and its `keyspaces/<id>/` subdirectories, a MANIFEST from the database's
+//! and each keyspace's (the WALs are the database's, shared by all keyspaces).
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +21,7 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
 use sluice::filename::{parse_file_name, table_file_name};
+use sluice::keyspace::options::KEYSPACES_DIR;
 use sluice::{Db, Error};
 
 use super::Run;
@@ -75,11 +80,16 @@ fn apply(
     rng: &mut StdRng,
 ) -> std::io::Result<Option<(&'static str, String)>> {
     let wals = files_ending(&[db.to_path_buf()], ".log")?;
+    let dirs = &with_keyspaces(dirs)?;
     let tables = files_ending(dirs, ".sst")?;
-    let manifest = std::fs::read_to_string(db.join("CURRENT"))
-        .map(|name| db.join(name.trim()))
-        .ok()
-        .filter(|p| p.exists());
+    let manifests: Vec<PathBuf> = with_keyspaces(&[db.to_path_buf()])?
+        .iter()
+        .filter_map(|dir| {
+            let name = std::fs::read_to_string(dir.join("CURRENT")).ok()?;
+            Some(dir.join(name.trim())).filter(|p| p.exists())
+        })
+        .collect();
+    let manifest = manifests.choose(rng).cloned();
     let done = |what: String| Ok(Some((class, what)));
     match class {
         "wal-zero-page" => {
@@ -217,6 +227,7 @@ fn sweep(run: &Run<'_>, round: u64, orphan: &str) {
             return run.fail(round, format!("open with the orphan {orphan}: {e}"));
         }
     };
+    // The recovery report counts the orphans every keyspace's tree deleted.
     let swept = db.recovery_report().orphans_deleted > 0 && !Path::new(orphan).exists();
     let answer = if swept {
         Answer::Reported
@@ -237,6 +248,25 @@ fn sweep(run: &Run<'_>, round: u64, orphan: &str) {
     if let Err(e) = db.close() {
         run.fail(round, format!("close after sweeping the orphan: {e}"));
     }
+}
+
+/// `dirs`, each followed by the directories of the keyspaces' trees in it
+/// (`keyspaces/<id>/`).
+fn with_keyspaces(dirs: &[PathBuf]) -> std::io::Result<Vec<PathBuf>> {
+    let mut all = Vec::new();
+    for dir in dirs {
+        all.push(dir.clone());
+        let mut trees = match std::fs::read_dir(dir.join(KEYSPACES_DIR)) {
+            Ok(entries) => entries
+                .map(|e| e.map(|e| e.path()))
+                .collect::<std::io::Result<Vec<_>>>()?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        trees.sort();
+        all.extend(trees);
+    }
+    Ok(all)
 }
 
 /// `(path, length)` of every file in `dirs` whose name ends with `suffix`, sorted.

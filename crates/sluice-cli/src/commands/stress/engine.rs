@@ -1,6 +1,10 @@
 //! The engine options a stress run opens its database with: small memtables, tables, blocks
 //! and level targets, so flushes and compactions happen all the time; drawn anew each round
 //! (memtable and file sizes, compression, L0 trigger), so rounds meet different tree shapes.
+//!
+//! The database has [`KEYSPACES`]: the default one and two more, created by the first open
+//! for a workload with that round's settings. Every open (workload, verification, damage
+//! check) gives the other keyspaces the default keyspace's settings in `Options::keyspaces`.
 
 use std::path::{Path, PathBuf};
 
@@ -8,10 +12,16 @@ use rand::Rng;
 use rand::rngs::StdRng;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
-use sluice::{CompactionMode, CompactionOptions, CompressionType, MemtableOptions, Options};
+use sluice::{
+    CompactionMode, CompactionOptions, CompressionType, Db, Keyspace, KeyspaceOptions,
+    MemtableOptions, Options,
+};
 use sluice_offload::{OffloadOptions, SideMode, Split};
 
 use super::value::key;
+
+/// The keyspaces the workload spreads its keys over, by index; the default one first.
+pub const KEYSPACES: [&str; 3] = ["default", "stress-a", "stress-b"];
 
 /// What every open of one run's database shares.
 #[derive(Clone, Debug)]
@@ -107,13 +117,13 @@ impl Engine {
         o.partitions = self.partitions(offload.is_some());
         o.offload = offload.map(Into::into);
         o.compaction.disable_auto_compactions = false;
-        o
+        with_keyspaces(o)
     }
 
     /// Options for verifying and damage checks: no automatic compaction (the open replays and
     /// flushes the WALs, then only reads), no offload.
     pub fn check_options(&self) -> Options {
-        Options {
+        with_keyspaces(Options {
             partitions: self.partitions(false),
             paranoid_checks: true,
             memtable: MemtableOptions {
@@ -128,8 +138,39 @@ impl Engine {
                 ..CompactionOptions::default()
             },
             ..Options::default()
-        }
+        })
     }
+}
+
+/// `o` with the default keyspace's settings given to every other keyspace.
+fn with_keyspaces(mut o: Options) -> Options {
+    let settings = KeyspaceOptions::of_default(&o);
+    o.keyspaces = KEYSPACES[1..]
+        .iter()
+        .map(|name| (name.to_string(), settings.clone()))
+        .collect();
+    o
+}
+
+/// Opens the database for a workload, creating any of [`KEYSPACES`] it lacks with the default
+/// keyspace's settings; returns the handles of every keyspace, by index.
+pub fn open_for_workload(path: &Path, options: Options) -> sluice::Result<(Db, Vec<Keyspace>)> {
+    let db = Db::open(path, options)?;
+    let mut handles = Vec::with_capacity(KEYSPACES.len());
+    for name in KEYSPACES {
+        let handle = match db.keyspace(name) {
+            Some(handle) => handle,
+            None => db.create_keyspace(name, &KeyspaceOptions::of_default(db.options()))?,
+        };
+        handles.push(handle);
+    }
+    Ok((db, handles))
+}
+
+/// The handle of every keyspace of `db`, by index; `None` for one not created yet (the run
+/// was killed before its first workload created it), which must then be empty.
+pub fn keyspaces_of(db: &Db) -> Vec<Option<Keyspace>> {
+    KEYSPACES.iter().map(|name| db.keyspace(name)).collect()
 }
 
 /// A worker share is worth sending at this many input bytes: the stress tables are small.

@@ -1,14 +1,18 @@
 //! The expected state: what the database must hold, kept in a file beside it so that a later
 //! process (the parent of a killed child, or a `sluice stress` run days later) can verify it.
 //!
+//! Every keyspace of [`KEYSPACES`] has the same key numbers `0..keys`, each key with its own
+//! slot: slot `ks * keys + k` is key `k` of keyspace `ks`.
+//!
 //! Layout (all integers little-endian):
 //!
 //! ```text
 //! offset          size  field
-//! 0               16    magic "sluice-stress-v1"
-//! 16              8     keys: the number of slots
-//! 24              40    zero
-//! 64 + 16 * k     16    slot of key k:
+//! 0               16    magic "sluice-stress-v2"
+//! 16              8     keys: the number of keys per keyspace
+//! 24              8     keyspaces: the number of keyspaces
+//! 32              32    zero
+//! 64 + 16 * s     16    slot s (key s % keys of keyspace s / keys):
 //!                         0  4  committed version (0: never written)
 //!                         4  4  pending version (meaningful with HAS_PENDING)
 //!                         8  4  batch group of the pending write (0: not a batch)
@@ -25,16 +29,20 @@
 //! hold when a write was in flight. The file is never synced: it does not survive a power
 //! loss, and the stress test does not cut power.
 //!
-//! Each key is written by one thread only (its owner), so a thread's copy of its own slots is
-//! exact and slots never race.
+//! Each key number is written by one thread only (its owner), in every keyspace, so a
+//! thread's copy of its own slots is exact and slots never race.
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 16] = b"sluice-stress-v1";
+use super::engine::KEYSPACES;
+
+const MAGIC: &[u8; 16] = b"sluice-stress-v2";
 const HEADER_BYTES: u64 = 64;
 const SLOT_BYTES: usize = 16;
+/// Keyspaces, each with a slot per key.
+const KEYSPACE_COUNT: u64 = KEYSPACES.len() as u64;
 
 const COMMITTED_DELETE: u8 = 1;
 const PENDING_DELETE: u8 = 2;
@@ -150,6 +158,17 @@ impl Slot {
     }
 }
 
+/// Keyspace index and key number of slot `s`, with `keys` keys per keyspace.
+pub fn slot_key(s: usize, keys: usize) -> (usize, u32) {
+    (s / keys, (s % keys) as u32)
+}
+
+/// How messages name slot `s`, with `keys` keys per keyspace.
+pub fn slot_name(s: usize, keys: usize) -> String {
+    let (ks, k) = slot_key(s, keys);
+    format!("key {k} of keyspace {:?}", KEYSPACES[ks])
+}
+
 /// The expected-state file; see the module docs. Shared by every workload thread: each
 /// stores only the slots of the keys it owns.
 #[derive(Debug)]
@@ -160,8 +179,8 @@ pub struct ExpectedFile {
 }
 
 impl ExpectedFile {
-    /// Opens the file at `path`, or creates it with `keys` never-written slots. An existing
-    /// file must have been made for the same number of keys.
+    /// Opens the file at `path`, or creates it with `keys` never-written slots per keyspace.
+    /// An existing file must have been made for the same numbers of keys and keyspaces.
     pub fn open_or_create(path: &Path, keys: u32) -> Result<ExpectedFile, String> {
         let err = |e: std::io::Error| format!("expected-state file {}: {e}", path.display());
         let file = OpenOptions::new()
@@ -172,25 +191,33 @@ impl ExpectedFile {
             .open(path)
             .map_err(err)?;
         let len = file.metadata().map_err(err)?.len();
-        let want = HEADER_BYTES + u64::from(keys) * SLOT_BYTES as u64;
+        let want = HEADER_BYTES + KEYSPACE_COUNT * u64::from(keys) * SLOT_BYTES as u64;
         if len == 0 {
             let mut header = [0u8; HEADER_BYTES as usize];
             header[..16].copy_from_slice(MAGIC);
             header[16..24].copy_from_slice(&u64::from(keys).to_le_bytes());
+            header[24..32].copy_from_slice(&KEYSPACE_COUNT.to_le_bytes());
             file.write_all_at(&header, 0).map_err(err)?;
             file.set_len(want).map_err(err)?;
         } else {
-            let mut header = [0u8; 24];
+            let mut header = [0u8; 32];
             file.read_exact_at(&mut header, 0).map_err(err)?;
             if &header[..16] != MAGIC {
-                return Err(format!("{} is not an expected-state file", path.display()));
-            }
-            let mut n = [0u8; 8];
-            n.copy_from_slice(&header[16..24]);
-            let found = u64::from_le_bytes(n);
-            if found != u64::from(keys) || len != want {
                 return Err(format!(
-                    "{} was made for {found} keys ({len} bytes); this run has --keys {keys}",
+                    "{} is not an expected-state file of this version",
+                    path.display()
+                ));
+            }
+            let word = |at: usize| {
+                let mut n = [0u8; 8];
+                n.copy_from_slice(&header[at..at + 8]);
+                u64::from_le_bytes(n)
+            };
+            let (found, keyspaces) = (word(16), word(24));
+            if found != u64::from(keys) || keyspaces != KEYSPACE_COUNT || len != want {
+                return Err(format!(
+                    "{} was made for {found} keys in {keyspaces} keyspaces ({len} bytes); this \
+                     run has --keys {keys} in {KEYSPACE_COUNT}",
                     path.display()
                 ));
             }
@@ -202,32 +229,34 @@ impl ExpectedFile {
         })
     }
 
-    /// Number of keys (slots).
+    /// Number of keys per keyspace.
     pub fn keys(&self) -> u32 {
         self.keys
     }
 
-    /// Every slot, key 0 first.
+    /// Every slot: keyspace 0's keys from key 0, then keyspace 1's, and so on.
     pub fn load(&self) -> Result<Vec<Slot>, String> {
-        let mut bytes = vec![0u8; self.keys as usize * SLOT_BYTES];
+        let mut bytes = vec![0u8; KEYSPACES.len() * self.keys as usize * SLOT_BYTES];
         self.file
             .read_exact_at(&mut bytes, HEADER_BYTES)
             .map_err(|e| format!("reading {}: {e}", self.path.display()))?;
         bytes
             .chunks_exact(SLOT_BYTES)
             .enumerate()
-            .map(|(k, chunk)| {
+            .map(|(s, chunk)| {
                 let mut b = [0u8; SLOT_BYTES];
                 b.copy_from_slice(chunk);
-                Slot::decode(&b).map_err(|e| format!("{} key {k}: {e}", self.path.display()))
+                Slot::decode(&b).map_err(|e| format!("{} slot {s}: {e}", self.path.display()))
             })
             .collect()
     }
 
-    /// Stores key `k`'s slot. REQUIRES: the caller owns `k` (no other thread stores it).
-    pub fn store(&self, k: u32, slot: &Slot) -> Result<(), String> {
-        debug_assert!(k < self.keys);
-        let offset = HEADER_BYTES + u64::from(k) * SLOT_BYTES as u64;
+    /// Stores the slot of key `k` of keyspace `ks`. REQUIRES: the caller owns `k` (no other
+    /// thread stores it).
+    pub fn store(&self, ks: usize, k: u32, slot: &Slot) -> Result<(), String> {
+        debug_assert!(ks < KEYSPACES.len() && k < self.keys);
+        let index = ks as u64 * u64::from(self.keys) + u64::from(k);
+        let offset = HEADER_BYTES + index * SLOT_BYTES as u64;
         self.file
             .write_all_at(&slot.encode(), offset)
             .map_err(|e| format!("writing {}: {e}", self.path.display()))
@@ -251,17 +280,23 @@ mod tests {
         );
         let put = Slot::default().begin(1, false, 0);
         let del = put.commit().begin(2, true, 77);
-        file.store(3, &put).expect("store");
-        file.store(99, &del).expect("store");
-        file.store(50, &del.commit()).expect("store");
+        file.store(0, 3, &put).expect("store");
+        file.store(2, 99, &del).expect("store");
+        file.store(1, 50, &del.commit()).expect("store");
         drop(file);
         let file = ExpectedFile::open_or_create(&path, 100).expect("reopen");
         let slots = file.load().expect("load");
+        assert_eq!(slots.len(), 100 * KEYSPACES.len());
         assert_eq!(slots[3], put);
-        assert_eq!(slots[99], del);
-        assert_eq!(slots[50].committed(), Expect::Absent);
-        assert_eq!(slots[50].committed, 2);
+        assert_eq!(slots[299], del);
+        assert_eq!(slots[150].committed(), Expect::Absent);
+        assert_eq!(slots[150].committed, 2);
         assert_eq!(slots[0], Slot::default());
+        assert_eq!(
+            slots[103],
+            Slot::default(),
+            "keyspaces have their own slots"
+        );
         assert!(
             ExpectedFile::open_or_create(&path, 101).is_err(),
             "other key count"

@@ -56,7 +56,8 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng) {
         block_cache_bytes: 0,
         ..run.engine.workload_options(run.mode(round), rng)
     };
-    let Some((db, slots)) = rounds::open_for_workload(run, round, options, "the fault round")
+    let Some((db, keyspaces, slots)) =
+        rounds::open_for_workload(run, round, options, "the fault round")
     else {
         return;
     };
@@ -64,6 +65,7 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng) {
     let stop = AtomicBool::new(false);
     let workload = Workload {
         db: &db,
+        keyspaces: &keyspaces,
         expected: &run.expected,
         tally: &run.tally,
         threads: run.args.threads,
@@ -85,7 +87,9 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng) {
     let m = db.metrics();
     let failed_jobs = m.flush.failed + m.compaction.failed;
     fs.clear();
-    // Closing may fail after a fault (the WAL cannot be synced): that is an answer too.
+    // Closing may fail after a fault (the WAL cannot be synced): that is an answer too. A
+    // keyspace handle keeps the database (and its lock) open until it is dropped.
+    drop(keyspaces);
     let close_failed = db.close().is_err();
     let hit = fs.injected() > 0;
     let errors = run.tally.fault_errors.load(Ordering::Relaxed) - errors_before;

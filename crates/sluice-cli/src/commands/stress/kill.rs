@@ -18,14 +18,13 @@ use std::time::{Duration, Instant};
 use rand::Rng;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
-use sluice::Db;
 use sluice_experiments::workers::{
     WorkerProgram, WorkerSet, WorkerSettings, WorkerSpec, write_secret_file,
 };
 use sluice_offload::OffloadOptions;
 
-use super::engine::Engine;
-use super::expected::ExpectedFile;
+use super::engine::{Engine, open_for_workload};
+use super::expected::{ExpectedFile, slot_name};
 use super::tally::Tally;
 use super::workload::Workload;
 use super::{Run, StressArgs, offload_options, rounds};
@@ -222,20 +221,25 @@ pub fn child(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
         out.flush()?;
         Err(Failure::Negative(message))
     };
-    let db = match Db::open(&engine.db, engine.workload_options(mode, &mut rng)) {
-        Ok(db) => db,
+    let options = engine.workload_options(mode, &mut rng);
+    let (db, keyspaces) = match open_for_workload(&engine.db, options) {
+        Ok(opened) => opened,
         Err(e) => return report(out, format!("open: {e}")),
     };
     let slots = expected.load().map_err(Failure::Error)?;
-    if let Some(k) = slots.iter().position(|s| s.pending.is_some()) {
+    if let Some(s) = slots.iter().position(|s| s.pending.is_some()) {
         return report(
             out,
-            format!("key {k} is pending at start: the parent did not settle it"),
+            format!(
+                "{} is pending at start: the parent did not settle it",
+                slot_name(s, args.keys as usize)
+            ),
         );
     }
     let (tally, stop) = (Tally::default(), AtomicBool::new(false));
     let workload = Workload {
         db: &db,
+        keyspaces: &keyspaces,
         expected: &expected,
         tally: &tally,
         threads: args.threads,
@@ -272,6 +276,8 @@ pub fn child(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
     });
     outcome?;
     progress(out)?;
+    // A keyspace handle keeps the database (and its lock) open until it is dropped.
+    drop(keyspaces);
     db.close()?;
     Ok(())
 }

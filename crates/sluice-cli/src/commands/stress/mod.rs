@@ -1,9 +1,10 @@
 //! `sluice stress`: the engine's db_stress and db_crashtest in one command.
 //!
 //! Threads run random puts, deletes, batches, gets, iterators, snapshot reads, flushes and
-//! manual compactions ([`workload`]) while the expected state is kept in a file beside the
-//! database ([`expected`]), so that any later process can verify it ([`verify`]). The run is
-//! cut into rounds, each with its own compaction executor and engine sizes ([`engine`]):
+//! manual compactions ([`workload`]) over the default keyspace and two more (batches span
+//! them), while the expected state of every keyspace is kept in a file beside the database
+//! ([`expected`]), so that any later process can verify it ([`verify`]). The run is cut into
+//! rounds, each with its own compaction executor and engine sizes ([`engine`]):
 //!
 //! - by default a round runs the workload in this process, closes the database, reopens it
 //!   and verifies every key ([`rounds`]);
@@ -71,7 +72,7 @@ pub struct StressArgs {
     /// Workload threads.
     #[arg(long, value_name = "N", default_value = "4")]
     pub threads: u32,
-    /// Keys (the key space; each key is owned by one thread).
+    /// Keys per keyspace (the key space; each key is owned by one thread).
     #[arg(long, value_name = "N", default_value = "20000")]
     pub keys: u32,
     /// Percent of writes that sync the WAL.

@@ -2,17 +2,19 @@
 //! back names the key and version it was written for and can be checked byte for byte.
 //!
 //! Key `k` is `key` followed by `k` in eight zero-padded decimal digits, so key order is
-//! number order. Version `v` of key `k` (versions count from 1; 0 means "never written") is:
+//! number order; every keyspace has the same keys. Version `v` of key `k` in keyspace `ks`
+//! (versions count from 1; 0 means "never written") is:
 //!
 //! ```text
 //! offset  size  field
 //! 0       4     key number, u32 little-endian
 //! 4       4     version, u32 little-endian
-//! 8       n     filler: bytes drawn from a generator seeded by (key, version), every other
-//!               16-byte run a repeated letter so blocks compress a little
+//! 8       n     filler: bytes drawn from a generator seeded by (keyspace, key, version), every
+//!               other 16-byte run a repeated letter so blocks compress a little
 //! ```
 //!
-//! The total length `value_len(k, v)` is also drawn from (key, version): most values are
+//! The total length `value_len(ks, k, v)` is also drawn from (keyspace, key, version), so a
+//! value that turns up in another keyspace does not read back as that keyspace's. Most are
 //! 16-127 bytes, one in eight 256-1023, one in thirty-two 1-4 KiB, so blocks, restart points
 //! and table cuts meet values of every size.
 
@@ -37,18 +39,20 @@ pub fn key_number(key: &[u8]) -> Option<u32> {
     std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
-/// A 64-bit mix of (key, version) (splitmix64's finaliser): the seed of a value's length and
-/// filler.
-fn mix(k: u32, version: u32) -> u64 {
-    let mut z = (u64::from(k) << 32 | u64::from(version)).wrapping_add(0x9e37_79b9_7f4a_7c15);
+/// A 64-bit mix of (keyspace, key, version) (splitmix64's finaliser): the seed of a value's
+/// length and filler.
+fn mix(ks: usize, k: u32, version: u32) -> u64 {
+    let mut z = (u64::from(k) << 32 | u64::from(version))
+        .wrapping_add(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add((ks as u64).wrapping_mul(0xd6e8_feb8_6659_fd93));
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
 }
 
-/// Length in bytes of version `version` of key `k`.
-pub fn value_len(k: u32, version: u32) -> usize {
-    let h = mix(k, version);
+/// Length in bytes of version `version` of key `k` in keyspace `ks`.
+pub fn value_len(ks: usize, k: u32, version: u32) -> usize {
+    let h = mix(ks, k, version);
     let r = (h >> 8) as usize;
     match h % 32 {
         0 => 1024 + r % 3072,
@@ -57,9 +61,9 @@ pub fn value_len(k: u32, version: u32) -> usize {
     }
 }
 
-/// Writes the filler of (k, version) into `out`.
-fn fill(k: u32, version: u32, out: &mut [u8]) {
-    let mut x = mix(k, version) | 1;
+/// Writes the filler of (ks, k, version) into `out`.
+fn fill(ks: usize, k: u32, version: u32, out: &mut [u8]) {
+    let mut x = mix(ks, k, version) | 1;
     let letter = b'a' + (k % 26) as u8;
     for (i, b) in out.iter_mut().enumerate() {
         *b = if (i / 16) % 2 == 1 {
@@ -74,19 +78,19 @@ fn fill(k: u32, version: u32, out: &mut [u8]) {
     }
 }
 
-/// Version `version` of key `k`'s value.
-pub fn encode(k: u32, version: u32) -> Vec<u8> {
-    let len = value_len(k, version);
+/// Version `version` of key `k`'s value in keyspace `ks`.
+pub fn encode(ks: usize, k: u32, version: u32) -> Vec<u8> {
+    let len = value_len(ks, k, version);
     let mut v = vec![0; len];
     v[..4].copy_from_slice(&k.to_le_bytes());
     v[4..HEADER_BYTES].copy_from_slice(&version.to_le_bytes());
-    fill(k, version, &mut v[HEADER_BYTES..]);
+    fill(ks, k, version, &mut v[HEADER_BYTES..]);
     v
 }
 
-/// The version a value read for key `k` holds, after checking every byte of it against
-/// [`encode`]; the error says what differs.
-pub fn decode(k: u32, value: &[u8]) -> Result<u32, String> {
+/// The version a value read for key `k` in keyspace `ks` holds, after checking every byte of
+/// it against [`encode`]; the error says what differs.
+pub fn decode(ks: usize, k: u32, value: &[u8]) -> Result<u32, String> {
     let (Some(key_bytes), Some(version_bytes)) = (value.get(..4), value.get(4..HEADER_BYTES))
     else {
         return Err(format!("value of {} bytes is too short", value.len()));
@@ -102,11 +106,11 @@ pub fn decode(k: u32, value: &[u8]) -> Result<u32, String> {
     if version == 0 {
         return Err("value names version 0, which is never written".into());
     }
-    if value != encode(k, version).as_slice() {
+    if value != encode(ks, k, version).as_slice() {
         return Err(format!(
             "value of version {version} differs from what was written ({} bytes, expected {})",
             value.len(),
-            value_len(k, version)
+            value_len(ks, k, version)
         ));
     }
     Ok(version)
@@ -139,9 +143,9 @@ mod tests {
         let mut sizes = std::collections::BTreeSet::new();
         for k in 0..200 {
             for version in 1..20 {
-                let v = encode(k, version);
-                assert_eq!(v.len(), value_len(k, version));
-                assert_eq!(decode(k, &v), Ok(version));
+                let v = encode(0, k, version);
+                assert_eq!(v.len(), value_len(0, k, version));
+                assert_eq!(decode(0, k, &v), Ok(version));
                 sizes.insert(v.len() / 1024);
             }
         }
@@ -154,21 +158,26 @@ mod tests {
 
     #[test]
     fn every_changed_byte_and_every_mix_up_is_caught() {
-        let v = encode(5, 3);
+        let v = encode(1, 5, 3);
         for i in 0..v.len() {
             let mut bad = v.clone();
             bad[i] ^= 0x01;
-            assert!(decode(5, &bad).is_err(), "byte {i} flipped went unnoticed");
+            assert!(
+                decode(1, 5, &bad).is_err(),
+                "byte {i} flipped went unnoticed"
+            );
         }
-        assert!(decode(6, &v).is_err(), "another key's value");
-        assert!(decode(5, &v[..v.len() - 1]).is_err(), "cut short");
+        assert!(decode(1, 6, &v).is_err(), "another key's value");
+        assert!(decode(0, 5, &v).is_err(), "another keyspace's value");
+        assert!(decode(2, 5, &v).is_err(), "another keyspace's value");
+        assert!(decode(1, 5, &v[..v.len() - 1]).is_err(), "cut short");
         assert!(
-            decode(5, &[v.clone(), vec![0]].concat()).is_err(),
+            decode(1, 5, &[v.clone(), vec![0]].concat()).is_err(),
             "extended"
         );
-        assert!(decode(5, &v[..7]).is_err(), "shorter than the header");
-        let mut zero = encode(5, 3);
+        assert!(decode(1, 5, &v[..7]).is_err(), "shorter than the header");
+        let mut zero = encode(1, 5, 3);
         zero[4..8].copy_from_slice(&0u32.to_le_bytes());
-        assert!(decode(5, &zero).is_err(), "version 0");
+        assert!(decode(1, 5, &zero).is_err(), "version 0");
     }
 }

@@ -1,15 +1,16 @@
 //! The workload: threads doing random puts, deletes (a third of them as range deletes of the
 //! one key, so range tombstones go through every crash and recovery too), batches, gets,
-//! iterators, snapshot
-//! reads, flushes, manual compactions (plain, parallel, cancelled) and, partitioned, range
-//! moves and splits, each read checked against the expected state.
+//! iterators, snapshot reads, flushes, manual compactions (plain, parallel, cancelled) and,
+//! partitioned, range moves and splits, each read checked against the expected state. Each
+//! operation goes to a random keyspace; a batch draws one for each of its keys, so batches
+//! span keyspaces; a snapshot is read back in a random keyspace after writes to any.
 //!
-//! Key `k` belongs to thread `k % threads`: only its owner writes it, so the owner knows
-//! exactly what the database must return for it (or, while a write of it is in flight or
-//! its outcome unknown, the two things it may return). Every write follows the expected-state
-//! protocol of [`super::expected`]: pending before, committed after the acknowledgement. A
-//! write that fails (only allowed while a fault is armed) leaves its keys pending, and the
-//! thread leaves them alone until a reopen resolves them.
+//! Key `k` belongs to thread `k % threads`, in every keyspace: only its owner writes it, so
+//! the owner knows exactly what the database must return for it (or, while a write of it is
+//! in flight or its outcome unknown, the two things it may return). Every write follows the
+//! expected-state protocol of [`super::expected`]: pending before, committed after the
+//! acknowledgement. A write that fails (only allowed while a fault is armed) leaves its keys
+//! pending, and the thread leaves them alone until a reopen resolves them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,9 +18,10 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sluice::{CompactOptions, Db, Error, ReadOptions, WriteBatch, WriteOptions};
+use sluice::{CompactOptions, Db, Error, Keyspace, ReadOptions, WriteBatch, WriteOptions};
 
 use super::check::{check_range, check_read, found};
+use super::engine::KEYSPACES;
 use super::expected::{ExpectedFile, Slot};
 use super::tally::Tally;
 use super::value::{encode, key};
@@ -32,6 +34,8 @@ const MAX_BATCH_KEYS: usize = 8;
 /// What the workload threads share.
 pub struct Workload<'a> {
     pub db: &'a Db,
+    /// The handle of each of [`KEYSPACES`], by index (the default one's first).
+    pub keyspaces: &'a [Keyspace],
     pub expected: &'a ExpectedFile,
     pub tally: &'a Tally,
     pub threads: u32,
@@ -50,13 +54,20 @@ impl Workload<'_> {
     /// Runs the threads until `stop` is set or `deadline` passes. `slots` is the expected
     /// state when they start (no key may be pending).
     pub fn run(&self, slots: &[Slot], seed: u64, deadline: Instant) {
+        debug_assert_eq!(self.keyspaces.len(), KEYSPACES.len());
+        let keys = self.expected.keys() as usize;
         std::thread::scope(|s| {
             for thread in 0..self.threads {
                 let own = slots
-                    .iter()
-                    .skip(thread as usize)
-                    .step_by(self.threads as usize)
-                    .copied()
+                    .chunks_exact(keys)
+                    .map(|keyspace| {
+                        keyspace
+                            .iter()
+                            .skip(thread as usize)
+                            .step_by(self.threads as usize)
+                            .copied()
+                            .collect()
+                    })
                     .collect();
                 let rng = SmallRng::seed_from_u64(seed ^ u64::from(thread).wrapping_mul(0x9e37));
                 s.spawn(move || {
@@ -90,62 +101,62 @@ impl Workload<'_> {
     }
 }
 
-/// One workload thread; index `i` of `own` is key `i * threads + thread`.
+/// One workload thread; index `i` of `own[ks]` is key `i * threads + thread` of keyspace
+/// `ks`.
 struct Thread<'a> {
     w: &'a Workload<'a>,
     thread: u32,
     rng: SmallRng,
-    own: Vec<Slot>,
+    own: Vec<Vec<Slot>>,
 }
 
 impl Thread<'_> {
     fn step(&mut self) {
+        let ks = self.keyspace();
         match self.rng.gen_range(0..1000) {
-            0..350 => self.write_one(false, None),
-            350..430 => self.write_one(true, None),
+            0..350 => self.write_one(ks, false, None),
+            350..430 => self.write_one(ks, true, None),
             430..520 => self.batch(None),
-            520..800 => self.get(),
-            800..900 => self.iterate(),
+            520..800 => self.get(ks),
+            800..900 => self.iterate(ks),
             900..940 => self.snapshot(),
-            940..942 => self.flush(),
-            942..944 => self.compact(),
+            940..942 => self.flush(ks),
+            942..944 => self.compact(ks),
             944..946 => self.reshape_ranges(),
-            _ => self.write_one(false, None),
+            _ => self.write_one(ks, false, None),
         }
+    }
+
+    /// A random keyspace.
+    fn keyspace(&mut self) -> usize {
+        self.rng.gen_range(0..KEYSPACES.len())
     }
 
     fn key_of(&self, i: usize) -> u32 {
         i as u32 * self.w.threads + self.thread
     }
 
-    /// An own key without a pending write, in key range `within` if given.
-    fn pick(&mut self, within: Option<(u32, u32)>) -> Option<usize> {
+    /// An own key of keyspace `ks` without a pending write, in key range `within` if given.
+    fn pick(&mut self, ks: usize, within: Option<(u32, u32)>) -> Option<usize> {
         let (lo, hi) = match within {
             Some((lo, hi)) => (
                 self.own_index_at_or_after(lo),
                 self.own_index_at_or_after(hi),
             ),
-            None => (0, self.own.len()),
+            None => (0, self.own[ks].len()),
         };
         if lo >= hi {
             return None;
         }
         (0..8)
             .map(|_| self.rng.gen_range(lo..hi))
-            .find(|&i| self.own[i].pending.is_none())
+            .find(|&i| self.own[ks][i].pending.is_none())
     }
 
-    /// Index in `own` of the first own key at or above key `k`.
+    /// Index in `own[ks]` (any `ks`) of the first own key at or above key `k`.
     fn own_index_at_or_after(&self, k: u32) -> usize {
         let i = k.saturating_sub(self.thread).div_ceil(self.w.threads) as usize;
-        i.min(self.own.len())
-    }
-
-    /// The slot of key `k` if this thread owns it.
-    fn slot_of(&self, k: u32) -> Option<Slot> {
-        (k % self.w.threads == self.thread)
-            .then(|| self.own.get((k / self.w.threads) as usize).copied())
-            .flatten()
+        i.min(self.own[0].len())
     }
 
     fn write_options(&mut self) -> WriteOptions {
@@ -154,10 +165,10 @@ impl Thread<'_> {
         }
     }
 
-    /// Stores own slot `i` in memory and in the expected-state file.
-    fn store(&mut self, i: usize, slot: Slot) -> bool {
-        self.own[i] = slot;
-        match self.w.expected.store(self.key_of(i), &slot) {
+    /// Stores own slot `i` of keyspace `ks` in memory and in the expected-state file.
+    fn store(&mut self, ks: usize, i: usize, slot: Slot) -> bool {
+        self.own[ks][i] = slot;
+        match self.w.expected.store(ks, self.key_of(i), &slot) {
             Ok(()) => true,
             Err(e) => {
                 self.w.failure(e);
@@ -166,87 +177,112 @@ impl Thread<'_> {
         }
     }
 
-    fn write_one(&mut self, delete: bool, within: Option<(u32, u32)>) {
-        let Some(i) = self.pick(within) else { return };
+    fn write_one(&mut self, ks: usize, delete: bool, within: Option<(u32, u32)>) {
+        let Some(i) = self.pick(ks, within) else {
+            return;
+        };
         let k = self.key_of(i);
-        let slot = self.own[i];
+        let slot = self.own[ks][i];
         let version = slot.next_version();
-        if !self.store(i, slot.begin(version, delete, 0)) {
+        if !self.store(ks, i, slot.begin(version, delete, 0)) {
             return;
         }
         let opts = self.write_options();
+        let keyspace = &self.w.keyspaces[ks];
         let result = if delete && self.rng.gen_ratio(1, 3) {
             let (start, end) = one_key_range(k);
-            self.w.db.delete_range_opt(&opts, &start, &end)
+            keyspace.delete_range_opt(&opts, &start, &end)
         } else if delete {
-            self.w.db.delete_opt(&opts, &key(k))
+            keyspace.delete_opt(&opts, &key(k))
         } else {
-            self.w.db.put_opt(&opts, &key(k), &encode(k, version))
+            keyspace.put_opt(&opts, &key(k), &encode(ks, k, version))
         };
         match result {
             Ok(()) => {
-                let committed = self.own[i].commit();
-                self.store(i, committed);
+                let committed = self.own[ks][i].commit();
+                self.store(ks, i, committed);
             }
-            Err(e) => self
-                .w
-                .error(format!("write of key {k} version {version}"), &e),
+            Err(e) => self.w.error(
+                format!("write of key {k} version {version} in {}", KEYSPACES[ks]),
+                &e,
+            ),
         }
     }
 
-    /// An atomic batch of puts and deletes of distinct own keys.
+    /// An atomic batch of puts and deletes of distinct own keys, each in a random keyspace.
     fn batch(&mut self, within: Option<(u32, u32)>) {
         let n = self.rng.gen_range(2..=MAX_BATCH_KEYS);
-        let mut picked: Vec<usize> = (0..n).filter_map(|_| self.pick(within)).collect();
+        let mut picked: Vec<(usize, usize)> = (0..n)
+            .filter_map(|_| {
+                let ks = self.keyspace();
+                self.pick(ks, within).map(|i| (ks, i))
+            })
+            .collect();
         picked.sort_unstable();
         picked.dedup();
         let group = self.rng.r#gen::<u32>() | 1;
         let mut batch = WriteBatch::new();
-        for &i in &picked {
-            let (k, slot) = (self.key_of(i), self.own[i]);
+        for &(ks, i) in &picked {
+            let (k, slot) = (self.key_of(i), self.own[ks][i]);
             let (version, delete) = (slot.next_version(), self.rng.gen_ratio(1, 4));
-            if !self.store(i, slot.begin(version, delete, group)) {
+            if !self.store(ks, i, slot.begin(version, delete, group)) {
                 return;
             }
+            let keyspace = &self.w.keyspaces[ks];
             if delete && self.rng.gen_ratio(1, 3) {
                 let (start, end) = one_key_range(k);
-                batch.delete_range(&start, &end);
+                batch.delete_range_in(keyspace, &start, &end);
             } else if delete {
-                batch.delete(&key(k));
+                batch.delete_in(keyspace, &key(k));
             } else {
-                batch.put(&key(k), &encode(k, version));
+                batch.put_in(keyspace, &key(k), &encode(ks, k, version));
             }
         }
         let opts = self.write_options();
         match self.w.db.write(&opts, batch) {
             Ok(()) => {
-                for i in picked {
-                    let committed = self.own[i].commit();
-                    self.store(i, committed);
+                for (ks, i) in picked {
+                    let committed = self.own[ks][i].commit();
+                    self.store(ks, i, committed);
                 }
             }
             Err(e) => self.w.error(format!("batch of {} keys", picked.len()), &e),
         }
     }
 
-    fn get(&mut self) {
-        let i = self.rng.gen_range(0..self.own.len());
+    fn get(&mut self, ks: usize) {
+        let i = self.rng.gen_range(0..self.own[ks].len());
         let k = self.key_of(i);
-        match self.w.db.get(&key(k)) {
-            Ok(v) => self.checked(found(k, v.as_deref()).and_then(|got| {
-                check_read(k, &self.own[i], got, "get")?;
-                Ok(1)
-            })),
-            Err(e) => self.w.error(format!("get of key {k}"), &e),
+        match self.w.keyspaces[ks].get(&key(k)) {
+            Ok(v) => self.checked(
+                ks,
+                found(ks, k, v.as_deref()).and_then(|got| {
+                    check_read(k, &self.own[ks][i], got, "get")?;
+                    Ok(1)
+                }),
+            ),
+            Err(e) => self
+                .w
+                .error(format!("get of key {k} in {}", KEYSPACES[ks]), &e),
         }
     }
 
-    /// Counts what a check verified, or records its failure.
-    fn checked(&self, result: Result<u64, String>) {
+    /// Counts what a check in keyspace `ks` verified, or records its failure.
+    fn checked(&self, ks: usize, result: Result<u64, String>) {
         match result {
             Ok(n) => self.w.tally.verified(n),
-            Err(e) => self.w.failure(format!("thread {}: {e}", self.thread)),
+            Err(e) => self.w.failure(format!(
+                "thread {}, keyspace {:?}: {e}",
+                self.thread, KEYSPACES[ks]
+            )),
         }
+    }
+
+    /// The slot of key `k` in `slots` (`own[ks]` or a copy of it) if this thread owns `k`.
+    fn owned(&self, slots: &[Slot], k: u32) -> Option<Slot> {
+        (k % self.w.threads == self.thread)
+            .then(|| slots.get((k / self.w.threads) as usize).copied())
+            .flatten()
     }
 
     /// A random key range `[lo, hi)`.
@@ -257,9 +293,11 @@ impl Thread<'_> {
         (lo, hi)
     }
 
-    /// Reads `[lo, hi)` forwards or backwards, returning the entries in ascending order.
+    /// Reads `[lo, hi)` of keyspace `ks` forwards or backwards, returning the entries in
+    /// ascending order.
     fn read_range(
         &mut self,
+        ks: usize,
         lo: u32,
         hi: u32,
         snapshot: Option<&sluice::Snapshot>,
@@ -271,7 +309,7 @@ impl Thread<'_> {
             upper_bound: Some(&hi_key),
             ..ReadOptions::default()
         };
-        let mut it = self.w.db.iter(&opts)?;
+        let mut it = self.w.keyspaces[ks].iter(&opts)?;
         let mut entries = Vec::new();
         if self.rng.r#gen() {
             it.seek_to_first()?;
@@ -290,76 +328,90 @@ impl Thread<'_> {
         Ok(entries)
     }
 
-    fn iterate(&mut self) {
+    fn iterate(&mut self, ks: usize) {
         let (lo, hi) = self.range();
-        match self.read_range(lo, hi, None) {
-            Ok(entries) => self.checked(check_range(
-                &entries,
-                lo,
-                hi,
-                |k| self.slot_of(k),
-                "iterator",
-            )),
-            Err(e) => self.w.error(format!("iterator over [{lo}, {hi})"), &e),
+        match self.read_range(ks, lo, hi, None) {
+            Ok(entries) => self.checked(
+                ks,
+                check_range(
+                    &entries,
+                    ks,
+                    lo,
+                    hi,
+                    |k| self.owned(&self.own[ks], k),
+                    "iterator",
+                ),
+            ),
+            Err(e) => self.w.error(
+                format!("iterator over [{lo}, {hi}) of {}", KEYSPACES[ks]),
+                &e,
+            ),
         }
     }
 
-    /// Pins a snapshot, notes the own keys of a range, writes some of them, and checks that
-    /// reads through the snapshot still see what was noted.
+    /// Pins a snapshot, notes the own keys of a range, writes some of them (in any
+    /// keyspaces), and checks that reads through the snapshot, an iterator in one keyspace and
+    /// a get in one, still see what was noted.
     fn snapshot(&mut self) {
         let (lo, hi) = self.range();
         let snap = self.w.db.snapshot();
         let noted = self.own.clone();
         for _ in 0..self.rng.gen_range(1..12) {
+            let ks = self.keyspace();
             match self.rng.gen_range(0..4) {
-                0 => self.write_one(true, Some((lo, hi))),
+                0 => self.write_one(ks, true, Some((lo, hi))),
                 1 => self.batch(Some((lo, hi))),
-                _ => self.write_one(false, Some((lo, hi))),
+                _ => self.write_one(ks, false, Some((lo, hi))),
             }
         }
-        let (threads, thread) = (self.w.threads, self.thread);
-        let noted_slot = |k: u32| {
-            (k % threads == thread)
-                .then(|| noted.get((k / threads) as usize).copied())
-                .flatten()
-        };
-        match self.read_range(lo, hi, Some(&snap)) {
-            Ok(entries) => self.checked(check_range(
-                &entries,
-                lo,
-                hi,
-                noted_slot,
-                "snapshot iterator",
-            )),
-            Err(e) => self
-                .w
-                .error(format!("snapshot iterator over [{lo}, {hi})"), &e),
+        let ks = self.keyspace();
+        match self.read_range(ks, lo, hi, Some(&snap)) {
+            Ok(entries) => self.checked(
+                ks,
+                check_range(
+                    &entries,
+                    ks,
+                    lo,
+                    hi,
+                    |k| self.owned(&noted[ks], k),
+                    "snapshot iterator",
+                ),
+            ),
+            Err(e) => self.w.error(
+                format!("snapshot iterator over [{lo}, {hi}) of {}", KEYSPACES[ks]),
+                &e,
+            ),
         }
-        let k = self.rng.gen_range(lo..hi);
-        if let Some(slot) = noted_slot(k) {
+        let (ks, k) = (self.keyspace(), self.rng.gen_range(lo..hi));
+        if let Some(slot) = self.owned(&noted[ks], k) {
             let opts = ReadOptions {
                 snapshot: Some(&snap),
                 ..ReadOptions::default()
             };
-            match self.w.db.get_opt(&opts, &key(k)) {
-                Ok(v) => self.checked(found(k, v.as_deref()).and_then(|got| {
-                    check_read(k, &slot, got, "snapshot get")?;
-                    Ok(1)
-                })),
-                Err(e) => self.w.error(format!("snapshot get of key {k}"), &e),
+            match self.w.keyspaces[ks].get_opt(&opts, &key(k)) {
+                Ok(v) => self.checked(
+                    ks,
+                    found(ks, k, v.as_deref()).and_then(|got| {
+                        check_read(k, &slot, got, "snapshot get")?;
+                        Ok(1)
+                    }),
+                ),
+                Err(e) => self
+                    .w
+                    .error(format!("snapshot get of key {k} in {}", KEYSPACES[ks]), &e),
             }
         }
     }
 
-    fn flush(&mut self) {
-        if let Err(e) = self.w.db.flush() {
-            self.w.error("flush".into(), &e);
+    fn flush(&mut self, ks: usize) {
+        if let Err(e) = self.w.keyspaces[ks].flush() {
+            self.w.error(format!("flush of {}", KEYSPACES[ks]), &e);
         }
     }
 
-    /// A manual compaction of a random range (one time in eight everything): plain, with
-    /// parallel pieces, cancelled before it starts, or cancelled while it runs.
-    fn compact(&mut self) {
+    /// A manual compaction of a random range of keyspace `ks` (one time in eight everything):
+    /// plain, with parallel pieces, cancelled before it starts, or cancelled while it runs.
+    fn compact(&mut self, ks: usize) {
         let (lo, hi) = self.range();
         let (lo, hi) = (key(lo), key(hi));
         let everything = self.rng.gen_ratio(1, 8);
@@ -384,15 +436,18 @@ impl Thread<'_> {
                     cancel.store(true, Ordering::Relaxed);
                 });
             }
-            self.w.db.compact_range_with(start, end, &opts)
+            self.w.keyspaces[ks].compact_range_with(start, end, &opts)
         });
         match result {
             Ok(()) | Err(Error::Cancelled) => {}
-            Err(e) => self.w.error("compact_range".into(), &e),
+            Err(e) => self
+                .w
+                .error(format!("compact_range of {}", KEYSPACES[ks]), &e),
         }
     }
 
-    /// Partitioned only: moves a range to another owner, or splits one at a random key.
+    /// Partitioned only: moves a range of the default keyspace to another owner, or splits
+    /// one at a random key.
     fn reshape_ranges(&mut self) {
         let Some(map) = self.w.db.range_map() else {
             return;
