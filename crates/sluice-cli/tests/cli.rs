@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{db_arg, ok, sluice, stderr, stdout};
+use common::{db_arg, file_bytes, ok, sluice, stderr, stdout};
 
 use std::path::{Path, PathBuf};
 
@@ -973,20 +973,6 @@ fn partitioned_databases_open_with_their_owner_directories() {
     }
     let text = ok(with_owners(&["stats", "--db", &db]));
     assert!(text.contains("owner 1: 1 ranges"), "{text}");
-}
-
-/// Every file name and its bytes, in every directory under `dir`.
-fn file_bytes(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
-    let mut all = std::collections::BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            all.extend(file_bytes(&path));
-        } else {
-            all.insert(path.clone(), std::fs::read(&path).unwrap());
-        }
-    }
-    all
 }
 
 /// Issue 18, finding 4: `get`, `scan`, `stats`, `check` and the dumps replayed the WAL into a

@@ -3,17 +3,11 @@
 //! as a user would try them: each keyspace's keys apart from the others', a keyspace that does
 //! not exist named in the error, and the engine flags given to every keyspace.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers fail the test on any error"
-)]
-
 mod common;
 
-use common::{db_arg, ok, sluice, stderr};
+use common::{db_arg, file_bytes, ok, sluice, stderr};
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -28,20 +22,6 @@ fn fails(args: &[&str]) -> String {
 /// `args` followed by `extra`.
 fn plus<'a>(extra: &[&'a str], args: &[&'a str]) -> Vec<&'a str> {
     [args, extra].concat()
-}
-
-/// Every file under `dir` and its bytes.
-fn file_bytes(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut all = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            all.extend(file_bytes(&path));
-        } else {
-            all.insert(path.clone(), std::fs::read(&path).unwrap());
-        }
-    }
-    all
 }
 
 #[test]

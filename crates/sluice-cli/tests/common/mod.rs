@@ -32,6 +32,20 @@ pub fn ok(args: &[&str]) -> String {
     stdout(&o)
 }
 
+/// Every file under `dir` (in every directory below it) and its bytes.
+pub fn file_bytes(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut all = std::collections::BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            all.extend(file_bytes(&path));
+        } else {
+            all.insert(path.clone(), std::fs::read(&path).unwrap());
+        }
+    }
+    all
+}
+
 /// `dir/db`, as the `--db` argument.
 pub fn db_arg(dir: &Path) -> String {
     dir.join("db").display().to_string()
