@@ -183,7 +183,7 @@ pub(super) fn open_inner(
         .map(|t| t.versions.last_sequence)
         .fold(own.versions.last_sequence, u64::max);
     let options = own.options.clone();
-    let (last_mems, last_seq) = replay_wals(
+    let (mut last_mems, last_seq) = replay_wals(
         &wals,
         &options,
         first_seq,
@@ -192,7 +192,6 @@ pub(super) fn open_inner(
         next_keyspace_id,
         |id, mem| tree_of(&mut own, &mut keyspaces, id)?.take(mem, read_only),
     )?;
-    let mut last_mems = last_mems;
     if !read_only {
         for (id, mem) in std::mem::take(&mut last_mems) {
             tree_of(&mut own, &mut keyspaces, id)?.take(mem, false)?;
@@ -301,7 +300,7 @@ fn recover_keyspaces(
         tree_options.validate().map_err(|e| {
             Error::InvalidArgument(format!("the options of keyspace {name:?}: {e}"))
         })?;
-        let (tree, _) = RecoveringTree::recover_keyspace(
+        let tree = RecoveringTree::recover_keyspace(
             id,
             name,
             keyspace_dir(dir, id),

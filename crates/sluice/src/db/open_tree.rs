@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use sluice_sst::cache::BlockCache;
 
-use super::recover::{RecoveryReport, check_tables_exist, raise_next_file_number};
-use crate::filename::{create_dir_all_durably, manifest_file_name, sync_dir};
+use super::recover::{check_tables_exist, raise_next_file_number};
+use crate::filename::{create_dir_all_durably, sync_dir};
 use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -50,7 +50,7 @@ impl RecoveringTree {
         options: Options,
         block_cache: Option<Arc<BlockCache>>,
         read_only: bool,
-    ) -> Result<(Self, RecoveryReport)> {
+    ) -> Result<Self> {
         let fs = &*options.fs;
         let dirs = options.table_dirs(&dir);
         if !read_only {
@@ -58,10 +58,7 @@ impl RecoveringTree {
                 create_dir_all_durably(fs, d)?;
             }
         }
-        let (mut versions, edits, dropped) = VersionSet::recover(fs, &dir).map_err(|e| {
-            tracing::error!(keyspace = name, error = %e, "cannot read the keyspace's MANIFEST");
-            e
-        })?;
+        let (mut versions, _, dropped) = VersionSet::recover(fs, &dir)?;
         super::open::check_value_format(&mut versions, true, &options, &dir)?;
         raise_next_file_number(fs, &mut versions, &dirs)?;
         let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache, id));
@@ -75,11 +72,6 @@ impl RecoveringTree {
                 format!("keyspace {name:?}: its MANIFEST ends in a torn record"),
             ));
         }
-        let report = RecoveryReport {
-            manifest: manifest_file_name(&dir, versions.manifest_number),
-            manifest_edits: edits,
-            ..RecoveryReport::default()
-        };
         let new_range_map = super::open::reconcile_partitions(&versions, &options)?;
         if read_only && new_range_map.is_some() {
             return Err(Error::InvalidArgument(
@@ -87,7 +79,7 @@ impl RecoveringTree {
             ));
         }
         let tree = RecoveringTree::new(id, name, dir, options, versions, table_cache);
-        Ok((tree.with_new_range_map(new_range_map), report))
+        Ok(tree.with_new_range_map(new_range_map))
     }
 
     /// A tree whose version set and table cache are recovered, with nothing replayed yet.

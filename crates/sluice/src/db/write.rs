@@ -15,6 +15,7 @@ use smallvec::SmallVec;
 
 use crate::batch::{DEFAULT_KEYSPACE_ID, WriteBatch};
 use crate::filename::log_file_name;
+use crate::keyspace::journal::TreeRef;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
 use crate::version::edit::VersionEdit;
@@ -246,14 +247,22 @@ impl DbInner {
     fn validate_batch(&self, batch: &WriteBatch) -> Result<(u64, bool)> {
         let mut user_bytes = 0u64;
         let mut needs_write_times = false;
+        // The tree of the last entry's keyspace: batches mostly write one keyspace at a time.
+        let mut last: Option<(u32, TreeRef<'_>)> = None;
         for entry in batch.iter() {
             let entry = entry?;
-            let tree = self.tree(entry.keyspace).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "the batch writes to keyspace id {}, which this database does not have",
-                    entry.keyspace
-                ))
-            })?;
+            if last.as_ref().is_none_or(|(id, _)| *id != entry.keyspace) {
+                let tree = self.tree(entry.keyspace).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "the batch writes to keyspace id {}, which this database does not have",
+                        entry.keyspace
+                    ))
+                })?;
+                last = Some((entry.keyspace, tree));
+            }
+            let Some((_, tree)) = &last else {
+                continue;
+            };
             match entry.kind {
                 ValueKind::RangeDeletion => tree.check_range(entry.key, entry.value)?,
                 ValueKind::Merge => {

@@ -330,22 +330,29 @@ impl Thread<'_> {
 
     fn iterate(&mut self, ks: usize) {
         let (lo, hi) = self.range();
-        match self.read_range(ks, lo, hi, None) {
-            Ok(entries) => self.checked(
-                ks,
-                check_range(
-                    &entries,
-                    ks,
-                    lo,
-                    hi,
-                    |k| self.owned(&self.own[ks], k),
-                    "iterator",
-                ),
-            ),
-            Err(e) => self.w.error(
-                format!("iterator over [{lo}, {hi}) of {}", KEYSPACES[ks]),
-                &e,
-            ),
+        self.check_range_read(ks, (lo, hi), None, None, "iterator");
+    }
+
+    /// Reads `[lo, hi)` of keyspace `ks` (through `snapshot`, if any) and checks what came
+    /// back against this thread's slots (`noted`, a copy taken earlier, or the current ones);
+    /// `what` names the read in failures.
+    fn check_range_read(
+        &mut self,
+        ks: usize,
+        (lo, hi): (u32, u32),
+        snapshot: Option<&sluice::Snapshot>,
+        noted: Option<&[Vec<Slot>]>,
+        what: &str,
+    ) {
+        match self.read_range(ks, lo, hi, snapshot) {
+            Ok(entries) => {
+                let slots = noted.unwrap_or(&self.own);
+                let result = check_range(&entries, ks, lo, hi, |k| self.owned(&slots[ks], k), what);
+                self.checked(ks, result);
+            }
+            Err(e) => self
+                .w
+                .error(format!("{what} over [{lo}, {hi}) of {}", KEYSPACES[ks]), &e),
         }
     }
 
@@ -365,23 +372,7 @@ impl Thread<'_> {
             }
         }
         let ks = self.keyspace();
-        match self.read_range(ks, lo, hi, Some(&snap)) {
-            Ok(entries) => self.checked(
-                ks,
-                check_range(
-                    &entries,
-                    ks,
-                    lo,
-                    hi,
-                    |k| self.owned(&noted[ks], k),
-                    "snapshot iterator",
-                ),
-            ),
-            Err(e) => self.w.error(
-                format!("snapshot iterator over [{lo}, {hi}) of {}", KEYSPACES[ks]),
-                &e,
-            ),
-        }
+        self.check_range_read(ks, (lo, hi), Some(&snap), Some(&noted), "snapshot iterator");
         let (ks, k) = (self.keyspace(), self.rng.gen_range(lo..hi));
         if let Some(slot) = self.owned(&noted[ks], k) {
             let opts = ReadOptions {
