@@ -31,16 +31,18 @@ impl BlobRef {
         out
     }
 
-    /// Decodes exactly one reference: `None` if `src` is anything else (a truncated or
-    /// over-long varint, or bytes after the third).
+    /// Decodes exactly one reference: `None` if `src` is anything else (a truncated varint,
+    /// one longer than it needs to be, or bytes after the third). Only the canonical encoding
+    /// is accepted, so a reference has one encoding and compares equal byte for byte.
     pub fn decode(src: &[u8]) -> Option<BlobRef> {
         let (file_number, a) = get_varint64(src)?;
         let (offset, b) = get_varint64(src.get(a..)?)?;
         let (size, c) = get_varint64(src.get(a + b..)?)?;
-        (a + b + c == src.len()).then_some(BlobRef {
+        let blob = BlobRef {
             file_number,
             offset,
             size,
-        })
+        };
+        (a + b + c == src.len() && blob.encode() == src).then_some(blob)
     }
 }

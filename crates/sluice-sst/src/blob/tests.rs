@@ -193,6 +193,8 @@ fn references_encode_in_a_few_bytes() {
     assert_eq!(BlobRef::decode(&bytes), Some(r));
     assert_eq!(BlobRef::decode(&bytes[..bytes.len() - 1]), None);
     assert_eq!(BlobRef::decode(&[bytes.as_slice(), &[0]].concat()), None);
+    // 0 as a two-byte varint: over-long, not the canonical encoding.
+    assert_eq!(BlobRef::decode(&[0x80, 0x00, 0, 0]), None);
 }
 
 proptest! {
