@@ -52,6 +52,7 @@ pub fn kind_name(kind: ValueKind) -> &'static str {
         ValueKind::Merge => "merge",
         ValueKind::RangeDeletion => "range-delete",
         ValueKind::Deletion => "delete",
+        ValueKind::BlobIndex => "blob-ref",
     }
 }
 

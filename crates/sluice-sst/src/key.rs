@@ -41,12 +41,16 @@ pub enum ValueKind {
     /// appears among point entries: memtables and the version keep range tombstones apart
     /// ([`crate::range_del`]), so a point entry of this kind is corruption.
     RangeDeletion = 15,
+    /// A value kept in a blob file (value separation, [`crate::blob`]): the entry's value is
+    /// an encoded [`crate::blob::BlobRef`] (RocksDB's `kTypeBlobIndex`). Only flushes and
+    /// compactions write it, into tables; a write batch holding it is corruption.
+    BlobIndex = 17,
 }
 
 /// The kind used when building seek keys: the largest, so a seek key sorts before every entry
 /// of the same user key and sequence number. Seek keys are never written to disk, so this
 /// moves up whenever a larger kind is added.
-pub const KIND_FOR_SEEK: ValueKind = ValueKind::RangeDeletion;
+pub const KIND_FOR_SEEK: ValueKind = ValueKind::BlobIndex;
 
 impl ValueKind {
     /// Decodes a kind byte; `None` for an unknown value (corrupt data).
@@ -56,6 +60,7 @@ impl ValueKind {
             1 => Some(ValueKind::Value),
             2 => Some(ValueKind::Merge),
             15 => Some(ValueKind::RangeDeletion),
+            17 => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }

@@ -14,12 +14,14 @@
 //! 9 smallest_key, 10 largest_key, 11 smallest_seq, 12 largest_seq, 13 compression,
 //! 14 value_size_histogram, 15 entry_digest (8 bytes, little-endian: the sum of the entries'
 //! [`crate::digest::entry_hash`]es), 16 prefix_extractor (the [`crate::prefix`] extractor's
-//! name, when the filter also holds key prefixes). Readers skip tags they do not know, so new properties may
+//! name, when the filter also holds key prefixes), 17 blob_refs (the table's references into
+//! blob files, a [`BlobRefCounts`] encoding; absent when it has none). Readers skip tags they do not know, so new properties may
 //! be added under new tags without a format version change; a missing property reads as zero /
 //! empty (the digest as absent: tables written before it existed).
 
 use std::path::Path;
 
+use crate::blob::BlobRefCounts;
 use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64, varint_length};
 use crate::compression::CompressionType;
 use crate::digest::EntryDigest;
@@ -46,6 +48,7 @@ mod tag {
     pub const VALUE_SIZE_HISTOGRAM: u32 = 14;
     pub const ENTRY_DIGEST: u32 = 15;
     pub const PREFIX_EXTRACTOR: u32 = 16;
+    pub const BLOB_REFS: u32 = 17;
 }
 
 /// What a table holds, summarised when it was written.
@@ -87,6 +90,8 @@ pub struct TableProperties {
     /// The [`crate::prefix::PrefixExtractor::name`] whose prefixes the filter also holds;
     /// `None` when it holds whole keys only.
     pub prefix_extractor: Option<String>,
+    /// The table's references into blob files ([`crate::key::ValueKind::BlobIndex`] entries).
+    pub blob_refs: BlobRefCounts,
 }
 
 /// The histogram bucket of a value of `size` bytes.
@@ -118,6 +123,7 @@ impl TableProperties {
         );
         self.num_entries += meta.num_entries;
         self.num_deletions += meta.num_deletions;
+        self.blob_refs.merge(&meta.blob_refs);
         self.raw_key_bytes += meta.raw_key_bytes;
         self.raw_value_bytes += meta.raw_value_bytes;
         for (sum, n) in self
@@ -204,6 +210,11 @@ impl TableProperties {
         if let Some(name) = &self.prefix_extractor {
             bytes(&mut out, tag::PREFIX_EXTRACTOR, name.as_bytes());
         }
+        if !self.blob_refs.is_empty() {
+            let mut refs = Vec::new();
+            self.blob_refs.encode_to(&mut refs);
+            bytes(&mut out, tag::BLOB_REFS, &refs);
+        }
         out
     }
 
@@ -277,6 +288,10 @@ impl TableProperties {
                         .map_err(|_| corrupt("prefix extractor name is not UTF-8"))?;
                     p.prefix_extractor = Some(name.to_string());
                 }
+                tag::BLOB_REFS => {
+                    p.blob_refs = BlobRefCounts::decode(value)
+                        .ok_or_else(|| corrupt("blob references do not decode"))?;
+                }
                 _ => {} // A property from a newer writer: skipped.
             }
             pos += start + value.len();
@@ -345,6 +360,39 @@ mod tests {
         assert_eq!(
             TableProperties::decode(&bytes, Path::new("t"), 0).unwrap(),
             p
+        );
+    }
+
+    #[test]
+    fn blob_references_are_counted_per_file_and_round_trip() {
+        use crate::blob::{BlobRef, BlobRefTally};
+        let mut block = BlockMeta::default();
+        let refs = [(7, 100), (3, 40), (7, 60)];
+        for (i, (file_number, size)) in refs.into_iter().enumerate() {
+            let k = make_internal_key(format!("b{i}").as_bytes(), 1, ValueKind::BlobIndex);
+            let blob = BlobRef {
+                file_number,
+                offset: 16,
+                size,
+            };
+            block.add_entry(&k, &blob.encode());
+            block.last_key = k;
+        }
+        let mut p = TableProperties::default();
+        p.add_block(&block);
+        assert_eq!(
+            p.blob_refs.get(7),
+            BlobRefTally {
+                refs: 2,
+                bytes: 160
+            }
+        );
+        assert_eq!(p.blob_refs.get(3), BlobRefTally { refs: 1, bytes: 40 });
+        let decoded = TableProperties::decode(&p.encode(), Path::new("t"), 0).unwrap();
+        assert_eq!(decoded, p);
+        assert!(
+            sample().blob_refs.is_empty(),
+            "a table without references has none"
         );
     }
 

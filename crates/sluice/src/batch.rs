@@ -335,14 +335,19 @@ impl<'a> Entries<'a> {
             rest = after;
             used = 1 + id_len;
         }
+        // Blob references are written by flushes into tables, never into a batch.
         let kind = ValueKind::from_u8(kind_byte)
+            .filter(|&k| k != ValueKind::BlobIndex)
             .ok_or_else(|| (at, format!("unknown entry kind {kind_byte}")))?;
         let (key, key_len) = get_length_prefixed(rest)
             .ok_or_else(|| (at, "truncated or malformed key".to_string()))?;
         used += 1 + key_len;
         let value = match kind {
             ValueKind::Deletion => &[][..],
-            ValueKind::Value | ValueKind::Merge | ValueKind::RangeDeletion => {
+            ValueKind::Value
+            | ValueKind::Merge
+            | ValueKind::RangeDeletion
+            | ValueKind::BlobIndex => {
                 let (value, value_len) = rest
                     .get(key_len..)
                     .and_then(get_length_prefixed)

@@ -25,6 +25,8 @@ pub enum FileType {
     Log,
     /// `NNNNNN.sst`: a table.
     Table,
+    /// `NNNNNN.blob`: a blob file (values kept out of the tables).
+    Blob,
     /// `MANIFEST-NNNNNN`: a manifest.
     Manifest,
     /// `CURRENT`: names the live manifest.
@@ -44,6 +46,11 @@ const MANIFEST_PREFIX: &str = "MANIFEST-";
 /// `dir/NNNNNN.sst`.
 pub fn table_file_name(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
+}
+
+/// `dir/NNNNNN.blob`.
+pub fn blob_file_name(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.blob"))
 }
 
 /// `dir/NNNNNN.log`.
@@ -86,6 +93,7 @@ pub fn parse_file_name(name: &str) -> Option<(FileType, u64)> {
     let kind = match ext {
         "log" => FileType::Log,
         "sst" => FileType::Table,
+        "blob" => FileType::Blob,
         "dbtmp" => FileType::Temp,
         _ => return None,
     };
@@ -193,6 +201,7 @@ mod tests {
             let dir = Path::new("/db");
             for (path, kind) in [
                 (table_file_name(dir, n), FileType::Table),
+                (blob_file_name(dir, n), FileType::Blob),
                 (log_file_name(dir, n), FileType::Log),
                 (manifest_file_name(dir, n), FileType::Manifest),
                 (temp_file_name(dir, n), FileType::Temp),

@@ -10,11 +10,13 @@ use sluice_sst::profile::{StageProfile, Step, thread_cpu_time};
 use sluice_sst::table::TableContentBuilder;
 
 use crate::Result;
+use crate::blob::BlobSeparator;
 use crate::compaction::env::JobEnv;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table_cache::TableCache;
 use crate::version::Version;
+use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::range_map::{RangeMap, owner_dir_index};
 use crate::version::version::smallest_user_key;
@@ -85,27 +87,42 @@ pub(crate) fn flush_split_keys(version: &Version, options: &Options) -> Vec<Vec<
     keys
 }
 
+/// What [`write_level0_tables`] wrote.
+pub(crate) struct Level0Output {
+    /// The tables, in key order.
+    pub tables: Vec<FileMetaData>,
+    /// The blob files the tables' separated values went to (`Options::blob`).
+    pub blob_files: Vec<BlobFileMetaData>,
+    pub profile: StageProfile,
+}
+
 /// Writes `mem` to L0 tables, one per piece of `pieces` that holds entries, numbered by
-/// `new_number` (called only for tables actually written). Returns the tables in key order.
-/// Every table is fsynced before this returns; it becomes part of the tree only once a
-/// version edit naming it is installed.
+/// `new_number` (called only for files actually written), with values of at least
+/// `options.blob.min_blob_size` bytes in blob files next to them. Every file is fsynced
+/// before this returns; it becomes part of the tree only once a version edit naming it is
+/// installed.
 pub(crate) fn write_level0_tables(
     mem: &MemTable,
     table_cache: &TableCache,
     pieces: &[FlushPiece<'_>],
     new_number: &mut (dyn FnMut() -> u64 + Send),
     options: &Options,
-) -> Result<(Vec<FileMetaData>, StageProfile)> {
+) -> Result<Level0Output> {
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
     let (table, storage) = (options.table.clone(), options.background_storage());
     let mut metas = Vec::new();
+    let mut blob_files = Vec::new();
+    // Tables and blob files draw from one allocator.
+    let new_number = parking_lot::Mutex::new(new_number);
     for piece in pieces {
         let mut new_output = || -> sluice_sst::Result<(u64, std::path::PathBuf)> {
-            let number = new_number();
+            let number = (new_number.lock())();
             Ok((number, table_cache.table_path(piece.dir_index, number)))
         };
+        let mut blobs =
+            BlobSeparator::new(&options.blob, storage.clone(), table_cache, piece.dir_index);
         // A flush is a merge of one sorted input (the memtable) into one file per piece.
         let rules = OutputRules::one_file(&table, &storage);
         let mut writer = OutputWriter::new(rules, &times, &mut new_output);
@@ -118,6 +135,8 @@ pub(crate) fn write_level0_tables(
         };
         let written = mem
             .for_each_in(piece.lower, piece.upper, |ikey, value| {
+                let mut number = || (new_number.lock())();
+                let (ikey, value) = blobs.separate(ikey, value, &mut number)?;
                 builder.add(ikey, value);
                 write_sealed(&mut builder, &mut writer)
             })
@@ -126,19 +145,30 @@ pub(crate) fn write_level0_tables(
                 write_sealed(&mut builder, &mut writer)
             });
         // A piece without entries wrote nothing and took no number.
-        match writer.conclude(written) {
-            Ok(files) => metas.extend(
-                files
-                    .into_iter()
-                    .map(|f| FileMetaData::of_new_table(f.number, piece.dir_index, &f.summary)),
-            ),
+        let files = match writer.conclude(written) {
+            Ok(files) => files,
             Err(e) => {
-                delete_tables(table_cache, &metas);
+                blobs.abandon();
+                delete_files(table_cache, &metas, &blob_files);
+                return Err(e.into());
+            }
+        };
+        metas.extend(
+            files
+                .into_iter()
+                .map(|f| FileMetaData::of_new_table(f.number, piece.dir_index, &f.summary)),
+        );
+        match blobs.finish() {
+            Ok(blobs) => blob_files.extend(blobs),
+            Err(e) => {
+                delete_files(table_cache, &metas, &blob_files);
                 return Err(e.into());
             }
         }
     }
     let mut profile = times.profile();
+    // Blob files are written beside the tables: their bytes count as the flush's output.
+    profile.bytes_written += blob_files.iter().map(|b| b.file_size).sum::<u64>();
     profile.wall_nanos = start.elapsed().as_nanos() as u64;
     // Everything that was not S5..S7 was building blocks from the memtable: S4.
     let others: u64 = profile.step_nanos.iter().sum();
@@ -146,14 +176,23 @@ pub(crate) fn write_level0_tables(
     profile.entries_in = mem.len() as u64;
     profile.entries_out = mem.len() as u64;
     profile.cpu_nanos = thread_cpu_time().saturating_sub(cpu_start).as_nanos() as u64;
-    Ok((metas, profile))
+    Ok(Level0Output {
+        tables: metas,
+        blob_files,
+        profile,
+    })
 }
 
-/// Removes tables a failed flush already finished; nothing references them yet. Best effort:
+/// Removes files a failed flush already finished; nothing references them yet. Best effort:
 /// a leftover is unreferenced and deleted as obsolete later.
-fn delete_tables(table_cache: &TableCache, metas: &[FileMetaData]) {
+fn delete_files(table_cache: &TableCache, metas: &[FileMetaData], blobs: &[BlobFileMetaData]) {
     for m in metas {
         let _ = table_cache.remove_file(m.dir_index, m.number);
+    }
+    for b in blobs {
+        let _ = table_cache
+            .fs()
+            .remove(&table_cache.blob_path(b.dir_index, b.number));
     }
 }
 
@@ -180,10 +219,14 @@ pub(crate) fn run(
     let ranges = version.range_map().map(|m| &**m);
     let pieces = flush_pieces(ranges, &split_keys, env.table_cache);
     let mut new_number = || env.reserve_numbers(1).start;
-    let (tables, profile) =
-        write_level0_tables(imm, env.table_cache, &pieces, &mut new_number, env.options)?;
+    let Level0Output {
+        tables,
+        blob_files,
+        profile,
+    } = write_level0_tables(imm, env.table_cache, &pieces, &mut new_number, env.options)?;
     let edit = VersionEdit {
         new_files: tables.iter().map(|m| (0, m.clone())).collect(),
+        new_blob_files: blob_files,
         log_number: Some(next_log_number),
         // The memtable's range tombstones live in the version from now on.
         range_tombstones: imm.range_tombstones(),

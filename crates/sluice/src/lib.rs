@@ -20,6 +20,7 @@
 
 pub mod backup;
 pub mod batch;
+pub mod blob;
 pub mod compaction;
 mod db;
 pub mod error;
@@ -40,6 +41,7 @@ pub mod version;
 pub mod wal;
 
 pub use batch::WriteBatch;
+pub use blob::BlobOptions;
 pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
 pub use error::{Error, ErrorKind, IoContext, Result};

@@ -289,6 +289,43 @@ pub struct Metrics {
     pub offload: Option<crate::compaction::remote::OffloadMetrics>,
     /// Partitioned mode: the range map with per-range and per-owner figures.
     pub partitions: Option<crate::partition::stats::PartitionStats>,
+    /// Value separation: the blob files of the current version.
+    pub blob: BlobMetrics,
+}
+
+/// The blob files of the current version ([`crate::BlobOptions`]).
+#[derive(Clone, Copy, PartialEq, Debug, Default, Serialize)]
+pub struct BlobMetrics {
+    /// Blob files live tables reference.
+    pub files: usize,
+    /// Their size in bytes.
+    pub bytes: u64,
+    /// Record bytes live tables reference.
+    pub live_bytes: u64,
+    /// Record bytes no live table references: space a garbage collection would free.
+    pub garbage_bytes: u64,
+}
+
+impl BlobMetrics {
+    /// The blob files of `version`.
+    pub(crate) fn of(version: &crate::version::Version) -> Self {
+        let mut m = BlobMetrics::default();
+        for state in version.blob_files().values() {
+            m.files += 1;
+            m.bytes += state.meta.file_size;
+            m.live_bytes += state.live.bytes;
+            m.garbage_bytes += state.meta.record_bytes().saturating_sub(state.live.bytes);
+        }
+        m
+    }
+
+    /// Share of the record bytes no live table references (0.0 without blob files).
+    pub fn garbage_ratio(&self) -> f64 {
+        match self.live_bytes + self.garbage_bytes {
+            0 => 0.0,
+            total => self.garbage_bytes as f64 / total as f64,
+        }
+    }
 }
 
 impl Metrics {
@@ -312,9 +349,9 @@ impl Metrics {
         }
     }
 
-    /// Total bytes in all levels.
+    /// Total bytes in all levels, and in blob files.
     pub fn total_size_bytes(&self) -> u64 {
-        self.levels.iter().map(|l| l.size_bytes).sum()
+        self.levels.iter().map(|l| l.size_bytes).sum::<u64>() + self.blob.bytes
     }
 }
 

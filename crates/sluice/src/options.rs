@@ -42,6 +42,8 @@ pub struct Options {
     pub table: TableOptions,
     /// When and how compactions run.
     pub compaction: CompactionOptions,
+    /// Whether large values are kept in blob files (value separation; off by default).
+    pub blob: crate::BlobOptions,
     /// Capacity of the block cache in bytes (0 disables it).
     pub block_cache_bytes: usize,
     /// Tables kept open in the table cache.
@@ -319,6 +321,7 @@ impl Default for Options {
             merge_operator: None,
             ttl: None,
             keyspaces: Default::default(),
+            blob: Default::default(),
         }
     }
 }
@@ -345,6 +348,18 @@ impl Options {
         }
         if let Some(o) = &self.offload {
             o.validate()?;
+        }
+        self.blob.validate()?;
+        if self.blob.enabled() {
+            // Both look at values in compactions, which move blob references unread.
+            if self.ttl.is_some() {
+                return bad("blob.min_blob_size and ttl cannot both be set yet".into());
+            }
+            if self.compaction_filter.is_some() {
+                return bad(
+                    "blob.min_blob_size and compaction_filter cannot both be set yet".into(),
+                );
+            }
         }
         if let Some(ttl) = self.ttl {
             if ttl.as_secs() == 0 {

@@ -1,19 +1,22 @@
-//! The table cache: open SSTable readers, keyed by file number.
+//! The table cache: open SSTable readers and blob files, keyed by file number (tables and
+//! blob files share one number space).
 //!
 //! Opening a table reads its footer, index, filter and properties, so readers are kept open and
-//! shared. The cache is bounded by `max_open_files`; an evicted reader closes its file when the
-//! last iterator using it is dropped.
+//! shared. The cache is bounded by `max_open_files` (tables and blob files each); an evicted
+//! reader closes its file when the last iterator using it is dropped.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use sluice_sst::cache::BlockCache;
 use sluice_sst::fs::{FileSystem, IoMode, Storage};
 use sluice_sst::table::{Table, TableReadOptions};
 
-use crate::filename::table_file_name;
+use crate::filename::{blob_file_name, table_file_name};
+use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::FileMetaData;
-use sluice_sst::Result;
+use sluice_sst::blob::BlobFile;
+use sluice_sst::{Error, Result};
 
 use crate::Options;
 
@@ -21,6 +24,7 @@ use crate::Options;
 pub struct TableCache {
     dirs: Vec<PathBuf>,
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
+    blob_files: quick_cache::sync::Cache<u64, Arc<BlobFile>>,
     block_cache: Option<Arc<BlockCache>>,
     /// The keyspace id: its tables' blocks are cached under it.
     cache_namespace: u32,
@@ -46,6 +50,7 @@ impl TableCache {
         TableCache {
             dirs,
             tables: quick_cache::sync::Cache::new(options.max_open_files),
+            blob_files: quick_cache::sync::Cache::new(options.max_open_files),
             block_cache,
             cache_namespace,
             verify_checksums: options.verify_checksums,
@@ -91,13 +96,43 @@ impl TableCache {
     /// directory named `<unknown table directory N>`: whatever opens it fails with an error
     /// naming the index, and never reads a table of the same number elsewhere.
     pub fn table_path(&self, dir_index: u32, number: u64) -> PathBuf {
+        table_file_name(&self.dir(dir_index), number)
+    }
+
+    /// The path of blob file `number` in table directory `dir_index`, as
+    /// [`TableCache::table_path`].
+    pub fn blob_path(&self, dir_index: u32, number: u64) -> PathBuf {
+        blob_file_name(&self.dir(dir_index), number)
+    }
+
+    fn dir(&self, dir_index: u32) -> PathBuf {
         match self.dirs.get(dir_index as usize) {
-            Some(dir) => table_file_name(dir, number),
-            None => table_file_name(
-                Path::new(&format!("<unknown table directory {dir_index}>")),
-                number,
-            ),
+            Some(dir) => dir.clone(),
+            None => PathBuf::from(format!("<unknown table directory {dir_index}>")),
         }
+    }
+
+    /// The open blob file `meta` describes, opening it on first use. Corruption if its size
+    /// is not the one the MANIFEST recorded.
+    pub fn blob_file(&self, meta: &BlobFileMetaData) -> Result<Arc<BlobFile>> {
+        if let Some(file) = self.blob_files.get(&meta.number) {
+            return Ok(file);
+        }
+        let path = self.blob_path(meta.dir_index, meta.number);
+        let file = Arc::new(BlobFile::open(&self.storage, &path, meta.number)?);
+        if file.size() != meta.file_size {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!(
+                    "blob file is {} bytes, but the MANIFEST recorded {}",
+                    file.size(),
+                    meta.file_size
+                ),
+            ));
+        }
+        self.blob_files.insert(meta.number, Arc::clone(&file));
+        Ok(file)
     }
 
     /// The reader for `file`, opening it on first use.
@@ -143,9 +178,10 @@ impl TableCache {
         )
     }
 
-    /// Forgets table `number` (after it was deleted).
+    /// Forgets table or blob file `number` (after it was deleted).
     pub fn evict(&self, number: u64) {
         self.tables.remove(&number);
+        self.blob_files.remove(&number);
     }
 
     /// The file system tables live on (`Options::fs`, without rate limiting).
@@ -175,7 +211,7 @@ mod tests {
         let cache = TableCache::new(dirs, &Options::default(), None, 0);
         assert_eq!(
             cache.table_path(1, 7),
-            table_file_name(Path::new("/data1"), 7)
+            table_file_name(std::path::Path::new("/data1"), 7)
         );
         let unknown = cache.table_path(5, 7);
         assert!(!unknown.starts_with("/db") && !unknown.starts_with("/data1"));

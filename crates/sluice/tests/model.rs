@@ -1,7 +1,8 @@
 //! Model test: random operation sequences run against Sluice and against a `BTreeMap`, with
 //! snapshots, iterators, flushes, manual compactions and reopens. Any difference fails with
 //! the (shrunk) operation sequence. With keyspaces, two more keyspaces get their own writes,
-//! reads, flushes and compactions and a model each, and batches span all three.
+//! reads, flushes and compactions and a model each, and batches span all three. With blobs,
+//! most values live in blob files.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -11,8 +12,8 @@ use std::path::Path;
 use proptest::prelude::*;
 use sluice::compaction::executor::CompactionMode;
 use sluice::{
-    CompactionOptions, Db, Keyspace, KeyspaceOptions, MemtableOptions, Options, ReadOptions,
-    TableOptions, WriteBatch, WriteOptions,
+    BlobOptions, CompactionOptions, Db, Keyspace, KeyspaceOptions, MemtableOptions, Options,
+    ReadOptions, TableOptions, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -262,6 +263,9 @@ struct Setup {
     /// With two more keyspaces, `ks1` and `ks2` (without: their ops are skipped and batches
     /// write only the default keyspace).
     keyspaces: bool,
+    /// Values of 4 bytes or more in blob files (not with `filtered`, which separation
+    /// refuses), in files of 4 KiB, so that runs make many and compactions drop some.
+    blobs: bool,
 }
 
 /// The names of the runs' extra keyspaces.
@@ -274,6 +278,7 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
         filtered,
         prefixed,
         keyspaces,
+        blobs,
     } = setup;
     let small = small_options(mode, direct);
     let mut options = Options {
@@ -288,6 +293,14 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
         merge_operator: Some(std::sync::Arc::new(
             sluice::merge_operator::Append::with_delimiter(b","),
         )),
+        blob: match blobs && !filtered {
+            true => BlobOptions {
+                min_blob_size: 4,
+                blob_file_size: 4096,
+                ..BlobOptions::default()
+            },
+            false => BlobOptions::default(),
+        },
         ..small
     };
     if !keyspaces {
@@ -689,8 +702,9 @@ proptest! {
         filtered: bool,
         prefixed: bool,
         keyspaces: bool,
+        blobs: bool,
     ) {
-        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed, keyspaces })?;
+        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed, keyspaces, blobs })?;
     }
 }
 
@@ -704,6 +718,7 @@ fn iterator_direction_switches_match_the_model() {
         filtered: false,
         prefixed: false,
         keyspaces: false,
+        blobs: false,
     };
     let db = open(dir.path(), CompactionMode::Sequential, setup);
     let mut model = Model::new();

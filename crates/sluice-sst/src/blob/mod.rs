@@ -26,10 +26,12 @@
 
 mod blob_ref;
 mod reader;
+mod ref_counts;
 mod writer;
 
 pub use blob_ref::BlobRef;
 pub use reader::{BlobFile, BlobRecord, BlobRecords};
+pub use ref_counts::{BlobRefCounts, BlobRefTally};
 pub use writer::{BlobFileMeta, BlobFileWriter};
 
 /// The first 8 bytes of every blob file.

@@ -61,6 +61,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 break;
             }
             let kind = parsed.kind;
+            super::check_blob_ref(kind, self.input.value())?;
             self.operands
                 .push((ikey.to_vec(), self.input.value().to_vec()));
             self.input.next()?;
@@ -73,19 +74,28 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.merged_at = 0;
         let (newest_key, _) = &self.operands[0];
         let newest = parse_internal_key(newest_key).ok_or_else(|| corrupt("operand key"))?;
+        // A base in a blob file is not read here: compactions move references, and a worker
+        // may have no blob files at all. The operands stay as they are; reads merge them.
+        let blob_base = !covered_base
+            && self
+                .operands
+                .last()
+                .and_then(|(k, _)| parse_internal_key(k))
+                .is_some_and(|p| p.kind == ValueKind::BlobIndex);
         let base = match covered_base {
             true => Some(None),
             false => self
                 .operands
                 .last()
                 .and_then(|(k, v)| match parse_internal_key(k)?.kind {
-                    ValueKind::Merge | ValueKind::RangeDeletion => None,
+                    ValueKind::Merge | ValueKind::RangeDeletion | ValueKind::BlobIndex => None,
                     ValueKind::Value => Some(Some(v.as_slice())),
                     ValueKind::Deletion => Some(None),
                 }),
         };
         let written = match &self.merge_operator {
             None => None,
+            Some(_) if blob_base => None,
             Some(op) if base.is_some() || (key_ended && self.bottommost) => {
                 // The base, if read, is the last entry (a covered one was dropped instead).
                 let base_read = base.is_some() && !covered_base;

@@ -42,7 +42,7 @@
 //!
 //! # Zeroed sequence numbers
 //!
-//! When `bottommost` is true, a kept value in stripe 0 is written with sequence number 0, as
+//! When `bottommost` is true, a kept value (or blob reference) in stripe 0 is written with sequence number 0, as
 //! RocksDB does. Every reader sees it either way: no snapshot is below its old sequence number,
 //! and no other version of its key is left below it (older versions of stripe 0 were shadowed,
 //! and `bottommost` says nothing lies under the output level). Later writes of the key get
@@ -57,7 +57,8 @@
 //! # Compaction filters
 //!
 //! A [`CompactionFilter`] sees the newest version of each key in the latest stripe (newer than
-//! every live snapshot: what only "latest" readers can see) when it is a value, and may keep
+//! every live snapshot: what only "latest" readers can see) when it is a value kept in the
+//! table (never a blob reference: the database refuses a filter with value separation), and may keep
 //! it, change its value, or remove it. A removed value becomes a tombstone at the same
 //! sequence number, as RocksDB's `kRemove` does, and the tombstone rules above then apply: the
 //! key reads as deleted, and older versions below stay hidden until the tombstone itself can
@@ -79,8 +80,10 @@
 //! * otherwise the base lies below the output or in an older stripe, and it writes one operand
 //!   equal to the stripe's operands combined with [`MergeOperator::partial_merge`].
 //!
-//! When there is no operator, the operator cannot combine these operands, or a full merge
-//! fails, the stripe's operands and base are written as they were read: nothing is lost, and
+//! When there is no operator, the operator cannot combine these operands, a full merge
+//! fails, or the base is a reference into a blob file ([`ValueKind::BlobIndex`]: compactions
+//! move references and never read blob files), the stripe's operands and base are written as
+//! they were read: nothing is lost, and
 //! the read that needs the value reports the problem. Everything absorbed into a written entry
 //! counts in [`CompactionIterStats::merge_absorbed`], and the written entry as a rewrite of the
 //! newest operand. A tombstone awaiting the look-ahead verdict above is kept when the next
@@ -115,6 +118,7 @@ mod merge_tests;
 #[cfg(test)]
 mod tests;
 
+use crate::blob::BlobRef;
 use crate::coding::get_fixed64;
 use crate::digest::{EntryDigest, entry_hash, entry_hash_parts};
 use crate::filter::hash64;
@@ -556,6 +560,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
             if parsed.kind == ValueKind::Merge {
                 return self.merge_stripe(stripe);
             }
+            check_blob_ref(parsed.kind, self.input.value())?;
 
             let mut kind = parsed.kind;
             let decision = match &self.filter {
@@ -606,7 +611,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.input.next()?;
                 continue;
             }
-            if kind == ValueKind::Value
+            if matches!(kind, ValueKind::Value | ValueKind::BlobIndex)
                 && self.bottommost
                 && stripe == 0
                 && parsed.seq != 0
@@ -709,6 +714,18 @@ impl<I: InternalIterator> std::fmt::Debug for CompactionIterator<I> {
             .field("position", &self.position)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
+    }
+}
+
+/// A blob reference that does not decode is corruption: written on, it would name no value,
+/// and the writer's count of references per blob file would miss it.
+fn check_blob_ref(kind: ValueKind, value: &[u8]) -> Result<()> {
+    match kind == ValueKind::BlobIndex && BlobRef::decode(value).is_none() {
+        true => Err(corrupt(format!(
+            "a blob reference of {} bytes that does not decode",
+            value.len()
+        ))),
+        false => Ok(()),
     }
 }
 

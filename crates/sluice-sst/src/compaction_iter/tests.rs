@@ -352,7 +352,7 @@ fn lookup(entries: &Entries, user_key: &[u8], snapshot: SeqNo) -> Lookup {
         })
         .max_by_key(|&(seq, _, _)| seq)
         .map_or(Lookup::Missing, |(_, kind, v)| match kind {
-            ValueKind::Value => Lookup::Found(v.clone()),
+            ValueKind::Value | ValueKind::BlobIndex => Lookup::Found(v.clone()),
             ValueKind::Deletion => Lookup::Deleted,
             ValueKind::Merge | ValueKind::RangeDeletion => {
                 unreachable!("operands and range tombstones are modelled in merge_tests.rs")
@@ -685,4 +685,44 @@ proptest! {
         prop_assert_eq!(stats.entries_in,
             stats.entries_out + stats.shadowed_dropped + stats.tombstones_dropped);
     }
+}
+
+#[test]
+fn blob_references_move_like_values_and_bad_ones_are_corruption() {
+    let blob = |key: &[u8], seq: SeqNo, file_number: u64| {
+        let r = BlobRef {
+            file_number,
+            offset: 16,
+            size: 100,
+        };
+        (
+            make_internal_key(key, seq, ValueKind::BlobIndex),
+            r.encode(),
+        )
+    };
+    // Shadowed like values, and zeroed like values at the bottom.
+    let (out, stats) = compact(
+        vec![blob(b"a", 9, 4), blob(b"a", 5, 3), put(b"b", 2)],
+        &[],
+        true,
+    );
+    assert_eq!(
+        shape(&out),
+        [
+            ("a".into(), 0, ValueKind::BlobIndex),
+            ("b".into(), 0, ValueKind::Value)
+        ]
+    );
+    assert_eq!(BlobRef::decode(&out[0].1).map(|r| r.file_number), Some(4));
+    assert_eq!(stats.shadowed_dropped, 1);
+
+    let mut bad = blob(b"c", 4, 1);
+    bad.1.push(0);
+    let (out, err) = compact_raw(vec![put(b"a", 5), bad.clone()], vec![], false);
+    assert_eq!(
+        out.len(),
+        1,
+        "entries before the bad reference are produced"
+    );
+    assert_merge_corruption(err, "blob reference of 4 bytes");
 }

@@ -6,6 +6,7 @@
 //! such: the writer folds it into the filter and properties blocks (see `filter.rs`,
 //! `properties.rs` and `docs/format/sst.md`).
 
+use crate::blob::{BlobRef, BlobRefCounts};
 use crate::coding::get_fixed64;
 use crate::digest::entry_hash_parts;
 use crate::filter::hash64;
@@ -44,6 +45,8 @@ pub struct BlockMeta {
     pub largest_seq: u64,
     /// Sum of the entries' [`entry_hash`](crate::digest::entry_hash)es, modulo 2^64 (see [`crate::digest`]).
     pub digest_sum: u64,
+    /// The blob references among the entries ([`ValueKind::BlobIndex`]), per blob file.
+    pub blob_refs: BlobRefCounts,
 }
 
 impl Default for BlockMeta {
@@ -62,6 +65,7 @@ impl Default for BlockMeta {
             smallest_seq: u64::MAX,
             largest_seq: 0,
             digest_sum: 0,
+            blob_refs: BlobRefCounts::default(),
         }
     }
 }
@@ -94,8 +98,16 @@ impl BlockMeta {
         if let Some(p) = parse_internal_key(ikey) {
             self.smallest_seq = self.smallest_seq.min(p.seq);
             self.largest_seq = self.largest_seq.max(p.seq);
-            if p.kind == ValueKind::Deletion {
-                self.num_deletions += 1;
+            match p.kind {
+                ValueKind::Deletion => self.num_deletions += 1,
+                // Writers check references before they add them (the compaction iterator
+                // fails on one that does not decode), so one that does not is not counted.
+                ValueKind::BlobIndex => {
+                    if let Some(blob) = BlobRef::decode(value) {
+                        self.blob_refs.add(&blob);
+                    }
+                }
+                _ => {}
             }
         }
     }

@@ -6,6 +6,7 @@
 //! BACKUP_DIR/
 //!   LOCK                                   held while a process changes the backup directory
 //!   shared/NNNNNN_<digest>_<size>.sst      tables, shared by every backup that holds them
+//!   shared/NNNNNN_<digest>_<size>.blob     blob files, shared the same way
 //!   private/<id>-<name>                    each backup's WALs and MANIFEST
 //!   meta/<id>                              a backup's description (meta.rs), written last
 //! ```
@@ -17,7 +18,9 @@
 //! to be stored already by its number, size and entry digest (the count and hash sum of all
 //! its entries, from its properties block, written with it): opening each table is all an
 //! incremental backup costs for tables it does not copy. A table too old to have a digest is
-//! named by the CRC32C of all its bytes instead. Every file's full CRC32C is recorded, and
+//! named by the CRC32C of all its bytes instead. A blob file is known by its footer (records
+//! and value bytes) and the CRC32C of its first 64 KiB, which cost one short read however
+//! large the file. Every file's full CRC32C is recorded, and
 //! `verify` and `restore` check it.
 
 mod meta;
@@ -35,7 +38,7 @@ pub use meta::{BackupFile, BackupMeta};
 use sluice_sst::table::{Table, TableReadOptions};
 
 use crate::db::checkpoint::{LiveTable, create_empty_dir, sync_parent};
-use crate::filename::{create_dir_all_durably, set_current_file, sync_dir};
+use crate::filename::{FileType, create_dir_all_durably, set_current_file, sync_dir};
 use crate::version::manifest::write_manifest_file;
 use crate::{Db, Error, IoContext, Result};
 
@@ -136,13 +139,13 @@ impl BackupEngine {
         let (mut tables_copied, mut tables_shared, mut bytes_copied) = (0, 0, 0);
         let mut back_up_tables = |tables: &[LiveTable], under: &str| -> Result<()> {
             for table in tables {
-                let name = format!("{under}{:06}.sst", table.number);
-                let stored_name = format!(
-                    "shared/{:06}_{}_{}.sst",
-                    table.number,
-                    content_id(&db_fs_handle, &table.path, table.number)?,
-                    table.size
-                );
+                let (name, ext) = (table.file_name(), table.kind_extension());
+                let name = format!("{under}{name}");
+                let id = match table.kind {
+                    FileType::Blob => blob_content_id(&db_fs_handle, &table.path, table.number)?,
+                    _ => content_id(&db_fs_handle, &table.path, table.number)?,
+                };
+                let stored_name = format!("shared/{:06}_{id}_{}.{ext}", table.number, table.size);
                 let file = match stored.get(stored_name.as_str()) {
                     Some(known) if known.size == table.size => {
                         tables_shared += 1;
@@ -443,6 +446,21 @@ fn content_id(fs: &Arc<dyn FileSystem>, path: &Path, number: u64) -> Result<Stri
             file_crc32c(&**fs, path, None).with_path(path)?.crc32c
         ),
     })
+}
+
+/// What names blob file `number` at `path` among stored files: its footer's record count and
+/// value bytes, and the CRC32C of its first 64 KiB (header and first records), checked as the
+/// file opens.
+fn blob_content_id(fs: &Arc<dyn FileSystem>, path: &Path, number: u64) -> Result<String> {
+    let storage = Storage::new(Arc::clone(fs), IoMode::Buffered);
+    let blob = sluice_sst::blob::BlobFile::open(&storage, path, number)?;
+    let head = file_crc32c(&**fs, path, Some(blob.size().min(64 << 10))).with_path(path)?;
+    Ok(format!(
+        "b{:x}-{:x}-{:08x}",
+        blob.records(),
+        blob.value_bytes(),
+        head.crc32c
+    ))
 }
 
 /// Fails unless a copy of `file` (or a read of it at `path`) found its recorded size and CRC.

@@ -18,6 +18,10 @@ pub struct CheckReport {
     pub blocks: u64,
     /// Bytes read.
     pub bytes: u64,
+    /// Blob files whose every record was read and verified.
+    pub blob_files: usize,
+    /// Blob references found in the tables, each checked to land on its record.
+    pub blob_references: u64,
     /// What opening the database read and checked of the MANIFEST and the WALs, and what it
     /// dropped. Anything dropped means data on disk was not applied: a caller that must know
     /// every byte is accounted for treats a non-empty `recovery.dropped` as a failure, as
@@ -120,11 +124,13 @@ impl Db {
             partitions: inner.options.partitions.as_ref().and_then(|p| {
                 crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
             }),
+            blob: crate::metrics::BlobMetrics::of(v),
         }
     }
 
-    /// Reads every block of every live table, in every keyspace, and verifies its checksum.
-    /// The first failure is
+    /// Reads every block of every live table, in every keyspace, and verifies its checksum;
+    /// reads every blob file's records, and checks that every blob reference lands on the
+    /// record of its key (`blob::check`). The first failure is
     /// returned as `Error::Corruption` naming the file and offset. The MANIFEST and the WALs
     /// were read and verified when the database was opened; the report carries what that
     /// found ([`CheckReport::recovery`]). To check a database without changing it, open it
@@ -145,6 +151,10 @@ impl Db {
                 report.blocks += verified.blocks;
                 report.bytes += verified.bytes;
             }
+            let blobs = crate::blob::check::check_tree(&inner.table_cache, &version)?;
+            report.blob_files += blobs.files;
+            report.blob_references += blobs.references;
+            report.bytes += blobs.bytes;
         }
         Ok(report)
     }

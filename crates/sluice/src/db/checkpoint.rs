@@ -27,7 +27,7 @@ use std::sync::Arc;
 use sluice_sst::fs::{Placed, copy_file, link_or_copy};
 
 use super::{Db, DbInner};
-use crate::filename::{FileType, create_dir_all_durably, log_file_name, sync_dir, table_file_name};
+use crate::filename::{FileType, create_dir_all_durably, log_file_name, sync_dir};
 use crate::keyspace::options::keyspace_dir;
 use crate::version::edit::VersionEdit;
 use crate::version::manifest::ManifestWriter;
@@ -74,12 +74,29 @@ impl Drop for DeletionHold {
     }
 }
 
-/// A table of [`LiveFiles`].
+/// A table or blob file of [`LiveFiles`].
 pub(crate) struct LiveTable {
     /// Where it is in the source.
     pub path: PathBuf,
     pub number: u64,
     pub size: u64,
+    /// [`FileType::Table`] or [`FileType::Blob`].
+    pub kind: FileType,
+}
+
+impl LiveTable {
+    /// Its name in a copy: `NNNNNN.sst` or `NNNNNN.blob`.
+    pub fn file_name(&self) -> String {
+        format!("{:06}.{}", self.number, self.kind_extension())
+    }
+
+    /// `sst` or `blob`.
+    pub fn kind_extension(&self) -> &'static str {
+        match self.kind {
+            FileType::Blob => "blob",
+            _ => "sst",
+        }
+    }
 }
 
 /// A WAL of [`LiveFiles`]: its first `len` bytes are the database's.
@@ -112,21 +129,30 @@ pub(crate) struct LiveTree {
     pub manifest_number: u64,
 }
 
-/// The tables `snapshot` names, moved to directory 0 of a copy.
+/// The tables and blob files `snapshot` names, moved to directory 0 of a copy.
 fn tables_of(inner: &DbInner, snapshot: &mut VersionEdit) -> Vec<LiveTable> {
-    snapshot
-        .new_files
-        .iter_mut()
-        .map(|(_, file)| {
-            let path = inner.table_cache.table_path(file.dir_index, file.number);
-            file.dir_index = 0;
-            LiveTable {
-                path,
-                number: file.number,
-                size: file.file_size,
-            }
-        })
-        .collect()
+    let cache = &inner.table_cache;
+    let tables = snapshot.new_files.iter_mut().map(|(_, file)| {
+        let path = cache.table_path(file.dir_index, file.number);
+        file.dir_index = 0;
+        LiveTable {
+            path,
+            number: file.number,
+            size: file.file_size,
+            kind: FileType::Table,
+        }
+    });
+    let blobs = snapshot.new_blob_files.iter_mut().map(|blob| {
+        let path = cache.blob_path(blob.dir_index, blob.number);
+        blob.dir_index = 0;
+        LiveTable {
+            path,
+            number: blob.number,
+            size: blob.file_size,
+            kind: FileType::Blob,
+        }
+    });
+    tables.chain(blobs).collect()
 }
 
 impl Db {
@@ -262,7 +288,7 @@ impl Db {
         };
         let mut place_tables = |to_dir: &Path, tables: &[LiveTable]| -> Result<()> {
             for table in tables {
-                let to = table_file_name(to_dir, table.number);
+                let to = to_dir.join(table.file_name());
                 match link_or_copy(fs, &table.path, &to).with_path(&to)? {
                     Placed::Linked => report.tables_linked += 1,
                     Placed::Copied(copied) => {

@@ -125,7 +125,7 @@ impl DbInner {
                 // Collected by the first collection after the hold ends.
                 return 0;
             }
-            let live = st.versions.live_table_numbers();
+            let live = st.versions.live_file_numbers();
             let pending = st.pending_outputs.clone();
             // Files numbered from here on may be created by jobs that start after this
             // snapshot of `pending` and before the directory listing below: never touch them.
@@ -150,7 +150,7 @@ impl DbInner {
                     continue;
                 };
                 let obsolete = match kind {
-                    FileType::Table => {
+                    FileType::Table | FileType::Blob => {
                         number < first_unsafe
                             && !live.contains(&number)
                             && !pending.contains(&number)
@@ -163,7 +163,7 @@ impl DbInner {
                 if !obsolete {
                     continue;
                 }
-                if kind == FileType::Table {
+                if matches!(kind, FileType::Table | FileType::Blob) {
                     self.table_cache.evict(number);
                 }
                 let path = dir.join(&name);
@@ -171,7 +171,10 @@ impl DbInner {
                 // still obsolete then, and the next collection deletes it again.
                 match self.options.fs.remove(&path).with_path(&path) {
                     Ok(()) => {
-                        deleted += usize::from(matches!(kind, FileType::Table | FileType::Temp));
+                        deleted += usize::from(matches!(
+                            kind,
+                            FileType::Table | FileType::Blob | FileType::Temp
+                        ));
                         tracing::debug!(file = %path.display(), "deleted obsolete file");
                     }
                     Err(e) => tracing::warn!(error = %e, "could not delete obsolete file"),

@@ -14,6 +14,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::RangeMap;
 use crate::table_cache::TableCache;
+use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
@@ -34,6 +35,8 @@ pub(crate) struct RecoveringTree {
     pub new_range_map: Option<RangeMap>,
     /// Replayed tables written so far (read-write opens).
     pub new_files: Vec<FileMetaData>,
+    /// The blob files they reference.
+    pub new_blob_files: Vec<BlobFileMetaData>,
     /// Replayed range tombstones.
     pub range_tombstones: Vec<RangeTombstone>,
     /// Replayed memtables kept in memory (read-only opens), oldest first.
@@ -102,6 +105,7 @@ impl RecoveringTree {
             ranges,
             new_range_map: None,
             new_files: Vec::new(),
+            new_blob_files: Vec::new(),
             range_tombstones: Vec::new(),
             frozen: VecDeque::new(),
         }
@@ -131,14 +135,15 @@ impl RecoveringTree {
         let pieces = flush_pieces(self.ranges.as_ref(), &split_keys, &self.table_cache);
         let versions = &mut self.versions;
         let mut new_number = || versions.new_file_number();
-        let (metas, _) = write_level0_tables(
+        let written = write_level0_tables(
             &mem,
             &self.table_cache,
             &pieces,
             &mut new_number,
             &self.options,
         )?;
-        self.new_files.extend(metas);
+        self.new_files.extend(written.tables);
+        self.new_blob_files.extend(written.blob_files);
         Ok(())
     }
 
@@ -147,7 +152,10 @@ impl RecoveringTree {
     pub fn recovery_edit(&mut self, log_number: u64) -> Result<VersionEdit> {
         // The replayed tables' names must be durable before a MANIFEST names them: a MANIFEST
         // syncs only its own directory, and tables may sit in data or owner directories.
-        let table_dirs: BTreeSet<u32> = self.new_files.iter().map(|f| f.dir_index).collect();
+        let tables = self.new_files.iter().map(|f| f.dir_index);
+        let table_dirs: BTreeSet<u32> = tables
+            .chain(self.new_blob_files.iter().map(|b| b.dir_index))
+            .collect();
         for index in table_dirs {
             if let Some(d) = self.table_cache.dirs().get(index as usize) {
                 sync_dir(&*self.options.fs, d)?;
@@ -158,6 +166,7 @@ impl RecoveringTree {
             range_map: self.new_range_map.take(),
             range_tombstones: std::mem::take(&mut self.range_tombstones),
             new_files: self.new_files.drain(..).map(|f| (0, f)).collect(),
+            new_blob_files: std::mem::take(&mut self.new_blob_files),
             ..VersionEdit::default()
         })
     }

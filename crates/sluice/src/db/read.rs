@@ -151,11 +151,18 @@ impl Db {
             if parsed.user_key != key {
                 continue;
             }
+            let resolve = |encoded: &[u8]| {
+                let tables = &self.inner.table_cache;
+                crate::blob::resolve(tables, &view.version, key, encoded, table.path())
+            };
             let found = match parsed.kind {
                 _ if parsed.seq < floor => Some(Lookup::Deleted),
                 ValueKind::Value => Some(Lookup::Value(value)),
+                ValueKind::BlobIndex => Some(Lookup::Value(resolve(&value)?)),
                 ValueKind::Deletion => Some(Lookup::Deleted),
-                ValueKind::Merge => table_versions(&table, &lookup, floor, view.reads, operands)?,
+                ValueKind::Merge => {
+                    table_versions(&table, &lookup, floor, view.reads, operands, &resolve)?
+                }
                 ValueKind::RangeDeletion => return Err(range_deletion_in(&table)),
             };
             if let Some(found) = found {
@@ -236,6 +243,7 @@ impl Db {
             merge_operator: self.inner.options.merge_operator.clone(),
             expiry: view.expiry,
             tombstones: view.tombstones,
+            tables: Arc::clone(&self.inner.table_cache),
         };
         Ok(DbIterator::new(
             MergingIterator::new(children),
@@ -358,6 +366,7 @@ fn table_versions(
     floor: SeqNo,
     reads: BlockReads,
     operands: &mut Vec<Vec<u8>>,
+    resolve_blob: &dyn Fn(&[u8]) -> Result<Vec<u8>>,
 ) -> Result<Option<Lookup>> {
     let key = sluice_sst::key::user_key(lookup);
     let mut it = table.iter_with(reads);
@@ -372,6 +381,7 @@ fn table_versions(
         match parsed.kind {
             _ if parsed.seq < floor => return Ok(Some(Lookup::Deleted)),
             ValueKind::Value => return Ok(Some(Lookup::Value(it.value().to_vec()))),
+            ValueKind::BlobIndex => return Ok(Some(Lookup::Value(resolve_blob(it.value())?))),
             ValueKind::Deletion => return Ok(Some(Lookup::Deleted)),
             ValueKind::Merge => operands.push(it.value().to_vec()),
             ValueKind::RangeDeletion => return Err(range_deletion_in(table)),

@@ -167,6 +167,17 @@ pub(crate) fn check_tables_exist(
             "table file listed in the MANIFEST is missing",
         ));
     }
+    // A blob file holds acknowledged values: one missing fails the open, as a table does.
+    for blob in versions.current().blob_files().values() {
+        let path = table_cache.blob_path(blob.meta.dir_index, blob.meta.number);
+        if !exists(&path)? {
+            return Err(Error::corruption(
+                &path,
+                0,
+                "blob file listed in the MANIFEST is missing",
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -269,7 +269,8 @@ impl DbInner {
                     tree.check_sizes(entry.key, entry.value)?;
                     tree.check_merge_operator()?;
                 }
-                ValueKind::Value | ValueKind::Deletion => {
+                // Decoding refuses blob references in a batch.
+                ValueKind::Value | ValueKind::Deletion | ValueKind::BlobIndex => {
                     tree.check_sizes(entry.key, entry.value)?;
                 }
             }

@@ -251,6 +251,11 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
             ValueKind::RangeDeletion => {
                 return Err(bad("it holds a range tombstone among its entries".into()));
             }
+            ValueKind::BlobIndex => {
+                return Err(bad(
+                    "it holds references into blob files it does not bring".into()
+                ));
+            }
         }
         last_user = Some(parsed.user_key.to_vec());
         it.next()?;

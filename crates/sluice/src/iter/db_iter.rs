@@ -24,6 +24,7 @@ use sluice_sst::range_del::Tombstones;
 use sluice_sst::ttl::{Expiry, WRITE_TIME_LEN};
 
 use super::Range;
+use crate::table_cache::TableCache;
 use crate::version::Version;
 use crate::{Error, Result};
 
@@ -44,9 +45,10 @@ pub struct DbIterator {
     upper: Option<Vec<u8>>,
     direction: Direction,
     valid: bool,
-    /// Forward direction only: the current entry is a merge result, held in `saved_key` and
-    /// `saved_value`, and the internal iterator is on an older entry of it or past it.
-    merged: bool,
+    /// Forward direction only: the current entry is held in `saved_key` and `saved_value` (a
+    /// merge result, or a value read from its blob file), and the internal iterator is on an
+    /// older entry of it or past it.
+    held: bool,
     /// Reverse direction, or `merged`: the current user key and value. Forward: scratch for
     /// skipping.
     saved_key: Vec<u8>,
@@ -58,8 +60,9 @@ pub struct DbIterator {
     tombstones: Vec<Arc<Tombstones>>,
     /// The current key's merge operands, collected while resolving it.
     operands: Vec<Vec<u8>>,
-    /// Keeps the files read by `inner` alive.
-    _version: Arc<Version>,
+    /// Keeps the files read by `inner` alive, and resolves blob references.
+    version: Arc<Version>,
+    tables: Arc<TableCache>,
 }
 
 /// The error for a range tombstone among point entries, which only damage puts there.
@@ -81,6 +84,8 @@ pub(crate) struct ValueRules {
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     pub expiry: Option<Expiry>,
     pub tombstones: Vec<Arc<Tombstones>>,
+    /// Where blob references are resolved (the tree's table cache).
+    pub tables: Arc<TableCache>,
 }
 
 impl DbIterator {
@@ -95,6 +100,7 @@ impl DbIterator {
             merge_operator,
             expiry,
             tombstones,
+            tables,
         } = rules;
         DbIterator {
             inner,
@@ -103,14 +109,15 @@ impl DbIterator {
             upper,
             direction: Direction::Forward,
             valid: false,
-            merged: false,
+            held: false,
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             merge_operator,
             expiry,
             tombstones,
             operands: Vec::new(),
-            _version: version,
+            version,
+            tables,
         }
     }
 
@@ -122,7 +129,7 @@ impl DbIterator {
     /// The current user key. REQUIRES: `valid()`.
     pub fn key(&self) -> &[u8] {
         match self.direction {
-            Direction::Forward if !self.merged => sluice_sst::key::user_key(self.inner.key()),
+            Direction::Forward if !self.held => sluice_sst::key::user_key(self.inner.key()),
             _ => &self.saved_key,
         }
     }
@@ -130,7 +137,7 @@ impl DbIterator {
     /// The current value. REQUIRES: `valid()`.
     pub fn value(&self) -> &[u8] {
         match self.direction {
-            Direction::Forward if !self.merged => {
+            Direction::Forward if !self.held => {
                 let stored = self.inner.value();
                 match self.expiry {
                     // Positioned only on values long enough to hold one (`live` checked).
@@ -145,7 +152,7 @@ impl DbIterator {
     /// Positions on the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) -> Result<()> {
         self.direction = Direction::Forward;
-        self.merged = false;
+        self.held = false;
         match self.lower.clone() {
             Some(lower) => self
                 .inner
@@ -158,7 +165,7 @@ impl DbIterator {
     /// Positions on the first key `>= key` (and at or after the lower bound).
     pub fn seek(&mut self, key: &[u8]) -> Result<()> {
         self.direction = Direction::Forward;
-        self.merged = false;
+        self.held = false;
         let target = match &self.lower {
             Some(lower) if lower.as_slice() > key => lower.clone(),
             _ => key.to_vec(),
@@ -171,7 +178,7 @@ impl DbIterator {
     /// Positions on the last key (before the upper bound).
     pub fn seek_to_last(&mut self) -> Result<()> {
         self.direction = Direction::Reverse;
-        self.merged = false;
+        self.held = false;
         match self.upper.clone() {
             Some(upper) => {
                 self.inner
@@ -221,10 +228,10 @@ impl DbIterator {
                 return Ok(());
             }
             // saved_key already holds the user key to skip.
-        } else if self.merged {
-            // saved_key holds the merged key; the internal iterator is already past its
+        } else if self.held {
+            // saved_key holds the held key; the internal iterator is already past its
             // newest entries.
-            self.merged = false;
+            self.held = false;
         } else {
             self.saved_key.clear();
             self.saved_key
@@ -239,7 +246,7 @@ impl DbIterator {
         debug_assert!(self.valid);
         if self.direction == Direction::Forward {
             // Back up to just before every entry of the current user key.
-            if !self.merged {
+            if !self.held {
                 self.saved_key.clear();
                 self.saved_key
                     .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
@@ -247,7 +254,7 @@ impl DbIterator {
                 // The merged key was the last: its entries ran to the end.
                 self.inner.seek_to_last()?;
             }
-            self.merged = false;
+            self.held = false;
             while self.inner.valid()
                 && sluice_sst::key::user_key(self.inner.key()) >= self.saved_key.as_slice()
             {
@@ -306,6 +313,7 @@ impl DbIterator {
                             return Ok(());
                         }
                         ValueKind::Merge => return self.merge_forward(),
+                        ValueKind::BlobIndex => return self.blob_forward(),
                     }
                 }
             }
@@ -332,6 +340,26 @@ impl DbIterator {
                 .map_err(|why| Error::corruption("<iterator>", 0, why)),
             None => Ok(Some(stored)),
         }
+    }
+
+    /// Forward, on the newest visible entry of a key, a blob reference: holds the value it
+    /// points at and moves the internal iterator past the entry.
+    fn blob_forward(&mut self) -> Result<()> {
+        self.valid = false;
+        self.saved_key.clear();
+        self.saved_key
+            .extend_from_slice(sluice_sst::key::user_key(self.inner.key()));
+        self.saved_value = self.resolve_blob(&self.saved_key, self.inner.value())?;
+        self.inner.next()?;
+        self.held = true;
+        self.valid = true;
+        Ok(())
+    }
+
+    /// The value blob reference `encoded`, found for `key`, points at.
+    fn resolve_blob(&self, key: &[u8], encoded: &[u8]) -> Result<Vec<u8>> {
+        let at = std::path::Path::new("<iterator>");
+        crate::blob::resolve(&self.tables, &self.version, key, encoded, at)
     }
 
     /// Forward, on the newest visible entry of a key, a merge operand: reads the key's older
@@ -361,13 +389,17 @@ impl DbIterator {
                     base = Some(self.inner.value().to_vec());
                     break;
                 }
+                ValueKind::BlobIndex => {
+                    base = Some(self.resolve_blob(&self.saved_key, self.inner.value())?);
+                    break;
+                }
                 ValueKind::Deletion => break,
             }
             self.inner.next()?;
         }
         self.operands.reverse();
         self.saved_value = self.resolve(base.as_deref())?;
-        self.merged = true;
+        self.held = true;
         self.valid = true;
         Ok(())
     }
@@ -390,9 +422,11 @@ impl DbIterator {
     /// adds to it.
     fn find_prev_user_entry(&mut self) -> Result<()> {
         // Whether the saved key has a visible value (its last version seen is no tombstone),
-        // and whether `saved_value` is a base under `operands`.
+        // whether `saved_value` is a base under `operands`, and whether that base is a blob
+        // reference, resolved once the key's newest version is known.
         let mut visible = false;
         let mut has_base = false;
+        let mut blob_base = false;
         self.valid = false;
         self.operands.clear();
         while self.inner.valid() {
@@ -419,19 +453,20 @@ impl DbIterator {
                 match (kind, live) {
                     // An expired value hides the key as a tombstone does.
                     (ValueKind::Deletion | ValueKind::RangeDeletion, _)
-                    | (ValueKind::Value, None) => {
+                    | (ValueKind::Value | ValueKind::BlobIndex, None) => {
                         self.saved_key.clear();
                         self.saved_value.clear();
                         self.operands.clear();
-                        visible = false;
+                        (visible, blob_base) = (false, false);
                     }
-                    (ValueKind::Value, Some(value)) => {
+                    (ValueKind::Value | ValueKind::BlobIndex, Some(value)) => {
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(parsed.user_key);
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(value);
                         self.operands.clear();
                         (visible, has_base) = (true, true);
+                        blob_base = kind == ValueKind::BlobIndex;
                     }
                     (ValueKind::Merge, _) => {
                         if !visible {
@@ -440,7 +475,7 @@ impl DbIterator {
                             self.saved_key.clear();
                             self.saved_key.extend_from_slice(parsed.user_key);
                             self.saved_value.clear();
-                            (visible, has_base) = (true, false);
+                            (visible, has_base, blob_base) = (true, false, false);
                         }
                         self.operands.push(self.inner.value().to_vec());
                     }
@@ -462,6 +497,9 @@ impl DbIterator {
         {
             self.valid = false;
             return Ok(());
+        }
+        if blob_base {
+            self.saved_value = self.resolve_blob(&self.saved_key, &self.saved_value)?;
         }
         if !self.operands.is_empty() {
             let base = has_base.then(|| std::mem::take(&mut self.saved_value));

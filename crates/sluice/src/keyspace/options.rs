@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::BlobOptions;
 use crate::options::{
     CompactionFilter, CompactionOptions, MemtableOptions, MergeOperator, Options, TableOptions,
 };
@@ -36,6 +37,8 @@ pub struct KeyspaceOptions {
     pub merge_operator: Option<Arc<dyn MergeOperator>>,
     /// As [`Options::ttl`], for this keyspace.
     pub ttl: Option<Duration>,
+    /// As [`Options::blob`], for this keyspace.
+    pub blob: BlobOptions,
 }
 
 impl KeyspaceOptions {
@@ -48,6 +51,7 @@ impl KeyspaceOptions {
             compaction_filter: options.compaction_filter.clone(),
             merge_operator: options.merge_operator.clone(),
             ttl: options.ttl,
+            blob: options.blob.clone(),
         }
     }
 
@@ -62,6 +66,7 @@ impl KeyspaceOptions {
         tree.compaction_filter = self.compaction_filter.clone();
         tree.merge_operator = self.merge_operator.clone();
         tree.ttl = self.ttl;
+        tree.blob = self.blob.clone();
         tree.keyspaces = Default::default();
         for dir in &mut tree.data_dirs {
             *dir = keyspace_dir(dir, id);

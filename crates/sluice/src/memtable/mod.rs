@@ -187,8 +187,11 @@ impl MemTable {
             }
             match parsed.kind {
                 ValueKind::Value => return Some(Lookup::Value(value.to_vec())),
-                // Range tombstones are not entries; one here would be a bug, read as one.
-                ValueKind::Deletion | ValueKind::RangeDeletion => return Some(Lookup::Deleted),
+                // Range tombstones are not entries, and batches refuse blob references; one
+                // here would be a bug, read as a tombstone.
+                ValueKind::Deletion | ValueKind::RangeDeletion | ValueKind::BlobIndex => {
+                    return Some(Lookup::Deleted);
+                }
                 ValueKind::Merge => operands.push(value.to_vec()),
             }
             at = self.list.next(pos);

@@ -99,8 +99,10 @@ struct Input {
 /// Rebuilds the database in `dir` (see the module documentation) and returns what was kept and
 /// dropped. `options` must name the same table directories the database uses (`data_dirs`);
 /// partitioned databases are not supported.
-pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
+pub fn repair(dir: &Path, mut options: Options) -> Result<RepairReport> {
     options.validate()?;
+    // Salvaged values stay in the tables: repair writes no blob files.
+    options.blob = Default::default();
     if options.partitions.is_some() {
         return Err(Error::InvalidArgument(
             "repair of a partitioned database is not supported".into(),
@@ -137,6 +139,11 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     let mut tables = Vec::new();
     for (dir_index, d) in dirs.iter().enumerate() {
         for (kind, number) in numbered_files(fs, d)? {
+            if kind == FileType::Blob {
+                return Err(Error::InvalidArgument(
+                    "repair of a database with blob files is not supported".into(),
+                ));
+            }
             next_number = next_number.max(number.saturating_add(1));
             if kind == FileType::Table {
                 tables.push((table_cache.table_path(dir_index as u32, number), number));
@@ -235,9 +242,8 @@ pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     // Salvaged entries become tables, merged with the rest.
     let pieces = flush_pieces(None, &[], &table_cache);
     for mem in salvaged.iter().filter(|m| !m.is_empty()) {
-        let (metas, _) =
-            write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
-        for meta in metas {
+        let written = write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
+        for meta in written.tables {
             inputs.push(Input {
                 table: table_cache.get(&meta)?,
                 original: None,

@@ -30,6 +30,8 @@
 //!                        its tree lives in `keyspaces/<id>/`
 //!   28 drop_keyspace     id: varint32 -- the keyspace was dropped
 //!   29 next_keyspace_id  varint32 -- the id the next keyspace gets (ids are never reused)
+//!   30 new_blob_file     body: length-prefixed (`version::blob_files` documents it) -- a
+//!                        blob file the edit's tables reference
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -38,6 +40,8 @@
 //!   7 num_entries (varint64)     8 num_deletions (varint64)
 //!   9 raw_value_bytes (varint64) 10 dir_index (varint32)
 //!   11 range_clean_seq (varint64)
+//!   76 blob_refs (12 | mandatory: the table's references per blob file, a
+//!      `sluice_sst::blob::BlobRefCounts` encoding; absent when it has none)
 //! ```
 //!
 //! File fields 1-6 are required; 7-11 default to 0 when absent. A reader skips file fields it
@@ -49,6 +53,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::Path;
 
+use sluice_sst::blob::BlobRefCounts;
 use sluice_sst::coding::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64,
@@ -57,6 +62,7 @@ use sluice_sst::key::{SeqNo, parse_internal_key};
 use sluice_sst::range_del::RangeTombstone;
 use sluice_sst::{Error, Result};
 
+use super::blob_files::BlobFileMetaData;
 use super::range_map::RangeMap;
 
 /// Number of levels in the tree.
@@ -80,6 +86,7 @@ const TAG_DEFAULT_LOG_NUMBER: u32 = 26;
 const TAG_KEYSPACE: u32 = 27;
 const TAG_DROP_KEYSPACE: u32 = 28;
 const TAG_NEXT_KEYSPACE_ID: u32 = 29;
+const TAG_NEW_BLOB_FILE: u32 = 30;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -93,6 +100,9 @@ const FIELD_NUM_DELETIONS: u32 = 8;
 const FIELD_RAW_VALUE_BYTES: u32 = 9;
 const FIELD_DIR_INDEX: u32 = 10;
 const FIELD_RANGE_CLEAN_SEQ: u32 = 11;
+/// Mandatory: a reader that ignored it would think the blob files it names unreferenced, and
+/// delete them.
+const FIELD_BLOB_REFS: u32 = 12 | MANDATORY_FIELD_BIT;
 
 /// A new-file field tag with this bit set must be understood by the reader; without it, an
 /// unknown field is skipped. Frozen.
@@ -126,6 +136,9 @@ pub struct FileMetaData {
     /// snapshot below this number. 0 for flushed and ingested files. Once every file under a
     /// tombstone has it at or above the tombstone, the tombstone can go.
     pub range_clean_seq: SeqNo,
+    /// The table's references into blob files: while any live table has some, the blob
+    /// file stays ([`super::blob_files`]).
+    pub blob_refs: BlobRefCounts,
 }
 
 /// One atomic change to the version: scalar updates, compaction pointers, files removed and
@@ -171,6 +184,9 @@ pub struct VersionEdit {
     pub keyspaces_dropped: Vec<u32>,
     /// The id the next keyspace gets.
     pub next_keyspace_id: Option<u32>,
+    /// Blob files the edit's new tables reference, written by the job that wrote them (or,
+    /// in a MANIFEST's first edit, every blob file of the version).
+    pub new_blob_files: Vec<BlobFileMetaData>,
 }
 
 /// The value format of a database opened with [`crate::Options::ttl`]: every value is
@@ -233,6 +249,11 @@ impl VersionEdit {
             if f.range_clean_seq != 0 {
                 put_varint_field(&mut body, FIELD_RANGE_CLEAN_SEQ, f.range_clean_seq);
             }
+            if !f.blob_refs.is_empty() {
+                let mut refs = Vec::new();
+                f.blob_refs.encode_to(&mut refs);
+                put_field(&mut body, FIELD_BLOB_REFS, &refs);
+            }
             put_varint32(dst, TAG_NEW_FILE);
             put_varint32(dst, *level as u32);
             put_length_prefixed(dst, &body);
@@ -278,6 +299,12 @@ impl VersionEdit {
         if let Some(id) = self.next_keyspace_id {
             put_varint32(dst, TAG_NEXT_KEYSPACE_ID);
             put_varint32(dst, id);
+        }
+        for blob in &self.new_blob_files {
+            body.clear();
+            blob.encode_body(&mut body);
+            put_varint32(dst, TAG_NEW_BLOB_FILE);
+            put_length_prefixed(dst, &body);
         }
     }
 
@@ -385,6 +412,14 @@ impl VersionEdit {
                     if edit.next_keyspace_id.replace(id).is_some() {
                         return Err(d.error_at(at, format!("tag {tag} appears twice")));
                     }
+                }
+                TAG_NEW_BLOB_FILE => {
+                    let body_at = d.pos;
+                    let body = d.bytes("new blob file record")?;
+                    let blob = BlobFileMetaData::decode_body(body).map_err(|reason| {
+                        d.error_at(body_at, format!("new blob file record: {reason}"))
+                    })?;
+                    edit.new_blob_files.push(blob);
                 }
                 TAG_VALUE_FORMAT => {
                     let name = String::from_utf8(d.bytes("value format")?.to_vec())
@@ -507,6 +542,13 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
                     .map_err(|_| (pos, "dir_index exceeds u32".to_string()))?;
             }
             FIELD_RANGE_CLEAN_SEQ => meta.range_clean_seq = varint()?,
+            FIELD_BLOB_REFS => {
+                if !meta.blob_refs.is_empty() {
+                    return Err((pos, format!("field {tag} appears twice")));
+                }
+                meta.blob_refs = BlobRefCounts::decode(value)
+                    .ok_or((pos, "blob references do not decode".to_string()))?;
+            }
             _ if tag & MANDATORY_FIELD_BIT != 0 => {
                 return Err((
                     pos,
@@ -588,6 +630,7 @@ impl FileMetaData {
             raw_value_bytes: p.raw_value_bytes,
             dir_index,
             range_clean_seq: 0,
+            blob_refs: p.blob_refs.clone(),
         }
     }
 }
@@ -607,7 +650,11 @@ impl fmt::Display for FileMetaData {
             self.num_deletions,
             self.raw_value_bytes,
             self.dir_index
-        )
+        )?;
+        for (blob, tally) in self.blob_refs.iter() {
+            write!(f, " blob#{blob:06}={}/{}B", tally.refs, tally.bytes)?;
+        }
+        Ok(())
     }
 }
 
@@ -643,6 +690,9 @@ impl fmt::Display for VersionEdit {
         }
         for (level, number) in &self.deleted_files {
             writeln!(f, "delete L{level} #{number:06}")?;
+        }
+        for blob in &self.new_blob_files {
+            writeln!(f, "add {blob}")?;
         }
         for (level, file) in &self.new_files {
             writeln!(f, "add L{level} {file}")?;
@@ -699,6 +749,7 @@ impl fmt::Debug for VersionEdit {
             .field("keyspaces_created", &self.keyspaces_created)
             .field("keyspaces_dropped", &self.keyspaces_dropped)
             .field("next_keyspace_id", &self.next_keyspace_id)
+            .field("new_blob_files", &self.new_blob_files)
             .finish()
     }
 }

@@ -2,6 +2,7 @@
 //! versions, the version set that recovers and installs them, and partitioned mode's range
 //! map (data the version carries, with the invariants it puts on tables).
 
+pub mod blob_files;
 pub mod edit;
 pub mod l0_sublevels;
 pub mod manifest;

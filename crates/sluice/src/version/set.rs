@@ -274,6 +274,11 @@ impl VersionSet {
                 snapshot.new_files.push((level, (**f).clone()));
             }
         }
+        snapshot.new_blob_files = version
+            .blob_files()
+            .values()
+            .map(|b| (*b.meta).clone())
+            .collect();
         snapshot.range_map = version.range_map().map(|m| (**m).clone());
         let mut wals = self.wals.clone();
         track_wals(
@@ -295,13 +300,15 @@ impl VersionSet {
         keyspaces
     }
 
-    /// Numbers of every table referenced by the current or any still-referenced older version.
-    pub fn live_table_numbers(&mut self) -> std::collections::BTreeSet<u64> {
+    /// Numbers of every table and blob file of the current or any still-referenced older
+    /// version (one number space holds both).
+    pub fn live_file_numbers(&mut self) -> std::collections::BTreeSet<u64> {
         self.older.retain(|w| w.strong_count() > 0);
-        let mut live: std::collections::BTreeSet<u64> =
-            self.current.live_files().map(|f| f.number).collect();
-        for v in self.older.iter().filter_map(Weak::upgrade) {
+        let mut live = std::collections::BTreeSet::new();
+        let current = Arc::clone(&self.current);
+        for v in std::iter::once(current).chain(self.older.iter().filter_map(Weak::upgrade)) {
             live.extend(v.live_files().map(|f| f.number));
+            live.extend(v.blob_files().keys());
         }
         live
     }
@@ -356,12 +363,12 @@ mod tests {
         let with_file = Arc::clone(set.current());
         set.install(v, &del);
         assert!(
-            set.live_table_numbers().contains(&n),
+            set.live_file_numbers().contains(&n),
             "old version still pins the file"
         );
         drop(with_file);
         drop(pinned);
-        assert!(!set.live_table_numbers().contains(&n));
+        assert!(!set.live_file_numbers().contains(&n));
     }
 
     #[test]

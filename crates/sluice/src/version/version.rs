@@ -4,6 +4,8 @@
 //! - L0 files are ordered newest first (by largest sequence number, then file number); they
 //!   may overlap each other.
 //! - In L1..L6 files are ordered by smallest key and no two files of one level overlap.
+//! - Every blob file a table references is in the version, and only those
+//!   ([`super::blob_files`]).
 //!
 //! Versions are shared through `Arc` by readers and compactions, so a file stays readable as
 //! long as any version that lists it is alive.
@@ -14,6 +16,7 @@ use std::sync::Arc;
 use sluice_sst::key::{SeqNo, compare_internal, user_key};
 use sluice_sst::range_del::{RangeTombstone, Tombstones};
 
+use super::blob_files::{BlobFileState, BlobFiles};
 use super::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
 use super::range_map::RangeMap;
 use crate::{Error, Result};
@@ -30,6 +33,8 @@ pub struct Version {
     /// The flushed range tombstones, by sequence number, and their fragments for lookups.
     range_tombstones: Arc<Vec<RangeTombstone>>,
     tombstones: Arc<Tombstones>,
+    /// The blob files the tables reference, and how much of each they reference.
+    blob_files: Arc<BlobFiles>,
 }
 
 /// Smallest user key of a file.
@@ -91,6 +96,16 @@ impl Version {
         let files = self.live_files().map(|f| f.largest_seq);
         let tombstones = self.range_tombstones.iter().map(|t| t.seq);
         files.chain(tombstones).max().unwrap_or(0)
+    }
+
+    /// The blob files live tables reference, by number.
+    pub fn blob_files(&self) -> &BlobFiles {
+        &self.blob_files
+    }
+
+    /// Blob file `number`, if the version holds it.
+    pub fn blob_file(&self, number: u64) -> Option<&BlobFileState> {
+        self.blob_files.get(&number)
     }
 
     /// Partitioned mode's range map, if the database is partitioned.
@@ -216,10 +231,17 @@ impl Version {
         if let Some(map) = &edit.range_map {
             next.range_map = Some(Arc::new(map.clone()));
         }
+        let mut removed = Vec::new();
         for &(level, number) in &edit.deleted_files {
             let files = &mut next.files[level];
             let before = files.len();
-            files.retain(|f| f.number != number);
+            files.retain(|f| match f.number == number {
+                true => {
+                    removed.push(Arc::clone(f));
+                    false
+                }
+                false => true,
+            });
             if files.len() == before {
                 return Err(Error::corruption(
                     "MANIFEST",
@@ -238,6 +260,13 @@ impl Version {
                 ));
             }
             next.files[*level].push(Arc::new(file.clone()));
+        }
+        let touches_blobs = !edit.new_blob_files.is_empty()
+            || removed.iter().any(|f| !f.blob_refs.is_empty())
+            || edit.new_files.iter().any(|(_, f)| !f.blob_refs.is_empty());
+        if touches_blobs {
+            let blob_files = Arc::make_mut(&mut next.blob_files);
+            super::blob_files::apply(blob_files, &edit.new_blob_files, &removed, &edit.new_files)?;
         }
         next.files[0].sort_by(|a, b| {
             b.largest_seq

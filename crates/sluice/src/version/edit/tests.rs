@@ -23,7 +23,20 @@ fn file(number: u64) -> FileMetaData {
         raw_value_bytes: 12_345,
         dir_index: 1,
         range_clean_seq: 9,
+        blob_refs: blob_refs(&[(3, 120), (3, 80), (11, 5000)]),
     }
+}
+
+fn blob_refs(refs: &[(u64, u64)]) -> sluice_sst::blob::BlobRefCounts {
+    let mut counts = sluice_sst::blob::BlobRefCounts::default();
+    for &(file_number, size) in refs {
+        counts.add(&sluice_sst::blob::BlobRef {
+            file_number,
+            offset: 16,
+            size,
+        });
+    }
+    counts
 }
 
 fn full_edit() -> VersionEdit {
@@ -58,6 +71,13 @@ fn full_edit() -> VersionEdit {
     e.keyspaces_created = vec![(1, "users".into()), (3, "événements".into())];
     e.keyspaces_dropped = vec![2];
     e.next_keyspace_id = Some(4);
+    e.new_blob_files = vec![BlobFileMetaData {
+        number: 3,
+        dir_index: 1,
+        file_size: 70_000,
+        records: 12,
+        value_bytes: 69_000,
+    }];
     e
 }
 
@@ -119,13 +139,14 @@ fn unknown_tags_and_fields() {
         out
     };
     // Optional unknown field: skipped.
-    let decoded = decode(&encode_with_extra_field(12)).unwrap();
+    let decoded = decode(&encode_with_extra_field(13)).unwrap();
     assert_eq!(decoded.new_files, vec![(3, file(5))]);
     // Mandatory unknown field: refused.
-    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 12));
-    assert!(reason.contains("mandatory field 76"), "{reason}");
+    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 13));
+    assert!(reason.contains("mandatory field 77"), "{reason}");
     // A known field twice: refused.
     assert!(corruption_reason(&encode_with_extra_field(FIELD_NUMBER)).contains("twice"));
+    assert!(corruption_reason(&encode_with_extra_field(FIELD_BLOB_REFS)).contains("twice"));
 }
 
 #[test]
@@ -176,8 +197,8 @@ fn truncation_never_panics_and_mid_field_cuts_fail() {
             boundaries += 1;
         }
     }
-    // The empty prefix, plus the end of each of the 20 fields except the last.
-    assert_eq!(boundaries, 20);
+    // The empty prefix, plus the end of each of the 21 fields except the last.
+    assert_eq!(boundaries, 21);
 }
 
 #[test]
@@ -209,6 +230,14 @@ fn display_is_readable() {
         ),
         "{text}"
     );
+    assert!(
+        text.contains("add blob #000003 size=70000 records=12 value_bytes=69000 dir=1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" blob#000003=2/200B blob#000011=1/5000B\n"),
+        "{text}"
+    );
     let debug = format!("{:?}", full_edit());
     assert!(debug.contains("'apple'@10:Value"), "{debug}");
 }
@@ -233,8 +262,14 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn file_strategy() -> impl Strategy<Value = FileMetaData> {
-    (any::<[u64; 6]>(), key(), key(), any::<u32>()).prop_map(|(n, smallest, largest, dir_index)| {
-        FileMetaData {
+    (
+        any::<[u64; 6]>(),
+        key(),
+        key(),
+        any::<u32>(),
+        proptest::collection::vec((0..20u64, 17..100_000u64), 0..4),
+    )
+        .prop_map(|(n, smallest, largest, dir_index, refs)| FileMetaData {
             number: n[0],
             file_size: n[1],
             smallest,
@@ -246,8 +281,8 @@ fn file_strategy() -> impl Strategy<Value = FileMetaData> {
             raw_value_bytes: n[4] ^ n[5],
             dir_index,
             range_clean_seq: n[0] ^ n[2],
-        }
-    })
+            blob_refs: blob_refs(&refs),
+        })
 }
 
 fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
@@ -264,6 +299,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
             proptest::collection::vec((1..u32::MAX, ".{0,8}"), 0..3),
             proptest::collection::vec(any::<u32>(), 0..3),
             any::<Option<u32>>(),
+            proptest::collection::vec(any::<(u64, u32, u64, u64, u64)>(), 0..3),
         ),
     )
         .prop_map(
@@ -275,9 +311,22 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                 new_files,
                 range_map,
                 wals,
-                (default_log_number, keyspaces_created, keyspaces_dropped, next_keyspace_id),
+                (default_log_number, keyspaces_created, keyspaces_dropped, next_keyspace_id, blobs),
             )| {
+                let new_blob_files = blobs
+                    .into_iter()
+                    .map(
+                        |(number, dir_index, file_size, records, value_bytes)| BlobFileMetaData {
+                            number,
+                            dir_index,
+                            file_size,
+                            records,
+                            value_bytes,
+                        },
+                    )
+                    .collect();
                 VersionEdit {
+                    new_blob_files,
                     default_log_number,
                     keyspaces_created,
                     keyspaces_dropped,

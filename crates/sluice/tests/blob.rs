@@ -1,0 +1,329 @@
+//! Value separation: large values in blob files, references in the tables.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use common::{contents, key, small};
+use sluice::{BlobOptions, Db, Error, KeyspaceOptions, Options, ReadOptions};
+
+const MIN_BLOB: usize = 1000;
+
+fn blob_options() -> Options {
+    Options {
+        blob: BlobOptions {
+            min_blob_size: MIN_BLOB,
+            blob_file_size: 256 << 10,
+            ..BlobOptions::default()
+        },
+        paranoid_checks: true,
+        ..small()
+    }
+}
+
+/// A value of `len` bytes that names its key and version, so a value read under the wrong
+/// key or from the wrong version is caught.
+fn value(i: u32, version: u32, len: usize) -> Vec<u8> {
+    let mut v = format!("{i}:{version}:").into_bytes();
+    v.resize(len, b'a' + (i % 26) as u8);
+    v
+}
+
+fn files_with(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    files
+}
+
+fn bytes_of(files: &[PathBuf]) -> u64 {
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum()
+}
+
+/// Writes 600 keys, every third with a value too small to separate.
+fn fill(db: &Db, version: u32, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    for i in 0..600u32 {
+        let len = if i % 3 == 0 {
+            100
+        } else {
+            1500 + (i as usize % 7) * 300
+        };
+        let v = value(i, version, len);
+        db.put(&key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+}
+
+#[test]
+fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 1, &mut model);
+    db.flush().unwrap();
+    let blobs = files_with(dir.path(), "blob");
+    assert!(!blobs.is_empty(), "large values were separated");
+    let tables = files_with(dir.path(), "sst");
+    assert!(
+        bytes_of(&tables) * 5 < bytes_of(&blobs),
+        "tables hold references, not values: {} table bytes, {} blob bytes",
+        bytes_of(&tables),
+        bytes_of(&blobs)
+    );
+
+    let snapshot = db.snapshot();
+    for i in (0..600).step_by(5) {
+        db.put(&key(i), &value(i, 2, 5000)).unwrap();
+    }
+    db.flush().unwrap();
+    // The snapshot still reads version 1 from the first blob file.
+    let at_snapshot = ReadOptions {
+        snapshot: Some(&snapshot),
+        ..ReadOptions::default()
+    };
+    for i in (0..600).step_by(5) {
+        let got = db.get_opt(&at_snapshot, &key(i)).unwrap();
+        assert_eq!(got.as_deref(), Some(&model[&key(i)][..]), "key {i}");
+        model.insert(key(i), value(i, 2, 5000));
+    }
+    drop(snapshot);
+
+    assert_eq!(contents(&db), model, "forward scan");
+    let backward: Vec<_> = db
+        .scan(None, None)
+        .unwrap()
+        .rev()
+        .map(Result::unwrap)
+        .collect();
+    let forward: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert!(backward.into_iter().rev().eq(forward), "backward scan");
+    let keys: Vec<_> = (0..600).step_by(7).map(key).collect();
+    let got = db.multi_get(&ReadOptions::default(), &keys);
+    for (k, v) in keys.iter().zip(got) {
+        assert_eq!(v.unwrap().as_ref(), model.get(k), "multi_get {k:?}");
+    }
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    assert_eq!(contents(&db), model, "after reopening");
+    drop(db);
+    // A database with blob files reads them whatever its blob options say.
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(contents(&db), model, "reopened without separation");
+}
+
+#[test]
+fn compactions_move_references_and_delete_blob_files_nothing_references() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 1, &mut model);
+    db.flush().unwrap();
+    let first = files_with(dir.path(), "blob");
+    fill(&db, 2, &mut model);
+    db.flush().unwrap();
+    let value_bytes: u64 = model.values().map(|v| v.len() as u64).sum();
+
+    let before = db.metrics().compaction.output_bytes;
+    db.compact_range(None, None).unwrap();
+    let written = db.metrics().compaction.output_bytes - before;
+    assert!(
+        written * 5 < value_bytes,
+        "the compaction wrote {written} bytes for {value_bytes} bytes of values"
+    );
+    assert_eq!(contents(&db), model);
+    for f in &first {
+        assert!(!f.exists(), "{} holds only overwritten values", f.display());
+    }
+    assert!(!files_with(dir.path(), "blob").is_empty());
+
+    // Deleting every key leaves nothing referenced.
+    for k in model.keys() {
+        db.delete(k).unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(contents(&db).is_empty());
+    assert_eq!(files_with(dir.path(), "blob"), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn merge_operands_apply_to_values_in_blob_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        merge_operator: Some(Arc::new(sluice::merge_operator::Append::with_delimiter(
+            b",",
+        ))),
+        ..blob_options()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let base = value(1, 1, 3000);
+    db.put(b"k", &base).unwrap();
+    db.flush().unwrap();
+    db.merge(b"k", b"x").unwrap();
+    db.flush().unwrap();
+    db.merge(b"k", b"y").unwrap();
+    let mut expected = base.clone();
+    expected.extend_from_slice(b",x,y");
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&expected[..]));
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&expected[..]));
+    let scanned = contents(&db);
+    assert_eq!(scanned.get(&b"k"[..]), Some(&expected));
+    let backward: Vec<_> = db
+        .scan(None, None)
+        .unwrap()
+        .rev()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(backward, vec![(b"k".to_vec(), expected.clone())]);
+    drop(db);
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&expected[..]));
+}
+
+#[test]
+fn a_damaged_blob_record_is_corruption_naming_the_blob_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    db.put(b"k", &value(1, 1, 4000)).unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let blob = files_with(dir.path(), "blob").pop().unwrap();
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[16 + 17 + 1 + 100] ^= 0x40; // a byte of the value of the first record
+    std::fs::write(&blob, &bytes).unwrap();
+
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    match db.get(b"k") {
+        Err(Error::Corruption { file, offset, .. }) => {
+            assert_eq!(file, blob);
+            assert_eq!(offset, 16);
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    let scanned: Result<Vec<_>, _> = db.scan(None, None).unwrap().collect();
+    assert!(
+        matches!(scanned, Err(Error::Corruption { .. })),
+        "{scanned:?}"
+    );
+}
+
+#[test]
+fn a_missing_blob_file_fails_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    db.put(b"k", &value(1, 1, 4000)).unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let blob = files_with(dir.path(), "blob").pop().unwrap();
+    std::fs::remove_file(&blob).unwrap();
+    match Db::open(dir.path(), blob_options()) {
+        Err(Error::Corruption { file, reason, .. }) => {
+            assert_eq!(file, blob);
+            assert!(
+                reason.contains("blob file listed in the MANIFEST is missing"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected corruption, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn values_replayed_from_the_wal_are_separated_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = blob_options();
+    options.memtable.write_buffer_size = 16 << 20;
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 1, &mut model);
+    // Closing does not flush: the reopen replays the WAL into L0, separating as a flush does.
+    db.close().unwrap();
+    assert!(files_with(dir.path(), "blob").is_empty());
+    let db = Db::open(dir.path(), options).unwrap();
+    assert!(!files_with(dir.path(), "blob").is_empty());
+    assert_eq!(contents(&db), model);
+}
+
+#[test]
+fn separation_refuses_what_would_need_values_in_compactions() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = Options {
+        ttl: Some(std::time::Duration::from_secs(60)),
+        ..blob_options()
+    };
+    let err = Db::open(dir.path(), ttl).err().unwrap().to_string();
+    assert!(err.contains("min_blob_size and ttl"), "{err}");
+    let tiny = Options {
+        blob: BlobOptions {
+            min_blob_size: 10,
+            blob_file_size: 10,
+            ..BlobOptions::default()
+        },
+        ..small()
+    };
+    let err = Db::open(dir.path(), tiny).err().unwrap().to_string();
+    assert!(err.contains("blob_file_size"), "{err}");
+}
+
+#[test]
+fn keyspaces_separate_values_by_their_own_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let ks_options = KeyspaceOptions {
+        blob: blob_options().blob,
+        ..KeyspaceOptions::of_default(&small())
+    };
+    let ks = db.create_keyspace("large", &ks_options).unwrap();
+    for i in 0..100 {
+        db.put(&key(i), &value(i, 1, 3000)).unwrap();
+        ks.put(&key(i), &value(i, 2, 3000)).unwrap();
+    }
+    db.flush().unwrap();
+    ks.flush().unwrap();
+    assert!(
+        files_with(dir.path(), "blob").is_empty(),
+        "the default keyspace keeps values"
+    );
+    let ks_dir = dir.path().join("keyspaces").join(ks.id().to_string());
+    assert!(!files_with(&ks_dir, "blob").is_empty());
+    drop(ks);
+    db.close().unwrap();
+
+    let options = Options {
+        keyspaces: [("large".to_string(), ks_options)].into(),
+        ..small()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let ks = db.keyspace("large").unwrap();
+    for i in 0..100 {
+        assert_eq!(ks.get(&key(i)).unwrap(), Some(value(i, 2, 3000)));
+        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 1, 3000)));
+    }
+}
+
+#[test]
+fn a_read_only_open_reads_blob_values_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 1, &mut model);
+    db.flush().unwrap();
+    db.close().unwrap();
+    let before = files_with(dir.path(), "blob");
+    let db = Db::open_read_only(dir.path(), blob_options()).unwrap();
+    assert_eq!(contents(&db), model);
+    drop(db);
+    assert_eq!(files_with(dir.path(), "blob"), before);
+}
