@@ -8,7 +8,9 @@
 //! one hard link, not the inode of any input), it opens (footer, index, filter and properties
 //! blocks all pass their checksums), its properties agree with the reported entry count and
 //! key range, its keys lie inside the share and inside the inputs' key range, no entry is
-//! newer than the newest input, and the files are in key order without overlap. With
+//! newer than the newest input, and the files are in key order without overlap. When blob
+//! references are involved, the host counts the output's itself (they decide which blob
+//! files stay): the count must be the properties', and within the inputs'. With
 //! `verify_file_checksums`, every byte is read and the CRC32C compared.
 //!
 //! These catch a worker whose report does not match its files, and files that are not new
@@ -24,10 +26,13 @@ use std::io::Read;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use sluice_rpc::proto;
+use sluice_sst::blob::{BlobRef, BlobRefCounts};
 use sluice_sst::compact::{CompactionSpec, OutputFile};
-use sluice_sst::key::{compare_internal, user_key};
+use sluice_sst::iter::InternalIterator;
+use sluice_sst::key::{ValueKind, compare_internal, parse_internal_key, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
 
 use sluice::filename::table_file_name;
@@ -53,6 +58,9 @@ pub struct InputFacts {
     pub max_seq: u64,
     /// The inputs' smallest and largest user keys: compaction never makes a key outside them.
     pub key_range: Option<(Vec<u8>, Vec<u8>)>,
+    /// The inputs' references into blob files: compaction moves references, so the outputs
+    /// hold at most these.
+    pub blob_refs: BlobRefCounts,
 }
 
 impl InputFacts {
@@ -63,6 +71,7 @@ impl InputFacts {
         for table in spec.inputs.iter().flatten() {
             let p = table.properties();
             facts.max_seq = facts.max_seq.max(p.largest_seq);
+            facts.blob_refs.merge(&p.blob_refs);
             if let Ok(meta) = std::fs::metadata(table.path()) {
                 facts.inodes.insert((meta.dev(), meta.ino()));
             }
@@ -189,6 +198,7 @@ fn verify_one(
             props.largest_seq, bounds.inputs.max_seq
         ));
     }
+    check_blob_refs(&table, &bounds.inputs.blob_refs)?;
     if full_checksum {
         let crc = file_crc32c(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         if crc != f.file_crc32c {
@@ -209,6 +219,46 @@ fn verify_one(
         },
         path,
     })
+}
+
+/// Which blob files stay is decided by the references the tables count, so the host counts a
+/// worker's output's references itself instead of trusting its properties: when the inputs
+/// hold references or the output claims some, every entry is read (tables with separated
+/// values are small: a reference is a few bytes). The count must equal the properties', and
+/// no blob file may be referenced more often than the inputs did.
+fn check_blob_refs(table: &Arc<Table>, inputs: &BlobRefCounts) -> Result<(), String> {
+    let claimed = &table.properties().blob_refs;
+    if inputs.is_empty() && claimed.is_empty() {
+        return Ok(());
+    }
+    let mut counted = BlobRefCounts::default();
+    let mut it = table.iter();
+    let mut step = it.seek_to_first();
+    while step.is_ok() && it.valid() {
+        if parse_internal_key(it.key()).is_some_and(|p| p.kind == ValueKind::BlobIndex) {
+            let blob =
+                BlobRef::decode(it.value()).ok_or("a blob reference that does not decode")?;
+            counted.add(&blob);
+        }
+        step = it.next();
+    }
+    step.map_err(|e| e.to_string())?;
+    if counted != *claimed {
+        return Err(format!(
+            "holds blob references {counted:?}, its properties say {claimed:?}"
+        ));
+    }
+    match counted
+        .iter()
+        .find(|&(file, t)| t.refs > inputs.get(file).refs)
+    {
+        Some((file, t)) => Err(format!(
+            "holds {} references to blob file {file}, the inputs {}",
+            t.refs,
+            inputs.get(file).refs
+        )),
+        None => Ok(()),
+    }
 }
 
 /// CRC32C of every byte of the file at `path`.
@@ -259,6 +309,7 @@ mod tests {
             inodes: HashSet::new(),
             max_seq: 5,
             key_range: Some((b"key000".to_vec(), b"key099".to_vec())),
+            blob_refs: Default::default(),
         })
     }
 

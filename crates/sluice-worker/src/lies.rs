@@ -12,9 +12,13 @@ use std::sync::{Arc, OnceLock};
 
 use sluice_sst::compact::CompactionOutput;
 use sluice_sst::digest::EntryDigest;
+use sluice_sst::fs::Storage;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, make_internal_key, parse_internal_key, user_key};
-use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions, TableSummary};
+use sluice_sst::table::{
+    Table, TableContentBuilder, TableFileWriter, TableOptions, TableReadOptions, TableSummary,
+    encode_block,
+};
 
 use crate::error::WorkerError;
 use crate::outputs::Published;
@@ -43,6 +47,10 @@ pub enum Lie {
     /// Compact as if the task carried no range tombstones: keep what they cover and report it
     /// as written, so the counts and the digest add up.
     IgnoreRangeTombstones,
+    /// Write the outputs' entries as they are, with properties that count no blob
+    /// references: the entries and the digest add up, and the blob files the references
+    /// name would look unreferenced.
+    HideBlobRefs,
 }
 
 impl FromStr for Lie {
@@ -57,6 +65,7 @@ impl FromStr for Lie {
             None if s == "raise-seq" => Lie::RaiseSeq,
             None if s == "outside-inputs" => Lie::OutsideInputs,
             None if s == "ignore-range-tombstones" => Lie::IgnoreRangeTombstones,
+            None if s == "hide-blob-refs" => Lie::HideBlobRefs,
             Some(("drop-every", n)) if every(n).is_some() => Lie::DropEvery(every(n).unwrap_or(1)),
             Some(("drop-and-forge", n)) if every(n).is_some() => {
                 Lie::DropAndForge(every(n).unwrap_or(1))
@@ -126,7 +135,7 @@ pub(crate) fn apply(
                 let path = p.root.join(&p.name);
                 let entries = read_all(&path)?;
                 let changed = transform(lie, entries, &mut seen, i == 0, i == last, &mut forged);
-                f.summary = rewrite(&path, &changed, table)?;
+                f.summary = rewrite(&path, &changed, table, lie == Lie::HideBlobRefs)?;
             }
             out.stats.shadowed_dropped += forged.entries;
             out.stats.dropped_digest = out.stats.dropped_digest.wrapping_add(forged.sum);
@@ -212,18 +221,34 @@ fn invented_key(base: &[u8], suffix: &[u8]) -> Vec<u8> {
     make_internal_key(&[base, suffix].concat(), 1, ValueKind::Value)
 }
 
-/// Writes `entries` in place of the table at `path` and returns the new file's summary.
+/// Writes `entries` in place of the table at `path` and returns the new file's summary; with
+/// `hide_blob_refs`, its properties count no blob references.
 fn rewrite(
     path: &Path,
     entries: &Entries,
     table: &TableOptions,
+    hide_blob_refs: bool,
 ) -> Result<TableSummary, WorkerError> {
     let scratch = path.with_extension("lie");
-    let mut b = TableBuilder::create(&scratch, table)?;
+    let mut content = TableContentBuilder::new(table);
+    let mut writer = TableFileWriter::create(&Storage::default(), &scratch, table)?;
+    let mut write_sealed = |content: &mut TableContentBuilder| {
+        while let Some(sealed) = content.take_sealed() {
+            let mut block = encode_block(sealed, table);
+            if hide_blob_refs {
+                block.meta.blob_refs = Default::default();
+            }
+            writer.append_data_block(&block)?;
+        }
+        Ok::<(), sluice_sst::Error>(())
+    };
     for (k, v) in entries {
-        b.add(k, v)?;
+        content.add(k, v);
+        write_sealed(&mut content)?;
     }
-    let summary = b.finish()?;
+    content.seal_current();
+    write_sealed(&mut content)?;
+    let summary = writer.finish()?;
     std::fs::rename(&scratch, path).map_err(|e| WorkerError::Internal(format!("lying: {e}")))?;
     Ok(summary)
 }

@@ -196,3 +196,57 @@ fn a_worker_ignoring_range_tombstones_cannot_bring_deleted_keys_back() {
     assert_eq!(db.metrics().range_tombstones, 0);
     db.check().unwrap();
 }
+
+/// A worker that hides its outputs' blob references behind forged properties: the entries and
+/// the digest add up, but the blob files the references name would look unreferenced and be
+/// deleted. The host counts the references itself, refuses the files, and runs the share.
+#[test]
+fn a_worker_hiding_blob_references_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        blob: sluice::BlobOptions {
+            min_blob_size: 200,
+            ..sluice::BlobOptions::default()
+        },
+        ..base_options()
+    };
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let mut model = Model::new();
+    for round in 0..3u32 {
+        for i in 0..4000u32 {
+            let k = format!("key{:08}", (i * 7919 + round * 13) % 5000).into_bytes();
+            let len = if i % 2 == 0 { 50 } else { 400 };
+            let v = format!("{round}-{i}-{}", "v".repeat(len)).into_bytes();
+            db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        }
+        db.flush().unwrap();
+    }
+    db.close().unwrap();
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--lie", "hide-blob-refs"]);
+    let off = OffloadOptions {
+        split: ALL_TO_THE_WORKER,
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    let db = Db::open(
+        dir.path(),
+        Options {
+            offload: Some(off.into()),
+            ..options.clone()
+        },
+    )
+    .unwrap();
+    db.compact_range(None, None).unwrap();
+    let m = db.offload_metrics().unwrap();
+    assert!(
+        m.retries >= 1,
+        "the forged properties went unnoticed: {m:?}"
+    );
+    assert_eq!(contents(&db), model);
+    assert!(db.check().unwrap().blob_references > 0);
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(contents(&db), model);
+    db.check().unwrap();
+}
