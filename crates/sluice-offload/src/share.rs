@@ -307,6 +307,7 @@ mod tests {
             filter: None,
             merge_operator: None,
             range_tombstones: None,
+            blob_relocation: None,
         }
     }
 

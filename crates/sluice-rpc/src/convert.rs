@@ -169,6 +169,8 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         filter_changed: s.filter_changed,
         merge_absorbed: s.merge_absorbed,
         range_covered: s.range_covered,
+        // Workers never collect blob files: a spec that does runs on the host.
+        blob_values_relocated: 0,
     }
 }
 

@@ -98,6 +98,7 @@ fn spec() -> CompactionSpec {
         filter: None,
         merge_operator: None,
         range_tombstones: None,
+        blob_relocation: None,
     }
 }
 

@@ -68,6 +68,7 @@ pub(crate) fn run(
         filter: task.filter.clone(),
         merge_operator: task.merge_operator.clone(),
         range_tombstones: task.range_tombstones.clone(),
+        blob_relocation: None,
     };
     #[cfg(feature = "test-lies")]
     let spec = CompactionSpec {

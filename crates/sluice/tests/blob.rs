@@ -327,3 +327,134 @@ fn a_read_only_open_reads_blob_values_and_changes_nothing() {
     drop(db);
     assert_eq!(files_with(dir.path(), "blob"), before);
 }
+
+#[test]
+fn a_blob_file_no_manifest_names_is_deleted_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    let mut model = BTreeMap::new();
+    fill(&db, 1, &mut model);
+    db.flush().unwrap();
+    db.close().unwrap();
+    // What a flush that crashed before its edit leaves: a finished blob file nothing names.
+    let live = files_with(dir.path(), "blob").pop().unwrap();
+    let stray = dir.path().join("000900.blob");
+    std::fs::copy(&live, &stray).unwrap();
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    assert!(!stray.exists());
+    assert!(db.recovery_report().orphans_deleted >= 1);
+    assert_eq!(contents(&db), model);
+    let report = db.check().unwrap();
+    assert_eq!(report.blob_files, files_with(dir.path(), "blob").len());
+    assert!(report.blob_references >= 400, "{report:?}");
+}
+
+/// Garbage collection of the oldest `cutoff` of the blob files, forced at `force`; each
+/// round of writes below is one flush and one blob file.
+fn gc_options(cutoff: f64, force: f64) -> Options {
+    let mut options = blob_options();
+    options.blob.gc_age_cutoff = cutoff;
+    options.blob.gc_force_threshold = force;
+    options.blob.blob_file_size = 16 << 20;
+    options.memtable.write_buffer_size = 16 << 20;
+    options
+}
+
+/// Writes version `version` of keys `range` with 1000-byte values.
+fn write_keys(
+    db: &Db,
+    range: std::ops::Range<u32>,
+    version: u32,
+    model: &mut BTreeMap<Vec<u8>, Vec<u8>>,
+) {
+    for i in range {
+        let v = value(i, version, 1000);
+        db.put(&key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+}
+
+#[test]
+fn compactions_move_live_values_out_of_the_oldest_blob_files() {
+    for collect in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = gc_options(0.5, 1.0);
+        options.blob.garbage_collection = collect;
+        let db = Db::open(dir.path(), options).unwrap();
+        let mut model = BTreeMap::new();
+        write_keys(&db, 0..200, 1, &mut model);
+        db.flush().unwrap();
+        let first = files_with(dir.path(), "blob");
+        // Half the keys are overwritten: the other half stay live in the first files.
+        write_keys(&db, 0..100, 2, &mut model);
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(contents(&db), model);
+        let m = db.metrics();
+        if collect {
+            for f in &first {
+                assert!(!f.exists(), "{} was collected", f.display());
+            }
+            assert_eq!(m.blob.garbage_bytes, 0, "{:?}", m.blob);
+        } else {
+            assert!(first.iter().all(|f| f.exists()));
+            let ratio = m.blob.garbage_ratio();
+            assert!(
+                (0.3..0.7).contains(&ratio),
+                "half of the first files is garbage: {ratio}"
+            );
+        }
+        db.check().unwrap();
+        drop(db);
+        let db = Db::open(dir.path(), blob_options()).unwrap();
+        assert_eq!(contents(&db), model, "after reopening");
+    }
+}
+
+#[test]
+fn collected_files_past_the_force_threshold_are_emptied_without_other_compactions() {
+    for force in [0.3, 1.0] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut options = gc_options(0.5, force);
+        // Big levels: nothing but the forced collection is ever due. Uncompressed tables:
+        // the references fill several.
+        options.compaction.max_bytes_for_level_base = 1 << 30;
+        options.table.compression = sluice::CompressionType::None;
+        options.compaction.l0_compaction_trigger = 100;
+        options.compaction.l0_slowdown_writes_trigger = 200;
+        options.compaction.l0_stop_writes_trigger = 300;
+        let mut model = BTreeMap::new();
+        {
+            // Without collection: even keys, odd keys (a blob file each), merged into L1
+            // tables that each reference both files, then an overwrite of keys 0..3000.
+            let mut setup = options.clone();
+            setup.blob.garbage_collection = false;
+            let db = Db::open(dir.path(), setup).unwrap();
+            for parity in 0..2 {
+                for i in (parity..8000).step_by(2) {
+                    write_keys(&db, i..i + 1, 1, &mut model);
+                }
+                db.flush().unwrap();
+            }
+            db.compact_range(None, None).unwrap();
+            assert!(db.metrics().levels[1].files >= 2);
+            write_keys(&db, 0..3000, 2, &mut model);
+            db.flush().unwrap();
+        }
+        // With collection, the oldest file of three is collected. Compacting keys 0..3000
+        // moves its values those tables keep; it is then more than a third garbage, the rest
+        // referenced by tables no compaction is due for.
+        let first = files_with(dir.path(), "blob").remove(0);
+        let db = Db::open(dir.path(), options.clone()).unwrap();
+        db.compact_range(None, Some(&key(2999))).unwrap();
+        db.wait_for_background_work().unwrap();
+        if force < 1.0 {
+            assert!(!first.exists(), "the forced collection never ran");
+        } else {
+            assert!(first.exists());
+            assert!(db.metrics().blob.garbage_bytes > 0);
+        }
+        assert_eq!(contents(&db), model);
+        db.check().unwrap();
+    }
+}

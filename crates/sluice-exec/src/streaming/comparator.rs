@@ -23,6 +23,7 @@ use std::time::Instant;
 use sluice_sst::block::Block;
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::plan::CompactionPlan;
+use sluice_sst::compact::relocate::Relocating;
 use sluice_sst::compaction_iter::CompactionIterator;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key, user_key};
@@ -95,17 +96,20 @@ fn merge(
         .filter_map(|st| st.upper.as_deref())
         .peekable();
     let mut builder = TableContentBuilder::new(&spec.table);
+    let mut relocating = Relocating::new(spec.blob_relocation.as_deref());
     let mut listening = true;
     while input.valid() && listening {
         let uk = user_key(input.key());
         while boundaries.next_if(|bound| uk >= *bound).is_some() {
             builder.seal_current();
         }
-        builder.add(input.key(), input.value());
+        builder.add(input.key(), relocating.value(input.key(), input.value())?);
         input.next()?;
         listening = send_sealed(&mut builder, tx);
     }
-    shared.add_stats(&input.stats());
+    let mut stats = input.stats();
+    relocating.finish(&mut stats)?;
+    shared.add_stats(&stats);
     builder.seal_current();
     Ok(listening && send_sealed(&mut builder, tx))
 }

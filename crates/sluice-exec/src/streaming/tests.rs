@@ -70,6 +70,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         filter: None,
         merge_operator: None,
         range_tombstones: None,
+        blob_relocation: None,
     }
 }
 

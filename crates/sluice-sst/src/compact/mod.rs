@@ -8,12 +8,14 @@
 pub mod block_list;
 pub mod output;
 pub mod plan;
+pub mod relocate;
 pub mod spec;
 pub mod steps;
 pub mod subtask;
 pub mod writer;
 
 pub use output::{NewOutput, OutputFile};
+pub use relocate::{BlobRelocation, RelocationWriter};
 pub use spec::{CompactionOutput, CompactionSpec, GrandparentFile};
 pub use steps::StepTimes;
 pub use writer::{OutputRules, OutputWriter};

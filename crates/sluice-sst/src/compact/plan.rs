@@ -246,6 +246,7 @@ pub(crate) mod tests {
             filter: None,
             merge_operator: None,
             range_tombstones: None,
+            blob_relocation: None,
         }
     }
 

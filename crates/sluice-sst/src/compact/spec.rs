@@ -61,6 +61,9 @@ pub struct CompactionSpec {
     /// The database's range tombstones: versions they cover in their stripe are dropped, and
     /// keys they cover keep their sequence numbers ([`crate::compaction_iter`]).
     pub range_tombstones: Option<Arc<Tombstones>>,
+    /// Blob garbage collection: references into the blob files it collects get their values
+    /// moved ([`super::relocate`]). A spec with one runs on the host, where the blob files are.
+    pub blob_relocation: Option<Arc<dyn super::BlobRelocation>>,
 }
 
 /// What a compaction produced.

@@ -18,6 +18,7 @@ use crate::table::{EncodedBlock, RawBlock, SealedBlock, Table, TableContentBuild
 
 use super::block_list::BlockListIter;
 use super::plan::SubTask;
+use super::relocate::Relocating;
 use super::spec::CompactionSpec;
 use super::steps::{
     StepTimes, checksum_block, compress_block, decompress_block, read_blocks, verify_block,
@@ -141,9 +142,10 @@ pub fn merge_sub_task(
         None => input.seek_to_first()?,
     }
     let mut builder = TableContentBuilder::new(&spec.table);
+    let mut relocating = Relocating::new(spec.blob_relocation.as_deref());
     let mut out = Vec::new();
     while input.valid() {
-        builder.add(input.key(), input.value());
+        builder.add(input.key(), relocating.value(input.key(), input.value())?);
         input.next()?;
         while let Some(sealed) = builder.take_sealed() {
             out.push(sealed);
@@ -153,11 +155,10 @@ pub fn merge_sub_task(
     while let Some(sealed) = builder.take_sealed() {
         out.push(sealed);
     }
+    let mut stats = input.stats();
+    relocating.finish(&mut stats)?;
     times.charge(Step::Merge, start.elapsed().as_nanos() as u64);
-    Ok(MergedSubTask {
-        blocks: out,
-        stats: input.stats(),
-    })
+    Ok(MergedSubTask { blocks: out, stats })
 }
 
 /// S5 and S6: compresses and checksums a sub-task's blocks.

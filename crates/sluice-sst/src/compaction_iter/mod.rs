@@ -190,10 +190,12 @@ pub struct CompactionIterStats {
     pub merge_absorbed: u64,
     /// Versions dropped because a newer range tombstone in their stripe covers them.
     pub range_covered: u64,
-    /// Sum over the rewritten entries (zeroed sequence numbers, filtered values) of their hash
-    /// as read minus their hash as written, modulo 2^64: what the outputs' digests lack of the
-    /// inputs' beyond the dropped entries.
+    /// Sum over the rewritten entries (zeroed sequence numbers, filtered values, values moved
+    /// to new blob files) of their hash as read minus their hash as written, modulo 2^64: what
+    /// the outputs' digests lack of the inputs' beyond the dropped entries.
     pub rewrite_digest: u64,
+    /// Values moved out of collected blob files ([`crate::compact::relocate`]).
+    pub blob_values_relocated: u64,
 }
 
 impl CompactionIterStats {
@@ -247,6 +249,7 @@ impl std::ops::AddAssign for CompactionIterStats {
         self.merge_absorbed += s.merge_absorbed;
         self.range_covered += s.range_covered;
         self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
+        self.blob_values_relocated += s.blob_values_relocated;
     }
 }
 

@@ -128,6 +128,7 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         filter: None,
         merge_operator: None,
         range_tombstones: None,
+        blob_relocation: None,
     };
     let exec = ExecOptions {
         mode,

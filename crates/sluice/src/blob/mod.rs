@@ -13,6 +13,7 @@
 //! 0016 explains the choices.
 
 pub(crate) mod check;
+pub(crate) mod gc;
 mod options;
 mod resolve;
 mod separate;

@@ -6,7 +6,7 @@ use crate::{Error, Result};
 
 /// Value separation settings (RocksDB's `enable_blob_files`, `min_blob_size`,
 /// `blob_file_size` and `blob_compression_type`), per keyspace.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BlobOptions {
     /// Values of at least this many bytes are written to blob files when flushed, and the
     /// tables keep a reference of a few bytes instead; 0 turns separation off (the default).
@@ -19,6 +19,16 @@ pub struct BlobOptions {
     /// How each value is compressed in its blob file. Values are compressed one by one, so
     /// a read decompresses only its own.
     pub blob_compression: CompressionType,
+    /// Compactions move the live values out of the oldest blob files, so those can be
+    /// deleted (RocksDB's `enable_blob_garbage_collection`, on here by default).
+    pub garbage_collection: bool,
+    /// The share of blob files, oldest first, that garbage collection collects (RocksDB's
+    /// `blob_garbage_collection_age_cutoff`).
+    pub gc_age_cutoff: f64,
+    /// When the collected files hold at least this share of garbage, the tables still
+    /// referencing them are rewritten for that purpose alone (RocksDB's
+    /// `blob_garbage_collection_force_threshold`); 1.0 leaves it to compactions due anyway.
+    pub gc_force_threshold: f64,
 }
 
 impl Default for BlobOptions {
@@ -27,6 +37,9 @@ impl Default for BlobOptions {
             min_blob_size: 0,
             blob_file_size: 256 << 20,
             blob_compression: CompressionType::None,
+            garbage_collection: true,
+            gc_age_cutoff: 0.25,
+            gc_force_threshold: 1.0,
         }
     }
 }
@@ -39,6 +52,16 @@ impl BlobOptions {
 
     /// Checks the settings; the error names the offending one.
     pub fn validate(&self) -> Result<()> {
+        for (name, v) in [
+            ("gc_age_cutoff", self.gc_age_cutoff),
+            ("gc_force_threshold", self.gc_force_threshold),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::InvalidArgument(format!(
+                    "blob.{name} must be between 0 and 1, got {v}"
+                )));
+            }
+        }
         if self.blob_file_size < 4096 {
             return Err(Error::InvalidArgument(format!(
                 "blob.blob_file_size must be at least 4 KiB, got {}",

@@ -101,7 +101,10 @@ pub(crate) fn executor_for<'a>(
         .merge_operator
         .as_ref()
         .is_some_and(|op| sluice_sst::merge_operator::builtin(op.name()).is_none());
-    if env.options.compaction_filter.is_some() || unknown_to_workers {
+    // Collecting blob files reads them, which only the host does.
+    let collects_blobs =
+        !crate::blob::gc::collected_by(&c.version, &env.options.blob, c.all_inputs()).is_empty();
+    if env.options.compaction_filter.is_some() || unknown_to_workers || collects_blobs {
         return (Box::new(exec), Accounting::Checked);
     }
     let sharing = match sides {

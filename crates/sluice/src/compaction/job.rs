@@ -14,6 +14,7 @@ use sluice_sst::table::{Table, TableReadOptions};
 
 use super::env::JobEnv;
 use super::{Compaction, Reason};
+use crate::blob::gc::BlobCollector;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
@@ -79,7 +80,11 @@ pub(crate) fn merge(
     output_dir: Option<u32>,
     control: Arc<JobControl>,
 ) -> Result<JobOutcome> {
-    let spec = spec_of(c, env)?;
+    let mut spec = spec_of(c, env)?;
+    let collector = BlobCollector::for_compaction(c, env)?.map(Arc::new);
+    spec.blob_relocation = collector
+        .clone()
+        .map(|c| c as Arc<dyn sluice_sst::compact::BlobRelocation>);
     // What the outputs and the dropped entries must add up to, known from the inputs'
     // properties alone (None for inputs written before digests existed).
     let expected = spec
@@ -89,14 +94,30 @@ pub(crate) fn merge(
         let dir = output_dir.unwrap_or_else(|| env.table_cache.dir_for_new_table());
         Ok(env.new_table(dir))
     };
-    let out = executor.execute(&spec, control, &mut new_output)?;
-    if let Err(e) = check_accounts_for_inputs(expected, &out) {
-        delete_outputs(env, &out);
-        return Err(e);
-    }
+    let abandon = |out: Option<&CompactionOutput>| {
+        if let Some(out) = out {
+            delete_outputs(env, out);
+        }
+        if let Some(collector) = &collector {
+            collector.abandon();
+        }
+    };
+    let mut out = executor
+        .execute(&spec, control, &mut new_output)
+        .inspect_err(|_| abandon(None))?;
+    let blob_files = match &collector {
+        Some(collector) => collector.finish(),
+        None => Ok(Vec::new()),
+    };
+    let checked = check_accounts_for_inputs(expected, &out).and(blob_files);
+    let blob_files = checked.inspect_err(|_| abandon(Some(&out)))?;
+    // Values moved to new blob files are written bytes of the compaction, as tables are.
+    out.profile.bytes_written += blob_files.iter().map(|b| b.file_size).sum::<u64>();
     let clean = clean_seqs(c, env, &spec, &out)?;
+    let mut edit = edit_for_outputs(c, env, &out, &clean);
+    edit.new_blob_files = blob_files;
     Ok(JobOutcome {
-        edit: edit_for_outputs(c, env, &out, &clean),
+        edit,
         record: JobRecord::Merged(Box::new(MergeRecord {
             level: c.level,
             output_level: c.output_level(),
@@ -233,6 +254,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         max_grandparent_overlap_bytes: env.max_grandparent_overlap_bytes(),
         lower: None,
         upper: None,
+        blob_relocation: None,
     })
 }
 

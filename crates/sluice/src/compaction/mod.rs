@@ -49,6 +49,9 @@ pub enum Reason {
     /// rewritten in place, so the filter sees what no push-down reaches (RocksDB's
     /// `bottommost_level_compaction = kIfHaveCompactionFilter`).
     ManualInPlace,
+    /// A table referencing blob files garbage collection collects is rewritten at its level,
+    /// moving their live values out ([`crate::blob::gc`]).
+    BlobGarbage,
 }
 
 /// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1` (or, for
@@ -86,7 +89,7 @@ impl Compaction {
     pub fn stays_in_level(&self) -> bool {
         matches!(
             self.reason,
-            Reason::IntraL0 | Reason::Relocate | Reason::ManualInPlace
+            Reason::IntraL0 | Reason::Relocate | Reason::ManualInPlace | Reason::BlobGarbage
         )
     }
 
@@ -118,7 +121,10 @@ impl Compaction {
             return false;
         };
         let rewrite = match self.reason {
-            Reason::Relocate | Reason::ManualRewrite | Reason::ManualInPlace => true,
+            Reason::Relocate
+            | Reason::ManualRewrite
+            | Reason::ManualInPlace
+            | Reason::BlobGarbage => true,
             Reason::Manual => manual_pick::must_rewrite(&self.version, self.level, file),
             _ => false,
         };

@@ -39,6 +39,7 @@ pub fn level_score(version: &Version, options: &Options, level: usize) -> f64 {
 pub fn needs_compaction(version: &Version, options: &Options) -> bool {
     (0..NUM_LEVELS - 1).any(|l| level_score(version, options, l) >= 1.0)
         || forwarded_tables(version).next().is_some()
+        || crate::blob::gc::forced_compaction_due(version, &options.blob)
 }
 
 /// Picks the most urgent compaction that can run beside `running`, if any level needs one.
@@ -57,6 +58,7 @@ pub fn pick(
         .into_iter()
         .find_map(|(level, _)| pick_in_level(version, level, compact_pointers, running))
         .or_else(|| relocation(version, running))
+        .or_else(|| crate::blob::gc::forced_compaction(version, &options.blob, running))
 }
 
 /// Partitioned mode: `(level, table)` of every table left in a former owner's directory by a

@@ -356,6 +356,7 @@ fn merge_into_bottom_level(
         filter: None,
         merge_operator: None,
         range_tombstones: Some(Arc::clone(tombstones)),
+        blob_relocation: None,
     };
     let mut exec = options.exec_options();
     if exec.mode == CompactionMode::Auto {

@@ -1,0 +1,184 @@
+//! Blob garbage collection inside compaction (RocksDB's integrated BlobDB GC): while S4 writes
+//! the entries a compaction keeps, a reference into a blob file being collected has its value
+//! read and written again into a new blob file, and the entry is written with the new
+//! reference. Once no table references the old file, it is deleted like any other garbage.
+//! No separate collector runs beside the writers: the values move with data the compaction
+//! rewrites anyway.
+//!
+//! The host decides which blob files are collected and where new ones go
+//! ([`BlobRelocation`]); this module only applies that to the entries. A relocated entry has
+//! the same key and a new value, so it counts as a rewrite in the digest equation
+//! ([`crate::digest`]): `inputs = outputs + dropped + rewritten` still holds.
+
+use std::fmt;
+
+use crate::Result;
+use crate::blob::BlobRef;
+use crate::compaction_iter::CompactionIterStats;
+use crate::digest::entry_hash;
+use crate::key::{TRAILER_LEN, ValueKind};
+
+/// Which blob files a compaction collects, and how their live values are written again.
+pub trait BlobRelocation: Send + Sync + fmt::Debug {
+    /// True if references into blob file `file_number` are moved.
+    fn relocates(&self, file_number: u64) -> bool;
+    /// A writer for one thread's share of the entries (a sub-task, or the whole stream).
+    fn writer(&self) -> Box<dyn RelocationWriter + '_>;
+}
+
+/// Writes relocated values into new blob files for one thread.
+pub trait RelocationWriter {
+    /// Reads the value `blob` points at, written under user key `key`, writes it to a new
+    /// blob file, and returns its new reference.
+    fn relocate(&mut self, key: &[u8], blob: &BlobRef) -> Result<BlobRef>;
+    /// Finishes and syncs the files written. A writer dropped without it leaves files no
+    /// table will reference: garbage for the next obsolete-file collection.
+    fn finish(self: Box<Self>) -> Result<()>;
+}
+
+/// What S4 writes for each kept entry: the entry itself, or the entry with its value moved
+/// out of a collected blob file.
+pub struct Relocating<'a> {
+    relocation: Option<&'a dyn BlobRelocation>,
+    writer: Option<Box<dyn RelocationWriter + 'a>>,
+    /// The moved entry's new reference.
+    value: Vec<u8>,
+    moved: u64,
+    rewrite_digest: u64,
+}
+
+impl<'a> Relocating<'a> {
+    /// Applies `relocation`, if any.
+    pub fn new(relocation: Option<&'a dyn BlobRelocation>) -> Self {
+        Relocating {
+            relocation,
+            writer: None,
+            value: Vec::new(),
+            moved: 0,
+            rewrite_digest: 0,
+        }
+    }
+
+    /// The value to write for the kept entry `(ikey, value)`.
+    pub fn value<'e>(&'e mut self, ikey: &[u8], value: &'e [u8]) -> Result<&'e [u8]> {
+        let Some(relocation) = self.relocation else {
+            return Ok(value);
+        };
+        let Some(split) = ikey.len().checked_sub(TRAILER_LEN) else {
+            return Ok(value);
+        };
+        if ikey[split] != ValueKind::BlobIndex as u8 {
+            return Ok(value);
+        }
+        // The compaction iterator failed on any reference that does not decode.
+        let Some(blob) = BlobRef::decode(value).filter(|b| relocation.relocates(b.file_number))
+        else {
+            return Ok(value);
+        };
+        let writer = match self.writer.take() {
+            Some(writer) => writer,
+            None => relocation.writer(),
+        };
+        let writer = self.writer.insert(writer);
+        let moved = writer.relocate(&ikey[..split], &blob)?;
+        self.value.clear();
+        moved.encode_to(&mut self.value);
+        self.moved += 1;
+        let (before, after) = (entry_hash(ikey, value), entry_hash(ikey, &self.value));
+        self.rewrite_digest = self.rewrite_digest.wrapping_add(before.wrapping_sub(after));
+        Ok(&self.value)
+    }
+
+    /// Finishes the new blob files and adds the moves to `stats`.
+    pub fn finish(self, stats: &mut CompactionIterStats) -> Result<()> {
+        if let Some(writer) = self.writer {
+            writer.finish()?;
+        }
+        stats.blob_values_relocated += self.moved;
+        stats.rewrite_digest = stats.rewrite_digest.wrapping_add(self.rewrite_digest);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+    use crate::key::make_internal_key;
+
+    /// Moves references into file 7 to file 9, each to the next free offset.
+    #[derive(Debug, Default)]
+    struct ToFileNine {
+        next: AtomicU64,
+        finished: AtomicU64,
+    }
+
+    struct Writer<'a>(&'a ToFileNine);
+
+    impl BlobRelocation for ToFileNine {
+        fn relocates(&self, file_number: u64) -> bool {
+            file_number == 7
+        }
+        fn writer(&self) -> Box<dyn RelocationWriter + '_> {
+            Box::new(Writer(self))
+        }
+    }
+
+    impl RelocationWriter for Writer<'_> {
+        fn relocate(&mut self, key: &[u8], blob: &BlobRef) -> Result<BlobRef> {
+            assert_eq!(key, b"k", "the user key, without its trailer");
+            let offset = 16 + self.0.next.fetch_add(blob.size, Ordering::Relaxed);
+            Ok(BlobRef {
+                file_number: 9,
+                offset,
+                size: blob.size,
+            })
+        }
+        fn finish(self: Box<Self>) -> Result<()> {
+            self.0.finished.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    fn blob(file_number: u64) -> Vec<u8> {
+        let r = BlobRef {
+            file_number,
+            offset: 100,
+            size: 40,
+        };
+        r.encode()
+    }
+
+    #[test]
+    fn only_references_into_collected_files_move_and_the_digest_accounts_for_them() {
+        let relocation = ToFileNine::default();
+        let mut r = Relocating::new(Some(&relocation));
+        let reference = make_internal_key(b"k", 5, ValueKind::BlobIndex);
+        let value = make_internal_key(b"k", 4, ValueKind::Value);
+        // A value that happens to look like a reference is a value.
+        assert_eq!(r.value(&value, &blob(7)).unwrap(), blob(7));
+        assert_eq!(r.value(&reference, &blob(8)).unwrap(), blob(8));
+        let moved = r.value(&reference, &blob(7)).unwrap().to_vec();
+        let moved_ref = BlobRef::decode(&moved).unwrap();
+        assert_eq!((moved_ref.file_number, moved_ref.offset), (9, 16));
+
+        let mut stats = CompactionIterStats::default();
+        r.finish(&mut stats).unwrap();
+        assert_eq!(stats.blob_values_relocated, 1);
+        let expected =
+            entry_hash(&reference, &blob(7)).wrapping_sub(entry_hash(&reference, &moved));
+        assert_eq!(stats.rewrite_digest, expected);
+        assert_eq!(relocation.finished.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn without_a_relocation_nothing_moves_and_nothing_is_written() {
+        let mut r = Relocating::new(None);
+        let reference = make_internal_key(b"k", 5, ValueKind::BlobIndex);
+        assert_eq!(r.value(&reference, &blob(7)).unwrap(), blob(7));
+        let mut stats = CompactionIterStats::default();
+        r.finish(&mut stats).unwrap();
+        assert_eq!(stats, CompactionIterStats::default());
+    }
+}
