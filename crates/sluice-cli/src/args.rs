@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 use crate::commands::backup::BackupCommand;
 use crate::commands::bench::BenchArgs;
+use crate::commands::blob::BlobCommand;
 use crate::commands::chart::ChartCommand;
 use crate::commands::check::CheckArgs;
 use crate::commands::checkpoint::CheckpointArgs;
@@ -68,8 +69,9 @@ pub enum Command {
     Compact(CompactArgs),
     /// Print the per-level LSM table, flush and compaction totals and the stage profile.
     Stats(StatsArgs),
-    /// Verify the MANIFEST, every WAL and every block of every live table without changing
-    /// the database; exit 1 on damage or on anything recovery would not apply.
+    /// Verify the MANIFEST, every WAL, every block of every live table and every record of
+    /// every blob file without changing the database; exit 1 on damage or on anything
+    /// recovery would not apply.
     Check(CheckArgs),
     /// Write an openable copy of the database into --to (tables hard-linked where the file
     /// system allows, WALs copied), without changing the source.
@@ -88,6 +90,9 @@ pub enum Command {
     /// Inspect table (.sst) files.
     #[command(subcommand)]
     Sst(SstCommand),
+    /// Inspect blob (.blob) files, where value separation (--min-blob-size) keeps large values.
+    #[command(subcommand)]
+    Blob(BlobCommand),
     /// Inspect the MANIFEST.
     #[command(subcommand)]
     Manifest(ManifestCommand),

@@ -7,7 +7,7 @@
 //! verify, a second crash just after recovery must change nothing, and the recovered database
 //! must take writes.
 //!
-//! Odd workloads also write two more keyspaces, whose memtables fill at other sizes than the
+//! Two workloads in three separate values into blob files. Odd workloads also write two more keyspaces, whose memtables fill at other sizes than the
 //! default one's: batches span keyspaces, so a crash must also leave every batch whole across
 //! them, whichever keyspaces had flushed.
 //!
@@ -104,8 +104,23 @@ fn layout_options(fs: &MemFs, round: usize) -> Options {
             ..CompactionOptions::default()
         },
         paranoid_checks: true,
+        blob: match with_blobs(round) {
+            true => sluice::BlobOptions {
+                min_blob_size: 128,
+                blob_file_size: 16 << 10,
+                ..sluice::BlobOptions::default()
+            },
+            false => sluice::BlobOptions::default(),
+        },
         ..Options::default()
     }
+}
+
+/// Two workloads in three keep values of 128 bytes or more in blob files (about half of
+/// them), in files of 16 KiB: crashes then land between blob files and the tables that
+/// reference them, and between compactions that drop the last reference to one.
+fn with_blobs(round: usize) -> bool {
+    round % 3 != 2
 }
 
 /// Op `i`: a batch of one to four entries; values name the op, so a value read back says

@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod bench;
+pub mod blob;
 pub mod chart;
 pub mod check;
 pub mod checkpoint;
@@ -49,6 +50,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Ingest(a) => ingest::run(&a, out),
         Command::Repair(a) => repair::run(&a, out),
         Command::Sst(c) => sst::run(&c, out),
+        Command::Blob(c) => blob::run(&c, out),
         Command::Manifest(c) => manifest::run(&c, out),
         Command::Range(c) => range::run(&c, out),
         Command::Bench(a) => bench::run(&a, out),

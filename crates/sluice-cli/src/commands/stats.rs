@@ -185,6 +185,17 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         "recovery: {} WAL records replayed, {} bytes of MANIFEST or WAL not applied",
         m.recovery_wal_records, m.recovery_dropped_bytes
     )?;
+    if m.blob.files > 0 {
+        writeln!(
+            out,
+            "blob files: {} of {}; {} live, {} garbage ({:.1}%)",
+            m.blob.files,
+            size(m.blob.bytes),
+            size(m.blob.live_bytes),
+            size(m.blob.garbage_bytes),
+            m.blob.garbage_ratio() * 100.0
+        )?;
+    }
     if let Some(p) = &m.partitions {
         write_partitions(p, m, out)?;
     }

@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use sluice::options::CompactionMode;
 use sluice::{
-    CompactionOptions, CompressionType, MemtableOptions, Options, PrefixExtractor, RateLimiter,
-    TableOptions,
+    BlobOptions, CompactionOptions, CompressionType, MemtableOptions, Options, PrefixExtractor,
+    RateLimiter, TableOptions,
 };
 
 pub use offload::{OFFLOAD, OffloadArgs};
@@ -55,6 +55,26 @@ pub struct EngineArgs {
     /// give it on every open of one written with it.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     pub ttl: Option<u64>,
+    /// Value separation: values of at least this many bytes are flushed into blob files, and
+    /// tables keep a reference (Options::blob; RocksDB's min_blob_size with
+    /// enable_blob_files). 0 keeps every value in the tables.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = 0)]
+    pub min_blob_size: usize,
+    /// A flush starts a new blob file once the current one holds this many bytes.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = BlobOptions::default().blob_file_size)]
+    pub blob_file_size: u64,
+    /// How values in blob files are compressed, each on its own.
+    #[arg(long, value_enum, default_value_t = Compression::None)]
+    pub blob_compression: Compression,
+    /// The share of blob files, oldest first, whose live values compactions move out so the
+    /// files can be deleted (RocksDB's blob_garbage_collection_age_cutoff); 0 turns blob
+    /// garbage collection off.
+    #[arg(long, value_name = "SHARE", default_value_t = BlobOptions::default().gc_age_cutoff)]
+    pub blob_gc_age_cutoff: f64,
+    /// When those files hold at least this share of garbage, the tables referencing them are
+    /// rewritten for it alone (RocksDB's blob_garbage_collection_force_threshold).
+    #[arg(long, value_name = "SHARE", default_value_t = BlobOptions::default().gc_force_threshold)]
+    pub blob_gc_force_threshold: f64,
     #[command(flatten)]
     pub tuning: TuningArgs,
 }
@@ -203,6 +223,14 @@ impl EngineArgs {
                 .as_deref()
                 .and_then(sluice::merge_operator::builtin),
             ttl: self.ttl.map(std::time::Duration::from_secs),
+            blob: BlobOptions {
+                min_blob_size: self.min_blob_size,
+                blob_file_size: self.blob_file_size,
+                blob_compression: self.blob_compression.into(),
+                garbage_collection: self.blob_gc_age_cutoff > 0.0,
+                gc_age_cutoff: self.blob_gc_age_cutoff,
+                gc_force_threshold: self.blob_gc_force_threshold,
+            },
             ..defaults
         }
     }
@@ -296,6 +324,53 @@ mod tests {
         for bad in [
             ["--prefix-extractor", "fixed:0"],
             ["--merge-operator", "max"],
+        ] {
+            let argv = [&["x"][..], &bad].concat();
+            assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn blob_flags_reach_the_blob_options() {
+        let o = options(&[
+            "--min-blob-size",
+            "4K",
+            "--blob-file-size",
+            "64M",
+            "--blob-compression",
+            "zstd",
+            "--blob-gc-age-cutoff",
+            "0.5",
+            "--blob-gc-force-threshold",
+            "0.8",
+        ]);
+        let want = BlobOptions {
+            min_blob_size: 4 << 10,
+            blob_file_size: 64 << 20,
+            blob_compression: CompressionType::Zstd,
+            garbage_collection: true,
+            gc_age_cutoff: 0.5,
+            gc_force_threshold: 0.8,
+        };
+        assert_eq!(o.blob, want);
+        // The table compression flag is its own: blob values are compressed only when asked.
+        assert_eq!(o.table.compression, CompressionType::Lz4);
+        let no_gc = options(&["--min-blob-size", "100", "--blob-gc-age-cutoff", "0"]).blob;
+        assert!(!no_gc.garbage_collection);
+        let only_min = options(&["--min-blob-size", "100"]).blob;
+        assert!(only_min.enabled());
+        assert_eq!(
+            only_min,
+            BlobOptions {
+                min_blob_size: 100,
+                ..BlobOptions::default()
+            }
+        );
+        assert_eq!(options(&[]).blob, BlobOptions::default());
+        for bad in [
+            ["--blob-compression", "gzip"],
+            ["--min-blob-size", "big"],
+            ["--blob-file-size", "1X"],
         ] {
             let argv = [&["x"][..], &bad].concat();
             assert!(Cli::try_parse_from(argv).is_err(), "{bad:?}");

@@ -11,6 +11,8 @@
 //! The orphan class is not damage but litter: a copy of a live table under a new, higher
 //! number. The next read-write open must sweep it and keep the data intact.
 //!
+//! Blob files (values of 256 bytes or more, [`super::engine`]) get bits flipped like tables.
+//!
 //! Keyspaces' files are damaged like the default keyspace's: a table is drawn from every
 //! table directory and its `keyspaces/<id>/` subdirectories, a MANIFEST from the database's
 //! and each keyspace's (the WALs are the database's, shared by all keyspaces).
@@ -32,11 +34,12 @@ use super::verify::{VerifyError, compare, verify_and_settle};
 const PAGE_BYTES: u64 = 4096;
 
 /// The classes of damage, by the name counted in the report.
-const CLASSES: [&str; 6] = [
+const CLASSES: [&str; 7] = [
     "wal-zero-page",
     "manifest-flip-byte",
     "manifest-truncate",
     "table-flip-byte",
+    "blob-flip-byte",
     "wal-delete",
     "orphan-table",
 ];
@@ -82,6 +85,7 @@ fn apply(
     let wals = files_ending(&[db.to_path_buf()], ".log")?;
     let dirs = &with_keyspaces(dirs)?;
     let tables = files_ending(dirs, ".sst")?;
+    let blobs = files_ending(dirs, ".blob")?;
     let manifests: Vec<PathBuf> = with_keyspaces(&[db.to_path_buf()])?
         .iter()
         .filter_map(|dir| {
@@ -105,11 +109,11 @@ fn apply(
                 path.display()
             ))
         }
-        "manifest-flip-byte" | "table-flip-byte" => {
-            let target = if class == "table-flip-byte" {
-                tables.choose(rng).cloned()
-            } else {
-                manifest.map(|p| (p.clone(), std::fs::metadata(&p).map_or(0, |m| m.len())))
+        "manifest-flip-byte" | "table-flip-byte" | "blob-flip-byte" => {
+            let target = match class {
+                "table-flip-byte" => tables.choose(rng).cloned(),
+                "blob-flip-byte" => blobs.choose(rng).cloned(),
+                _ => manifest.map(|p| (p.clone(), std::fs::metadata(&p).map_or(0, |m| m.len()))),
             };
             let Some((path, len)) = target.filter(|(_, len)| *len > 0) else {
                 return Ok(None);

@@ -13,7 +13,7 @@ use rand::rngs::StdRng;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::partition::balance::BalanceOptions;
 use sluice::{
-    CompactionMode, CompactionOptions, CompressionType, Db, Keyspace, KeyspaceOptions,
+    BlobOptions, CompactionMode, CompactionOptions, CompressionType, Db, Keyspace, KeyspaceOptions,
     MemtableOptions, Options,
 };
 use sluice_offload::{OffloadOptions, SideMode, Split};
@@ -136,6 +136,13 @@ impl Engine {
                 l0_compaction_trigger: 2,
                 disable_auto_compactions: true,
                 ..CompactionOptions::default()
+            },
+            // About one value in eight is 256 bytes or more: those go to blob files, so kills
+            // and damage also land in them and in compactions that drop a blob file.
+            blob: BlobOptions {
+                min_blob_size: 256,
+                blob_file_size: 64 << 10,
+                ..BlobOptions::default()
             },
             ..Options::default()
         })
