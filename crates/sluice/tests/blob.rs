@@ -64,13 +64,19 @@ fn fill(db: &Db, version: u32, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
     }
 }
 
-#[test]
-fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
+/// A database with blob options in `dir`, [`fill`]ed once and flushed, and its model.
+fn filled(dir: &Path) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
+    let db = Db::open(dir, blob_options()).unwrap();
     let mut model = BTreeMap::new();
     fill(&db, 1, &mut model);
     db.flush().unwrap();
+    (db, model)
+}
+
+#[test]
+fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, mut model) = filled(dir.path());
     let blobs = files_with(dir.path(), "blob");
     assert!(!blobs.is_empty(), "large values were separated");
     let tables = files_with(dir.path(), "sst");
@@ -125,10 +131,7 @@ fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
 #[test]
 fn compactions_move_references_and_delete_blob_files_nothing_references() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    let mut model = BTreeMap::new();
-    fill(&db, 1, &mut model);
-    db.flush().unwrap();
+    let (db, mut model) = filled(dir.path());
     let first = files_with(dir.path(), "blob");
     fill(&db, 2, &mut model);
     db.flush().unwrap();
@@ -316,10 +319,7 @@ fn keyspaces_separate_values_by_their_own_options() {
 #[test]
 fn a_read_only_open_reads_blob_values_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    let mut model = BTreeMap::new();
-    fill(&db, 1, &mut model);
-    db.flush().unwrap();
+    let (db, model) = filled(dir.path());
     db.close().unwrap();
     let before = files_with(dir.path(), "blob");
     let db = Db::open_read_only(dir.path(), blob_options()).unwrap();
@@ -331,10 +331,7 @@ fn a_read_only_open_reads_blob_values_and_changes_nothing() {
 #[test]
 fn a_blob_file_no_manifest_names_is_deleted_at_open() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    let mut model = BTreeMap::new();
-    fill(&db, 1, &mut model);
-    db.flush().unwrap();
+    let (db, model) = filled(dir.path());
     db.close().unwrap();
     // What a flush that crashed before its edit leaves: a finished blob file nothing names.
     let live = files_with(dir.path(), "blob").pop().unwrap();

@@ -153,6 +153,22 @@ fn installed_from_a_liar(lie: &str, level: VerifyOutputs) -> sluice_offload::Off
     db.offload_metrics().unwrap()
 }
 
+/// The database in `dir` opened with `options`, sharing every compaction with a worker told
+/// to `lie` (returned too: it stops when dropped).
+fn open_with_a_liar(dir: &Path, lie: &str, options: Options) -> (Worker, Db) {
+    let secret = secret_file(dir, SECRET);
+    let worker = Worker::start(dir, &secret, &["--lie", lie]);
+    let off = OffloadOptions {
+        split: ALL_TO_THE_WORKER,
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    let options = Options {
+        offload: Some(off.into()),
+        ..options
+    };
+    (worker, Db::open(dir, options).unwrap())
+}
+
 /// A worker that ignores the range tombstones keeps what they cover and reports it as written:
 /// nothing to catch in the accounts. The host finds the covered versions in the outputs, so
 /// the tombstone stays and reads keep hiding them.
@@ -166,20 +182,7 @@ fn a_worker_ignoring_range_tombstones_cannot_bring_deleted_keys_back() {
     db.flush().unwrap();
     db.close().unwrap();
     model.retain(|k, _| !(a <= k.as_slice() && k.as_slice() < b));
-    let secret = secret_file(dir.path(), SECRET);
-    let worker = Worker::start(dir.path(), &secret, &["--lie", "ignore-range-tombstones"]);
-    let off = OffloadOptions {
-        split: ALL_TO_THE_WORKER,
-        ..offload(vec![worker.addr.clone()], SECRET)
-    };
-    let db = Db::open(
-        dir.path(),
-        Options {
-            offload: Some(off.into()),
-            ..base_options()
-        },
-    )
-    .unwrap();
+    let (_worker, db) = open_with_a_liar(dir.path(), "ignore-range-tombstones", base_options());
     db.compact_range(None, None).unwrap();
     assert!(db.offload_metrics().unwrap().sides[1].input_bytes > 0);
     assert_eq!(contents(&db), model);
@@ -226,20 +229,7 @@ fn a_worker_hiding_blob_references_is_caught() {
         db.flush().unwrap();
     }
     db.close().unwrap();
-    let secret = secret_file(dir.path(), SECRET);
-    let worker = Worker::start(dir.path(), &secret, &["--lie", "hide-blob-refs"]);
-    let off = OffloadOptions {
-        split: ALL_TO_THE_WORKER,
-        ..offload(vec![worker.addr.clone()], SECRET)
-    };
-    let db = Db::open(
-        dir.path(),
-        Options {
-            offload: Some(off.into()),
-            ..options.clone()
-        },
-    )
-    .unwrap();
+    let (_worker, db) = open_with_a_liar(dir.path(), "hide-blob-refs", options.clone());
     db.compact_range(None, None).unwrap();
     let m = db.offload_metrics().unwrap();
     assert!(

@@ -102,15 +102,7 @@ pub(crate) fn forced_compaction(
     let files = forcing(version, options)?;
     referencing(version, &files)
         .filter(|(_, f)| !running.is_busy(f.number))
-        .map(|(level, f)| Compaction {
-            level,
-            inputs: [vec![Arc::clone(f)], Vec::new()],
-            grandparents: Vec::new(),
-            // Deeper levels (or older L0 tables) may hold older versions of its keys.
-            bottommost: false,
-            reason: Reason::BlobGarbage,
-            version: Arc::clone(version),
-        })
+        .map(|(level, f)| Compaction::in_place(version, level, f, Reason::BlobGarbage))
         .find(|c| !running.conflicts(c))
 }
 

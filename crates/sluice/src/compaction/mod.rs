@@ -76,6 +76,26 @@ pub struct Compaction {
 }
 
 impl Compaction {
+    /// The rewrite of `file` alone at its `level` of `version`, for `reason` (one that stays in
+    /// the level). One table at a time: several tables of one level need not be adjacent,
+    /// and outputs spanning the gap between them would overlap the level's other tables.
+    pub(crate) fn in_place(
+        version: &Arc<Version>,
+        level: usize,
+        file: &Arc<FileMetaData>,
+        reason: Reason,
+    ) -> Compaction {
+        Compaction {
+            level,
+            inputs: [vec![Arc::clone(file)], Vec::new()],
+            grandparents: Vec::new(),
+            // Deeper levels (or older L0 tables) may hold older versions of its keys.
+            bottommost: false,
+            reason,
+            version: Arc::clone(version),
+        }
+    }
+
     /// The level outputs are written to.
     pub fn output_level(&self) -> usize {
         if self.stays_in_level() {

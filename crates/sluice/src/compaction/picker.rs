@@ -81,15 +81,7 @@ fn forwarded_tables(version: &Version) -> impl Iterator<Item = (usize, &Arc<File
 fn relocation(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> {
     forwarded_tables(version)
         .filter(|(_, f)| !running.is_busy(f.number))
-        .map(|(level, f)| Compaction {
-            level,
-            inputs: [vec![Arc::clone(f)], Vec::new()],
-            grandparents: Vec::new(),
-            // Deeper levels (or older L0 tables) may hold older versions of its keys.
-            bottommost: false,
-            reason: Reason::Relocate,
-            version: Arc::clone(version),
-        })
+        .map(|(level, f)| Compaction::in_place(version, level, f, Reason::Relocate))
         .find(|c| !running.conflicts(c))
 }
 
