@@ -455,3 +455,44 @@ fn collected_files_past_the_force_threshold_are_emptied_without_other_compaction
         db.check().unwrap();
     }
 }
+
+#[test]
+fn checkpoints_and_backups_hold_the_blob_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, mut model) = filled(dir.path());
+    let copies = tempfile::tempdir().unwrap();
+    let checkpoint = copies.path().join("checkpoint");
+    db.checkpoint(&checkpoint).unwrap();
+    let engine =
+        sluice::backup::BackupEngine::open(copies.path().join("backups"), sluice::fs::os_fs())
+            .unwrap();
+    let first = engine.create(&db).unwrap();
+    fill(&db, 2, &mut model);
+    db.flush().unwrap();
+    let second = engine.create(&db).unwrap();
+    assert!(
+        second.tables_shared > 0,
+        "the first backup's blob files are not copied again"
+    );
+    drop(db);
+
+    let at_checkpoint = Db::open(&checkpoint, blob_options()).unwrap();
+    assert!(!files_with(&checkpoint, "blob").is_empty());
+    assert_eq!(
+        at_checkpoint.check().unwrap().blob_files,
+        files_with(&checkpoint, "blob").len()
+    );
+    for i in [1u32, 2, 599] {
+        let v = at_checkpoint.get(&key(i)).unwrap().unwrap();
+        assert!(
+            v.starts_with(format!("{i}:1:").as_bytes()),
+            "version 1 at the checkpoint"
+        );
+    }
+    let restored = copies.path().join("restored");
+    engine.restore(second.meta.id, &restored).unwrap();
+    let db = Db::open(&restored, blob_options()).unwrap();
+    assert_eq!(contents(&db), model);
+    db.check().unwrap();
+    assert!(first.meta.id < second.meta.id);
+}
