@@ -70,6 +70,12 @@ pub struct RunOptions {
     pub table_dirs: usize,
     /// Limit on background write bytes per second (0: none).
     pub rate_limit: u64,
+    /// Values of at least this many bytes are kept in blob files (0: separation off).
+    pub min_blob_size: usize,
+    /// Blob file size in bytes.
+    pub blob_file_size: u64,
+    /// The share of blob files, oldest first, garbage collection collects (0: off).
+    pub blob_gc_age_cutoff: f64,
 }
 
 impl RunOptions {
@@ -95,6 +101,12 @@ impl RunOptions {
                 .rate_limiter
                 .as_ref()
                 .map_or(0, |l| l.bytes_per_second()),
+            min_blob_size: options.blob.min_blob_size,
+            blob_file_size: options.blob.blob_file_size,
+            blob_gc_age_cutoff: match options.blob.garbage_collection {
+                true => options.blob.gc_age_cutoff,
+                false => 0.0,
+            },
         }
     }
 }

@@ -171,6 +171,7 @@ pub fn stats_from_wire(s: &proto::DropStats) -> CompactionIterStats {
         range_covered: s.range_covered,
         // Workers never collect blob files: a spec that does runs on the host.
         blob_values_relocated: 0,
+        blob_bytes_relocated: 0,
     }
 }
 

@@ -496,3 +496,25 @@ fn checkpoints_and_backups_hold_the_blob_files() {
     db.check().unwrap();
     assert!(first.meta.id < second.meta.id);
 }
+
+#[test]
+fn files_an_iterator_held_are_deleted_by_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, mut model) = filled(dir.path());
+    let first = files_with(dir.path(), "blob");
+    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    it.seek_to_first().unwrap();
+    fill(&db, 2, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(
+        first.iter().all(|f| f.exists()),
+        "the iterator's version holds them"
+    );
+    assert!(it.valid());
+    drop(it);
+    db.close().unwrap();
+    assert!(first.iter().all(|f| !f.exists()), "obsolete at close");
+    let db = Db::open(dir.path(), blob_options()).unwrap();
+    assert_eq!(contents(&db), model);
+}

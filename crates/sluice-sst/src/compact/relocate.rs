@@ -44,6 +44,7 @@ pub struct Relocating<'a> {
     /// The moved entry's new reference.
     value: Vec<u8>,
     moved: u64,
+    moved_bytes: u64,
     rewrite_digest: u64,
 }
 
@@ -55,6 +56,7 @@ impl<'a> Relocating<'a> {
             writer: None,
             value: Vec::new(),
             moved: 0,
+            moved_bytes: 0,
             rewrite_digest: 0,
         }
     }
@@ -84,6 +86,7 @@ impl<'a> Relocating<'a> {
         self.value.clear();
         moved.encode_to(&mut self.value);
         self.moved += 1;
+        self.moved_bytes += blob.size;
         let (before, after) = (entry_hash(ikey, value), entry_hash(ikey, &self.value));
         self.rewrite_digest = self.rewrite_digest.wrapping_add(before.wrapping_sub(after));
         Ok(&self.value)
@@ -95,6 +98,7 @@ impl<'a> Relocating<'a> {
             writer.finish()?;
         }
         stats.blob_values_relocated += self.moved;
+        stats.blob_bytes_relocated += self.moved_bytes;
         stats.rewrite_digest = stats.rewrite_digest.wrapping_add(self.rewrite_digest);
         Ok(())
     }
@@ -165,7 +169,10 @@ mod tests {
 
         let mut stats = CompactionIterStats::default();
         r.finish(&mut stats).unwrap();
-        assert_eq!(stats.blob_values_relocated, 1);
+        assert_eq!(
+            (stats.blob_values_relocated, stats.blob_bytes_relocated),
+            (1, 40)
+        );
         let expected =
             entry_hash(&reference, &blob(7)).wrapping_sub(entry_hash(&reference, &moved));
         assert_eq!(stats.rewrite_digest, expected);

@@ -196,6 +196,8 @@ pub struct CompactionIterStats {
     pub rewrite_digest: u64,
     /// Values moved out of collected blob files ([`crate::compact::relocate`]).
     pub blob_values_relocated: u64,
+    /// Their records' bytes, read from the collected files (and written again).
+    pub blob_bytes_relocated: u64,
 }
 
 impl CompactionIterStats {
@@ -250,6 +252,7 @@ impl std::ops::AddAssign for CompactionIterStats {
         self.range_covered += s.range_covered;
         self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
         self.blob_values_relocated += s.blob_values_relocated;
+        self.blob_bytes_relocated += s.blob_bytes_relocated;
     }
 }
 

@@ -111,8 +111,9 @@ pub(crate) fn merge(
     };
     let checked = check_accounts_for_inputs(expected, &out).and(blob_files);
     let blob_files = checked.inspect_err(|_| abandon(Some(&out)))?;
-    // Values moved to new blob files are written bytes of the compaction, as tables are.
+    // Values moved to new blob files are bytes the compaction read and wrote, as tables are.
     out.profile.bytes_written += blob_files.iter().map(|b| b.file_size).sum::<u64>();
+    out.profile.bytes_read += out.stats.blob_bytes_relocated;
     let clean = clean_seqs(c, env, &spec, &out)?;
     let mut edit = edit_for_outputs(c, env, &out, &clean);
     edit.new_blob_files = blob_files;
@@ -124,7 +125,7 @@ pub(crate) fn merge(
             reason: c.reason,
             executor: executor.name(),
             inputs: c.all_inputs().count(),
-            input_bytes: c.input_bytes(),
+            input_bytes: c.input_bytes() + out.stats.blob_bytes_relocated,
             upper_bytes: c.inputs[0].iter().map(|f| f.file_size).sum(),
             output: out,
         })),

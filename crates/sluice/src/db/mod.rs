@@ -278,10 +278,16 @@ impl Db {
             return Ok(());
         }
         // The keyspaces' flushes advance the WAL floor through this database: they stop first.
-        for tree in self.inner.trees() {
+        let trees = self.inner.trees();
+        for tree in &trees {
             tree.stop();
         }
         self.inner.stop_threads(&self.background);
+        // Files that a reader's older version held at the last install are collected now,
+        // not at the next open: disk use after close is the live version's.
+        for inner in trees.iter().map(|t| &t.inner).chain([&self.inner]) {
+            inner.delete_obsolete_files();
+        }
         let closed = self.inner.close_wal();
         // Another process may open the database now, whatever handles are still around.
         self.inner.lock_file.lock().take();
