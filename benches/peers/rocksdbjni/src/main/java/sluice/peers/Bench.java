@@ -11,8 +11,8 @@ import org.rocksdb.RocksIterator;
 import org.rocksdb.TickerType;
 
 /**
- * The db_bench-style workloads (fillseq, fillrandom, overwrite, readrandom, compact) on an
- * {@link Engine}, each reported as one JSON object with the field names of
+ * The db_bench-style workloads (fillseq, fillrandom, overwrite, readrandom, seekrandom, compact)
+ * on an {@link Engine}, each reported as one JSON object with the field names of
  * {@code sluice bench --json} (see ../README.md "JSON"), plus the process's CPU time.
  */
 final class Bench {
@@ -61,9 +61,25 @@ final class Bench {
         }
     }
 
-    /** Every table byte RocksDB has flushed or compacted since open. */
+    /** Every byte RocksDB's flushes and compactions have written since open. The two tickers
+     * are the flush and compaction threads' I/O counters (IOSTATS bytes_written, every file the
+     * job writes), so with value separation they already include the blob files those jobs
+     * write: BLOB_DB_BLOB_FILE_BYTES_WRITTEN is reported beside them (the blob object), not
+     * added to them. */
     private long tableBytesWritten() {
         return e.ticker(TickerType.FLUSH_WRITE_BYTES) + e.ticker(TickerType.COMPACT_WRITE_BYTES);
+    }
+
+    /** Blob files of the current version and the blob bytes written so far (value separation
+     * only): RocksDB's rocksdb.num-blob-files, live-blob-file-size (the current version's blob
+     * files), live-blob-file-garbage-size and total-blob-file-size (every version's), and the
+     * BLOB_DB_BLOB_FILE_BYTES_WRITTEN ticker since {@code blobWrittenBefore}. */
+    private Json blob(long blobWrittenBefore) throws RocksDBException {
+        return new Json().put("files", e.property("rocksdb.num-blob-files"))
+                .put("bytes", e.property("rocksdb.live-blob-file-size"))
+                .put("garbage_bytes", e.property("rocksdb.live-blob-file-garbage-size"))
+                .put("total_blob_file_size", e.property("rocksdb.total-blob-file-size"))
+                .put("file_bytes_written", e.ticker(TickerType.BLOB_DB_BLOB_FILE_BYTES_WRITTEN) - blobWrittenBefore);
     }
 
     /** Runs the benchmark {@code name} at {@code position} of the run and returns its line. */
@@ -71,6 +87,7 @@ final class Bench {
         Tally t = new Tally();
         long stallsBefore = e.ticker(TickerType.STALL_MICROS);
         long tablesBefore = tableBytesWritten();
+        long blobWrittenBefore = e.ticker(TickerType.BLOB_DB_BLOB_FILE_BYTES_WRITTEN);
         Cpu cpuBefore = Cpu.now();
         long start = System.nanoTime();
         Json compaction = null;
@@ -87,6 +104,11 @@ final class Bench {
             }
             case "readrandom" -> {
                 readRandom(position, t);
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = t.bytes;
+            }
+            case "seekrandom" -> {
+                seekRandom(position, t);
                 seconds = (System.nanoTime() - start) / 1e9;
                 bytes = t.bytes;
             }
@@ -120,12 +142,13 @@ final class Bench {
                 .put("micros_per_op", t.ops > 0 ? seconds * 1e6 / t.ops : 0.0)
                 .put("ops_per_sec", seconds > 0 ? t.ops / seconds : 0.0)
                 .put("bytes", bytes).put("mb_per_sec", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
-        if (name.equals("readrandom")) {
+        if (name.equals("readrandom") || name.equals("seekrandom")) {
             out.put("found", t.found);
         }
         out.put("latency_us", t.latency()).put("user_bytes", userBytes);
         if (userBytes > 0) {
-            // Sluice's definition: table bytes flushed and compacted per user byte written.
+            // Sluice's definition: table bytes (and, with value separation, blob file bytes)
+            // flushed and compacted per user byte written.
             out.put("write_amp", (double) (tableBytesWritten() - tablesBefore) / userBytes);
         }
         out.put("write_stall_micros", e.ticker(TickerType.STALL_MICROS) - stallsBefore)
@@ -133,7 +156,16 @@ final class Bench {
         if (compaction != null) {
             out.put("compaction", compaction);
         }
-        return out.put("lsm", Engine.json(e.shape())).put("options", options())
+        List<Engine.Level> shape = e.shape();
+        long blobBytes = 0;
+        if (c.minBlobSize > 0) {
+            Json blob = blob(blobWrittenBefore);
+            blobBytes = e.property("rocksdb.live-blob-file-size");
+            out.put("blob", blob);
+        }
+        // Sluice's lsm.total_bytes: the current version's tables and blob files.
+        out.put("total_bytes", Engine.totalBytes(shape) + blobBytes);
+        return out.put("lsm", Engine.json(shape)).put("options", options())
                 .put("settings_differ", e.settingsDiffer);
     }
 
@@ -145,7 +177,8 @@ final class Bench {
                 .put("target_file_size", c.targetFileSize).put("block_size", c.blockSize)
                 .put("bloom_bits", c.bloomBits).put("cache_size", c.cacheSize)
                 .put("disable_auto_compactions", c.disableAutoCompactions)
-                .put("compaction_threads", c.compactionThreads).put("subcompactions", c.subcompactions);
+                .put("compaction_threads", c.compactionThreads).put("subcompactions", c.subcompactions)
+                .put("min_blob_size", c.minBlobSize).put("blob_file_size", c.blobFileSize);
     }
 
     /** Writes keys 0..num in order (fillseq) or num stream draws (fillrandom, overwrite), with
@@ -175,6 +208,33 @@ final class Bench {
                 it.next();
                 t.done(start, moved);
             }
+        }
+    }
+
+    /** {@code reads} seeks to uniform keys on one iterator (as Sluice's and db_bench's
+     * seekrandom), reading the key and value each lands on into reused arrays; {@code found}
+     * counts the seeks that land on the key sought. */
+    private void seekRandom(int position, Tally t) throws RocksDBException {
+        Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, position, 0);
+        byte[] key = new byte[c.keySize];
+        byte[] landed = new byte[c.keySize];
+        byte[] value = new byte[Math.max(c.valueSize, 1)];
+        try (RocksIterator it = e.db.newIterator(e.readOptions)) {
+            for (long i = 0; i < c.reads(); i++) {
+                keys.write(g.below(c.num), key);
+                long start = System.nanoTime();
+                it.seek(key);
+                long moved = 0;
+                if (it.isValid()) {
+                    int keyLen = it.key(landed);
+                    moved = keyLen + it.value(value);
+                    if (keyLen == key.length && Arrays.equals(landed, key)) {
+                        t.found++;
+                    }
+                }
+                t.done(start, moved);
+            }
+            it.status();
         }
     }
 

@@ -5,22 +5,25 @@ import java.util.List;
 
 /**
  * The command line: the flags of the other peer programs (--flag VALUE or --flag=VALUE; see
- * ../README.md), plus {@code --subcompactions} (RocksDB's max_subcompactions) and
- * {@code --self-test}. A boolean flag alone means true.
+ * ../README.md), plus {@code --subcompactions} (RocksDB's max_subcompactions),
+ * {@code --min-blob-size} and {@code --blob-file-size} (value separation: RocksDB's integrated
+ * BlobDB, as {@code sluice bench}'s flags of the same names) and {@code --self-test}. A boolean
+ * flag alone means true.
  */
 final class Config {
     static final List<String> BENCHMARKS =
             List.of("fillseq", "fillrandom", "overwrite", "readrandom", "compact");
     /** Benchmarks a run may name that the default list leaves out, as in {@code sluice bench}:
      * deleterange deletes the middle tenth of the key space with one range tombstone, and
-     * readseq scans forward (up to --reads entries). */
-    static final List<String> EXTRA_BENCHMARKS = List.of("deleterange", "readseq");
+     * readseq scans forward (up to --reads entries), seekrandom seeks to --reads uniform keys. */
+    static final List<String> EXTRA_BENCHMARKS = List.of("deleterange", "readseq", "seekrandom");
 
     /** The flags that take a value (the others are booleans). */
     private static final List<String> VALUE_FLAGS = List.of("db", "benchmarks", "num", "reads",
             "key-size", "value-size", "seed", "compression", "block-size", "bloom-bits",
             "write-buffer-size", "target-file-size", "cache-size", "compaction-threads",
-            "subcompactions", "dump-keys", "ycsb", "records", "operations", "dump-ycsb-ops");
+            "subcompactions", "dump-keys", "ycsb", "records", "operations", "dump-ycsb-ops",
+            "min-blob-size", "blob-file-size");
 
     String db = "";
     List<String> benchmarks = new ArrayList<>(BENCHMARKS);
@@ -39,6 +42,10 @@ final class Config {
     boolean useExistingDb;
     int compactionThreads = 2; // RocksDB's max_background_jobs
     int subcompactions = 1; // RocksDB's max_subcompactions (its default is 1)
+    // Value separation (RocksDB's integrated BlobDB), as sluice's --min-blob-size and
+    // --blob-file-size: values of at least minBlobSize bytes go to blob files; 0 = off.
+    long minBlobSize;
+    long blobFileSize = 256L << 20;
     int dumpKeys;
     boolean selfTest;
     // YCSB (--ycsb WORKLOAD): the load and run phases of ../STREAM.md section 8.
@@ -124,6 +131,8 @@ final class Config {
             case "records" -> records = number(name, v);
             case "operations" -> operations = number(name, v);
             case "dump-ycsb-ops" -> dumpYcsbOps = number(name, v);
+            case "min-blob-size" -> minBlobSize = number(name, v);
+            case "blob-file-size" -> blobFileSize = number(name, v);
             default -> throw new IllegalArgumentException("unknown flag --" + name);
         }
     }
@@ -137,6 +146,10 @@ final class Config {
         }
         if (blockSize < 1 || writeBufferSize < 1 || targetFileSize < 1) {
             throw new IllegalArgumentException("sizes must be positive (cache-size and bloom-bits may be 0)");
+        }
+        if (blobFileSize < 4096) {
+            // Sluice's own bound (BlobOptions::validate).
+            throw new IllegalArgumentException("blob-file-size must be at least 4 KiB, got " + blobFileSize);
         }
         if (!List.of("none", "snappy", "zstd", "lz4").contains(compression)) {
             throw new IllegalArgumentException("unknown compression \"" + compression

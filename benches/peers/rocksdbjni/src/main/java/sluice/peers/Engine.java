@@ -82,6 +82,18 @@ final class Engine implements AutoCloseable {
                     default -> CompressionType.LZ4_COMPRESSION;
                 })
                 .setStatistics(stats);
+        if (c.minBlobSize > 0) {
+            // Value separation: RocksDB's integrated BlobDB with Sluice's BlobOptions defaults
+            // (uncompressed blob files, garbage collection of the oldest quarter of blob files
+            // during compactions, no forced compactions for garbage).
+            options.setEnableBlobFiles(true)
+                    .setMinBlobSize(c.minBlobSize)
+                    .setBlobFileSize(c.blobFileSize)
+                    .setBlobCompressionType(CompressionType.NO_COMPRESSION)
+                    .setEnableBlobGarbageCollection(true)
+                    .setBlobGarbageCollectionAgeCutoff(0.25)
+                    .setBlobGarbageCollectionForceThreshold(1.0);
+        }
         if (c.disableAutoCompactions) {
             options.setDisableAutoCompactions(true)
                     .setLevel0SlowdownWritesTrigger(NO_STALL)
@@ -120,6 +132,17 @@ final class Engine implements AutoCloseable {
                     + "level0_stop_writes_trigger " + NO_STALL + ", so the load never stalls on L0 (as "
                     + "db_bench's flags; Sluice also turns its L0 stalls off)");
         }
+        if (c.minBlobSize > 0) {
+            note("value separation: RocksDB's integrated BlobDB (enable_blob_files), min_blob_size "
+                    + options.minBlobSize() + ", blob_file_size " + options.blobFileSize()
+                    + ", blob_compression_type " + options.blobCompressionType()
+                    + ", enable_blob_garbage_collection " + options.enableBlobGarbageCollection()
+                    + ", blob_garbage_collection_age_cutoff " + options.blobGarbageCollectionAgeCutoff()
+                    + ", blob_garbage_collection_force_threshold "
+                    + options.blobGarbageCollectionForceThreshold() + ", blob_file_starting_level "
+                    + options.blobFileStartingLevel() + " (Sluice's BlobOptions defaults); no blob "
+                    + "cache (blob reads go to the file, through the page cache, as Sluice's)");
+        }
         note("tables: block-based format_version " + table.formatVersion() + ", full filters "
                 + "(FastLocalBloom, " + c.bloomBits + " bits per key), index and filter blocks outside "
                 + "the block cache, restart interval " + table.blockRestartInterval()
@@ -153,6 +176,11 @@ final class Engine implements AutoCloseable {
 
     long ticker(TickerType t) {
         return stats.getTickerCount(t);
+    }
+
+    /** An integer property of the default column family (e.g. rocksdb.live-blob-file-size). */
+    long property(String name) throws RocksDBException {
+        return db.getLongProperty(name);
     }
 
     /** The files and bytes of one level. */

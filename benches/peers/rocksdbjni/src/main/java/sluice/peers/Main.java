@@ -10,7 +10,7 @@ import java.util.List;
 
 /**
  * rocksdbjni-bench runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
- * readrandom, compact) on RocksDB 11 (the release build bundled in Maven Central's
+ * readrandom, seekrandom, compact) on RocksDB 11 (the release build bundled in Maven Central's
  * org.rocksdb:rocksdbjni jar) and prints one JSON object per benchmark, with the field names
  * of {@code sluice bench --json}, so the two can be compared side by side; with --ycsb it runs
  * YCSB A, B, C or F instead and prints the object of {@code sluice ycsb --json}. Keys, values

@@ -314,7 +314,8 @@ final class Ycsb {
                 .put("sync", false).put("compression", e.compression)
                 .put("write_buffer_size", c.writeBufferSize).put("target_file_size", c.targetFileSize)
                 .put("block_size", c.blockSize).put("bloom_bits", c.bloomBits).put("cache_size", c.cacheSize)
-                .put("compaction_threads", c.compactionThreads);
+                .put("compaction_threads", c.compactionThreads)
+                .put("min_blob_size", c.minBlobSize).put("blob_file_size", c.blobFileSize);
         return new Json().put("workload", c.ycsb).put("distribution", "zipfian")
                 .put("records", c.records).put("operations", c.operations).put("threads", 1)
                 .put("key_size", c.keySize).put("value_size", c.valueSize).put("seed", c.seed)
