@@ -2,6 +2,7 @@
 //! compaction: it writes files through its [`JobEnv`] and returns a version edit that `db/`
 //! installs.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use sluice_sst::compact::subtask::encode_sub_task;
@@ -113,7 +114,13 @@ pub(crate) fn write_level0_tables(
     let times = StepTimes::default();
     let (table, storage) = (options.table.clone(), options.background_storage());
     let mut metas = Vec::new();
-    let mut blob_files = Vec::new();
+    // One blob file (or one series, past `blob_file_size`) per table directory, whatever the
+    // pieces: a flush cut at L1's files would otherwise write a small blob file per piece.
+    let mut separators: BTreeMap<u32, BlobSeparator<'_>> = BTreeMap::new();
+    let abandon = |separators: BTreeMap<u32, BlobSeparator<'_>>, metas: &[FileMetaData]| {
+        separators.into_values().for_each(BlobSeparator::abandon);
+        delete_files(table_cache, metas, &[]);
+    };
     // Tables and blob files draw from one allocator.
     let new_number = parking_lot::Mutex::new(new_number);
     for piece in pieces {
@@ -121,8 +128,9 @@ pub(crate) fn write_level0_tables(
             let number = (new_number.lock())();
             Ok((number, table_cache.table_path(piece.dir_index, number)))
         };
-        let mut blobs =
-            BlobSeparator::new(&options.blob, storage.clone(), table_cache, piece.dir_index);
+        let blobs = separators.entry(piece.dir_index).or_insert_with(|| {
+            BlobSeparator::new(&options.blob, storage.clone(), table_cache, piece.dir_index)
+        });
         // A flush is a merge of one sorted input (the memtable) into one file per piece.
         let rules = OutputRules::one_file(&table, &storage);
         let mut writer = OutputWriter::new(rules, &times, &mut new_output);
@@ -148,8 +156,7 @@ pub(crate) fn write_level0_tables(
         let files = match writer.conclude(written) {
             Ok(files) => files,
             Err(e) => {
-                blobs.abandon();
-                delete_files(table_cache, &metas, &blob_files);
+                abandon(separators, &metas);
                 return Err(e.into());
             }
         };
@@ -158,9 +165,14 @@ pub(crate) fn write_level0_tables(
                 .into_iter()
                 .map(|f| FileMetaData::of_new_table(f.number, piece.dir_index, &f.summary)),
         );
-        match blobs.finish() {
-            Ok(blobs) => blob_files.extend(blobs),
+    }
+    let mut blob_files = Vec::new();
+    let mut separators = separators.into_values();
+    while let Some(separator) = separators.next() {
+        match separator.finish() {
+            Ok(files) => blob_files.extend(files),
             Err(e) => {
+                separators.for_each(BlobSeparator::abandon);
                 delete_files(table_cache, &metas, &blob_files);
                 return Err(e.into());
             }

@@ -518,3 +518,32 @@ fn files_an_iterator_held_are_deleted_by_close() {
     let db = Db::open(dir.path(), blob_options()).unwrap();
     assert_eq!(contents(&db), model);
 }
+
+#[test]
+fn a_flush_cut_in_pieces_writes_one_blob_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = gc_options(0.25, 1.0);
+    options.table.compression = sluice::CompressionType::None;
+    // Flushes are cut at every L1 file.
+    options.compaction.l0_flush_split_bytes = 1;
+    let db = Db::open(dir.path(), options).unwrap();
+    let mut model = BTreeMap::new();
+    // Even keys, then odd ones, merged: several L1 tables over the whole key range.
+    for parity in 0..2 {
+        for i in (parity..8000).step_by(2) {
+            write_keys(&db, i..i + 1, 1, &mut model);
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db.metrics().levels[1].files >= 2);
+    let before = files_with(dir.path(), "blob").len();
+    write_keys(&db, 0..8000, 2, &mut model);
+    db.flush().unwrap();
+    assert!(
+        db.metrics().levels[0].files >= 2,
+        "the flush was cut in pieces"
+    );
+    assert_eq!(files_with(dir.path(), "blob").len(), before + 1);
+    assert_eq!(contents(&db), model);
+}
