@@ -195,14 +195,20 @@ fn merge_operands_apply_to_values_in_blob_files() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&expected[..]));
 }
 
-#[test]
-fn a_damaged_blob_record_is_corruption_naming_the_blob_file_and_offset() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
+/// A closed database in `dir` holding key `k` with a 4000-byte value in a blob file, whose
+/// path this returns.
+fn one_blob_value(dir: &Path) -> PathBuf {
+    let db = Db::open(dir, blob_options()).unwrap();
     db.put(b"k", &value(1, 1, 4000)).unwrap();
     db.flush().unwrap();
     db.close().unwrap();
-    let blob = files_with(dir.path(), "blob").pop().unwrap();
+    files_with(dir, "blob").pop().unwrap()
+}
+
+#[test]
+fn a_damaged_blob_record_is_corruption_naming_the_blob_file_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let blob = one_blob_value(dir.path());
     let mut bytes = std::fs::read(&blob).unwrap();
     bytes[16 + 17 + 1 + 100] ^= 0x40; // a byte of the value of the first record
     std::fs::write(&blob, &bytes).unwrap();
@@ -225,11 +231,7 @@ fn a_damaged_blob_record_is_corruption_naming_the_blob_file_and_offset() {
 #[test]
 fn a_missing_blob_file_fails_the_open() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), blob_options()).unwrap();
-    db.put(b"k", &value(1, 1, 4000)).unwrap();
-    db.flush().unwrap();
-    db.close().unwrap();
-    let blob = files_with(dir.path(), "blob").pop().unwrap();
+    let blob = one_blob_value(dir.path());
     std::fs::remove_file(&blob).unwrap();
     match Db::open(dir.path(), blob_options()) {
         Err(Error::Corruption { file, reason, .. }) => {
