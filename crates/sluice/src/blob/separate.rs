@@ -59,15 +59,13 @@ impl<'a> BlobSeparator<'a> {
         value: &'e [u8],
         new_number: &mut dyn FnMut() -> u64,
     ) -> Result<(&'e [u8], &'e [u8])> {
-        let Some(parsed) = parse_internal_key(ikey) else {
-            return Ok((ikey, value));
-        };
-        if !self.options.enabled()
-            || parsed.kind != ValueKind::Value
-            || value.len() < self.options.min_blob_size
-        {
+        // Checked before the key is parsed: most flushes separate nothing.
+        if !self.options.enabled() || value.len() < self.options.min_blob_size {
             return Ok((ikey, value));
         }
+        let Some(parsed) = parse_internal_key(ikey).filter(|p| p.kind == ValueKind::Value) else {
+            return Ok((ikey, value));
+        };
         let current = match self.current.take() {
             Some(current) => current,
             None => {
