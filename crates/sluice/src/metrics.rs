@@ -314,7 +314,7 @@ impl BlobMetrics {
             m.files += 1;
             m.bytes += state.meta.file_size;
             m.live_bytes += state.live.bytes;
-            m.garbage_bytes += state.meta.record_bytes().saturating_sub(state.live.bytes);
+            m.garbage_bytes += state.garbage_bytes();
         }
         m
     }

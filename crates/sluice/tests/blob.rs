@@ -410,6 +410,20 @@ fn compactions_move_live_values_out_of_the_oldest_blob_files() {
     }
 }
 
+/// Version 1 of keys 0..8000: even keys, then odd ones (a flush, and so a blob file, each),
+/// merged into L1 tables that each reference both files. Needs uncompressed tables, so that
+/// the references fill several.
+fn interleaved_in_l1(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    for parity in 0..2 {
+        for i in (parity..8000).step_by(2) {
+            write_keys(db, i..i + 1, 1, model);
+        }
+        db.flush().unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    assert!(db.metrics().levels[1].files >= 2);
+}
+
 #[test]
 fn collected_files_past_the_force_threshold_are_emptied_without_other_compactions() {
     for force in [0.3, 1.0] {
@@ -429,14 +443,7 @@ fn collected_files_past_the_force_threshold_are_emptied_without_other_compaction
             let mut setup = options.clone();
             setup.blob.garbage_collection = false;
             let db = Db::open(dir.path(), setup).unwrap();
-            for parity in 0..2 {
-                for i in (parity..8000).step_by(2) {
-                    write_keys(&db, i..i + 1, 1, &mut model);
-                }
-                db.flush().unwrap();
-            }
-            db.compact_range(None, None).unwrap();
-            assert!(db.metrics().levels[1].files >= 2);
+            interleaved_in_l1(&db, &mut model);
             write_keys(&db, 0..3000, 2, &mut model);
             db.flush().unwrap();
         }
@@ -530,15 +537,7 @@ fn a_flush_cut_in_pieces_writes_one_blob_file() {
     options.compaction.l0_flush_split_bytes = 1;
     let db = Db::open(dir.path(), options).unwrap();
     let mut model = BTreeMap::new();
-    // Even keys, then odd ones, merged: several L1 tables over the whole key range.
-    for parity in 0..2 {
-        for i in (parity..8000).step_by(2) {
-            write_keys(&db, i..i + 1, 1, &mut model);
-        }
-        db.flush().unwrap();
-    }
-    db.compact_range(None, None).unwrap();
-    assert!(db.metrics().levels[1].files >= 2);
+    interleaved_in_l1(&db, &mut model);
     let before = files_with(dir.path(), "blob").len();
     write_keys(&db, 0..8000, 2, &mut model);
     db.flush().unwrap();

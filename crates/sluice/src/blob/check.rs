@@ -20,7 +20,6 @@ use crate::{Error, Result};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct BlobCheck {
     pub files: usize,
-    pub records: u64,
     pub bytes: u64,
     pub references: u64,
 }
@@ -38,7 +37,6 @@ pub(crate) fn check_tree(tables: &TableCache, version: &Version) -> Result<BlobC
                 (record.blob.file_number, record.blob.offset),
                 (record.blob.size, hash64(&record.key)),
             );
-            report.records += 1;
         }
         report.files += 1;
         report.bytes += file.size();

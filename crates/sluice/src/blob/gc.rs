@@ -62,13 +62,13 @@ pub(crate) fn collected_by<'a>(
 /// live values are moved out by rewriting the tables that reference them.
 fn forcing(version: &Version, options: &BlobOptions) -> Option<BTreeSet<u64>> {
     let collected = collected(version, options);
-    let (mut total, mut live) = (0u64, 0u64);
+    let (mut total, mut garbage) = (0u64, 0u64);
     for state in collected.iter().filter_map(|n| version.blob_file(*n)) {
         total += state.meta.record_bytes();
-        live += state.live.bytes.min(state.meta.record_bytes());
+        garbage += state.garbage_bytes();
     }
-    let garbage = total.saturating_sub(live) as f64 / total.max(1) as f64;
-    (total > 0 && garbage >= options.gc_force_threshold).then_some(collected)
+    let ratio = garbage as f64 / total.max(1) as f64;
+    (total > 0 && ratio >= options.gc_force_threshold).then_some(collected)
 }
 
 /// True if [`forced_compaction`] has a table to rewrite.

@@ -97,11 +97,16 @@ pub struct BlobFileState {
 }
 
 impl BlobFileState {
+    /// The file's record bytes no table references.
+    pub fn garbage_bytes(&self) -> u64 {
+        self.meta.record_bytes().saturating_sub(self.live.bytes)
+    }
+
     /// Share of the file's record bytes no table references (0.0..=1.0).
     pub fn garbage_ratio(&self) -> f64 {
         match self.meta.record_bytes() {
             0 => 0.0,
-            total => total.saturating_sub(self.live.bytes) as f64 / total as f64,
+            total => self.garbage_bytes() as f64 / total as f64,
         }
     }
 }
