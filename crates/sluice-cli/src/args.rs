@@ -149,6 +149,9 @@ mod tests {
             &["sluice", "keyspace", "create", "--db", "x"],
             &["sluice", "get", "--db", "x", "k", "--create-keyspace"],
             &["sluice", "put", "--db", "x", "--keyspace", "k", "v"],
+            &["sluice", "experiment", "copro", "--separation", "both"],
+            &["sluice", "experiment", "copro", "--configurations", "copro++"],
+            &["sluice", "experiment", "copro", "--workloads", "ycsb-b"],
         ] {
             let err = Cli::try_parse_from(args).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{args:?}");

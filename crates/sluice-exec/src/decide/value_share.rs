@@ -1,6 +1,17 @@
 //! `V_size` of formula (1): the share of a compaction's input entries whose value is large,
 //! estimated from the value-size histograms in the input tables' properties (no data block is
 //! read).
+//!
+//! Separated values ([`ValueKind::BlobIndex`] entries, value separation's references into blob
+//! files) count as small, whatever the size of the value they name: the merge copies the
+//! reference, a few bytes, not the value, so the copying that makes the pipeline lose on large
+//! values is not there and, with separation on, the pipeline stays on. The histogram records
+//! the reference's size, so no special case is needed here; the test
+//! `separated_values_keep_the_pipeline_on` holds this down. (A compaction that collects blob
+//! files does copy the values it relocates, but it runs whole on the host with the local
+//! executor, so this decision never sees it.)
+//!
+//! [`ValueKind::BlobIndex`]: sluice_sst::key::ValueKind::BlobIndex
 
 use std::sync::Arc;
 
@@ -54,6 +65,7 @@ pub fn large_value_share(inputs: &[Vec<Arc<Table>>], large_value_bytes: u64) -> 
 mod tests {
     use std::path::Path;
 
+    use sluice_sst::blob::BlobRef;
     use sluice_sst::key::{ValueKind, make_internal_key};
     use sluice_sst::table::{TableBuilder, TableOptions, TableReadOptions};
 
@@ -73,6 +85,27 @@ mod tests {
         for i in 0..tombstones {
             let key = make_internal_key(format!("z{i:06}").as_bytes(), 1, ValueKind::Deletion);
             b.add(&key, b"").unwrap();
+        }
+        b.finish().unwrap();
+        Table::open(&path, number, TableReadOptions::default()).unwrap()
+    }
+
+    /// Writes and opens table `number` holding one reference per size in `sizes`: the
+    /// entries a flush with value separation writes for values of those sizes.
+    fn separated_table(dir: &Path, number: u64, sizes: &[usize]) -> Arc<Table> {
+        let path = dir.join(format!("{number:06}.sst"));
+        let mut b = TableBuilder::create(&path, &TableOptions::default()).unwrap();
+        let mut offset = 0;
+        for (i, &size) in sizes.iter().enumerate() {
+            let key = make_internal_key(format!("k{i:06}").as_bytes(), 1, ValueKind::BlobIndex);
+            let size = size as u64;
+            let blob = BlobRef {
+                file_number: 7,
+                offset,
+                size,
+            };
+            offset += size;
+            b.add(&key, &blob.encode()).unwrap();
         }
         b.finish().unwrap();
         Table::open(&path, number, TableReadOptions::default()).unwrap()
@@ -153,5 +186,26 @@ mod tests {
         assert_eq!(choose(8, 2, 1), CompactionMode::Sequential);
         assert_eq!(choose(6, 4, 2), CompactionMode::Pipelined);
         assert_eq!(choose(0, 5, 3), CompactionMode::Pipelined);
+    }
+
+    #[test]
+    fn separated_values_keep_the_pipeline_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = DecisionConfig::host();
+        let mode = |t: Arc<Table>| {
+            let m = Measurements {
+                large_value_share: large_value_share(&[vec![t]], host.large_value_bytes),
+                ..Measurements::default()
+            };
+            (m.large_value_share, decide(&host, &m).mode)
+        };
+        // The same ten 64 KiB values: inline they switch the pipeline off; as references
+        // the compaction copies a few bytes each and the pipeline stays on.
+        let (share, inline) = mode(table(dir.path(), 1, &[64 << 10; 10], 0));
+        assert!(close(share, 1.0));
+        assert_eq!(inline, CompactionMode::Sequential);
+        let (share, separated) = mode(separated_table(dir.path(), 2, &[64 << 10; 10]));
+        assert_eq!(share, 0.0);
+        assert_eq!(separated, CompactionMode::Pipelined);
     }
 }

@@ -7,6 +7,9 @@
 //! | `copro_bandwidth_<workload>.{png,svg}`  | host and worker compaction bandwidth (e, f)    |
 //! | `copro_cpu_<workload>.{png,svg}`        | host and worker process CPU use (g, h)         |
 //! | `copro_throughput.{png,svg}`            | write throughput per workload (c, d)           |
+//!
+//! Runs with values in blob files get their own bandwidth and CPU charts
+//! (`<workload>_blobs`) and their own throughput panels.
 
 use std::path::{Path, PathBuf};
 
@@ -16,7 +19,7 @@ use sluice_bench::charts::lines::{Line, LineChart, Panel};
 use sluice_bench::charts::{PALETTE, register_font, render};
 
 use super::report::{CoproReport, RunReport, SideReport};
-use super::{Configuration, Workload};
+use super::{Configuration, Separation, Workload};
 use crate::table::binary_size;
 
 /// Writes every chart of `report` into `dir` (which must exist), as PNG and SVG. Returns the
@@ -41,10 +44,27 @@ fn color(c: Configuration) -> RGBColor {
     }
 }
 
-fn stems(w: Workload) -> (&'static str, &'static str) {
-    match w {
-        Workload::FillRandom => ("copro_bandwidth_fillrandom", "copro_cpu_fillrandom"),
-        Workload::YcsbA => ("copro_bandwidth_ycsb_a", "copro_cpu_ycsb_a"),
+/// A workload and where its values are.
+type Scenario = (Workload, Separation);
+
+fn stems((w, s): Scenario) -> (&'static str, &'static str) {
+    use Separation::{Blobs, Inline};
+    match (w, s) {
+        (Workload::FillRandom, Inline) => ("copro_bandwidth_fillrandom", "copro_cpu_fillrandom"),
+        (Workload::YcsbA, Inline) => ("copro_bandwidth_ycsb_a", "copro_cpu_ycsb_a"),
+        (Workload::FillRandom, Blobs) => (
+            "copro_bandwidth_fillrandom_blobs",
+            "copro_cpu_fillrandom_blobs",
+        ),
+        (Workload::YcsbA, Blobs) => ("copro_bandwidth_ycsb_a_blobs", "copro_cpu_ycsb_a_blobs"),
+    }
+}
+
+/// `fillrandom`, or `fillrandom, values in blob files`.
+fn scenario_title((w, s): Scenario) -> String {
+    match s {
+        Separation::Inline => w.name().into(),
+        Separation::Blobs => format!("{}, values in blob files", w.name()),
     }
 }
 
@@ -53,9 +73,15 @@ fn charts(report: &CoproReport) -> Vec<LineChart> {
     let (_, sizes) = report.axes();
     let setup = setup(report);
     let mut charts = Vec::new();
-    let measured: Vec<Workload> = Workload::ALL
+    let measured: Vec<Scenario> = Workload::ALL
         .into_iter()
-        .filter(|w| report.runs.iter().any(|r| r.workload == w.name()))
+        .flat_map(|w| Separation::ALL.map(|s| (w, s)))
+        .filter(|&(w, s)| {
+            report
+                .runs
+                .iter()
+                .any(|r| r.workload == w.name() && r.separation == s)
+        })
         .collect();
     for &w in &measured {
         let (bandwidth_stem, cpu_stem) = stems(w);
@@ -66,7 +92,10 @@ fn charts(report: &CoproReport) -> Vec<LineChart> {
         charts.push(LineChart {
             stem: bandwidth_stem,
             size: (1400, 640),
-            caption: format!("Compaction bandwidth per side, {} ({setup})", w.name()),
+            caption: format!(
+                "Compaction bandwidth per side, {} ({setup})",
+                scenario_title(w)
+            ),
             panels: vec![
                 panel(report, w, &sizes, "(a) host", BANDWIDTH, host, bw),
                 panel(
@@ -83,7 +112,7 @@ fn charts(report: &CoproReport) -> Vec<LineChart> {
         charts.push(LineChart {
             stem: cpu_stem,
             size: (1400, 640),
-            caption: format!("CPU use per side, {} ({setup})", w.name()),
+            caption: format!("CPU use per side, {} ({setup})", scenario_title(w)),
             panels: vec![
                 panel(report, w, &sizes, "(a) host process", CPU, host, cpu),
                 panel(
@@ -106,7 +135,11 @@ fn charts(report: &CoproReport) -> Vec<LineChart> {
             .iter()
             .enumerate()
             .map(|(i, &w)| {
-                let title = format!("({}) {}", char::from(b'a' + (i % 26) as u8), w.name());
+                let title = format!(
+                    "({}) {}",
+                    char::from(b'a' + (i % 26) as u8),
+                    scenario_title(w)
+                );
                 throughput_panel(report, w, &sizes, &title)
             })
             .collect(),
@@ -138,7 +171,7 @@ fn setup(report: &CoproReport) -> String {
 /// run (none: no point), `figure` its value.
 fn panel(
     report: &CoproReport,
-    workload: Workload,
+    workload: Scenario,
     sizes: &[usize],
     title: &str,
     y_label: &str,
@@ -152,7 +185,7 @@ fn panel(
 
 fn throughput_panel(
     report: &CoproReport,
-    workload: Workload,
+    workload: Scenario,
     sizes: &[usize],
     title: &str,
 ) -> Panel {
@@ -168,7 +201,7 @@ fn throughput_panel(
 
 fn lines_panel(
     report: &CoproReport,
-    workload: Workload,
+    workload: Scenario,
     sizes: &[usize],
     title: &str,
     y_label: &str,
@@ -186,7 +219,7 @@ fn lines_panel(
                 .iter()
                 .enumerate()
                 .filter_map(|(slot, &size)| {
-                    let y = value(report.run(workload.name(), size, c)?)?;
+                    let y = value(report.run((workload.0.name(), workload.1), size, c)?)?;
                     y.is_finite().then_some((slot, y))
                 })
                 .collect(),
@@ -237,7 +270,7 @@ mod tests {
         let (_, sizes) = report.axes();
         let p = panel(
             &report,
-            Workload::FillRandom,
+            (Workload::FillRandom, Separation::Inline),
             &sizes,
             "",
             BANDWIDTH,

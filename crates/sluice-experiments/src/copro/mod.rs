@@ -16,6 +16,11 @@
 //! them updates). Every run writes about [`CoproConfig::data_bytes`] of keys and values, so a
 //! larger value means fewer entries, as in the CoPro paper's fixed data volumes.
 //!
+//! Each workload and value size can also be run with large values separated into blob files
+//! ([`Separation::Blobs`], issue 23): the merge then moves references, the decision component
+//! sees small values and keeps the pipeline on (`sluice_exec::decide::large_value_share`), and
+//! the report sets every separated run against its inline twin.
+//!
 //! Each offloaded run starts its own workers ([`crate::workers`]) serving that run's database
 //! directory, with a fresh secret, each pinned to its own core where the machine has one
 //! ([`pin`]: host on the first usable CPU, the workers on the others in turn); the host thread
@@ -100,6 +105,11 @@ impl Configuration {
         }
     }
 
+    /// The configuration called `name` (its JSON name).
+    pub fn from_name(name: &str) -> Option<Configuration> {
+        Configuration::ALL.into_iter().find(|c| c.name() == name)
+    }
+
     /// True when compactions are shared with workers.
     pub fn offloaded(self) -> bool {
         self != Configuration::HostOnly
@@ -148,6 +158,40 @@ impl Workload {
             Workload::FillRandom => "fillrandom",
             Workload::YcsbA => "ycsb-a",
         }
+    }
+
+    /// The workload called `name`.
+    pub fn from_name(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
+
+/// Where a run keeps its values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Separation {
+    /// In the tables: every compaction copies them (the CoPro paper's setting).
+    Inline,
+    /// Values of at least [`CoproConfig::min_blob_size`] bytes in blob files, the tables
+    /// holding references (`sluice::BlobOptions`).
+    Blobs,
+}
+
+impl Separation {
+    /// Both, in report order.
+    pub const ALL: [Separation; 2] = [Separation::Inline, Separation::Blobs];
+
+    /// The name in JSON, tables and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Separation::Inline => "inline",
+            Separation::Blobs => "blobs",
+        }
+    }
+
+    /// The separation called `name`.
+    pub fn from_name(name: &str) -> Option<Separation> {
+        Separation::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 
@@ -198,6 +242,10 @@ pub struct CoproConfig {
     pub value_sizes: Vec<usize>,
     pub workloads: Vec<Workload>,
     pub configurations: Vec<Configuration>,
+    /// Values inline, in blob files, or each workload both ways.
+    pub separations: Vec<Separation>,
+    /// The smallest value separated in [`Separation::Blobs`] runs.
+    pub min_blob_size: usize,
     /// Worker processes of an offloaded run.
     pub workers: usize,
     /// The workers' CPU is this many times slower (`sluice worker --throttle`), at least 1.
@@ -222,6 +270,8 @@ impl Default for CoproConfig {
             value_sizes: vec![100, 1 << 10, 16 << 10, 64 << 10],
             workloads: Workload::ALL.to_vec(),
             configurations: Configuration::ALL.to_vec(),
+            separations: vec![Separation::Inline],
+            min_blob_size: 4 << 10,
             workers: 1,
             throttle: 1.0,
             compression: CompressionType::Lz4,
@@ -271,8 +321,14 @@ impl CoproConfig {
         if self.value_sizes.is_empty()
             || self.workloads.is_empty()
             || self.configurations.is_empty()
+            || self.separations.is_empty()
         {
-            return bad("value sizes, workloads and configurations must not be empty".into());
+            return bad(
+                "value sizes, workloads, configurations and separations must not be empty".into(),
+            );
+        }
+        if self.separations.contains(&Separation::Blobs) && self.min_blob_size == 0 {
+            return bad("min blob size must be at least 1 byte to separate values".into());
         }
         if let Some(&v) = self.value_sizes.iter().find(|&&v| v == 0 || v > 1 << 20) {
             return bad(format!("value sizes must be 1 B..=1 MiB, got {v}"));
@@ -299,8 +355,11 @@ impl CoproConfig {
     }
 
     fn runs(&self) -> u64 {
-        (self.workloads.len() * self.value_sizes.len() * self.configurations.len() * self.repeat)
-            as u64
+        (self.workloads.len()
+            * self.separations.len()
+            * self.value_sizes.len()
+            * self.configurations.len()
+            * self.repeat) as u64
     }
 }
 
@@ -326,9 +385,17 @@ pub fn run_copro(config: &CoproConfig, scratch: &Path) -> Result<CoproReport> {
     let mut runs = Vec::new();
     let outcome = (|| -> Result<()> {
         for &workload in &config.workloads {
-            for &value_size in &config.value_sizes {
-                for &configuration in &config.configurations {
-                    runs.push(runner.point(workload, value_size, configuration, &progress)?);
+            for &separation in &config.separations {
+                for &value_size in &config.value_sizes {
+                    for &configuration in &config.configurations {
+                        let point = run::Point {
+                            workload,
+                            separation,
+                            value_size,
+                            configuration,
+                        };
+                        runs.push(runner.point(point, &progress)?);
+                    }
                 }
             }
         }

@@ -18,7 +18,7 @@ use sluice::compaction::remote::SideTotals;
 use sluice::{Error, Result};
 
 use super::pin::CpuPlan;
-use super::{Configuration, CoproConfig, Sizing};
+use super::{Configuration, CoproConfig, Separation, Sizing};
 
 /// One side's compaction work and CPU in a run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -87,6 +87,8 @@ pub(crate) fn ratio(a: f64, b: f64) -> Option<f64> {
 pub struct RunReport {
     /// `fillrandom` or `ycsb-a`.
     pub workload: String,
+    /// Values inline or in blob files.
+    pub separation: Separation,
     /// Bytes per value.
     pub value_size: usize,
     pub configuration: Configuration,
@@ -181,6 +183,7 @@ pub(crate) fn median_by<T>(runs: Vec<T>, key: impl Fn(&T) -> f64) -> Option<(T, 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
     pub workload: String,
+    pub separation: Separation,
     pub value_size: usize,
     pub configuration: Configuration,
     /// Throughput over host only's.
@@ -195,6 +198,10 @@ pub struct Comparison {
     pub host_cpu_vs_co_kv: Option<f64>,
     /// Worker process CPU use over Co-KV's (1 + G_C on the device).
     pub worker_cpu_vs_co_kv: Option<f64>,
+    /// Separated runs only: throughput over the same configuration's with values inline.
+    pub throughput_vs_inline: Option<f64>,
+    /// Separated runs only: write amplification over the inline run's.
+    pub write_amp_vs_inline: Option<f64>,
 }
 
 /// The parameters of the run, so `copro.json` stands alone.
@@ -206,6 +213,9 @@ pub struct Settings {
     pub value_sizes: Vec<usize>,
     pub workloads: Vec<String>,
     pub configurations: Vec<Configuration>,
+    pub separations: Vec<Separation>,
+    /// The smallest value separated in blob runs.
+    pub min_blob_size: usize,
     /// Workers of an offloaded run.
     pub workers: usize,
     /// The workers' CPU slowdown.
@@ -230,6 +240,8 @@ impl Settings {
             value_sizes: config.value_sizes.clone(),
             workloads: config.workloads.iter().map(|w| w.name().into()).collect(),
             configurations: config.configurations.clone(),
+            separations: config.separations.clone(),
+            min_blob_size: config.min_blob_size,
             workers: config.workers,
             throttle: config.throttle,
             compression: config.compression.name().into(),
@@ -250,7 +262,7 @@ pub struct CoproReport {
     /// The document reproduced (`004`).
     pub document: String,
     pub settings: Settings,
-    /// In order: workload, then value size, then configuration.
+    /// In order: workload, separation, value size, configuration.
     pub runs: Vec<RunReport>,
     /// Every run against its baselines.
     pub summary: Vec<Comparison>,
@@ -273,25 +285,29 @@ impl CoproReport {
         report
     }
 
-    /// The run of `configuration` at `workload` and `value_size`.
+    /// The run of `configuration` at `workload`, `separation` and `value_size`.
     pub fn run(
         &self,
-        workload: &str,
+        (workload, separation): (&str, Separation),
         value_size: usize,
         configuration: Configuration,
     ) -> Option<&RunReport> {
         self.runs.iter().find(|r| {
-            r.workload == workload && r.value_size == value_size && r.configuration == configuration
+            r.workload == workload
+                && r.separation == separation
+                && r.value_size == value_size
+                && r.configuration == configuration
         })
     }
 
-    /// The workloads and the value sizes measured, in run order, each once.
-    pub fn axes(&self) -> (Vec<String>, Vec<usize>) {
-        let mut workloads: Vec<String> = Vec::new();
+    /// The (workload, separation) pairs and the value sizes measured, in run order, each once.
+    pub fn axes(&self) -> (Vec<(String, Separation)>, Vec<usize>) {
+        let mut workloads: Vec<(String, Separation)> = Vec::new();
         let mut sizes: Vec<usize> = Vec::new();
         for r in &self.runs {
-            if !workloads.contains(&r.workload) {
-                workloads.push(r.workload.clone());
+            let scenario = (r.workload.clone(), r.separation);
+            if !workloads.contains(&scenario) {
+                workloads.push(scenario);
             }
             if !sizes.contains(&r.value_size) {
                 sizes.push(r.value_size);
@@ -304,21 +320,34 @@ impl CoproReport {
     pub fn comparison(&self, r: &RunReport) -> Option<&Comparison> {
         self.summary.iter().find(|c| {
             c.workload == r.workload
+                && c.separation == r.separation
                 && c.value_size == r.value_size
                 && c.configuration == r.configuration
         })
     }
 
     fn compare(&self, r: &RunReport) -> Comparison {
-        let host_only = self.run(&r.workload, r.value_size, Configuration::HostOnly);
-        let co_kv = self.run(&r.workload, r.value_size, Configuration::CoKv);
+        let scenario = (r.workload.as_str(), r.separation);
+        let host_only = self.run(scenario, r.value_size, Configuration::HostOnly);
+        let co_kv = self.run(scenario, r.value_size, Configuration::CoKv);
+        let inline = match r.separation {
+            Separation::Inline => None,
+            Separation::Blobs => self.run(
+                (&r.workload, Separation::Inline),
+                r.value_size,
+                r.configuration,
+            ),
+        };
         let worker = r.worker_totals();
         let co_kv_worker = co_kv.and_then(RunReport::worker_totals);
         let over = |a: Option<f64>, b: Option<f64>| ratio(a?, b?);
         Comparison {
             workload: r.workload.clone(),
+            separation: r.separation,
             value_size: r.value_size,
             configuration: r.configuration,
+            throughput_vs_inline: over(Some(r.ops_per_sec), inline.map(|i| i.ops_per_sec)),
+            write_amp_vs_inline: over(r.write_amp, inline.and_then(|i| i.write_amp)),
             throughput_vs_host_only: over(Some(r.ops_per_sec), host_only.map(|h| h.ops_per_sec)),
             write_amp_vs_host_only: over(r.write_amp, host_only.and_then(|h| h.write_amp)),
             host_bandwidth_vs_co_kv: over(

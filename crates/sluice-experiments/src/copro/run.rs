@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use sluice::{CompactionOptions, Db, MemtableOptions, Options, Result, TableOptions};
+use sluice::{BlobOptions, CompactionOptions, Db, MemtableOptions, Options, Result, TableOptions};
 use sluice_bench::delta::MetricsDelta;
 use sluice_bench::progress::Progress;
 use sluice_bench::resources::process_cpu_times;
@@ -19,7 +19,7 @@ use sluice_offload::{OffloadOptions, Secret};
 
 use super::pin::CpuPlan;
 use super::report::{RunReport, SideReport, median};
-use super::{Configuration, CoproConfig, Sizing, Workload};
+use super::{Configuration, CoproConfig, Separation, Sizing, Workload};
 use crate::workers::{WorkerSet, WorkerSettings, WorkerSpec};
 
 /// What every run of an experiment shares.
@@ -30,6 +30,15 @@ pub(super) struct Runner<'a> {
     pub secret: &'a Secret,
     pub secret_file: &'a Path,
     pub scratch: &'a Path,
+}
+
+/// One data point: what runs, how, and where its values go.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Point {
+    pub workload: Workload,
+    pub separation: Separation,
+    pub value_size: usize,
+    pub configuration: Configuration,
 }
 
 /// What one run measured, before it is turned into a report.
@@ -47,27 +56,24 @@ struct Measured {
 impl Runner<'_> {
     /// Measures one data point `repeat` times, each on a fresh database that is removed
     /// afterwards (also on failure); reports the median run by throughput.
-    pub fn point(
-        &self,
-        workload: Workload,
-        value_size: usize,
-        configuration: Configuration,
-        progress: &Progress,
-    ) -> Result<RunReport> {
+    pub fn point(&self, point: Point, progress: &Progress) -> Result<RunReport> {
         let mut runs = Vec::with_capacity(self.config.repeat);
         for i in 0..self.config.repeat {
             let dir = self.scratch.join(format!(
-                "{}-{value_size}-{}-{i}",
-                workload.name(),
-                configuration.name()
+                "{}-{}-{}-{}-{i}",
+                point.workload.name(),
+                point.separation.name(),
+                point.value_size,
+                point.configuration.name()
             ));
             tracing::info!(
-                workload = workload.name(),
-                value_size,
-                configuration = configuration.name(),
+                workload = point.workload.name(),
+                separation = point.separation.name(),
+                value_size = point.value_size,
+                configuration = point.configuration.name(),
                 "run"
             );
-            let outcome = self.run_once(workload, value_size, configuration, &dir);
+            let outcome = self.run_once(point, &dir);
             if let Err(e) = std::fs::remove_dir_all(&dir)
                 && dir.exists()
             {
@@ -79,13 +85,13 @@ impl Runner<'_> {
         median(runs)
     }
 
-    fn run_once(
-        &self,
-        workload: Workload,
-        value_size: usize,
-        configuration: Configuration,
-        dir: &Path,
-    ) -> Result<RunReport> {
+    fn run_once(&self, point: Point, dir: &Path) -> Result<RunReport> {
+        let Point {
+            workload,
+            separation,
+            value_size,
+            configuration,
+        } = point;
         std::fs::create_dir_all(dir).map_err(|e| sluice::Error::io(dir, e))?;
         let workers = match configuration.offloaded() {
             true => Some(WorkerSet::start(
@@ -103,7 +109,7 @@ impl Runner<'_> {
             .as_ref()
             .map(WorkerSet::addresses)
             .unwrap_or_default();
-        let options = self.options(configuration, addresses.clone());
+        let options = self.options(configuration, separation, addresses.clone());
         let db = Db::open(dir, options)?;
         let before = db.metrics();
         let host_before = process_cpu_times();
@@ -146,11 +152,16 @@ impl Runner<'_> {
             worker_cpu,
             addresses,
         };
-        Ok(self.report(workload, value_size, configuration, m))
+        Ok(self.report(point, m))
     }
 
-    /// The engine options of `configuration`, offloading to `workers`.
-    fn options(&self, configuration: Configuration, workers: Vec<String>) -> Options {
+    /// The engine options of `configuration` and `separation`, offloading to `workers`.
+    fn options(
+        &self,
+        configuration: Configuration,
+        separation: Separation,
+        workers: Vec<String>,
+    ) -> Options {
         let s = &self.sizing;
         let offload = configuration
             .offload()
@@ -166,6 +177,15 @@ impl Runner<'_> {
             create_if_missing: true,
             error_if_exists: true,
             offload: offload.map(Into::into),
+            blob: BlobOptions {
+                min_blob_size: match separation {
+                    Separation::Inline => 0,
+                    Separation::Blobs => self.config.min_blob_size,
+                },
+                // Compressed like the tables, so the two ways write values alike.
+                blob_compression: self.config.compression,
+                ..BlobOptions::default()
+            },
             memtable: MemtableOptions {
                 write_buffer_size: s.write_buffer_size,
                 ..MemtableOptions::default()
@@ -229,13 +249,13 @@ impl Runner<'_> {
         }
     }
 
-    fn report(
-        &self,
-        workload: Workload,
-        value_size: usize,
-        configuration: Configuration,
-        m: Measured,
-    ) -> RunReport {
+    fn report(&self, point: Point, m: Measured) -> RunReport {
+        let Point {
+            workload,
+            separation,
+            value_size,
+            configuration,
+        } = point;
         let per_second = |x: f64| if m.seconds > 0.0 { x / m.seconds } else { 0.0 };
         let c = &m.engine.compaction;
         let host_cpu_core = self.plan.host;
@@ -278,6 +298,7 @@ impl Runner<'_> {
         let offload = m.offload.as_ref();
         RunReport {
             workload: workload.name().into(),
+            separation,
             value_size,
             configuration,
             label: configuration.label().into(),

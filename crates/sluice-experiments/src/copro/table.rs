@@ -1,28 +1,33 @@
-//! The human rendering of a [`CoproReport`]: one block per workload and value size with a row
-//! per configuration (throughput, write amplification, each side's compaction bandwidth and
-//! CPU), then the comparisons with host only and Co-KV (the CoPro paper's Table 5 growth rates,
-//! as ratios). MB is 10^6 bytes; CPU percent is of one core.
+//! The human rendering of a [`CoproReport`]: one block per workload, separation and value size
+//! with a row per configuration (throughput, write amplification, each side's compaction
+//! bandwidth and CPU), then the comparisons with host only and Co-KV (the CoPro paper's Table 5
+//! growth rates, as ratios), and each separated run against its inline twin. MB is 10^6 bytes;
+//! CPU percent is of one core.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::Separation;
 use super::report::{Comparison, CoproReport, RunReport};
 use crate::table::binary_size;
 
 /// The whole report as text, ending with a newline.
 pub fn render(report: &CoproReport) -> String {
     let mut out = header(report);
-    let (workloads, sizes) = report.axes();
-    for workload in &workloads {
+    let (scenarios, sizes) = report.axes();
+    for scenario in &scenarios {
         for &size in &sizes {
-            let runs: Vec<&RunReport> = report
-                .runs
-                .iter()
-                .filter(|r| &r.workload == workload && r.value_size == size)
-                .collect();
+            let runs = runs_of(report, scenario, size);
             if let Some(first) = runs.first() {
                 out.push('\n');
-                block(workload, size, first.entries, &runs, &mut out);
+                let heading = format!(
+                    "{}, {} values{} ({} keys)",
+                    scenario.0,
+                    binary_size(size as u64),
+                    separation_text(report, scenario.1),
+                    first.entries
+                );
+                block(&heading, &runs, &mut out);
             }
         }
     }
@@ -31,7 +36,15 @@ pub fn render(report: &CoproReport) -> String {
         return out;
     }
     out.push('\n');
-    comparisons(report, &workloads, &sizes, &mut out);
+    comparisons(report, &scenarios, &sizes, &mut out);
+    if report
+        .summary
+        .iter()
+        .any(|c| c.throughput_vs_inline.is_some())
+    {
+        out.push('\n');
+        separated_against_inline(report, &sizes, &mut out);
+    }
     if report.settings.repeat == 1 {
         out.push_str(
             "\nOne run per point: on a shared machine single runs vary by tens of percent; \
@@ -111,12 +124,40 @@ fn modes_text(modes: &BTreeMap<String, u64>) -> String {
         .join(" ")
 }
 
-fn block(workload: &str, size: usize, entries: u64, runs: &[&RunReport], out: &mut String) {
-    let _ = writeln!(
-        out,
-        "{workload}, {} values ({entries} keys)",
-        binary_size(size as u64)
-    );
+/// The runs of one (workload, separation) at one value size, in run order.
+fn runs_of<'a>(
+    report: &'a CoproReport,
+    (workload, separation): &(String, Separation),
+    size: usize,
+) -> Vec<&'a RunReport> {
+    report
+        .runs
+        .iter()
+        .filter(|r| &r.workload == workload && r.separation == *separation && r.value_size == size)
+        .collect()
+}
+
+/// `, values from 4 KiB in blob files` for a separated run, nothing for an inline one.
+fn separation_text(report: &CoproReport, separation: Separation) -> String {
+    match separation {
+        Separation::Inline => String::new(),
+        Separation::Blobs => format!(
+            ", values from {} in blob files",
+            binary_size(report.settings.min_blob_size as u64)
+        ),
+    }
+}
+
+/// `fillrandom`, or `fillrandom+blobs` when separated: the workload column of the comparisons.
+fn scenario_name((workload, separation): &(String, Separation)) -> String {
+    match separation {
+        Separation::Inline => workload.clone(),
+        Separation::Blobs => format!("{workload}+blobs"),
+    }
+}
+
+fn block(heading: &str, runs: &[&RunReport], out: &mut String) {
+    let _ = writeln!(out, "{heading}");
     let _ = writeln!(
         out,
         "{:<13} {:>9} {:>7} {:>6} {:>7} {:>9} {:>9} {:>6} {:>6} {:>9} {:>9} {:>7}  executors host | workers",
@@ -166,14 +207,19 @@ fn block(workload: &str, size: usize, entries: u64, runs: &[&RunReport], out: &m
     );
 }
 
-fn comparisons(report: &CoproReport, workloads: &[String], sizes: &[usize], out: &mut String) {
+fn comparisons(
+    report: &CoproReport,
+    scenarios: &[(String, Separation)],
+    sizes: &[usize],
+    out: &mut String,
+) {
     let _ = writeln!(
         out,
         "Against the baselines (ratios; the CoPro paper's Table 5 growth G is ratio - 1)"
     );
     let _ = writeln!(
         out,
-        "{:<10} {:>8} {:<13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<16} {:>8} {:<13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "workload",
         "value",
         "configuration",
@@ -184,21 +230,18 @@ fn comparisons(report: &CoproReport, workloads: &[String], sizes: &[usize], out:
         "hostCPU/CK",
         "wkrCPU/CK"
     );
-    let x = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}x"));
-    for workload in workloads {
+    for scenario in scenarios {
         for &size in sizes {
-            let rows: Vec<(&RunReport, &Comparison)> = report
-                .runs
-                .iter()
-                .filter(|r| &r.workload == workload && r.value_size == size)
+            let rows: Vec<(&RunReport, &Comparison)> = runs_of(report, scenario, size)
+                .into_iter()
                 .filter(|r| r.configuration.offloaded())
                 .filter_map(|r| Some((r, report.comparison(r)?)))
                 .collect();
             for (r, c) in rows {
                 let _ = writeln!(
                     out,
-                    "{:<10} {:>8} {:<13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
-                    workload,
+                    "{:<16} {:>8} {:<13} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                    scenario_name(scenario),
                     binary_size(size as u64),
                     r.label,
                     x(c.throughput_vs_host_only),
@@ -212,6 +255,50 @@ fn comparisons(report: &CoproReport, workloads: &[String], sizes: &[usize], out:
         }
     }
     let _ = writeln!(out, "(HO: host only; CK: Co-KV; CPU: process CPU use)");
+}
+
+/// `1.50x`, `-` for a missing ratio.
+fn x(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.2}x"))
+}
+
+/// Every separated run against the same configuration with values inline: what moving the
+/// values out of the merge bought, and which executors the host then chose.
+fn separated_against_inline(report: &CoproReport, sizes: &[usize], out: &mut String) {
+    let _ = writeln!(
+        out,
+        "Values in blob files against inline (from {}; ratios)",
+        binary_size(report.settings.min_blob_size as u64)
+    );
+    let _ = writeln!(
+        out,
+        "{:<10} {:>8} {:<13} {:>9} {:>9}  executors host (blobs | inline)",
+        "workload", "value", "configuration", "ops/inl", "W-amp/inl"
+    );
+    let (scenarios, _) = report.axes();
+    for (workload, _) in scenarios.iter().filter(|s| s.1 == Separation::Blobs) {
+        for &size in sizes {
+            for r in runs_of(report, &(workload.clone(), Separation::Blobs), size) {
+                let (Some(c), Some(inline)) = (
+                    report.comparison(r),
+                    report.run((workload, Separation::Inline), size, r.configuration),
+                ) else {
+                    continue;
+                };
+                let _ = writeln!(
+                    out,
+                    "{:<10} {:>8} {:<13} {:>9} {:>9}  {} | {}",
+                    workload,
+                    binary_size(size as u64),
+                    r.label,
+                    x(c.throughput_vs_inline),
+                    x(c.write_amp_vs_inline),
+                    modes_text(&r.host.modes),
+                    modes_text(&inline.host.modes),
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]

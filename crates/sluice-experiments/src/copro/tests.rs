@@ -45,6 +45,7 @@ fn run(workload: Workload, value_size: usize, c: Configuration) -> RunReport {
     };
     RunReport {
         workload: workload.name().into(),
+        separation: Separation::Inline,
         value_size,
         configuration: c,
         label: c.label().into(),
@@ -326,6 +327,81 @@ fn host_only_runs_both_workloads() {
     // Only the secret is left in the scratch directory.
     let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
     assert_eq!(left.len(), 1);
+}
+
+#[test]
+fn separated_runs_move_references_and_face_their_inline_twins() {
+    let scratch = tempfile::tempdir().unwrap();
+    let config = CoproConfig {
+        workloads: vec![Workload::FillRandom],
+        separations: Separation::ALL.to_vec(),
+        value_sizes: vec![8 << 10],
+        min_blob_size: 4 << 10,
+        ..small(
+            vec![Configuration::HostOnly],
+            WorkerProgram::sluice("/nonexistent"),
+        )
+    };
+    let report = run_copro(&config, scratch.path()).unwrap();
+    let [inline, blobs] = &report.runs[..] else {
+        panic!("{:?}", report.runs)
+    };
+    assert_eq!(
+        (inline.separation, blobs.separation),
+        (Separation::Inline, Separation::Blobs)
+    );
+    // Both compacted; the separated run's compactions read references, and the values of
+    // the oldest blob files they collect, not every 8 KiB value.
+    assert!(
+        inline.compactions > 0 && blobs.compactions > 0,
+        "{report:?}"
+    );
+    assert!(
+        blobs.compaction_input_bytes < inline.compaction_input_bytes,
+        "{blobs:?}\n{inline:?}"
+    );
+    let c = report.comparison(blobs).unwrap();
+    assert!(c.throughput_vs_inline.is_some() && c.write_amp_vs_inline.is_some());
+    assert!(
+        report
+            .comparison(inline)
+            .unwrap()
+            .throughput_vs_inline
+            .is_none()
+    );
+    let text = table::render(&report);
+    for needle in [
+        "fillrandom, 8 KiB values, values from 4 KiB in blob files",
+        "Values in blob files against inline (from 4 KiB; ratios)",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let written = write_outputs(&report, dir.path()).unwrap();
+    assert!(
+        written
+            .iter()
+            .any(|p| p.ends_with("copro_bandwidth_fillrandom_blobs.png")),
+        "{written:?}"
+    );
+}
+
+#[test]
+fn separation_needs_a_size() {
+    let config = CoproConfig {
+        separations: vec![Separation::Blobs],
+        min_blob_size: 0,
+        ..CoproConfig::default()
+    };
+    let err = config.validate().unwrap_err().to_string();
+    assert!(err.contains("min blob size"), "{err}");
+    assert_eq!(Separation::from_name("blobs"), Some(Separation::Blobs));
+    assert_eq!(Separation::from_name("both"), None);
+    assert_eq!(Workload::from_name("ycsb-a"), Some(Workload::YcsbA));
+    assert_eq!(
+        Configuration::from_name("copro+"),
+        Some(Configuration::CoProPlus)
+    );
 }
 
 #[test]

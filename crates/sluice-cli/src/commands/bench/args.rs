@@ -160,6 +160,11 @@ impl BenchArgs {
                     .experiment_workers
                     .unwrap_or(CoproConfig::default().workers),
                 throttle: self.throttle.unwrap_or(CoproConfig::default().throttle),
+                value_sizes: Vec::new(),
+                workloads: Vec::new(),
+                configurations: Vec::new(),
+                separation: CoproConfig::default().separations,
+                min_blob_size: CoproConfig::default().min_blob_size,
                 common,
             }),
             Experiment::Mstore => ExperimentCommand::Mstore(MstoreArgs {

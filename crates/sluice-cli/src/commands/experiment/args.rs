@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use sluice_experiments::PcpConfig;
-use sluice_experiments::copro::CoproConfig;
+use sluice_experiments::copro::{Configuration, CoproConfig, Separation, Workload};
 use sluice_experiments::mstore::MstoreConfig;
 use sluice_experiments::scale::ScaleConfig;
 
@@ -89,8 +89,37 @@ pub struct CoproArgs {
     /// CPU time per share), at least 1.0.
     #[arg(long, value_name = "F", default_value_t = CoproConfig::default().throttle)]
     pub throttle: f64,
+    /// Comma-separated bytes per value, one set of runs each [default: 100,1K,16K,64K].
+    #[arg(long, value_name = "BYTES,...", value_delimiter = ',', value_parser = parse_usize)]
+    pub value_sizes: Vec<usize>,
+    /// Comma-separated workloads: fillrandom, ycsb-a [default: both].
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', value_parser = parse_workload)]
+    pub workloads: Vec<Workload>,
+    /// Comma-separated configurations: host-only, co-kv, copro, copro+, dynamic [default: all].
+    #[arg(long, value_name = "NAME,...", value_delimiter = ',', value_parser = parse_configuration)]
+    pub configurations: Vec<Configuration>,
+    /// Where values go: inline (in the tables), blobs (values of --min-blob-size bytes or more
+    /// in blob files), or inline,blobs to run every point both ways and compare them.
+    #[arg(long, value_name = "inline|blobs,...", value_delimiter = ',', value_parser = parse_separation, default_value = "inline")]
+    pub separation: Vec<Separation>,
+    /// The smallest value put in a blob file by --separation blobs.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = CoproConfig::default().min_blob_size)]
+    pub min_blob_size: usize,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+fn parse_workload(name: &str) -> Result<Workload, String> {
+    Workload::from_name(name).ok_or_else(|| format!("unknown workload {name:?}"))
+}
+
+fn parse_configuration(name: &str) -> Result<Configuration, String> {
+    Configuration::from_name(name).ok_or_else(|| format!("unknown configuration {name:?}"))
+}
+
+fn parse_separation(name: &str) -> Result<Separation, String> {
+    Separation::from_name(name)
+        .ok_or_else(|| format!("unknown separation {name:?}: inline or blobs"))
 }
 
 impl CoproArgs {
@@ -155,6 +184,41 @@ mod tests {
             CoproArgs::DEFAULT_NUM * BYTES_PER_NUM,
             CoproConfig::default().data_bytes
         );
+    }
+
+    #[test]
+    fn copro_takes_its_axes_as_lists() {
+        use clap::Parser;
+
+        use crate::args::{Cli, Command};
+
+        let cli = Cli::try_parse_from([
+            "sluice",
+            "experiment",
+            "copro",
+            "--separation",
+            "inline,blobs",
+            "--configurations",
+            "host-only,copro+",
+            "--workloads",
+            "fillrandom",
+            "--value-sizes",
+            "1K,64K",
+            "--min-blob-size",
+            "2K",
+        ])
+        .unwrap();
+        let Command::Experiment(ExperimentCommand::Copro(args)) = cli.command else {
+            panic!("{:?}", cli.command)
+        };
+        assert_eq!(args.separation, Separation::ALL);
+        assert_eq!(
+            args.configurations,
+            [Configuration::HostOnly, Configuration::CoProPlus]
+        );
+        assert_eq!(args.workloads, [Workload::FillRandom]);
+        assert_eq!(args.value_sizes, [1 << 10, 64 << 10]);
+        assert_eq!(args.min_blob_size, 2 << 10);
     }
 
     #[test]

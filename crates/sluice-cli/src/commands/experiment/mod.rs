@@ -49,9 +49,23 @@ fn pcp(args: &PcpArgs, out: &mut dyn Write) -> CmdResult {
     })
 }
 
+/// The list given on the command line, or `default` when none was.
+fn given_or<T: Clone>(given: &[T], default: &[T]) -> Vec<T> {
+    match given.is_empty() {
+        true => default.to_vec(),
+        false => given.to_vec(),
+    }
+}
+
 fn copro(args: &CoproArgs, out: &mut dyn Write) -> CmdResult {
     let c = &args.common;
+    let defaults = copro::CoproConfig::default();
     let config = copro::CoproConfig {
+        value_sizes: given_or(&args.value_sizes, &defaults.value_sizes),
+        workloads: given_or(&args.workloads, &defaults.workloads),
+        configurations: given_or(&args.configurations, &defaults.configurations),
+        separations: args.separation.clone(),
+        min_blob_size: args.min_blob_size,
         data_bytes: copro::CoproConfig::data_bytes_for_num(args.num),
         key_size: c.key_size,
         workers: args.workers,
@@ -61,7 +75,6 @@ fn copro(args: &CoproArgs, out: &mut dyn Write) -> CmdResult {
         repeat: c.repeat,
         progress: std::io::stderr().is_terminal(),
         worker_program: this_worker()?,
-        ..copro::CoproConfig::default()
     };
     config.validate()?;
     let report = in_scratch(|scratch| copro::run_copro(&config, scratch))?;
