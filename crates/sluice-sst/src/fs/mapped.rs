@@ -34,7 +34,7 @@ use std::path::Path;
 use std::ptr::NonNull;
 
 use nix::fcntl::{FallocateFlags, fallocate};
-use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
+use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap, munmap};
 
 use super::WriteFile;
 use super::os::{BYTES_PER_SYNC, new_file_options, request_writeback};
@@ -42,6 +42,12 @@ use super::os::{BYTES_PER_SYNC, new_file_options, request_writeback};
 /// Bytes mapped, and reserved on disk, at a time. A multiple of the page size and of the log's
 /// 32 KiB block, and small enough that the zeros a crash leaves cost the reader nothing.
 pub(super) const WINDOW_BYTES: usize = 4 << 20;
+
+/// Bytes of the window faulted in at a time: large enough that one call replaces many page
+/// faults, small enough that the append paying for it is not held up long (populating a
+/// whole 4 MiB window at once put 4 ms on one append in a thousand, 256 KiB 140 us on one
+/// in a hundred).
+const POPULATE_BYTES: usize = 64 << 10;
 
 /// See the module documentation.
 #[derive(Debug)]
@@ -58,6 +64,8 @@ pub(super) struct MappedWriteFile {
     allocated: u64,
     /// Bytes before this offset have been handed to writeback.
     writeback_to: u64,
+    /// Bytes of the window, from its start, faulted in for writing ([`Self::populate`]).
+    populated: usize,
 }
 
 // SAFETY: the mapping behind `window` is owned by this writer alone (no copy of the pointer
@@ -78,6 +86,7 @@ impl MappedWriteFile {
             appended: 0,
             allocated: 0,
             writeback_to: 0,
+            populated: 0,
         };
         match mapped.map_window() {
             Ok(()) => Ok(Some(mapped)),
@@ -128,6 +137,7 @@ impl MappedWriteFile {
         }?;
         self.window = Some(ptr.cast());
         self.window_start = start;
+        self.populated = 0;
         self.allocated = self.allocated.max(start + WINDOW_BYTES as u64);
         Ok(())
     }
@@ -143,12 +153,39 @@ impl MappedWriteFile {
         }
     }
 
-    /// Starts writeback of what was copied since the last call, once that is
-    /// [`BYTES_PER_SYNC`] or more, so a later `fdatasync` finds little left to do.
+    /// Faults the window's pages up to byte `end` in for writing, [`POPULATE_BYTES`] at a
+    /// time, in one call each, rather than one page fault per 4 KiB page as the copies reach
+    /// them: with 4 KiB values those faults were a tenth of the writing thread's time. The
+    /// pages become dirty zeros, which is what the reserved blocks read as anyway. Only an
+    /// optimisation: a kernel without MADV_POPULATE_WRITE (before 5.14) refuses it, and the
+    /// copies fault as before.
+    fn populate(&mut self, window: NonNull<u8>, end: usize) {
+        while self.populated < end {
+            let len = POPULATE_BYTES.min(WINDOW_BYTES - self.populated);
+            #[expect(unsafe_code, reason = "madvise has no safe interface")]
+            // SAFETY: `populated + len <= WINDOW_BYTES`, so the range lies inside the live
+            // mapping, and populating it changes none of its bytes.
+            let _ = unsafe {
+                madvise(
+                    window.add(self.populated).cast(),
+                    len,
+                    MmapAdvise::MADV_POPULATE_WRITE,
+                )
+            };
+            self.populated += len;
+        }
+    }
+
+    /// Starts writeback of the windows left behind since the last call, once they hold
+    /// [`BYTES_PER_SYNC`] or more, so a later `fdatasync` finds at most about a window left to
+    /// do. Only unmapped pages: writing back a page that is still mapped makes the kernel
+    /// write-protect it first (`folio_mkclean`), which flushes the TLB of every CPU the
+    /// process runs on; with 4 KiB values that was a sixth of all CPU time in overwrite.
     fn start_writeback(&mut self) {
-        if self.appended >= self.writeback_to + BYTES_PER_SYNC {
-            request_writeback(&self.file, self.writeback_to, self.appended);
-            self.writeback_to = self.appended;
+        let behind = self.window_start;
+        if behind >= self.writeback_to + BYTES_PER_SYNC {
+            request_writeback(&self.file, self.writeback_to, behind);
+            self.writeback_to = behind;
         }
     }
 }
@@ -165,6 +202,7 @@ impl WriteFile for MappedWriteFile {
             // Below WINDOW_BYTES: `appended` is inside the window just checked or mapped.
             let at = (self.appended - self.window_start) as usize;
             let n = data.len().min(WINDOW_BYTES - at);
+            self.populate(window, at + n);
             #[expect(
                 unsafe_code,
                 reason = "copying into a mapping goes through a raw pointer"
@@ -293,12 +331,19 @@ mod tests {
     }
 
     #[test]
-    fn long_appends_start_writeback_as_they_go() {
+    fn long_appends_start_writeback_of_the_windows_left_behind() {
         let dir = tempfile::tempdir().unwrap();
         let Some(mut w) = MappedWriteFile::create(&dir.path().join("000003.log")).unwrap() else {
             return;
         };
+        // Inside the first window nothing is handed to writeback: its pages are mapped.
         w.append(&vec![7; 3 << 20]).unwrap();
-        assert_eq!(w.writeback_to, 3 << 20);
+        assert_eq!(w.writeback_to, 0);
+        // The pages copied into were faulted in ahead, whole chunks at a time.
+        w.append(&[7; 5]).unwrap();
+        assert_eq!(w.populated, (3 << 20) + POPULATE_BYTES);
+        // Once appends move on to the next windows, the ones behind are.
+        w.append(&vec![7; WINDOW_BYTES + (3 << 20) - 5]).unwrap();
+        assert_eq!(w.writeback_to, 2 * WINDOW_BYTES as u64);
     }
 }
