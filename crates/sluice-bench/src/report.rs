@@ -76,6 +76,8 @@ pub struct RunOptions {
     pub blob_file_size: u64,
     /// The share of blob files, oldest first, garbage collection collects (0: off).
     pub blob_gc_age_cutoff: f64,
+    /// The least garbage share of a file collected.
+    pub blob_gc_min_garbage_ratio: f64,
 }
 
 impl RunOptions {
@@ -107,6 +109,7 @@ impl RunOptions {
                 true => options.blob.gc_age_cutoff,
                 false => 0.0,
             },
+            blob_gc_min_garbage_ratio: options.blob.gc_min_garbage_ratio,
         }
     }
 }

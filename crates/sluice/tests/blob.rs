@@ -348,11 +348,13 @@ fn a_blob_file_no_manifest_names_is_deleted_at_open() {
     assert!(report.blob_references >= 400, "{report:?}");
 }
 
-/// Garbage collection of the oldest `cutoff` of the blob files, forced at `force`; each
-/// round of writes below is one flush and one blob file.
+/// Garbage collection of the oldest `cutoff` of the blob files, whatever their garbage
+/// (RocksDB's rule), forced at `force`; each round of writes below is one flush and one blob
+/// file.
 fn gc_options(cutoff: f64, force: f64) -> Options {
     let mut options = blob_options();
     options.blob.gc_age_cutoff = cutoff;
+    options.blob.gc_min_garbage_ratio = 0.0;
     options.blob.gc_force_threshold = force;
     options.blob.blob_file_size = 16 << 20;
     options.memtable.write_buffer_size = 16 << 20;
@@ -408,6 +410,41 @@ fn compactions_move_live_values_out_of_the_oldest_blob_files() {
         let db = Db::open(dir.path(), blob_options()).unwrap();
         assert_eq!(contents(&db), model, "after reopening");
     }
+}
+
+#[test]
+fn a_blob_file_is_collected_only_once_it_is_garbage_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = gc_options(0.5, 1.0);
+    options.blob.gc_min_garbage_ratio = 0.5;
+    let db = Db::open(dir.path(), options).unwrap();
+    let mut model = BTreeMap::new();
+    write_keys(&db, 0..200, 1, &mut model);
+    db.flush().unwrap();
+    let first = files_with(dir.path(), "blob");
+    assert_eq!(first.len(), 1);
+    // A quarter of its values overwritten: moving the other three quarters to free one is
+    // not worth it, so the file stays although it is the oldest.
+    write_keys(&db, 0..50, 2, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(first[0].exists());
+    let ratio = db.metrics().blob.garbage_ratio();
+    assert!(ratio > 0.1, "{ratio}");
+    assert_eq!(contents(&db), model);
+    // Past half garbage, which the version shows once the compaction that drops the
+    // overwritten references is installed, the next compaction that reads the file's
+    // references moves the rest out.
+    write_keys(&db, 50..120, 2, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(first[0].exists());
+    write_keys(&db, 120..130, 2, &mut model);
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(!first[0].exists(), "{} was collected", first[0].display());
+    assert_eq!(contents(&db), model);
+    db.check().unwrap();
 }
 
 /// Version 1 of keys 0..8000: even keys, then odd ones (a flush, and so a blob file, each),

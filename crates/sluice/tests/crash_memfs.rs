@@ -108,6 +108,8 @@ fn layout_options(fs: &MemFs, round: usize) -> Options {
             true => sluice::BlobOptions {
                 min_blob_size: 128,
                 blob_file_size: 16 << 10,
+                // Collect at every chance: kills then land in relocations too.
+                gc_min_garbage_ratio: 0.0,
                 ..sluice::BlobOptions::default()
             },
             false => sluice::BlobOptions::default(),

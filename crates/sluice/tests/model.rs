@@ -297,6 +297,8 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
             true => BlobOptions {
                 min_blob_size: 4,
                 blob_file_size: 4096,
+                // Collect at every chance, so relocation runs as often as it can.
+                gc_min_garbage_ratio: 0.0,
                 ..BlobOptions::default()
             },
             false => BlobOptions::default(),

@@ -71,6 +71,10 @@ pub struct EngineArgs {
     /// garbage collection off.
     #[arg(long, value_name = "SHARE", default_value_t = BlobOptions::default().gc_age_cutoff)]
     pub blob_gc_age_cutoff: f64,
+    /// Of those, only files at least this share garbage are collected, so a move frees at
+    /// least (ratio / (1 - ratio)) bytes per byte it writes; 0 collects them all (RocksDB).
+    #[arg(long, value_name = "SHARE", default_value_t = BlobOptions::default().gc_min_garbage_ratio)]
+    pub blob_gc_min_garbage_ratio: f64,
     /// When those files hold at least this share of garbage, the tables referencing them are
     /// rewritten for it alone (RocksDB's blob_garbage_collection_force_threshold).
     #[arg(long, value_name = "SHARE", default_value_t = BlobOptions::default().gc_force_threshold)]
@@ -229,6 +233,7 @@ impl EngineArgs {
                 blob_compression: self.blob_compression.into(),
                 garbage_collection: self.blob_gc_age_cutoff > 0.0,
                 gc_age_cutoff: self.blob_gc_age_cutoff,
+                gc_min_garbage_ratio: self.blob_gc_min_garbage_ratio,
                 gc_force_threshold: self.blob_gc_force_threshold,
             },
             ..defaults
@@ -341,6 +346,8 @@ mod tests {
             "zstd",
             "--blob-gc-age-cutoff",
             "0.5",
+            "--blob-gc-min-garbage-ratio",
+            "0.3",
             "--blob-gc-force-threshold",
             "0.8",
         ]);
@@ -350,6 +357,7 @@ mod tests {
             blob_compression: CompressionType::Zstd,
             garbage_collection: true,
             gc_age_cutoff: 0.5,
+            gc_min_garbage_ratio: 0.3,
             gc_force_threshold: 0.8,
         };
         assert_eq!(o.blob, want);

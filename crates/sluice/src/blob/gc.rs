@@ -2,7 +2,8 @@
 //! a compaction collects, and the [`BlobCollector`] that writes their live values again.
 //!
 //! The oldest `gc_age_cutoff` share of the blob files (by file number, which is the order they
-//! were written in) is collected: a compaction whose inputs reference one of them moves the
+//! were written in), of those the ones at least `gc_min_garbage_ratio` garbage, is collected:
+//! a compaction whose inputs reference one of them moves the
 //! values it keeps out of it ([`sluice_sst::compact::relocate`]). Values that stay live longest
 //! are the ones overwrites never free, so moving them out of old files is what lets those files
 //! go. When the collected files are at least `gc_force_threshold` garbage, the picker also
@@ -30,15 +31,21 @@ use crate::version::Version;
 use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::{FileMetaData, NUM_LEVELS};
 
-/// The blob files garbage collection collects now: the oldest `gc_age_cutoff` share of the
-/// version's (none when collection is off).
+/// The blob files garbage collection collects now: those of the oldest `gc_age_cutoff` share
+/// of the version's that are at least `gc_min_garbage_ratio` garbage (none when collection is
+/// off).
 pub(crate) fn collected(version: &Version, options: &BlobOptions) -> BTreeSet<u64> {
     if !options.garbage_collection {
         return BTreeSet::new();
     }
     let files = version.blob_files();
     let count = (files.len() as f64 * options.gc_age_cutoff).floor() as usize;
-    files.keys().take(count).copied().collect()
+    files
+        .iter()
+        .take(count)
+        .filter(|(_, state)| state.garbage_ratio() >= options.gc_min_garbage_ratio)
+        .map(|(&number, _)| number)
+        .collect()
 }
 
 /// The collected files `inputs` reference: what a compaction of them moves values out of.

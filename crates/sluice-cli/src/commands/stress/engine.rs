@@ -142,6 +142,8 @@ impl Engine {
             blob: BlobOptions {
                 min_blob_size: 256,
                 blob_file_size: 64 << 10,
+                // Below the default, so files are collected young and old.
+                gc_min_garbage_ratio: 0.25,
                 ..BlobOptions::default()
             },
             ..Options::default()
