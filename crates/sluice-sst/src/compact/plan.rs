@@ -6,8 +6,15 @@
 //! boundary. For every sub-task the plan lists, per input run, exactly the data blocks it must
 //! read; a block that straddles a boundary is read by both neighbours.
 //!
-//! The plan depends only on the inputs and `sub_task_bytes`, never on the executor, which is
-//! what lets every executor produce the same blocks.
+//! Sub-tasks are sized by the bytes they move, not only those they read: when the compaction
+//! collects blob files ([`CompactionSpec::blob_relocation`]), a table's references into them
+//! move their values too, so each of its blocks counts its share of those values
+//! ([`moved_bytes_per_block`]). Without that, a sub-task over references into a collected file
+//! would read 512 KiB of references and write hundreds of megabytes of values, and one
+//! thread would carry the whole collection.
+//!
+//! The plan depends only on the inputs, the files they relocate from and `sub_task_bytes`,
+//! never on the executor, which is what lets every executor produce the same blocks.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -115,10 +122,11 @@ fn choose_boundaries(spec: &CompactionSpec, sub_task_bytes: u64) -> Vec<Vec<u8>>
     let mut blocks: Vec<(&[u8], u64)> =
         Vec::with_capacity(ranges.iter().map(|(_, r)| r.len()).sum());
     for (table, range) in ranges {
+        let moved = moved_bytes_per_block(spec, table);
         blocks.extend(
             range
                 .filter_map(|i| table.index_entry(i))
-                .map(|(last, h)| (user_key(last), h.size + BLOCK_TRAILER_LEN as u64)),
+                .map(|(last, h)| (user_key(last), moved(h.size + BLOCK_TRAILER_LEN as u64))),
         );
     }
     blocks.sort_by(|a, b| a.0.cmp(b.0));
@@ -143,6 +151,28 @@ fn choose_boundaries(spec: &CompactionSpec, sub_task_bytes: u64) -> Vec<Vec<u8>>
         }
     }
     bounds
+}
+
+/// The bytes a block of `table` stands for in the plan, from its stored length: the length
+/// itself, plus, when the compaction relocates blob files, the table's bytes of references
+/// into them spread over its blocks in proportion to their length (the references' values
+/// are read and written again; where in the table they sit is not recorded, so evenly is the
+/// best guess).
+fn moved_bytes_per_block(spec: &CompactionSpec, table: &Table) -> impl Fn(u64) -> u64 + use<> {
+    let relocated: u64 = spec.blob_relocation.as_ref().map_or(0, |relocation| {
+        table
+            .properties()
+            .blob_refs
+            .iter()
+            .filter(|(file, _)| relocation.relocates(*file))
+            .map(|(_, tally)| tally.bytes)
+            .fold(0u64, u64::saturating_add)
+    });
+    let stored = table.file_size().max(1);
+    move |len| {
+        let share = u128::from(len) * u128::from(relocated) / u128::from(stored);
+        len.saturating_add(u64::try_from(share).unwrap_or(u64::MAX))
+    }
 }
 
 /// The position of the first data block of `table` whose last user key is `>= uk`
@@ -470,5 +500,70 @@ pub(crate) mod tests {
         let plan = plan(&spec(vec![vec![t]]), 512 << 10);
         assert_eq!(plan.sub_tasks.len(), 1);
         assert_eq!(plan.sub_tasks[0].blocks[0].len(), 1);
+    }
+
+    /// Relocates blob file `.0`; planning never asks for a writer.
+    #[derive(Debug)]
+    struct Relocates(u64);
+
+    impl crate::compact::BlobRelocation for Relocates {
+        fn relocates(&self, file_number: u64) -> bool {
+            file_number == self.0
+        }
+        fn writer(&self) -> Box<dyn crate::compact::RelocationWriter + '_> {
+            unreachable!("planning writes nothing")
+        }
+    }
+
+    #[test]
+    fn sub_tasks_count_the_values_they_relocate() {
+        use crate::blob::BlobRef;
+        let dir = tempfile::tempdir().unwrap();
+        // 2000 references to 64 KiB values, keys below 1000 in blob file 7, the rest in 8.
+        let path = dir.path().join("1.sst");
+        let opts = TableOptions {
+            block_size: 256,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::create(&path, &opts).unwrap();
+        for k in 0..2000u32 {
+            let ikey = make_internal_key(format!("k{k:06}").as_bytes(), 1, ValueKind::BlobIndex);
+            let blob = BlobRef {
+                file_number: if k < 1000 { 7 } else { 8 },
+                offset: u64::from(k) << 16,
+                size: 1 << 16,
+            };
+            b.add(&ikey, &blob.encode()).unwrap();
+        }
+        b.finish().unwrap();
+        let t = Table::open(&path, 1, TableReadOptions::default()).unwrap();
+        let quarter = t.file_size() / 4;
+        let mut s = spec(vec![vec![t.clone()]]);
+        let reading = plan(&s, quarter);
+        // Collecting a file that holds nothing of this table's changes nothing.
+        s.blob_relocation = Some(Arc::new(Relocates(9)));
+        assert_eq!(plan(&s, quarter), reading);
+        // Collecting file 7 moves 1000 x 64 KiB besides the references: about 64 MiB more
+        // to share out, so many more sub-tasks of the same size.
+        s.blob_relocation = Some(Arc::new(Relocates(7)));
+        let moving = plan(&s, quarter);
+        assert!(reading.sub_tasks.len() <= 5, "{}", reading.sub_tasks.len());
+        assert!(
+            moving.sub_tasks.len() > 10 * reading.sub_tasks.len(),
+            "{} against {}",
+            moving.sub_tasks.len(),
+            reading.sub_tasks.len()
+        );
+        // They still tile the key space and read every key once.
+        let mut keys = Vec::new();
+        for st in &moving.sub_tasks {
+            keys.extend(keys_via_blocks(
+                &t,
+                &st.blocks[0],
+                st.lower.as_deref(),
+                st.upper.as_deref(),
+            ));
+        }
+        assert_eq!(keys, all_keys(&t, None, None));
     }
 }
