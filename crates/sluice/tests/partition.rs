@@ -229,6 +229,74 @@ fn a_moved_range_is_relocated_and_stays_readable() {
     assert_eq!(contents(&db), *model);
 }
 
+/// The user keys whose values blob files in `dir` hold, read record by record.
+fn keys_in_blob_files(dir: &Path) -> std::collections::BTreeSet<Vec<u8>> {
+    let mut keys = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "blob") {
+            continue;
+        }
+        let number: u64 = path.file_stem().unwrap().to_str().unwrap().parse().unwrap();
+        let storage = sluice::fs::Storage::default();
+        let file = sluice_sst::blob::BlobFile::open(&storage, &path, number).unwrap();
+        for record in file.records_iter() {
+            keys.insert(record.unwrap().key);
+        }
+    }
+    keys
+}
+
+#[test]
+fn a_moved_range_takes_its_blob_values_along() {
+    let root = tempfile::tempdir().unwrap();
+    let mut opts = options(partitions(root.path(), 2, 4, None));
+    // Every value (about 100 bytes) is separated; collection for garbage alone is off, so
+    // any value that moves moves because its range did.
+    opts.blob = sluice::BlobOptions {
+        min_blob_size: 50,
+        garbage_collection: false,
+        ..sluice::BlobOptions::default()
+    };
+    let db = Db::open(root.path().join("db"), opts).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    let [owner0, owner1] = &owner_dirs(root.path(), 2)[..] else {
+        unreachable!()
+    };
+    let range1: std::collections::BTreeSet<Vec<u8>> = (KEYS / 4..KEYS / 2).map(key).collect();
+    // Flushes wrote each range's values next to its tables.
+    assert!(keys_in_blob_files(owner0).is_superset(&range1));
+    assert!(keys_in_blob_files(owner1).is_disjoint(&range1));
+
+    db.move_range(1, 1).unwrap();
+    db.wait_for_background_work().unwrap();
+    // The range's values were written again in its new owner's directory, by the
+    // compactions that moved its tables, and the old copies are garbage.
+    assert!(keys_in_blob_files(owner1).is_superset(&range1));
+    assert!(db.metrics().relocations > 0);
+    let stats = db.partition_stats().unwrap();
+    assert!(stats.ranges[1].forwarded_from.is_empty(), "{:?}", stats.ranges[1]);
+    assert!(db.metrics().blob.garbage_bytes > 0);
+    assert_eq!(contents(&db), model);
+    db.check().unwrap();
+    // Nothing more to move: the picker is idle, and a reopen reads the same.
+    drop(db);
+    let db = Db::open(
+        root.path().join("db"),
+        options(partitions(root.path(), 2, 4, None)),
+    )
+    .unwrap();
+    db.wait_for_background_work().unwrap();
+    assert_eq!(contents(&db), model);
+    db.check().unwrap();
+}
+
 const BALANCE: BalanceOptions = BalanceOptions {
     max_skew: 0.25,
     min_bytes: 256 << 10,

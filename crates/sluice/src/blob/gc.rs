@@ -48,21 +48,36 @@ pub(crate) fn collected(version: &Version, options: &BlobOptions) -> BTreeSet<u6
         .collect()
 }
 
-/// The collected files `inputs` reference: what a compaction of them moves values out of.
-pub(crate) fn collected_by<'a>(
+/// The blob files a compaction of `inputs` moves values out of: the collected files they
+/// reference, and, when its outputs go to `output_dir` (partitioned mode: the range owner's
+/// directory), every file they reference in another directory, so that a range's values
+/// follow it to a new owner as its tables do. That second move does not depend on
+/// `garbage_collection`: it is where the values belong, not a way to reclaim space.
+pub(crate) fn relocated_by<'a>(
     version: &Version,
     options: &BlobOptions,
     inputs: impl Iterator<Item = &'a Arc<FileMetaData>>,
+    output_dir: Option<u32>,
 ) -> BTreeSet<u64> {
-    let collected = collected(version, options);
-    if collected.is_empty() {
-        return collected;
-    }
     let mut referenced = BTreeSet::new();
     for f in inputs {
         referenced.extend(f.blob_refs.iter().map(|(file, _)| file));
     }
-    collected.intersection(&referenced).copied().collect()
+    let collected = collected(version, options);
+    referenced
+        .into_iter()
+        .filter(|number| {
+            collected.contains(number)
+                || output_dir.is_some_and(|dir| is_elsewhere(version, *number, dir))
+        })
+        .collect()
+}
+
+/// True if blob file `number` lies outside table directory `dir`.
+pub(crate) fn is_elsewhere(version: &Version, number: u64, dir: u32) -> bool {
+    version
+        .blob_file(number)
+        .is_some_and(|state| state.meta.dir_index != dir)
 }
 
 /// True when the collected files are at least `gc_force_threshold` garbage: their remaining
@@ -114,10 +129,11 @@ pub(crate) fn forced_compaction(
 }
 
 /// Reads the live values of the collected blob files and writes them into new ones, next to
-/// the file each came from. Writers are pooled: a thread takes one for a sub-task and gives
+/// the file each came from, or in partitioned mode in the compaction's output directory (the
+/// range owner's). Writers are pooled: a thread takes one for a sub-task and gives
 /// it back, so a compaction writes about one file per thread, not one per sub-task.
 pub(crate) struct BlobCollector {
-    /// The collected files, open.
+    /// The collected files, open, each with the table directory its values move to.
     sources: BTreeMap<u64, (Arc<BlobFile>, u32)>,
     dirs: Vec<PathBuf>,
     storage: Storage,
@@ -131,10 +147,15 @@ pub(crate) struct BlobCollector {
 }
 
 impl BlobCollector {
-    /// The collector for compaction `c`, if it collects anything.
-    pub(crate) fn for_compaction(c: &Compaction, env: &JobEnv<'_>) -> Result<Option<Self>> {
+    /// The collector for compaction `c` writing into `output_dir` ([`relocated_by`]), if it
+    /// moves any value.
+    pub(crate) fn for_compaction(
+        c: &Compaction,
+        env: &JobEnv<'_>,
+        output_dir: Option<u32>,
+    ) -> Result<Option<Self>> {
         let options = &env.options.blob;
-        let files = collected_by(&c.version, options, c.all_inputs());
+        let files = relocated_by(&c.version, options, c.all_inputs(), output_dir);
         if files.is_empty() {
             return Ok(None);
         }
@@ -145,7 +166,7 @@ impl BlobCollector {
                 continue;
             };
             let file = env.table_cache.blob_file(&state.meta)?;
-            sources.insert(*number, (file, state.meta.dir_index));
+            sources.insert(*number, (file, output_dir.unwrap_or(state.meta.dir_index)));
         }
         for f in c.all_inputs() {
             moved_bytes += files.iter().map(|&b| f.blob_refs.get(b).bytes).sum::<u64>();

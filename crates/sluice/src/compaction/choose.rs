@@ -87,12 +87,13 @@ pub(crate) fn local_exec(options: &Options, history: &History, request: Request)
 
 /// The executor that runs `c`: `exec` on this thread, or split with the workers when `sides`
 /// (the placement's answer) or the offload options say so; and whether its outputs must add
-/// up to its inputs.
+/// up to its inputs. `output_dir` is where the placement puts the outputs.
 pub(crate) fn executor_for<'a>(
     c: &Compaction,
     env: &'a JobEnv<'a>,
     exec: ExecOptions,
     sides: Sides,
+    output_dir: Option<u32>,
 ) -> (Box<dyn Executor + 'a>, Accounting) {
     // Workers know only the built-in filter (the TTL's alone) and merge operators: what the
     // user's own apply to runs here.
@@ -101,9 +102,14 @@ pub(crate) fn executor_for<'a>(
         .merge_operator
         .as_ref()
         .is_some_and(|op| sluice_sst::merge_operator::builtin(op.name()).is_none());
-    // Collecting blob files reads them, which only the host does.
-    let collects_blobs =
-        !crate::blob::gc::collected_by(&c.version, &env.options.blob, c.all_inputs()).is_empty();
+    // Moving values out of blob files reads them, which only the host does.
+    let collects_blobs = !crate::blob::gc::relocated_by(
+        &c.version,
+        &env.options.blob,
+        c.all_inputs(),
+        output_dir,
+    )
+    .is_empty();
     if env.options.compaction_filter.is_some() || unknown_to_workers || collects_blobs {
         return (Box::new(exec), Accounting::Checked);
     }

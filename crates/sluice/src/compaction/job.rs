@@ -81,7 +81,7 @@ pub(crate) fn merge(
     control: Arc<JobControl>,
 ) -> Result<JobOutcome> {
     let mut spec = spec_of(c, env)?;
-    let collector = BlobCollector::for_compaction(c, env)?.map(Arc::new);
+    let collector = BlobCollector::for_compaction(c, env, output_dir)?.map(Arc::new);
     spec.blob_relocation = collector
         .clone()
         .map(|c| c as Arc<dyn sluice_sst::compact::BlobRelocation>);

@@ -62,15 +62,22 @@ pub fn pick(
 }
 
 /// Partitioned mode: `(level, table)` of every table left in a former owner's directory by a
-/// range move, deepest level first (where tables are biggest and least likely to be
-/// compacted soon anyway).
+/// range move, or whose blob values were, deepest level first (where tables are biggest and
+/// least likely to be compacted soon anyway). Rewriting one in place moves both into the
+/// owner's directory.
 fn forwarded_tables(version: &Version) -> impl Iterator<Item = (usize, &Arc<FileMetaData>)> {
     let map = version.range_map();
     (0..NUM_LEVELS).rev().flat_map(move |level| {
         version.files(level).iter().filter_map(move |f| {
             let map = map?;
             let owner = map.range_of(smallest_user_key(f)).owner;
-            (f.dir_index != crate::version::range_map::owner_dir_index(owner)).then_some((level, f))
+            let dir = crate::version::range_map::owner_dir_index(owner);
+            let values_elsewhere = || {
+                f.blob_refs
+                    .iter()
+                    .any(|(blob, _)| crate::blob::gc::is_elsewhere(version, blob, dir))
+            };
+            (f.dir_index != dir || values_elsewhere()).then_some((level, f))
         })
     })
 }

@@ -119,7 +119,8 @@ impl DbInner {
             None => {
                 // The owners the placement occupies stay busy until the outputs are installed.
                 let placed = self.place(c);
-                let (executor, accounting) = choose::executor_for(c, &env, exec, placed.sides);
+                let (executor, accounting) =
+                    choose::executor_for(c, &env, exec, placed.sides, placed.output_dir);
                 job::merge(c, &env, &*executor, accounting, placed.output_dir, control)
                     .and_then(|outcome| self.install(outcome))
             }
