@@ -150,7 +150,13 @@ mod tests {
             &["sluice", "get", "--db", "x", "k", "--create-keyspace"],
             &["sluice", "put", "--db", "x", "--keyspace", "k", "v"],
             &["sluice", "experiment", "copro", "--separation", "both"],
-            &["sluice", "experiment", "copro", "--configurations", "copro++"],
+            &[
+                "sluice",
+                "experiment",
+                "copro",
+                "--configurations",
+                "copro++",
+            ],
             &["sluice", "experiment", "copro", "--workloads", "ycsb-b"],
         ] {
             let err = Cli::try_parse_from(args).unwrap_err();

@@ -281,7 +281,11 @@ fn a_moved_range_takes_its_blob_values_along() {
     assert!(keys_in_blob_files(owner1).is_superset(&range1));
     assert!(db.metrics().relocations > 0);
     let stats = db.partition_stats().unwrap();
-    assert!(stats.ranges[1].forwarded_from.is_empty(), "{:?}", stats.ranges[1]);
+    assert!(
+        stats.ranges[1].forwarded_from.is_empty(),
+        "{:?}",
+        stats.ranges[1]
+    );
     assert!(db.metrics().blob.garbage_bytes > 0);
     assert_eq!(contents(&db), model);
     db.check().unwrap();

@@ -103,13 +103,9 @@ pub(crate) fn executor_for<'a>(
         .as_ref()
         .is_some_and(|op| sluice_sst::merge_operator::builtin(op.name()).is_none());
     // Moving values out of blob files reads them, which only the host does.
-    let collects_blobs = !crate::blob::gc::relocated_by(
-        &c.version,
-        &env.options.blob,
-        c.all_inputs(),
-        output_dir,
-    )
-    .is_empty();
+    let collects_blobs =
+        !crate::blob::gc::relocated_by(&c.version, &env.options.blob, c.all_inputs(), output_dir)
+            .is_empty();
     if env.options.compaction_filter.is_some() || unknown_to_workers || collects_blobs {
         return (Box::new(exec), Accounting::Checked);
     }
