@@ -1,4 +1,10 @@
-//! The block cache: decompressed blocks shared by every open table, bounded in bytes.
+//! The block cache: decompressed blocks shared by every open table, and the values read from
+//! blob files (value separation), bounded in bytes together.
+//!
+//! Blob values share the cache rather than having one of their own, as Pebble's do: one
+//! budget to size, and the eviction policy weighs a hot value against a hot block. A value is
+//! kept with the key it was written under, which a hit checks as a read from the file would,
+//! so a reference that names another key's record is caught either way.
 //!
 //! Keys are `(namespace, file number, block offset)`: file numbers are never reused within a
 //! namespace (one per keyspace of a database, which number their files apart), so a cached
@@ -19,23 +25,46 @@ use crate::block::Block;
 /// Typical block size, used only to size the cache's hash tables up front.
 const TYPICAL_BLOCK_BYTES: usize = 4096;
 
-#[derive(Clone, Copy, Debug, Default)]
-struct BlockWeighter;
+/// Memory an entry costs besides its bytes (the key tuple, the `Arc`, the cache's slot).
+const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
-/// `(namespace, file number, block offset)`.
+#[derive(Clone, Copy, Debug, Default)]
+struct EntryWeighter;
+
+/// `(namespace, file number, offset)`: a block's offset in its table, or a record's in its
+/// blob file. Tables and blob files share one number space, so the two never alias.
 type Key = (u32, u64, u64);
 
-impl Weighter<Key, Arc<Block>> for BlockWeighter {
-    fn weight(&self, _key: &Key, block: &Arc<Block>) -> u64 {
-        block.charge_bytes() as u64
+/// A value read from a blob file, with the user key it was written under.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CachedValue {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+}
+
+#[derive(Clone)]
+enum Entry {
+    Block(Arc<Block>),
+    Value(Arc<CachedValue>),
+}
+
+impl Weighter<Key, Entry> for EntryWeighter {
+    fn weight(&self, _key: &Key, entry: &Entry) -> u64 {
+        match entry {
+            Entry::Block(block) => block.charge_bytes() as u64,
+            Entry::Value(v) => (v.key.len() + v.value.len()) as u64 + ENTRY_OVERHEAD_BYTES,
+        }
     }
 }
 
-/// A byte-bounded cache of decompressed blocks keyed by `(namespace, file_number, block_offset)`.
+/// A byte-bounded cache of decompressed blocks and blob values keyed by `(namespace,
+/// file_number, offset)`.
 pub struct BlockCache {
-    cache: Cache<Key, Arc<Block>, BlockWeighter>,
+    cache: Cache<Key, Entry, EntryWeighter>,
     hits: AtomicU64,
     misses: AtomicU64,
+    value_hits: AtomicU64,
+    value_misses: AtomicU64,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -55,29 +84,57 @@ impl BlockCache {
     pub fn new(capacity_bytes: usize) -> Self {
         let items = (capacity_bytes / TYPICAL_BLOCK_BYTES).clamp(16, 1 << 24);
         BlockCache {
-            cache: Cache::with_weighter(items, capacity_bytes.max(1) as u64, BlockWeighter),
+            cache: Cache::with_weighter(items, capacity_bytes.max(1) as u64, EntryWeighter),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            value_hits: AtomicU64::new(0),
+            value_misses: AtomicU64::new(0),
         }
     }
 
     /// The cached block at `block_offset` of file `file_number` in `namespace`, counting a hit
     /// or a miss.
     pub fn get(&self, namespace: u32, file_number: u64, block_offset: u64) -> Option<Arc<Block>> {
-        let found = self.cache.get(&(namespace, file_number, block_offset));
-        let counter = if found.is_some() {
-            &self.hits
-        } else {
-            &self.misses
+        let found = match self.cache.get(&(namespace, file_number, block_offset)) {
+            Some(Entry::Block(block)) => Some(block),
+            _ => None,
         };
-        counter.fetch_add(1, Ordering::Relaxed);
+        count(&self.hits, &self.misses, found.is_some());
         found
     }
 
-    /// Caches `block`, replacing any block under the same key.
+    /// Caches `block`, replacing any entry under the same key.
     pub fn insert(&self, namespace: u32, file_number: u64, block_offset: u64, block: Arc<Block>) {
         self.cache
-            .insert((namespace, file_number, block_offset), block);
+            .insert((namespace, file_number, block_offset), Entry::Block(block));
+    }
+
+    /// The cached value of the record at `offset` of blob file `file_number` in `namespace`,
+    /// counting a hit or a miss.
+    pub fn get_value(
+        &self,
+        namespace: u32,
+        file_number: u64,
+        offset: u64,
+    ) -> Option<Arc<CachedValue>> {
+        let found = match self.cache.get(&(namespace, file_number, offset)) {
+            Some(Entry::Value(v)) => Some(v),
+            _ => None,
+        };
+        count(&self.value_hits, &self.value_misses, found.is_some());
+        found
+    }
+
+    /// Caches `value`, read from the record at `offset` of blob file `file_number`.
+    pub fn insert_value(
+        &self,
+        namespace: u32,
+        file_number: u64,
+        offset: u64,
+        value: Arc<CachedValue>,
+    ) {
+        self.cache
+            .insert((namespace, file_number, offset), Entry::Value(value));
     }
 
     /// Bytes the cached blocks occupy.
@@ -109,6 +166,21 @@ impl BlockCache {
     pub fn misses(&self) -> u64 {
         self.misses.load(Ordering::Relaxed)
     }
+
+    /// Blob value lookups that found their value.
+    pub fn value_hits(&self) -> u64 {
+        self.value_hits.load(Ordering::Relaxed)
+    }
+
+    /// Blob value lookups that did not.
+    pub fn value_misses(&self) -> u64 {
+        self.value_misses.load(Ordering::Relaxed)
+    }
+}
+
+fn count(hits: &AtomicU64, misses: &AtomicU64, hit: bool) {
+    let counter = if hit { hits } else { misses };
+    counter.fetch_add(1, Ordering::Relaxed);
 }
 
 #[cfg(test)]
@@ -141,6 +213,31 @@ mod tests {
         assert_eq!((c.hits(), c.misses()), (1, 3));
         assert_eq!(c.usage_bytes(), b.charge_bytes());
         assert_eq!(c.len(), 1);
+    }
+
+    #[test]
+    fn values_and_blocks_share_the_budget_and_never_alias() {
+        let c = BlockCache::new(1 << 20);
+        let v = Arc::new(CachedValue {
+            key: b"k".to_vec(),
+            value: vec![3; 10_000],
+        });
+        assert!(c.get_value(0, 9, 16).is_none());
+        c.insert_value(0, 9, 16, Arc::clone(&v));
+        assert_eq!(c.get_value(0, 9, 16).as_deref(), Some(&*v));
+        // A block lookup under the same key finds nothing, and counts as a block miss.
+        assert!(c.get(0, 9, 16).is_none());
+        c.insert(0, 1, 0, block(100));
+        assert!(c.get_value(0, 1, 0).is_none());
+        assert_eq!((c.value_hits(), c.value_misses()), (1, 2));
+        assert_eq!((c.hits(), c.misses()), (0, 1));
+        assert!(c.usage_bytes() >= 10_000, "{}", c.usage_bytes());
+        // Values are evicted by weight like blocks: a small cache keeps a few only.
+        let small = BlockCache::new(64 << 10);
+        for offset in 0..100 {
+            small.insert_value(0, 1, offset, Arc::clone(&v));
+        }
+        assert!(small.usage_bytes() <= 64 << 10 && small.len() < 10, "{}", small.len());
     }
 
     #[test]

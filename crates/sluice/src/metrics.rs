@@ -304,6 +304,10 @@ pub struct BlobMetrics {
     pub live_bytes: u64,
     /// Record bytes no live table references: space a garbage collection would free.
     pub garbage_bytes: u64,
+    /// Values reads found in the block cache, which holds blob values too.
+    pub cache_hits: u64,
+    /// Values reads had to read from their blob file.
+    pub cache_misses: u64,
 }
 
 impl BlobMetrics {

@@ -8,14 +8,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_sst::cache::BlockCache;
+use sluice_sst::blob::{BlobFile, BlobRef};
+use sluice_sst::cache::{BlockCache, CachedValue};
 use sluice_sst::fs::{FileSystem, IoMode, Storage};
 use sluice_sst::table::{Table, TableReadOptions};
 
 use crate::filename::{blob_file_name, table_file_name};
 use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::FileMetaData;
-use sluice_sst::blob::BlobFile;
 use sluice_sst::{Error, Result};
 
 use crate::Options;
@@ -26,6 +26,8 @@ pub struct TableCache {
     tables: quick_cache::sync::Cache<u64, Arc<Table>>,
     blob_files: quick_cache::sync::Cache<u64, Arc<BlobFile>>,
     block_cache: Option<Arc<BlockCache>>,
+    /// [`crate::BlobOptions::cache_values`].
+    cache_blob_values: bool,
     /// The keyspace id: its tables' blocks are cached under it.
     cache_namespace: u32,
     verify_checksums: bool,
@@ -51,6 +53,7 @@ impl TableCache {
             dirs,
             tables: quick_cache::sync::Cache::new(options.max_open_files),
             blob_files: quick_cache::sync::Cache::new(options.max_open_files),
+            cache_blob_values: options.blob.cache_values,
             block_cache,
             cache_namespace,
             verify_checksums: options.verify_checksums,
@@ -133,6 +136,38 @@ impl TableCache {
         }
         self.blob_files.insert(meta.number, Arc::clone(&file));
         Ok(file)
+    }
+
+    /// The value the reference `blob`, stored for user key `key`, points at in the blob file
+    /// `meta` describes: with [`crate::BlobOptions::cache_values`], from the block cache when
+    /// it holds it (and it was written under `key`), otherwise read from the file, checked,
+    /// and cached.
+    pub fn blob_value(
+        &self,
+        meta: &BlobFileMetaData,
+        blob: &BlobRef,
+        key: &[u8],
+    ) -> Result<Vec<u8>> {
+        let ns = self.cache_namespace;
+        let cache = self
+            .block_cache
+            .as_ref()
+            .filter(|_| self.cache_blob_values);
+        if let Some(hit) = cache.and_then(|c| c.get_value(ns, blob.file_number, blob.offset))
+            && hit.key == key
+        {
+            return Ok(hit.value.clone());
+        }
+        // On a key mismatch too: the read below names the damaged reference.
+        let value = self.blob_file(meta)?.get(blob, key)?;
+        if let Some(cache) = cache {
+            let cached = CachedValue {
+                key: key.to_vec(),
+                value: value.clone(),
+            };
+            cache.insert_value(ns, blob.file_number, blob.offset, Arc::new(cached));
+        }
+        Ok(value)
     }
 
     /// The reader for `file`, opening it on first use.

@@ -74,6 +74,36 @@ fn filled(dir: &Path) -> (Db, BTreeMap<Vec<u8>, Vec<u8>>) {
 }
 
 #[test]
+fn blob_values_are_cached_in_the_block_cache_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, model) = filled(dir.path());
+    let (k, v) = model.iter().find(|(_, v)| v.len() >= MIN_BLOB).unwrap();
+    // Off by default: every read goes to the blob file, uncounted.
+    assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    let m = db.metrics().blob;
+    assert_eq!((m.cache_hits, m.cache_misses), (0, 0));
+    drop(db);
+    let mut options = blob_options();
+    options.blob.cache_values = true;
+    let db = Db::open(dir.path(), options.clone()).unwrap();
+    let before = db.metrics().blob;
+    assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    let after = db.metrics().blob;
+    assert_eq!(after.cache_misses - before.cache_misses, 1);
+    assert_eq!(after.cache_hits - before.cache_hits, 1);
+    drop(db);
+    // Without a block cache every read goes to the blob file.
+    options.block_cache_bytes = 0;
+    let db = Db::open(dir.path(), options).unwrap();
+    assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
+    let m = db.metrics().blob;
+    assert_eq!((m.cache_hits, m.cache_misses), (0, 0));
+    assert_eq!(contents(&db), model);
+}
+
+#[test]
 fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
     let dir = tempfile::tempdir().unwrap();
     let (db, mut model) = filled(dir.path());

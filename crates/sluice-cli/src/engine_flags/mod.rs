@@ -66,6 +66,9 @@ pub struct EngineArgs {
     /// How values in blob files are compressed, each on its own.
     #[arg(long, value_enum, default_value_t = Compression::None)]
     pub blob_compression: Compression,
+    /// Keep values read from blob files in the block cache (worth it for skewed reads).
+    #[arg(long)]
+    pub blob_cache_values: bool,
     /// The share of blob files, oldest first, whose live values compactions move out so the
     /// files can be deleted (RocksDB's blob_garbage_collection_age_cutoff); 0 turns blob
     /// garbage collection off.
@@ -231,6 +234,7 @@ impl EngineArgs {
                 min_blob_size: self.min_blob_size,
                 blob_file_size: self.blob_file_size,
                 blob_compression: self.blob_compression.into(),
+                cache_values: self.blob_cache_values,
                 garbage_collection: self.blob_gc_age_cutoff > 0.0,
                 gc_age_cutoff: self.blob_gc_age_cutoff,
                 gc_min_garbage_ratio: self.blob_gc_min_garbage_ratio,
@@ -344,6 +348,7 @@ mod tests {
             "64M",
             "--blob-compression",
             "zstd",
+            "--blob-cache-values",
             "--blob-gc-age-cutoff",
             "0.5",
             "--blob-gc-min-garbage-ratio",
@@ -355,6 +360,7 @@ mod tests {
             min_blob_size: 4 << 10,
             blob_file_size: 64 << 20,
             blob_compression: CompressionType::Zstd,
+            cache_values: true,
             garbage_collection: true,
             gc_age_cutoff: 0.5,
             gc_min_garbage_ratio: 0.3,

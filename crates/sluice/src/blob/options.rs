@@ -19,6 +19,15 @@ pub struct BlobOptions {
     /// How each value is compressed in its blob file. Values are compressed one by one, so
     /// a read decompresses only its own.
     pub blob_compression: CompressionType,
+    /// Reads keep the values they read from blob files in the block cache (RocksDB's
+    /// `blob_cache` set to the block cache; Pebble's behaviour), where they compete with
+    /// table blocks for its bytes. Compactions never fill it. Off by default, as in RocksDB:
+    /// an uncompressed value is one `pread` from the page cache, which copying it into and
+    /// out of the block cache does not beat. Measured with 4 KiB values and a 64 MiB cache:
+    /// uncompressed, readrandom over 2 GB lost 15% and zipfian YCSB C 9%; zstd-compressed,
+    /// YCSB C gained 5% (a hit skips the decompression). Worth it for compressed values read
+    /// often, or when the page cache cannot hold the hot ones.
+    pub cache_values: bool,
     /// Compactions move the live values out of the oldest blob files, so those can be
     /// deleted (RocksDB's `enable_blob_garbage_collection`, on here by default).
     pub garbage_collection: bool,
@@ -44,6 +53,7 @@ impl Default for BlobOptions {
             min_blob_size: 0,
             blob_file_size: 256 << 20,
             blob_compression: CompressionType::None,
+            cache_values: false,
             garbage_collection: true,
             gc_age_cutoff: 0.25,
             gc_min_garbage_ratio: 0.5,

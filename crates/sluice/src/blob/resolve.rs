@@ -1,5 +1,5 @@
 //! Reading a separated value back: the reference a table holds, resolved through the
-//! version's blob files and the table cache.
+//! version's blob files, the block cache (which holds blob values too) and the table cache.
 
 use std::path::Path;
 
@@ -40,5 +40,5 @@ pub(crate) fn resolve(
             ),
         )
     })?;
-    Ok(tables.blob_file(&state.meta)?.get(&blob, key)?)
+    Ok(tables.blob_value(&state.meta, &blob, key)?)
 }

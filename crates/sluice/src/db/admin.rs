@@ -124,7 +124,11 @@ impl Db {
             partitions: inner.options.partitions.as_ref().and_then(|p| {
                 crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
             }),
-            blob: crate::metrics::BlobMetrics::of(v),
+            blob: crate::metrics::BlobMetrics {
+                cache_hits: cache.map_or(0, |c| c.value_hits()),
+                cache_misses: cache.map_or(0, |c| c.value_misses()),
+                ..crate::metrics::BlobMetrics::of(v)
+            },
         }
     }
 
