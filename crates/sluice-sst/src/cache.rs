@@ -237,7 +237,11 @@ mod tests {
         for offset in 0..100 {
             small.insert_value(0, 1, offset, Arc::clone(&v));
         }
-        assert!(small.usage_bytes() <= 64 << 10 && small.len() < 10, "{}", small.len());
+        assert!(
+            small.usage_bytes() <= 64 << 10 && small.len() < 10,
+            "{}",
+            small.len()
+        );
     }
 
     #[test]

@@ -149,10 +149,7 @@ impl TableCache {
         key: &[u8],
     ) -> Result<Vec<u8>> {
         let ns = self.cache_namespace;
-        let cache = self
-            .block_cache
-            .as_ref()
-            .filter(|_| self.cache_blob_values);
+        let cache = self.block_cache.as_ref().filter(|_| self.cache_blob_values);
         if let Some(hit) = cache.and_then(|c| c.get_value(ns, blob.file_number, blob.offset))
             && hit.key == key
         {

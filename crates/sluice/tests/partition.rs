@@ -165,6 +165,18 @@ fn tables_follow_the_range_map_across_reopen() {
     assert!(err.contains("already holds tables"), "{err}");
 }
 
+/// Writes round 0 of every key, flushes and waits for the compactions; returns the model.
+fn fill_once(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    for i in 0..KEYS {
+        db.put(&key(i), &value(i, 0)).unwrap();
+        model.insert(key(i), value(i, 0));
+    }
+    db.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+    model
+}
+
 #[test]
 fn a_moved_range_is_relocated_and_stays_readable() {
     let root = tempfile::tempdir().unwrap();
@@ -175,13 +187,7 @@ fn a_moved_range_is_relocated_and_stays_readable() {
         )
         .unwrap(),
     );
-    let mut model = BTreeMap::new();
-    for i in 0..KEYS {
-        db.put(&key(i), &value(i, 0)).unwrap();
-        model.insert(key(i), value(i, 0));
-    }
-    db.flush().unwrap();
-    db.wait_for_background_work().unwrap();
+    let model = fill_once(&db);
 
     // A reader checks every key of the reference set while the range moves.
     let model = Arc::new(model);
@@ -259,13 +265,7 @@ fn a_moved_range_takes_its_blob_values_along() {
         ..sluice::BlobOptions::default()
     };
     let db = Db::open(root.path().join("db"), opts).unwrap();
-    let mut model = BTreeMap::new();
-    for i in 0..KEYS {
-        db.put(&key(i), &value(i, 0)).unwrap();
-        model.insert(key(i), value(i, 0));
-    }
-    db.flush().unwrap();
-    db.wait_for_background_work().unwrap();
+    let model = fill_once(&db);
     let [owner0, owner1] = &owner_dirs(root.path(), 2)[..] else {
         unreachable!()
     };

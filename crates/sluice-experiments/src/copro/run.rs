@@ -86,12 +86,7 @@ impl Runner<'_> {
     }
 
     fn run_once(&self, point: Point, dir: &Path) -> Result<RunReport> {
-        let Point {
-            workload,
-            separation,
-            value_size,
-            configuration,
-        } = point;
+        let configuration = point.configuration;
         std::fs::create_dir_all(dir).map_err(|e| sluice::Error::io(dir, e))?;
         let workers = match configuration.offloaded() {
             true => Some(WorkerSet::start(
@@ -109,7 +104,7 @@ impl Runner<'_> {
             .as_ref()
             .map(WorkerSet::addresses)
             .unwrap_or_default();
-        let options = self.options(configuration, separation, addresses.clone());
+        let options = self.options(configuration, point.separation, addresses.clone());
         let db = Db::open(dir, options)?;
         let before = db.metrics();
         let host_before = process_cpu_times();
@@ -118,7 +113,7 @@ impl Runner<'_> {
             .map(WorkerSet::cpu_seconds)
             .unwrap_or_default();
         let start = Instant::now();
-        let (entries, ops) = self.workload(&db, workload, value_size)?;
+        let (entries, ops) = self.workload(&db, point.workload, point.value_size)?;
         db.wait_for_background_work()?;
         let seconds = start.elapsed().as_secs_f64();
         let after = db.metrics();
