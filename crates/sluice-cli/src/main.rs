@@ -10,6 +10,7 @@ mod commands;
 mod engine_flags;
 mod escape;
 mod failure;
+mod hex;
 mod units;
 
 use std::io::{BufWriter, IsTerminal, Write};

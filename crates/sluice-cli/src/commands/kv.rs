@@ -1,7 +1,13 @@
 //! `put`, `merge`, `get`, `delete`, `delete-range` and `scan`, each in one keyspace
 //! (`--keyspace`, default `default`).
+//!
+//! Keys and values are text on the command line and printed escaped (`\xNN` for bytes outside
+//! printable ASCII); with `--hex` both ways are hexadecimal, which is how binary keys are
+//! reached. `put` may create the database (as RocksDB's `ldb put --create_if_missing`
+//! would); `delete` and `delete-range` need one to exist.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::PathBuf;
 
 use clap::Args;
 use sluice::{ReadOptions, WriteOptions};
@@ -10,7 +16,35 @@ use super::keyspace::{KeyspaceArg, WriteKeyspaceArg};
 use super::{Access, OpenArgs};
 use crate::escape::escape;
 use crate::failure::{CmdResult, Failure};
+use crate::hex;
 use crate::units::parse_size;
+
+/// How keys and values are written on the command line and printed.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct Encoding {
+    /// Keys and values are hexadecimal, as given and as printed (an optional `0x` prefix is
+    /// accepted): the way to name keys that are not text.
+    #[arg(long)]
+    pub hex: bool,
+}
+
+impl Encoding {
+    /// The bytes `text`, the `what` (for the error) given on the command line, stands for.
+    pub fn decode(self, what: &str, text: &str) -> Result<Vec<u8>, Failure> {
+        match self.hex {
+            true => hex::decode(text).map_err(|e| Failure::Error(format!("{what}: {e}"))),
+            false => Ok(text.as_bytes().to_vec()),
+        }
+    }
+
+    /// How `bytes` are printed.
+    pub fn encode(self, bytes: &[u8]) -> String {
+        match self.hex {
+            true => hex::encode(bytes),
+            false => escape(bytes),
+        }
+    }
+}
 
 /// `sluice put`.
 #[derive(Debug, Args)]
@@ -19,13 +53,40 @@ pub struct PutArgs {
     pub keyspace: WriteKeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
+    #[command(flatten)]
+    pub encoding: Encoding,
     /// The key.
     pub key: String,
-    /// The value.
-    pub value: String,
+    /// The value (or --value-file).
+    #[arg(required_unless_present = "value_file", conflicts_with = "value_file")]
+    pub value: Option<String>,
+    /// Take the value from FILE, byte for byte (`-`: standard input), never as hexadecimal:
+    /// for values too large for an argument (Linux caps one at 128 KiB) or not text.
+    #[arg(long, value_name = "FILE")]
+    pub value_file: Option<PathBuf>,
     /// Sync the write-ahead log before returning.
     #[arg(long)]
     pub sync: bool,
+}
+
+impl PutArgs {
+    /// The value: the argument, or the file's (stdin's) bytes.
+    fn value(&self) -> Result<Vec<u8>, Failure> {
+        match (&self.value, &self.value_file) {
+            (Some(value), _) => self.encoding.decode("value", value),
+            (None, Some(path)) if path.as_os_str() == "-" => {
+                let mut value = Vec::new();
+                std::io::stdin()
+                    .read_to_end(&mut value)
+                    .map_err(|e| Failure::Error(format!("reading the value from stdin: {e}")))?;
+                Ok(value)
+            }
+            (None, Some(path)) => std::fs::read(path).map_err(|e| {
+                Failure::Error(format!("reading the value from {}: {e}", path.display()))
+            }),
+            (None, None) => Err(Failure::Error("no value given".into())),
+        }
+    }
 }
 
 /// `sluice merge`.
@@ -35,6 +96,8 @@ pub struct MergeArgs {
     pub keyspace: WriteKeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
+    #[command(flatten)]
+    pub encoding: Encoding,
     /// The key.
     pub key: String,
     /// The operand, for the database's `--merge-operator`.
@@ -55,6 +118,8 @@ pub struct DeleteRangeArgs {
     pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
+    #[command(flatten)]
+    pub encoding: Encoding,
     /// First key deleted (inclusive).
     #[arg(long, value_name = "KEY")]
     pub from: String,
@@ -73,6 +138,8 @@ pub struct KeyArgs {
     pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
+    #[command(flatten)]
+    pub encoding: Encoding,
     /// The key.
     pub key: String,
 }
@@ -84,6 +151,8 @@ pub struct ScanArgs {
     pub keyspace: KeyspaceArg,
     #[command(flatten)]
     pub db: OpenArgs,
+    #[command(flatten)]
+    pub encoding: Encoding,
     /// First key (inclusive).
     #[arg(long, value_name = "KEY")]
     pub from: Option<String>,
@@ -96,9 +165,11 @@ pub struct ScanArgs {
 }
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
+    let key = args.encoding.decode("key", &args.key)?;
+    let value = args.value()?;
     let db = args.keyspace.open(&args.db)?;
     let opts = WriteOptions { sync: args.sync };
-    db.put_opt(&opts, args.key.as_bytes(), args.value.as_bytes())?;
+    db.put_opt(&opts, &key, &value)?;
     db.close()?;
     Ok(())
 }
@@ -113,48 +184,59 @@ pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
         })?;
         n.to_le_bytes().to_vec()
     } else {
-        args.operand.as_bytes().to_vec()
+        args.encoding.decode("operand", &args.operand)?
     };
+    let key = args.encoding.decode("key", &args.key)?;
     let db = args.keyspace.open(&args.db)?;
     let opts = WriteOptions { sync: args.sync };
-    db.merge_opt(&opts, args.key.as_bytes(), &operand)?;
+    db.merge_opt(&opts, &key, &operand)?;
     db.close()?;
     Ok(())
 }
 
 pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = args.keyspace.open(&args.db, Access::Create)?;
+    let from = args.encoding.decode("--from", &args.from)?;
+    let to = args.encoding.decode("--to", &args.to)?;
+    let db = args.keyspace.open(&args.db, Access::Existing)?;
     let opts = WriteOptions { sync: args.sync };
-    db.delete_range_opt(&opts, args.from.as_bytes(), args.to.as_bytes())?;
+    db.delete_range_opt(&opts, &from, &to)?;
     db.close()?;
     Ok(())
 }
 
 pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
+    let key = args.encoding.decode("key", &args.key)?;
     let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
-    let value = db.get(args.key.as_bytes())?;
+    let value = db.get(&key)?;
     db.close()?;
     match value {
-        Some(v) => Ok(writeln!(out, "{}", escape(&v))?),
+        Some(v) => Ok(writeln!(out, "{}", args.encoding.encode(&v))?),
         None => Err(Failure::Negative(format!(
             "not found: {}",
-            escape(args.key.as_bytes())
+            args.encoding.encode(&key)
         ))),
     }
 }
 
 pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = args.keyspace.open(&args.db, Access::Create)?;
-    db.delete_opt(&WriteOptions::default(), args.key.as_bytes())?;
+    let key = args.encoding.decode("key", &args.key)?;
+    let db = args.keyspace.open(&args.db, Access::Existing)?;
+    db.delete_opt(&WriteOptions::default(), &key)?;
     db.close()?;
     Ok(())
 }
 
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
+    let bound = |what, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| args.encoding.decode(what, t))
+            .transpose()
+    };
+    let (from, to) = (bound("--from", &args.from)?, bound("--to", &args.to)?);
     let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
     let opts = ReadOptions {
-        lower_bound: args.from.as_deref().map(str::as_bytes),
-        upper_bound: args.to.as_deref().map(str::as_bytes),
+        lower_bound: from.as_deref(),
+        upper_bound: to.as_deref(),
         ..ReadOptions::default()
     };
     let limit = args.limit.unwrap_or(u64::MAX);
@@ -162,7 +244,11 @@ pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
     it.seek_to_first()?;
     let mut printed = 0u64;
     while it.valid() && printed < limit {
-        writeln!(out, "{}\t{}", escape(it.key()), escape(it.value()))?;
+        let (key, value) = (
+            args.encoding.encode(it.key()),
+            args.encoding.encode(it.value()),
+        );
+        writeln!(out, "{key}\t{value}")?;
         printed += 1;
         it.next()?;
     }

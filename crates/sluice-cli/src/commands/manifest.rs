@@ -44,6 +44,7 @@ pub fn run(command: &ManifestCommand, out: &mut dyn Write) -> CmdResult {
 
 fn dump(args: &ManifestDumpArgs, out: &mut dyn Write) -> CmdResult {
     let dir = &args.db.db;
+    super::require_database(dir)?;
     let fs = sluice_sst::fs::os_fs();
     let path = dir.join(read_current_file(&*fs, dir)?);
     let contents = read_manifest(&*fs, &path)?;

@@ -98,6 +98,18 @@ enum Access {
     ReadOnly,
 }
 
+/// `Ok` if `dir` holds a database: the error every command that needs one gives when it does
+/// not, whether it opens the database or reads its files directly.
+fn require_database(dir: &std::path::Path) -> sluice::Result<()> {
+    match current_file_name(dir).exists() {
+        true => Ok(()),
+        false => Err(sluice::Error::InvalidArgument(format!(
+            "no database in {} (it has no CURRENT file)",
+            dir.display()
+        ))),
+    }
+}
+
 /// Opens the database `target` names with its engine flags, adjusted for `access`.
 fn open(target: &OpenArgs, access: Access) -> sluice::Result<Db> {
     open_with(target, access, target.engine.options())
@@ -114,11 +126,8 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         db: dir,
         owner_dirs,
     } = &target.at;
-    if access != Access::Create && !current_file_name(dir).exists() {
-        return Err(sluice::Error::InvalidArgument(format!(
-            "no database in {} (it has no CURRENT file)",
-            dir.display()
-        )));
+    if access != Access::Create {
+        require_database(dir)?;
     }
     let partitions = (!owner_dirs.is_empty()).then(|| PartitionOptions {
         owners: owner_dirs

@@ -1,0 +1,129 @@
+//! The key-value commands as an operator coming from `ldb` uses them: binary keys and values
+//! through `--hex`, a value from a file or standard input, and write commands that refuse a
+//! missing database instead of creating one.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{db_arg, ok, sluice, stderr};
+
+#[test]
+fn hex_reaches_binary_keys_and_values_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    // A key with a NUL, a newline and a high byte; a value with a tab.
+    ok(&["put", "--db", &db, "--hex", "000aff", "0x6109620a"]);
+    assert_eq!(ok(&["get", "--db", &db, "--hex", "000AFF"]), "6109620a\n");
+    // Without --hex, "000aff" is a text key, and another one.
+    let o = sluice(&["get", "--db", &db, "000aff"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    ok(&["put", "--db", &db, "b", "text"]);
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--hex"]),
+        "000aff\t6109620a\n62\t74657874\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db, "--hex", "--from", "01"]),
+        "62\t74657874\n"
+    );
+    assert_eq!(
+        ok(&["scan", "--db", &db]),
+        "\\x00\\x0a\\xff\ta\\x09b\\x0a\nb\ttext\n"
+    );
+    ok(&[
+        "delete-range",
+        "--db",
+        &db,
+        "--hex",
+        "--from",
+        "00",
+        "--to",
+        "01",
+    ]);
+    ok(&["delete", "--db", &db, "--hex", "62"]);
+    assert_eq!(ok(&["scan", "--db", &db]), "");
+    // Not hexadecimal: a usage error naming the argument, and nothing written.
+    let o = sluice(&["put", "--db", &db, "--hex", "0g", "00"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("key: \"0g\""), "{}", stderr(&o));
+    assert_eq!(ok(&["scan", "--db", &db]), "");
+}
+
+#[test]
+fn a_value_comes_from_a_file_or_stdin_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    // Over Linux's 128 KiB limit for one argument, and every byte value.
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7) as u8).collect();
+    let file = dir.path().join("value.bin");
+    std::fs::write(&file, &big).unwrap();
+    ok(&[
+        "put",
+        "--db",
+        &db,
+        "k",
+        "--value-file",
+        file.to_str().unwrap(),
+    ]);
+    let hex = ok(&["get", "--db", &db, "--hex", "6b"]);
+    assert_eq!(hex.trim_end(), sluice_hex(&big));
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["put", "--db", &db, "s", "--value-file", "-"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"from\nstdin\0")
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(ok(&["get", "--db", &db, "s"]), "from\\x0astdin\\x00\n");
+
+    // A value and --value-file, or neither: usage errors.
+    for args in [
+        &["put", "--db", &db, "k", "v", "--value-file", "x"][..],
+        &["put", "--db", &db, "k"],
+    ] {
+        assert_eq!(sluice(args).status.code(), Some(2), "{args:?}");
+    }
+    let o = sluice(&["put", "--db", &db, "k", "--value-file", "/nonexistent/v"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/v"), "{}", stderr(&o));
+}
+
+fn sluice_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn only_put_and_merge_create_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none");
+    let db = missing.display().to_string();
+    for args in [
+        &["delete", "--db", &db, "k"][..],
+        &["delete-range", "--db", &db, "--from", "a", "--to", "b"],
+        &["manifest", "dump", "--db", &db],
+        &["stats", "--db", &db],
+        &["compact", "--db", &db],
+    ] {
+        let o = sluice(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&o).contains(&format!("no database in {db}")),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+        assert!(!Path::new(&missing).exists(), "{args:?} created it");
+    }
+    ok(&["put", "--db", &db, "k", "v"]);
+    assert!(missing.join("CURRENT").exists());
+}
