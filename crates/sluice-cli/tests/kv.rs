@@ -1,6 +1,6 @@
 //! The key-value commands as an operator coming from `ldb` uses them: binary keys and values
 //! through `--hex`, a value from a file or standard input, and write commands that refuse a
-//! missing database instead of creating one.
+//! missing database instead of creating one; and `stats --prometheus`.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -126,4 +126,21 @@ fn only_put_and_merge_create_a_database() {
     }
     ok(&["put", "--db", &db, "k", "v"]);
     assert!(missing.join("CURRENT").exists());
+}
+
+#[test]
+fn stats_prints_prometheus_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "k", "v"]);
+    let text = ok(&["stats", "--db", &db, "--prometheus"]);
+    assert!(text.contains("# TYPE sluice_level_files gauge\n"), "{text}");
+    // The replayed WAL's memtable is flushed or held: either way level 0 is named.
+    assert!(text.contains("sluice_level_files{level=\"0\"} "), "{text}");
+    assert!(
+        text.lines()
+            .all(|l| l.starts_with('#') || l.starts_with("sluice_"))
+    );
+    let o = sluice(&["stats", "--db", &db, "--prometheus", "--json"]);
+    assert_eq!(o.status.code(), Some(2));
 }

@@ -95,6 +95,9 @@ pub struct Options {
     /// TTL for good: it must be reopened with one (any length), and one written without
     /// cannot take one. Not with [`Options::merge_operator`], nor ingestion.
     pub ttl: Option<std::time::Duration>,
+    /// Told of flushes, compactions, files created and deleted, write stalls and background
+    /// errors as they happen ([`crate::events`]), in this order.
+    pub listeners: Vec<Arc<dyn crate::EventListener>>,
     /// The settings of the database's keyspaces, by name ([`crate::Db::create_keyspace`]):
     /// each existing keyspace opens with its entry here, or with the defaults when it has
     /// none. The fields above are the default keyspace's.
@@ -319,6 +322,7 @@ impl Default for Options {
             paranoid_checks: false,
             compaction_filter: None,
             merge_operator: None,
+            listeners: Vec::new(),
             ttl: None,
             keyspaces: Default::default(),
             blob: Default::default(),

@@ -27,8 +27,12 @@ pub struct StatsArgs {
     #[command(flatten)]
     pub db: OpenArgs,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "prometheus")]
     pub json: bool,
+    /// Print the metrics in Prometheus' text format (for a node exporter's textfile
+    /// collector).
+    #[arg(long)]
+    pub prometheus: bool,
 }
 
 pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
@@ -37,7 +41,9 @@ pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
     let keyspace = db.name().to_string();
     let keyspaces = db.db().keyspace_names();
     db.close()?;
-    if args.json {
+    if args.prometheus {
+        write!(out, "{}", m.to_prometheus())?;
+    } else if args.json {
         let mut v = to_json(&m)?;
         if let Some(obj) = v.as_object_mut() {
             obj.insert("keyspace".into(), json!(keyspace));

@@ -54,6 +54,22 @@ pub enum Reason {
     BlobGarbage,
 }
 
+impl Reason {
+    /// The name logs and event listeners give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::L0FileCount => "l0-files",
+            Reason::LevelSize => "level-size",
+            Reason::Manual => "manual",
+            Reason::IntraL0 => "intra-l0",
+            Reason::Relocate => "relocate",
+            Reason::ManualRewrite => "manual-rewrite",
+            Reason::ManualInPlace => "manual-in-place",
+            Reason::BlobGarbage => "blob-garbage",
+        }
+    }
+}
+
 /// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1` (or, for
 /// [`Reason::IntraL0`], [`Reason::Relocate`] and [`Reason::ManualInPlace`], inputs and outputs
 /// in `level`).

@@ -42,8 +42,9 @@ fn flush_loop(inner: &DbInner) {
         st.flush_running = true;
         drop(st);
         let result = inner.flush_oldest_immutable();
-        if result.is_ok() {
-            inner.maybe_balance();
+        match &result {
+            Ok(()) => inner.maybe_balance(),
+            Err(e) => inner.tell_background_error("flush", e),
         }
         st = inner.state.lock();
         st.flush_running = false;
@@ -84,6 +85,9 @@ fn compaction_loop(inner: &DbInner) {
         let job = st.compactions.register(&c);
         drop(st);
         let result = inner.run_automatic_compaction(c);
+        if let Err(e) = &result {
+            inner.tell_background_error("compaction", e);
+        }
         st = inner.state.lock();
         st.compactions.finish(job);
         if let Err(e) = result {

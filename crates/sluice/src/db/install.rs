@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::DbInner;
 use crate::compaction::env::FileNumbers;
+use crate::events::{FileKind, TableFileInfo};
 use crate::filename::{FileType, parse_file_name, sync_dir};
 use crate::version::Version;
 use crate::version::edit::VersionEdit;
@@ -117,8 +118,10 @@ impl DbInner {
             return 0;
         }
         let mut deleted = 0;
+        // Told to the listeners once the collection is over (a callback may collect too).
+        let mut told = Vec::new();
         // One collector at a time: two would race to delete the same files.
-        let _collecting = self.obsolete_files_lock.lock();
+        let collecting = self.obsolete_files_lock.lock();
         let (live, pending, first_unsafe, log_number, manifest_number) = {
             let mut st = self.state.lock();
             if st.file_deletions_held > 0 {
@@ -176,11 +179,27 @@ impl DbInner {
                             FileType::Table | FileType::Blob | FileType::Temp
                         ));
                         tracing::debug!(file = %path.display(), "deleted obsolete file");
+                        let kind = match kind {
+                            FileType::Table => Some(FileKind::Table),
+                            FileType::Blob => Some(FileKind::Blob),
+                            _ => None,
+                        };
+                        if let Some(kind) = kind.filter(|_| !self.events.is_empty()) {
+                            told.push(TableFileInfo {
+                                kind,
+                                number,
+                                path,
+                                ..TableFileInfo::default()
+                            });
+                        }
                     }
                     Err(e) => tracing::warn!(error = %e, "could not delete obsolete file"),
                 }
             }
         }
+        drop(collecting);
+        self.events
+            .each(|l| told.iter().for_each(|f| l.on_table_file_deleted(f)));
         deleted
     }
 }

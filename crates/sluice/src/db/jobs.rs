@@ -20,8 +20,10 @@ use crate::compaction::choose::{self, History, Request};
 use crate::compaction::env::JobEnv;
 use crate::compaction::job::{self, JobOutcome, JobRecord, MergeRecord};
 use crate::compaction::manual::{self, CompactOptions, ManualEnv};
+use crate::events::{BackgroundErrorInfo, CompactionInfo, FileKind, FlushInfo, TableFileInfo};
 use crate::partition::placement::{PlaceContext, Placed};
 use crate::version::Version;
+use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
 impl DbInner {
@@ -59,6 +61,14 @@ impl DbInner {
                 .map_or(st.mem.log_number(), |m| m.log_number());
             (imm, Arc::clone(st.versions.current()), next)
         };
+        let started = std::time::Instant::now();
+        let memtable_bytes = imm.approximate_bytes() as u64;
+        self.events.each(|l| {
+            l.on_flush_begin(&FlushInfo {
+                memtable_bytes,
+                ..FlushInfo::default()
+            })
+        });
         let env = self.job_env();
         let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|mut o| {
             if !self.keyspaces.read().is_empty() {
@@ -86,6 +96,17 @@ impl DbInner {
         st.level_counters.compactions[0] += 1;
         drop(st);
         tracing::debug!(tables = tables.len(), bytes, "flushed memtable to L0");
+        if !self.events.is_empty() {
+            let info = FlushInfo {
+                memtable_bytes,
+                tables: tables.iter().map(|t| self.table_info(t, 0)).collect(),
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            self.events.each(|l| {
+                info.tables.iter().for_each(|t| l.on_table_file_created(t));
+                l.on_flush_completed(&info);
+            });
+        }
         self.delete_obsolete_files();
         if self.is_keyspace_tree() {
             // This keyspace may have been the last to need the oldest WALs.
@@ -114,17 +135,47 @@ impl DbInner {
         control: Arc<JobControl>,
     ) -> Result<()> {
         let env = self.job_env();
-        let installed = match job::trivial_move(c, &env) {
-            Some(moved) => self.install(moved),
+        let started = std::time::Instant::now();
+        let trivial = job::trivial_move(c, &env);
+        let mut info = (!self.events.is_empty()).then(|| CompactionInfo {
+            level: c.level,
+            output_level: c.output_level(),
+            reason: c.reason.name().into(),
+            inputs: c.all_inputs().map(|f| f.number).collect(),
+            input_bytes: c.input_bytes(),
+            trivial_move: trivial.is_some(),
+            ..CompactionInfo::default()
+        });
+        if let Some(info) = &info {
+            self.events.each(|l| l.on_compaction_begin(info));
+        }
+        let outcome = match trivial {
+            Some(moved) => Ok(moved),
             None => {
                 // The owners the placement occupies stay busy until the outputs are installed.
                 let placed = self.place(c);
                 let (executor, accounting) =
                     choose::executor_for(c, &env, exec, placed.sides, placed.output_dir);
                 job::merge(c, &env, &*executor, accounting, placed.output_dir, control)
-                    .and_then(|outcome| self.install(outcome))
             }
         };
+        let outputs: Vec<TableFileInfo> = match (&info, &outcome) {
+            (Some(_), Ok(o)) => self.created_files(&o.edit),
+            _ => Vec::new(),
+        };
+        let installed = outcome.and_then(|outcome| self.install(outcome));
+        if let Some(info) = &mut info {
+            info.seconds = started.elapsed().as_secs_f64();
+            match &installed {
+                Ok(()) => info.outputs = outputs,
+                Err(e) => info.error = Some(e.to_string()),
+            }
+            let info = &*info;
+            self.events.each(|l| {
+                info.outputs.iter().for_each(|t| l.on_table_file_created(t));
+                l.on_compaction_completed(info);
+            });
+        }
         // Releases the job's file numbers: the outputs are installed, or garbage.
         drop(env);
         if installed
@@ -257,6 +308,37 @@ impl DbInner {
         }
     }
 
+    /// What listeners are told of table `f`, installed at `level`.
+    fn table_info(&self, f: &FileMetaData, level: usize) -> TableFileInfo {
+        TableFileInfo {
+            kind: FileKind::Table,
+            number: f.number,
+            path: self.table_cache.table_path(f.dir_index, f.number),
+            size: f.file_size,
+            level: Some(level),
+        }
+    }
+
+    /// The tables and blob files `edit` installs, as listeners are told of them. A trivial
+    /// move's table is not new: it only changes level.
+    fn created_files(&self, edit: &VersionEdit) -> Vec<TableFileInfo> {
+        let deleted: std::collections::BTreeSet<u64> =
+            edit.deleted_files.iter().map(|&(_, n)| n).collect();
+        let tables = edit
+            .new_files
+            .iter()
+            .filter(|(_, f)| !deleted.contains(&f.number))
+            .map(|(level, f)| self.table_info(f, *level));
+        let blobs = edit.new_blob_files.iter().map(|b| TableFileInfo {
+            kind: FileKind::Blob,
+            number: b.number,
+            path: self.table_cache.blob_path(b.dir_index, b.number),
+            size: b.file_size,
+            level: None,
+        });
+        tables.chain(blobs).collect()
+    }
+
     /// True when automatic compaction has work. REQUIRES: the state lock.
     pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
         !self.options.compaction.disable_auto_compactions
@@ -269,6 +351,19 @@ impl DbInner {
             Some(e) => Err(Error::Background(Box::new(e.duplicate()))),
             None => Ok(()),
         }
+    }
+
+    /// Tells the listeners that background `job` failed with `err` (a cancelled job did not
+    /// fail). Call without the state lock.
+    pub(crate) fn tell_background_error(&self, job: &'static str, err: &Error) {
+        if matches!(err, Error::Cancelled) || self.events.is_empty() {
+            return;
+        }
+        let info = BackgroundErrorInfo {
+            job,
+            error: err.to_string(),
+        };
+        self.events.each(|l| l.on_background_error(&info));
     }
 
     /// Records a background failure (the first one wins) and wakes everyone waiting.

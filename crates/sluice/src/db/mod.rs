@@ -141,6 +141,8 @@ pub(crate) struct DbInner {
     pub snapshots: Arc<SnapshotList>,
     pub table_cache: Arc<TableCache>,
     pub counters: WriteCounters,
+    /// `Options::listeners`, and the stall condition last reported to them.
+    pub events: crate::events::Listeners,
     /// Serializes obsolete-file collection (flush and compaction threads both run it).
     pub obsolete_files_lock: Mutex<()>,
     /// Partitioned mode: held by whatever changes the range map's boundaries or owners (moves

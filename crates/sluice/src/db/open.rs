@@ -466,6 +466,7 @@ pub(crate) fn new_tree_inner(
         dropped: AtomicBool::new(false),
         table_cache,
         counters: WriteCounters::default(),
+        events: crate::events::Listeners::new(options.listeners.clone()),
         obsolete_files_lock: Mutex::new(()),
         range_map_lock: Mutex::new(()),
         recovery: Mutex::new(parts.report),

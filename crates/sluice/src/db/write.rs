@@ -11,9 +11,11 @@ use sluice_sst::ttl::{now_secs, with_write_time};
 
 use super::commit::{Group, Turn};
 use super::{Db, DbInner};
+use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 
 use crate::batch::{DEFAULT_KEYSPACE_ID, WriteBatch};
+use crate::events::StallCondition;
 use crate::filename::log_file_name;
 use crate::keyspace::journal::TreeRef;
 use crate::memtable::MemTable;
@@ -480,20 +482,36 @@ impl DbInner {
                 continue;
             }
             let full = st.mem.approximate_bytes() >= self.options.memtable.write_buffer_size;
-            if !force && !full {
-                return Ok(Arc::clone(&st.mem));
+            if (!force && !full) || (force && st.mem.is_empty()) {
+                let mem = Arc::clone(&st.mem);
+                drop(st);
+                let delayed =
+                    l0_stalls && l0_files >= self.options.compaction.l0_slowdown_writes_trigger;
+                self.events.stall_condition(match delayed {
+                    true => StallCondition::Delayed,
+                    false => StallCondition::Normal,
+                });
+                return Ok(mem);
             }
-            if force && st.mem.is_empty() {
-                return Ok(Arc::clone(&st.mem));
+            let memtables_full = st.imm.len() + 1 >= self.options.memtable.max_write_buffer_number;
+            let l0_full = l0_stalls && l0_files >= self.options.compaction.l0_stop_writes_trigger;
+            if (memtables_full || l0_full) && self.events.stall_changes_to(StallCondition::Stopped)
+            {
+                // Told without the lock; then every condition is checked again, since the
+                // work that ends the stop may have finished meanwhile.
+                MutexGuard::unlocked(&mut st, || {
+                    self.events.stall_condition(StallCondition::Stopped)
+                });
+                continue;
             }
-            if st.imm.len() + 1 >= self.options.memtable.max_write_buffer_number {
+            if memtables_full {
                 let start = Instant::now();
                 tracing::debug!("memtables full; waiting for flush");
                 self.bg_done.wait(&mut st);
                 self.note_stall(start);
                 continue;
             }
-            if l0_stalls && l0_files >= self.options.compaction.l0_stop_writes_trigger {
+            if l0_full {
                 let start = Instant::now();
                 tracing::debug!(l0_files, "too many L0 files; waiting for compaction");
                 self.bg_work.notify_all();

@@ -1,0 +1,258 @@
+//! Event listeners as a program uses them: registered in `Options::listeners`, told of every
+//! step of a flush and a compaction, of the files they create and delete, of write stalls
+//! and of a failed flush.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use sluice::events::{
+    BackgroundErrorInfo, CompactionInfo, EventListener, FileKind, FlushInfo, StallCondition,
+    StallInfo, TableFileInfo,
+};
+use sluice::fs::{Fault, FaultInjectingFs, FaultOp, os_fs};
+use sluice::{CompactionOptions, Db, MemtableOptions, Options};
+
+/// Every event, in the order it came.
+#[derive(Debug, Default)]
+struct Recorder {
+    events: Mutex<Vec<Event>>,
+    /// Each flush waits this long first, so writers catch up with it.
+    slow_flush: Option<Duration>,
+}
+
+#[derive(Clone, Debug)]
+enum Event {
+    FlushBegin(FlushInfo),
+    FlushCompleted(FlushInfo),
+    CompactionBegin(CompactionInfo),
+    CompactionCompleted(CompactionInfo),
+    Created(TableFileInfo),
+    Deleted(TableFileInfo),
+    Stall(StallInfo),
+    Error(BackgroundErrorInfo),
+}
+
+impl EventListener for Recorder {
+    fn on_flush_begin(&self, info: &FlushInfo) {
+        self.events.lock().push(Event::FlushBegin(info.clone()));
+        if let Some(pause) = self.slow_flush {
+            std::thread::sleep(pause);
+        }
+    }
+    fn on_flush_completed(&self, info: &FlushInfo) {
+        self.events.lock().push(Event::FlushCompleted(info.clone()));
+    }
+    fn on_compaction_begin(&self, info: &CompactionInfo) {
+        self.events
+            .lock()
+            .push(Event::CompactionBegin(info.clone()));
+    }
+    fn on_compaction_completed(&self, info: &CompactionInfo) {
+        self.events
+            .lock()
+            .push(Event::CompactionCompleted(info.clone()));
+    }
+    fn on_table_file_created(&self, info: &TableFileInfo) {
+        self.events.lock().push(Event::Created(info.clone()));
+    }
+    fn on_table_file_deleted(&self, info: &TableFileInfo) {
+        self.events.lock().push(Event::Deleted(info.clone()));
+    }
+    fn on_stall_conditions_changed(&self, info: &StallInfo) {
+        self.events.lock().push(Event::Stall(*info));
+    }
+    fn on_background_error(&self, info: &BackgroundErrorInfo) {
+        self.events.lock().push(Event::Error(info.clone()));
+    }
+}
+
+impl Recorder {
+    fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.events.lock())
+    }
+}
+
+fn options(listener: Arc<Recorder>) -> Options {
+    Options {
+        listeners: vec![listener],
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            disable_auto_compactions: true,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn fill(db: &Db, round: u32) {
+    for i in 0..300u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[round as u8; 100])
+            .unwrap();
+    }
+    db.flush().unwrap();
+}
+
+#[test]
+fn a_listener_sees_every_step_of_a_flush_and_a_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let db = Db::open(dir.path(), options(recorder.clone())).unwrap();
+    fill(&db, 1);
+    let events = recorder.take();
+    // begin, then the table, then completed naming that same table.
+    let [
+        Event::FlushBegin(begin),
+        Event::Created(table),
+        Event::FlushCompleted(done),
+    ] = &events[..]
+    else {
+        panic!("{events:#?}")
+    };
+    assert!(begin.memtable_bytes > 30_000 && begin.tables.is_empty());
+    assert_eq!(table.kind, FileKind::Table);
+    assert_eq!(table.level, Some(0));
+    assert!(table.path.exists() && table.size > 0, "{table:?}");
+    assert_eq!(std::fs::metadata(&table.path).unwrap().len(), table.size);
+    assert_eq!(done.tables, vec![table.clone()]);
+    assert_eq!(done.memtable_bytes, begin.memtable_bytes);
+
+    fill(&db, 2);
+    recorder.take();
+    db.compact_range(None, None).unwrap();
+    let events = recorder.take();
+    let begin = events
+        .iter()
+        .find_map(|e| match e {
+            Event::CompactionBegin(c) => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!((begin.level, begin.output_level), (0, 1));
+    assert_eq!(begin.reason, "manual");
+    assert_eq!(begin.inputs.len(), 2);
+    let done = events
+        .iter()
+        .find_map(|e| match e {
+            Event::CompactionCompleted(c) => Some(c.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(done.error.is_none() && !done.trivial_move);
+    assert!(!done.outputs.is_empty());
+    let created: Vec<&TableFileInfo> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Created(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created, done.outputs.iter().collect::<Vec<_>>());
+    assert!(
+        done.outputs
+            .iter()
+            .all(|t| t.level == Some(1) && t.path.exists())
+    );
+    // The inputs were deleted, and told as such, after the compaction completed.
+    let deleted: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Deleted(t) => Some(t.number),
+            _ => None,
+        })
+        .collect();
+    let mut inputs = begin.inputs.clone();
+    inputs.sort_unstable();
+    let mut gone = deleted.clone();
+    gone.sort_unstable();
+    assert_eq!(gone, inputs, "{events:#?}");
+    let completed_at = events
+        .iter()
+        .position(|e| matches!(e, Event::CompactionCompleted(_)))
+        .unwrap();
+    let first_deleted = events
+        .iter()
+        .position(|e| matches!(e, Event::Deleted(_)))
+        .unwrap();
+    assert!(completed_at < first_deleted);
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, Event::Stall(_) | Event::Error(_))),
+        "{events:#?}"
+    );
+}
+
+#[test]
+fn writers_waiting_for_a_slow_flush_are_a_stall_and_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder {
+        slow_flush: Some(Duration::from_millis(100)),
+        ..Recorder::default()
+    });
+    let db = Db::open(dir.path(), options(recorder.clone())).unwrap();
+    // Each memtable holds about 600 of these; two are allowed, the flush takes 100 ms.
+    for i in 0..3000u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[7; 100]).unwrap();
+    }
+    let stalls: Vec<(StallCondition, StallCondition)> = recorder
+        .take()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Stall(s) => Some((s.previous, s.current)),
+            _ => None,
+        })
+        .collect();
+    assert!(!stalls.is_empty());
+    assert_eq!(
+        stalls[..2],
+        [
+            (StallCondition::Normal, StallCondition::Stopped),
+            (StallCondition::Stopped, StallCondition::Normal)
+        ]
+    );
+    assert!(stalls.windows(2).all(|w| w[0].1 == w[1].0), "{stalls:?}");
+    assert!(db.metrics().write_stall_micros > 0);
+}
+
+#[test]
+fn a_failed_flush_is_a_background_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let fs = FaultInjectingFs::new(os_fs());
+    let db = Db::open(
+        dir.path(),
+        Options {
+            fs: fs.clone(),
+            ..options(recorder.clone())
+        },
+    )
+    .unwrap();
+    recorder.take();
+    fs.inject(Fault::fail(FaultOp::Sync).on_paths_containing(".sst"));
+    for i in 0..300u32 {
+        db.put(format!("key{i:05}").as_bytes(), &[1; 100]).unwrap();
+    }
+    assert!(db.flush().is_err());
+    let events = recorder.take();
+    let errors: Vec<&BackgroundErrorInfo> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Error(info) => Some(info),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(errors.len(), 1, "{events:#?}");
+    assert_eq!(errors[0].job, "flush");
+    assert!(errors[0].error.contains(".sst"), "{}", errors[0].error);
+    assert!(matches!(events[0], Event::FlushBegin(_)));
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::FlushCompleted(_))),
+        "{events:#?}"
+    );
+}
