@@ -144,3 +144,31 @@ fn stats_prints_prometheus_text() {
     let o = sluice(&["stats", "--db", &db, "--prometheus", "--json"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn stats_on_a_closed_database_shows_its_last_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    // Each put's open flushes the WAL of the one before: overlapping L0 tables.
+    for i in 0..5 {
+        ok(&["put", "--db", &db, "k", &format!("v{i}")]);
+    }
+    ok(&["compact", "--db", &db]);
+    let text = ok(&["stats", "--db", &db]);
+    let last = text
+        .lines()
+        .find(|l| l.starts_with("last session (closed "))
+        .unwrap_or_else(|| panic!("{text}"));
+    // `compact` merged them: its session's figures.
+    assert!(last.contains("1 compaction(s)"), "{last}");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&["stats", "--db", &db, "--json"])).unwrap();
+    assert_eq!(
+        v["last_session"]["metrics"]["compaction"]["count"], 1,
+        "{v}"
+    );
+    // The LOG and OPTIONS of those sessions are there too.
+    let log = std::fs::read_to_string(dir.path().join("db/LOG")).unwrap();
+    assert!(log.contains("compaction: L0 -> L1"), "{log}");
+    assert!(dir.path().join("db/OPTIONS").exists());
+}

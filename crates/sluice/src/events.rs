@@ -99,14 +99,15 @@ pub struct TableFileInfo {
 
 /// How writers are held back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(u8)]
 pub enum StallCondition {
     /// Writes go through.
     #[default]
-    Normal,
+    Normal = 0,
     /// Writes are slowed (L0 at its slowdown trigger).
-    Delayed,
+    Delayed = 1,
     /// Writes wait (memtables full, or L0 at its stop trigger).
-    Stopped,
+    Stopped = 2,
 }
 
 /// A change of [`StallCondition`].
@@ -125,36 +126,52 @@ pub struct BackgroundErrorInfo {
     pub error: String,
 }
 
-/// The listeners of one database, and the stall condition last reported to them.
+/// The listeners of one tree: the options', then the database's `LOG` ([`crate::info_log`],
+/// set once the open has the directory locked), and the stall condition last reported.
 #[derive(Default)]
 pub(crate) struct Listeners {
     listeners: Vec<Arc<dyn EventListener>>,
-    stall: parking_lot::Mutex<StallCondition>,
+    log: std::sync::OnceLock<Arc<crate::info_log::InfoLog>>,
+    /// A [`StallCondition`] as `u8`: checked on every write, so an atomic, not a lock.
+    stall: std::sync::atomic::AtomicU8,
 }
 
 impl Listeners {
     pub(crate) fn new(listeners: Vec<Arc<dyn EventListener>>) -> Self {
         Listeners {
             listeners,
-            stall: parking_lot::Mutex::default(),
+            ..Listeners::default()
         }
+    }
+
+    /// Adds the database's log as the last listener (only the first call counts).
+    pub(crate) fn set_log(&self, log: Arc<crate::info_log::InfoLog>) {
+        let _ = self.log.set(log);
+    }
+
+    /// The log [`Listeners::set_log`] added.
+    pub(crate) fn log(&self) -> Option<Arc<crate::info_log::InfoLog>> {
+        self.log.get().cloned()
     }
 
     /// True when nobody listens: callers skip building the event.
     pub(crate) fn is_empty(&self) -> bool {
-        self.listeners.is_empty()
+        self.listeners.is_empty() && self.log.get().is_none()
     }
 
-    /// Calls `f` on every listener, in registration order.
+    /// Calls `f` on every listener, in registration order, the log last.
     pub(crate) fn each(&self, f: impl Fn(&dyn EventListener)) {
         for listener in &self.listeners {
             f(listener.as_ref());
+        }
+        if let Some(log) = self.log.get() {
+            f(log.as_ref());
         }
     }
 
     /// True if reporting `current` would be a change (false when nobody listens).
     pub(crate) fn stall_changes_to(&self, current: StallCondition) -> bool {
-        !self.is_empty() && *self.stall.lock() != current
+        !self.is_empty() && self.stall.load(std::sync::atomic::Ordering::Relaxed) != current as u8
     }
 
     /// Reports a change to `current`, if it is one. Call without the state lock.
@@ -162,7 +179,14 @@ impl Listeners {
         if self.is_empty() {
             return;
         }
-        let previous = std::mem::replace(&mut *self.stall.lock(), current);
+        let previous = self
+            .stall
+            .swap(current as u8, std::sync::atomic::Ordering::Relaxed);
+        let previous = match previous {
+            1 => StallCondition::Delayed,
+            2 => StallCondition::Stopped,
+            _ => StallCondition::Normal,
+        };
         if previous != current {
             let info = StallInfo { previous, current };
             self.each(|l| l.on_stall_conditions_changed(&info));

@@ -98,6 +98,8 @@ pub struct Options {
     /// Told of flushes, compactions, files created and deleted, write stalls and background
     /// errors as they happen ([`crate::events`]), in this order.
     pub listeners: Vec<Arc<dyn crate::EventListener>>,
+    /// The `LOG` file in the database directory ([`crate::info_log`]).
+    pub info_log: crate::info_log::InfoLogOptions,
     /// The settings of the database's keyspaces, by name ([`crate::Db::create_keyspace`]):
     /// each existing keyspace opens with its entry here, or with the defaults when it has
     /// none. The fields above are the default keyspace's.
@@ -323,6 +325,7 @@ impl Default for Options {
             compaction_filter: None,
             merge_operator: None,
             listeners: Vec::new(),
+            info_log: crate::info_log::InfoLogOptions::default(),
             ttl: None,
             keyspaces: Default::default(),
             blob: Default::default(),

@@ -256,3 +256,76 @@ fn a_failed_flush_is_a_background_error() {
         "{events:#?}"
     );
 }
+
+#[test]
+fn the_directory_keeps_a_log_the_options_and_the_last_session_s_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let db = Db::open(dir.path(), options(recorder.clone())).unwrap();
+    fill(&db, 1);
+    fill(&db, 2);
+    db.compact_range(None, None).unwrap();
+    db.close().unwrap();
+
+    let log = std::fs::read_to_string(dir.path().join(sluice::info_log::LOG_FILE)).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    for (i, needle) in [
+        "open: ",
+        "flush: ",
+        "compaction begins: L0 -> L1 (manual)",
+        "compaction: L0 -> L1 wrote",
+        "deleted table #",
+        "close: ",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(
+            lines.iter().any(|l| l.contains(needle)),
+            "{i}: {needle:?} missing from LOG:\n{log}"
+        );
+    }
+    // Every line is stamped `YYYY/MM/DD-HH:MM:SS.ffffff `.
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.len() > 27 && &l[4..5] == "/" && &l[26..27] == " "),
+        "{log}"
+    );
+    let opts = std::fs::read_to_string(dir.path().join(sluice::OPTIONS_FILE)).unwrap();
+    assert!(opts.contains("write_buffer_size: 65536"), "{opts}");
+    let stats: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(sluice::STATS_FILE)).unwrap())
+            .unwrap();
+    assert_eq!(stats["metrics"]["flush"]["count"], 2, "{stats}");
+    assert_eq!(stats["metrics"]["compaction"]["count"], 1, "{stats}");
+    assert!(stats["closed_at"].as_str().unwrap().starts_with("20"));
+
+    // The next open starts a new LOG and keeps the old one; a read-only open writes nothing.
+    let before = std::fs::read(dir.path().join(sluice::STATS_FILE)).unwrap();
+    let ro = Db::open_read_only(dir.path(), Options::default()).unwrap();
+    ro.close().unwrap();
+    assert_eq!(
+        std::fs::read(dir.path().join(sluice::STATS_FILE)).unwrap(),
+        before
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(sluice::info_log::LOG_FILE)).unwrap(),
+        log
+    );
+    Db::open(dir.path(), Options::default())
+        .unwrap()
+        .close()
+        .unwrap();
+    let old_logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(sluice::info_log::OLD_LOG_PREFIX)
+        })
+        .count();
+    assert_eq!(old_logs, 1);
+}

@@ -4,7 +4,8 @@
 //! Level sizes, file counts and scores describe the tree on disk. Traffic counters (in, read,
 //! written, moved, jobs, stage times) are kept in memory by the open database, so for the CLI
 //! they cover only what happened since it opened the database (typically the flush of a
-//! replayed WAL).
+//! replayed WAL); the counters of the last process that had it open for writing come from the
+//! `STATS` file it left at close ("last session").
 
 use std::io::Write;
 
@@ -38,6 +39,7 @@ pub struct StatsArgs {
 pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
     let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
     let m = db.metrics()?;
+    let last = last_session(&args.db.at.db);
     let keyspace = db.name().to_string();
     let keyspaces = db.db().keyspace_names();
     db.close()?;
@@ -48,10 +50,14 @@ pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
         if let Some(obj) = v.as_object_mut() {
             obj.insert("keyspace".into(), json!(keyspace));
             obj.insert("keyspaces".into(), json!(keyspaces));
+            obj.insert("last_session".into(), last.unwrap_or(Value::Null));
         }
         writeln!(out, "{}", serde_json::to_string(&v)?)?;
     } else {
         write_table(&m, out)?;
+        if let Some(last) = &last {
+            writeln!(out, "{}", last_session_line(last))?;
+        }
         if keyspaces.len() > 1 {
             writeln!(
                 out,
@@ -61,6 +67,31 @@ pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
         }
     }
     Ok(())
+}
+
+/// The `STATS` file the last read-write session of the database in `dir` left at close: when
+/// it closed and its `Metrics` (`None` if there is none or it does not parse).
+fn last_session(dir: &std::path::Path) -> Option<Value> {
+    let bytes = std::fs::read(dir.join(sluice::STATS_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// One line of the last session's traffic, from its `STATS` record.
+fn last_session_line(last: &Value) -> String {
+    let m = &last["metrics"];
+    let n = |v: &Value| v.as_f64().unwrap_or(0.0);
+    format!(
+        "last session (closed {} UTC): {:.1} MB from users; {} flush(es) wrote {:.1} MB; {} \
+         compaction(s) read {:.1} MB, wrote {:.1} MB; writers stalled {:.3} s",
+        last["closed_at"].as_str().unwrap_or("?"),
+        n(&m["user_bytes_written"]) / 1e6,
+        n(&m["flush"]["count"]),
+        n(&m["flush"]["output_bytes"]) / 1e6,
+        n(&m["compaction"]["count"]),
+        n(&m["compaction"]["input_bytes"]) / 1e6,
+        n(&m["compaction"]["output_bytes"]) / 1e6,
+        n(&m["write_stall_micros"]) / 1e6
+    )
 }
 
 /// `Metrics` as JSON plus the derived figures the text shows.
@@ -207,7 +238,8 @@ fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "(traffic and job counters cover this process only, since it opened the database)"
+        "(traffic and job counters above cover this process only, since it opened the \
+         database)"
     )
 }
 

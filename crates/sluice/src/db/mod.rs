@@ -29,6 +29,7 @@ pub(crate) mod open;
 pub(crate) mod open_tree;
 mod partition;
 mod read;
+pub mod records;
 pub(crate) mod recover;
 mod write;
 
@@ -188,6 +189,7 @@ impl Db {
         let (inner, trees) = open::open_inner(path.as_ref(), options, open::Access::ReadWrite)?;
         let inner = Arc::new(inner);
         crate::keyspace::attach_trees(&inner, trees)?;
+        records::opened(&inner);
         let background = background::start(&inner)?;
         Ok(Db {
             inner,
@@ -279,6 +281,8 @@ impl Db {
         if self.view {
             return Ok(());
         }
+        // `close` and then the drop both get here; the session's record is written once.
+        let first_close = !self.inner.closed.load(std::sync::atomic::Ordering::Acquire);
         // The keyspaces' flushes advance the WAL floor through this database: they stop first.
         let trees = self.inner.trees();
         for tree in &trees {
@@ -289,6 +293,9 @@ impl Db {
         // not at the next open: disk use after close is the live version's.
         for inner in trees.iter().map(|t| &t.inner).chain([&self.inner]) {
             inner.delete_obsolete_files();
+        }
+        if first_close {
+            records::closing(&self.inner, &self.metrics());
         }
         let closed = self.inner.close_wal();
         // Another process may open the database now, whatever handles are still around.

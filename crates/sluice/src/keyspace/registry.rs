@@ -175,6 +175,9 @@ impl DbInner {
             },
         )?
         .tree;
+        if let Some(log) = self.events.log() {
+            tree.inner.events.set_log(log);
+        }
         self.keyspaces.write().insert(id, Arc::clone(&tree));
         tracing::info!(keyspace = name, id, "created keyspace");
         Ok(tree)
