@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use sluice::{Error, Result};
 
@@ -23,18 +24,41 @@ pub enum Benchmark {
     ReadRandom,
     /// A forward scan of up to `reads` entries.
     ReadSeq,
-    /// `reads` seeks to uniformly random keys, each reading the entry it lands on.
+    /// `reads` seeks to uniformly random keys, each reading the entry it lands on and the
+    /// [`WorkloadOptions::seek_nexts`] entries after it (one operation in all).
     SeekRandom,
     /// A full manual compaction.
     Compact,
     /// One range delete of the middle tenth of the key space, `[0.45 num, 0.55 num)`: what
     /// the reads and scans after it pay for it is the measure. Not in the default suite.
     DeleteRange,
+    /// `threads` reader threads share `reads` point lookups of uniformly random keys (as
+    /// readrandom) while one more thread overwrites uniformly random keys (as overwrite)
+    /// until the readers are done: db_bench's extra writer thread. The operations, latency
+    /// and `found` are the readers', as db_bench reports them; the writer's puts are counted
+    /// apart. Not in the default suite.
+    ReadWhileWriting,
+    /// `reads` read-modify-writes of uniformly random keys: a get, then a put of a new value,
+    /// timed together as one operation. Not in the default suite.
+    UpdateRandom,
+    /// `reads` operations on uniformly random keys, each a get or a put: every 100 operations
+    /// of a thread are [`WorkloadOptions::read_write_percent`] gets, then the rest puts, as
+    /// db_bench's `--readwritepercent` interleaves them. Not in the default suite.
+    ReadRandomWriteRandom,
+    /// `num` deletes of uniformly random keys from `[0, num)` (with repeats). Not in the
+    /// default suite.
+    DeleteRandom,
 }
 
 impl Benchmark {
     /// Benchmarks a run may name that the default suite leaves out.
-    pub const EXTRA: [Benchmark; 1] = [Benchmark::DeleteRange];
+    pub const EXTRA: [Benchmark; 5] = [
+        Benchmark::DeleteRange,
+        Benchmark::ReadWhileWriting,
+        Benchmark::UpdateRandom,
+        Benchmark::ReadRandomWriteRandom,
+        Benchmark::DeleteRandom,
+    ];
 
     /// Every benchmark, in the order of the default suite.
     pub const ALL: [Benchmark; 7] = [
@@ -58,14 +82,45 @@ impl Benchmark {
             Benchmark::SeekRandom => "seekrandom",
             Benchmark::Compact => "compact",
             Benchmark::DeleteRange => "deleterange",
+            Benchmark::ReadWhileWriting => "readwhilewriting",
+            Benchmark::UpdateRandom => "updaterandom",
+            Benchmark::ReadRandomWriteRandom => "readrandomwriterandom",
+            Benchmark::DeleteRandom => "deleterandom",
         }
     }
 
-    /// True for the benchmarks that write user data.
+    /// True for the benchmarks that only write user data: their time includes waiting for
+    /// the flushes and compactions they caused. The mixed ones (readwhilewriting,
+    /// updaterandom, readrandomwriterandom) measure their operations alone, as db_bench does.
     pub fn is_fill(self) -> bool {
         matches!(
             self,
-            Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite
+            Benchmark::FillSeq
+                | Benchmark::FillRandom
+                | Benchmark::Overwrite
+                | Benchmark::DeleteRandom
+        )
+    }
+
+    /// True for the benchmarks whose results count lookups that found their key.
+    pub fn counts_found(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadRandom
+                | Benchmark::SeekRandom
+                | Benchmark::ReadWhileWriting
+                | Benchmark::UpdateRandom
+                | Benchmark::ReadRandomWriteRandom
+        )
+    }
+
+    /// True for the benchmarks that mix reads and writes, whose results count the writes.
+    pub fn counts_writes(self) -> bool {
+        matches!(
+            self,
+            Benchmark::ReadWhileWriting
+                | Benchmark::UpdateRandom
+                | Benchmark::ReadRandomWriteRandom
         )
     }
 }
@@ -140,6 +195,46 @@ impl BenchConfig {
     }
 }
 
+/// Parameters of particular benchmarks and a time limit, beside [`BenchConfig`]: kept in
+/// their own struct so that callers building a `BenchConfig` field by field (the experiments)
+/// are unaffected. The default of every field is db_bench's, under which each benchmark
+/// behaves as it did before the field existed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadOptions {
+    /// `next` calls after each seek of seekrandom (db_bench's `--seek_nexts`).
+    pub seek_nexts: usize,
+    /// Percent of readrandomwriterandom's operations that are reads, 0 to 100 (db_bench's
+    /// `--readwritepercent`).
+    pub read_write_percent: u8,
+    /// A benchmark's client threads stop at their next operation once this much time has
+    /// passed since it began, done or not (db_bench's `--duration`); `None`: no limit. The
+    /// result's `ops` counts what ran. compact and deleterange, single calls, are not limited.
+    pub duration: Option<Duration>,
+}
+
+impl Default for WorkloadOptions {
+    fn default() -> Self {
+        WorkloadOptions {
+            seek_nexts: 0,
+            read_write_percent: 90,
+            duration: None,
+        }
+    }
+}
+
+impl WorkloadOptions {
+    /// Checks the parameters; the error names the offending one.
+    pub fn validate(&self) -> Result<()> {
+        if self.read_write_percent > 100 {
+            return Err(Error::InvalidArgument(format!(
+                "read_write_percent must be between 0 and 100, got {}",
+                self.read_write_percent
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Checks what every benchmark (db_bench-style or YCSB) needs of its clients: 1 to 1024
 /// threads, values of at most 64 MiB, and keys wide enough for `keys` distinct key numbers.
 pub fn validate_clients(
@@ -190,5 +285,23 @@ mod tests {
             ..BenchConfig::default()
         };
         assert!(c.validate().unwrap_err().to_string().contains("key_size"));
+    }
+
+    #[test]
+    fn new_benchmarks_stay_out_of_the_default_suite() {
+        for b in Benchmark::EXTRA {
+            assert!(!Benchmark::ALL.contains(&b), "{b}");
+        }
+        WorkloadOptions::default().validate().unwrap();
+        let w = WorkloadOptions {
+            read_write_percent: 101,
+            ..WorkloadOptions::default()
+        };
+        assert!(
+            w.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("read_write_percent")
+        );
     }
 }

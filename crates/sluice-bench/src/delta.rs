@@ -69,8 +69,10 @@ pub struct MetricsDelta {
     pub disk_bytes_written: u64,
     /// Bytes written to the WAL.
     pub wal_bytes_written: u64,
-    /// Table bytes (flushes and compactions) per user byte, RocksDB's `W-Amp`; `None` when the
-    /// benchmark wrote no user data.
+    /// Table and blob bytes written by flushes and compactions per user (key and value) byte,
+    /// the peers' definition (RocksDB's `W-Amp`); `None` when the benchmark wrote no user
+    /// data. Below 1 when blocks compress and little is rewritten (fillseq: flushes only, so
+    /// about the compression ratio); the WAL is not counted.
     pub write_amp: Option<f64>,
     /// Flushes.
     pub flush: FlushDelta,

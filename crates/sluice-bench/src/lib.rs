@@ -13,6 +13,13 @@
 //! | seekrandom | `reads` seeks to uniform keys, reading the entry found                    |
 //! | compact    | `compact_range(None, None)`: the whole tree down to one level            |
 //!
+//! Not in the default suite, named explicitly: `deleterange` (one range delete of the middle
+//! tenth), `readwhilewriting` (`threads - 1` readers as readrandom while one thread overwrites
+//! until they are done), `updaterandom` (get then put of random keys), `readrandomwriterandom`
+//! (gets and puts of random keys, [`WorkloadOptions::read_write_percent`] of them gets) and
+//! `deleterandom` (`num` deletes of random keys). [`WorkloadOptions`] also holds seekrandom's
+//! `seek_nexts` and a time limit per benchmark; [`workloads::run_benchmarks_with`] takes it.
+//!
 //! Keys are `key_size` bytes of zero-padded decimal ([`keys`]); values are `value_size` bytes
 //! that compress to about half ([`values`]). Fill benchmarks end only when background flushes
 //! and compactions are done, so their time includes the work they caused. Every figure about
@@ -51,6 +58,6 @@ pub mod values;
 pub mod workloads;
 pub mod ycsb;
 
-pub use config::{BenchConfig, Benchmark};
+pub use config::{BenchConfig, Benchmark, WorkloadOptions};
 pub use report::BenchResult;
-pub use workloads::{run_benchmarks, run_benchmarks_until};
+pub use workloads::{run_benchmarks, run_benchmarks_until, run_benchmarks_with};

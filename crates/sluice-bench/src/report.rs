@@ -8,9 +8,10 @@
 //!
 //! ```text
 //! { "name", "ops", "threads", "seconds", "wait_seconds", "micros_per_op", "ops_per_sec", "bytes",
-//!   "mb_per_sec", "found"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
+//!   "mb_per_sec", "found"?, "writes"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
 //!   "per_second": [u64, ...],                       // ops completed in each second
-//!   "user_bytes", "disk_bytes_written", "wal_bytes_written", "write_amp": f64 | null,
+//!   "user_bytes", "disk_bytes_written", "wal_bytes_written",
+//!   "write_amp": f64 | null,                        // table bytes written / user bytes
 //!   "flush": { "count", "output_bytes", "seconds", "cpu_seconds" },
 //!   "compaction": { "count", "input_bytes", "output_bytes", "seconds", "cpu_seconds",
 //!                   "bandwidth_mb_s", "stage_profile": { "read", ..., "write" },
@@ -28,7 +29,7 @@
 use serde::Serialize;
 use sluice::metrics::StageSeconds;
 
-use crate::config::BenchConfig;
+use crate::config::{BenchConfig, WorkloadOptions};
 use crate::delta::MetricsDelta;
 use crate::histogram::{LatencyHistogram, LatencySummary};
 use crate::resources::ProcessUsage;
@@ -78,11 +79,21 @@ pub struct RunOptions {
     pub blob_gc_age_cutoff: f64,
     /// The least garbage share of a file collected.
     pub blob_gc_min_garbage_ratio: f64,
+    /// `next` calls after each seek of seekrandom.
+    pub seek_nexts: usize,
+    /// Percent of readrandomwriterandom's operations that are reads.
+    pub read_write_percent: u8,
+    /// The time limit of each benchmark in seconds (0: none).
+    pub duration_seconds: f64,
 }
 
 impl RunOptions {
-    /// The options of a run of `config` on a database opened with `options`.
-    pub fn new(config: &BenchConfig, options: &sluice::Options) -> Self {
+    /// The options of a run of `config` and `workload` on a database opened with `options`.
+    pub fn new(
+        config: &BenchConfig,
+        workload: &WorkloadOptions,
+        options: &sluice::Options,
+    ) -> Self {
         RunOptions {
             num: config.num,
             reads: config.reads,
@@ -110,6 +121,9 @@ impl RunOptions {
                 false => 0.0,
             },
             blob_gc_min_garbage_ratio: options.blob.gc_min_garbage_ratio,
+            seek_nexts: workload.seek_nexts,
+            read_write_percent: workload.read_write_percent,
+            duration_seconds: workload.duration.map_or(0.0, |d| d.as_secs_f64()),
         }
     }
 }
@@ -136,9 +150,14 @@ pub struct BenchResult {
     pub bytes: u64,
     /// `bytes / seconds` in MB/s; for compact, the compaction bandwidth (input bytes).
     pub mb_per_sec: f64,
-    /// Lookups that found their key (readrandom, seekrandom).
+    /// Lookups that found their key (readrandom, seekrandom and the mixed benchmarks below).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found: Option<u64>,
+    /// Writes of the benchmarks that mix reads and writes: readrandomwriterandom's share of
+    /// `ops`, updaterandom's one per operation, and readwhilewriting's writer thread's, which
+    /// `ops`, `bytes` and the latency leave out (as db_bench's report does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
     /// True when Ctrl-C ended the benchmark early: every figure covers the part that ran.
     pub stopped: bool,
     /// Per-operation latency percentiles in microseconds.
@@ -284,12 +303,15 @@ fn notes(r: &BenchResult) -> String {
     if r.stopped {
         notes.push("stopped early".to_string());
     }
-    if let Some(found) = r.found {
-        notes.push(format!("found {found} of {}", r.ops));
+    match (r.found, r.writes) {
+        (Some(found), None) => notes.push(format!("found {found} of {}", r.ops)),
+        (Some(found), Some(writes)) => notes.push(format!("found {found}, {writes} writes")),
+        (None, Some(writes)) => notes.push(format!("{writes} writes")),
+        (None, None) => {}
     }
     let e = &r.engine;
     if let Some(w) = e.write_amp {
-        notes.push(format!("w-amp {w:.2}"));
+        notes.push(format!("w-amp {w:.2} (table bytes / user bytes)"));
     }
     let c = &e.compaction;
     if c.count > 0 {
@@ -356,6 +378,7 @@ mod tests {
             bytes: 116_000,
             mb_per_sec: 0.232,
             found: Some(900),
+            writes: None,
             stopped: false,
             latency_us: LatencySummary {
                 p50: 1.5,
@@ -397,7 +420,11 @@ mod tests {
                 io_read_bytes: Some(0),
             },
             lsm: LsmShape::default(),
-            options: RunOptions::new(&BenchConfig::default(), &sluice::Options::default()),
+            options: RunOptions::new(
+                &BenchConfig::default(),
+                &WorkloadOptions::default(),
+                &sluice::Options::default(),
+            ),
             latency: LatencyHistogram::new(),
         }
     }
@@ -431,6 +458,30 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
         assert!(v.get("found").is_none());
         assert!(v["write_amp"].is_null());
+    }
+
+    #[test]
+    fn mixed_benchmarks_report_their_writes_and_workload_options() {
+        let mut r = result("readwhilewriting");
+        r.writes = Some(42);
+        let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
+        assert_eq!(
+            (v["writes"].as_u64(), v["found"].as_u64()),
+            (Some(42), Some(900))
+        );
+        let o = &v["options"];
+        assert_eq!(
+            (o["seek_nexts"].as_u64(), o["read_write_percent"].as_u64()),
+            (Some(0), Some(90))
+        );
+        assert_eq!(o["duration_seconds"], 0.0);
+        assert!(
+            table_row(&r).contains("found 900, 42 writes"),
+            "{}",
+            table_row(&r)
+        );
+        let v: serde_json::Value = serde_json::from_str(&json_line(&result("readrandom"))).unwrap();
+        assert!(v.get("writes").is_none(), "{v}");
     }
 
     /// The fields issue 5 added: CPU per thread group, memory, storage I/O, the per-second

@@ -5,7 +5,11 @@
 //! `0..num`, the random benchmarks give each thread a 1/T share of the operations, and readseq
 //! gives each thread the t-th slice of the key space. Each thread has its own random generator,
 //! seeded from `seed`, the benchmark's position in the run and the thread number, so a run is
-//! repeatable.
+//! repeatable. readwhilewriting is the exception: thread 0 writes until the other threads,
+//! which divide the reads, are done.
+//!
+//! A benchmark ends when its operations are done, when Ctrl-C stops the run, or when its time
+//! limit ([`WorkloadOptions::duration`]) is up; its result counts the operations that ran.
 //!
 //! Around each benchmark the engine's metrics and the process's resources
 //! ([`crate::resources`]) are read before and after; each operation's completion also counts
@@ -14,12 +18,12 @@
 mod worker;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use sluice::{CompactOptions, Db, Result};
 
-use crate::config::{BenchConfig, Benchmark};
+use crate::config::{BenchConfig, Benchmark, WorkloadOptions};
 use crate::delta::MetricsDelta;
 use crate::keys::KeyFormat;
 use crate::progress::Progress;
@@ -27,7 +31,7 @@ use crate::report::{BenchResult, RunOptions};
 use crate::resources::ResourceSample;
 use crate::shape::LsmShape;
 
-use worker::{Tally, Worker};
+use worker::{Shared, Tally, Worker};
 
 /// Runs every benchmark of `config`, in order, on `db`, calling `report` as each one finishes
 /// (so output streams while the run goes on). Stops at the first error.
@@ -48,14 +52,27 @@ pub fn run_benchmarks_until(
     stop: &Arc<AtomicBool>,
     report: &mut dyn FnMut(&BenchResult),
 ) -> Result<Vec<BenchResult>> {
+    run_benchmarks_with(config, &WorkloadOptions::default(), db, stop, report)
+}
+
+/// [`run_benchmarks_until`] with `workload`'s benchmark parameters and time limit.
+pub fn run_benchmarks_with(
+    config: &BenchConfig,
+    workload: &WorkloadOptions,
+    db: &Db,
+    stop: &Arc<AtomicBool>,
+    report: &mut dyn FnMut(&BenchResult),
+) -> Result<Vec<BenchResult>> {
     config.validate()?;
+    workload.validate()?;
     let mut results = Vec::with_capacity(config.benchmarks.len());
     for (ordinal, &bench) in config.benchmarks.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             break;
         }
         tracing::info!(benchmark = %bench, "starting");
-        let result = run_benchmark_until(config, db, bench, ordinal as u64, stop)?;
+        let run = (bench, ordinal as u64);
+        let result = run_one(config, workload, db, run, stop)?;
         report(&result);
         results.push(result);
     }
@@ -87,11 +104,31 @@ pub fn run_benchmark_until(
     ordinal: u64,
     stop: &Arc<AtomicBool>,
 ) -> Result<BenchResult> {
+    let workload = WorkloadOptions::default();
+    run_one(config, &workload, db, (bench, ordinal), stop)
+}
+
+/// Runs `bench`, at position `ordinal` in the run, with `workload`'s parameters.
+fn run_one(
+    config: &BenchConfig,
+    workload: &WorkloadOptions,
+    db: &Db,
+    (bench, ordinal): (Benchmark, u64),
+    stop: &Arc<AtomicBool>,
+) -> Result<BenchResult> {
     config.validate()?;
+    workload.validate()?;
     let keys = KeyFormat::new(config.key_size, config.num)?;
     let expected_ops = match bench {
-        Benchmark::FillSeq | Benchmark::FillRandom | Benchmark::Overwrite => Some(config.num),
-        Benchmark::ReadRandom | Benchmark::SeekRandom => Some(config.reads),
+        Benchmark::FillSeq
+        | Benchmark::FillRandom
+        | Benchmark::Overwrite
+        | Benchmark::DeleteRandom => Some(config.num),
+        Benchmark::ReadRandom
+        | Benchmark::SeekRandom
+        | Benchmark::ReadWhileWriting
+        | Benchmark::UpdateRandom
+        | Benchmark::ReadRandomWriteRandom => Some(config.reads),
         Benchmark::ReadSeq => Some(config.reads.min(config.num)),
         Benchmark::Compact => None,
         Benchmark::DeleteRange => Some(1),
@@ -103,10 +140,28 @@ pub fn run_benchmark_until(
     let (tally, threads) = match bench {
         Benchmark::Compact => (compact(db, start, stop)?, 1),
         Benchmark::DeleteRange => (delete_range(db, &keys, config.num, start)?, 1),
-        _ => (
-            run_threads(config, db, keys, bench, (ordinal, stop), &progress, start)?,
-            config.threads,
-        ),
+        _ => {
+            let shared = Shared {
+                db,
+                config,
+                workload,
+                keys,
+                ordinal,
+                progress: &progress,
+                failed: AtomicBool::new(false),
+                interrupt: stop,
+                start,
+                // A limit too far away to represent is no limit.
+                deadline: workload.duration.and_then(|d| start.checked_add(d)),
+                readers_left: AtomicUsize::new(config.threads),
+            };
+            (run_threads(&shared, bench)?, thread_count(config, bench))
+        }
+    };
+    // The threads whose operations `tally` counts: readwhilewriting's writer is not one.
+    let measured_threads = match bench {
+        Benchmark::ReadWhileWriting => threads - 1,
+        _ => threads,
     };
     let stopped = stop.load(Ordering::Relaxed);
     let mut wait_seconds = 0.0;
@@ -135,22 +190,22 @@ pub fn run_benchmark_until(
         seconds,
         wait_seconds,
         micros_per_op: if tally.ops > 0 {
-            seconds * threads as f64 * 1e6 / tally.ops as f64
+            seconds * measured_threads as f64 * 1e6 / tally.ops as f64
         } else {
             0.0
         },
         ops_per_sec: per_second(tally.ops as f64),
         bytes,
         mb_per_sec: per_second(bytes as f64) / 1e6,
-        found: matches!(bench, Benchmark::ReadRandom | Benchmark::SeekRandom)
-            .then_some(tally.found),
+        found: bench.counts_found().then_some(tally.found),
+        writes: bench.counts_writes().then_some(tally.writes),
         stopped,
         latency_us: tally.hist.summary(),
         per_second: tally.per_second.into_counts(),
         engine,
         process,
         lsm: LsmShape::of(&after),
-        options: RunOptions::new(config, db.options()),
+        options: RunOptions::new(config, workload, db.options()),
         latency: tally.hist,
     })
 }
@@ -197,45 +252,27 @@ fn compact(db: &Db, bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tall
     Ok(Tally::one_op(start, bench_start))
 }
 
-/// Runs `bench` on `config.threads` threads and sums what they did. If one thread fails the
-/// others stop at their next operation, and the first error is returned; once `interrupt` is
-/// set every thread stops at its next operation.
-fn run_threads(
-    config: &BenchConfig,
-    db: &Db,
-    keys: KeyFormat,
-    bench: Benchmark,
-    (ordinal, interrupt): (u64, &AtomicBool),
-    progress: &Progress,
-    start: Instant,
-) -> Result<Tally> {
-    let stop = AtomicBool::new(false);
+/// Runs `bench` on `shared.config.threads` threads and sums what they did. If one thread
+/// fails the others stop at their next operation, and the first error is returned; once the
+/// run is interrupted or the time limit is up every thread stops at its next operation.
+fn run_threads(shared: &Shared<'_>, bench: Benchmark) -> Result<Tally> {
     let outcomes: Vec<Result<Tally>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..config.threads)
+        let handles: Vec<_> = (0..thread_count(shared.config, bench))
             .map(|index| {
-                let stop = &stop;
                 std::thread::Builder::new()
                     .name(format!("bench-{index}"))
                     .spawn_scoped(scope, move || {
-                        let mut worker = Worker::new(
-                            db,
-                            config,
-                            keys,
-                            (index, ordinal),
-                            progress,
-                            [stop, interrupt],
-                            start,
-                        );
+                        let mut worker = Worker::new(shared, index);
                         let outcome = worker.run(bench);
                         if outcome.is_err() {
-                            stop.store(true, Ordering::Relaxed);
+                            shared.failed.store(true, Ordering::Relaxed);
                         }
                         outcome.map(|()| worker.into_tally())
                     })
             })
             .collect::<Vec<_>>();
         if handles.iter().any(|h| h.is_err()) {
-            stop.store(true, Ordering::Relaxed);
+            shared.failed.store(true, Ordering::Relaxed);
         }
         handles
             .into_iter()
@@ -252,6 +289,12 @@ fn run_threads(
         total.merge(&outcome?);
     }
     Ok(total)
+}
+
+/// The threads that run `bench`: the client threads, and for readwhilewriting one writer
+/// besides them, as db_bench adds it (`--threads N` are its readers).
+fn thread_count(config: &BenchConfig, bench: Benchmark) -> usize {
+    config.threads + usize::from(bench == Benchmark::ReadWhileWriting)
 }
 
 /// The `[start, end)` slice of `0..total` that thread `index` of `threads` owns.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::report::BenchResult;
 use sluice::{CompactionOptions, MemtableOptions, Options};
 
 fn small_options() -> Options {
@@ -159,4 +160,194 @@ fn deleterange_takes_the_middle_tenth_out_of_reads_and_scans() {
     assert_eq!(results[4].ops, 2700);
     assert!(results[3].engine.compaction.count >= 1);
     assert_eq!(db.metrics().compaction.range_covered, 300);
+}
+
+/// Runs `c` with `w` on `db`, uninterrupted.
+fn run_with(c: &BenchConfig, w: &WorkloadOptions, db: &Db) -> Result<Vec<BenchResult>> {
+    run_benchmarks_with(c, w, db, &Arc::new(AtomicBool::new(false)), &mut |_| {})
+}
+
+/// Every key and value of `db`.
+fn contents(db: &Db) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
+    db.scan(None, None).unwrap().collect::<Result<_>>().unwrap()
+}
+
+#[test]
+fn deleterandom_deletes_exactly_the_keys_its_streams_draw() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let (num, threads) = (2000, 2);
+    let c = config(&[Benchmark::FillSeq, Benchmark::DeleteRandom], num, threads);
+    let results = run_benchmarks(&c, &db, &mut |_| {}).unwrap();
+    let delete = &results[1];
+    assert_eq!((delete.name.as_str(), delete.ops), ("deleterandom", num));
+    assert_eq!(delete.bytes, num * 16, "a delete moves its key");
+    assert_eq!((delete.found, delete.writes), (None, None));
+    // Thread t draws its share of `num` keys from its stream at position 1.
+    let keys = KeyFormat::new(16, num).unwrap();
+    let mut deleted = std::collections::BTreeSet::new();
+    for t in 0..threads {
+        let mut stream = crate::stream::SplitMix64::for_benchmark(c.seed, 1, t as u64);
+        let (first, end) = share(num, threads, t);
+        deleted.extend((first..end).map(|_| keys.key(stream.below(num))));
+    }
+    let left = contents(&db);
+    assert_eq!(left.len() as u64, num - deleted.len() as u64);
+    assert!(left.keys().all(|k| !deleted.contains(k)));
+    // Uniform draws with repeats delete about 1 - 1/e of the keys.
+    assert!((600..900).contains(&left.len()), "{} left", left.len());
+}
+
+#[test]
+fn updaterandom_rewrites_the_keys_it_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let num = 2000;
+    let c = config(&[Benchmark::FillSeq], num, 1);
+    run_benchmarks(&c, &db, &mut |_| {}).unwrap();
+    let before = contents(&db);
+    // Position 0 of its own run: the value buffer first, then a key and a value per update.
+    let c = config(&[Benchmark::UpdateRandom], num, 1);
+    let results = run_benchmarks(&c, &db, &mut |_| {}).unwrap();
+    let update = &results[0];
+    assert_eq!(update.ops, num);
+    assert_eq!((update.found, update.writes), (Some(num), Some(num)));
+    assert_eq!(
+        update.bytes,
+        num * 2 * 116,
+        "each update reads and writes an entry"
+    );
+    assert_eq!(update.engine.user_bytes, num * 116);
+
+    let keys = KeyFormat::new(16, num).unwrap();
+    let mut expected = before.clone();
+    let mut stream = crate::stream::SplitMix64::for_benchmark(c.seed, 0, 0);
+    let mut values = crate::values::ValueGenerator::from_stream(&mut stream, 100);
+    for _ in 0..num {
+        let key = keys.key(stream.below(num));
+        expected.insert(key, values.generate(100).to_vec());
+    }
+    let after = contents(&db);
+    assert!(
+        after == expected,
+        "database differs from the updates' prediction"
+    );
+    let changed = after.iter().filter(|(k, v)| before[*k] != **v).count();
+    assert!((1000..1500).contains(&changed), "{changed} values changed");
+}
+
+#[test]
+fn readrandomwriterandom_reads_its_percent_and_writes_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let num = 1000;
+    use Benchmark::*;
+    let c = BenchConfig {
+        reads: 2000,
+        ..config(&[FillSeq, ReadRandomWriteRandom], num, 2)
+    };
+    let results = run_with(&c, &WorkloadOptions::default(), &db).unwrap();
+    let mixed = &results[1];
+    assert_eq!(mixed.ops, 2000);
+    // Each thread's 1000 operations are ten rounds of 90 gets, then 10 puts; every key exists.
+    assert_eq!((mixed.found, mixed.writes), (Some(1800), Some(200)));
+    assert_eq!(mixed.engine.user_bytes, 200 * 116);
+    assert_eq!(mixed.bytes, 2000 * 116);
+    assert_eq!(mixed.options.read_write_percent, 90);
+
+    let writes_only = WorkloadOptions {
+        read_write_percent: 0,
+        ..WorkloadOptions::default()
+    };
+    let c = BenchConfig {
+        benchmarks: vec![ReadRandomWriteRandom],
+        ..c
+    };
+    let results = run_with(&c, &writes_only, &db).unwrap();
+    assert_eq!((results[0].found, results[0].writes), (Some(0), Some(2000)));
+    assert_eq!(results[0].engine.user_bytes, 2000 * 116);
+}
+
+#[test]
+fn readwhilewriting_reports_the_readers_and_counts_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let num = 2000;
+    use Benchmark::*;
+    // Two readers, and the writer db_bench adds.
+    let c = config(&[FillSeq, ReadWhileWriting], num, 2);
+    let results = run_benchmarks(&c, &db, &mut |_| {}).unwrap();
+    let r = &results[1];
+    assert_eq!((r.name.as_str(), r.threads), ("readwhilewriting", 3));
+    // The two readers share the reads; overwrites never remove a key.
+    assert_eq!((r.ops, r.found), (num, Some(num)));
+    assert_eq!(r.bytes, num * 116, "bytes are the readers'");
+    assert_eq!(r.per_second.iter().sum::<u64>(), num);
+    let writes = r.writes.unwrap();
+    assert!(writes >= 1, "the writer wrote");
+    assert_eq!(r.engine.user_bytes, writes * 116, "only the writer wrote");
+    assert_eq!(contents(&db).len() as u64, num);
+
+    // One client thread: one reader and the writer.
+    let one = run_benchmark(
+        &config(&[ReadWhileWriting], num, 1),
+        &db,
+        ReadWhileWriting,
+        0,
+    )
+    .unwrap();
+    assert_eq!((one.threads, one.ops), (2, num));
+    assert!(one.writes.unwrap() >= 1);
+}
+
+#[test]
+fn seek_nexts_reads_the_entries_after_each_seek() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let num: u64 = 3000;
+    run_benchmarks(&config(&[Benchmark::FillSeq], num, 1), &db, &mut |_| {}).unwrap();
+    // Both runs seek to the same keys: the same seed and position 0.
+    let c = config(&[Benchmark::SeekRandom], num, 1);
+    let plain = run_with(&c, &WorkloadOptions::default(), &db).unwrap();
+    assert_eq!((plain[0].bytes, plain[0].found), (num * 116, Some(num)));
+    let nexts = WorkloadOptions {
+        seek_nexts: 4,
+        ..WorkloadOptions::default()
+    };
+    let scans = run_with(&c, &nexts, &db).unwrap();
+    assert_eq!((scans[0].ops, scans[0].found), (num, Some(num)));
+    assert_eq!(scans[0].options.seek_nexts, 4);
+    // A seek to key k reads it and the (at most 4) keys after it.
+    let mut stream = crate::stream::SplitMix64::for_benchmark(c.seed, 0, 0);
+    let entries: u64 = (0..num)
+        .map(|_| 1 + 4.min(num - 1 - stream.below(num)))
+        .sum();
+    assert_eq!(scans[0].bytes, entries * 116);
+    assert!(entries > 4 * num, "{entries}");
+}
+
+#[test]
+fn duration_ends_a_benchmark_before_its_operations_are_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    let num = 1000;
+    use Benchmark::*;
+    run_benchmarks(&config(&[FillSeq], num, 1), &db, &mut |_| {}).unwrap();
+    // More reads than any machine does in a second: only the time limit can end readrandom.
+    let c = BenchConfig {
+        reads: 1 << 40,
+        ..config(&[ReadRandom, ReadSeq], num, 2)
+    };
+    let w = WorkloadOptions {
+        duration: Some(std::time::Duration::from_secs(1)),
+        ..WorkloadOptions::default()
+    };
+    let results = run_with(&c, &w, &db).unwrap();
+    let read = &results[0];
+    assert!(read.ops > 0 && read.ops < c.reads, "{} ops", read.ops);
+    assert_eq!(read.found, Some(read.ops));
+    assert!(!read.stopped, "a time limit is not an interruption");
+    assert_eq!(read.options.duration_seconds, 1.0);
+    // The next benchmark runs, with its own limit.
+    assert_eq!(results[1].ops, num);
 }

@@ -5,15 +5,22 @@
 //! and values, in the same order, as the peer engines' benchmark programs: the stream is seeded
 //! from (seed, the benchmark's position in the run, the thread number); a write benchmark
 //! builds its value buffer from it first and then draws one key number per operation; a read
-//! benchmark only draws key numbers. Nothing else may draw from the stream.
+//! benchmark only draws key numbers. Nothing else may draw from the stream. The benchmarks
+//! the peers do not run ([`mixed`]) keep the same rule: a benchmark that writes values builds
+//! the buffer first, and every operation draws exactly one key number.
+//!
+//! A thread stops early, at its next operation, when another thread failed, when the run is
+//! interrupted, and when the benchmark's time limit ([`WorkloadOptions::duration`]) is up.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+mod mixed;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use sluice::{Db, ReadOptions, Result, WriteOptions};
 
 use super::share;
-use crate::config::{BenchConfig, Benchmark};
+use crate::config::{BenchConfig, Benchmark, WorkloadOptions};
 use crate::histogram::LatencyHistogram;
 use crate::keys::KeyFormat;
 use crate::progress::{Progress, Ticker};
@@ -30,6 +37,8 @@ pub(crate) struct Tally {
     pub bytes: u64,
     /// Lookups that found their key.
     pub found: u64,
+    /// Puts of the benchmarks that mix reads and writes (see [`crate::BenchResult::writes`]).
+    pub writes: u64,
     /// Latency of every operation.
     pub hist: LatencyHistogram,
     /// Operations completed in each second since the benchmark began.
@@ -42,13 +51,37 @@ impl Tally {
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.found += other.found;
+        self.writes += other.writes;
         self.hist.merge(&other.hist);
         self.per_second.merge(&other.per_second);
     }
 }
 
+/// What every client thread of one benchmark shares. Thread-safe: the flags and the counter
+/// are atomics, everything else is read only.
+pub(crate) struct Shared<'a> {
+    pub db: &'a Db,
+    pub config: &'a BenchConfig,
+    pub workload: &'a WorkloadOptions,
+    pub keys: KeyFormat,
+    /// The benchmark's position in the run, which seeds the threads' streams.
+    pub ordinal: u64,
+    pub progress: &'a Progress,
+    /// Set when a thread failed: the others stop.
+    pub failed: AtomicBool,
+    /// Set when the run is interrupted (Ctrl-C).
+    pub interrupt: &'a AtomicBool,
+    /// When the benchmark began, for the per-second counts.
+    pub start: Instant,
+    /// When the benchmark's time limit is up, if it has one.
+    pub deadline: Option<Instant>,
+    /// readwhilewriting's reader threads still reading; its writer stops when none is.
+    pub readers_left: AtomicUsize,
+}
+
 /// The state of one client thread.
 pub(crate) struct Worker<'a> {
+    shared: &'a Shared<'a>,
     db: &'a Db,
     config: &'a BenchConfig,
     keys: KeyFormat,
@@ -56,37 +89,26 @@ pub(crate) struct Worker<'a> {
     /// This thread's key/value stream for the current benchmark (STREAM.md section 2).
     stream: SplitMix64,
     ticker: Ticker<'a>,
-    /// Set when another thread failed, and when the run is interrupted (Ctrl-C).
-    stop: [&'a AtomicBool; 2],
-    /// When the benchmark began, for the per-second counts.
-    bench_start: Instant,
     tally: Tally,
     /// Scratch buffer for the current key.
     key: Vec<u8>,
 }
 
 impl<'a> Worker<'a> {
-    pub fn new(
-        db: &'a Db,
-        config: &'a BenchConfig,
-        keys: KeyFormat,
-        (index, ordinal): (usize, u64),
-        progress: &'a Progress,
-        stop: [&'a AtomicBool; 2],
-        bench_start: Instant,
-    ) -> Self {
+    /// Thread `index` of the benchmark `shared` describes.
+    pub fn new(shared: &'a Shared<'a>, index: usize) -> Self {
+        let config = shared.config;
         Worker {
-            db,
+            shared,
+            db: shared.db,
             config,
-            keys,
+            keys: shared.keys,
             index,
             // Distinct, repeatable streams per (seed, benchmark position, thread).
-            stream: SplitMix64::for_benchmark(config.seed, ordinal, index as u64),
-            ticker: progress.ticker(),
-            stop,
-            bench_start,
+            stream: SplitMix64::for_benchmark(config.seed, shared.ordinal, index as u64),
+            ticker: shared.progress.ticker(),
             tally: Tally::default(),
-            key: Vec::with_capacity(keys.key_size()),
+            key: Vec::with_capacity(shared.keys.key_size()),
         }
     }
 
@@ -95,9 +117,13 @@ impl<'a> Worker<'a> {
         self.tally
     }
 
-    /// True when another thread failed or the run was interrupted: this one stops early.
+    /// True when another thread failed, the run was interrupted or the time limit is up: this
+    /// thread stops early.
     fn stopped(&self) -> bool {
-        self.stop.iter().any(|s| s.load(Ordering::Relaxed))
+        let s = self.shared;
+        s.failed.load(Ordering::Relaxed)
+            || s.interrupt.load(Ordering::Relaxed)
+            || s.deadline.is_some_and(|d| Instant::now() >= d)
     }
 
     /// Counts one finished operation that started at `start` and moved `bytes`.
@@ -105,19 +131,33 @@ impl<'a> Worker<'a> {
     fn done(&mut self, start: Instant, bytes: usize) {
         let end = Instant::now();
         self.tally.hist.record(end - start);
-        self.tally.per_second.record(end - self.bench_start);
+        self.tally.per_second.record(end - self.shared.start);
         self.tally.ops += 1;
         self.tally.bytes += bytes as u64;
         self.ticker.tick();
     }
 
+    /// The write options of every put and delete.
+    fn write_options(&self) -> WriteOptions {
+        WriteOptions {
+            sync: self.config.sync,
+        }
+    }
+
     pub fn run(&mut self, bench: Benchmark) -> Result<()> {
+        let threads = self.config.threads;
         match bench {
             Benchmark::FillSeq => self.fill(false),
             Benchmark::FillRandom | Benchmark::Overwrite => self.fill(true),
-            Benchmark::ReadRandom => self.read_random(),
+            Benchmark::ReadRandom => {
+                self.read_random(share(self.config.reads, threads, self.index))
+            }
             Benchmark::ReadSeq => self.read_seq(),
             Benchmark::SeekRandom => self.seek_random(),
+            Benchmark::ReadWhileWriting => self.read_while_writing(),
+            Benchmark::UpdateRandom => self.update_random(),
+            Benchmark::ReadRandomWriteRandom => self.read_random_write_random(),
+            Benchmark::DeleteRandom => self.delete_random(),
             // Compaction and the range delete are one call each, run without client threads.
             Benchmark::Compact | Benchmark::DeleteRange => Ok(()),
         }
@@ -130,9 +170,7 @@ impl<'a> Worker<'a> {
         let num = self.config.num;
         let (first, end) = share(num, self.config.threads, self.index);
         let mut values = ValueGenerator::from_stream(&mut self.stream, self.config.value_size);
-        let opts = WriteOptions {
-            sync: self.config.sync,
-        };
+        let opts = self.write_options();
         for i in first..end {
             if self.stopped() {
                 break;
@@ -148,9 +186,9 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// This thread's share of `reads` point lookups of uniform keys.
-    fn read_random(&mut self) -> Result<()> {
-        let (first, end) = share(self.config.reads, self.config.threads, self.index);
+    /// Point lookups of uniform keys, `end - first` of them: readrandom passes this thread's
+    /// share of `reads`, readwhilewriting its reader's share.
+    fn read_random(&mut self, (first, end): (u64, u64)) -> Result<()> {
         for _ in first..end {
             if self.stopped() {
                 break;
@@ -193,10 +231,12 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
-    /// This thread's share of `reads` seeks to uniform keys, reading the entry each lands on.
-    /// One iterator serves every seek, as RocksDB's seekrandom does.
+    /// This thread's share of `reads` seeks to uniform keys, reading the entry each lands on
+    /// and then, with `seek_nexts` N, up to N more entries (fewer at the end of the keys), all
+    /// one operation. One iterator serves every seek, as RocksDB's seekrandom does.
     fn seek_random(&mut self) -> Result<()> {
         let (first, end) = share(self.config.reads, self.config.threads, self.index);
+        let nexts = self.shared.workload.seek_nexts;
         let mut it = self.db.iter(&ReadOptions::default())?;
         for _ in first..end {
             if self.stopped() {
@@ -210,6 +250,15 @@ impl<'a> Worker<'a> {
             if it.valid() {
                 bytes = it.key().len() + it.value().len();
                 self.tally.found += u64::from(it.key() == self.key.as_slice());
+            }
+            for _ in 0..nexts {
+                if !it.valid() {
+                    break;
+                }
+                it.next()?;
+                if it.valid() {
+                    bytes += it.key().len() + it.value().len();
+                }
             }
             self.done(start, bytes);
         }

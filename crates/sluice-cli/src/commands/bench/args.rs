@@ -62,12 +62,25 @@ pub struct BenchArgs {
     /// Sync the write-ahead log on every write.
     #[arg(long, conflicts_with = "experiment")]
     pub sync: bool,
-    /// Client threads; each benchmark's operations are divided among them.
+    /// Client threads; each benchmark's operations are divided among them (readwhilewriting:
+    /// N readers, and one more thread writing, as db_bench adds it).
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "1", conflicts_with = "experiment")]
     pub threads: usize,
     /// Seed of the key and value generators.
     #[arg(long, value_name = "N", value_parser = parse_size, default_value = "301")]
     pub seed: u64,
+    /// readrandomwriterandom: percent of operations that are reads (every 100 operations of a
+    /// thread are this many gets, then puts).
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value = "90", conflicts_with = "experiment")]
+    pub read_write_percent: u8,
+    /// seekrandom: `next` calls after each seek, each reading one more entry.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "0", conflicts_with = "experiment")]
+    pub seek_nexts: usize,
+    /// Stop each benchmark after this many seconds even if its operations are not done
+    /// (0: no limit); its result counts the operations that ran. compact and deleterange are
+    /// not limited.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64), default_value = "0", conflicts_with = "experiment")]
+    pub duration: u64,
     /// Print one JSON object per benchmark (one per line) instead of a table; with
     /// --experiment, the experiment's whole JSON document.
     #[arg(long)]
@@ -246,6 +259,49 @@ mod tests {
             vec![Benchmark::FillRandom, Benchmark::ReadRandom]
         );
         assert_eq!((b.num(), t.write_buffer_size), (2048, 1 << 20));
+    }
+
+    #[test]
+    fn workload_flags_parse_and_default_to_db_bench() {
+        let b = bench(&[]).unwrap();
+        assert_eq!((b.read_write_percent, b.seek_nexts, b.duration), (90, 0, 0));
+        let b = bench(&[
+            "--benchmarks",
+            "fillseq,readwhilewriting,updaterandom,readrandomwriterandom,deleterandom,seekrandom",
+            "--threads",
+            "4",
+            "--read-write-percent",
+            "70",
+            "--seek-nexts",
+            "10",
+            "--duration",
+            "30",
+        ])
+        .unwrap();
+        use Benchmark::*;
+        assert_eq!(
+            b.benchmarks,
+            [
+                FillSeq,
+                ReadWhileWriting,
+                UpdateRandom,
+                ReadRandomWriteRandom,
+                DeleteRandom,
+                SeekRandom
+            ]
+        );
+        assert_eq!(
+            (b.threads, b.read_write_percent, b.seek_nexts, b.duration),
+            (4, 70, 10, 30)
+        );
+        for args in [
+            &["--read-write-percent", "101"][..],
+            &["--seek-nexts", "-1"],
+            &["--duration", "soon"],
+            &["--experiment", "pcp", "--duration", "5"],
+        ] {
+            assert_eq!(bench(args).unwrap_err().exit_code(), 2, "{args:?}");
+        }
     }
 
     #[test]

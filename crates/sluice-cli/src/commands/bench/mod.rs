@@ -20,12 +20,13 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use sluice::filename::current_file_name;
 use sluice::{Db, IoContext, Options};
 use sluice_bench::charts::write_bench_charts;
 use sluice_bench::report::{json_line, table_header, table_row};
-use sluice_bench::{BenchConfig, BenchResult, run_benchmarks_until};
+use sluice_bench::{BenchConfig, BenchResult, WorkloadOptions, run_benchmarks_with};
 
 pub use args::BenchArgs;
 
@@ -62,12 +63,23 @@ fn config(args: &BenchArgs) -> BenchConfig {
     }
 }
 
+/// The benchmark parameters and time limit of `--read-write-percent`, `--seek-nexts` and
+/// `--duration` (0: no limit).
+fn workload(args: &BenchArgs) -> WorkloadOptions {
+    WorkloadOptions {
+        seek_nexts: args.seek_nexts,
+        read_write_percent: args.read_write_percent,
+        duration: (args.duration > 0).then(|| Duration::from_secs(args.duration)),
+    }
+}
+
 pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     if let Some(experiment) = args.experiment_command()? {
         return super::experiment::run(&experiment, out);
     }
     let config = config(args);
     config.validate()?;
+    workload(args).validate()?;
     let options = options(args)?;
     options.validate()?;
     let (dir, temp) = match &args.db {
@@ -138,7 +150,7 @@ fn run_on(
     // Without a handler (one is already installed) Ctrl-C ends the process, which recovery
     // leaves consistent.
     let _ = ctrlc::set_handler(move || on_interrupt.store(true, Ordering::Relaxed));
-    let ran = run_benchmarks_until(config, &db, &stop, &mut emit);
+    let ran = run_benchmarks_with(config, &workload(args), &db, &stop, &mut emit);
     if let Some(e) = write_error {
         return Err(e.into());
     }
@@ -218,6 +230,21 @@ fn write_header(
         },
         dir.display()
     )?;
+    let w = workload(args);
+    if let Some(limit) = w.duration {
+        writeln!(
+            out,
+            "duration: each benchmark stops after {} s",
+            limit.as_secs()
+        )?;
+    }
+    let named = |b| config.benchmarks.contains(&b);
+    if named(sluice_bench::Benchmark::SeekRandom) && w.seek_nexts > 0 {
+        writeln!(out, "seek nexts: {}", w.seek_nexts)?;
+    }
+    if named(sluice_bench::Benchmark::ReadRandomWriteRandom) {
+        writeln!(out, "read/write percent: {}", w.read_write_percent)?;
+    }
     for d in &options.data_dirs {
         writeln!(out, "data directory: {}", d.display())?;
     }
