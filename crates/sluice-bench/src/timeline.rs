@@ -4,7 +4,8 @@
 //! Sample `i` counts the operations whose completion fell in `[i, i + 1)` seconds after the
 //! phase began. Each client thread keeps its own [`PerSecond`] (no sharing on the hot path)
 //! and the threads' counts are summed at the end. The last sample usually covers only part
-//! of a second; [`rates`] accounts for that when turning counts into ops/s.
+//! of a second; [`slices`] accounts for that when turning counts into ops/s, for the chart
+//! ([`rates`]) and the text ([`rates_text`]) alike.
 
 use std::time::Duration;
 
@@ -49,29 +50,84 @@ impl PerSecond {
     }
 }
 
-/// Throughput points `(seconds since start, ops/s)` of per-second `counts` over a phase of
-/// `seconds`: each at the middle of its second, the last one divided by the part of its second
-/// the phase lasted (a final half second of 500 operations ran at 1000 ops/s). A final slice
-/// shorter than [`MIN_LAST_SLICE_SECONDS`] is dropped: its rate would be mostly noise.
-pub fn rates(counts: &[u64], seconds: f64) -> Vec<(f64, f64)> {
+/// One per-second sample as a rate: the slice of the phase it covers and its operations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Slice {
+    /// Seconds since the phase began when the slice starts (its index).
+    pub start: f64,
+    /// Length of the slice: 1, or less for the phase's last, partial second.
+    pub seconds: f64,
+    /// Operations completed in the slice.
+    pub ops: u64,
+    /// `ops / seconds`.
+    pub ops_per_sec: f64,
+    /// The last slice, shorter than a second.
+    pub partial: bool,
+    /// False for a last partial slice shorter than [`MIN_LAST_SLICE_SECONDS`] (and not the
+    /// only one): its rate would be mostly noise, so neither the chart nor the text rates it.
+    pub rated: bool,
+}
+
+/// The slices of per-second `counts` over a phase of `seconds`. Every sample but the last
+/// covers a whole second; the last covers what is left of the phase, `seconds - (n - 1)`,
+/// when that is under a second (a final half second of 500 operations ran at 1000 ops/s),
+/// and a whole second otherwise (the phase went on after its last completion, waiting for
+/// flushes and compactions). The throughput chart ([`rates`]) and the YCSB table both read
+/// these, so they give the same rate for the same second.
+pub fn slices(counts: &[u64], seconds: f64) -> Vec<Slice> {
     counts
         .iter()
         .enumerate()
-        .filter_map(|(i, &n)| {
+        .map(|(i, &ops)| {
             let start = i as f64;
-            let width = (seconds - start).clamp(0.0, 1.0);
             let last = i + 1 == counts.len();
-            let width = if last && width > 0.0 { width } else { 1.0 };
-            if last && i > 0 && width < MIN_LAST_SLICE_SECONDS {
-                return None;
+            let left = (seconds - start).clamp(0.0, 1.0);
+            let width = if last && left > 0.0 { left } else { 1.0 };
+            Slice {
+                start,
+                seconds: width,
+                ops,
+                ops_per_sec: ops as f64 / width,
+                partial: width < 1.0,
+                rated: !(last && i > 0 && width < MIN_LAST_SLICE_SECONDS),
             }
-            Some((start + width / 2.0, n as f64 / width))
         })
         .collect()
 }
 
-/// The shortest final slice of a phase [`rates`] plots.
+/// Throughput points `(seconds since start, ops/s)` of per-second `counts` over a phase of
+/// `seconds`: each rated [`Slice`] at its middle, at its rate.
+pub fn rates(counts: &[u64], seconds: f64) -> Vec<(f64, f64)> {
+    slices(counts, seconds)
+        .into_iter()
+        .filter(|s| s.rated)
+        .map(|s| (s.start + s.seconds / 2.0, s.ops_per_sec))
+        .collect()
+}
+
+/// The shortest final slice of a phase that is rated (plotted, and printed as a rate).
 pub const MIN_LAST_SLICE_SECONDS: f64 = 0.2;
+
+/// `[241560, 269216, 74735 (partial: 33631 ops in 0.45 s)]`: the ops/s of each second, the last,
+/// partial one rated over its actual length and marked, or only counted when too short to
+/// rate. The same rates as the throughput chart's points.
+pub fn rates_text(counts: &[u64], seconds: f64) -> String {
+    let items: Vec<String> = slices(counts, seconds)
+        .iter()
+        .map(|s| match (s.partial, s.rated) {
+            (false, _) => format!("{:.0}", s.ops_per_sec),
+            (true, true) => format!(
+                "{:.0} (partial: {} ops in {:.2} s)",
+                s.ops_per_sec, s.ops, s.seconds
+            ),
+            (true, false) => format!(
+                "partial: {} ops in {:.2} s, too short to rate",
+                s.ops, s.seconds
+            ),
+        })
+        .collect();
+    format!("[{}]", items.join(", "))
+}
 
 /// `(min, median, max)` of the complete seconds of `counts` (all but the last, partial one),
 /// or of the only sample; `None` when there are none.
@@ -121,6 +177,39 @@ mod tests {
         // The phase went on after the last completion (waiting for compactions): full width.
         assert_eq!(rates(&[100, 80], 5.0), [(0.5, 100.0), (1.5, 80.0)]);
         assert!(rates(&[], 1.0).is_empty());
+    }
+
+    #[test]
+    fn a_partial_last_second_is_a_rate_over_its_length_in_text_and_chart() {
+        // 2.45 s: two whole seconds, then 0.45 s with 45 operations, 100 ops/s.
+        let s = slices(&[100, 200, 45], 2.45);
+        assert_eq!(
+            s.iter().map(|s| s.partial).collect::<Vec<_>>(),
+            [false, false, true]
+        );
+        let last = s[2];
+        assert!((last.seconds - 0.45).abs() < 1e-9 && (last.ops_per_sec - 100.0).abs() < 1e-6);
+        // The text prints the chart's rates, the last marked as partial, not 45 ops/s.
+        let points = rates(&[100, 200, 45], 2.45);
+        assert!((points[2].1 - last.ops_per_sec).abs() < 1e-9);
+        assert_eq!(
+            rates_text(&[100, 200, 45], 2.45),
+            "[100, 200, 100 (partial: 45 ops in 0.45 s)]"
+        );
+        // Too short to rate: counted, not rated, in the text as on the chart.
+        assert_eq!(
+            rates_text(&[100, 200, 5], 2.1),
+            "[100, 200, partial: 5 ops in 0.10 s, too short to rate]"
+        );
+        // A phase of one short slice: its only rate, the one the table's header gives.
+        assert_eq!(
+            rates_text(&[200_000], 0.2),
+            "[1000000 (partial: 200000 ops in 0.20 s)]"
+        );
+        // Whole seconds only, or a phase that went on after its last completion.
+        assert_eq!(rates_text(&[100, 80], 2.0), "[100, 80]");
+        assert_eq!(rates_text(&[100, 80], 5.0), "[100, 80]");
+        assert_eq!(rates_text(&[], 0.0), "[]");
     }
 
     #[test]

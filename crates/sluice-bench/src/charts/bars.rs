@@ -1,12 +1,15 @@
 //! Stacked bars of the share of time of each compaction step (S1 at the bottom, S7 on top, as
 //! in the PCP paper's Fig. 8), one bar per label (a value size, a benchmark), with the legend
 //! beside the plot.
+//!
+//! Bars sit in the slots of [`super::slots`]: however many there are (one included), each is
+//! centred in its slot, clear of the y axis, and its label is under it, below the axis.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
+use super::{Chart, DrawResult, FONT, msg, slots, under_caption};
 
 /// Step names as the legend shows them (the document's names in capitals after ours).
 pub const STEP_LABELS: [&str; 7] = [
@@ -23,6 +26,9 @@ pub const STEP_LABELS: [&str; 7] = [
 fn step_color(step: usize) -> RGBColor {
     super::series_color(step)
 }
+
+/// Height of the area under the plot: two lines of tick labels and the axis description.
+const X_LABEL_AREA: u32 = 70;
 
 /// Width of the legend column, pixels.
 const LEGEND_WIDTH: u32 = 260;
@@ -86,24 +92,23 @@ fn draw_bars<DB: DrawingBackend>(
     x_label: &str,
     bars: &[Bar],
 ) -> DrawResult {
-    // A segmented range `0..n` has the n + 1 segments 0..=n.
-    let last = bars.len().saturating_sub(1) as i32;
+    let count = bars.len();
     let mut chart = ChartBuilder::on(area)
         .margin(14)
-        .x_label_area_size(52)
+        .x_label_area_size(X_LABEL_AREA)
         .y_label_area_size(72)
-        .build_cartesian_2d((0..last).into_segmented(), 0.0..Y_TOP_PERCENT)
+        .build_cartesian_2d(slots::x_range(count), 0.0..Y_TOP_PERCENT)
         .map_err(msg)?;
-    let x_text = |x: &SegmentValue<i32>| segment_label(x, |i| bars.get(i).map(|b| b.label.clone()));
+    // The labels are drawn under the slots' centres below; the mesh draws none.
     chart
         .configure_mesh()
         .disable_x_mesh()
         .disable_y_mesh()
+        .x_labels(0)
         .x_desc(x_label)
         .y_desc("share of step time (%)")
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 14))
-        .x_label_formatter(&x_text)
         .y_label_formatter(&|y| {
             if *y <= 100.0 {
                 format!("{y:.0}")
@@ -115,47 +120,42 @@ fn draw_bars<DB: DrawingBackend>(
         .draw()
         .map_err(msg)?;
     // Grid lines up to 100% only: the notes live above.
+    let right = slots::x_range(count).end;
     chart
         .draw_series((1..=10).map(|k| {
             let y = f64::from(k) * 10.0;
-            PathElement::new(
-                vec![(SegmentValue::Exact(0), y), (SegmentValue::Last, y)],
-                BLACK.mix(0.12),
-            )
+            PathElement::new(vec![(0.0, y), (right, y)], BLACK.mix(0.12))
         }))
         .map_err(msg)?;
+    let fill = slots::plot_bar_fill(chart.plotting_area(), count);
+    let slot_pixels = slots::slot_pixels(chart.plotting_area(), count);
     for (i, bar) in bars.iter().enumerate() {
-        let i = i as i32;
+        let centre = slots::centre(i);
         for (line, note) in bar.notes.iter().enumerate() {
             let y = Y_TOP_PERCENT - NOTE_LINE_PERCENT * (line as f64 + 0.5);
+            let size = slots::fitting_size(area, note, 14, slot_pixels);
             chart
                 .draw_series(std::iter::once(Text::new(
                     note.clone(),
-                    (SegmentValue::CenterOf(i), y),
-                    centered(14, &BLACK),
+                    (centre, y),
+                    centered(size, &BLACK),
                 )))
                 .map_err(msg)?;
         }
+        let (left, right) = slots::bar_span(i, fill);
         let mut bottom = 0.0;
         for (step, &share) in bar.shares.iter().enumerate() {
             let color = step_color(step);
             let top = bottom + share;
-            let mut bar = Rectangle::new(
-                [
-                    (SegmentValue::Exact(i), bottom),
-                    (SegmentValue::Exact(i + 1), top),
-                ],
-                color.filled(),
-            );
-            bar.set_margin(0, 0, 22, 22);
-            chart.draw_series(std::iter::once(bar)).map_err(msg)?;
+            let segment = Rectangle::new([(left, bottom), (right, top)], color.filled());
+            chart.draw_series(std::iter::once(segment)).map_err(msg)?;
             if share >= MIN_LABELLED_PERCENT {
                 let ink = text_color(color);
                 let style = centered(14, &ink);
                 chart
                     .draw_series(std::iter::once(Text::new(
                         format!("{share:.0}%"),
-                        (SegmentValue::CenterOf(i), bottom + share / 2.0),
+                        (centre, bottom + share / 2.0),
                         style,
                     )))
                     .map_err(msg)?;
@@ -163,7 +163,8 @@ fn draw_bars<DB: DrawingBackend>(
             bottom = top;
         }
     }
-    Ok(())
+    let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+    slots::draw_labels(area, chart.plotting_area(), &labels, 14)
 }
 
 /// Text of `size` pixels in `ink`, centred on its position.

@@ -1,14 +1,20 @@
 //! One bar per label with its value written on top: compaction bandwidth per benchmark or
 //! phase, coloured by the executor that ran it.
+//!
+//! Bars sit in the slots of [`super::slots`]: however many there are (one included), each is
+//! centred in its slot, clear of the y axis, and its label is under it, below the axis.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
+use super::{Chart, DrawResult, FONT, msg, slots, under_caption};
 
 /// The y axis ends this far above the tallest bar, leaving room for the text on top.
 const Y_HEADROOM: f64 = 1.3;
+
+/// Height of the area under the plot: two lines of tick labels and the axis description.
+const X_LABEL_AREA: u32 = 76;
 
 /// One bar.
 pub struct Column {
@@ -53,54 +59,49 @@ impl Chart for Columns {
             .filter(|v| v.is_finite())
             .fold(0.0, f64::max);
         let top = if max > 0.0 { max * Y_HEADROOM } else { 1.0 };
-        // A segmented range `0..n` has the n + 1 segments 0..=n.
-        let last = self.columns.len().saturating_sub(1) as i32;
+        let count = self.columns.len();
         let mut chart = ChartBuilder::on(&body)
             .margin(18)
-            .x_label_area_size(56)
+            .x_label_area_size(X_LABEL_AREA)
             .y_label_area_size(84)
-            .build_cartesian_2d((0..last).into_segmented(), 0.0..top)
+            .build_cartesian_2d(slots::x_range(count), 0.0..top)
             .map_err(msg)?;
-        let x_text = |x: &SegmentValue<i32>| {
-            segment_label(x, |i| self.columns.get(i).map(|b| b.label.clone()))
-        };
+        // The labels are drawn under the slots' centres below; the mesh draws none.
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .x_labels(0)
             .x_desc(self.x_label.as_str())
             .y_desc(self.y_label.as_str())
             .axis_desc_style((FONT, 17))
             .label_style((FONT, 15))
-            .x_label_formatter(&x_text)
             .y_label_formatter(&|y| super::si_text(*y))
             .y_labels(8)
             .bold_line_style(BLACK.mix(0.12))
             .light_line_style(TRANSPARENT)
             .draw()
             .map_err(msg)?;
-        let note_style = TextStyle::from((FONT, 15).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Center, VPos::Bottom));
+        let fill = slots::plot_bar_fill(chart.plotting_area(), count);
+        let slot_pixels = slots::slot_pixels(chart.plotting_area(), count);
         for (i, c) in self.columns.iter().enumerate() {
-            let i = i as i32;
+            let size = slots::fitting_size(&body, &c.note, 15, slot_pixels);
+            let note_style = TextStyle::from((FONT, f64::from(size)).into_font())
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Bottom));
             let value = if c.value.is_finite() { c.value } else { 0.0 };
-            let mut bar = Rectangle::new(
-                [
-                    (SegmentValue::Exact(i), 0.0),
-                    (SegmentValue::Exact(i + 1), value),
-                ],
-                c.color.filled(),
-            );
-            bar.set_margin(0, 0, 30, 30);
+            let (left, right) = slots::bar_span(i, fill);
+            let bar = Rectangle::new([(left, 0.0), (right, value)], c.color.filled());
             chart.draw_series(std::iter::once(bar)).map_err(msg)?;
             chart
                 .draw_series(std::iter::once(Text::new(
                     c.note.clone(),
-                    (SegmentValue::CenterOf(i), value + top * 0.015),
-                    note_style.clone(),
+                    (slots::centre(i), value + top * 0.015),
+                    note_style,
                 )))
                 .map_err(msg)?;
         }
+        let labels: Vec<String> = self.columns.iter().map(|c| c.label.clone()).collect();
+        slots::draw_labels(&body, chart.plotting_area(), &labels, 15)?;
         draw_legend(chart.plotting_area(), &self.legend)
     }
 }

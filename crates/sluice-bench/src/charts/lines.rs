@@ -1,6 +1,7 @@
 //! Line charts: one or more panels side by side, each a set of lines over labelled x ticks.
 //!
-//! The x axis is categorical: one evenly spaced slot per tick. The sweeps double their x from
+//! The x axis is categorical: one evenly spaced slot per tick ([`super::slots`]), each point
+//! at its slot's centre (a single tick included). The sweeps double their x from
 //! one point to the next (sizes, data sets), so even spacing is a log2 axis for them, and a
 //! linear one for the counts 1, 2, 3, 4 (threads, directories).
 //!
@@ -11,7 +12,7 @@ use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::{Chart, DrawResult, FONT, msg, segment_label, under_caption};
+use super::{Chart, DrawResult, FONT, msg, slots, under_caption};
 
 /// Fraction of the y range above the highest point, kept free for the legend.
 const Y_HEADROOM: f64 = 1.5;
@@ -80,17 +81,14 @@ fn y_top(lines: &[Line]) -> f64 {
 }
 
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) -> DrawResult {
-    // A segmented range `0..n` has the n + 1 segments 0..=n.
-    let last_slot = panel.x_ticks.len().saturating_sub(1) as i32;
     let top = y_top(&panel.lines);
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, 18).into_font().style(FontStyle::Bold))
         .margin(14)
         .x_label_area_size(52)
         .y_label_area_size(72)
-        .build_cartesian_2d((0..last_slot).into_segmented(), 0.0..top)
+        .build_cartesian_2d(slots::x_range(panel.x_ticks.len()), 0.0..top)
         .map_err(msg)?;
-    let tick_text = |x: &SegmentValue<i32>| segment_label(x, |i| panel.x_ticks.get(i).cloned());
     let y_text = |y: &f64| {
         if top >= 10.0 {
             format!("{y:.0}")
@@ -98,14 +96,15 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
             format!("{y:.1}")
         }
     };
+    // The ticks are drawn under the slots' centres below; the mesh draws none.
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .x_labels(0)
         .x_desc(panel.x_label.as_str())
         .y_desc(panel.y_label.as_str())
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 14))
-        .x_label_formatter(&tick_text)
         .y_label_formatter(&y_text)
         .y_labels(8)
         .bold_line_style(BLACK.mix(0.12))
@@ -114,10 +113,10 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
         .map_err(msg)?;
     for line in &panel.lines {
         let color = line.color;
-        let points: Vec<(SegmentValue<i32>, f64)> = line
+        let points: Vec<(f64, f64)> = line
             .points
             .iter()
-            .map(|&(slot, y)| (SegmentValue::CenterOf(slot as i32), y))
+            .map(|&(slot, y)| (slots::centre(slot), y))
             .collect();
         if line.dashed {
             let style = color.stroke_width(2);
@@ -145,6 +144,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &Panel) 
                 .map_err(msg)?;
         }
     }
+    slots::draw_labels(area, chart.plotting_area(), &panel.x_ticks, 14)?;
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)

@@ -17,6 +17,15 @@
 //! | [`columns::Columns`]  | [`columns`] | one bar per label with its value written on top     |
 //! | [`ratios::RatioBars`] | [`ratios`]  | grouped ratio bars around 1.0 on a log2 axis        |
 //! | [`panels::BarPanels`] | [`panels`]  | a grid of bar panels, each with its own unit         |
+//!
+//! The bar and line kinds share one categorical x axis, [`slots`]: a slot per label, bars
+//! centred in their slots and clear of the y axis whether there are one, two or many.
+//!
+//! Units: throughput and bandwidth are in decimal units everywhere a chart or a table of
+//! `sluice bench` and `sluice ycsb` shows them: MB/s with 1 MB = 10^6 bytes (as the
+//! engine's `bandwidth_mb_s` and the experiments' tables), and ops/s. No chart or table of
+//! theirs shows MiB/s. Sizes given on the command line (`--write-buffer-size 4M`) are binary
+//! (4 MiB); the byte counts reported back are in MB all the same.
 
 pub mod bars;
 pub mod columns;
@@ -25,6 +34,7 @@ pub mod panels;
 pub mod peers;
 pub mod ratios;
 pub mod runs;
+pub mod slots;
 pub mod xy;
 
 use std::path::{Path, PathBuf};
@@ -111,20 +121,6 @@ pub fn notes_below<DB: DrawingBackend>(
 }
 
 /// Turns a plotters error into its message.
-/// The label under a segmented x axis's slot `x`: `label(i)` at the centre of slot `i`, nothing
-/// elsewhere (plotters also asks for the slots' edges).
-pub fn segment_label(
-    x: &plotters::prelude::SegmentValue<i32>,
-    label: impl Fn(usize) -> Option<String>,
-) -> String {
-    match x {
-        plotters::prelude::SegmentValue::CenterOf(i) => {
-            usize::try_from(*i).ok().and_then(label).unwrap_or_default()
-        }
-        _ => String::new(),
-    }
-}
-
 pub fn msg<E: std::error::Error + Send + Sync>(e: DrawingAreaErrorKind<E>) -> String {
     e.to_string()
 }
@@ -243,6 +239,9 @@ pub mod testing {
         img.pixels().filter(|p| p.0 != [255, 255, 255, 255]).count()
     }
 }
+
+#[cfg(test)]
+mod layout_tests;
 
 #[cfg(test)]
 mod tests {

@@ -5,15 +5,21 @@
 //! very different sizes would otherwise flatten one another, and a truncated axis would
 //! exaggerate differences. A bar without a value (not comparable) is written `n/a` and does
 //! not stretch the axis.
+//!
+//! Bars sit in the slots of [`super::slots`]: however many a panel has (one included), each is
+//! centred in its slot, clear of the y axis, and its label is under it, below the axis.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{Chart, DrawResult, FONT, msg, notes_below, segment_label, si_text, under_caption};
+use super::{Chart, DrawResult, FONT, msg, notes_below, si_text, slots, under_caption};
 
 /// The y axis ends this far above the highest whisker, leaving room for the text on top.
 const Y_HEADROOM: f64 = 1.25;
+
+/// Height of the area under each panel's plot: two lines of tick labels.
+const X_LABEL_AREA: u32 = 44;
 
 /// One bar of a panel.
 pub struct PanelBar {
@@ -71,26 +77,25 @@ impl Chart for BarPanels {
 
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPanel) -> DrawResult {
     let top = y_top(&panel.bars);
-    let last = panel.bars.len().saturating_sub(1) as i32;
+    let count = panel.bars.len();
     let mut chart = ChartBuilder::on(area)
         .caption(
             panel.title.as_str(),
             (FONT, 17).into_font().style(FontStyle::Bold),
         )
         .margin(10)
-        .x_label_area_size(30)
+        .x_label_area_size(X_LABEL_AREA)
         .y_label_area_size(62)
-        .build_cartesian_2d((0..last).into_segmented(), 0.0..top)
+        .build_cartesian_2d(slots::x_range(count), 0.0..top)
         .map_err(msg)?;
-    let x_text =
-        |x: &SegmentValue<i32>| segment_label(x, |i| panel.bars.get(i).map(|b| b.label.clone()));
+    // The labels are drawn under the slots' centres below; the mesh draws none.
     chart
         .configure_mesh()
         .disable_x_mesh()
+        .x_labels(0)
         .y_desc(panel.y_label.as_str())
         .axis_desc_style((FONT, 14))
         .label_style((FONT, 13))
-        .x_label_formatter(&x_text)
         .y_label_formatter(&|y| si_text(*y))
         .y_labels(6)
         .bold_line_style(BLACK.mix(0.12))
@@ -100,33 +105,27 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPane
     let note = TextStyle::from((FONT, 13).into_font())
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Bottom));
+    let fill = slots::plot_bar_fill(chart.plotting_area(), count);
     for (i, b) in panel.bars.iter().enumerate() {
-        let i = i as i32;
+        let centre = slots::centre(i);
         let Some(value) = b.value.filter(|v| v.is_finite()) else {
             chart
                 .draw_series(std::iter::once(Text::new(
                     "n/a",
-                    (SegmentValue::CenterOf(i), top * 0.02),
+                    (centre, top * 0.02),
                     note.clone(),
                 )))
                 .map_err(msg)?;
             continue;
         };
-        let mut bar = Rectangle::new(
-            [
-                (SegmentValue::Exact(i), 0.0),
-                (SegmentValue::Exact(i + 1), value),
-            ],
-            b.color.filled(),
-        );
-        bar.set_margin(0, 0, 8, 8);
+        let (left, right) = slots::bar_span(i, fill);
+        let bar = Rectangle::new([(left, 0.0), (right, value)], b.color.filled());
         chart.draw_series(std::iter::once(bar)).map_err(msg)?;
         let high = if b.high.is_finite() { b.high } else { value };
         if b.low.is_finite() && high > b.low {
-            let centre = SegmentValue::CenterOf(i);
             chart
                 .draw_series(std::iter::once(PathElement::new(
-                    vec![(centre.clone(), b.low), (centre, high)],
+                    vec![(centre, b.low), (centre, high)],
                     BLACK.stroke_width(2),
                 )))
                 .map_err(msg)?;
@@ -134,12 +133,13 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, panel: &BarPane
         chart
             .draw_series(std::iter::once(Text::new(
                 value_text(value),
-                (SegmentValue::CenterOf(i), high.max(value) + top * 0.015),
+                (centre, high.max(value) + top * 0.015),
                 note.clone(),
             )))
             .map_err(msg)?;
     }
-    Ok(())
+    let labels: Vec<String> = panel.bars.iter().map(|b| b.label.clone()).collect();
+    slots::draw_labels(area, chart.plotting_area(), &labels, 13)
 }
 
 /// `107k`, `75.5k`, `149`: a bar's value to three significant digits, which is all a run's

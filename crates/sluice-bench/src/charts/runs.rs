@@ -4,6 +4,8 @@
 //! | file                          | content                                                  |
 //! |-------------------------------|----------------------------------------------------------|
 //! | `throughput.{png,svg}`        | ops/s in each second, one line per benchmark or phase   |
+//! |                               | (the last, partial second rated over its length, as the |
+//! |                               | YCSB table prints it: `crate::timeline::slices`)        |
 //! | `latency_cdf.{png,svg}`       | share of operations at or below a latency (log x), one  |
 //! |                               | line per benchmark, or per phase and operation type     |
 //! | `compaction_bandwidth.{png,svg}` | MB/s of input bytes per benchmark or phase that      |
@@ -159,7 +161,10 @@ fn throughput(run: &Run<'_>) -> XyChart {
         stem: "throughput",
         size: (1200, 650),
         caption: format!("Throughput over time ({})", run.setup),
-        x_label: format!("seconds since the {} started", run.entry_kind),
+        x_label: format!(
+            "seconds since the {} started (a last part-second: its ops over its length)",
+            run.entry_kind
+        ),
         y_label: "operations completed per second (ops/s)".into(),
         x_scale: Scale::Linear,
         y_scale: Scale::Linear,

@@ -19,7 +19,19 @@
 //! ```
 //!
 //! `per_second[i]` counts the operations that completed in second `i` of the phase, so a stall
-//! shows as a dip. `operations` lists only the types that ran, in a fixed order.
+//! shows as a dip. The last entry usually covers only part of a second, `seconds - (n - 1)`
+//! when that is below 1: divide by that, not by 1, for its ops/s. The table and the throughput
+//! chart do ([`crate::timeline::slices`]): the table prints `ops/s in each second`, the last
+//! one marked partial with its count and length. `operations` lists only the types that ran, in a
+//! fixed order.
+//!
+//! `write_amp` is the table bytes flushes and compactions wrote divided by the user bytes
+//! (keys and values) written, RocksDB's `W-Amp` and the peers' definition. Tables hold their
+//! blocks compressed, so it is below 1 when the blocks compress and little is rewritten (a
+//! load that only flushed, say); the WAL is not counted.
+//!
+//! Units: MB is 10^6 bytes and rates are MB/s of 10^6 bytes (as in `sluice bench`, the
+//! charts and the experiments); latencies are microseconds.
 
 use std::fmt::Write as _;
 
@@ -31,6 +43,7 @@ use crate::histogram::LatencyHistogram;
 use crate::report::detail_lines;
 use crate::resources::ProcessUsage;
 use crate::shape::LsmShape;
+use crate::timeline::rates_text;
 
 /// One operation type's figures.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -83,6 +96,8 @@ pub struct PhaseReport {
     pub not_found: u64,
     /// True when the stop flag ended the phase early.
     pub stopped: bool,
+    /// Operations completed in each second; the last entry may cover only part of one (see
+    /// the module doc).
     pub per_second: Vec<u64>,
     pub operations: Vec<OpReport>,
     /// What the engine did during the phase, flattened.
@@ -117,6 +132,9 @@ impl YcsbReport {
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
 }
+
+/// What the table's `w-amp` divides by what (see the module doc).
+pub const WRITE_AMP_RATIO: &str = "table bytes / user bytes";
 
 /// The table of one phase: a header, what the engine and the process did, one row per
 /// operation type, then the per-second throughput samples.
@@ -160,15 +178,20 @@ pub fn phase_table(p: &PhaseReport) -> String {
             o.ops_per_sec
         );
     }
-    let samples: Vec<String> = p.per_second.iter().map(u64::to_string).collect();
-    let _ = writeln!(s, "ops per second: [{}]", samples.join(", "));
+    let _ = writeln!(
+        s,
+        "ops/s in each second: {}",
+        rates_text(&p.per_second, p.seconds)
+    );
     s
 }
 
-/// `w-amp 1.23, 3 flushes 12.0 MB, 2 compactions 30.1 MB -> 25.0 MB at 85.2 MB/s, stalled 0.20 s`.
+/// `w-amp 1.23 (table bytes / user bytes), 3 flushes 12.0 MB, 2 compactions 30.1 MB ->
+/// 25.0 MB at 85.2 MB/s, stalled 0.20 s`. The w-amp says what it divides, so that a value
+/// below 1 (compressed tables, nothing rewritten yet) reads as what it is.
 fn engine_line(e: &MetricsDelta) -> String {
     let mut parts = vec![match e.write_amp {
-        Some(w) => format!("w-amp {w:.2}"),
+        Some(w) => format!("w-amp {w:.2} ({WRITE_AMP_RATIO})"),
         None => "w-amp -".to_string(),
     }];
     parts.push(format!(

@@ -190,3 +190,42 @@ fn bad_configs_are_rejected() {
     };
     assert!(c.validate().unwrap_err().to_string().contains("key_size"));
 }
+
+/// A phase of 2.5 s: two whole seconds and a last half second of 50 operations.
+fn phase_of_two_and_a_half_seconds() -> report::PhaseReport {
+    report::PhaseReport {
+        phase: "run".into(),
+        ops: 350,
+        seconds: 2.5,
+        ops_per_sec: 140.0,
+        not_found: 0,
+        stopped: false,
+        per_second: vec![100, 200, 50],
+        operations: Vec::new(),
+        engine: crate::delta::MetricsDelta {
+            write_amp: Some(0.41),
+            ..Default::default()
+        },
+        process: Default::default(),
+        lsm: Default::default(),
+    }
+}
+
+#[test]
+fn the_table_rates_the_last_partial_second_as_the_chart_does() {
+    let p = phase_of_two_and_a_half_seconds();
+    let table = report::phase_table(&p);
+    // 50 operations in 0.5 s: 100 ops/s, marked partial; not "50" as if a whole second.
+    assert!(
+        table.contains("\nops/s in each second: [100, 200, 100 (partial: 50 ops in 0.50 s)]\n"),
+        "{table}"
+    );
+    // The chart's point for that second has the same rate.
+    let points = crate::timeline::rates(&p.per_second, p.seconds);
+    assert_eq!(points.last(), Some(&(2.25, 100.0)));
+    // The w-amp says what it divides, so 0.41 is not read as an error.
+    assert!(
+        table.contains("w-amp 0.41 (table bytes / user bytes)"),
+        "{table}"
+    );
+}

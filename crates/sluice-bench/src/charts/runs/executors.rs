@@ -105,7 +105,7 @@ pub(super) fn per_mode(run: &Run<'_>) -> Option<Columns> {
         size: (1200, 650),
         caption: format!("Compaction bandwidth per executor ({})", run.setup),
         x_label: format!("{}: executor that ran the compactions", run.entry_kind),
-        y_label: "bandwidth of the executor's compactions (MB/s of input, 1 MB = 10^6 B)".into(),
+        y_label: "bandwidth per executor (MB/s of input, 1 MB = 10^6 B)".into(),
         columns,
         legend: executor_legend(executors),
     })
