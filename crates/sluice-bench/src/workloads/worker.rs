@@ -186,15 +186,24 @@ impl<'a> Worker<'a> {
         Ok(())
     }
 
+    /// Puts the next operation's uniform key from `[0, num)` in `self.key`; `false` (and no
+    /// key drawn) once the benchmark is to stop.
+    fn next_random_key(&mut self) -> bool {
+        if self.stopped() {
+            return false;
+        }
+        let n = self.stream.below(self.config.num);
+        self.keys.write(n, &mut self.key);
+        true
+    }
+
     /// Point lookups of uniform keys, `end - first` of them: readrandom passes this thread's
     /// share of `reads`, readwhilewriting its reader's share.
     fn read_random(&mut self, (first, end): (u64, u64)) -> Result<()> {
         for _ in first..end {
-            if self.stopped() {
+            if !self.next_random_key() {
                 break;
             }
-            let n = self.stream.below(self.config.num);
-            self.keys.write(n, &mut self.key);
             let start = Instant::now();
             let value = self.db.get(&self.key)?;
             let bytes = value.as_ref().map_or(0, |v| self.key.len() + v.len());
@@ -239,11 +248,9 @@ impl<'a> Worker<'a> {
         let nexts = self.shared.workload.seek_nexts;
         let mut it = self.db.iter(&ReadOptions::default())?;
         for _ in first..end {
-            if self.stopped() {
+            if !self.next_random_key() {
                 break;
             }
-            let n = self.stream.below(self.config.num);
-            self.keys.write(n, &mut self.key);
             let start = Instant::now();
             it.seek(&self.key)?;
             let mut bytes = 0;

@@ -62,11 +62,9 @@ impl Worker<'_> {
         let mut values = ValueGenerator::from_stream(&mut self.stream, value_size);
         let opts = self.write_options();
         for _ in first..end {
-            if self.stopped() {
+            if !self.next_random_key() {
                 break;
             }
-            let n = self.stream.below(self.config.num);
-            self.keys.write(n, &mut self.key);
             let value = values.generate(value_size);
             let start = Instant::now();
             let old = self.db.get(&self.key)?;
@@ -90,11 +88,9 @@ impl Worker<'_> {
         let mut values = ValueGenerator::from_stream(&mut self.stream, value_size);
         let opts = self.write_options();
         for i in 0..end - first {
-            if self.stopped() {
+            if !self.next_random_key() {
                 break;
             }
-            let n = self.stream.below(self.config.num);
-            self.keys.write(n, &mut self.key);
             let (start, bytes) = if i % 100 < percent {
                 let start = Instant::now();
                 let value = self.db.get(&self.key)?;
@@ -118,11 +114,9 @@ impl Worker<'_> {
         let (first, end) = share(self.config.num, self.config.threads, self.index);
         let opts = self.write_options();
         for _ in first..end {
-            if self.stopped() {
+            if !self.next_random_key() {
                 break;
             }
-            let n = self.stream.below(self.config.num);
-            self.keys.write(n, &mut self.key);
             let start = Instant::now();
             self.db.delete_opt(&opts, &self.key)?;
             let bytes = self.key.len();
