@@ -20,6 +20,7 @@ use crate::commands::repair::RepairArgs;
 use crate::commands::sst::SstCommand;
 use crate::commands::stats::StatsArgs;
 use crate::commands::stress::StressArgs;
+use crate::commands::wal::WalCommand;
 use crate::commands::ycsb::YcsbArgs;
 
 /// Inspect, check and benchmark Sluice databases.
@@ -96,6 +97,9 @@ pub enum Command {
     /// Inspect the MANIFEST.
     #[command(subcommand)]
     Manifest(ManifestCommand),
+    /// Inspect write-ahead log (.log) files.
+    #[command(subcommand)]
+    Wal(WalCommand),
     /// Change a partitioned database's range map by hand: move a range to another owner, or
     /// split one in two. Prints the map afterwards.
     #[command(subcommand)]

@@ -18,6 +18,7 @@ pub mod repair;
 pub mod sst;
 pub mod stats;
 pub mod stress;
+pub mod wal;
 pub mod ycsb;
 
 use std::io::Write;
@@ -51,6 +52,7 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Repair(a) => repair::run(&a, out),
         Command::Sst(c) => sst::run(&c, out),
         Command::Blob(c) => blob::run(&c, out),
+        Command::Wal(c) => wal::run(&c, out),
         Command::Manifest(c) => manifest::run(&c, out),
         Command::Range(c) => range::run(&c, out),
         Command::Bench(a) => bench::run(&a, out),
