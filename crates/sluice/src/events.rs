@@ -176,7 +176,8 @@ impl Listeners {
 
     /// Reports a change to `current`, if it is one. Call without the state lock.
     pub(crate) fn stall_condition(&self, current: StallCondition) {
-        if self.is_empty() {
+        // Every write group's leader gets here: a load, and no store, when nothing changed.
+        if !self.stall_changes_to(current) {
             return;
         }
         let previous = self
