@@ -43,6 +43,10 @@ pub struct InfoLogOptions {
     pub max_log_file_size: u64,
     /// Rotated logs kept (RocksDB keeps 1000; a few dozen say enough about recent opens).
     pub keep_log_file_num: usize,
+    /// Every this often, a `stats:` line with the figures of the interval since the last one
+    /// and of the whole session (RocksDB's `stats_dump_period_sec`, also 10 minutes by
+    /// default); zero writes none.
+    pub stats_dump_period: std::time::Duration,
 }
 
 impl Default for InfoLogOptions {
@@ -51,6 +55,7 @@ impl Default for InfoLogOptions {
             enabled: true,
             max_log_file_size: 0,
             keep_log_file_num: 16,
+            stats_dump_period: std::time::Duration::from_secs(600),
         }
     }
 }

@@ -87,6 +87,45 @@ impl Metrics {
             "Bytes written into each level.",
             levels(|l| l.bytes_written as f64),
         );
+        e.labelled(
+            "level_compaction_seconds_total",
+            c,
+            "Wall seconds of the flushes (L0) and compactions into each level.",
+            levels(|l| l.compaction_seconds),
+        );
+        e.labelled(
+            "level_entries_dropped_total",
+            c,
+            "Entries the flushes and compactions into each level read and did not write.",
+            levels(|l| l.entries_dropped as f64),
+        );
+        e.labelled(
+            "level_read_amp",
+            g,
+            "Tables a point read may look at in each level.",
+            levels(|l| l.read_amp as f64),
+        );
+        let s = &self.stalls;
+        let by_cause = |f: fn(crate::metrics::StallCounts) -> f64| {
+            [
+                ("l0_slowdown", s.l0_slowdown),
+                ("l0_stop", s.l0_stop),
+                ("memtable_limit", s.memtable_limit),
+            ]
+            .map(|(cause, counts)| (format!("cause=\"{cause}\""), f(counts)))
+        };
+        e.labelled(
+            "write_stalls_total",
+            c,
+            "Writes held up, by stall cause.",
+            by_cause(|c| c.count as f64),
+        );
+        e.labelled(
+            "write_stall_cause_seconds_total",
+            c,
+            "Seconds writers waited, by stall cause.",
+            by_cause(|c| c.micros as f64 / 1e6),
+        );
         for (job, jobs, m) in [
             ("flush", "flushes", &self.flush),
             ("compaction", "compactions", &self.compaction),
@@ -132,7 +171,55 @@ impl Metrics {
                 .into_iter()
                 .map(|(step, s)| (format!("step=\"{step}\""), s)),
         );
-        let singles: [(&str, &str, &str, f64); 14] = [
+        let singles: [(&str, &str, &str, f64); 22] = [
+            (
+                "compaction_debt_bytes",
+                g,
+                "Estimated bytes compactions must rewrite to bring every level within its target.",
+                self.compaction_debt_bytes as f64,
+            ),
+            (
+                "table_cache_open_tables",
+                g,
+                "Table readers open.",
+                self.table_cache.open_tables as f64,
+            ),
+            (
+                "table_cache_hits_total",
+                c,
+                "Table lookups that found the reader open.",
+                self.table_cache.hits as f64,
+            ),
+            (
+                "table_cache_misses_total",
+                c,
+                "Table lookups that opened the table.",
+                self.table_cache.misses as f64,
+            ),
+            (
+                "bloom_useful_total",
+                c,
+                "Filter checks that saved a block read.",
+                self.bloom.useful as f64,
+            ),
+            (
+                "bloom_passed_total",
+                c,
+                "Filter checks that let the lookup through.",
+                self.bloom.passed as f64,
+            ),
+            (
+                "bloom_false_positives_total",
+                c,
+                "Lookups a filter let through that found no entry.",
+                self.bloom.false_positives as f64,
+            ),
+            (
+                "space_amplification",
+                g,
+                "Bytes on disk per byte of the bottom level and live blob values.",
+                self.space_amp(),
+            ),
             (
                 "trivial_moves_total",
                 c,
@@ -251,7 +338,7 @@ mod tests {
 
     #[test]
     fn every_family_has_help_type_and_well_formed_samples() {
-        let m = Metrics {
+        let mut m = Metrics {
             levels: (0..7)
                 .map(|level| crate::metrics::LevelMetrics {
                     level,
@@ -261,8 +348,10 @@ mod tests {
                 .collect(),
             wal_syncs: 3,
             write_stall_micros: 1_500_000,
+            compaction_debt_bytes: 4096,
             ..Metrics::default()
         };
+        m.stalls.l0_stop.count = 2;
         let text = m.to_prometheus();
         let mut families = std::collections::BTreeSet::new();
         for line in text.lines() {
@@ -289,6 +378,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("sluice_wal_syncs_total 3\n"));
+        assert!(text.contains("sluice_compaction_debt_bytes 4096\n"));
+        assert!(text.contains("sluice_write_stalls_total{cause=\"l0_stop\"} 2\n"));
         assert!(text.contains("sluice_write_stall_seconds_total 1.5\n"));
         assert!(text.contains("sluice_compaction_step_seconds_total{step=\"merge\"} 0\n"));
         assert!(families.contains("sluice_flushes_total"));

@@ -7,11 +7,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sluice_sst::blob::{BlobFile, BlobRef};
 use sluice_sst::cache::{BlockCache, CachedValue};
 use sluice_sst::fs::{FileSystem, IoMode, Storage};
-use sluice_sst::table::{Table, TableReadOptions};
+use sluice_sst::table::{BloomCounters, Table, TableReadOptions};
 
 use crate::filename::{blob_file_name, table_file_name};
 use crate::version::blob_files::BlobFileMetaData;
@@ -19,6 +20,7 @@ use crate::version::edit::FileMetaData;
 use sluice_sst::{Error, Result};
 
 use crate::Options;
+use crate::metrics::{BloomMetrics, TableCacheMetrics};
 
 /// Open table readers shared by reads and compactions.
 pub struct TableCache {
@@ -37,6 +39,11 @@ pub struct TableCache {
     compaction_storage: Storage,
     /// Turn counter for [`TableCache::dir_for_new_table`].
     next_dir: std::sync::atomic::AtomicUsize,
+    /// [`TableCache::get`] calls that found the reader open, and those that opened it.
+    hits: AtomicU64,
+    misses: AtomicU64,
+    /// The bloom filter figures of every table this cache opens.
+    bloom: Arc<BloomCounters>,
 }
 
 impl TableCache {
@@ -60,6 +67,9 @@ impl TableCache {
             storage: options.table_storage(),
             compaction_storage: options.background_storage(),
             next_dir: std::sync::atomic::AtomicUsize::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            bloom: Arc::default(),
         }
     }
 
@@ -170,8 +180,10 @@ impl TableCache {
     /// The reader for `file`, opening it on first use.
     pub fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.get(&file.number) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(t);
         }
+        self.misses.fetch_add(1, Ordering::Relaxed);
         let path = self.table_path(file.dir_index, file.number);
         let table = Table::open(
             &path,
@@ -182,6 +194,7 @@ impl TableCache {
                 verify_checksums: self.verify_checksums,
                 storage: self.storage.clone(),
                 load_filter: true,
+                bloom_counters: Some(Arc::clone(&self.bloom)),
             },
         )?;
         self.tables.insert(file.number, Arc::clone(&table));
@@ -208,6 +221,25 @@ impl TableCache {
                 ..TableReadOptions::default()
             },
         )
+    }
+
+    /// Open tables and how often [`TableCache::get`] found a reader open.
+    pub fn metrics(&self) -> TableCacheMetrics {
+        TableCacheMetrics {
+            open_tables: self.tables.len() as u64,
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    /// What the bloom filters of the tables opened here saved.
+    pub fn bloom_metrics(&self) -> BloomMetrics {
+        let s = self.bloom.stats();
+        BloomMetrics {
+            useful: s.useful,
+            passed: s.passed,
+            false_positives: s.false_positives,
+        }
     }
 
     /// Forgets table or blob file `number` (after it was deleted).

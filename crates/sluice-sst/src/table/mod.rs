@@ -54,7 +54,7 @@ pub use encode::{EncodedBlock, compress_block, encode_block, seal_block_trailer}
 pub use iter::TableIter;
 pub use meta::BlockMeta;
 pub use read::{RawBlock, decompress_raw_block, read_raw_block, read_raw_blocks, verify_raw_block};
-pub use reader::{BlockReads, BloomStats, Table, TableReadOptions, VerifyReport};
+pub use reader::{BlockReads, BloomCounters, BloomStats, Table, TableReadOptions, VerifyReport};
 pub use writer::{TableFileWriter, TableSummary};
 
 use crate::compression::{CompressionType, DEFAULT_ZSTD_LEVEL};

@@ -44,6 +44,10 @@ pub struct TableReadOptions {
     /// The block cache namespace of the table's file numbers: each keyspace of a database
     /// numbers its files on its own and shares the cache under its id.
     pub cache_namespace: u32,
+    /// Where the filter's [`BloomStats`] are counted: a database passes one set of counters
+    /// to every table it opens, so the figures outlive tables closed and reopened. `None`
+    /// counts for this table alone.
+    pub bloom_counters: Option<Arc<BloomCounters>>,
 }
 
 impl Default for TableReadOptions {
@@ -54,6 +58,7 @@ impl Default for TableReadOptions {
             verify_checksums: true,
             storage: Storage::default(),
             load_filter: true,
+            bloom_counters: None,
         }
     }
 }
@@ -99,6 +104,31 @@ pub struct BloomStats {
     pub passed: u64,
     /// Lookups the filter let through that found no entry for the key.
     pub false_positives: u64,
+}
+
+/// The counters behind [`BloomStats`], shared by the tables that count into them.
+#[derive(Debug, Default)]
+pub struct BloomCounters {
+    useful: AtomicU64,
+    passed: AtomicU64,
+    false_positives: AtomicU64,
+}
+
+impl BloomCounters {
+    /// The figures counted so far.
+    pub fn stats(&self) -> BloomStats {
+        BloomStats {
+            useful: self.useful.load(Ordering::Relaxed),
+            passed: self.passed.load(Ordering::Relaxed),
+            false_positives: self.false_positives.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts one filter check: `passed` if the filter let the lookup through.
+    fn checked(&self, passed: bool) {
+        let counter = if passed { &self.passed } else { &self.useful };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// The decoded index: each data block's last key and handle. Keys live in one buffer.
@@ -157,9 +187,7 @@ pub struct Table {
     properties: TableProperties,
     cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
-    bloom_useful: AtomicU64,
-    bloom_passed: AtomicU64,
-    bloom_false_positives: AtomicU64,
+    bloom: Arc<BloomCounters>,
 }
 
 impl std::fmt::Debug for Table {
@@ -263,9 +291,7 @@ impl Table {
             cache: opts.cache,
             cache_namespace: opts.cache_namespace,
             verify_checksums: opts.verify_checksums,
-            bloom_useful: AtomicU64::new(0),
-            bloom_passed: AtomicU64::new(0),
-            bloom_false_positives: AtomicU64::new(0),
+            bloom: opts.bloom_counters.unwrap_or_default(),
         }))
     }
 
@@ -315,22 +341,14 @@ impl Table {
             return true;
         }
         let hit = filter.may_contain(prefix);
-        let counter = if hit {
-            &self.bloom_passed
-        } else {
-            &self.bloom_useful
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.bloom.checked(hit);
         hit
     }
 
-    /// Bloom filter counters since open.
+    /// Bloom filter counters since open, or those of every table sharing
+    /// [`TableReadOptions::bloom_counters`].
     pub fn bloom_stats(&self) -> BloomStats {
-        BloomStats {
-            useful: self.bloom_useful.load(Ordering::Relaxed),
-            passed: self.bloom_passed.load(Ordering::Relaxed),
-            false_positives: self.bloom_false_positives.load(Ordering::Relaxed),
-        }
+        self.bloom.stats()
     }
 
     /// Number of data blocks.
@@ -371,11 +389,11 @@ impl Table {
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let uk = user_key(lookup_ikey);
         if let Some(filter) = &self.filter {
-            if !filter.may_contain(uk) {
-                self.bloom_useful.fetch_add(1, Ordering::Relaxed);
+            let passed = filter.may_contain(uk);
+            self.bloom.checked(passed);
+            if !passed {
                 return Ok(None);
             }
-            self.bloom_passed.fetch_add(1, Ordering::Relaxed);
         }
         let found = match self.index.handle(self.index.find(lookup_ikey)) {
             Some(handle) => {
@@ -388,7 +406,7 @@ impl Table {
             None => None,
         };
         if found.is_none() && self.filter.is_some() {
-            self.bloom_false_positives.fetch_add(1, Ordering::Relaxed);
+            self.bloom.false_positives.fetch_add(1, Ordering::Relaxed);
         }
         Ok(found)
     }

@@ -11,6 +11,7 @@
 pub use sluice_exec as executor;
 
 pub(crate) mod choose;
+pub mod debt;
 pub mod env;
 pub mod in_progress;
 pub(crate) mod job;

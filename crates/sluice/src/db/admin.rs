@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::Db;
+use super::{Db, DbInner};
 use crate::Result;
 use crate::compaction::manual::CompactOptions;
 use crate::compaction::picker::level_score;
@@ -59,77 +59,7 @@ impl Db {
     /// default keyspace's tree; the WAL's and the block cache's figures are the database's.
     /// Another keyspace's tree reports through [`crate::Keyspace::metrics`].
     pub fn metrics(&self) -> Metrics {
-        let inner = &self.inner;
-        let st = inner.state.lock();
-        let v = st.versions.current();
-        let c = &st.level_counters;
-        let levels = (0..NUM_LEVELS)
-            .map(|level| LevelMetrics {
-                level,
-                files: v.num_files(level),
-                size_bytes: v.level_bytes(level),
-                score: level_score(v, &inner.options, level),
-                bytes_in: c.bytes_in[level],
-                bytes_read: c.bytes_read[level],
-                bytes_written: c.bytes_written[level],
-                bytes_moved: c.bytes_moved[level],
-                compactions: c.compactions[level],
-                write_amp: if c.bytes_in[level] > 0 {
-                    c.bytes_written[level] as f64 / c.bytes_in[level] as f64
-                } else {
-                    0.0
-                },
-            })
-            .collect();
-        let cache = inner.table_cache.block_cache();
-        let recovery = inner.recovery.lock();
-        Metrics {
-            recovery_wal_records: recovery.wal_records,
-            recovery_dropped_bytes: recovery.dropped_bytes(),
-            orphans_deleted_at_open: recovery.orphans_deleted as u64,
-            levels,
-            flush: st.flush_metrics.clone(),
-            compaction: st.compaction_metrics.clone(),
-            trivial_moves: st.trivial_moves,
-            intra_l0_compactions: st.intra_l0_compactions,
-            relocations: st.relocations,
-            range_moves: st.range_moves,
-            range_splits: st.range_splits,
-            l0_sublevels: crate::version::l0_sublevels::l0_sublevels(v.files(0)).len(),
-            compactions_running: st.compactions.len(),
-            compactions_running_peak: st.compactions.peak(),
-            user_bytes_written: inner.counters.user_bytes.load(Ordering::Relaxed),
-            wal_bytes_written: inner.counters.wal_bytes.load(Ordering::Relaxed),
-            wal_syncs: inner.counters.wal_syncs.load(Ordering::Relaxed),
-            write_slowdowns: inner.counters.slowdowns.load(Ordering::Relaxed),
-            write_stall_micros: inner.counters.stall_micros.load(Ordering::Relaxed),
-            memtable_bytes: (st.mem.approximate_bytes()
-                + st.imm.iter().map(|m| m.approximate_bytes()).sum::<usize>())
-                as u64,
-            immutable_memtables: st.imm.len(),
-            block_cache_bytes: cache.map_or(0, |c| c.usage_bytes() as u64),
-            block_cache_hits: cache.map_or(0, |c| c.hits()),
-            prefix_filter_skips: inner.counters.prefix_skips.load(Ordering::Relaxed),
-            block_cache_misses: cache.map_or(0, |c| c.misses()),
-            last_sequence: inner.latest_seq(),
-            snapshots: inner.snapshots.sequences().len(),
-            range_tombstones: v.range_tombstones().len()
-                + std::iter::once(&st.mem)
-                    .chain(&st.imm)
-                    .map(|m| m.range_tombstones().len())
-                    .sum::<usize>(),
-            // Lock order: the state lock, then the offloader's (which never takes the state
-            // lock while it holds its own).
-            offload: inner.remote.as_ref().map(|r| r.metrics()),
-            partitions: inner.options.partitions.as_ref().and_then(|p| {
-                crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
-            }),
-            blob: crate::metrics::BlobMetrics {
-                cache_hits: cache.map_or(0, |c| c.value_hits()),
-                cache_misses: cache.map_or(0, |c| c.value_misses()),
-                ..crate::metrics::BlobMetrics::of(v)
-            },
-        }
+        self.inner.metrics()
     }
 
     /// Reads every block of every live table, in every keyspace, and verifies its checksum;
@@ -161,5 +91,94 @@ impl Db {
             report.bytes += blobs.bytes;
         }
         Ok(report)
+    }
+}
+
+impl DbInner {
+    /// [`Db::metrics`], for the threads that hold only the shared state.
+    pub(crate) fn metrics(&self) -> Metrics {
+        let inner = self;
+        let st = inner.state.lock();
+        let v = st.versions.current();
+        let c = &st.level_counters;
+        let l0_sublevels = crate::version::l0_sublevels::l0_sublevels(v.files(0)).len();
+        let levels = (0..NUM_LEVELS)
+            .map(|level| LevelMetrics {
+                level,
+                files: v.num_files(level),
+                size_bytes: v.level_bytes(level),
+                score: level_score(v, &inner.options, level),
+                bytes_in: c.bytes_in[level],
+                bytes_read: c.bytes_read[level],
+                bytes_written: c.bytes_written[level],
+                bytes_moved: c.bytes_moved[level],
+                compactions: c.compactions[level],
+                compaction_seconds: c.seconds[level],
+                entries_in: c.entries_in[level],
+                entries_dropped: c.entries_dropped[level],
+                read_amp: match level {
+                    0 => l0_sublevels,
+                    _ => usize::from(v.num_files(level) > 0),
+                },
+                write_amp: if c.bytes_in[level] > 0 {
+                    c.bytes_written[level] as f64 / c.bytes_in[level] as f64
+                } else {
+                    0.0
+                },
+            })
+            .collect();
+        let cache = inner.table_cache.block_cache();
+        let recovery = inner.recovery.lock();
+        Metrics {
+            recovery_wal_records: recovery.wal_records,
+            recovery_dropped_bytes: recovery.dropped_bytes(),
+            orphans_deleted_at_open: recovery.orphans_deleted as u64,
+            levels,
+            flush: st.flush_metrics.clone(),
+            compaction: st.compaction_metrics.clone(),
+            trivial_moves: st.trivial_moves,
+            intra_l0_compactions: st.intra_l0_compactions,
+            relocations: st.relocations,
+            range_moves: st.range_moves,
+            range_splits: st.range_splits,
+            l0_sublevels,
+            compactions_running: st.compactions.len(),
+            compactions_running_peak: st.compactions.peak(),
+            user_bytes_written: inner.counters.user_bytes.load(Ordering::Relaxed),
+            wal_bytes_written: inner.counters.wal_bytes.load(Ordering::Relaxed),
+            wal_syncs: inner.counters.wal_syncs.load(Ordering::Relaxed),
+            write_slowdowns: inner.counters.slowdowns.load(Ordering::Relaxed),
+            write_stall_micros: inner.counters.stall_micros.load(Ordering::Relaxed),
+            stalls: inner.counters.stall_metrics(),
+            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &inner.options),
+            memtable_bytes: (st.mem.approximate_bytes()
+                + st.imm.iter().map(|m| m.approximate_bytes()).sum::<usize>())
+                as u64,
+            immutable_memtables: st.imm.len(),
+            block_cache_bytes: cache.map_or(0, |c| c.usage_bytes() as u64),
+            block_cache_hits: cache.map_or(0, |c| c.hits()),
+            prefix_filter_skips: inner.counters.prefix_skips.load(Ordering::Relaxed),
+            block_cache_misses: cache.map_or(0, |c| c.misses()),
+            table_cache: inner.table_cache.metrics(),
+            bloom: inner.table_cache.bloom_metrics(),
+            last_sequence: inner.latest_seq(),
+            snapshots: inner.snapshots.sequences().len(),
+            range_tombstones: v.range_tombstones().len()
+                + std::iter::once(&st.mem)
+                    .chain(&st.imm)
+                    .map(|m| m.range_tombstones().len())
+                    .sum::<usize>(),
+            // Lock order: the state lock, then the offloader's (which never takes the state
+            // lock while it holds its own).
+            offload: inner.remote.as_ref().map(|r| r.metrics()),
+            partitions: inner.options.partitions.as_ref().and_then(|p| {
+                crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
+            }),
+            blob: crate::metrics::BlobMetrics {
+                cache_hits: cache.map_or(0, |c| c.value_hits()),
+                cache_misses: cache.map_or(0, |c| c.value_misses()),
+                ..crate::metrics::BlobMetrics::of(v)
+            },
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! The background threads: one flushes frozen memtables, `max_concurrent_compactions` run
-//! automatic compactions.
+//! automatic compactions, and with a `LOG` one writes its periodic `stats:` line.
 //!
 //! Flushes get their own thread so they never wait behind a long compaction: a stalled flush
 //! stalls every writer, a stalled compaction only lets L0 grow. Each compaction thread picks,
@@ -25,6 +25,15 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     let mut threads = vec![spawn("sluice-flush", flush_loop)?];
     for _ in 0..inner.options.compaction.max_concurrent_compactions {
         threads.push(spawn("sluice-compact", compaction_loop)?);
+    }
+    // One line for the database, from its default keyspace's tree (whose WAL and user-byte
+    // figures are the database's).
+    let default_tree = inner.keyspace_id == crate::batch::DEFAULT_KEYSPACE_ID;
+    if default_tree
+        && inner.events.log().is_some()
+        && !inner.options.info_log.stats_dump_period.is_zero()
+    {
+        threads.push(spawn("sluice-stats", super::stats_dump::stats_dump_loop)?);
     }
     Ok(threads)
 }

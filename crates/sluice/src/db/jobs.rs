@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use sluice_exec::{ExecOptions, JobControl};
-use sluice_sst::profile::thread_cpu_time;
+use sluice_sst::profile::{StageProfile, thread_cpu_time};
 
 use super::{DbInner, DbState};
 use crate::compaction::Compaction;
@@ -91,9 +91,15 @@ impl DbInner {
         st.imm.pop_front();
         st.flush_metrics
             .record(imm.approximate_bytes() as u64, &profile);
-        st.level_counters.bytes_in[0] += imm.approximate_bytes() as u64;
-        st.level_counters.bytes_written[0] += bytes;
-        st.level_counters.compactions[0] += 1;
+        st.level_counters.record(
+            0,
+            imm.approximate_bytes() as u64,
+            0,
+            &StageProfile {
+                bytes_written: bytes,
+                ..profile
+            },
+        );
         drop(st);
         tracing::debug!(tables = tables.len(), bytes, "flushed memtable to L0");
         if !self.events.is_empty() {
@@ -386,11 +392,8 @@ fn record_merge(st: &mut DbState, m: &MergeRecord) {
     st.compaction_metrics.range_covered += out.stats.range_covered;
     st.compaction_metrics
         .record_stages(m.executor, m.input_bytes, &out.profile, &out.stages);
-    let level = m.output_level;
-    st.level_counters.bytes_in[level] += m.upper_bytes;
-    st.level_counters.bytes_read[level] += m.input_bytes;
-    st.level_counters.bytes_written[level] += out.profile.bytes_written;
-    st.level_counters.compactions[level] += 1;
+    st.level_counters
+        .record(m.output_level, m.upper_bytes, m.input_bytes, &out.profile);
     match m.reason {
         crate::compaction::Reason::IntraL0 => st.intra_l0_compactions += 1,
         crate::compaction::Reason::Relocate => st.relocations += 1,

@@ -31,11 +31,12 @@ mod partition;
 mod read;
 pub mod records;
 pub(crate) mod recover;
+mod stats_dump;
 mod write;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
@@ -118,8 +119,36 @@ pub(crate) struct WriteCounters {
     pub wal_syncs: AtomicU64,
     pub slowdowns: AtomicU64,
     pub stall_micros: AtomicU64,
+    /// Stalls and their microseconds by [`StallCause`].
+    pub stalls: [(AtomicU64, AtomicU64); 3],
     /// Tables prefix scans skipped because their filter lacked the prefix.
     pub prefix_skips: AtomicU64,
+}
+
+/// Why a writer waited: the index of its counters in [`WriteCounters::stalls`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum StallCause {
+    L0Slowdown = 0,
+    L0Stop = 1,
+    MemtableLimit = 2,
+}
+
+impl WriteCounters {
+    /// The stall counters as [`crate::metrics::StallMetrics`].
+    pub fn stall_metrics(&self) -> crate::metrics::StallMetrics {
+        let of = |cause: StallCause| {
+            let (count, micros) = &self.stalls[cause as usize];
+            crate::metrics::StallCounts {
+                count: count.load(Ordering::Relaxed),
+                micros: micros.load(Ordering::Relaxed),
+            }
+        };
+        crate::metrics::StallMetrics {
+            l0_slowdown: of(StallCause::L0Slowdown),
+            l0_stop: of(StallCause::L0Stop),
+            memtable_limit: of(StallCause::MemtableLimit),
+        }
+    }
 }
 
 /// State shared by the handle and the background threads.

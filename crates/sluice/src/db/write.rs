@@ -10,7 +10,7 @@ use sluice_sst::key::{MAX_SEQ, SeqNo, ValueKind};
 use sluice_sst::ttl::{now_secs, with_write_time};
 
 use super::commit::{Group, Turn};
-use super::{Db, DbInner};
+use super::{Db, DbInner, StallCause};
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 
@@ -476,7 +476,7 @@ impl DbInner {
                 drop(st);
                 std::thread::sleep(Duration::from_millis(1));
                 self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
-                self.note_stall(start);
+                self.note_stall(StallCause::L0Slowdown, start);
                 slowed = true;
                 st = self.state.lock();
                 continue;
@@ -508,7 +508,7 @@ impl DbInner {
                 let start = Instant::now();
                 tracing::debug!("memtables full; waiting for flush");
                 self.bg_done.wait(&mut st);
-                self.note_stall(start);
+                self.note_stall(StallCause::MemtableLimit, start);
                 continue;
             }
             if l0_full {
@@ -516,7 +516,7 @@ impl DbInner {
                 tracing::debug!(l0_files, "too many L0 files; waiting for compaction");
                 self.bg_work.notify_all();
                 self.bg_done.wait(&mut st);
-                self.note_stall(start);
+                self.note_stall(StallCause::L0Stop, start);
                 continue;
             }
             // Switch to a new memtable and WAL (the database's, for a keyspace's tree). Only
@@ -575,10 +575,14 @@ impl DbInner {
         Ok(())
     }
 
-    fn note_stall(&self, start: Instant) {
+    fn note_stall(&self, cause: StallCause, start: Instant) {
+        let micros = start.elapsed().as_micros() as u64;
         self.counters
             .stall_micros
-            .fetch_add(start.elapsed().as_micros() as u64, Ordering::Relaxed);
+            .fetch_add(micros, Ordering::Relaxed);
+        let (count, total) = &self.counters.stalls[cause as usize];
+        count.fetch_add(1, Ordering::Relaxed);
+        total.fetch_add(micros, Ordering::Relaxed);
     }
 
     /// Freezes the memtable and waits for all frozen memtables to reach L0.
