@@ -381,9 +381,31 @@ fn stats_json_parses_and_describes_every_level() {
     assert!(v["compaction"]["bandwidth_mb_s"].is_number());
     assert!(v["total_size_bytes"].as_u64().unwrap() > 0);
 
+    // Pebble's and RocksDB's figures: read and space amplification, compaction debt, the
+    // table cache and the filters, stalls by cause.
+    for field in ["read_amp", "space_amp", "compaction_debt_bytes", "bloom_utility"] {
+        assert!(v[field].is_number(), "{field}: {v}");
+    }
+    assert!(v["levels"][0]["read_amp"].is_u64(), "{v}");
+    assert!(v["stalls"]["l0_stop"]["micros"].is_u64(), "{v}");
+    assert!(v["table_cache"]["open_tables"].is_u64(), "{v}");
+
     let text = ok(&["stats", "--db", &db]);
     assert!(text.starts_with("level | files"), "{text}");
     assert!(text.lines().any(|l| l.starts_with("total |")), "{text}");
+    for needle in [
+        "| r-amp |",
+        "| comps | comp sec |    keys in |  keys drop",
+        "read amplification: ",
+        "space amplification: ",
+        "compaction debt: ",
+        "keys dropped by compactions: ",
+        "write stalls: ",
+        "table cache: ",
+        "bloom filters: ",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing:\n{text}");
+    }
 }
 
 #[test]
