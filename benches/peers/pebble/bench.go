@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/bits"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -71,6 +74,7 @@ type result struct {
 	Bytes            uint64         `json:"bytes"`
 	MBPerSec         float64        `json:"mb_per_sec"`
 	Found            *uint64        `json:"found,omitempty"`
+	Writes           *uint64        `json:"writes,omitempty"` // readwhilewriting: the writer's puts
 	LatencyUs        latencySummary `json:"latency_us"`
 	UserBytes        uint64         `json:"user_bytes"`
 	WriteAmp         *float64       `json:"write_amp,omitempty"` // fills: table bytes written / user bytes
@@ -100,6 +104,15 @@ func (t *tally) done(start time.Time, bytes int) {
 	t.bytes += uint64(bytes)
 }
 
+// merge adds another thread's operations.
+func (t *tally) merge(o *tally) {
+	t.ops += o.ops
+	t.bytes += o.bytes
+	t.found += o.found
+	t.userBytes += o.userBytes
+	t.hist.Merge(o.hist)
+}
+
 func (t *tally) summary() latencySummary {
 	if t.hist.TotalCount() == 0 {
 		return latencySummary{}
@@ -123,6 +136,8 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 	}
 	t := newTally()
 	var comp *compaction
+	threads, measured := 1, 1 // threads that ran, and those whose operations t counts
+	var writes *uint64
 	stallsBefore := e.stalls.micros()
 	tableBytesBefore := e.tableBytesWritten()
 	cpuBefore := processCPU()
@@ -134,6 +149,10 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 		e.waitIdle()
 	case "readrandom":
 		err = e.readRandom(keys, position, t)
+	case "readwhilewriting":
+		var w uint64
+		w, err = e.readWhileWriting(keys, position, t)
+		writes, threads, measured = &w, c.threads+1, c.threads
 	case "compact":
 		comp, err = e.compact(t)
 	}
@@ -147,7 +166,7 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 		Engine:           "pebble",
 		EngineVersion:    e.version,
 		Ops:              t.ops,
-		Threads:          1,
+		Threads:          threads,
 		Seconds:          seconds,
 		Bytes:            t.bytes,
 		LatencyUs:        t.summary(),
@@ -165,16 +184,17 @@ func (e *engine) runBenchmark(name string, position int) (*result, error) {
 		r.Compaction = comp
 	}
 	if r.Ops > 0 {
-		r.MicrosPerOp = r.Seconds * 1e6 / float64(r.Ops)
+		r.MicrosPerOp = r.Seconds * float64(measured) * 1e6 / float64(r.Ops)
 	}
 	if r.Seconds > 0 {
 		r.OpsPerSec = float64(r.Ops) / r.Seconds
 		r.MBPerSec = float64(r.Bytes) / r.Seconds / 1e6
 	}
-	if name == "readrandom" {
+	if name == "readrandom" || name == "readwhilewriting" {
 		found := t.found
 		r.Found = &found
 	}
+	r.Writes = writes
 	if r.UserBytes > 0 {
 		// Sluice's definition: bytes of tables flushed and compacted (moves are free) per user
 		// byte written; memtables still queued at the end count for nothing in either engine.
@@ -231,10 +251,71 @@ func (e *engine) fill(keys keyFormat, position int, random bool, t *tally) error
 
 // readRandom looks up `reads` uniform keys.
 func (e *engine) readRandom(keys keyFormat, position int, t *tally) error {
+	return e.lookups(keys, newStream(e.cfg.seed, uint64(position), 0), e.cfg.reads, t)
+}
+
+// readWhileWriting is db_bench's readwhilewriting (STREAM.md section 5): --threads reader
+// goroutines, reader r on thread r+1's stream looking up its share of `reads` uniform keys as
+// readRandom does, while this goroutine, the writer, overwrites uniform keys from thread 0's
+// stream as fill does (unsynced, not rate limited) until every reader is done. t gets the
+// readers' operations and the writer's bytes as userBytes; the writer's puts are returned.
+func (e *engine) readWhileWriting(keys keyFormat, position int, t *tally) (uint64, error) {
 	c := e.cfg
+	var left atomic.Int64 // readers still reading
+	left.Store(int64(c.threads))
+	tallies := make([]*tally, c.threads)
+	errs := make([]error, c.threads)
+	var wg sync.WaitGroup
+	for r := range tallies {
+		tallies[r] = newTally()
+		first, end := share(c.reads, c.threads, r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer left.Add(-1)
+			g := newStream(c.seed, uint64(position), uint64(r+1))
+			errs[r] = e.lookups(keys, g, end-first, tallies[r])
+		}()
+	}
 	g := newStream(c.seed, uint64(position), 0)
+	values := newValueGenerator(g, c.valueSize)
 	key := make([]byte, c.keySize)
-	for i := uint64(0); i < c.reads; i++ {
+	var writes uint64
+	var err error
+	for err == nil {
+		key = keys.write(g.below(c.num), key)
+		value := values.generate(c.valueSize)
+		if err = e.db.Set(key, value, pebble.NoSync); err == nil {
+			writes++
+			t.userBytes += uint64(len(key) + len(value))
+		}
+		if left.Load() == 0 {
+			break
+		}
+	}
+	wg.Wait()
+	for _, rt := range tallies {
+		t.merge(rt)
+	}
+	return writes, errors.Join(append(errs, err)...)
+}
+
+// share is the [first, end) slice of 0..total that thread `index` of `threads` owns, as
+// Sluice divides a benchmark's operations.
+func share(total uint64, threads, index int) (uint64, uint64) {
+	at := func(i int) uint64 {
+		hi, lo := bits.Mul64(total, uint64(i))
+		q, _ := bits.Div64(hi, lo, uint64(threads))
+		return q
+	}
+	return at(index), at(index + 1)
+}
+
+// lookups looks up n uniform keys drawn from g, counting each in t.
+func (e *engine) lookups(keys keyFormat, g *splitMix64, n uint64, t *tally) error {
+	c := e.cfg
+	key := make([]byte, c.keySize)
+	for i := uint64(0); i < n; i++ {
 		key = keys.write(g.below(c.num), key)
 		start := time.Now()
 		value, closer, err := e.db.Get(key)

@@ -1,5 +1,5 @@
 // pebble-bench runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
-// readrandom, compact) on Pebble and prints one JSON object per benchmark, with the field
+// readrandom, readwhilewriting, compact) on Pebble and prints one JSON object per benchmark, with the field
 // names of `sluice bench --json`, so the two can be compared side by side; with --ycsb it runs
 // YCSB A, B, C or F instead and prints the object of `sluice ycsb --json`. Keys, values and
 // YCSB operations follow ../STREAM.md.
@@ -35,6 +35,7 @@ type config struct {
 	useExistingDb      bool
 	parallelCompact    bool
 	compactionThreads  int
+	threads            int // readwhilewriting's reader threads
 	dumpKeys           int
 	ycsbWorkload       string // --ycsb: "" for the db_bench-style benchmarks
 	records            uint64
@@ -42,7 +43,7 @@ type config struct {
 	dumpYcsbOps        uint64
 }
 
-var knownBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "compact"}
+var knownBenchmarks = []string{"fillseq", "fillrandom", "overwrite", "readrandom", "readwhilewriting", "compact"}
 
 func parseFlags(args []string) (config, error) {
 	var c config
@@ -51,7 +52,8 @@ func parseFlags(args []string) (config, error) {
 	benchmarks := fs.String("benchmarks", "fillseq,fillrandom,overwrite,readrandom,compact",
 		"comma-separated benchmarks, run in order on one database: "+strings.Join(knownBenchmarks, ", "))
 	fs.Uint64Var(&c.num, "num", 1_000_000, "number of keys: fills write N entries with keys from [0, N)")
-	reads := fs.Int64("reads", -1, "operations of readrandom (-1: the same as --num)")
+	reads := fs.Int64("reads", -1, "operations of readrandom, and of readwhilewriting's readers together (-1: the same as --num)")
+	fs.IntVar(&c.threads, "threads", 1, "readwhilewriting: reader threads, besides its one writer (the other benchmarks run on one thread)")
 	fs.IntVar(&c.keySize, "key-size", 16, "bytes per key (zero-padded decimal key numbers)")
 	fs.IntVar(&c.valueSize, "value-size", 100, "bytes per value (generated to compress to about half)")
 	fs.Uint64Var(&c.seed, "seed", 301, "seed of the key and value streams (../STREAM.md)")
@@ -103,6 +105,8 @@ func parseFlags(args []string) (config, error) {
 		return c, fmt.Errorf("value-size must be between 0 and 64 MiB, got %d", c.valueSize)
 	case c.compactionThreads < 1:
 		return c, errors.New("compaction-threads must be at least 1")
+	case c.threads < 1:
+		return c, errors.New("threads must be at least 1")
 	case c.blockSize < 1 || c.writeBufferSize < 1 || c.targetFileSize < 1 || c.cacheSize < 0 || c.bloomBits < 0:
 		return c, errors.New("sizes must be positive (cache-size and bloom-bits may be 0)")
 	}
@@ -148,38 +152,51 @@ func checkEmptyDir(dir string) error {
 	return nil
 }
 
-// streamDump is one line of --dump-keys output; the fjall peer prints the same bytes.
+// streamDump is one line of --dump-keys output; the other peers print the same bytes.
 type streamDump struct {
-	Benchmark   string   `json:"benchmark"`
-	Position    int      `json:"position"`
-	Keys        []string `json:"keys"`
-	FirstValue  string   `json:"first_value"`
-	BufferFnv1a string   `json:"value_buffer_fnv1a64"`
+	Benchmark   string     `json:"benchmark"`
+	Position    int        `json:"position"`
+	Keys        []string   `json:"keys"`
+	FirstValue  string     `json:"first_value"`
+	BufferFnv1a string     `json:"value_buffer_fnv1a64"`
+	ReaderKeys  [][]string `json:"reader_keys,omitempty"` // readwhilewriting's readers
 }
 
-// dumpStreams prints the first k keys and the first value of every benchmark's stream.
+// dumpStreams prints the first k keys and the first value of every benchmark's stream (for
+// readwhilewriting, its writer's, and the first k keys of each reader thread).
 func dumpStreams(c config, k int) error {
 	keys, err := newKeyFormat(c.keySize, c.num)
 	if err != nil {
 		return err
 	}
+	drawn := func(g *splitMix64) []string {
+		out := []string{}
+		for i := 0; i < k; i++ {
+			out = append(out, string(keys.write(g.below(c.num), nil)))
+		}
+		return out
+	}
 	enc := json.NewEncoder(os.Stdout)
 	for pos, name := range c.benchmarks {
 		d := streamDump{Benchmark: name, Position: pos, Keys: []string{}}
 		g := newStream(c.seed, uint64(pos), 0)
-		random := name != "fillseq"
-		if name == "fillseq" || name == "fillrandom" || name == "overwrite" {
+		if writesValues(name) {
 			v := newValueGenerator(g, c.valueSize)
 			d.BufferFnv1a = fmt.Sprintf("%016x", fnv1a64(v.data))
 			d.FirstValue = hex.EncodeToString(v.generate(c.valueSize))
 		}
-		if name != "compact" {
+		switch name {
+		case "compact":
+		case "fillseq":
 			for i := uint64(0); i < uint64(k); i++ {
-				n := i
-				if random {
-					n = g.below(c.num)
-				}
-				d.Keys = append(d.Keys, string(keys.write(n, nil)))
+				d.Keys = append(d.Keys, string(keys.write(i, nil)))
+			}
+		default:
+			d.Keys = drawn(g)
+		}
+		if name == "readwhilewriting" {
+			for r := 0; r < c.threads; r++ {
+				d.ReaderKeys = append(d.ReaderKeys, drawn(newStream(c.seed, uint64(pos), uint64(r+1))))
 			}
 		}
 		if err := enc.Encode(d); err != nil {
@@ -187,6 +204,11 @@ func dumpStreams(c config, k int) error {
 		}
 	}
 	return nil
+}
+
+// writesValues is true for the benchmarks that build a value buffer (STREAM.md section 3).
+func writesValues(name string) bool {
+	return name == "fillseq" || name == "fillrandom" || name == "overwrite" || name == "readwhilewriting"
 }
 
 func main() {

@@ -104,6 +104,31 @@ func TestKeyNumbersAndValues(t *testing.T) {
 	}
 }
 
+// readwhilewriting's reader threads (position 0, threads 1 and 2), and the share of the
+// reads each one does.
+func TestReaderStreams(t *testing.T) {
+	if got := newStream(301, 0, 1).state; got != 0xe3b0b46bb6dda086 {
+		t.Fatalf("thread 1 state = %#x", got)
+	}
+	want := [][]uint64{{262325, 89055, 863800, 829571, 336372}, {655449, 522333, 949794, 372108, 980815}}
+	for r, w := range want {
+		if got := firstKeys(newStream(301, 0, uint64(r+1)), 1_000_000, 5); !equal(got, w) {
+			t.Fatalf("reader %d keys %v", r, got)
+		}
+	}
+	var sum uint64
+	for r := 0; r < 3; r++ {
+		first, end := share(10, 3, r)
+		if first != sum {
+			t.Fatalf("share %d starts at %d, want %d", r, first, sum)
+		}
+		sum = end
+	}
+	if sum != 10 {
+		t.Fatalf("shares add up to %d", sum)
+	}
+}
+
 func TestValuesWrap(t *testing.T) {
 	v := newValueGenerator(newStream(1, 0, 0), 100)
 	n := len(v.data) / 333
