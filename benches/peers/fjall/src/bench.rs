@@ -1,5 +1,6 @@
 //! The benchmarks, their timing, and the JSON line each one prints.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -7,7 +8,7 @@ use serde::Serialize;
 
 use crate::cpu::CpuUsage;
 use crate::engine::{Engine, LevelShape, total_bytes};
-use crate::stream::{KeyFormat, SplitMix64, ValueGenerator};
+use crate::stream::{KeyFormat, SplitMix64, ValueGenerator, share};
 
 /// Sluice's `latency_us`: percentiles in microseconds.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -70,6 +71,9 @@ pub struct BenchResult {
     pub mb_per_sec: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub found: Option<u64>,
+    /// readwhilewriting: the writer's puts (`ops` and the latencies are the readers').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
     pub latency_us: LatencySummary,
     pub user_bytes: u64,
     pub write_stall_micros: u64,
@@ -111,6 +115,14 @@ impl Tally {
         self.bytes += bytes as u64;
     }
 
+    /// Adds another thread's operations.
+    fn merge(&mut self, other: &Tally) -> Result<(), String> {
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.found += other.found;
+        self.hist.add(&other.hist).map_err(|e| e.to_string())
+    }
+
     fn summary(&self) -> LatencySummary {
         if self.hist.is_empty() {
             return LatencySummary::default();
@@ -136,15 +148,24 @@ impl Engine {
         let keys = KeyFormat::new(self.cfg.key_size, self.cfg.num)?;
         let mut t = Tally::new()?;
         let mut compaction = None;
+        let (mut writes, mut user_bytes) = (None, 0);
+        // The threads that ran, and those whose operations `t` counts.
+        let (mut threads, mut measured) = (1, 1);
         let cpu_before = CpuUsage::now();
         let start = Instant::now();
         match name {
             "fillseq" | "fillrandom" | "overwrite" => {
                 self.fill(keys, position, name != "fillseq", &mut t)?;
+                user_bytes = t.bytes;
                 // The benchmark is not over until the flushes and compactions it caused are.
                 self.wait_idle();
             }
             "readrandom" => self.read_random(keys, position, &mut t)?,
+            "readwhilewriting" => {
+                let (puts, bytes) = self.read_while_writing(keys, position, &mut t)?;
+                (writes, user_bytes) = (Some(puts), bytes);
+                (threads, measured) = (self.cfg.threads + 1, self.cfg.threads);
+            }
             "compact" => compaction = Some(self.compact(&mut t)?),
             other => return Err(format!("unknown benchmark {other:?}")),
         }
@@ -157,25 +178,25 @@ impl Engine {
             bytes = c.input_bytes;
         }
         let per_second = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
-        let is_fill = matches!(name, "fillseq" | "fillrandom" | "overwrite");
         Ok(BenchResult {
             name: name.to_string(),
             engine: "fjall",
             engine_version: env!("FJALL_VERSION"),
             ops: t.ops,
-            threads: 1,
+            threads,
             seconds,
             micros_per_op: if t.ops > 0 {
-                seconds * 1e6 / t.ops as f64
+                seconds * measured as f64 * 1e6 / t.ops as f64
             } else {
                 0.0
             },
             ops_per_sec: per_second(t.ops as f64),
             bytes,
             mb_per_sec: per_second(bytes as f64) / 1e6,
-            found: (name == "readrandom").then_some(t.found),
+            found: matches!(name, "readrandom" | "readwhilewriting").then_some(t.found),
+            writes,
             latency_us: t.summary(),
-            user_bytes: if is_fill { t.bytes } else { 0 },
+            user_bytes,
             // fjall does not report its write stalls.
             write_stall_micros: 0,
             cpu,
@@ -243,10 +264,87 @@ impl Engine {
 
     /// `reads` point lookups of uniform keys.
     fn read_random(&self, keys: KeyFormat, position: usize, t: &mut Tally) -> Result<(), String> {
+        let mut g = SplitMix64::stream(self.cfg.seed, position as u64, 0);
+        self.lookups(keys, &mut g, self.cfg.reads(), t)
+    }
+
+    /// db_bench's readwhilewriting (STREAM.md section 5): `--threads` reader threads, reader
+    /// `r` on thread `r + 1`'s stream looking up its share of `reads` uniform keys as
+    /// readrandom does, while this thread, the writer, overwrites uniform keys from thread 0's
+    /// stream (journal unsynced, no rate limit) until every reader is done. `t` gets the
+    /// readers' operations; returns the writer's puts and their key and value bytes.
+    fn read_while_writing(
+        &self,
+        keys: KeyFormat,
+        position: usize,
+        t: &mut Tally,
+    ) -> Result<(u64, u64), String> {
+        let c = &self.cfg;
+        let readers_left = AtomicUsize::new(c.threads);
+        let tallies = (0..c.threads)
+            .map(|_| Tally::new())
+            .collect::<Result<Vec<_>, _>>()?;
+        std::thread::scope(|scope| {
+            let readers: Vec<_> = tallies
+                .into_iter()
+                .enumerate()
+                .map(|(r, mut tally)| {
+                    let left = &readers_left;
+                    scope.spawn(move || {
+                        let (first, end) = share(c.reads(), c.threads, r);
+                        let mut g = SplitMix64::stream(c.seed, position as u64, r as u64 + 1);
+                        let outcome = self.lookups(keys, &mut g, end - first, &mut tally);
+                        left.fetch_sub(1, Ordering::Release);
+                        outcome.map(|()| tally)
+                    })
+                })
+                .collect();
+            let written = self.write_until_readers_done(keys, position, &readers_left);
+            for reader in readers {
+                let tally = reader.join().map_err(|_| "a reader thread panicked")??;
+                t.merge(&tally)?;
+            }
+            written
+        })
+    }
+
+    /// readwhilewriting's writer: puts uniform keys with values from thread 0's stream until no
+    /// reader is left (at least once). Returns the puts and their key and value bytes.
+    fn write_until_readers_done(
+        &self,
+        keys: KeyFormat,
+        position: usize,
+        readers_left: &AtomicUsize,
+    ) -> Result<(u64, u64), String> {
         let c = &self.cfg;
         let mut g = SplitMix64::stream(c.seed, position as u64, 0);
+        let mut values = ValueGenerator::new(&mut g, c.value_size);
         let mut key = Vec::with_capacity(c.key_size);
-        for _ in 0..c.reads() {
+        let (mut puts, mut bytes) = (0, 0);
+        loop {
+            keys.write(g.below(c.num), &mut key);
+            let value = values.generate(c.value_size);
+            self.ks.insert(key.as_slice(), value).map_err(err)?;
+            puts += 1;
+            bytes += (key.len() + value.len()) as u64;
+            // Acquire pairs with the readers' Release: once this reads 0 every read is done.
+            if readers_left.load(Ordering::Acquire) == 0 {
+                return Ok((puts, bytes));
+            }
+        }
+    }
+
+    /// `n` point lookups of uniform keys drawn from `g`.
+    fn lookups(
+        &self,
+        keys: KeyFormat,
+        g: &mut SplitMix64,
+        n: u64,
+        t: &mut Tally,
+    ) -> Result<(), String> {
+        let c = &self.cfg;
+        let mut key = Vec::with_capacity(c.key_size);
+        for _ in 0..n {
             keys.write(g.below(c.num), &mut key);
             let start = Instant::now();
             let value = self.ks.get(&key).map_err(err)?;

@@ -1,5 +1,5 @@
 //! `fjall-bench` runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
-//! readrandom, compact) on fjall and prints one JSON object per benchmark, with the field names
+//! readrandom, readwhilewriting, compact) on fjall and prints one JSON object per benchmark, with the field names
 //! of `sluice bench --json`, so the two can be compared side by side; with `--ycsb` it runs
 //! YCSB A, B, C or F instead and prints the object of `sluice ycsb --json`. Keys, values and
 //! YCSB operations follow `../STREAM.md`; the flags mirror `sluice bench` and the Pebble peer.
@@ -21,13 +21,22 @@ use serde::Serialize;
 use stream::{KeyFormat, SplitMix64, ValueGenerator, fnv1a64, to_hex};
 
 /// The benchmarks this program knows, in db_bench's names.
-pub const KNOWN_BENCHMARKS: [&str; 5] = [
+pub const KNOWN_BENCHMARKS: [&str; 6] = [
     "fillseq",
     "fillrandom",
     "overwrite",
     "readrandom",
+    "readwhilewriting",
     "compact",
 ];
+
+/// True for the benchmarks that build a value buffer before drawing keys (STREAM.md section 3).
+pub fn writes_values(name: &str) -> bool {
+    matches!(
+        name,
+        "fillseq" | "fillrandom" | "overwrite" | "readwhilewriting"
+    )
+}
 
 /// Command-line flags (the same as the Pebble peer's).
 #[derive(Parser, Debug, Clone)]
@@ -37,9 +46,14 @@ pub const KNOWN_BENCHMARKS: [&str; 5] = [
     about = "db_bench-style benchmarks of fjall, printed as Sluice-compatible JSON lines"
 )]
 pub struct Config {
-    /// Database directory (required unless --dump-keys; must be empty or absent)
+    /// Database directory (required unless --dump-keys; must be empty or absent unless
+    /// --use-existing-db)
     #[arg(long)]
     pub db: Option<PathBuf>,
+    /// Open the database --db already holds instead of requiring an empty directory (db_bench's
+    /// flag)
+    #[arg(long)]
+    pub use_existing_db: bool,
     /// Comma-separated benchmarks, run in order on one database
     #[arg(
         long,
@@ -49,9 +63,13 @@ pub struct Config {
     /// Number of keys: fills write N entries with keys from [0, N)
     #[arg(long, default_value_t = 1_000_000)]
     pub num: u64,
-    /// Operations of readrandom [default: --num]
+    /// Operations of readrandom, and of readwhilewriting's readers together [default: --num]
     #[arg(long)]
     pub reads: Option<u64>,
+    /// readwhilewriting: reader threads, besides its one writer (the other benchmarks run on
+    /// one thread)
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
     /// Bytes per key (zero-padded decimal key numbers)
     #[arg(long, default_value_t = 16)]
     pub key_size: usize,
@@ -143,8 +161,8 @@ impl Config {
                 self.value_size
             ));
         }
-        if self.compaction_threads == 0 {
-            return Err("compaction-threads must be at least 1".into());
+        if self.compaction_threads == 0 || self.threads == 0 {
+            return Err("compaction-threads and threads must be at least 1".into());
         }
         if !["none", "lz4", "snappy", "zstd"].contains(&self.compression.as_str()) {
             return Err(format!(
@@ -179,7 +197,7 @@ impl Config {
     }
 }
 
-/// One line of --dump-keys output; the Pebble peer prints the same bytes.
+/// One line of --dump-keys output; the other peers print the same bytes.
 #[derive(Serialize)]
 struct StreamDump {
     benchmark: String,
@@ -187,11 +205,22 @@ struct StreamDump {
     keys: Vec<String>,
     first_value: String,
     value_buffer_fnv1a64: String,
+    /// readwhilewriting: the first keys of each reader thread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reader_keys: Option<Vec<Vec<String>>>,
 }
 
-/// Prints the first `k` keys and the first value of every benchmark's stream.
+/// Prints the first `k` keys and the first value of every benchmark's stream (for
+/// readwhilewriting, its writer's, and the first `k` keys of each reader thread).
 fn dump_streams(c: &Config, k: usize) -> Result<(), String> {
     let keys = KeyFormat::new(c.key_size, c.num)?;
+    let key_text = |n: u64| {
+        let mut buf = Vec::new();
+        keys.write(n, &mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    };
+    let drawn =
+        |g: &mut SplitMix64| -> Vec<String> { (0..k).map(|_| key_text(g.below(c.num))).collect() };
     let mut out = std::io::stdout().lock();
     for (pos, name) in c.benchmark_list()?.into_iter().enumerate() {
         let mut g = SplitMix64::stream(c.seed, pos as u64, 0);
@@ -201,19 +230,22 @@ fn dump_streams(c: &Config, k: usize) -> Result<(), String> {
             keys: Vec::new(),
             first_value: String::new(),
             value_buffer_fnv1a64: String::new(),
+            reader_keys: None,
         };
-        if matches!(name.as_str(), "fillseq" | "fillrandom" | "overwrite") {
+        if writes_values(&name) {
             let mut v = ValueGenerator::new(&mut g, c.value_size);
             d.value_buffer_fnv1a64 = format!("{:016x}", fnv1a64(&v.data));
             d.first_value = to_hex(v.generate(c.value_size));
         }
-        if name != "compact" {
-            let mut buf = Vec::new();
-            for i in 0..k as u64 {
-                let n = if name == "fillseq" { i } else { g.below(c.num) };
-                keys.write(n, &mut buf);
-                d.keys.push(String::from_utf8_lossy(&buf).into_owned());
-            }
+        match name.as_str() {
+            "compact" => {}
+            "fillseq" => d.keys = (0..k as u64).map(key_text).collect(),
+            _ => d.keys = drawn(&mut g),
+        }
+        if name == "readwhilewriting" {
+            let readers = (1..=c.threads as u64)
+                .map(|thread| drawn(&mut SplitMix64::stream(c.seed, pos as u64, thread)));
+            d.reader_keys = Some(readers.collect());
         }
         let line = serde_json::to_string(&d).map_err(|e| e.to_string())?;
         writeln!(out, "{line}").map_err(|e| e.to_string())?;
@@ -236,7 +268,9 @@ fn check_empty_dir(dir: &std::path::Path) -> Result<(), String> {
 /// Opens the database and runs every benchmark in order, printing each result as it ends.
 fn run(c: &Config) -> Result<(), String> {
     let dir = c.db.clone().ok_or("--db is required")?;
-    check_empty_dir(&dir)?;
+    if !c.use_existing_db {
+        check_empty_dir(&dir)?;
+    }
     let engine = engine::Engine::open(c, &dir)?;
     for note in engine
         .settings_differ

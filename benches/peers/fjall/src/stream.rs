@@ -29,8 +29,8 @@ pub struct SplitMix64 {
 }
 
 impl SplitMix64 {
-    /// The stream of the benchmark at `position` of the run, client thread `thread` (always 0
-    /// here): `state = mix(seed + position * GOLDEN + thread * MIX_C1)`.
+    /// The stream of the benchmark at `position` of the run, client thread `thread` (0 but for
+    /// readwhilewriting's readers): `state = mix(seed + position * GOLDEN + thread * MIX_C1)`.
     pub fn stream(seed: u64, position: u64, thread: u64) -> Self {
         SplitMix64 {
             state: mix64(
@@ -128,6 +128,14 @@ impl ValueGenerator {
     }
 }
 
+/// The `[first, end)` slice of `0..total` that thread `index` of `threads` owns: how
+/// readwhilewriting's readers divide `reads` (STREAM.md section 4), as Sluice divides a
+/// benchmark's operations.
+pub fn share(total: u64, threads: usize, index: usize) -> (u64, u64) {
+    let at = |i: usize| (u128::from(total) * i as u128 / threads.max(1) as u128) as u64;
+    (at(index), at(index + 1))
+}
+
 /// 64-bit FNV-1a of `bytes` (to check value buffers across languages).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
@@ -219,6 +227,24 @@ mod tests {
         assert_eq!(v.data.len(), 3_145_800);
         assert_eq!(fnv1a64(&v.data), 0xce218f4e3e3ed34d);
         assert_eq!(v.generate(3 << 20).len(), 3 << 20);
+    }
+
+    /// readwhilewriting's reader threads (position 0, threads 1 and 2) and their shares.
+    #[test]
+    fn reader_streams_and_shares() {
+        assert_eq!(SplitMix64::stream(301, 0, 1).state, 0xe3b0b46bb6dda086);
+        let want = [
+            [262325, 89055, 863800, 829571, 336372],
+            [655449, 522333, 949794, 372108, 980815],
+        ];
+        for (r, w) in want.iter().enumerate() {
+            let mut g = SplitMix64::stream(301, 0, r as u64 + 1);
+            assert_eq!(&first_keys(&mut g, 1_000_000, 5), w, "reader {r}");
+        }
+        assert_eq!(
+            [share(10, 3, 0), share(10, 3, 1), share(10, 3, 2)],
+            [(0, 3), (3, 6), (6, 10)]
+        );
     }
 
     #[test]
