@@ -59,5 +59,5 @@ pub mod workloads;
 pub mod ycsb;
 
 pub use config::{BenchConfig, Benchmark, WorkloadOptions};
-pub use report::BenchResult;
+pub use report::{BenchResult, ThreadResult};
 pub use workloads::{run_benchmarks, run_benchmarks_until, run_benchmarks_with};

@@ -179,6 +179,50 @@ pub struct BenchResult {
     /// Every operation's latency, for the latency CDF chart. Not in the JSON.
     #[serde(skip)]
     pub latency: LatencyHistogram,
+    /// With more than one thread: what each did (the figures above combine them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_thread: Vec<ThreadResult>,
+}
+
+/// One client thread's part of a benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ThreadResult {
+    /// Thread index; readwhilewriting's writer is thread 0.
+    pub thread: usize,
+    /// Operations the thread completed (0 for readwhilewriting's writer).
+    pub ops: u64,
+    /// Puts of the mixed benchmarks (see [`BenchResult::writes`]).
+    pub writes: u64,
+    /// `ops / seconds` of the benchmark.
+    pub ops_per_sec: f64,
+    /// Latency percentiles of the thread's operations in microseconds.
+    pub latency_us: LatencySummary,
+}
+
+impl ThreadResult {
+    /// `thread 0: 10000 ops, 51234 ops/s, p50 1.20 p99 4.10 p99.9 9.80 us`, or for a thread
+    /// that only wrote beside the measured ones, its puts.
+    pub fn line(&self, seconds: f64) -> String {
+        let rate = |n: u64| match seconds > 0.0 {
+            true => n as f64 / seconds,
+            false => 0.0,
+        };
+        match self.ops {
+            0 => format!(
+                "thread {} (writer): {} writes, {:.0} writes/s",
+                self.thread,
+                self.writes,
+                rate(self.writes)
+            ),
+            ops => {
+                let l = &self.latency_us;
+                format!(
+                    "thread {}: {ops} ops, {:.0} ops/s, p50 {:.2} p99 {:.2} p99.9 {:.2} us",
+                    self.thread, self.ops_per_sec, l.p50, l.p99, l.p999
+                )
+            }
+        }
+    }
 }
 
 /// One JSON object, without a trailing newline.
@@ -220,6 +264,10 @@ pub fn table_row(r: &BenchResult) -> String {
         notes(r)
     );
     row.truncate(row.trim_end().len());
+    for t in &r.per_thread {
+        row.push_str("\n             ");
+        row.push_str(&t.line(r.seconds));
+    }
     let per_second = (r.ops > 1).then_some(r.per_second.as_slice());
     for line in detail_lines(&r.engine, &r.process, per_second) {
         row.push_str("\n             ");
@@ -426,6 +474,7 @@ mod tests {
                 &sluice::Options::default(),
             ),
             latency: LatencyHistogram::new(),
+            per_thread: Vec::new(),
         }
     }
 
@@ -482,6 +531,42 @@ mod tests {
         );
         let v: serde_json::Value = serde_json::from_str(&json_line(&result("readrandom"))).unwrap();
         assert!(v.get("writes").is_none(), "{v}");
+        assert!(v.get("per_thread").is_none(), "{v}");
+    }
+
+    #[test]
+    fn several_threads_each_get_a_line_and_a_json_entry() {
+        let mut r = result("readwhilewriting");
+        r.threads = 2;
+        r.per_thread = vec![
+            ThreadResult {
+                thread: 0,
+                ops: 0,
+                writes: 300,
+                ops_per_sec: 0.0,
+                latency_us: LatencySummary::default(),
+            },
+            ThreadResult {
+                thread: 1,
+                ops: 1000,
+                writes: 0,
+                ops_per_sec: 2000.0,
+                latency_us: r.latency_us,
+            },
+        ];
+        let row = table_row(&r);
+        let lines: Vec<&str> = row.lines().collect();
+        assert_eq!(
+            lines[1].trim(),
+            "thread 0 (writer): 300 writes, 600 writes/s"
+        );
+        assert_eq!(
+            lines[2].trim(),
+            "thread 1: 1000 ops, 2000 ops/s, p50 1.50 p99 10.00 p99.9 20.00 us"
+        );
+        let v: serde_json::Value = serde_json::from_str(&json_line(&r)).unwrap();
+        assert_eq!(v["per_thread"][0]["writes"], 300);
+        assert_eq!(v["per_thread"][1]["latency_us"]["p99"], 10.0);
     }
 
     /// The fields issue 5 added: CPU per thread group, memory, storage I/O, the per-second

@@ -27,7 +27,7 @@ use crate::config::{BenchConfig, Benchmark, WorkloadOptions};
 use crate::delta::MetricsDelta;
 use crate::keys::KeyFormat;
 use crate::progress::Progress;
-use crate::report::{BenchResult, RunOptions};
+use crate::report::{BenchResult, RunOptions, ThreadResult};
 use crate::resources::ResourceSample;
 use crate::shape::LsmShape;
 
@@ -137,9 +137,9 @@ fn run_one(
     let before = db.metrics();
     let resources = ResourceSample::now();
     let start = resources.at;
-    let (tally, threads) = match bench {
-        Benchmark::Compact => (compact(db, start, stop)?, 1),
-        Benchmark::DeleteRange => (delete_range(db, &keys, config.num, start)?, 1),
+    let (tallies, threads) = match bench {
+        Benchmark::Compact => (vec![compact(db, start, stop)?], 1),
+        Benchmark::DeleteRange => (vec![delete_range(db, &keys, config.num, start)?], 1),
         _ => {
             let shared = Shared {
                 db,
@@ -155,9 +155,14 @@ fn run_one(
                 deadline: workload.duration.and_then(|d| start.checked_add(d)),
                 readers_left: AtomicUsize::new(config.threads),
             };
-            (run_threads(&shared, bench)?, thread_count(config, bench))
+            let tallies = run_threads(&shared, bench)?;
+            (tallies, thread_count(config, bench))
         }
     };
+    let mut tally = Tally::default();
+    for t in &tallies {
+        tally.merge(t);
+    }
     // The threads whose operations `tally` counts: readwhilewriting's writer is not one.
     let measured_threads = match bench {
         Benchmark::ReadWhileWriting => threads - 1,
@@ -183,6 +188,20 @@ fn run_one(
         _ => tally.bytes,
     };
     let per_second = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
+    let per_thread = match tallies.len() {
+        0 | 1 => Vec::new(),
+        _ => tallies
+            .iter()
+            .enumerate()
+            .map(|(thread, t)| ThreadResult {
+                thread,
+                ops: t.ops,
+                writes: t.writes,
+                ops_per_sec: per_second(t.ops as f64),
+                latency_us: t.hist.summary(),
+            })
+            .collect(),
+    };
     Ok(BenchResult {
         name: bench.name().to_string(),
         ops: tally.ops,
@@ -207,6 +226,7 @@ fn run_one(
         lsm: LsmShape::of(&after),
         options: RunOptions::new(config, workload, db.options()),
         latency: tally.hist,
+        per_thread,
     })
 }
 
@@ -252,10 +272,10 @@ fn compact(db: &Db, bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tall
     Ok(Tally::one_op(start, bench_start))
 }
 
-/// Runs `bench` on `shared.config.threads` threads and sums what they did. If one thread
+/// Runs `bench` on `shared.config.threads` threads and returns what each did. If one thread
 /// fails the others stop at their next operation, and the first error is returned; once the
 /// run is interrupted or the time limit is up every thread stops at its next operation.
-fn run_threads(shared: &Shared<'_>, bench: Benchmark) -> Result<Tally> {
+fn run_threads(shared: &Shared<'_>, bench: Benchmark) -> Result<Vec<Tally>> {
     let outcomes: Vec<Result<Tally>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..thread_count(shared.config, bench))
             .map(|index| {
@@ -284,11 +304,7 @@ fn run_threads(shared: &Shared<'_>, bench: Benchmark) -> Result<Tally> {
             })
             .collect()
     });
-    let mut total = Tally::default();
-    for outcome in outcomes {
-        total.merge(&outcome?);
-    }
-    Ok(total)
+    outcomes.into_iter().collect()
 }
 
 /// The threads that run `bench`: the client threads, and for readwhilewriting one writer

@@ -287,6 +287,10 @@ fn readwhilewriting_reports_the_readers_and_counts_the_writer() {
     assert!(writes >= 1, "the writer wrote");
     assert_eq!(r.engine.user_bytes, writes * 116, "only the writer wrote");
     assert_eq!(contents(&db).len() as u64, num);
+    // Each thread's part: the writer's puts (thread 0), then the readers' shares of the reads.
+    let parts: Vec<(u64, u64)> = r.per_thread.iter().map(|t| (t.ops, t.writes)).collect();
+    assert_eq!(parts, [(0, writes), (num / 2, 0), (num / 2, 0)]);
+    assert!(r.per_thread[1].latency_us.p50 > 0.0);
 
     // One client thread: one reader and the writer.
     let one = run_benchmark(
