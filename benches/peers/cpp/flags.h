@@ -32,7 +32,7 @@ inline const char*& ProgramName() {
 }
 
 const char* const kBenchmarks[] = {"fillseq", "fillrandom", "overwrite", "readrandom",
-                                   "compact"};
+                                   "readwhilewriting", "compact"};
 
 struct Flags {
   std::string db;
@@ -50,8 +50,10 @@ struct Flags {
   size_t target_file_size = 64 << 20;
   size_t cache_size = 64 << 20;
   bool disable_auto_compactions = false;
+  bool use_existing_db = false;
   bool parallel_compact = true;
   int compaction_threads = 2;
+  uint64_t threads = 1;  // readwhilewriting's reader threads
   size_t dump_keys = 0;
   bool self_test = false;
   // YCSB mode (--ycsb WORKLOAD): ycsb holds the workload, records, operations and the key,
@@ -100,11 +102,14 @@ inline Flags ParseFlags(const char* program, int argc, char** argv, bool ycsb_on
     };
     if (ycsb_only && (name == "benchmarks" || name == "num" || name == "reads" ||
                       name == "dump-keys" || name == "disable-auto-compactions" ||
-                      name == "parallel-compact")) {
+                      name == "parallel-compact" || name == "threads" ||
+                      name == "use-existing-db")) {
       Fail("--" + name + ": this program runs only YCSB (--ycsb); RocksDB's db_bench runs the rest");
     }
     if (name == "disable-auto-compactions") {
       c.disable_auto_compactions = has_value ? ParseBool(name, value) : true;
+    } else if (name == "use-existing-db") {
+      c.use_existing_db = has_value ? ParseBool(name, value) : true;
     } else if (name == "parallel-compact") {
       c.parallel_compact = has_value ? ParseBool(name, value) : true;
     } else if (name == "self-test") {
@@ -117,7 +122,8 @@ inline Flags ParseFlags(const char* program, int argc, char** argv, bool ycsb_on
       for (std::string b; std::getline(list, b, ',');) {
         if (b.empty()) continue;
         if (std::find(std::begin(kBenchmarks), std::end(kBenchmarks), b) == std::end(kBenchmarks))
-          Fail("unknown benchmark \"" + b + "\" (expected fillseq, fillrandom, overwrite, readrandom, compact)");
+          Fail("unknown benchmark \"" + b +
+               "\" (expected fillseq, fillrandom, overwrite, readrandom, readwhilewriting, compact)");
         c.benchmarks.push_back(b);
       }
     } else if (name == "ycsb") {
@@ -151,6 +157,8 @@ inline Flags ParseFlags(const char* program, int argc, char** argv, bool ycsb_on
       c.target_file_size = ParseU64(name, next());
     } else if (name == "cache-size") {
       c.cache_size = ParseU64(name, next());
+    } else if (name == "threads") {
+      c.threads = ParseU64(name, next());
     } else if (name == "compaction-threads") {
       c.compaction_threads = static_cast<int>(ParseU64(name, next()));
     } else if (name == "dump-keys") {
@@ -165,6 +173,7 @@ inline Flags ParseFlags(const char* program, int argc, char** argv, bool ycsb_on
   if (c.dump_ycsb_ops > 0) c.ycsb_mode = true;
   if (c.value_size > (64u << 20)) Fail("value-size must be at most 64 MiB");
   if (c.compaction_threads < 1) Fail("compaction-threads must be at least 1");
+  if (c.threads < 1) Fail("threads must be at least 1");
   if (c.ycsb_mode) {
     std::string why = ycsb::Validate(c.ycsb);
     if (!why.empty()) Fail(why);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace stream {
@@ -34,8 +35,8 @@ class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t state) : state_(state) {}
 
-  // The stream of the benchmark at `position` of the run, client thread `thread` (always 0
-  // here): state = mix(seed + position * GOLDEN + thread * C1).
+  // The stream of the benchmark at `position` of the run, client thread `thread` (0 but for
+  // readwhilewriting's readers): state = mix(seed + position * GOLDEN + thread * C1).
   static SplitMix64 ForBenchmark(uint64_t seed, uint64_t position, uint64_t thread) {
     return SplitMix64(Mix64(seed + position * kGolden + thread * kMixC1));
   }
@@ -108,6 +109,16 @@ class ValueGenerator {
   std::string data_;
   size_t pos_ = 0;
 };
+
+// The [first, end) slice of 0..total that thread `index` of `threads` owns: how
+// readwhilewriting's readers divide --reads (STREAM.md section 4), as Sluice divides a
+// benchmark's operations.
+inline std::pair<uint64_t, uint64_t> Share(uint64_t total, uint64_t threads, uint64_t index) {
+  auto at = [&](uint64_t i) {
+    return static_cast<uint64_t>(static_cast<unsigned __int128>(total) * i / threads);
+  };
+  return {at(index), at(index + 1)};
+}
 
 // 64-bit FNV-1a.
 inline uint64_t Fnv1a64(const std::string& bytes) {

@@ -61,6 +61,21 @@ inline int SelfTest() {
     for (uint64_t n : expected[pos]) keys_ok = keys_ok && g.Below(1000000) == n;
     check(keys_ok, "key numbers");
   }
+  // readwhilewriting's readers: threads 1 and 2 of position 0, and their shares of the reads.
+  check(stream::SplitMix64::ForBenchmark(301, 0, 1).state() == 0xe3b0b46bb6dda086ull,
+        "thread 1 state");
+  const uint64_t readers[2][5] = {{262325, 89055, 863800, 829571, 336372},
+                                  {655449, 522333, 949794, 372108, 980815}};
+  for (uint64_t r = 0; r < 2; r++) {
+    auto reader = stream::SplitMix64::ForBenchmark(301, 0, r + 1);
+    bool keys_ok = true;
+    for (uint64_t n : readers[r]) keys_ok = keys_ok && reader.Below(1000000) == n;
+    check(keys_ok, "reader key numbers");
+  }
+  check(stream::Share(10, 3, 0) == std::make_pair<uint64_t, uint64_t>(0, 3) &&
+            stream::Share(10, 3, 1) == std::make_pair<uint64_t, uint64_t>(3, 6) &&
+            stream::Share(10, 3, 2) == std::make_pair<uint64_t, uint64_t>(6, 10),
+        "reader shares");
   auto g = stream::SplitMix64::ForBenchmark(301, 0, 0);
   stream::ValueGenerator big(&g, 3 << 20);
   check(big.data().size() == 3145800 && stream::Fnv1a64(big.data()) == 0xce218f4e3e3ed34dull,

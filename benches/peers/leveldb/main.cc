@@ -1,5 +1,5 @@
 // leveldb-bench runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
-// readrandom, compact) on LevelDB (Debian's libleveldb-dev 1.23, which packages no db_bench)
+// readrandom, readwhilewriting, compact) on LevelDB (Debian's libleveldb-dev 1.23, which packages no db_bench)
 // and prints one JSON object per benchmark with the field names of `sluice bench --json`, as
 // ../pebble and ../fjall do; with --ycsb WORKLOAD it runs YCSB A, B, C or F instead and prints
 // the object of `sluice ycsb --json` (../cpp/ycsb.h, shared with ../rocksdb). Keys, values and
@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cerrno>
 #include <cinttypes>
@@ -56,29 +57,50 @@ bool IsWrite(const std::string& name) {
   return name == "fillseq" || name == "fillrandom" || name == "overwrite";
 }
 
-// --dump-keys: the same bytes as the Pebble and fjall peers print.
+// The first n keys drawn from g, as a JSON list.
+std::string DrawnKeys(const Config& c, stream::SplitMix64 g, uint64_t n) {
+  std::string keys, key;
+  for (uint64_t i = 0; i < n; i++) {
+    stream::WriteKey(g.Below(c.num), c.key_size, &key);
+    keys += (i ? ",\"" : "\"") + key + "\"";
+  }
+  return "[" + keys + "]";
+}
+
+// --dump-keys: the same bytes as the other peers print (readwhilewriting: its writer's stream,
+// and the first keys of each reader thread).
 void DumpStreams(const Config& c) {
   for (size_t pos = 0; pos < c.benchmarks.size(); pos++) {
     const std::string& name = c.benchmarks[pos];
     auto g = stream::SplitMix64::ForBenchmark(c.seed, pos, 0);
     std::string first_value, fnv;
-    if (IsWrite(name)) {
+    if (IsWrite(name) || name == "readwhilewriting") {
       stream::ValueGenerator v(&g, c.value_size);
       char buf[17];
       std::snprintf(buf, sizeof(buf), "%016" PRIx64, stream::Fnv1a64(v.data()));
       fnv = buf;
       first_value = Hex(v.Generate(c.value_size));
     }
-    std::string keys, key;
-    if (name != "compact") {
+    std::string keys = "[]", key, readers;
+    if (name == "fillseq") {
+      keys.clear();
       for (uint64_t i = 0; i < c.dump_keys; i++) {
-        stream::WriteKey(name == "fillseq" ? i : g.Below(c.num), c.key_size, &key);
-        keys += (i ? ",\"" : "\"") + key + "\"";
+        stream::WriteKey(i, c.key_size, &key);
+        keys += (i ? ",\"" : "[\"") + key + "\"";
       }
+      keys += "]";
+    } else if (name != "compact") {
+      keys = DrawnKeys(c, g, c.dump_keys);
     }
-    std::printf("{\"benchmark\":\"%s\",\"position\":%zu,\"keys\":[%s],\"first_value\":\"%s\","
-                "\"value_buffer_fnv1a64\":\"%s\"}\n",
-                name.c_str(), pos, keys.c_str(), first_value.c_str(), fnv.c_str());
+    if (name == "readwhilewriting") {
+      for (uint64_t r = 0; r < c.threads; r++)
+        readers += (r ? "," : ",\"reader_keys\":[") +
+                   DrawnKeys(c, stream::SplitMix64::ForBenchmark(c.seed, pos, r + 1), c.dump_keys);
+      readers += "]";
+    }
+    std::printf("{\"benchmark\":\"%s\",\"position\":%zu,\"keys\":%s,\"first_value\":\"%s\","
+                "\"value_buffer_fnv1a64\":\"%s\"%s}\n",
+                name.c_str(), pos, keys.c_str(), first_value.c_str(), fnv.c_str(), readers.c_str());
   }
 }
 
@@ -97,6 +119,14 @@ struct Tally {
         1, std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count()));
     ops++;
     bytes += moved;
+  }
+
+  // Adds another thread's operations.
+  void Merge(const Tally& other) {
+    ops += other.ops;
+    bytes += other.bytes;
+    found += other.found;
+    nanos.insert(nanos.end(), other.nanos.begin(), other.nanos.end());
   }
 
   std::string LatencyJson() {
@@ -139,7 +169,7 @@ class Engine {
     if (c.bloom_bits > 0) filter_.reset(leveldb::NewBloomFilterPolicy(c.bloom_bits));
     leveldb::Options o;
     o.create_if_missing = true;
-    o.error_if_exists = true;
+    o.error_if_exists = !c.use_existing_db;
     o.write_buffer_size = c.write_buffer_size;
     o.max_file_size = c.target_file_size;
     o.block_size = c.block_size;
@@ -159,7 +189,8 @@ class Engine {
     std::string compaction;
     auto start = Clock::now();
     double seconds = 0;
-    uint64_t user_bytes = 0, bytes = 0;
+    uint64_t user_bytes = 0, bytes = 0, writes = 0;
+    uint64_t threads = 1, measured = 1;  // threads that ran, and those t counts
     peers::CpuUsage cpu_before = peers::CpuUsage::Now();
     if (IsWrite(name)) {
       Fill(position, name != "fillseq", &t);
@@ -168,6 +199,11 @@ class Engine {
     } else if (name == "readrandom") {
       ReadRandom(position, &t);
       bytes = t.bytes;
+    } else if (name == "readwhilewriting") {
+      writes = ReadWhileWriting(position, &t, &user_bytes);
+      bytes = t.bytes;
+      threads = c_.threads + 1;
+      measured = c_.threads;
     } else {
       compaction = Compact(&t, &seconds, &bytes);
     }
@@ -178,12 +214,15 @@ class Engine {
     char buf[600];
     std::snprintf(buf, sizeof(buf),
                   "{\"name\":\"%s\",\"engine\":\"leveldb\",\"engine_version\":\"%d.%d\",\"ops\":%" PRIu64
-                  ",\"threads\":1,\"seconds\":%.9f,\"micros_per_op\":%.6f,\"ops_per_sec\":%.3f,"
+                  ",\"threads\":%" PRIu64 ",\"seconds\":%.9f,\"micros_per_op\":%.6f,\"ops_per_sec\":%.3f,"
                   "\"bytes\":%" PRIu64 ",\"mb_per_sec\":%.6f,",
-                  name.c_str(), leveldb::kMajorVersion, leveldb::kMinorVersion, t.ops, seconds,
-                  t.ops ? seconds * 1e6 / t.ops : 0.0, t.ops * per_sec, bytes, bytes * per_sec / 1e6);
+                  name.c_str(), leveldb::kMajorVersion, leveldb::kMinorVersion, t.ops, threads, seconds,
+                  t.ops ? seconds * measured * 1e6 / t.ops : 0.0, t.ops * per_sec, bytes,
+                  bytes * per_sec / 1e6);
     out += buf;
-    if (name == "readrandom") out += "\"found\":" + std::to_string(t.found) + ",";
+    if (name == "readrandom" || name == "readwhilewriting")
+      out += "\"found\":" + std::to_string(t.found) + ",";
+    if (name == "readwhilewriting") out += "\"writes\":" + std::to_string(writes) + ",";
     out += "\"latency_us\":" + t.LatencyJson() + ",\"user_bytes\":" + std::to_string(user_bytes) +
            ",\"write_stall_micros\":0,\"cpu\":" + cpu.Json() + ",";
     if (!compaction.empty()) out += "\"compaction\":" + compaction + ",";
@@ -291,10 +330,48 @@ class Engine {
   }
 
   void ReadRandom(uint64_t position, Tally* t) {
+    Lookups(stream::SplitMix64::ForBenchmark(c_.seed, position, 0), c_.Reads(), t);
+  }
+
+  // db_bench's readwhilewriting (STREAM.md section 5): --threads reader threads, reader r on
+  // thread r+1's stream looking up its share of --reads uniform keys as readrandom does, while
+  // this thread, the writer, overwrites uniform keys from thread 0's stream (WAL unsynced, no
+  // rate limit) until every reader is done. t gets the readers' operations, *written the
+  // writer's key and value bytes; returns the writer's puts.
+  uint64_t ReadWhileWriting(uint64_t position, Tally* t, uint64_t* written) {
+    std::atomic<uint64_t> readers_left{c_.threads};
+    std::vector<Tally> tallies(c_.threads);
+    std::vector<std::thread> readers;
+    for (uint64_t r = 0; r < c_.threads; r++) {
+      readers.emplace_back([this, r, position, &tallies, &readers_left] {
+        auto [first, end] = stream::Share(c_.Reads(), c_.threads, r);
+        Lookups(stream::SplitMix64::ForBenchmark(c_.seed, position, r + 1), end - first, &tallies[r]);
+        readers_left.fetch_sub(1, std::memory_order_release);
+      });
+    }
     auto g = stream::SplitMix64::ForBenchmark(c_.seed, position, 0);
+    stream::ValueGenerator values(&g, c_.value_size);
+    std::string key;
+    uint64_t puts = 0;
+    do {
+      stream::WriteKey(g.Below(c_.num), c_.key_size, &key);
+      std::string_view value = values.Generate(c_.value_size);
+      Put(key, value);
+      puts++;
+      *written += key.size() + value.size();
+    } while (readers_left.load(std::memory_order_acquire) > 0);
+    for (uint64_t r = 0; r < c_.threads; r++) {
+      readers[r].join();
+      t->Merge(tallies[r]);
+    }
+    return puts;
+  }
+
+  // n point lookups of uniform keys drawn from g.
+  void Lookups(stream::SplitMix64 g, uint64_t n, Tally* t) {
     std::string key, value;
     leveldb::ReadOptions ro;
-    for (uint64_t i = 0; i < c_.Reads(); i++) {
+    for (uint64_t i = 0; i < n; i++) {
       stream::WriteKey(g.Below(c_.num), c_.key_size, &key);
       auto start = Clock::now();
       leveldb::Status s = db_->Get(ro, key, &value);
@@ -410,7 +487,11 @@ int main(int argc, char** argv) {
     DumpStreams(c);
     return 0;
   }
-  peers::RequireEmptyDb(c.db);
+  if (c.use_existing_db && !c.ycsb_mode) {
+    if (c.db.empty()) Fail("--db is required");
+  } else {
+    peers::RequireEmptyDb(c.db);
+  }
   if (c.ycsb_mode) {
     std::string json;
     {
