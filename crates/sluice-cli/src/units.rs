@@ -1,6 +1,8 @@
-//! Number formatting shared by the commands: sizes in binary units (KiB, MiB, GiB; rates
-//! elsewhere are MB/s of 10^6 bytes, the unit compaction bandwidth is defined in), and parsing
-//! of counts and sizes given on the command line.
+//! Number formatting shared by the commands, and parsing of counts and sizes given on the
+//! command line. Two families, each for one kind of figure: what a database holds and what
+//! options set (file, level and cache sizes) in binary units (KiB, MiB, GiB), as the sizes
+//! on the command line are; what a benchmark measured (bytes moved, rates) in decimal MB and
+//! MB/s (10^6 bytes), the unit compaction bandwidth is defined in, as the charts use.
 
 /// `bytes` as a short human size: `0 B`, `512 B`, `4.0 KiB`, `1.5 MiB`, `2.25 GiB`.
 pub fn size(bytes: u64) -> String {
@@ -16,6 +18,12 @@ pub fn size(bytes: u64) -> String {
     }
     let decimals = if value < 10.0 { 2 } else { 1 };
     format!("{value:.decimals$} {}", UNITS[unit])
+}
+
+/// `bytes` in decimal megabytes, the unit of the byte counts and rates `sluice bench` and
+/// `sluice ycsb` report (1 MB = 10^6 bytes, so MB/s = MB / s): `2.2 MB`.
+pub fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// Parses a count or size: decimal digits, optionally grouped with `_`, optionally followed by
@@ -61,6 +69,7 @@ mod tests {
         assert_eq!(size(0), "0 B");
         assert_eq!(size(1023), "1023 B");
         assert_eq!(size(1024), "1.00 KiB");
+        assert_eq!(megabytes(2_210_000), "2.2 MB");
         assert_eq!(size(64 << 20), "64.0 MiB");
         assert_eq!(size(3 << 29), "1.50 GiB");
         assert_eq!(size(u64::MAX), "16384.0 PiB");

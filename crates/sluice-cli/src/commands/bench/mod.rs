@@ -32,7 +32,7 @@ pub use args::BenchArgs;
 
 use super::{list_written, temp_dir};
 use crate::failure::{CmdResult, Failure};
-use crate::units::size;
+use crate::units::{megabytes, size};
 
 /// Engine options from the engine and offload flags, for a database this run creates unless
 /// `--use-existing-db`.
@@ -200,7 +200,7 @@ fn write_header(
     writeln!(
         out,
         "raw size: {}, compression: {}, write buffer: {}, target file: {}, block: {}, bloom bits: {}, cache: {}",
-        size(config.num * (config.key_size + config.value_size) as u64),
+        megabytes(config.num * (config.key_size + config.value_size) as u64),
         options.table.compression,
         size(options.memtable.write_buffer_size as u64),
         size(options.compaction.target_file_size_base),
@@ -248,6 +248,11 @@ fn write_header(
     for d in &options.data_dirs {
         writeln!(out, "data directory: {}", d.display())?;
     }
+    writeln!(
+        out,
+        "units: MB = 10^6 bytes (sizes, MB/s and disk writes measured); option sizes in \
+         binary units (1 MiB = 2^20 bytes)"
+    )?;
     writeln!(out)
 }
 
@@ -258,7 +263,7 @@ fn write_tree(db: &Db, out: &mut dyn Write) -> std::io::Result<()> {
         .levels
         .iter()
         .filter(|l| l.files > 0)
-        .map(|l| format!("L{} {} files {}", l.level, l.files, size(l.size_bytes)))
+        .map(|l| format!("L{} {} files {}", l.level, l.files, megabytes(l.size_bytes)))
         .collect();
     let tree = if levels.is_empty() {
         "empty".to_string()
