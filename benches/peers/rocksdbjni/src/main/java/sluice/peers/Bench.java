@@ -2,7 +2,9 @@ package sluice.peers;
 
 import java.io.IOException;
 import java.util.Arrays;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.CompactRangeOptions;
 import org.rocksdb.RocksDB;
@@ -11,7 +13,8 @@ import org.rocksdb.RocksIterator;
 import org.rocksdb.TickerType;
 
 /**
- * The db_bench-style workloads (fillseq, fillrandom, overwrite, readrandom, seekrandom, compact)
+ * The db_bench-style workloads (fillseq, fillrandom, overwrite, readrandom, seekrandom,
+ * readwhilewriting, compact)
  * on an {@link Engine}, each reported as one JSON object with the field names of
  * {@code sluice bench --json} (see ../README.md "JSON"), plus the process's CPU time.
  */
@@ -37,6 +40,18 @@ final class Bench {
             }
             nanos[(int) ops++] = Math.max(1, System.nanoTime() - startNanos);
             bytes += moved;
+        }
+
+        /** Adds another thread's operations. */
+        void merge(Tally other) {
+            int total = Math.toIntExact(ops + other.ops);
+            if (total > nanos.length) {
+                nanos = Arrays.copyOf(nanos, Math.max(total, nanos.length * 2));
+            }
+            System.arraycopy(other.nanos, 0, nanos, (int) ops, (int) other.ops);
+            ops = total;
+            bytes += other.bytes;
+            found += other.found;
         }
 
         /** Sluice's latency_us: percentiles in microseconds. */
@@ -94,6 +109,9 @@ final class Bench {
         double seconds;
         long bytes;
         long userBytes = 0;
+        long writes = -1; // readwhilewriting's puts
+        int threads = 1;
+        int measured = 1; // the threads whose operations t counts
         switch (name) {
             case "fillseq", "fillrandom", "overwrite" -> {
                 fill(position, !name.equals("fillseq"), t);
@@ -106,6 +124,15 @@ final class Bench {
                 readRandom(position, t);
                 seconds = (System.nanoTime() - start) / 1e9;
                 bytes = t.bytes;
+            }
+            case "readwhilewriting" -> {
+                long[] written = readWhileWriting(position, t);
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = t.bytes;
+                writes = written[0];
+                userBytes = written[1];
+                threads = c.threads + 1;
+                measured = c.threads;
             }
             case "seekrandom" -> {
                 seekRandom(position, t);
@@ -138,12 +165,15 @@ final class Bench {
         }
         Cpu cpu = Cpu.now().since(cpuBefore);
         Json out = new Json().put("name", name).put("engine", "rocksdb").put("engine_version", e.version)
-                .put("ops", t.ops).put("threads", 1).put("seconds", seconds)
-                .put("micros_per_op", t.ops > 0 ? seconds * 1e6 / t.ops : 0.0)
+                .put("ops", t.ops).put("threads", threads).put("seconds", seconds)
+                .put("micros_per_op", t.ops > 0 ? seconds * measured * 1e6 / t.ops : 0.0)
                 .put("ops_per_sec", seconds > 0 ? t.ops / seconds : 0.0)
                 .put("bytes", bytes).put("mb_per_sec", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
-        if (name.equals("readrandom") || name.equals("seekrandom")) {
+        if (name.equals("readrandom") || name.equals("seekrandom") || name.equals("readwhilewriting")) {
             out.put("found", t.found);
+        }
+        if (writes >= 0) {
+            out.put("writes", writes);
         }
         out.put("latency_us", t.latency()).put("user_bytes", userBytes);
         if (userBytes > 0) {
@@ -238,13 +268,72 @@ final class Bench {
         }
     }
 
-    /** Looks up {@code reads} uniform keys into one reused value array. */
+    /** Looks up {@code reads} uniform keys. */
     private void readRandom(int position, Tally t) throws RocksDBException {
+        lookups(Stream.SplitMix64.forBenchmark(c.seed, position, 0), c.reads(), t);
+    }
+
+    /** db_bench's readwhilewriting (STREAM.md section 5): --threads reader threads, reader r
+     * on thread r+1's stream looking up its share of --reads uniform keys as readrandom does,
+     * while this thread, the writer, overwrites uniform keys from thread 0's stream as fill
+     * does (WAL unsynced, no rate limit) until every reader is done. t gets the readers'
+     * operations; returns the writer's puts and their key and value bytes. */
+    private long[] readWhileWriting(int position, Tally t) throws RocksDBException {
+        AtomicInteger readersLeft = new AtomicInteger(c.threads);
+        List<Tally> tallies = new ArrayList<>();
+        RocksDBException[] failures = new RocksDBException[c.threads];
+        List<Thread> readers = new ArrayList<>();
+        for (int r = 0; r < c.threads; r++) {
+            Tally tally = new Tally();
+            tallies.add(tally);
+            long[] share = Stream.share(c.reads(), c.threads, r);
+            Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, position, r + 1);
+            int index = r;
+            Thread reader = new Thread(() -> {
+                try {
+                    lookups(g, share[1] - share[0], tally);
+                } catch (RocksDBException ex) {
+                    failures[index] = ex;
+                } finally {
+                    readersLeft.decrementAndGet();
+                }
+            }, "reader-" + r);
+            readers.add(reader);
+            reader.start();
+        }
         Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, position, 0);
+        Stream.ValueGenerator values = new Stream.ValueGenerator(g, c.valueSize);
+        byte[] key = new byte[c.keySize];
+        long puts = 0;
+        long written = 0;
+        do {
+            keys.write(g.below(c.num), key);
+            int len = values.next(c.valueSize);
+            e.db.put(e.writeOptions, key, 0, key.length, values.data(), values.offset(), len);
+            puts++;
+            written += key.length + len;
+        } while (readersLeft.get() > 0);
+        for (int r = 0; r < c.threads; r++) {
+            try {
+                readers.get(r).join();
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the readers", ex);
+            }
+            if (failures[r] != null) {
+                throw failures[r];
+            }
+            t.merge(tallies.get(r));
+        }
+        return new long[] {puts, written};
+    }
+
+    /** Looks up {@code n} uniform keys drawn from g, into one reused value array. */
+    private void lookups(Stream.SplitMix64 g, long n, Tally t) throws RocksDBException {
         byte[] key = new byte[c.keySize];
         byte[] value = new byte[Math.max(c.valueSize, 1)];
         RocksDB db = e.db;
-        for (long i = 0; i < c.reads(); i++) {
+        for (long i = 0; i < n; i++) {
             keys.write(g.below(c.num), key);
             long start = System.nanoTime();
             int size = db.get(e.readOptions, key, 0, key.length, value, 0, value.length);

@@ -15,13 +15,16 @@ final class Config {
             List.of("fillseq", "fillrandom", "overwrite", "readrandom", "compact");
     /** Benchmarks a run may name that the default list leaves out, as in {@code sluice bench}:
      * deleterange deletes the middle tenth of the key space with one range tombstone, and
-     * readseq scans forward (up to --reads entries), seekrandom seeks to --reads uniform keys. */
-    static final List<String> EXTRA_BENCHMARKS = List.of("deleterange", "readseq", "seekrandom");
+     * readseq scans forward (up to --reads entries), seekrandom seeks to --reads uniform keys,
+     * readwhilewriting runs --threads readers sharing --reads lookups while one more thread
+     * overwrites uniform keys until they are done. */
+    static final List<String> EXTRA_BENCHMARKS =
+            List.of("deleterange", "readseq", "seekrandom", "readwhilewriting");
 
     /** The flags that take a value (the others are booleans). */
     private static final List<String> VALUE_FLAGS = List.of("db", "benchmarks", "num", "reads",
             "key-size", "value-size", "seed", "compression", "block-size", "bloom-bits",
-            "write-buffer-size", "target-file-size", "cache-size", "compaction-threads",
+            "write-buffer-size", "target-file-size", "cache-size", "compaction-threads", "threads",
             "subcompactions", "dump-keys", "ycsb", "records", "operations", "dump-ycsb-ops",
             "min-blob-size", "blob-file-size");
 
@@ -41,6 +44,7 @@ final class Config {
     boolean disableAutoCompactions;
     boolean useExistingDb;
     int compactionThreads = 2; // RocksDB's max_background_jobs
+    int threads = 1; // readwhilewriting's reader threads (the other benchmarks run on one)
     int subcompactions = 1; // RocksDB's max_subcompactions (its default is 1)
     // Value separation (RocksDB's integrated BlobDB), as sluice's --min-blob-size and
     // --blob-file-size: values of at least minBlobSize bytes go to blob files; 0 = off.
@@ -125,6 +129,7 @@ final class Config {
             case "target-file-size" -> targetFileSize = number(name, v);
             case "cache-size" -> cacheSize = number(name, v);
             case "compaction-threads" -> compactionThreads = small(name, v);
+            case "threads" -> threads = small(name, v);
             case "subcompactions" -> subcompactions = small(name, v);
             case "dump-keys" -> dumpKeys = small(name, v);
             case "ycsb" -> ycsb = v;
@@ -141,8 +146,8 @@ final class Config {
         if (valueSize > 64 << 20) {
             throw new IllegalArgumentException("value-size must be at most 64 MiB");
         }
-        if (compactionThreads < 1 || subcompactions < 1) {
-            throw new IllegalArgumentException("compaction-threads and subcompactions must be at least 1");
+        if (compactionThreads < 1 || subcompactions < 1 || threads < 1) {
+            throw new IllegalArgumentException("compaction-threads, subcompactions and threads must be at least 1");
         }
         if (blockSize < 1 || writeBufferSize < 1 || targetFileSize < 1) {
             throw new IllegalArgumentException("sizes must be positive (cache-size and bloom-bits may be 0)");

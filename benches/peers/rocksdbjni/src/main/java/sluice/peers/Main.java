@@ -10,7 +10,7 @@ import java.util.List;
 
 /**
  * rocksdbjni-bench runs Sluice's db_bench-style workloads (fillseq, fillrandom, overwrite,
- * readrandom, seekrandom, compact) on RocksDB 11 (the release build bundled in Maven Central's
+ * readrandom, seekrandom, readwhilewriting, compact) on RocksDB 11 (the release build bundled in Maven Central's
  * org.rocksdb:rocksdbjni jar) and prints one JSON object per benchmark, with the field names
  * of {@code sluice bench --json}, so the two can be compared side by side; with --ycsb it runs
  * YCSB A, B, C or F instead and prints the object of {@code sluice ycsb --json}. Keys, values
@@ -55,7 +55,8 @@ public final class Main {
     }
 
     /** --dump-keys: each benchmark's position, first keys, first value (hex) and value buffer
-     * FNV-1a 64, one line per benchmark: the same bytes as the other peers print. */
+     * FNV-1a 64, one line per benchmark: the same bytes as the other peers print. For
+     * readwhilewriting these are its writer's, and reader_keys has each reader's first keys. */
     static void dumpStreams(Config c, PrintStream out) {
         Stream.KeyFormat keys = new Stream.KeyFormat(c.keySize, c.num);
         for (int pos = 0; pos < c.benchmarks.size(); pos++) {
@@ -63,21 +64,40 @@ public final class Main {
             Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, pos, 0);
             String firstValue = "";
             String fnv = "";
-            if (isWrite(name)) {
+            if (isWrite(name) || name.equals("readwhilewriting")) {
                 Stream.ValueGenerator v = new Stream.ValueGenerator(g, c.valueSize);
                 fnv = Stream.hex64(Stream.fnv1a64(v.data(), 0, v.data().length));
                 int len = v.next(c.valueSize);
                 firstValue = HexFormat.of().formatHex(v.data(), v.offset(), v.offset() + len);
             }
             List<String> dumped = new ArrayList<>();
-            if (!name.equals("compact")) {
+            if (name.equals("fillseq")) {
                 for (long i = 0; i < c.dumpKeys; i++) {
-                    dumped.add(keys.string(name.equals("fillseq") ? i : g.below(c.num)));
+                    dumped.add(keys.string(i));
                 }
+            } else if (!name.equals("compact")) {
+                dumped = drawn(c, keys, g);
             }
-            out.println(new Json().put("benchmark", name).put("position", pos).put("keys", dumped)
-                    .put("first_value", firstValue).put("value_buffer_fnv1a64", fnv));
+            Json line = new Json().put("benchmark", name).put("position", pos).put("keys", dumped)
+                    .put("first_value", firstValue).put("value_buffer_fnv1a64", fnv);
+            if (name.equals("readwhilewriting")) {
+                List<List<String>> readers = new ArrayList<>();
+                for (int r = 1; r <= c.threads; r++) {
+                    readers.add(drawn(c, keys, Stream.SplitMix64.forBenchmark(c.seed, pos, r)));
+                }
+                line.put("reader_keys", readers);
+            }
+            out.println(line);
         }
+    }
+
+    /** The first --dump-keys keys drawn from g. */
+    private static List<String> drawn(Config c, Stream.KeyFormat keys, Stream.SplitMix64 g) {
+        List<String> out = new ArrayList<>();
+        for (long i = 0; i < c.dumpKeys; i++) {
+            out.add(keys.string(g.below(c.num)));
+        }
+        return out;
     }
 
     static boolean isWrite(String name) {

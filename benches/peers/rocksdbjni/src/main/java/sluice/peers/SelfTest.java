@@ -79,6 +79,21 @@ final class SelfTest {
             }
             check(Arrays.equals(got, expected[pos]), "key numbers of position " + pos);
         }
+        // readwhilewriting's readers: threads 1 and 2 of position 0, and their shares.
+        check(Stream.SplitMix64.forBenchmark(301, 0, 1).state() == 0xe3b0b46bb6dda086L, "thread 1 state");
+        long[][] readers = {{262325, 89055, 863800, 829571, 336372},
+                            {655449, 522333, 949794, 372108, 980815}};
+        for (int r = 0; r < 2; r++) {
+            Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(301, 0, r + 1);
+            long[] got = new long[5];
+            for (int i = 0; i < 5; i++) {
+                got[i] = g.below(1_000_000);
+            }
+            check(Arrays.equals(got, readers[r]), "key numbers of reader " + r);
+        }
+        check(Arrays.equals(Stream.share(10, 3, 0), new long[] {0, 3})
+                && Arrays.equals(Stream.share(10, 3, 1), new long[] {3, 6})
+                && Arrays.equals(Stream.share(10, 3, 2), new long[] {6, 10}), "reader shares");
         byte[] big = new Stream.ValueGenerator(Stream.SplitMix64.forBenchmark(301, 0, 0), 3 << 20).data();
         check(big.length == 3145800 && Stream.fnv1a64(big, 0, big.length) == 0xce218f4e3e3ed34dL, "3 MiB buffer");
         check(new Stream.KeyFormat(16, 1_000_000).string(568985).equals("0000000000568985"), "key bytes");

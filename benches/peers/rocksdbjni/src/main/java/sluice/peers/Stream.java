@@ -40,7 +40,8 @@ final class Stream {
         }
 
         /** The stream of the benchmark at {@code position} of the run, client thread
-         * {@code thread} (always 0 here): state = mix(seed + position * GOLDEN + thread * C1). */
+         * {@code thread} (0 but for readwhilewriting's readers): state = mix(seed + position *
+         * GOLDEN + thread * C1). */
         static SplitMix64 forBenchmark(long seed, long position, long thread) {
             return new SplitMix64(mix64(seed + position * GOLDEN + thread * MIX_C1));
         }
@@ -59,6 +60,16 @@ final class Stream {
         long state() {
             return state;
         }
+    }
+
+    /** The [first, end) slice of 0..total that thread {@code index} of {@code threads} owns:
+     * how readwhilewriting's readers divide --reads (STREAM.md section 4), as Sluice divides a
+     * benchmark's operations. */
+    static long[] share(long total, int threads, int index) {
+        java.math.BigInteger t = java.math.BigInteger.valueOf(total);
+        java.math.BigInteger n = java.math.BigInteger.valueOf(threads);
+        return new long[] {t.multiply(java.math.BigInteger.valueOf(index)).divide(n).longValueExact(),
+                t.multiply(java.math.BigInteger.valueOf(index + 1L)).divide(n).longValueExact()};
     }
 
     /** The high 64 bits of the unsigned 128-bit product x * y (Java 18's
