@@ -351,6 +351,37 @@ mod tests {
         assert_eq!(results[1].found, Some(5));
     }
 
+    /// readwhilewriting's reader r draws thread r + 1's stream, each its share of `reads`
+    /// (STREAM.md sections 4 to 6): a database holding the first five keys of readers 0 and 1
+    /// finds all ten, whatever the writer adds meanwhile.
+    #[test]
+    fn readwhilewriting_readers_read_the_stream_md_keys() {
+        let keys = KeyFormat::new(16, 1_000_000).unwrap();
+        let readers = [
+            [262325, 89055, 863800, 829571, 336372],
+            [655449, 522333, 949794, 372108, 980815],
+        ];
+        for (r, want) in readers.iter().enumerate() {
+            let mut stream = SplitMix64::for_benchmark(301, 0, r as u64 + 1);
+            let drawn: Vec<u64> = (0..5).map(|_| stream.below(1_000_000)).collect();
+            assert_eq!(&drawn, want, "reader {r}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), small_options()).unwrap();
+        for n in readers.iter().flatten() {
+            db.put(&keys.key(*n), b"v").unwrap();
+        }
+        let config = BenchConfig {
+            benchmarks: vec![Benchmark::ReadWhileWriting],
+            num: 1_000_000,
+            reads: 10,
+            threads: 2,
+            ..BenchConfig::default()
+        };
+        let results = run_benchmarks(&config, &db, &mut |_| {}).unwrap();
+        assert_eq!((results[0].ops, results[0].found), (10, Some(10)));
+    }
+
     /// fillrandom, readrandom and overwrite leave exactly the database (and the hit count) that
     /// replaying the stream predicts: values are built before keys are drawn, value i goes
     /// with key draw i, and each benchmark uses its own position's stream.
