@@ -60,6 +60,18 @@ pub struct FlushDelta {
     pub cpu_seconds: f64,
 }
 
+impl FlushDelta {
+    /// The figures of `flushes`, an interval's ([`JobMetrics::since`]).
+    fn of(flushes: &JobMetrics) -> Self {
+        FlushDelta {
+            count: flushes.count,
+            output_bytes: flushes.output_bytes,
+            seconds: flushes.seconds,
+            cpu_seconds: flushes.cpu_seconds,
+        }
+    }
+}
+
 /// Engine figures of one benchmark.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct MetricsDelta {
@@ -86,83 +98,23 @@ pub struct MetricsDelta {
     pub write_stall_micros: u64,
 }
 
-fn stage_delta(before: &StageSeconds, after: &StageSeconds) -> StageSeconds {
-    let d = |a: f64, b: f64| (a - b).max(0.0);
-    StageSeconds {
-        read: d(after.read, before.read),
-        checksum: d(after.checksum, before.checksum),
-        decompress: d(after.decompress, before.decompress),
-        merge: d(after.merge, before.merge),
-        compress: d(after.compress, before.compress),
-        rechecksum: d(after.rechecksum, before.rechecksum),
-        write: d(after.write, before.write),
-    }
-}
-
-/// The compaction figures of `after - before`.
+/// The compaction figures of `after - before` ([`JobMetrics::since`]).
 pub fn compaction_delta(before: &JobMetrics, after: &JobMetrics) -> CompactionDelta {
-    let input_bytes = after.input_bytes.saturating_sub(before.input_bytes);
-    let seconds = (after.seconds - before.seconds).max(0.0);
+    let d = after.since(before);
     CompactionDelta {
-        count: after.count.saturating_sub(before.count),
-        input_bytes,
-        output_bytes: after.output_bytes.saturating_sub(before.output_bytes),
-        seconds,
-        cpu_seconds: (after.cpu_seconds - before.cpu_seconds).max(0.0),
-        bandwidth_mb_s: if seconds > 0.0 {
-            input_bytes as f64 / seconds / 1e6
-        } else {
-            0.0
-        },
-        stage_profile: stage_delta(&before.stage_profile, &after.stage_profile),
-        stages: after
-            .pipeline
-            .iter()
-            .filter_map(|a| {
-                let b = before.pipeline.iter().find(|b| b.stage == a.stage);
-                let threads = a.threads - b.map_or(0, |b| b.threads);
-                (threads > 0).then(|| PipelineStage {
-                    stage: a.stage.clone(),
-                    threads,
-                    busy_seconds: a.busy_seconds - b.map_or(0.0, |b| b.busy_seconds),
-                    idle_seconds: a.idle_seconds - b.map_or(0.0, |b| b.idle_seconds),
-                })
-            })
-            .collect(),
-        modes: after
-            .modes
-            .iter()
-            .filter_map(|(mode, n)| {
-                let n = n.saturating_sub(before.modes.get(mode).copied().unwrap_or(0));
-                (n > 0).then(|| (mode.clone(), n))
-            })
-            .collect(),
-        mode_totals: mode_totals_delta(&before.mode_totals, &after.mode_totals),
+        count: d.count,
+        input_bytes: d.input_bytes,
+        output_bytes: d.output_bytes,
+        seconds: d.seconds,
+        cpu_seconds: d.cpu_seconds,
+        bandwidth_mb_s: d.bandwidth_mb_s(),
+        stage_profile: d.stage_profile,
+        stages: d.pipeline,
+        modes: d.modes,
+        mode_totals: d.mode_totals,
         shares: None,
         retries: None,
     }
-}
-
-/// Each executor mode's compactions of `after - before`, dropping modes that ran none.
-fn mode_totals_delta(
-    before: &BTreeMap<String, ModeTotals>,
-    after: &BTreeMap<String, ModeTotals>,
-) -> BTreeMap<String, ModeTotals> {
-    after
-        .iter()
-        .filter_map(|(mode, a)| {
-            let b = before.get(mode);
-            let jobs = a.jobs.saturating_sub(b.map_or(0, |b| b.jobs));
-            (jobs > 0).then(|| {
-                let totals = ModeTotals {
-                    jobs,
-                    input_bytes: a.input_bytes.saturating_sub(b.map_or(0, |b| b.input_bytes)),
-                    seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
-                };
-                (mode.clone(), totals)
-            })
-        })
-        .collect()
 }
 
 impl MetricsDelta {
@@ -183,15 +135,7 @@ impl MetricsDelta {
                 .wal_bytes_written
                 .saturating_sub(before.wal_bytes_written),
             write_amp: (user_bytes > 0).then(|| table_bytes as f64 / user_bytes as f64),
-            flush: FlushDelta {
-                count: after.flush.count.saturating_sub(before.flush.count),
-                output_bytes: after
-                    .flush
-                    .output_bytes
-                    .saturating_sub(before.flush.output_bytes),
-                seconds: (after.flush.seconds - before.flush.seconds).max(0.0),
-                cpu_seconds: (after.flush.cpu_seconds - before.flush.cpu_seconds).max(0.0),
-            },
+            flush: FlushDelta::of(&after.flush.since(&before.flush)),
             compaction: CompactionDelta {
                 shares: after
                     .offload
