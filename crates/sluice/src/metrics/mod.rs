@@ -311,9 +311,10 @@ impl LevelCounters {
         read_bytes: u64,
         profile: &sluice_sst::profile::StageProfile,
     ) {
-        let Some(i) = (level < NUM_LEVELS).then_some(level) else {
-            return;
-        };
+        if level >= NUM_LEVELS {
+            return; // no version has such a level: nothing to count it in
+        }
+        let i = level;
         self.bytes_in[i] += input_bytes;
         self.bytes_read[i] += read_bytes;
         self.bytes_written[i] += profile.bytes_written;
