@@ -383,7 +383,12 @@ fn stats_json_parses_and_describes_every_level() {
 
     // Pebble's and RocksDB's figures: read and space amplification, compaction debt, the
     // table cache and the filters, stalls by cause.
-    for field in ["read_amp", "space_amp", "compaction_debt_bytes", "bloom_utility"] {
+    for field in [
+        "read_amp",
+        "space_amp",
+        "compaction_debt_bytes",
+        "bloom_utility",
+    ] {
         assert!(v[field].is_number(), "{field}: {v}");
     }
     assert!(v["levels"][0]["read_amp"].is_u64(), "{v}");
