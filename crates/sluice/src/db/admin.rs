@@ -97,17 +97,17 @@ impl Db {
 impl DbInner {
     /// [`Db::metrics`], for the threads that hold only the shared state.
     pub(crate) fn metrics(&self) -> Metrics {
-        let inner = self;
-        let st = inner.state.lock();
+        let st = self.state.lock();
         let v = st.versions.current();
         let c = &st.level_counters;
         let l0_sublevels = crate::version::l0_sublevels::l0_sublevels(v.files(0)).len();
+        let stalls = self.counters.stall_metrics();
         let levels = (0..NUM_LEVELS)
             .map(|level| LevelMetrics {
                 level,
                 files: v.num_files(level),
                 size_bytes: v.level_bytes(level),
-                score: level_score(v, &inner.options, level),
+                score: level_score(v, &self.options, level),
                 bytes_in: c.bytes_in[level],
                 bytes_read: c.bytes_read[level],
                 bytes_written: c.bytes_written[level],
@@ -127,8 +127,8 @@ impl DbInner {
                 },
             })
             .collect();
-        let cache = inner.table_cache.block_cache();
-        let recovery = inner.recovery.lock();
+        let cache = self.table_cache.block_cache();
+        let recovery = self.recovery.lock();
         Metrics {
             recovery_wal_records: recovery.wal_records,
             recovery_dropped_bytes: recovery.dropped_bytes(),
@@ -144,25 +144,25 @@ impl DbInner {
             l0_sublevels,
             compactions_running: st.compactions.len(),
             compactions_running_peak: st.compactions.peak(),
-            user_bytes_written: inner.counters.user_bytes.load(Ordering::Relaxed),
-            wal_bytes_written: inner.counters.wal_bytes.load(Ordering::Relaxed),
-            wal_syncs: inner.counters.wal_syncs.load(Ordering::Relaxed),
-            write_slowdowns: inner.counters.slowdowns.load(Ordering::Relaxed),
-            write_stall_micros: inner.counters.stall_micros.load(Ordering::Relaxed),
-            stalls: inner.counters.stall_metrics(),
-            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &inner.options),
+            user_bytes_written: self.counters.user_bytes.load(Ordering::Relaxed),
+            wal_bytes_written: self.counters.wal_bytes.load(Ordering::Relaxed),
+            wal_syncs: self.counters.wal_syncs.load(Ordering::Relaxed),
+            write_slowdowns: stalls.l0_slowdown.count,
+            write_stall_micros: stalls.micros(),
+            stalls,
+            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &self.options),
             memtable_bytes: (st.mem.approximate_bytes()
                 + st.imm.iter().map(|m| m.approximate_bytes()).sum::<usize>())
                 as u64,
             immutable_memtables: st.imm.len(),
             block_cache_bytes: cache.map_or(0, |c| c.usage_bytes() as u64),
             block_cache_hits: cache.map_or(0, |c| c.hits()),
-            prefix_filter_skips: inner.counters.prefix_skips.load(Ordering::Relaxed),
+            prefix_filter_skips: self.counters.prefix_skips.load(Ordering::Relaxed),
             block_cache_misses: cache.map_or(0, |c| c.misses()),
-            table_cache: inner.table_cache.metrics(),
-            bloom: inner.table_cache.bloom_metrics(),
-            last_sequence: inner.latest_seq(),
-            snapshots: inner.snapshots.sequences().len(),
+            table_cache: self.table_cache.metrics(),
+            bloom: self.table_cache.bloom_metrics(),
+            last_sequence: self.latest_seq(),
+            snapshots: self.snapshots.sequences().len(),
             range_tombstones: v.range_tombstones().len()
                 + std::iter::once(&st.mem)
                     .chain(&st.imm)
@@ -170,9 +170,9 @@ impl DbInner {
                     .sum::<usize>(),
             // Lock order: the state lock, then the offloader's (which never takes the state
             // lock while it holds its own).
-            offload: inner.remote.as_ref().map(|r| r.metrics()),
-            partitions: inner.options.partitions.as_ref().and_then(|p| {
-                crate::partition::stats::partition_stats(v, &inner.options, p.owners.len())
+            offload: self.remote.as_ref().map(|r| r.metrics()),
+            partitions: self.options.partitions.as_ref().and_then(|p| {
+                crate::partition::stats::partition_stats(v, &self.options, p.owners.len())
             }),
             blob: crate::metrics::BlobMetrics {
                 cache_hits: cache.map_or(0, |c| c.value_hits()),

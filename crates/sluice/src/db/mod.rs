@@ -117,8 +117,6 @@ pub(crate) struct WriteCounters {
     pub user_bytes: AtomicU64,
     pub wal_bytes: AtomicU64,
     pub wal_syncs: AtomicU64,
-    pub slowdowns: AtomicU64,
-    pub stall_micros: AtomicU64,
     /// Stalls and their microseconds by [`StallCause`].
     pub stalls: [(AtomicU64, AtomicU64); 3],
     /// Tables prefix scans skipped because their filter lacked the prefix.

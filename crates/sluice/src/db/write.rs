@@ -475,7 +475,6 @@ impl DbInner {
                 let start = Instant::now();
                 drop(st);
                 std::thread::sleep(Duration::from_millis(1));
-                self.counters.slowdowns.fetch_add(1, Ordering::Relaxed);
                 self.note_stall(StallCause::L0Slowdown, start);
                 slowed = true;
                 st = self.state.lock();
@@ -577,9 +576,6 @@ impl DbInner {
 
     fn note_stall(&self, cause: StallCause, start: Instant) {
         let micros = start.elapsed().as_micros() as u64;
-        self.counters
-            .stall_micros
-            .fetch_add(micros, Ordering::Relaxed);
         let (count, total) = &self.counters.stalls[cause as usize];
         count.fetch_add(1, Ordering::Relaxed);
         total.fetch_add(micros, Ordering::Relaxed);

@@ -78,9 +78,9 @@ pub struct Metrics {
     pub wal_bytes_written: u64,
     /// WAL syncs performed (group commit makes this lower than synced writes).
     pub wal_syncs: u64,
-    /// Writes delayed by the L0 slowdown trigger.
+    /// Writes delayed by the L0 slowdown trigger (`stalls.l0_slowdown.count`).
     pub write_slowdowns: u64,
-    /// Microseconds writers spent stalled (slowdowns and stops).
+    /// Microseconds writers spent stalled, slowdowns and stops (`stalls.micros()`).
     pub write_stall_micros: u64,
     /// The stalls of `write_slowdowns` and `write_stall_micros`, by cause.
     pub stalls: StallMetrics,
@@ -145,6 +145,13 @@ pub struct StallMetrics {
     pub l0_stop: StallCounts,
     /// `max_write_buffer_number` memtables were full: writes stopped until a flush finished.
     pub memtable_limit: StallCounts,
+}
+
+impl StallMetrics {
+    /// Microseconds writers waited, whatever the cause.
+    pub fn micros(&self) -> u64 {
+        self.l0_slowdown.micros + self.l0_stop.micros + self.memtable_limit.micros
+    }
 }
 
 /// The table cache ([`crate::Options::max_open_files`]).
