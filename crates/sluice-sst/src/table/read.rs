@@ -44,6 +44,12 @@ impl RawBlock {
         self.bytes.len()
     }
 
+    /// How the contents are stored, from the trailer; `None` for a type byte this build
+    /// does not know (the checksum, checked separately, says whether it is damage).
+    pub fn compression(&self) -> Option<CompressionType> {
+        CompressionType::from_u8(self.parts().1)
+    }
+
     /// Splits into stored contents, compression type byte and stored (masked) checksum.
     fn parts(&self) -> (&[u8], u8, u32) {
         let split = self.bytes.len().saturating_sub(BLOCK_TRAILER_LEN);

@@ -9,14 +9,17 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use sluice_sst::InternalIterator;
 use sluice_sst::format::BlockHandle;
-use sluice_sst::key::parse_internal_key;
+use sluice_sst::key::{MAX_SEQ, parse_internal_key, seek_key};
 use sluice_sst::properties::{TableProperties, VALUE_SIZE_BUCKETS};
 use sluice_sst::table::{Table, TableReadOptions};
 use sluice_sst::{Error, Result};
 
+use super::kv::Encoding;
 use crate::escape::{escape, internal_key, internal_key_json, kind_name, unescape};
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
+
+mod recompress;
 
 /// `sluice sst`.
 #[derive(Debug, Subcommand)]
@@ -26,6 +29,10 @@ pub enum SstCommand {
     /// Write a table for `sluice ingest` from `key<TAB>value` lines in strictly increasing key
     /// order (what `sluice scan` prints, `\xNN` escapes included), read from --input or stdin.
     Write(SstWriteArgs),
+    /// Rewrite a table's entries under each codec (in a temporary directory; the file is only
+    /// read) and print the sizes and the time to write and read them back, like sst_dump's
+    /// `--command=recompress`.
+    Recompress(recompress::SstRecompressArgs),
 }
 
 /// `sluice sst write`.
@@ -43,18 +50,56 @@ pub struct SstWriteArgs {
 pub struct SstDumpArgs {
     /// The table file.
     pub file: PathBuf,
-    /// Also list every entry: key, sequence number, kind and value length.
+    /// Also list every entry: key, sequence number, kind and value length (sst_dump's
+    /// `--command=scan`).
     #[arg(long)]
     pub entries: bool,
+    /// With --entries: start at this user key (a seek: the entries before it are not read).
+    #[arg(long, value_name = "KEY", requires = "entries")]
+    pub from: Option<String>,
+    /// With --entries: stop before this user key.
+    #[arg(long, value_name = "KEY", requires = "entries")]
+    pub to: Option<String>,
+    /// With --entries: print each entry's value too.
+    #[arg(long, requires = "entries")]
+    pub values: bool,
+    #[command(flatten)]
+    pub encoding: Encoding,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The entries `sst dump --entries` lists: the user keys in `[from, to)`, printed with
+/// `encoding`, values included if `values`.
+struct EntryFilter {
+    from: Option<Vec<u8>>,
+    to: Option<Vec<u8>>,
+    values: bool,
+    encoding: Encoding,
+}
+
+impl EntryFilter {
+    fn of(args: &SstDumpArgs) -> Result<Self, Failure> {
+        let key = |what: &str, k: &Option<String>| {
+            k.as_deref()
+                .map(|k| args.encoding.decode(what, k))
+                .transpose()
+        };
+        Ok(EntryFilter {
+            from: key("--from", &args.from)?,
+            to: key("--to", &args.to)?,
+            values: args.values,
+            encoding: args.encoding,
+        })
+    }
 }
 
 pub fn run(command: &SstCommand, out: &mut dyn Write) -> CmdResult {
     match command {
         SstCommand::Dump(args) => dump(args, out),
         SstCommand::Write(args) => write(args, out),
+        SstCommand::Recompress(args) => recompress::run(args, out),
     }
 }
 
@@ -87,18 +132,19 @@ fn write(args: &SstWriteArgs, out: &mut dyn Write) -> CmdResult {
 }
 
 fn dump(args: &SstDumpArgs, out: &mut dyn Write) -> CmdResult {
+    let filter = EntryFilter::of(args)?;
     let table = Table::open(&args.file, 0, TableReadOptions::default())?;
     if args.json {
         let mut v = summary_json(&table);
         if args.entries {
-            v["entries"] = Value::Array(entries_json(&table)?);
+            v["entries"] = Value::Array(entries_json(&table, &filter)?);
         }
         writeln!(out, "{v}")?;
     } else {
         write_summary(&table, out)?;
         if args.entries {
             writeln!(out, "entries:")?;
-            write_entries(&table, out)?;
+            write_entries(&table, &filter, out)?;
         }
     }
     Ok(())
@@ -254,13 +300,18 @@ fn summary_json(t: &Table) -> Value {
     })
 }
 
-/// Calls `visit(user_key, seq, kind, value_len)` for every entry, in order.
+/// Calls `visit(user_key, seq, kind, value)` for every entry `filter` keeps, in order: it
+/// seeks to `filter.from` and stops at `filter.to`.
 fn for_each_entry(
     t: &Arc<Table>,
-    mut visit: impl FnMut(&[u8], u64, &'static str, usize) -> Result<()>,
+    filter: &EntryFilter,
+    mut visit: impl FnMut(&[u8], u64, &'static str, &[u8]) -> Result<()>,
 ) -> Result<()> {
     let mut it = t.iter();
-    it.seek_to_first()?;
+    match &filter.from {
+        Some(from) => it.seek(&seek_key(from, MAX_SEQ))?,
+        None => it.seek_to_first()?,
+    }
     while it.valid() {
         let ikey = it.key();
         let k = parse_internal_key(ikey).ok_or_else(|| {
@@ -270,23 +321,31 @@ fn for_each_entry(
                 format!("entry key '{}' is not an internal key", escape(ikey)),
             )
         })?;
-        visit(k.user_key, k.seq, kind_name(k.kind), it.value().len())?;
+        if filter.to.as_deref().is_some_and(|to| k.user_key >= to) {
+            break;
+        }
+        visit(k.user_key, k.seq, kind_name(k.kind), it.value())?;
         it.next()?;
     }
     Ok(())
 }
 
-fn write_entries(t: &Arc<Table>, out: &mut dyn Write) -> CmdResult {
+fn write_entries(t: &Arc<Table>, filter: &EntryFilter, out: &mut dyn Write) -> CmdResult {
     // An output error stops the walk; it is kept aside so it is reported as what it is (a
     // closed pipe is a quiet success) rather than as a table error.
     let mut write_error = None;
-    let walked = for_each_entry(t, |key, seq, kind, value_len| {
-        writeln!(
-            out,
-            "  '{}' @ {seq} {kind} value_len={value_len}",
-            escape(key)
-        )
-        .map_err(|e| {
+    let walked = for_each_entry(t, filter, |key, seq, kind, value| {
+        let key = filter.encoding.encode(key);
+        let written = match filter.values {
+            true => writeln!(
+                out,
+                "  '{key}' @ {seq} {kind} value_len={} value='{}'",
+                value.len(),
+                filter.encoding.encode(value)
+            ),
+            false => writeln!(out, "  '{key}' @ {seq} {kind} value_len={}", value.len()),
+        };
+        written.map_err(|e| {
             write_error = Some(e);
             Error::Cancelled
         })
@@ -297,11 +356,19 @@ fn write_entries(t: &Arc<Table>, out: &mut dyn Write) -> CmdResult {
     Ok(walked?)
 }
 
-fn entries_json(t: &Arc<Table>) -> Result<Vec<Value>> {
+fn entries_json(t: &Arc<Table>, filter: &EntryFilter) -> Result<Vec<Value>> {
     let mut entries = Vec::new();
-    for_each_entry(t, |key, seq, kind, value_len| {
-        entries
-            .push(json!({ "key": escape(key), "seq": seq, "kind": kind, "value_len": value_len }));
+    for_each_entry(t, filter, |key, seq, kind, value| {
+        let mut entry = json!({
+            "key": filter.encoding.encode(key),
+            "seq": seq,
+            "kind": kind,
+            "value_len": value.len(),
+        });
+        if filter.values {
+            entry["value"] = json!(filter.encoding.encode(value));
+        }
+        entries.push(entry);
         Ok(())
     })?;
     Ok(entries)
