@@ -10,6 +10,7 @@ use crate::commands::chart::ChartCommand;
 use crate::commands::check::CheckArgs;
 use crate::commands::checkpoint::CheckpointArgs;
 use crate::commands::compact::CompactArgs;
+use crate::commands::dump::{DumpArgs, LoadArgs};
 use crate::commands::experiment::ExperimentCommand;
 use crate::commands::ingest::IngestArgs;
 use crate::commands::keyspace::KeyspaceCommand;
@@ -34,8 +35,8 @@ use crate::commands::ycsb::YcsbArgs;
 /// and drops them. The engine flags apply to every keyspace of the database opened.
 ///
 /// Exit status: 0 on success, 1 when `get` finds no value or `check` finds damage, 2 on any
-/// other error. `get`, `scan`, `stats`, `check`, `keyspace list` and the dumps never change
-/// the database.
+/// other error. `get`, `scan`, `dump`, `stats`, `check`, `keyspace list` and the file dumps
+/// never change the database.
 #[derive(Debug, Parser)]
 #[command(
     name = "sluice",
@@ -63,6 +64,12 @@ pub enum Command {
     DeleteRange(DeleteRangeArgs),
     /// Print `key<TAB>value` for every key in [--from, --to), in key order.
     Scan(ScanArgs),
+    /// Write a keyspace's live keys and values (or those in [--from, --to)) as text, from one
+    /// snapshot, in the format of docs/format/dump.md that `load` reads (RocksDB's `ldb dump`).
+    Dump(DumpArgs),
+    /// Put every key and value of a dump (`sluice dump`'s output, from --input or stdin) into
+    /// an existing database, or a new one with --create (RocksDB's `ldb load`).
+    Load(LoadArgs),
     /// Keyspaces (RocksDB's column families): `list` them, `create` or `drop` one.
     #[command(subcommand)]
     Keyspace(KeyspaceCommand),

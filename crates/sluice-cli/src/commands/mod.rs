@@ -8,6 +8,7 @@ pub mod chart;
 pub mod check;
 pub mod checkpoint;
 pub mod compact;
+pub mod dump;
 pub mod experiment;
 pub mod ingest;
 pub mod keyspace;
@@ -42,6 +43,8 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Get(a) => kv::get(&a, out),
         Command::Delete(a) => kv::delete(&a, out),
         Command::Scan(a) => kv::scan(&a, out),
+        Command::Dump(a) => dump::dump(&a, out),
+        Command::Load(a) => dump::load(&a, out),
         Command::Keyspace(c) => keyspace::run(&c, out),
         Command::Compact(a) => compact::run(&a, out),
         Command::Stats(a) => stats::run(&a, out),
