@@ -334,6 +334,28 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any keys and values, in either encoding, load back as they were dumped.
+        #[test]
+        fn any_bytes_survive_the_text(
+            entries in proptest::collection::btree_map(
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..24),
+                0..16,
+            ),
+            hex in proptest::prelude::any::<bool>(),
+        ) {
+            let encoding = if hex { DumpEncoding::Hex } else { DumpEncoding::Escaped };
+            let mut text = format!("{HEADER_PREFIX}{}\n", encoding.name());
+            for (key, value) in &entries {
+                text.push_str(&format!("{}\t{}\n", encoding.encode(key), encoding.encode(value)));
+            }
+            text.push_str(&format!("{END_PREFIX}{} keys\n", entries.len()));
+            let loaded = load_text(&text).map_err(proptest::test_runner::TestCaseError::fail)?;
+            proptest::prop_assert_eq!(loaded, entries.into_iter().collect::<Vec<_>>());
+        }
+    }
+
     #[test]
     fn a_dump_cut_short_writes_nothing_past_its_full_batches() {
         let mut text = String::from("# sluice dump v1 encoding=escaped\n");
