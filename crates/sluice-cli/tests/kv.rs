@@ -167,6 +167,31 @@ fn stats_on_a_closed_database_shows_its_last_session() {
         v["last_session"]["metrics"]["compaction"]["count"], 1,
         "{v}"
     );
+    // Its whole table: the compaction wrote into L1.
+    let table = ok(&["stats", "--db", &db, "--last-session"]);
+    assert!(table.starts_with("last session, closed 20"), "{table}");
+    let l1 = table
+        .lines()
+        .find(|l| l.starts_with("    1 |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    let comps = l1.split('|').nth(10).map(str::trim);
+    assert_eq!(comps, Some("1"), "one compaction into L1: {l1}");
+    assert!(table.contains("compaction:     1 jobs"), "{table}");
+    let v: serde_json::Value =
+        serde_json::from_str(&ok(&["stats", "--db", &db, "--last-session", "--json"])).unwrap();
+    assert_eq!(v["compaction"]["count"], 1, "{v}");
+    // A database no read-write session has closed has none.
+    let fresh = tempfile::tempdir().unwrap();
+    let fresh_db = db_arg(fresh.path());
+    ok(&["put", "--db", &fresh_db, "k", "v"]);
+    std::fs::remove_file(fresh.path().join("db/STATS")).unwrap();
+    let o = sluice(&["stats", "--db", &fresh_db, "--last-session"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no readable STATS file"),
+        "{}",
+        stderr(&o)
+    );
     // The LOG and OPTIONS of those sessions are there too.
     let log = std::fs::read_to_string(dir.path().join("db/LOG")).unwrap();
     assert!(log.contains("compaction: L0 -> L1"), "{log}");

@@ -76,7 +76,8 @@ pub struct Sharing {
 }
 
 /// One side's part of an offloaded compaction, as reported in metrics and the bench JSON.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct ShareReport {
     /// `host`, or the worker's address.
     pub side: String,
@@ -97,7 +98,8 @@ pub struct ShareReport {
 }
 
 /// One side's work, summed over every offloaded compaction since the database opened.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct SideTotals {
     /// `host`, or the worker's address.
     pub side: String,
@@ -134,7 +136,8 @@ impl SideTotals {
 }
 
 /// What offloading has done since the database opened.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct OffloadMetrics {
     /// Compactions split between host and workers.
     pub jobs: u64,

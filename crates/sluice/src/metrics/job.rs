@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sluice_sst::profile::{StageProfile, StageTiming, Step};
 
 /// Totals of one kind of background job.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct JobMetrics {
     /// Jobs completed.
     pub count: u64,
@@ -52,7 +53,8 @@ pub struct JobMetrics {
 }
 
 /// The compactions one executor mode ran.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct ModeTotals {
     /// Compactions completed by this executor.
     pub jobs: u64,
@@ -75,7 +77,8 @@ impl ModeTotals {
 }
 
 /// Busy and idle time of one executor stage, summed over jobs and threads.
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct PipelineStage {
     /// Stage name (`read`, `compute`, `write`, `data decoder`, ...).
     pub stage: String,
@@ -144,7 +147,8 @@ impl JobMetrics {
 }
 
 /// Seconds spent in each of the seven steps.
-#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
 pub struct StageSeconds {
     /// S1.
     pub read: f64,

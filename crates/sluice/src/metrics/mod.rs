@@ -1,7 +1,7 @@
 //! What the database reports about itself: the per-level table of Pebble's `db.Metrics()`,
 //! flush and compaction totals, and the cumulative stage profile.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::version::edit::NUM_LEVELS;
 
@@ -11,7 +11,8 @@ mod job;
 pub use job::{JobMetrics, ModeTotals, PipelineStage, StageSeconds};
 
 /// Figures for one level.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LevelMetrics {
     /// Level number.
     pub level: usize,
@@ -47,7 +48,8 @@ pub struct LevelMetrics {
 }
 
 /// A point-in-time report of the database, returned by [`crate::Db::metrics`].
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Metrics {
     /// One row per level, L0..L6.
     pub levels: Vec<LevelMetrics>,
@@ -128,7 +130,8 @@ pub struct Metrics {
 }
 
 /// How many writes one stall cause held up, and for how long.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StallCounts {
     /// Writes it held up (a write that waits twice counts twice).
     pub count: u64,
@@ -137,7 +140,8 @@ pub struct StallCounts {
 }
 
 /// Write stalls by cause (RocksDB's `rocksdb.stats` "Stall" section).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct StallMetrics {
     /// L0 reached `l0_slowdown_writes_trigger`: each write delayed by a millisecond.
     pub l0_slowdown: StallCounts,
@@ -155,7 +159,8 @@ impl StallMetrics {
 }
 
 /// The table cache ([`crate::Options::max_open_files`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TableCacheMetrics {
     /// Table readers open now.
     pub open_tables: u64,
@@ -174,7 +179,8 @@ impl TableCacheMetrics {
 
 /// What the tables' bloom filters saved, over every table the database read
 /// ([`sluice_sst::table::BloomStats`] summed).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BloomMetrics {
     /// Lookups a filter answered "absent": a block read saved (RocksDB's `bloom.filter.useful`).
     pub useful: u64,
@@ -205,7 +211,8 @@ fn ratio(part: u64, whole: u64) -> f64 {
 }
 
 /// The blob files of the current version ([`crate::BlobOptions`]).
-#[derive(Clone, Copy, PartialEq, Debug, Default, Serialize)]
+#[derive(Clone, Copy, PartialEq, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BlobMetrics {
     /// Blob files live tables reference.
     pub files: usize,

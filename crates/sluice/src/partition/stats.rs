@@ -2,7 +2,7 @@
 //! stored and the compaction work pending. Computed from one version; `Db::metrics` and
 //! `sluice stats` show it, and the balancer decides from it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{owner_dir_index, owner_of_dir};
 use crate::options::Options;
@@ -12,7 +12,8 @@ use crate::version::range_map::{OwnerId, RangeMap};
 use crate::version::version::smallest_user_key;
 
 /// One range of the map and what it holds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct RangeStats {
     /// The range's first user key (empty for the first range).
     pub start: Vec<u8>,
@@ -37,7 +38,8 @@ pub struct RangeStats {
 }
 
 /// One owner and what it stores.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct OwnerStats {
     /// The owner's id.
     pub owner: OwnerId,
@@ -52,7 +54,8 @@ pub struct OwnerStats {
 }
 
 /// The range map with per-range and per-owner figures.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PartitionStats {
     /// In key order.
     pub ranges: Vec<RangeStats>,

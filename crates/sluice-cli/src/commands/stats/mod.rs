@@ -15,7 +15,7 @@ use sluice::Metrics;
 
 use super::keyspace::KeyspaceArg;
 use super::{Access, OpenArgs};
-use crate::failure::CmdResult;
+use crate::failure::{CmdResult, Failure};
 
 mod table;
 
@@ -35,9 +35,17 @@ pub struct StatsArgs {
     /// collector).
     #[arg(long)]
     pub prometheus: bool,
+    /// Print the whole table of the last read-write session (from the `STATS` file it wrote
+    /// at close: its traffic, and the tree as it was then) instead of this process's. The
+    /// default keyspace's, whatever --keyspace says.
+    #[arg(long, conflicts_with = "prometheus")]
+    pub last_session: bool,
 }
 
 pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
+    if args.last_session {
+        return last_session_table(args, out);
+    }
     let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
     let m = db.metrics()?;
     let last = last_session(&args.db.at.db);
@@ -63,6 +71,10 @@ pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
         )?;
         if let Some(last) = &last {
             writeln!(out, "{}", last_session_line(last))?;
+            writeln!(
+                out,
+                "(`sluice stats --last-session` prints its whole table)"
+            )?;
         }
         if keyspaces.len() > 1 {
             writeln!(
@@ -80,6 +92,32 @@ pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
 fn last_session(dir: &std::path::Path) -> Option<Value> {
     let bytes = std::fs::read(dir.join(sluice::STATS_FILE)).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+/// `stats --last-session`: the last session's metrics as the table (or `--json`).
+fn last_session_table(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
+    super::require_database(&args.db.at.db)?;
+    let Some(last) = last_session(&args.db.at.db) else {
+        return Err(Failure::Error(format!(
+            "{} has no readable {} file: no read-write session has closed it yet",
+            args.db.at.db.display(),
+            sluice::STATS_FILE
+        )));
+    };
+    let m: Metrics = serde_json::from_value(last["metrics"].clone())
+        .map_err(|e| Failure::Error(format!("{} does not parse: {e}", sluice::STATS_FILE)))?;
+    let closed = last["closed_at"].as_str().unwrap_or("?");
+    if args.json {
+        let mut v = to_json(&m)?;
+        if let Some(obj) = v.as_object_mut() {
+            obj.insert("closed_at".into(), json!(closed));
+        }
+        writeln!(out, "{}", serde_json::to_string(&v)?)?;
+    } else {
+        writeln!(out, "last session, closed {closed} UTC:")?;
+        write_table(&m, out)?;
+    }
+    Ok(())
 }
 
 /// One line of the last session's traffic, from its `STATS` record.
