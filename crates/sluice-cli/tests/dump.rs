@@ -169,3 +169,123 @@ fn bad_dumps_and_missing_databases_are_errors_that_say_where() {
     assert!(stderr(&o).contains("no database"), "{}", stderr(&o));
     assert!(!missing.exists(), "load without --create made a database");
 }
+
+/// Runs `sluice` with `args`, `input` on its stdin; requires status 0 and returns stdout.
+fn ok_with_stdin(args: &[&str], input: &[u8]) -> String {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{args:?}: stderr: {}", stderr(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn a_keyspace_goes_through_a_pipe_and_load_hex_wants_a_hex_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("a").display().to_string();
+    ok(&["put", "--db", &src, "outside", "the keyspace"]);
+    ok(&["keyspace", "create", "--db", &src, "users"]);
+    for (key, value) in awkward() {
+        let (key, value) = (hex(&key), hex(&value));
+        ok(&[
+            "put",
+            "--db",
+            &src,
+            "--keyspace",
+            "users",
+            "--hex",
+            &key,
+            &value,
+        ]);
+    }
+
+    // `--output -` is stdout, `--input -` stdin: `sluice dump ... | sluice load ...`.
+    let text = ok(&["dump", "--db", &src, "--keyspace", "users", "--output", "-"]);
+    assert_eq!(text, ok(&["dump", "--db", &src, "--keyspace", "users"]));
+    assert!(text.ends_with("# end 5 keys\n"), "{text}");
+    assert!(!text.contains("outside"), "{text}");
+    let dst = dir.path().join("b").display().to_string();
+    ok(&["keyspace", "create", "--db", &dst, "users"]);
+    let loaded = ok_with_stdin(
+        &["load", "--db", &dst, "--keyspace", "users", "--input", "-"],
+        text.as_bytes(),
+    );
+    assert!(loaded.starts_with("loaded 5 keys"), "{loaded}");
+    assert_eq!(ok(&["dump", "--db", &dst, "--keyspace", "users"]), text);
+    assert_eq!(
+        ok(&["dump", "--db", &dst]),
+        "# sluice dump v1 encoding=escaped\n# end 0 keys\n",
+        "the keys went to the keyspace named"
+    );
+
+    // ldb's habit, `load --hex`, reads a hex dump from stdin and refuses an escaped one.
+    let hex_text = ok(&["dump", "--db", &src, "--keyspace", "users", "--hex"]);
+    let third = dir.path().join("c").display().to_string();
+    ok_with_stdin(
+        &["load", "--db", &third, "--create", "--hex"],
+        hex_text.as_bytes(),
+    );
+    let escaped = dir.path().join("escaped.txt");
+    std::fs::write(&escaped, &text).unwrap();
+    let o = sluice(&[
+        "load",
+        "--db",
+        &third,
+        "--hex",
+        "--input",
+        &escaped.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 1: the dump's encoding is escaped"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Input that is not a dump creates no database, even with --create; nor does a keyspace
+    // the new database would not have.
+    let fourth = dir.path().join("d");
+    let d = fourth.display().to_string();
+    let not_a_dump = dir.path().join("not-a-dump.txt");
+    std::fs::write(&not_a_dump, "k\tv\n").unwrap();
+    let o = sluice(&[
+        "load",
+        "--db",
+        &d,
+        "--create",
+        "--input",
+        &not_a_dump.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 1: not a sluice dump"),
+        "{}",
+        stderr(&o)
+    );
+    let o = sluice(&[
+        "load",
+        "--db",
+        &d,
+        "--create",
+        "--keyspace",
+        "users",
+        "--input",
+        &escaped.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no keyspace \"users\""),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!fourth.exists(), "a failed load made a database");
+}
