@@ -58,21 +58,31 @@ pub fn kind_name(kind: ValueKind) -> &'static str {
 
 /// An internal key as `'user key' @ seq kind`; keys that do not parse are shown raw.
 pub fn internal_key(ikey: &[u8]) -> String {
+    internal_key_with(ikey, escape)
+}
+
+/// As [`internal_key`], the bytes written by `encode` (`--hex` passes hexadecimal).
+pub fn internal_key_with(ikey: &[u8], encode: impl Fn(&[u8]) -> String) -> String {
     match parse_internal_key(ikey) {
-        Some(k) => format!("'{}' @ {} {}", escape(k.user_key), k.seq, kind_name(k.kind)),
-        None => format!("<invalid internal key '{}'>", escape(ikey)),
+        Some(k) => format!("'{}' @ {} {}", encode(k.user_key), k.seq, kind_name(k.kind)),
+        None => format!("<invalid internal key '{}'>", encode(ikey)),
     }
 }
 
 /// An internal key as a JSON object `{key, seq, kind}` (or `{raw}` if it does not parse).
 pub fn internal_key_json(ikey: &[u8]) -> serde_json::Value {
+    internal_key_json_with(ikey, escape)
+}
+
+/// As [`internal_key_json`], the bytes written by `encode` (`--hex` passes hexadecimal).
+pub fn internal_key_json_with(ikey: &[u8], encode: impl Fn(&[u8]) -> String) -> serde_json::Value {
     match parse_internal_key(ikey) {
         Some(k) => serde_json::json!({
-            "key": escape(k.user_key),
+            "key": encode(k.user_key),
             "seq": k.seq,
             "kind": kind_name(k.kind),
         }),
-        None => serde_json::json!({ "raw": escape(ikey) }),
+        None => serde_json::json!({ "raw": encode(ikey) }),
     }
 }
 

@@ -90,6 +90,16 @@ fn entries_of_a_key_range_with_their_values() {
     ]);
     assert_eq!(listed_keys(&hex), ["ff00"]);
     assert!(hex.contains("value='62696e617279'"), "{hex}");
+    // ...and so are the summary's keys, in text and in JSON.
+    assert!(
+        hex.contains("  smallest key: '6b3030' @ 0 value\n"),
+        "{hex}"
+    );
+    assert!(hex.contains("  largest key: 'ff00' @ 0 value\n"), "{hex}");
+    let v: Value = serde_json::from_str(&ok(&["sst", "dump", &file, "--hex", "--json"])).unwrap();
+    assert_eq!(v["properties"]["largest_key"]["key"], "ff00");
+    let v: Value = serde_json::from_str(&ok(&["sst", "dump", &file, "--json"])).unwrap();
+    assert_eq!(v["properties"]["largest_key"]["key"], "\\xff\\x00");
 
     let v: Value = serde_json::from_str(&ok(&[
         "sst",

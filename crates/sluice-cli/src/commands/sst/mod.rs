@@ -15,7 +15,7 @@ use sluice_sst::table::{Table, TableReadOptions};
 use sluice_sst::{Error, Result};
 
 use super::kv::Encoding;
-use crate::escape::{escape, internal_key, internal_key_json, kind_name, unescape};
+use crate::escape::{escape, internal_key_json_with, internal_key_with, kind_name, unescape};
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
 
@@ -135,13 +135,13 @@ fn dump(args: &SstDumpArgs, out: &mut dyn Write) -> CmdResult {
     let filter = EntryFilter::of(args)?;
     let table = Table::open(&args.file, 0, TableReadOptions::default())?;
     if args.json {
-        let mut v = summary_json(&table);
+        let mut v = summary_json(&table, args.encoding);
         if args.entries {
             v["entries"] = Value::Array(entries_json(&table, &filter)?);
         }
         writeln!(out, "{v}")?;
     } else {
-        write_summary(&table, out)?;
+        write_summary(&table, args.encoding, out)?;
         if args.entries {
             writeln!(out, "entries:")?;
             write_entries(&table, &filter, out)?;
@@ -185,7 +185,9 @@ fn handle_text(h: &BlockHandle) -> String {
     format!("offset {} size {}", h.offset, h.size)
 }
 
-fn write_summary(t: &Table, out: &mut dyn Write) -> std::io::Result<()> {
+/// The text summary; `encoding` writes the user keys in it.
+fn write_summary(t: &Table, encoding: Encoding, out: &mut dyn Write) -> std::io::Result<()> {
+    let internal_key = |ikey: &[u8]| internal_key_with(ikey, |b| encoding.encode(b));
     let p = t.properties();
     let f = t.footer();
     let index = t.index_entries();
@@ -253,7 +255,9 @@ fn handle_json(h: &BlockHandle) -> Value {
     json!({ "offset": h.offset, "size": h.size })
 }
 
-fn summary_json(t: &Table) -> Value {
+/// The JSON summary; `encoding` writes the user keys in it.
+fn summary_json(t: &Table, encoding: Encoding) -> Value {
+    let internal_key_json = |ikey: &[u8]| internal_key_json_with(ikey, |b| encoding.encode(b));
     let p = t.properties();
     let f = t.footer();
     let index = t.index_entries();
