@@ -168,6 +168,10 @@ fn recompress_reports_every_codec_and_leaves_the_file_alone() {
     assert!(lines[1].starts_with("codec  |  data bytes"), "{text}");
     assert!(lines[2].starts_with("zstd "), "{text}");
     assert!(lines[3].starts_with("none "), "{text}");
+    // The columns line up under the header's.
+    let bars = |line: &str| -> Vec<usize> { line.match_indices('|').map(|(i, _)| i).collect() };
+    assert_eq!(bars(lines[2]), bars(lines[1]), "{text}");
+    assert_eq!(bars(lines[3]), bars(lines[1]), "{text}");
 
     let o = sluice(&["sst", "recompress", &file, "--codecs", "brotli"]);
     assert_eq!(o.status.code(), Some(2));

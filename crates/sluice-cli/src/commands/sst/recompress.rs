@@ -23,14 +23,10 @@ use crate::units::{parse_size, size};
 pub struct SstRecompressArgs {
     /// The table file (only read).
     pub file: PathBuf,
-    /// The codecs to try, comma-separated.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "none,snappy,lz4,zstd",
-        value_parser = str::parse::<CompressionType>
-    )]
-    pub codecs: Vec<CompressionType>,
+    /// The codecs to try, comma-separated (none,snappy,lz4,zstd); every codec this build
+    /// has if not given.
+    #[arg(long, value_delimiter = ',', value_parser = str::parse::<CompressionType>)]
+    pub codecs: Option<Vec<CompressionType>>,
     /// Uncompressed data block size of the rewritten tables.
     #[arg(long, value_name = "BYTES", default_value = "4K", value_parser = parse_size)]
     pub block_size: u64,
@@ -65,7 +61,8 @@ pub fn run(args: &SstRecompressArgs, out: &mut dyn Write) -> CmdResult {
     let source = Table::open(&args.file, 0, TableReadOptions::default())?;
     let scratch = temp_dir("sluice-recompress-")?;
     let mut rows = Vec::new();
-    for &codec in &args.codecs {
+    let codecs = args.codecs.as_deref().unwrap_or(&CompressionType::ALL);
+    for &codec in codecs {
         let options = TableOptions {
             compression: codec,
             zstd_level: args.zstd_level,
@@ -105,7 +102,7 @@ pub fn run(args: &SstRecompressArgs, out: &mut dyn Write) -> CmdResult {
     for r in &rows {
         writeln!(
             out,
-            "{:<6} | {:>11} | {:>8.2} | {:>11} | {:>8} of {:>6} | {:>7.3} | {:>7.3}",
+            "{:<6} | {:>11} | {:>8.2} | {:>11} | {:>7} of {:>6} | {:>7.3} | {:>7.3}",
             r.codec,
             r.data_bytes,
             r.ratio,
