@@ -144,6 +144,32 @@ pub struct KeyArgs {
     pub key: String,
 }
 
+/// A range's lower and upper bound as bytes; `None` is unbounded.
+pub type Bounds = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// `--from` and `--to`: the keys `[from, to)` a command reads.
+#[derive(Debug, Args)]
+pub struct KeyRange {
+    /// First key (inclusive).
+    #[arg(long, value_name = "KEY")]
+    pub from: Option<String>,
+    /// Stop before this key (exclusive).
+    #[arg(long, value_name = "KEY")]
+    pub to: Option<String>,
+}
+
+impl KeyRange {
+    /// The bounds as bytes, the flags' text read under `encoding`.
+    pub fn bounds(&self, encoding: Encoding) -> Result<Bounds, Failure> {
+        let bound = |what, text: &Option<String>| {
+            text.as_deref()
+                .map(|t| encoding.decode(what, t))
+                .transpose()
+        };
+        Ok((bound("--from", &self.from)?, bound("--to", &self.to)?))
+    }
+}
+
 /// `sluice scan`.
 #[derive(Debug, Args)]
 pub struct ScanArgs {
@@ -153,12 +179,8 @@ pub struct ScanArgs {
     pub db: OpenArgs,
     #[command(flatten)]
     pub encoding: Encoding,
-    /// First key (inclusive).
-    #[arg(long, value_name = "KEY")]
-    pub from: Option<String>,
-    /// Stop before this key (exclusive).
-    #[arg(long, value_name = "KEY")]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub range: KeyRange,
     /// Print at most N entries.
     #[arg(long, value_name = "N", value_parser = parse_size)]
     pub limit: Option<u64>,
@@ -227,12 +249,7 @@ pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
-    let bound = |what, text: &Option<String>| {
-        text.as_deref()
-            .map(|t| args.encoding.decode(what, t))
-            .transpose()
-    };
-    let (from, to) = (bound("--from", &args.from)?, bound("--to", &args.to)?);
+    let (from, to) = args.range.bounds(args.encoding)?;
     let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
     let opts = ReadOptions {
         lower_bound: from.as_deref(),

@@ -19,7 +19,7 @@ use clap::Args;
 use sluice::ReadOptions;
 
 use super::keyspace::KeyspaceArg;
-use super::kv::Encoding;
+use super::kv::{Encoding, KeyRange};
 use super::{Access, OpenArgs};
 use crate::escape::{escape, unescape};
 use crate::failure::{CmdResult, Failure};
@@ -45,12 +45,8 @@ pub struct DumpArgs {
     /// which, so `load` needs no flag).
     #[command(flatten)]
     pub encoding: Encoding,
-    /// First key dumped (inclusive).
-    #[arg(long, value_name = "KEY")]
-    pub from: Option<String>,
-    /// Stop before this key (exclusive).
-    #[arg(long, value_name = "KEY")]
-    pub to: Option<String>,
+    #[command(flatten)]
+    pub range: KeyRange,
     /// Write the dump to FILE instead of stdout (`-`: stdout).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -107,12 +103,7 @@ impl DumpEncoding {
 /// keyspace's entries in [--from, --to) from one iterator, so from one snapshot, to --output or
 /// `out`, one line at a time: the dump's size is not held in memory.
 pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CmdResult {
-    let bound = |what, text: &Option<String>| {
-        text.as_deref()
-            .map(|t| args.encoding.decode(what, t))
-            .transpose()
-    };
-    let (from, to) = (bound("--from", &args.from)?, bound("--to", &args.to)?);
+    let (from, to) = args.range.bounds(args.encoding)?;
     let encoding = match args.encoding.hex {
         true => DumpEncoding::Hex,
         false => DumpEncoding::Escaped,
