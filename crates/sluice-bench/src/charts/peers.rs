@@ -235,7 +235,7 @@ fn medians_chart(r: &PeerResults) -> BarPanels {
                 .filter_map(|(i, e)| {
                     let cell = row.cells.get(&e.id)?;
                     Some(PanelBar {
-                        label: e.name.clone(),
+                        label: short_name(&e.name).0.to_string(),
                         color: engine_color(&e.id, i),
                         value: PeerResults::median(row, &e.id),
                         low: cell.min,
@@ -250,6 +250,11 @@ fn medians_chart(r: &PeerResults) -> BarPanels {
          runs per cell).",
         r.repeat
     )];
+    // The panels are narrow: a name's parenthesis goes into the notes.
+    notes.extend(c.engines.iter().filter_map(|e| match short_name(&e.name) {
+        (short, Some(more)) => Some(format!("{short}: {more}.")),
+        (_, None) => None,
+    }));
     notes.extend(self::notes(r));
     BarPanels {
         stem: "peers_medians",
@@ -258,6 +263,15 @@ fn medians_chart(r: &PeerResults) -> BarPanels {
         columns: 4,
         panels,
         notes,
+    }
+}
+
+/// An engine's name without its trailing parenthesis, and what the parenthesis said:
+/// `RocksDB 7.8.3 (Debian, assertions on)` is `RocksDB 7.8.3` and `Debian, assertions on`.
+fn short_name(name: &str) -> (&str, Option<&str>) {
+    match name.strip_suffix(')').and_then(|n| n.split_once(" (")) {
+        Some((short, more)) => (short, Some(more)),
+        None => (name, None),
     }
 }
 

@@ -91,6 +91,20 @@ impl Chart for RatioBars {
             .pos(Pos::new(HPos::Center, VPos::Top));
         let series = self.series.len().max(1);
         let width = (1.0 - 2.0 * GROUP_PADDING) / series as f64;
+        // Values read across a bar when the widest fits in it, else up along it: side by
+        // side, the labels of narrow bars would run into each other.
+        let bar_pixels = chart.backend_coord(&(width, 0.0)).0 - chart.backend_coord(&(0.0, 0.0)).0;
+        let widest = self
+            .groups
+            .iter()
+            .flat_map(|g| g.ratios.iter())
+            .map(|r| value_text(*r).len())
+            .max()
+            .unwrap_or(0);
+        let value_font = centred_text(14, VPos::Bottom);
+        let across = root
+            .estimate_text_size(&"8".repeat(widest), &value_font)
+            .map_or(true, |(w, _)| w as i32 + 2 <= bar_pixels);
         for (g, group) in self.groups.iter().enumerate() {
             let left = g as f64 + GROUP_PADDING;
             for (s, ratio) in group.ratios.iter().enumerate().take(series) {
@@ -100,9 +114,9 @@ impl Chart for RatioBars {
                 let Some(r) = ratio.filter(|r| r.is_finite() && *r > 0.0) else {
                     chart
                         .draw_series(std::iter::once(Text::new(
-                            "n/a",
-                            (centre, 0.0),
-                            centred_text(14, VPos::Bottom),
+                            value_text(*ratio),
+                            (centre, (hi - lo) * 0.01),
+                            value_style(across, true),
                         )))
                         .map_err(msg)?;
                     continue;
@@ -112,16 +126,16 @@ impl Chart for RatioBars {
                 bar.set_margin(0, 0, 2, 2);
                 chart.draw_series(std::iter::once(bar)).map_err(msg)?;
                 // Above a rising bar, below a hanging one.
-                let (at, v) = if y >= 0.0 {
-                    (y + (hi - lo) * 0.01, VPos::Bottom)
-                } else {
-                    (y - (hi - lo) * 0.01, VPos::Top)
+                let rising = y >= 0.0;
+                let at = match rising {
+                    true => y + (hi - lo) * 0.01,
+                    false => y - (hi - lo) * 0.01,
                 };
                 chart
                     .draw_series(std::iter::once(Text::new(
-                        format!("{r:.2}"),
+                        value_text(Some(r)),
                         (centre, at),
-                        centred_text(14, v),
+                        value_style(across, rising),
                     )))
                     .map_err(msg)?;
             }
@@ -140,6 +154,32 @@ impl Chart for RatioBars {
 }
 
 /// Text of `size` pixels, centred horizontally, `v` giving which edge sits on the point.
+/// A bar's value as printed: two decimals, `n/a` for none.
+pub(crate) fn value_text(ratio: Option<f64>) -> String {
+    match ratio.filter(|r| r.is_finite() && *r > 0.0) {
+        Some(r) => format!("{r:.2}"),
+        None => "n/a".to_string(),
+    }
+}
+
+/// How a bar's value is drawn: across (centred over or under the bar's end) or, when values
+/// do not fit across the bars, turned to read upwards, starting at the bar's end (ending at
+/// it, for a bar hanging below 1).
+fn value_style(across: bool, rising: bool) -> TextStyle<'static> {
+    match (across, rising) {
+        (true, true) => centred_text(14, VPos::Bottom),
+        (true, false) => centred_text(14, VPos::Top),
+        (false, rising) => {
+            TextStyle::from((FONT, 14.0).into_font().transform(FontTransform::Rotate270))
+                .color(&BLACK)
+                .pos(Pos::new(
+                    if rising { HPos::Left } else { HPos::Right },
+                    VPos::Center,
+                ))
+        }
+    }
+}
+
 fn centred_text(size: u32, v: VPos) -> TextStyle<'static> {
     TextStyle::from((FONT, f64::from(size)).into_font())
         .color(&BLACK)

@@ -77,6 +77,30 @@ fn medians_show_every_engine_that_ran_with_its_spread() {
 }
 
 #[test]
+fn long_names_lose_their_parenthesis_to_the_notes_under_the_panels() {
+    let mut r = fixture();
+    r.chart.engines[1].name = "RocksDB 7.8.3 (Debian, assertions on)".into();
+    let chart = medians_chart(&r);
+    assert_eq!(chart.panels[0].bars[1].label, "RocksDB 7.8.3");
+    assert!(
+        chart
+            .notes
+            .contains(&"RocksDB 7.8.3: Debian, assertions on.".to_string()),
+        "{:?}",
+        chart.notes
+    );
+    assert_eq!(short_name("Sluice"), ("Sluice", None));
+    assert_eq!(short_name("a (b) c"), ("a (b) c", None));
+}
+
+#[test]
+fn ratio_values_print_two_decimals_or_n_a() {
+    assert_eq!(crate::charts::ratios::value_text(Some(2.345)), "2.35");
+    assert_eq!(crate::charts::ratios::value_text(None), "n/a");
+    assert_eq!(crate::charts::ratios::value_text(Some(f64::NAN)), "n/a");
+}
+
+#[test]
 fn without_sluice_or_peers_there_is_no_ratio_chart() {
     let mut r = fixture();
     r.chart.engines.retain(|e| e.id != "sluice");
