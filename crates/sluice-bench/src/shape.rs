@@ -71,19 +71,10 @@ impl LsmShape {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::metrics::LevelMetrics;
 
     #[test]
     fn shape_lists_every_level_and_summarises_the_nonempty_ones() {
-        let mut m = Metrics {
-            levels: (0..7)
-                .map(|level| LevelMetrics {
-                    level,
-                    ..LevelMetrics::default()
-                })
-                .collect(),
-            ..Metrics::default()
-        };
+        let mut m = Metrics::of_empty_tree();
         m.levels[0].files = 1;
         m.levels[0].size_bytes = 2_000_000;
         m.levels[2].files = 3;

@@ -100,19 +100,12 @@ fn stats_line(total: &Metrics, interval: &Metrics, length: Duration, uptime: Dur
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::LevelMetrics;
 
     #[test]
     fn the_line_has_the_interval_the_tree_and_the_session() {
         let mut total = Metrics {
-            levels: (0..7)
-                .map(|level| LevelMetrics {
-                    level,
-                    ..LevelMetrics::default()
-                })
-                .collect(),
             user_bytes_written: 30_000_000,
-            ..Metrics::default()
+            ..Metrics::of_empty_tree()
         };
         total.levels[1].files = 4;
         total.levels[1].size_bytes = 8_000_000;

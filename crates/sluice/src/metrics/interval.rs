@@ -187,15 +187,9 @@ mod tests {
 
     fn report(writes: u64, compactions: u64, l1_files: usize) -> Metrics {
         let mut m = Metrics {
-            levels: (0..7)
-                .map(|level| LevelMetrics {
-                    level,
-                    ..LevelMetrics::default()
-                })
-                .collect(),
             user_bytes_written: writes,
             block_cache_bytes: 77,
-            ..Metrics::default()
+            ..Metrics::of_empty_tree()
         };
         m.levels[1].files = l1_files;
         m.levels[1].bytes_in = 100 * compactions;

@@ -251,6 +251,21 @@ impl BlobMetrics {
 }
 
 impl Metrics {
+    /// The report of an empty database: a row of zeros for each level, and zero elsewhere
+    /// (`Metrics::default()` has no level rows). A base for reports built by hand, in tests
+    /// and tools.
+    pub fn of_empty_tree() -> Metrics {
+        Metrics {
+            levels: (0..NUM_LEVELS)
+                .map(|level| LevelMetrics {
+                    level,
+                    ..LevelMetrics::default()
+                })
+                .collect(),
+            ..Metrics::default()
+        }
+    }
+
     /// Bytes written by flushes and compactions.
     pub fn table_bytes_written(&self) -> u64 {
         self.flush.output_bytes + self.compaction.output_bytes

@@ -290,14 +290,8 @@ fn write_job(
 #[cfg(test)]
 pub(super) fn sample() -> Metrics {
     let mut m = Metrics {
-        levels: (0..7)
-            .map(|level| LevelMetrics {
-                level,
-                ..LevelMetrics::default()
-            })
-            .collect(),
         user_bytes_written: 1000,
-        ..Metrics::default()
+        ..Metrics::of_empty_tree()
     };
     m.levels[1].files = 2;
     m.levels[1].size_bytes = 3 << 20;
