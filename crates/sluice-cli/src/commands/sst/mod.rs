@@ -14,7 +14,7 @@ use sluice_sst::properties::{TableProperties, VALUE_SIZE_BUCKETS};
 use sluice_sst::table::{Table, TableReadOptions};
 use sluice_sst::{Error, Result};
 
-use super::kv::Encoding;
+use super::kv::{Encoding, KeyRange};
 use crate::escape::{escape, internal_key_json_with, internal_key_with, kind_name, unescape};
 use crate::failure::{CmdResult, Failure};
 use crate::units::size;
@@ -81,14 +81,15 @@ struct EntryFilter {
 
 impl EntryFilter {
     fn of(args: &SstDumpArgs) -> Result<Self, Failure> {
-        let key = |what: &str, k: &Option<String>| {
-            k.as_deref()
-                .map(|k| args.encoding.decode(what, k))
-                .transpose()
+        // The flags are this command's own (they need --entries); their reading is scan's.
+        let range = KeyRange {
+            from: args.from.clone(),
+            to: args.to.clone(),
         };
+        let (from, to) = range.bounds(args.encoding)?;
         Ok(EntryFilter {
-            from: key("--from", &args.from)?,
-            to: key("--to", &args.to)?,
+            from,
+            to,
             values: args.values,
             encoding: args.encoding,
         })

@@ -149,6 +149,7 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         stall(&s.l0_stop),
         stall(&s.memtable_limit)
     )?;
+    let lookups = m.block_cache_hits + m.block_cache_misses;
     writeln!(
         out,
         "memtables: {} ({} immutable); block cache: {}, {} hits, {} misses ({})",
@@ -157,10 +158,7 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         size(m.block_cache_bytes),
         m.block_cache_hits,
         m.block_cache_misses,
-        percent(
-            m.block_cache_hits,
-            m.block_cache_hits + m.block_cache_misses
-        )
+        percent(m.block_cache_hits as f64 / lookups.max(1) as f64, lookups)
     )?;
     let (t, b) = (&m.table_cache, &m.bloom);
     writeln!(
@@ -170,12 +168,12 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         t.open_tables,
         t.hits,
         t.misses,
-        percent(t.hits, t.hits + t.misses),
+        percent(t.hit_ratio(), t.hits + t.misses),
         b.useful,
         b.useful + b.passed,
-        percent(b.useful, b.useful + b.passed),
+        percent(b.utility(), b.useful + b.passed),
         b.false_positives,
-        percent(b.false_positives, b.useful + b.false_positives)
+        percent(b.false_positive_rate(), b.useful + b.false_positives)
     )?;
     writeln!(
         out,
@@ -204,11 +202,11 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `part` as a percentage of `whole`, `-` when `whole` is 0.
-fn percent(part: u64, whole: u64) -> String {
-    match whole {
+/// `ratio` as a percentage, or `-` when it was taken over no events (`seen` is 0).
+fn percent(ratio: f64, seen: u64) -> String {
+    match seen {
         0 => "-".to_string(),
-        w => format!("{:.1}%", part as f64 * 100.0 / w as f64),
+        _ => format!("{:.1}%", ratio * 100.0),
     }
 }
 
