@@ -460,6 +460,36 @@ fn check_reports_a_flipped_byte_as_corruption() {
 }
 
 #[test]
+fn check_refuses_a_table_replaced_by_another_valid_table_or_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(&dir.path().join("a"), 50);
+    let other = populated(&dir.path().join("b"), 80);
+    let table = tables(&db).pop().unwrap();
+    let replacement = tables(&other).pop().unwrap();
+    let v: Value = serde_json::from_str(&ok(&["check", "--db", &db, "--json"])).unwrap();
+    assert_eq!(v["file_checksums"], 1);
+    let name = table.file_name().unwrap().to_string_lossy().into_owned();
+    let refused = |what: &str| {
+        let o = sluice(&["check", "--db", &db]);
+        assert_eq!(o.status.code(), Some(1), "{what}: {}", stdout(&o));
+        let err = stderr(&o);
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("corrupt") && first.contains(&name),
+            "{what}: {err}"
+        );
+    };
+    let original = std::fs::read(&table).unwrap();
+    std::fs::copy(&replacement, &table).unwrap();
+    refused("another valid table");
+    std::fs::remove_file(&table).unwrap();
+    let elsewhere = dir.path().join("elsewhere.sst");
+    std::fs::write(&elsewhere, &original).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &table).unwrap();
+    refused("a symbolic link to the same bytes");
+}
+
+#[test]
 fn sst_and_manifest_dumps_agree() {
     let dir = tempfile::tempdir().unwrap();
     let db = populated(dir.path(), 30);

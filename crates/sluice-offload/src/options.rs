@@ -181,9 +181,6 @@ pub struct OffloadOptions {
     pub worker_mode: SideMode,
     /// A worker share not answered within this time is abandoned and re-run on the host.
     pub task_timeout: Duration,
-    /// Read every byte of each file a worker reports and check its CRC32C, on top of the
-    /// size, footer, properties and key-range checks that always run.
-    pub verify_file_checksums: bool,
     /// How far each worker's outputs are proven against the inputs before they are installed.
     pub verify_outputs: VerifyOutputs,
     /// The database's name on the workers (their `--root NAME=DIR`): a worker serving several
@@ -205,7 +202,6 @@ impl OffloadOptions {
             host_mode: SideMode::Decide,
             worker_mode: SideMode::Decide,
             task_timeout: Duration::from_secs(120),
-            verify_file_checksums: true,
             verify_outputs: VerifyOutputs::default(),
             database: String::new(),
         }

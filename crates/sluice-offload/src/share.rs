@@ -196,13 +196,7 @@ impl Job<'_> {
             upper: share.upper.as_deref(),
             inputs: &self.inputs,
         };
-        let files = verify_outputs(
-            &r.files,
-            &bounds,
-            self.env.table_dirs(),
-            self.off.options.verify_file_checksums,
-        )
-        .map_err(bad)?;
+        let files = verify_outputs(&r.files, &bounds, self.env.table_dirs()).map_err(bad)?;
         let profile = r
             .profile
             .as_ref()

@@ -10,27 +10,28 @@
 //! key range, its keys lie inside the share and inside the inputs' key range, no entry is
 //! newer than the newest input, and the files are in key order without overlap. When blob
 //! references are involved, the host counts the output's itself (they decide which blob
-//! files stay): the count must be the properties', and within the inputs'. With
-//! `verify_file_checksums`, every byte is read and the CRC32C compared.
+//! files stay): the count must be the properties', and within the inputs'.
 //!
-//! These catch a worker whose report does not match its files, and files that are not new
-//! tables. Whether the files hold the right entries is `prove.rs`'s digest check.
-//!
-//! Known gap: the checks look at the file by name; a worker racing the host could swap the
-//! name for a link between the check and the install. The digest check and the install's own
-//! reads do not follow such a swap either; closing it takes opening by file descriptor.
+//! Then the host reads every byte of the file through the descriptor it opened, computes the
+//! CRC32C itself (compared with the reported one, and the one the MANIFEST records), and
+//! decodes every block: entries in order, each block ending with its index key, and the
+//! properties' count, key range and entry digest those of the data (`Table::verify_all`). So
+//! the digest check of `prove.rs` works on digests the host confirmed, not on the worker's
+//! word, and what the MANIFEST pins (size, identity, checksum) is what the host read. A file
+//! renamed over the output after these checks is refused at its next open and by `check`
+//! (`sluice::version::pin`).
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
-use std::io::Read;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use sluice_rpc::proto;
 use sluice_sst::blob::{BlobRef, BlobRefCounts};
 use sluice_sst::compact::{CompactionSpec, OutputFile};
+use sluice_sst::fs::open_file_crc32c;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, compare_internal, parse_internal_key, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
@@ -94,12 +95,11 @@ pub fn verify_outputs(
     files: &[proto::OutputFile],
     bounds: &ShareBounds<'_>,
     dirs: &[PathBuf],
-    full_checksum: bool,
 ) -> Result<Vec<OutputFile>, String> {
     let mut seen = HashSet::new();
     let mut out: Vec<OutputFile> = Vec::with_capacity(files.len());
     for f in files {
-        let file = verify_one(f, bounds, dirs, full_checksum)
+        let file = verify_one(f, bounds, dirs)
             .map_err(|e| format!("output {} ({:?}): {e}", f.number, f.name))?;
         if !seen.insert(f.number) {
             return Err(format!("output {} is reported twice", f.number));
@@ -122,7 +122,6 @@ fn verify_one(
     f: &proto::OutputFile,
     bounds: &ShareBounds<'_>,
     dirs: &[PathBuf],
-    full_checksum: bool,
 ) -> Result<OutputFile, String> {
     if !bounds.numbers.contains(&f.number) {
         return Err(format!(
@@ -199,15 +198,18 @@ fn verify_one(
         ));
     }
     check_blob_refs(&table, &bounds.inputs.blob_refs)?;
-    if full_checksum {
-        let crc = file_crc32c(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if crc != f.file_crc32c {
-            return Err(format!(
-                "file checksum {crc:#010x} differs from the reported {:#010x}",
-                f.file_crc32c
-            ));
-        }
+    // Every byte, read through the descriptor the checks above used: the checksum and the
+    // identity the MANIFEST will pin are of one and the same file.
+    let crc = open_file_crc32c(table.file())
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .crc32c;
+    if crc != f.file_crc32c {
+        return Err(format!(
+            "file checksum {crc:#010x} differs from the reported {:#010x}",
+            f.file_crc32c
+        ));
     }
+    table.verify_all().map_err(|e| e.to_string())?;
     Ok(OutputFile {
         number: f.number,
         summary: TableSummary {
@@ -215,7 +217,8 @@ fn verify_one(
             smallest_key: props.smallest_key.clone(),
             largest_key: props.largest_key.clone(),
             properties: props.clone(),
-            file_checksum: f.file_crc32c,
+            file_checksum: crc,
+            identity: table.identity(),
         },
         path,
     })
@@ -261,22 +264,10 @@ fn check_blob_refs(table: &Arc<Table>, inputs: &BlobRefCounts) -> Result<(), Str
     }
 }
 
-/// CRC32C of every byte of the file at `path`.
-fn file_crc32c(path: &Path) -> std::io::Result<u32> {
-    let mut file = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut crc = 0u32;
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            return Ok(crc);
-        }
-        crc = crc32c::crc32c_append(crc, buf.get(..n).unwrap_or_default());
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use sluice_sst::key::{ValueKind, make_internal_key};
     use sluice_sst::table::{TableBuilder, TableOptions};
 
@@ -327,8 +318,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = honest(dir.path(), 12);
         let dirs = vec![dir.path().to_path_buf()];
-        let out =
-            verify_outputs(&[f], &bounds(Some(b"key000"), Some(b"key100")), &dirs, true).unwrap();
+        let out = verify_outputs(&[f], &bounds(Some(b"key000"), Some(b"key100")), &dirs).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].summary.properties.num_entries, 100);
         assert_eq!(out[0].path, table_file_name(dir.path(), 12));
@@ -411,7 +401,7 @@ mod tests {
         ];
         for (what, report, b) in lies {
             assert!(
-                verify_outputs(&[report], &b, &dirs, true).is_err(),
+                verify_outputs(&[report], &b, &dirs).is_err(),
                 "{what} was accepted"
             );
         }
@@ -437,22 +427,27 @@ mod tests {
                 ..bounds(None, None)
             };
             assert!(
-                verify_outputs(std::slice::from_ref(&good), &b, &dirs, true).is_err(),
+                verify_outputs(std::slice::from_ref(&good), &b, &dirs).is_err(),
                 "{what}"
             );
         }
         // The same file twice: reported twice, and overlapping itself.
-        assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs, true).is_err());
-        // A corrupt byte in the middle of the file: the footer still opens, the CRC does not match.
+        assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs).is_err());
+        // A corrupt byte in a data block: the footer and meta blocks still open, the CRC
+        // differs from the report; reported with the damaged file's CRC, reading every block
+        // finds it.
         let path = table_file_name(dir.path(), 12);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[10] ^= 0xff;
-        std::fs::write(&path, bytes).unwrap();
-        assert!(verify_outputs(std::slice::from_ref(&good), &any, &dirs, true).is_err());
-        assert!(
-            verify_outputs(&[good], &any, &dirs, false).is_ok(),
-            "without the full checksum only metadata is checked"
-        );
+        std::fs::write(&path, &bytes).unwrap();
+        let err = verify_outputs(std::slice::from_ref(&good), &any, &dirs).unwrap_err();
+        assert!(err.contains("differs from the reported"), "{err}");
+        let damaged = proto::OutputFile {
+            file_crc32c: crc32c::crc32c(&bytes),
+            ..good
+        };
+        let err = verify_outputs(&[damaged], &any, &dirs).unwrap_err();
+        assert!(err.contains("checksum mismatch"), "{err}");
     }
 
     #[test]
@@ -479,16 +474,16 @@ mod tests {
             ..input
         };
         std::os::unix::fs::symlink(&input_path, &output).unwrap();
-        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, true).unwrap_err();
+        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs).unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
         std::fs::remove_file(&output).unwrap();
         std::fs::hard_link(&input_path, &output).unwrap();
-        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, true).unwrap_err();
+        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs).unwrap_err();
         assert!(err.contains("hard links"), "{err}");
         // A copy is a file of its own, but not when it is (by inode) an input.
         std::fs::remove_file(&output).unwrap();
         std::fs::copy(&input_path, &output).unwrap();
-        verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, true).unwrap();
+        verify_outputs(std::slice::from_ref(&as_output), &b, &dirs).unwrap();
         std::fs::remove_file(&input_path).unwrap();
         std::fs::rename(&output, &input_path).unwrap();
         let meta = std::fs::metadata(&input_path).unwrap();
@@ -506,7 +501,7 @@ mod tests {
             numbers: 5..6,
             ..bounds(None, None)
         };
-        let err = verify_outputs(&[as_input], &b, &dirs, true).unwrap_err();
+        let err = verify_outputs(&[as_input], &b, &dirs).unwrap_err();
         assert!(err.contains("one of the compaction's inputs"), "{err}");
     }
 }

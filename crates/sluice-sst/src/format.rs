@@ -94,6 +94,12 @@ pub fn block_trailer(contents: &[u8], ctype: CompressionType) -> [u8; BLOCK_TRAI
     [ctype as u8, crc[0], crc[1], crc[2], crc[3]]
 }
 
+/// The checksum stored in an encoded footer (the masked CRC32C at byte 52): part of the
+/// table's identity ([`crate::table::TableIdentity`]).
+pub fn footer_checksum(footer: &[u8; FOOTER_LEN]) -> u32 {
+    get_fixed32(footer.get(52..).unwrap_or_default()).unwrap_or(0)
+}
+
 /// The footer: where the meta blocks are, and which format wrote the file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Footer {

@@ -124,6 +124,7 @@ pub(crate) fn apply(
                     largest_key: p.largest_key.clone(),
                     properties: p.clone(),
                     file_checksum: crc32c::crc32c(&bytes),
+                    identity: input.identity(),
                 };
             }
         }

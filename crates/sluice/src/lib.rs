@@ -47,7 +47,7 @@ pub use batch::WriteBatch;
 pub use blob::BlobOptions;
 pub use compaction::manual::{CompactOptions, CompactProgress};
 pub use db::records::{OPTIONS_FILE, STATS_FILE};
-pub use db::{CheckReport, CheckpointReport, Db, DbIterator, RecoveryReport};
+pub use db::{CheckReport, CheckpointReport, Db, DbIterator, FileChecksumReport, RecoveryReport};
 pub use error::{Error, ErrorKind, IoContext, Result};
 pub use events::EventListener;
 pub use ingest::{IngestOptions, SstFileWriter};

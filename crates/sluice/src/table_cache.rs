@@ -17,6 +17,7 @@ use sluice_sst::table::{BloomCounters, Table, TableReadOptions};
 use crate::filename::{blob_file_name, table_file_name};
 use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::FileMetaData;
+use crate::version::pin;
 use sluice_sst::{Error, Result};
 
 use crate::Options;
@@ -184,10 +185,8 @@ impl TableCache {
             return Ok(t);
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let path = self.table_path(file.dir_index, file.number);
-        let table = Table::open(
-            &path,
-            file.number,
+        let table = self.open_pinned(
+            file,
             TableReadOptions {
                 cache: self.block_cache.clone(),
                 cache_namespace: self.cache_namespace,
@@ -209,9 +208,8 @@ impl TableCache {
         if self.compaction_storage.mode == IoMode::Buffered {
             return self.get(file);
         }
-        Table::open(
-            &self.table_path(file.dir_index, file.number),
-            file.number,
+        self.open_pinned(
+            file,
             TableReadOptions {
                 cache: None,
                 verify_checksums: true,
@@ -221,6 +219,31 @@ impl TableCache {
                 ..TableReadOptions::default()
             },
         )
+    }
+
+    /// A reader of `file` of its own, opened from disk now and never cached: what a check of
+    /// the files as they are (not as the cache opened them) reads.
+    pub fn open_uncached(&self, file: &FileMetaData) -> Result<Arc<Table>> {
+        self.open_pinned(
+            file,
+            TableReadOptions {
+                cache: None,
+                verify_checksums: true,
+                storage: self.storage.clone(),
+                load_filter: false,
+                ..TableReadOptions::default()
+            },
+        )
+    }
+
+    /// Opens the table `file` describes and checks that it is the file the MANIFEST pinned:
+    /// not a symbolic link, with the recorded size and identity ([`crate::version::pin`]).
+    fn open_pinned(&self, file: &FileMetaData, opts: TableReadOptions) -> Result<Arc<Table>> {
+        let path = self.table_path(file.dir_index, file.number);
+        pin::refuse_symlink(self.fs(), &path)?;
+        let table = Table::open(&path, file.number, opts)?;
+        pin::check_opened(&table, file)?;
+        Ok(table)
     }
 
     /// Open tables and how often [`TableCache::get`] found a reader open.

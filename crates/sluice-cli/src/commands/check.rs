@@ -5,7 +5,12 @@
 //! R records`; a database with blob files (value separation) adds `blob: F files, R
 //! references; ` before `MANIFEST`: the blob files whose every record was read, and the
 //! references in the tables checked to land on a record of their key (B counts the blob
-//! files' bytes too). `--json` always has `blob_files` and `blob_references`.
+//! files' bytes too). `--json` always has `blob_files` and `blob_references`, and
+//! `file_checksums`: the tables whose every byte matched the checksum the MANIFEST recorded
+//! (all but those written by older builds).
+//!
+//! A live table that is not the file the MANIFEST pinned (another table renamed over it, of
+//! any size; a symbolic link) fails the check naming it, as damage does.
 //!
 //! Any failure to verify exits with status 1 and a first line `check failed: <error>`: damage
 //! found while opening the database or reading a table or blob file (the error starts with
@@ -58,7 +63,7 @@ fn passed(json: bool, r: &CheckReport, out: &mut dyn Write) -> CmdResult {
             "ok": true, "files": r.files, "blocks": r.blocks, "bytes": r.bytes,
             "manifest_edits": rec.manifest_edits, "wal_files": rec.wal_files,
             "wal_records": rec.wal_records, "blob_files": r.blob_files,
-            "blob_references": r.blob_references,
+            "blob_references": r.blob_references, "file_checksums": r.file_checksums,
         });
         writeln!(out, "{v}")?;
     } else {

@@ -67,6 +67,12 @@ pub fn file_crc32c(fs: &dyn FileSystem, path: &Path, len: Option<u64>) -> io::Re
     read_chunks(&*file, len, |_| Ok(()))
 }
 
+/// The length and CRC32C of every byte of an open `file`: the checksum of exactly the bytes
+/// whoever holds `file` reads, whatever its name leads to by now.
+pub fn open_file_crc32c(file: &dyn ReadFile) -> io::Result<Copied> {
+    read_chunks(file, file.size()?, |_| Ok(()))
+}
+
 /// `len`, or the whole file with `None`; [`io::ErrorKind::UnexpectedEof`] past its end.
 fn prefix_len(file: &dyn ReadFile, len: Option<u64>) -> io::Result<u64> {
     let size = file.size()?;

@@ -395,10 +395,12 @@ impl FileSystem for MemFs {
             Node::File(file) => FileMetadata {
                 len: file.lock().bytes.len() as u64,
                 is_dir: false,
+                is_symlink: false,
             },
             Node::Dir(_) => FileMetadata {
                 len: 0,
                 is_dir: true,
+                is_symlink: false,
             },
         })
     }

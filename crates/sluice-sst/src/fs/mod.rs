@@ -39,7 +39,9 @@ pub const DIRECT_IO_ALIGN: usize = 4096;
 /// to the device on its own.
 pub const READAHEAD_BYTES: usize = 2 << 20;
 
-pub use copy::{Copied, Placed, copy_file, copy_file_between, file_crc32c, link_or_copy};
+pub use copy::{
+    Copied, Placed, copy_file, copy_file_between, file_crc32c, link_or_copy, open_file_crc32c,
+};
 pub use fault::{Fault, FaultAction, FaultInjectingFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFileSystem;
@@ -117,6 +119,9 @@ pub struct FileMetadata {
     pub len: u64,
     /// The path is a directory.
     pub is_dir: bool,
+    /// The name itself is a symbolic link (`len` and `is_dir` describe what it leads to). A
+    /// database never makes one, so a live table that is one was put there by someone else.
+    pub is_symlink: bool,
 }
 
 /// How [`FileSystem::lock`] locks a file.

@@ -96,10 +96,17 @@ impl FileSystem for OsFileSystem {
     }
 
     fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
-        let meta = std::fs::metadata(path)?;
+        let own = std::fs::symlink_metadata(path)?;
+        let is_symlink = own.file_type().is_symlink();
+        let meta = if is_symlink {
+            std::fs::metadata(path)?
+        } else {
+            own
+        };
         Ok(FileMetadata {
             len: if meta.is_dir() { 0 } else { meta.len() },
             is_dir: meta.is_dir(),
+            is_symlink,
         })
     }
 

@@ -37,6 +37,7 @@
 mod builder;
 mod content;
 mod encode;
+mod identity;
 mod iter;
 mod meta;
 mod read;
@@ -51,6 +52,7 @@ mod write_tests;
 pub use builder::TableBuilder;
 pub use content::{SealedBlock, TableContentBuilder};
 pub use encode::{EncodedBlock, compress_block, encode_block, seal_block_trailer};
+pub use identity::TableIdentity;
 pub use iter::TableIter;
 pub use meta::BlockMeta;
 pub use read::{RawBlock, decompress_raw_block, read_raw_block, read_raw_blocks, verify_raw_block};

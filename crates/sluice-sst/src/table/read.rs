@@ -51,6 +51,11 @@ impl RawBlock {
     }
 
     /// Splits into stored contents, compression type byte and stored (masked) checksum.
+    /// The masked CRC32C stored in the block's trailer (verified by [`verify_raw_block`]).
+    pub fn stored_checksum(&self) -> u32 {
+        self.parts().2
+    }
+
     fn parts(&self) -> (&[u8], u8, u32) {
         let split = self.bytes.len().saturating_sub(BLOCK_TRAILER_LEN);
         let (contents, trailer) = self.bytes.split_at(split);

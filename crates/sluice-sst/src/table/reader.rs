@@ -10,14 +10,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::TableIter;
 use super::read::{
     decompress_raw_block, decompress_raw_contents, read_raw_block_at, verify_raw_block,
 };
+use super::{TableIdentity, TableIter};
 use crate::block::{Block, BlockIter};
 use crate::cache::BlockCache;
+use crate::digest::EntryDigest;
 use crate::filter::BloomFilter;
-use crate::format::{BlockHandle, FOOTER_LEN, Footer};
+use crate::format::{BlockHandle, FOOTER_LEN, Footer, footer_checksum};
 use crate::fs::{ReadFile, Storage};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
@@ -185,6 +186,7 @@ pub struct Table {
     /// The extractor whose prefixes `filter` also holds (from the properties).
     prefix_extractor: Option<PrefixExtractor>,
     properties: TableProperties,
+    identity: TableIdentity,
     cache: Option<Arc<BlockCache>>,
     verify_checksums: bool,
     bloom: Arc<BloomCounters>,
@@ -246,6 +248,10 @@ impl Table {
             Ok(raw)
         };
         let properties_raw = read_meta(footer.properties)?;
+        let identity = TableIdentity::new(
+            footer_checksum(&footer_bytes),
+            properties_raw.stored_checksum(),
+        );
         let properties = TableProperties::decode(
             &decompress_raw_contents(properties_raw)?,
             &path,
@@ -288,6 +294,7 @@ impl Table {
             filter,
             prefix_extractor,
             properties,
+            identity,
             cache: opts.cache,
             cache_namespace: opts.cache_namespace,
             verify_checksums: opts.verify_checksums,
@@ -313,6 +320,11 @@ impl Table {
     /// The properties recorded when the table was written.
     pub fn properties(&self) -> &TableProperties {
         &self.properties
+    }
+
+    /// The checksums the MANIFEST pins the table to, as read and verified at open.
+    pub fn identity(&self) -> TableIdentity {
+        self.identity
     }
 
     /// The decoded footer.
@@ -456,8 +468,11 @@ impl Table {
     }
 
     /// Reads every block from the file (bypassing the cache), verifies its checksum, decodes
-    /// every entry, and checks that entries are in order and each data block ends with its index
-    /// key. Used by `sluice check`.
+    /// every entry, and checks that entries are in order, that each data block ends with its
+    /// index key, and that the properties describe the entries: their count, smallest and
+    /// largest key and entry digest (a table whose properties disagree with its data would
+    /// be read one way and compacted another). Used by `sluice check` and by the host on a
+    /// worker's outputs.
     pub fn verify_all(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport {
             blocks: 0,
@@ -475,6 +490,8 @@ impl Table {
             report.bytes += raw.stored_len() as u64;
         }
         let mut prev_last: Option<&[u8]> = None;
+        let mut digest = EntryDigest::default();
+        let mut first_key: Option<Vec<u8>> = None;
         for i in 0..self.index.len() {
             let Some((index_key, handle)) = self.index_entry(i) else {
                 break;
@@ -499,6 +516,10 @@ impl Table {
                         "entries out of order",
                     ));
                 }
+                if first_key.is_none() {
+                    first_key = Some(it.key().to_vec());
+                }
+                digest.add(it.key(), it.value());
                 last.clear();
                 last.extend_from_slice(it.key());
                 it.next()?;
@@ -512,7 +533,48 @@ impl Table {
             }
             prev_last = Some(index_key);
         }
+        self.check_properties_describe(first_key.as_deref(), prev_last, digest)?;
         Ok(report)
+    }
+
+    /// Fails unless the properties agree with what reading every entry found: `first` and
+    /// `last` keys (`None` for no entry) and their count and digest.
+    fn check_properties_describe(
+        &self,
+        first: Option<&[u8]>,
+        last: Option<&[u8]>,
+        found: EntryDigest,
+    ) -> Result<()> {
+        let p = &self.properties;
+        let offset = self.footer.properties.offset;
+        let disagree = |what: String| {
+            Err(Error::corruption(
+                &*self.path,
+                offset,
+                format!("properties disagree with the data: {what}"),
+            ))
+        };
+        if p.num_entries != found.entries {
+            return disagree(format!(
+                "they count {} entries, the data blocks hold {}",
+                p.num_entries, found.entries
+            ));
+        }
+        let empty: &[u8] = &[];
+        if first.unwrap_or(empty) != p.smallest_key.as_slice()
+            || last.unwrap_or(empty) != p.largest_key.as_slice()
+        {
+            return disagree("the smallest or largest key is not the first or last entry".into());
+        }
+        if let Some(recorded) = p.entry_digest
+            && recorded != found.sum
+        {
+            return disagree(format!(
+                "entry digest {recorded:016x}, the entries sum to {:016x}",
+                found.sum
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -48,6 +48,12 @@ fn write_blocks(path: &Path, opts: &TableOptions, blocks: &[EncodedBlock]) -> Ta
         crc32c::crc32c(&bytes),
         "the file checksum covers every byte written"
     );
+    let opened = super::Table::open(path, 1, super::TableReadOptions::default()).unwrap();
+    assert_eq!(
+        opened.identity(),
+        summary.identity,
+        "an open reads the identity the writer recorded"
+    );
     summary
 }
 

@@ -30,11 +30,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::encode::compress_block;
-use super::{EncodedBlock, TableOptions};
+use super::{EncodedBlock, TableIdentity, TableOptions};
 use crate::block::BlockBuilder;
+use crate::checksum::block_checksum;
 use crate::compression::CompressionType;
 use crate::filter::BloomFilterBuilder;
-use crate::format::{BLOCK_TRAILER_LEN, BlockHandle, FORMAT_VERSION, Footer, block_trailer};
+use crate::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, FORMAT_VERSION, Footer, block_trailer, footer_checksum,
+};
 use crate::fs::{FileSystem, Storage, WriteFile};
 use crate::properties::TableProperties;
 use crate::{IoContext, Result};
@@ -54,6 +57,9 @@ pub struct TableSummary {
     /// generator). Computed as the bytes are appended, so it costs no extra read; a reader of
     /// the whole file (a host checking a worker's output) can compare against it.
     pub file_checksum: u32,
+    /// The footer's and the properties block's checksums: what every open of the table
+    /// compares with the MANIFEST ([`TableIdentity`]).
+    pub identity: TableIdentity,
 }
 
 /// Entries between restart points of the index block (see the module docs).
@@ -191,7 +197,8 @@ impl TableFileWriter {
         let mut props = std::mem::take(&mut self.props);
         props.filter_bytes = filter.map_or(0, |h| h.size + BLOCK_TRAILER_LEN as u64);
         props.index_bytes = (index_contents.len() + BLOCK_TRAILER_LEN) as u64;
-        let properties = self.write_meta_block(&props.encode())?;
+        let props_bytes = props.encode();
+        let properties = self.write_meta_block(&props_bytes)?;
         let index = self.write_block(&index_contents, index_type)?;
         let footer = Footer {
             index,
@@ -199,7 +206,8 @@ impl TableFileWriter {
             properties,
             format_version: FORMAT_VERSION,
         };
-        self.append(&footer.encode())?;
+        let footer_bytes = footer.encode();
+        self.append(&footer_bytes)?;
         // Durable once this returns; if we crash before, the file is not yet referenced by any
         // version and is deleted as garbage on recovery.
         self.file.sync().with_path(&self.path)?;
@@ -209,6 +217,10 @@ impl TableFileWriter {
             largest_key: props.largest_key.clone(),
             properties: props,
             file_checksum: self.checksum,
+            identity: TableIdentity::new(
+                footer_checksum(&footer_bytes),
+                block_checksum(&props_bytes, CompressionType::None as u8),
+            ),
         })
     }
 

@@ -32,6 +32,7 @@ fn write(set: &OutputSet, n: usize) -> Vec<OutputFile> {
                     largest_key: Vec::new(),
                     properties: TableProperties::default(),
                     file_checksum: 0,
+                    identity: Default::default(),
                 },
             }
         })

@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sluice_sst::fs::{
-    FileLock, FileSystem, IoMode, LockMode, Storage, copy_file, copy_file_between, file_crc32c,
+    Copied, FileLock, FileSystem, IoMode, LockMode, Storage, copy_file, copy_file_between,
+    file_crc32c,
 };
 
 pub use meta::{BackupFile, BackupMeta};
@@ -148,6 +149,11 @@ impl BackupEngine {
                 let stored_name = format!("shared/{:06}_{id}_{}.{ext}", table.number, table.size);
                 let file = match stored.get(stored_name.as_str()) {
                     Some(known) if known.size == table.size => {
+                        // The stored copy must be of the bytes the MANIFEST pinned.
+                        table.check_copied(&Copied {
+                            len: known.size,
+                            crc32c: known.crc32c,
+                        })?;
                         tables_shared += 1;
                         BackupFile {
                             name,
@@ -158,6 +164,7 @@ impl BackupEngine {
                         let to = self.dir.join(&stored_name);
                         let copied =
                             copy_file_between(db_fs, &table.path, fs, &to, None).with_path(&to)?;
+                        table.check_copied(&copied)?;
                         tables_copied += 1;
                         bytes_copied += copied.len;
                         BackupFile {

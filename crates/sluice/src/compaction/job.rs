@@ -380,6 +380,7 @@ mod tests {
                         ..TableProperties::default()
                     },
                     file_checksum: 0,
+                    identity: Default::default(),
                 },
             })
             .collect();

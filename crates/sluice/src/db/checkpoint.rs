@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_sst::fs::{Placed, copy_file, link_or_copy};
+use sluice_sst::fs::{Copied, Placed, copy_file, link_or_copy};
 
 use super::{Db, DbInner};
 use crate::filename::{FileType, create_dir_all_durably, log_file_name, sync_dir};
@@ -80,6 +80,9 @@ pub(crate) struct LiveTable {
     pub path: PathBuf,
     pub number: u64,
     pub size: u64,
+    /// The whole-file CRC32C the MANIFEST recorded (tables only, and not those of older
+    /// builds): a copy must find it, or the file was changed since it was installed.
+    pub checksum: Option<u32>,
     /// [`FileType::Table`] or [`FileType::Blob`].
     pub kind: FileType,
 }
@@ -88,6 +91,28 @@ impl LiveTable {
     /// Its name in a copy: `NNNNNN.sst` or `NNNNNN.blob`.
     pub fn file_name(&self) -> String {
         format!("{:06}.{}", self.number, self.kind_extension())
+    }
+
+    /// Fails with `Corruption` naming the file unless `copied` (what a copy of it read) has
+    /// the size and the checksum the MANIFEST recorded.
+    pub fn check_copied(&self, copied: &Copied) -> Result<()> {
+        let recorded = self.checksum.unwrap_or(copied.crc32c);
+        if copied.len != self.size || copied.crc32c != recorded {
+            return Err(crate::Error::corruption(
+                &self.path,
+                0,
+                format!(
+                    "copied {} bytes with CRC32C {:08x}; the MANIFEST recorded {} bytes{}: the \
+                     file changed after it was installed",
+                    copied.len,
+                    copied.crc32c,
+                    self.size,
+                    self.checksum
+                        .map_or(String::new(), |c| format!(" with CRC32C {c:08x}"))
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// `sst` or `blob`.
@@ -139,6 +164,7 @@ fn tables_of(inner: &DbInner, snapshot: &mut VersionEdit) -> Vec<LiveTable> {
             path,
             number: file.number,
             size: file.file_size,
+            checksum: file.file_checksum,
             kind: FileType::Table,
         }
     });
@@ -149,6 +175,7 @@ fn tables_of(inner: &DbInner, snapshot: &mut VersionEdit) -> Vec<LiveTable> {
             path,
             number: blob.number,
             size: blob.file_size,
+            checksum: None,
             kind: FileType::Blob,
         }
     });
@@ -292,6 +319,7 @@ impl Db {
                 match link_or_copy(fs, &table.path, &to).with_path(&to)? {
                     Placed::Linked => report.tables_linked += 1,
                     Placed::Copied(copied) => {
+                        table.check_copied(&copied)?;
                         report.tables_copied += 1;
                         report.bytes_copied += copied.len;
                     }

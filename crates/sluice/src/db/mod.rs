@@ -52,7 +52,7 @@ use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
 use crate::wal::LogWriter;
 
-pub use admin::CheckReport;
+pub use admin::{CheckReport, FileChecksumReport};
 pub use checkpoint::CheckpointReport;
 pub(crate) use open::{Access, lock_directory};
 pub use read::DbIterator;

@@ -29,7 +29,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_sst::fs::{IoMode, Storage, copy_file, link_or_copy};
+use sluice_sst::fs::{IoMode, Storage, copy_file, link_or_copy, open_file_crc32c};
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{
     MAX_SEQ, ValueKind, append_internal_key, parse_internal_key, seek_key, user_key,
@@ -204,6 +204,7 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
     table.verify_all()?;
     let mut meta = FileMetaData {
         file_size: table.file_size(),
+        identity: Some(table.identity()),
         ..FileMetaData::default()
     };
     let mut it = table.iter();
@@ -364,10 +365,7 @@ fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Resul
                             .map(sluice_sst::fs::Placed::Copied)
                     };
                     placed.with_path(&dest)?;
-                    FileMetaData {
-                        number,
-                        ..e.meta.clone()
-                    }
+                    pinned_copy(inner, e, &dest, number)?
                 }
                 Some(seq) => rewrite(inner, e, &dest, number, seq)?,
             };
@@ -393,6 +391,32 @@ fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Resul
             .store(seq, std::sync::atomic::Ordering::Release);
     }
     Ok(Attempt::Placed(report))
+}
+
+/// `e`'s description for its copy (or link) at `dest`, numbered `number`, with the checksum
+/// of the bytes `dest` holds. The copy must be the table `inspect` read (size and identity):
+/// a source changed in between is refused rather than installed unchecked.
+fn pinned_copy(inner: &DbInner, e: &External, dest: &Path, number: u64) -> Result<FileMetaData> {
+    let storage = Storage::new(Arc::clone(&inner.options.fs), IoMode::Buffered);
+    let opts = TableReadOptions {
+        cache: None,
+        storage,
+        load_filter: false,
+        ..TableReadOptions::default()
+    };
+    let table = Table::open(dest, number, opts)?;
+    crate::version::pin::check_opened(&table, &e.meta).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "ingest: {} changed while it was being ingested",
+            e.path.display()
+        ))
+    })?;
+    let crc = open_file_crc32c(table.file()).with_path(dest)?;
+    Ok(FileMetaData {
+        number,
+        file_checksum: Some(crc.crc32c),
+        ..e.meta.clone()
+    })
 }
 
 /// Writes `e`'s entries into `dest` with sequence number `seq`, in the database's table
@@ -432,6 +456,8 @@ fn rewrite(
     Ok(FileMetaData {
         number,
         file_size: summary.file_size,
+        file_checksum: Some(summary.file_checksum),
+        identity: Some(summary.identity),
         smallest: summary.smallest_key,
         largest: summary.largest_key,
         smallest_seq: seq,

@@ -40,11 +40,14 @@
 //!   7 num_entries (varint64)     8 num_deletions (varint64)
 //!   9 raw_value_bytes (varint64) 10 dir_index (varint32)
 //!   11 range_clean_seq (varint64)
+//!   13 file_checksum (varint32: CRC32C of every byte of the file)
+//!   14 identity (varint64: `sluice_sst::table::TableIdentity`, checked at every open)
 //!   76 blob_refs (12 | mandatory: the table's references per blob file, a
 //!      `sluice_sst::blob::BlobRefCounts` encoding; absent when it has none)
 //! ```
 //!
-//! File fields 1-6 are required; 7-11 default to 0 when absent. A reader skips file fields it
+//! File fields 1-6 are required; 7-11 default to 0 when absent; 13 and 14 are absent in
+//! MANIFESTs of older builds (and 13 for a worker's output the host did not read whole). A reader skips file fields it
 //! does not know, unless bit 6 of the field tag (`MANDATORY_FIELD_BIT`) is set, which marks a
 //! field an older reader must not ignore. Levels are below [`NUM_LEVELS`]. Scalar fields appear
 //! at most once per edit. `docs/format/manifest.md` is the full specification.
@@ -60,6 +63,7 @@ use sluice_sst::coding::{
 };
 use sluice_sst::key::{SeqNo, parse_internal_key};
 use sluice_sst::range_del::RangeTombstone;
+use sluice_sst::table::TableIdentity;
 use sluice_sst::{Error, Result};
 
 use super::blob_files::BlobFileMetaData;
@@ -103,6 +107,8 @@ const FIELD_RANGE_CLEAN_SEQ: u32 = 11;
 /// Mandatory: a reader that ignored it would think the blob files it names unreferenced, and
 /// delete them.
 const FIELD_BLOB_REFS: u32 = 12 | MANDATORY_FIELD_BIT;
+const FIELD_FILE_CHECKSUM: u32 = 13;
+const FIELD_IDENTITY: u32 = 14;
 
 /// A new-file field tag with this bit set must be understood by the reader; without it, an
 /// unknown field is skipped. Frozen.
@@ -139,6 +145,14 @@ pub struct FileMetaData {
     /// The table's references into blob files: while any live table has some, the blob
     /// file stays ([`super::blob_files`]).
     pub blob_refs: BlobRefCounts,
+    /// CRC32C of every byte of the file (RocksDB's `file_checksum`), computed from bytes the
+    /// host wrote or read itself, never from a worker's word. Compared by full reads:
+    /// [`crate::Db::verify_file_checksums`], `check`, backups. `None` for tables recorded
+    /// by older builds, and for a worker's output whose bytes the host did not read.
+    pub file_checksum: Option<u32>,
+    /// What every open of the table compares with the file (with its size), so a file put in
+    /// its place is `Corruption` instead of read as valid. `None` for older builds' tables.
+    pub identity: Option<TableIdentity>,
 }
 
 /// One atomic change to the version: scalar updates, compaction pointers, files removed and
@@ -248,6 +262,12 @@ impl VersionEdit {
             put_varint_field(&mut body, FIELD_DIR_INDEX, u64::from(f.dir_index));
             if f.range_clean_seq != 0 {
                 put_varint_field(&mut body, FIELD_RANGE_CLEAN_SEQ, f.range_clean_seq);
+            }
+            if let Some(crc) = f.file_checksum {
+                put_varint_field(&mut body, FIELD_FILE_CHECKSUM, u64::from(crc));
+            }
+            if let Some(identity) = f.identity {
+                put_varint_field(&mut body, FIELD_IDENTITY, identity.as_u64());
             }
             if !f.blob_refs.is_empty() {
                 let mut refs = Vec::new();
@@ -521,7 +541,7 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
             Some((v, used)) if used == value.len() => Ok(v),
             _ => Err((pos, format!("field {tag} is not a single varint"))),
         };
-        if (1..=FIELD_RANGE_CLEAN_SEQ).contains(&tag) {
+        if (1..=FIELD_IDENTITY).contains(&tag) {
             if seen & (1 << tag) != 0 {
                 return Err((pos, format!("field {tag} appears twice")));
             }
@@ -542,6 +562,12 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
                     .map_err(|_| (pos, "dir_index exceeds u32".to_string()))?;
             }
             FIELD_RANGE_CLEAN_SEQ => meta.range_clean_seq = varint()?,
+            FIELD_FILE_CHECKSUM => {
+                let crc = u32::try_from(varint()?)
+                    .map_err(|_| (pos, "file_checksum exceeds u32".to_string()))?;
+                meta.file_checksum = Some(crc);
+            }
+            FIELD_IDENTITY => meta.identity = Some(TableIdentity::from_u64(varint()?)),
             FIELD_BLOB_REFS => {
                 if !meta.blob_refs.is_empty() {
                     return Err((pos, format!("field {tag} appears twice")));
@@ -631,6 +657,8 @@ impl FileMetaData {
             dir_index,
             range_clean_seq: 0,
             blob_refs: p.blob_refs.clone(),
+            file_checksum: Some(summary.file_checksum),
+            identity: Some(summary.identity),
         }
     }
 }
@@ -651,6 +679,12 @@ impl fmt::Display for FileMetaData {
             self.raw_value_bytes,
             self.dir_index
         )?;
+        if let Some(crc) = self.file_checksum {
+            write!(f, " crc32c={crc:08x}")?;
+        }
+        if let Some(identity) = self.identity {
+            write!(f, " identity={identity}")?;
+        }
         for (blob, tally) in self.blob_refs.iter() {
             write!(f, " blob#{blob:06}={}/{}B", tally.refs, tally.bytes)?;
         }

@@ -6,6 +6,7 @@ pub mod blob_files;
 pub mod edit;
 pub mod l0_sublevels;
 pub mod manifest;
+pub mod pin;
 pub mod range_checks;
 pub mod range_map;
 pub mod set;

@@ -24,6 +24,10 @@ fn file(number: u64) -> FileMetaData {
         dir_index: 1,
         range_clean_seq: 9,
         blob_refs: blob_refs(&[(3, 120), (3, 80), (11, 5000)]),
+        file_checksum: Some(0xdead_beef),
+        identity: Some(sluice_sst::table::TableIdentity::from_u64(
+            0x0123_4567_89ab_cdef,
+        )),
     }
 }
 
@@ -139,14 +143,36 @@ fn unknown_tags_and_fields() {
         out
     };
     // Optional unknown field: skipped.
-    let decoded = decode(&encode_with_extra_field(13)).unwrap();
+    let decoded = decode(&encode_with_extra_field(15)).unwrap();
     assert_eq!(decoded.new_files, vec![(3, file(5))]);
     // Mandatory unknown field: refused.
-    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 13));
-    assert!(reason.contains("mandatory field 77"), "{reason}");
+    let reason = corruption_reason(&encode_with_extra_field(MANDATORY_FIELD_BIT | 15));
+    assert!(reason.contains("mandatory field 79"), "{reason}");
     // A known field twice: refused.
     assert!(corruption_reason(&encode_with_extra_field(FIELD_NUMBER)).contains("twice"));
     assert!(corruption_reason(&encode_with_extra_field(FIELD_BLOB_REFS)).contains("twice"));
+    assert!(corruption_reason(&encode_with_extra_field(FIELD_IDENTITY)).contains("twice"));
+    // A checksum wider than 32 bits: refused.
+    let mut e = VersionEdit::default();
+    e.add_file(
+        3,
+        FileMetaData {
+            file_checksum: None,
+            ..file(5)
+        },
+    );
+    let mut buf = Vec::new();
+    e.encode(&mut buf);
+    let mut body = buf[2..].to_vec();
+    let (_, n) = get_varint32(&body).unwrap();
+    body.drain(..n);
+    put_varint32(&mut body, FIELD_FILE_CHECKSUM);
+    let mut wide = Vec::new();
+    put_varint64(&mut wide, 1 << 32);
+    put_length_prefixed(&mut body, &wide);
+    let mut out = vec![buf[0], buf[1]];
+    put_length_prefixed(&mut out, &body);
+    assert!(corruption_reason(&out).contains("exceeds u32"));
 }
 
 #[test]
@@ -268,21 +294,26 @@ fn file_strategy() -> impl Strategy<Value = FileMetaData> {
         key(),
         any::<u32>(),
         proptest::collection::vec((0..20u64, 17..100_000u64), 0..4),
+        (any::<Option<u32>>(), any::<Option<u64>>()),
     )
-        .prop_map(|(n, smallest, largest, dir_index, refs)| FileMetaData {
-            number: n[0],
-            file_size: n[1],
-            smallest,
-            largest,
-            smallest_seq: n[2].min(n[3]),
-            largest_seq: n[2].max(n[3]),
-            num_entries: n[4],
-            num_deletions: n[5],
-            raw_value_bytes: n[4] ^ n[5],
-            dir_index,
-            range_clean_seq: n[0] ^ n[2],
-            blob_refs: blob_refs(&refs),
-        })
+        .prop_map(
+            |(n, smallest, largest, dir_index, refs, (crc, id))| FileMetaData {
+                number: n[0],
+                file_size: n[1],
+                smallest,
+                largest,
+                smallest_seq: n[2].min(n[3]),
+                largest_seq: n[2].max(n[3]),
+                num_entries: n[4],
+                num_deletions: n[5],
+                raw_value_bytes: n[4] ^ n[5],
+                dir_index,
+                range_clean_seq: n[0] ^ n[2],
+                blob_refs: blob_refs(&refs),
+                file_checksum: crc,
+                identity: id.map(sluice_sst::table::TableIdentity::from_u64),
+            },
+        )
 }
 
 fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
