@@ -48,6 +48,9 @@ fn ctrl_c_reports_the_benchmark_so_far_and_skips_the_rest() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    // A WAL may be preallocated as it is created, before the bench installs its Ctrl-C
+    // handler: give it time to be writing for real (the fill runs for minutes).
+    std::thread::sleep(Duration::from_millis(500));
     kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
     let status = child.wait().unwrap();
     let mut stdout = String::new();
