@@ -177,6 +177,7 @@ fn offload_shares(before: Option<&OffloadMetrics>, after: &OffloadMetrics) -> Ve
                 seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
                 cpu_seconds: (a.cpu_seconds - b.map_or(0.0, |b| b.cpu_seconds)).max(0.0),
                 modes,
+                retried: a.retried.saturating_sub(b.map_or(0, |b| b.retried)),
             }
             .report()
         })

@@ -112,6 +112,7 @@ impl Executor for Offloaded<'_> {
             control,
             output_root: self.sharing.as_ref().map(|p| p.output_root.clone()),
             inputs: super::verify::InputFacts::of(spec),
+            nonce_key: super::task::nonce_key(),
         };
         let JobParts { parts, mut reports } = match (&self.sharing, off.options.split) {
             (Some(p), _) => job.run_static(&p.weights, new_output)?,
@@ -300,6 +301,7 @@ impl Offloader {
             }
             if let Some(t) = metrics.sides.get_mut(side) {
                 t.shares += 1;
+                t.retried += u64::from(r.retried);
                 t.input_bytes += r.input_bytes;
                 t.seconds += r.seconds;
                 t.cpu_seconds += r.cpu_seconds;

@@ -420,6 +420,10 @@ fn a_stalled_worker_passes_its_deadline_and_the_host_takes_over() {
         ..offload(vec![addr], SECRET)
     });
     assert!(m.retries >= 1, "{m:?}");
+    // What `sluice compact --json` shows of the side: its share failed and was re-run.
+    let worker = m.sides[1].report();
+    assert!(worker.retried, "{worker:?}");
+    assert!(!m.sides[0].report().retried, "the host never failed: {m:?}");
 }
 
 #[test]

@@ -113,6 +113,9 @@ pub struct SideTotals {
     pub cpu_seconds: f64,
     /// Shares per executor that ran them (`sequential`, `pipelined`, ...).
     pub modes: std::collections::BTreeMap<String, u64>,
+    /// Of `shares`, those that failed on this side (a timeout, an error, a reply that failed
+    /// a check) and were re-run elsewhere.
+    pub retried: u64,
 }
 
 impl SideTotals {
@@ -130,7 +133,7 @@ impl SideTotals {
             },
             mode: self.modes.keys().cloned().collect::<Vec<_>>().join("+"),
             cpu_seconds: self.cpu_seconds,
-            retried: false,
+            retried: self.retried > 0,
         }
     }
 }
