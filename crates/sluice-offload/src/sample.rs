@@ -1,18 +1,22 @@
 //! Sampled verification (`VerifyOutputs::Sample`): user keys drawn at random from a worker
-//! part's inputs, each merged on the host by the same rules every executor applies, must have
-//! exactly those versions in the part's outputs.
+//! part's inputs and outputs, each merged on the host by the same rules every executor
+//! applies ([`CompactionSpec::compaction_iter`]: snapshots, range tombstones, filter, merge
+//! operator), must have exactly those versions in the part's outputs.
 //!
 //! The digest check cannot see a worker that drops a live entry and adds it to the digest of
 //! what it claims it dropped; a sampled key whose kept version is missing (or changed) can.
-//! A lie touching a share `f` of the keys escapes `k` samples with probability `(1 - f)^k`.
-//! The keys are drawn with a seed the worker cannot know, after its outputs are in.
+//! Each draw picks the inputs or the outputs with even odds, then a random entry of a random
+//! block of a random table: a key dropped from the outputs is found by a draw from the
+//! inputs, a key invented in them by a draw from the outputs. A lie touching a share `f` of
+//! the keys (of the side it shows on) escapes `k` samples with probability about
+//! `(1 - f/2)^k`. The keys are drawn with a seed the worker cannot know, after its outputs
+//! are in.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use sluice_sst::compact::{CompactionSpec, OutputFile};
-use sluice_sst::compaction_iter::CompactionIterator;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{MAX_SEQ, seek_key, user_key};
 use sluice_sst::merge::MergingIterator;
@@ -41,10 +45,16 @@ pub(super) fn check_sample(
     k: u32,
 ) -> Result<Option<Mismatch>> {
     let mut rng = SplitMix(RandomState::new().hash_one(files.len()));
-    let tables: Vec<&Arc<Table>> = spec.inputs.iter().flatten().collect();
+    let inputs: Vec<&Arc<Table>> = spec.inputs.iter().flatten().collect();
     let outputs = open_outputs(files)?;
+    let output_refs: Vec<&Arc<Table>> = outputs.iter().collect();
     for _ in 0..k {
-        let Some(key) = draw_key(&tables, lower, upper, &mut rng)? else {
+        let side = if rng.below(2) == 0 {
+            &inputs
+        } else {
+            &output_refs
+        };
+        let Some(key) = draw_key(side, lower, upper, &mut rng)? else {
             continue;
         };
         let expected = merged_versions(spec, &key)?;
@@ -110,7 +120,7 @@ fn draw_key(
 }
 
 /// The versions of `key` a compaction of `spec` keeps: every input's versions merged, then
-/// filtered by the compaction iterator with the spec's snapshots and bottommost flag.
+/// kept or dropped by the spec's own rules.
 fn merged_versions(spec: &CompactionSpec, key: &[u8]) -> Result<Entries> {
     let children: Vec<Box<dyn InternalIterator>> = spec
         .inputs
@@ -118,11 +128,7 @@ fn merged_versions(spec: &CompactionSpec, key: &[u8]) -> Result<Entries> {
         .flatten()
         .map(|t| Box::new(t.iter()) as Box<dyn InternalIterator>)
         .collect();
-    let mut it = CompactionIterator::new(
-        MergingIterator::new(children),
-        spec.snapshots.clone(),
-        spec.bottommost,
-    );
+    let mut it = spec.compaction_iter(MergingIterator::new(children));
     it.set_upper_bound(Some([key, &[0]].concat()));
     it.seek(&seek_key(key, MAX_SEQ))?;
     let mut out = Vec::new();

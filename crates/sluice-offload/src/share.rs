@@ -17,7 +17,8 @@ use sluice_sst::profile::{StageProfile, StageTiming};
 
 use super::client::ShareError;
 use super::task::ShareTask;
-use super::verify::{ShareBounds, verify_outputs};
+use super::task::task_nonce;
+use super::verify::{ShareBounds, check_drop_counts, verify_outputs};
 use super::{Offloader, ShareReport};
 use sluice::compaction::env::JobEnv;
 use sluice::filename::{table_file_name, temp_file_name};
@@ -43,6 +44,8 @@ pub(super) struct Job<'a> {
     pub output_root: Option<std::path::PathBuf>,
     /// What every worker output is held against.
     pub inputs: super::verify::InputFacts,
+    /// Every task's nonce derives from it ([`super::task::task_nonce`]).
+    pub nonce_key: u64,
 }
 
 /// A contiguous run of sub-tasks given to one side: outputs must lie in `[lower, upper)`.
@@ -92,10 +95,11 @@ impl Job<'_> {
             upper: share.upper.clone(),
             mode: self.off.options.worker_mode.for_worker(),
             exec: self.exec,
-            numbers,
             output_root: self.output_root.as_deref(),
             database: &self.off.options.database,
             keyspace: self.env.keyspace(),
+            task_nonce: task_nonce(self.nonce_key, numbers.start),
+            numbers,
         }
         .to_wire()
     }
@@ -191,6 +195,7 @@ impl Job<'_> {
             reason,
         };
         let bounds = ShareBounds {
+            task_nonce: task_nonce(self.nonce_key, numbers.start),
             numbers,
             lower: share.lower.as_deref(),
             upper: share.upper.as_deref(),
@@ -215,9 +220,11 @@ impl Job<'_> {
             cpu_seconds: profile.cpu_nanos as f64 / 1e9,
             retried: false,
         };
+        let stats = r.stats.as_ref().map(stats_from_wire).unwrap_or_default();
+        check_drop_counts(&stats, &self.inputs).map_err(bad)?;
         let part = Part {
             share: share.clone(),
-            stats: r.stats.as_ref().map(stats_from_wire).unwrap_or_default(),
+            stats,
             stages: Vec::new(),
             files,
             profile,
@@ -302,6 +309,7 @@ mod tests {
             merge_operator: None,
             range_tombstones: None,
             blob_relocation: None,
+            task_nonce: None,
         }
     }
 

@@ -32,6 +32,8 @@ pub struct ShareTask<'a> {
     pub database: &'a str,
     /// The keyspace whose tree the share compacts (0: the default one).
     pub keyspace: u32,
+    /// Written into every output's properties: what ties an output to this task.
+    pub task_nonce: u64,
 }
 
 impl ShareTask<'_> {
@@ -99,6 +101,7 @@ impl ShareTask<'_> {
                 .transpose()?,
             database: self.database.to_string(),
             keyspace: self.keyspace,
+            task_nonce: self.task_nonce,
             merge_operator: spec
                 .merge_operator
                 .as_ref()
@@ -129,4 +132,24 @@ impl ShareTask<'_> {
 pub fn numbers_needed(input_bytes: u64, spec: &CompactionSpec) -> u64 {
     let by_size = input_bytes / spec.target_file_size.max(1) + 1;
     2 * by_size + spec.grandparents.len() as u64 + 4
+}
+
+/// A value no worker can predict, drawn once per job: each task's nonce is derived from it
+/// and the task's first reserved output number ([`task_nonce`]), so the host need not keep a
+/// table of nonces to check a reply against its task.
+pub fn nonce_key() -> u64 {
+    use std::hash::BuildHasher;
+    // `RandomState`'s keys come from the operating system's randomness.
+    std::collections::hash_map::RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+/// The nonce of the task whose outputs are numbered from `first_output`, in the job whose
+/// [`nonce_key`] is `key`: never 0 (which means "none" on the wire). Output numbers are
+/// never reused, so no two tasks of a database share a nonce but by a 2^-64 chance.
+pub fn task_nonce(key: u64, first_output: u64) -> u64 {
+    // SplitMix64's finalizer: neighbouring numbers give unrelated nonces.
+    let mut z = key ^ first_output.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
 }

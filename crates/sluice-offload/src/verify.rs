@@ -42,6 +42,8 @@ use sluice::filename::table_file_name;
 pub struct ShareBounds<'a> {
     /// Output numbers reserved for the share.
     pub numbers: Range<u64>,
+    /// The nonce of the share's task: every output must carry it in its properties.
+    pub task_nonce: u64,
     /// Inclusive lower user-key bound of the share, if any.
     pub lower: Option<&'a [u8]>,
     /// Exclusive upper user-key bound, if any.
@@ -57,6 +59,8 @@ pub struct InputFacts {
     pub inodes: HashSet<(u64, u64)>,
     /// The newest sequence number of any input: compaction never makes an entry newer.
     pub max_seq: u64,
+    /// Entries in all inputs (saturating): no share drops more.
+    pub entries: u64,
     /// The inputs' smallest and largest user keys: compaction never makes a key outside them.
     pub key_range: Option<(Vec<u8>, Vec<u8>)>,
     /// The inputs' references into blob files: compaction moves references, so the outputs
@@ -72,6 +76,7 @@ impl InputFacts {
         for table in spec.inputs.iter().flatten() {
             let p = table.properties();
             facts.max_seq = facts.max_seq.max(p.largest_seq);
+            facts.entries = facts.entries.saturating_add(p.num_entries);
             facts.blob_refs.merge(&p.blob_refs);
             if let Ok(meta) = std::fs::metadata(table.path()) {
                 facts.inodes.insert((meta.dev(), meta.ino()));
@@ -177,6 +182,15 @@ fn verify_one(
     if props.smallest_key != f.smallest || props.largest_key != f.largest {
         return Err("key range differs from the file's properties".into());
     }
+    if props.task_nonce != Some(bounds.task_nonce) {
+        return Err(format!(
+            "carries task nonce {}, this task's is {:016x}: an output of another task",
+            props
+                .task_nonce
+                .map_or_else(|| "none".to_string(), |n| format!("{n:016x}")),
+            bounds.task_nonce
+        ));
+    }
     if f.entries == 0 {
         return Err("an output with no entries".into());
     }
@@ -222,6 +236,25 @@ fn verify_one(
         },
         path,
     })
+}
+
+/// Checks the dropped-entry counts a worker reported: added up without overflow, and no more
+/// than the compaction's inputs hold (a wrapped negative count would otherwise balance
+/// invented entries modulo 2^64).
+pub fn check_drop_counts(
+    stats: &sluice_sst::compaction_iter::CompactionIterStats,
+    inputs: &InputFacts,
+) -> Result<(), String> {
+    let dropped = stats
+        .checked_unwritten()
+        .ok_or("its dropped-entry counts overflow when added up")?;
+    if dropped.entries > inputs.entries {
+        return Err(format!(
+            "it reports {} entries dropped, more than the inputs' {}",
+            dropped.entries, inputs.entries
+        ));
+    }
+    Ok(())
 }
 
 /// Which blob files stay is decided by the references the tables count, so the host counts a
@@ -273,10 +306,19 @@ mod tests {
 
     use super::*;
 
+    /// The nonce of the task every test share answers.
+    const NONCE: u64 = 0x5eed_0f7a_5c00;
+
     /// Writes table `number` in `dir` with keys `key000..key099` and reports it truthfully.
     fn honest(dir: &Path, number: u64) -> proto::OutputFile {
+        answering(dir, number, NONCE)
+    }
+
+    /// [`honest`], as an output of the task whose nonce is `nonce`.
+    fn answering(dir: &Path, number: u64, nonce: u64) -> proto::OutputFile {
         let path = table_file_name(dir, number);
         let mut b = TableBuilder::create(&path, &TableOptions::default()).unwrap();
+        b.set_task_nonce(nonce);
         for k in 0..100 {
             let key = make_internal_key(format!("key{k:03}").as_bytes(), 5, ValueKind::Value);
             b.add(&key, b"value").unwrap();
@@ -299,6 +341,7 @@ mod tests {
         FACTS.get_or_init(|| InputFacts {
             inodes: HashSet::new(),
             max_seq: 5,
+            entries: 100,
             key_range: Some((b"key000".to_vec(), b"key099".to_vec())),
             blob_refs: Default::default(),
         })
@@ -307,6 +350,7 @@ mod tests {
     fn bounds(lower: Option<&'static [u8]>, upper: Option<&'static [u8]>) -> ShareBounds<'static> {
         ShareBounds {
             numbers: 10..20,
+            task_nonce: NONCE,
             lower,
             upper,
             inputs: facts(),
@@ -431,6 +475,11 @@ mod tests {
                 "{what}"
             );
         }
+        // An output of another task (say, kept from an earlier one), truthfully reported.
+        let stale = answering(dir.path(), 13, NONCE ^ 1);
+        let err = verify_outputs(&[stale], &any, &dirs).unwrap_err();
+        assert!(err.contains("an output of another task"), "{err}");
+        std::fs::remove_file(table_file_name(dir.path(), 13)).unwrap();
         // The same file twice: reported twice, and overlapping itself.
         assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs).is_err());
         // A corrupt byte in a data block: the footer and meta blocks still open, the CRC

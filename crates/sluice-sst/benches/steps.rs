@@ -99,6 +99,7 @@ fn spec() -> CompactionSpec {
         merge_operator: None,
         range_tombstones: None,
         blob_relocation: None,
+        task_nonce: None,
     }
 }
 

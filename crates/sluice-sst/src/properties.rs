@@ -15,7 +15,9 @@
 //! 14 value_size_histogram, 15 entry_digest (8 bytes, little-endian: the sum of the entries'
 //! [`crate::digest::entry_hash`]es), 16 prefix_extractor (the [`crate::prefix`] extractor's
 //! name, when the filter also holds key prefixes), 17 blob_refs (the table's references into
-//! blob files, a [`BlobRefCounts`] encoding; absent when it has none). Readers skip tags they do not know, so new properties may
+//! blob files, a [`BlobRefCounts`] encoding; absent when it has none), 18 task_nonce (8
+//! bytes, little-endian: the nonce of the offloaded task whose output the table is; absent
+//! in tables the host wrote). Readers skip tags they do not know, so new properties may
 //! be added under new tags without a format version change; a missing property reads as zero /
 //! empty (the digest as absent: tables written before it existed).
 
@@ -49,6 +51,7 @@ mod tag {
     pub const ENTRY_DIGEST: u32 = 15;
     pub const PREFIX_EXTRACTOR: u32 = 16;
     pub const BLOB_REFS: u32 = 17;
+    pub const TASK_NONCE: u32 = 18;
 }
 
 /// What a table holds, summarised when it was written.
@@ -92,6 +95,10 @@ pub struct TableProperties {
     pub prefix_extractor: Option<String>,
     /// The table's references into blob files ([`crate::key::ValueKind::BlobIndex`] entries).
     pub blob_refs: BlobRefCounts,
+    /// The nonce of the offloaded task this table answers (a worker's output): the host
+    /// refuses an output that carries another task's, such as one replayed from an earlier
+    /// task. `None` in tables the host wrote itself.
+    pub task_nonce: Option<u64>,
 }
 
 /// The histogram bucket of a value of `size` bytes.
@@ -215,6 +222,9 @@ impl TableProperties {
             self.blob_refs.encode_to(&mut refs);
             bytes(&mut out, tag::BLOB_REFS, &refs);
         }
+        if let Some(nonce) = self.task_nonce {
+            bytes(&mut out, tag::TASK_NONCE, &nonce.to_le_bytes());
+        }
         out
     }
 
@@ -292,6 +302,12 @@ impl TableProperties {
                     p.blob_refs = BlobRefCounts::decode(value)
                         .ok_or_else(|| corrupt("blob references do not decode"))?;
                 }
+                tag::TASK_NONCE => {
+                    let bytes: [u8; 8] = value
+                        .try_into()
+                        .map_err(|_| corrupt("task nonce is not 8 bytes"))?;
+                    p.task_nonce = Some(u64::from_le_bytes(bytes));
+                }
                 _ => {} // A property from a newer writer: skipped.
             }
             pos += start + value.len();
@@ -332,6 +348,7 @@ mod tests {
         p.num_data_blocks = 3;
         p.data_bytes = 12345;
         p.index_bytes = 99;
+        p.task_nonce = Some(0x0bad_cafe_f00d_1234);
         p.filter_bytes = 64;
         p
     }

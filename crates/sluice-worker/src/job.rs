@@ -69,6 +69,7 @@ pub(crate) fn run(
         merge_operator: task.merge_operator.clone(),
         range_tombstones: task.range_tombstones.clone(),
         blob_relocation: None,
+        task_nonce: task.task_nonce,
     };
     #[cfg(feature = "test-lies")]
     let spec = CompactionSpec {

@@ -5,12 +5,15 @@
 //!
 //! The lie is applied after the task's outputs are published and before the reply is built:
 //! files are rewritten (or replaced by links) and the reply's summaries describe the new files.
+//! The `*-after-reply` lies answer honestly and change the file a moment later, once the host
+//! has (most likely) checked it.
 
 use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
 use sluice_sst::compact::CompactionOutput;
+use sluice_sst::compaction_iter::CompactionIterStats;
 use sluice_sst::digest::EntryDigest;
 use sluice_sst::fs::Storage;
 use sluice_sst::iter::InternalIterator;
@@ -51,6 +54,24 @@ pub enum Lie {
     /// references: the entries and the digest add up, and the blob files the references
     /// name would look unreferenced.
     HideBlobRefs,
+    /// Answer honestly, then, a moment after the reply, rename another valid table (a copy
+    /// of an input) over the first output: what the host checked is no longer what is there.
+    SwapAfterReply,
+    /// The same with a symbolic link to a copy of the output's own bytes in a directory the
+    /// database never reads.
+    SymlinkAfterReply,
+    /// Properties that claim the first output's smallest key is its second entry's.
+    PropertiesRange,
+    /// Leave out every `n`th entry but write properties with the honest count and digest.
+    PropertiesCount(u64),
+    /// Swap the first output's second and third entries: the same entries, out of order.
+    Unsorted,
+    /// Answer the first task honestly and keep its first output; answer every later task
+    /// with that output in place of its own first one, and the first task's statistics.
+    Replay,
+    /// Invent a key and report a dropped count of -1 (wrapped: 2^64 - 1) beside the honest
+    /// ones, with the digest to match: the equation adds up modulo 2^64.
+    WrappedCount,
 }
 
 impl FromStr for Lie {
@@ -66,6 +87,15 @@ impl FromStr for Lie {
             None if s == "outside-inputs" => Lie::OutsideInputs,
             None if s == "ignore-range-tombstones" => Lie::IgnoreRangeTombstones,
             None if s == "hide-blob-refs" => Lie::HideBlobRefs,
+            None if s == "swap-after-reply" => Lie::SwapAfterReply,
+            None if s == "symlink-after-reply" => Lie::SymlinkAfterReply,
+            None if s == "properties-range" => Lie::PropertiesRange,
+            None if s == "unsorted" => Lie::Unsorted,
+            None if s == "replay" => Lie::Replay,
+            None if s == "wrapped-count" => Lie::WrappedCount,
+            Some(("properties-count", n)) if every(n).is_some() => {
+                Lie::PropertiesCount(every(n).unwrap_or(1))
+            }
             Some(("drop-every", n)) if every(n).is_some() => Lie::DropEvery(every(n).unwrap_or(1)),
             Some(("drop-and-forge", n)) if every(n).is_some() => {
                 Lie::DropAndForge(every(n).unwrap_or(1))
@@ -106,7 +136,50 @@ pub(crate) fn apply(
         return Ok(());
     };
     let internal = |e: std::io::Error| WorkerError::Internal(format!("lying: {e}"));
+    let first_path = first.root.join(&first.name);
     match lie {
+        Lie::SwapAfterReply | Lie::SymlinkAfterReply => {
+            // Prepared now, done once the reply is out (the host checks in the meantime).
+            let scratch = if lie == Lie::SwapAfterReply {
+                let scratch = first_path.with_extension("swap");
+                std::fs::copy(input.path(), &scratch).map_err(internal)?;
+                scratch
+            } else {
+                // Not a table directory: a subdirectory the database never reads.
+                let elsewhere = first.root.join("lie-elsewhere");
+                std::fs::create_dir_all(&elsewhere).map_err(internal)?;
+                let copy = elsewhere.join(&first.name);
+                std::fs::copy(&first_path, &copy).map_err(internal)?;
+                copy
+            };
+            std::thread::spawn(move || {
+                std::thread::sleep(AFTER_REPLY);
+                let swapped = if lie == Lie::SwapAfterReply {
+                    std::fs::rename(&scratch, &first_path)
+                } else {
+                    std::fs::remove_file(&first_path)
+                        .and_then(|()| std::os::unix::fs::symlink(&scratch, &first_path))
+                };
+                tracing::warn!(?lie, path = %first_path.display(), ?swapped, "swapped after the reply");
+            });
+        }
+        Lie::Replay => {
+            let mut kept = REPLAYED.lock().unwrap_or_else(|e| e.into_inner());
+            match kept.as_ref() {
+                None => {
+                    let bytes = std::fs::read(&first_path).map_err(internal)?;
+                    let summary = out.files.first().map(|f| f.summary.clone());
+                    *kept = summary.map(|s| (bytes, s, out.stats));
+                }
+                Some((bytes, summary, stats)) => {
+                    std::fs::write(&first_path, bytes).map_err(internal)?;
+                    if let Some(f) = out.files.first_mut() {
+                        f.summary = summary.clone();
+                    }
+                    out.stats = *stats;
+                }
+            }
+        }
         Lie::SymlinkOutput | Lie::HardlinkOutput => {
             let path = first.root.join(&first.name);
             std::fs::remove_file(&path).map_err(internal)?;
@@ -134,20 +207,60 @@ pub(crate) fn apply(
             let last = published.len() - 1;
             for (i, (p, f)) in published.iter().zip(out.files.iter_mut()).enumerate() {
                 let path = p.root.join(&p.name);
-                let entries = read_all(&path)?;
-                let changed = transform(lie, entries, &mut seen, i == 0, i == last, &mut forged);
-                f.summary = rewrite(&path, &changed, table, lie == Lie::HideBlobRefs)?;
+                let (entries, nonce) = read_all(&path)?;
+                let mut hidden = EntryDigest::default();
+                let changed = transform(lie, entries, &mut seen, i == 0, i == last, &mut hidden);
+                let forged_meta = match lie {
+                    Lie::PropertiesCount(_) => Forged::Uncounted(hidden),
+                    Lie::PropertiesRange if i == 0 => Forged::SmallestIsSecond,
+                    Lie::HideBlobRefs => Forged::NoBlobRefs,
+                    _ => {
+                        forged.merge(hidden);
+                        Forged::Nothing
+                    }
+                };
+                f.summary = rewrite(&path, &changed, table, forged_meta, nonce)?;
             }
-            out.stats.shadowed_dropped += forged.entries;
-            out.stats.dropped_digest = out.stats.dropped_digest.wrapping_add(forged.sum);
+            if lie == Lie::WrappedCount {
+                // The invented entry, subtracted: every honest drop counted as a tombstone's,
+                // and -1 (2^64 - 1) shadowed ones, so the counts add up to one fewer modulo 2^64.
+                let s = &mut out.stats;
+                s.tombstones_dropped += s.shadowed_dropped;
+                s.shadowed_dropped = u64::MAX;
+                s.dropped_digest = s.dropped_digest.wrapping_sub(forged.sum);
+            } else {
+                out.stats.shadowed_dropped += forged.entries;
+                out.stats.dropped_digest = out.stats.dropped_digest.wrapping_add(forged.sum);
+            }
         }
     }
     Ok(())
 }
 
+/// How long after preparing the reply the `*-after-reply` lies act.
+const AFTER_REPLY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// What [`Lie::Replay`] kept of the first task: its first output's bytes and summary, and
+/// the task's statistics.
+static REPLAYED: std::sync::Mutex<Option<(Vec<u8>, TableSummary, CompactionIterStats)>> =
+    std::sync::Mutex::new(None);
+
+/// What a rewritten table's properties misstate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Forged {
+    Nothing,
+    /// They count no blob references.
+    NoBlobRefs,
+    /// They count these entries too, which the data does not hold.
+    Uncounted(EntryDigest),
+    /// They name the second entry as the smallest key.
+    SmallestIsSecond,
+}
+
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-fn read_all(path: &Path) -> Result<Entries, WorkerError> {
+/// The entries of the table at `path`, and the task nonce it carries.
+fn read_all(path: &Path) -> Result<(Entries, Option<u64>), WorkerError> {
     let table = Table::open(path, 0, TableReadOptions::default())?;
     let mut it = table.iter();
     it.seek_to_first()?;
@@ -156,7 +269,7 @@ fn read_all(path: &Path) -> Result<Entries, WorkerError> {
         entries.push((it.key().to_vec(), it.value().to_vec()));
         it.next()?;
     }
-    Ok(entries)
+    Ok((entries, table.properties().task_nonce))
 }
 
 /// The entries of one output after `lie`; `seen` counts entries across outputs, `forged`
@@ -179,7 +292,7 @@ fn transform(
         *seen += 1;
         match lie {
             Lie::DropEvery(n) if (*seen).is_multiple_of(n) => continue,
-            Lie::DropAndForge(n) if (*seen).is_multiple_of(n) => {
+            Lie::DropAndForge(n) | Lie::PropertiesCount(n) if (*seen).is_multiple_of(n) => {
                 forged.add(&k, &v);
                 continue;
             }
@@ -196,8 +309,20 @@ fn transform(
                     continue;
                 }
             }
-            Lie::InventKey if first && !invented && user_key(&k) != first_key.as_slice() => {
-                out.push((invented_key(&first_key, b"\x00lie"), b"invented".to_vec()));
+            Lie::Unsorted if first && i == 2 => {
+                let second = out.pop();
+                out.push((k, v));
+                out.extend(second);
+                continue;
+            }
+            Lie::InventKey | Lie::WrappedCount
+                if first && !invented && user_key(&k) != first_key.as_slice() =>
+            {
+                let key = invented_key(&first_key, b"\x00lie");
+                if lie == Lie::WrappedCount {
+                    forged.add(&key, b"invented");
+                }
+                out.push((key, b"invented".to_vec()));
                 invented = true;
             }
             _ => {}
@@ -222,23 +347,39 @@ fn invented_key(base: &[u8], suffix: &[u8]) -> Vec<u8> {
     make_internal_key(&[base, suffix].concat(), 1, ValueKind::Value)
 }
 
-/// Writes `entries` in place of the table at `path` and returns the new file's summary; with
-/// `hide_blob_refs`, its properties count no blob references.
+/// Writes `entries` in place of the table at `path` (as an output of the task `nonce`) and
+/// returns the new file's summary; its properties misstate what `forged` says.
 fn rewrite(
     path: &Path,
     entries: &Entries,
     table: &TableOptions,
-    hide_blob_refs: bool,
+    forged: Forged,
+    nonce: Option<u64>,
 ) -> Result<TableSummary, WorkerError> {
     let scratch = path.with_extension("lie");
     let mut content = TableContentBuilder::new(table);
     let mut writer = TableFileWriter::create(&Storage::default(), &scratch, table)?;
+    if let Some(nonce) = nonce {
+        writer.set_task_nonce(nonce);
+    }
+    let mut first_block = true;
     let mut write_sealed = |content: &mut TableContentBuilder| {
         while let Some(sealed) = content.take_sealed() {
             let mut block = encode_block(sealed, table);
-            if hide_blob_refs {
-                block.meta.blob_refs = Default::default();
+            match forged {
+                Forged::NoBlobRefs => block.meta.blob_refs = Default::default(),
+                Forged::Uncounted(hidden) if first_block => {
+                    block.meta.num_entries += hidden.entries;
+                    block.meta.digest_sum = block.meta.digest_sum.wrapping_add(hidden.sum);
+                }
+                Forged::SmallestIsSecond if first_block => {
+                    if let Some((second, _)) = entries.get(1) {
+                        block.meta.first_key.clone_from(second);
+                    }
+                }
+                _ => {}
             }
+            first_block = false;
             writer.append_data_block(&block)?;
         }
         Ok::<(), sluice_sst::Error>(())

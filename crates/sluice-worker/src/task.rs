@@ -108,6 +108,8 @@ pub struct CheckedTask {
     pub range_tombstones: Option<Arc<Tombstones>>,
     /// The keyspace whose tree the task compacts (0: the default one).
     pub keyspace: u32,
+    /// Written into every output's properties; `None` when the host sent none (0).
+    pub task_nonce: Option<u64>,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -253,6 +255,7 @@ impl CheckedTask {
                 (!pieces.is_empty()).then(|| Arc::new(Tombstones::new(&pieces)))
             },
             keyspace: task.keyspace,
+            task_nonce: (task.task_nonce != 0).then_some(task.task_nonce),
         })
     }
 

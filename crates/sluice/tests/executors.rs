@@ -187,6 +187,7 @@ proptest! {
                 Arc::new(Tombstones::new(&[t("key00300", "key00700", seq / 2), t("key00500", "key01200", seq / 3)]))
             }),
             blob_relocation: None,
+            task_nonce: None,
         };
         let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);
         let runs = [

@@ -39,9 +39,11 @@ pub struct OffloadArgs {
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
     pub offload_min_bytes: u64,
     /// How far each worker's outputs are proven against the inputs before they are
-    /// installed: `none`, `digest` (counts and entry digests from properties alone),
-    /// `sample:K` (also K keys per worker share re-merged on the host) or `full` (every worker
-    /// share merged again on the host and compared byte for byte).
+    /// installed, beyond the host's read of every output byte (checksum, order, properties
+    /// against the data) that always runs: `none`, `digest` (inputs = outputs + dropped, in
+    /// counts and entry digests), `sample:K` (also K keys per worker share, drawn from its
+    /// inputs and outputs, re-merged on the host) or `full` (every worker share merged again
+    /// on the host and compared byte for byte).
     #[arg(long, value_name = "LEVEL", default_value = "digest", value_parser = parse_verify)]
     pub verify_outputs: VerifyOutputs,
     /// This database's name on the workers, when one worker serves several databases

@@ -24,7 +24,6 @@ use sluice_sst::block::Block;
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::plan::CompactionPlan;
 use sluice_sst::compact::relocate::Relocating;
-use sluice_sst::compaction_iter::CompactionIterator;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key, user_key};
 use sluice_sst::merge::MergingIterator;
@@ -76,15 +75,8 @@ fn merge(
         .into_iter()
         .map(|inlet| Box::new(StreamIter::new(inlet)) as Box<dyn InternalIterator>)
         .collect();
-    let mut input = CompactionIterator::new(
-        MergingIterator::new(children),
-        spec.snapshots.clone(),
-        spec.bottommost,
-    );
+    let mut input = spec.compaction_iter(MergingIterator::new(children));
     input.set_upper_bound(last.upper.clone());
-    input.set_filter(spec.filter.clone());
-    input.set_merge_operator(spec.merge_operator.clone());
-    input.set_range_tombstones(spec.range_tombstones.clone());
     match &first.lower {
         Some(lower) => input.seek(&make_internal_key(lower, MAX_SEQ, KIND_FOR_SEEK))?,
         None => input.seek_to_first()?,

@@ -71,6 +71,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         merge_operator: None,
         range_tombstones: None,
         blob_relocation: None,
+        task_nonce: None,
     }
 }
 

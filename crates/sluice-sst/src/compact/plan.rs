@@ -277,6 +277,7 @@ pub(crate) mod tests {
             merge_operator: None,
             range_tombstones: None,
             blob_relocation: None,
+            task_nonce: None,
         }
     }
 

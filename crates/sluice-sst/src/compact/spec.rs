@@ -4,9 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::compaction_iter::{CompactionFilter, CompactionIterStats};
+use crate::compaction_iter::{CompactionFilter, CompactionIterStats, CompactionIterator};
 use crate::digest::EntryDigest;
 use crate::fs::Storage;
+use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::merge_operator::MergeOperator;
 use crate::profile::{StageProfile, StageTiming};
@@ -64,6 +65,10 @@ pub struct CompactionSpec {
     /// Blob garbage collection: references into the blob files it collects get their values
     /// moved ([`super::relocate`]). A spec with one runs on the host, where the blob files are.
     pub blob_relocation: Option<Arc<dyn super::BlobRelocation>>,
+    /// The nonce of the offloaded task this compaction answers: written into every output's
+    /// properties (`task_nonce`), so the host can tell these outputs from any other task's.
+    /// `None` on the host.
+    pub task_nonce: Option<u64>,
 }
 
 /// What a compaction produced.
@@ -80,6 +85,18 @@ pub struct CompactionOutput {
 }
 
 impl CompactionSpec {
+    /// The compaction iterator over `merged` (the inputs merged in internal-key order) that
+    /// applies this spec's rules: its snapshots, bottommost flag, filter, merge operator and
+    /// range tombstones. Every executor, and the host's sampled checks of a worker's outputs,
+    /// decide what to keep through this one function.
+    pub fn compaction_iter<I: InternalIterator>(&self, merged: I) -> CompactionIterator<I> {
+        let mut it = CompactionIterator::new(merged, self.snapshots.clone(), self.bottommost);
+        it.set_filter(self.filter.clone());
+        it.set_merge_operator(self.merge_operator.clone());
+        it.set_range_tombstones(self.range_tombstones.clone());
+        it
+    }
+
     /// The count and digest of every input entry, from the input tables' properties: what a
     /// correct compaction of the whole spec accounts for ([`CompactionOutput::accounted`]).
     /// `None` when that is unknown: a table was written before digests were recorded, or the

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::Result;
 use crate::block::Block;
-use crate::compaction_iter::{CompactionIterStats, CompactionIterator};
+use crate::compaction_iter::CompactionIterStats;
 use crate::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key};
 use crate::merge::MergingIterator;
 use crate::profile::Step;
@@ -128,15 +128,8 @@ pub fn merge_sub_task(
 ) -> Result<MergedSubTask> {
     let start = Instant::now();
     let children: Vec<BlockListIter> = blocks.into_iter().map(BlockListIter::new).collect();
-    let mut input = CompactionIterator::new(
-        MergingIterator::new(children),
-        spec.snapshots.clone(),
-        spec.bottommost,
-    );
+    let mut input = spec.compaction_iter(MergingIterator::new(children));
     input.set_upper_bound(st.upper.clone());
-    input.set_filter(spec.filter.clone());
-    input.set_merge_operator(spec.merge_operator.clone());
-    input.set_range_tombstones(spec.range_tombstones.clone());
     match &st.lower {
         Some(lower) => input.seek(&make_internal_key(lower, MAX_SEQ, KIND_FOR_SEEK))?,
         None => input.seek_to_first()?,

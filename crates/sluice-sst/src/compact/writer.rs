@@ -34,6 +34,8 @@ pub struct OutputRules<'a> {
     pub grandparents: &'a [GrandparentFile],
     /// Cut a file once it overlaps this many grandparent bytes.
     pub max_grandparent_overlap_bytes: u64,
+    /// Written into every file's properties ([`CompactionSpec::task_nonce`]).
+    pub task_nonce: Option<u64>,
 }
 
 impl<'a> OutputRules<'a> {
@@ -45,6 +47,7 @@ impl<'a> OutputRules<'a> {
             target_file_size: u64::MAX,
             grandparents: &[],
             max_grandparent_overlap_bytes: u64::MAX,
+            task_nonce: None,
         }
     }
 }
@@ -58,6 +61,7 @@ impl CompactionSpec {
             target_file_size: self.target_file_size,
             grandparents: &self.grandparents,
             max_grandparent_overlap_bytes: self.max_grandparent_overlap_bytes,
+            task_nonce: self.task_nonce,
         }
     }
 }
@@ -133,7 +137,10 @@ impl<'a> OutputWriter<'a> {
         }
         if self.current.is_none() {
             let (number, path) = (self.new_output)()?;
-            let writer = TableFileWriter::create(self.rules.storage, &path, self.rules.table)?;
+            let mut writer = TableFileWriter::create(self.rules.storage, &path, self.rules.table)?;
+            if let Some(nonce) = self.rules.task_nonce {
+                writer.set_task_nonce(nonce);
+            }
             self.current = Some(OpenFile {
                 number,
                 path,

@@ -224,6 +224,23 @@ impl CompactionIterStats {
         }
     }
 
+    /// [`CompactionIterStats::unwritten`] with the counts added in checked arithmetic:
+    /// `None` when they overflow, as only counts that did not come from a compaction can
+    /// (a worker's reply is checked with this before anything adds it up).
+    pub fn checked_unwritten(&self) -> Option<EntryDigest> {
+        let entries = [
+            self.tombstones_dropped,
+            self.merge_absorbed,
+            self.range_covered,
+        ]
+        .into_iter()
+        .try_fold(self.shadowed_dropped, u64::checked_add)?;
+        Some(EntryDigest {
+            entries,
+            sum: self.dropped_digest.wrapping_add(self.rewrite_digest),
+        })
+    }
+
     /// Accounts one dropped entry's hash (the counters say which kind it was).
     fn drop_hash(&mut self, hash: u64) {
         self.dropped_digest = self.dropped_digest.wrapping_add(hash);

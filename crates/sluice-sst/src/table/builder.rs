@@ -66,6 +66,12 @@ impl TableBuilder {
         Ok(())
     }
 
+    /// Records `nonce` as the offloaded task the table answers
+    /// ([`TableFileWriter::set_task_nonce`]).
+    pub fn set_task_nonce(&mut self, nonce: u64) {
+        self.writer.set_task_nonce(nonce);
+    }
+
     /// Bytes written so far plus the uncompressed size of the block being built.
     pub fn estimated_file_size(&self) -> u64 {
         self.writer.file_size() + self.content.current_block_size() as u64

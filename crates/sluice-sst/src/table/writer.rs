@@ -160,6 +160,12 @@ impl TableFileWriter {
         Ok(())
     }
 
+    /// Records `nonce` in the properties as the offloaded task the table answers (property
+    /// `task_nonce`), so that the host can refuse the table as an answer to any other task.
+    pub fn set_task_nonce(&mut self, nonce: u64) {
+        self.props.task_nonce = Some(nonce);
+    }
+
     /// Bytes appended so far.
     pub fn file_size(&self) -> u64 {
         self.offset

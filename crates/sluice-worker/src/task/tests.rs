@@ -55,6 +55,7 @@ fn good() -> proto::CompactionTask {
         compaction_filter: String::new(),
         range_tombstones: Vec::new(),
         keyspace: 0,
+        task_nonce: 0x1234_5678,
     }
 }
 

@@ -243,3 +243,114 @@ fn a_worker_hiding_blob_references_is_caught() {
     assert_eq!(contents(&db), model);
     db.check().unwrap();
 }
+
+/// Issue 36, finding 1: what the host checked is what it reads. A worker that renames another
+/// valid table (or a symbolic link to the same bytes outside every root) over an output
+/// after answering: the swapped file is never read as valid. Either the swap reached the file
+/// before the host checked it (then the share was re-run on the host, and the data is the
+/// model's), or the next open of the table and `check` refuse it, naming the file.
+#[test]
+fn a_table_swapped_after_the_reply_is_refused_at_the_next_open_and_by_check() {
+    for lie in ["swap-after-reply", "symlink-after-reply"] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = inverted(dir.path());
+        let secret = secret_file(dir.path(), SECRET);
+        let worker = Worker::start(dir.path(), &secret, &["--lie", lie]);
+        let off = OffloadOptions {
+            split: ALL_TO_THE_WORKER,
+            ..offload(vec![worker.addr.clone()], SECRET)
+        };
+        let db = Db::open(
+            dir.path(),
+            Options {
+                offload: Some(off.into()),
+                ..base_options()
+            },
+        )
+        .unwrap();
+        db.compact_range(None, None).unwrap();
+        let m = db.offload_metrics().unwrap();
+        db.close().unwrap();
+        // Past the worker's swap (it acts 200 ms after preparing its reply).
+        std::thread::sleep(Duration::from_millis(800));
+        drop(worker);
+        let db = Db::open(dir.path(), base_options()).unwrap();
+        let scan: Result<Model, sluice::Error> = db.scan(None, None).unwrap().collect();
+        match db.check() {
+            Err(sluice::Error::Corruption { file, reason, .. }) => {
+                eprintln!("{lie}: refused at the next open: {reason}");
+                assert!(
+                    file.starts_with(dir.path()) && file.extension().is_some_and(|e| e == "sst"),
+                    "{lie}: {} ({reason})",
+                    file.display()
+                );
+                assert!(
+                    matches!(scan, Err(sluice::Error::Corruption { .. })),
+                    "{lie}: the scan read the swapped table: {scan:?}"
+                );
+            }
+            Ok(_) => {
+                assert!(m.retries >= 1, "{lie}: check passed with no retry: {m:?}");
+                assert_eq!(scan.unwrap(), model, "{lie}");
+            }
+            Err(e) => panic!("{lie}: {e}"),
+        }
+    }
+}
+
+/// Finding 2: properties that disagree with the data (a smallest key one entry too high; the
+/// honest count and digest over a table missing entries) and entries out of order: the
+/// host's read of every output finds each at the default level.
+#[test]
+fn properties_that_disagree_with_the_data_and_unsorted_entries_are_refused() {
+    for lie in ["properties-range", "properties-count:500", "unsorted"] {
+        let m = caught(lie, ALL_TO_THE_WORKER);
+        assert_eq!(
+            m.verify_failures, 0,
+            "{lie}: the structural read catches it before any digest"
+        );
+    }
+}
+
+/// Finding 4: a dropped count that wraps below zero to balance an invented entry modulo
+/// 2^64 is refused: no share drops more than the inputs hold.
+#[test]
+fn a_wrapped_dropped_count_is_refused() {
+    let m = caught("wrapped-count", ALL_TO_THE_WORKER);
+    assert_eq!(m.verify_failures, 0, "refused before the digest: {m:?}");
+}
+
+/// Finding 3: the outputs of an earlier task, returned with that task's statistics for a
+/// later one, carry the earlier task's nonce and are refused.
+#[test]
+fn outputs_replayed_from_an_earlier_task_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--lie", "replay"]);
+    let off = OffloadOptions {
+        split: ALL_TO_THE_WORKER,
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    // The first task is answered honestly (and kept by the worker).
+    let first = compact_and_check(dir.path(), off.clone(), &model);
+    assert_eq!(first.retries, 0, "{first:?}");
+    // New data over the same keys, so the second task has other inputs.
+    let db = Db::open(dir.path(), base_options()).unwrap();
+    for i in (0..40_000u32).step_by(7) {
+        let (k, v) = (
+            format!("key{i:08}").into_bytes(),
+            format!("second-{i}").into_bytes(),
+        );
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let second = compact_and_check(dir.path(), off, &model);
+    assert!(second.retries >= 1, "the replay went unnoticed: {second:?}");
+    assert_eq!(
+        second.verify_failures, 0,
+        "refused by its nonce: {second:?}"
+    );
+}

@@ -62,3 +62,30 @@ fn a_worker_drops_what_range_tombstones_cover_as_the_host_does() {
         "the offloaded tree holds other entries"
     );
 }
+
+/// Regression (issue 36, finding 5): the sampled check merges a sampled key by the spec's own
+/// rules, range tombstones included, so an honest worker whose outputs rightly lack the keys
+/// a tombstone covers is not refused (it was, with "0 versions in its outputs, 1 in the
+/// inputs' merge", costing a re-run).
+#[test]
+fn sampling_an_honest_worker_under_range_tombstones_finds_nothing_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut model = inverted(dir.path());
+    let db = Db::open(dir.path(), base_options()).unwrap();
+    // About a third of the keys covered: 400 samples all but surely draw some.
+    let (a, b) = ("key00005000", "key00018000");
+    db.delete_range(a.as_bytes(), b.as_bytes()).unwrap();
+    model.retain(|k, _| !(a.as_bytes() <= k.as_slice() && k.as_slice() < b.as_bytes()));
+    db.flush().unwrap();
+    db.close().unwrap();
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &[]);
+    let off = OffloadOptions {
+        split: Split::Static { host_share: 0.0 },
+        verify_outputs: sluice_offload::VerifyOutputs::Sample(400),
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    let m = compact_and_check(dir.path(), off, &model);
+    assert!(m.sides[1].input_bytes > 0, "the worker did no work: {m:?}");
+    assert_eq!((m.retries, m.verify_failures), (0, 0), "{m:?}");
+}

@@ -109,6 +109,8 @@ pub fn task(
         compaction_filter: String::new(),
         range_tombstones: Vec::new(),
         keyspace: 0,
+        // None: the outputs are compared byte for byte with a local run's, which has none.
+        task_nonce: 0,
     }
 }
 
@@ -129,6 +131,7 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         merge_operator: None,
         range_tombstones: None,
         blob_relocation: None,
+        task_nonce: None,
     };
     let exec = ExecOptions {
         mode,

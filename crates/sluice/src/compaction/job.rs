@@ -256,6 +256,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         lower: None,
         upper: None,
         blob_relocation: None,
+        task_nonce: None,
     })
 }
 

@@ -147,6 +147,7 @@ pub(crate) fn split_tables(
                 merge_operator: None,
                 range_tombstones: None,
                 blob_relocation: None,
+                task_nonce: None,
             };
             let mut new_output =
                 || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };

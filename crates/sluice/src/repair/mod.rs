@@ -357,6 +357,7 @@ fn merge_into_bottom_level(
         merge_operator: None,
         range_tombstones: Some(Arc::clone(tombstones)),
         blob_relocation: None,
+        task_nonce: None,
     };
     let mut exec = options.exec_options();
     if exec.mode == CompactionMode::Auto {
