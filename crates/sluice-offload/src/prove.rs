@@ -17,7 +17,7 @@
 //! A part that fails is replaced by the host's copy, and counts as a retry and a verification
 //! failure. The job's parts must then add up, or the job fails and nothing is installed.
 
-use sluice_sst::compact::NewOutput;
+use sluice_sst::compact::{CompactionSpec, NewOutput};
 use sluice_sst::digest::EntryDigest;
 
 use super::ShareReport;
@@ -157,10 +157,14 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// The host's own run of `part`'s share.
+    /// The host's own run of `part`'s share, as an answer to the same task (its outputs carry
+    /// the part's task nonce, so an honest part's files and the copy's are byte-identical).
     fn host_copy(&self, part: &Part, new_output: &mut NewOutput<'_>) -> Result<Part> {
-        let (fresh, _) =
-            self.run_share_on_host(self.spec, &part.share, &self.control, new_output)?;
+        let spec = CompactionSpec {
+            task_nonce: part.task_nonce,
+            ..self.spec.clone()
+        };
+        let (fresh, _) = self.run_share_on_host(&spec, &part.share, &self.control, new_output)?;
         Ok(fresh)
     }
 

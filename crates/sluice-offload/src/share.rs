@@ -68,6 +68,10 @@ pub(super) struct Part {
     pub stats: CompactionIterStats,
     /// Executor stage timings; only the host's are known in detail.
     pub stages: Vec<StageTiming>,
+    /// The nonce of the task the part answers (a worker's), written into its outputs: the
+    /// host's copy of the part for `full` verification writes it too, so that honest files
+    /// are byte-identical.
+    pub task_nonce: Option<u64>,
 }
 
 /// Everything a job produced: its parts in key order, and one report per side that took
@@ -177,6 +181,7 @@ impl Job<'_> {
             profile: out.profile,
             stats: out.stats,
             stages: out.stages,
+            task_nonce: spec.task_nonce,
         };
         Ok((part, report))
     }
@@ -194,8 +199,9 @@ impl Job<'_> {
             addr: addr.to_string(),
             reason,
         };
+        let nonce = task_nonce(self.nonce_key, numbers.start);
         let bounds = ShareBounds {
-            task_nonce: task_nonce(self.nonce_key, numbers.start),
+            task_nonce: nonce,
             numbers,
             lower: share.lower.as_deref(),
             upper: share.upper.as_deref(),
@@ -228,6 +234,7 @@ impl Job<'_> {
             stages: Vec::new(),
             files,
             profile,
+            task_nonce: Some(nonce),
         };
         Ok((part, report))
     }

@@ -54,6 +54,11 @@ fn write_blocks(path: &Path, opts: &TableOptions, blocks: &[EncodedBlock]) -> Ta
         summary.identity,
         "an open reads the identity the writer recorded"
     );
+    assert_eq!(
+        opened.verify_all().unwrap().file_crc32c,
+        Some(summary.file_checksum),
+        "a full verification computes the whole-file checksum as it reads"
+    );
     summary
 }
 
@@ -226,4 +231,39 @@ fn blocks_encoded_on_two_threads_make_the_same_file() {
     let (builder_path, _) = write_table(dir.path(), "builder.sst", &m, &opts);
     assert_eq!(filter_bytes(&threaded), filter_bytes(&builder_path));
     assert_eq!(scan_forward(&open(&threaded, None)), model_entries(&m));
+}
+
+/// A table whose properties misstate its data (a count, a smallest key) opens, but a full
+/// verification refuses it naming the properties block.
+#[test]
+fn verify_all_refuses_properties_that_disagree_with_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = model(300, 2);
+    let opts = TableOptions::default();
+    let entries = entries_of(&m);
+    type Forge = fn(&mut EncodedBlock, &[(&[u8], &[u8])]);
+    let forgeries: [(&str, Forge); 3] = [
+        ("count", |b, _| b.meta.num_entries += 1),
+        ("smallest key", |b, e| b.meta.first_key = e[1].0.to_vec()),
+        ("digest", |b, _| b.meta.digest_sum ^= 1),
+    ];
+    for (what, forge) in forgeries {
+        let mut blocks = encode_run(&entries, &opts, |_| false);
+        forge(&mut blocks[0], &entries);
+        let path = dir.path().join(format!("{what}.sst"));
+        let mut writer =
+            TableFileWriter::create(&crate::fs::Storage::default(), &path, &opts).unwrap();
+        for b in &blocks {
+            writer.append_data_block(b).unwrap();
+        }
+        writer.finish().unwrap();
+        let table = Table::open(&path, 1, TableReadOptions::default()).unwrap();
+        match table.verify_all() {
+            Err(crate::Error::Corruption { reason, offset, .. }) => {
+                assert!(reason.contains("properties disagree"), "{what}: {reason}");
+                assert_eq!(offset, table.footer().properties.offset, "{what}");
+            }
+            other => panic!("{what}: {other:?}"),
+        }
+    }
 }

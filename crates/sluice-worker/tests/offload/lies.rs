@@ -354,3 +354,32 @@ fn outputs_replayed_from_an_earlier_task_are_refused() {
         "refused by its nonce: {second:?}"
     );
 }
+
+/// An honest worker passes every level without a retry: in particular `full`, whose host
+/// copy answers the same task (its outputs carry the task's nonce, as the worker's do) and so
+/// writes byte-identical files.
+#[test]
+fn an_honest_worker_passes_every_level() {
+    for level in [
+        VerifyOutputs::None,
+        VerifyOutputs::Digest,
+        VerifyOutputs::Sample(200),
+        VerifyOutputs::Full,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let model = inverted(dir.path());
+        let secret = secret_file(dir.path(), SECRET);
+        let worker = Worker::start(dir.path(), &secret, &[]);
+        let off = OffloadOptions {
+            split: HALF,
+            verify_outputs: level,
+            ..offload(vec![worker.addr.clone()], SECRET)
+        };
+        let m = compact_and_check(dir.path(), off, &model);
+        assert!(
+            m.sides[1].input_bytes > 0,
+            "{level}: the worker did no work: {m:?}"
+        );
+        assert_eq!((m.retries, m.verify_failures), (0, 0), "{level}: {m:?}");
+    }
+}

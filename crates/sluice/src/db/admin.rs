@@ -100,7 +100,7 @@ impl Db {
                 report.files += 1;
                 report.blocks += verified.blocks;
                 report.bytes += verified.bytes;
-                if let Some(bytes) = pin::check_file_checksum(&table, f)? {
+                if let Some(bytes) = pin::check_file_checksum(&table, f, verified.file_crc32c)? {
                     report.file_checksums += 1;
                     report.bytes += bytes;
                 }
@@ -124,7 +124,7 @@ impl Db {
             let version = std::sync::Arc::clone(inner.state.lock().versions.current());
             for f in version.live_files() {
                 let table = inner.table_cache.open_uncached(f)?;
-                match pin::check_file_checksum(&table, f)? {
+                match pin::check_file_checksum(&table, f, None)? {
                     Some(bytes) => {
                         report.files += 1;
                         report.bytes += bytes;

@@ -72,23 +72,32 @@ pub fn check_opened(table: &Table, file: &FileMetaData) -> Result<()> {
     Ok(())
 }
 
-/// Reads every byte of the opened `table` and compares their CRC32C with the checksum the
-/// MANIFEST recorded in `file`. Returns the bytes read, or `None` when no checksum was
-/// recorded (a table of an older build): then nothing is read.
-pub fn check_file_checksum(table: &Table, file: &FileMetaData) -> Result<Option<u64>> {
+/// Compares the CRC32C of every byte of the opened `table` with the checksum the MANIFEST
+/// recorded in `file`: `known` when the caller computed it already (`Table::verify_all`
+/// does, as it reads), otherwise from a read of the whole file. Returns the bytes this read,
+/// or `None` when no checksum was recorded (a table of an older build): then nothing is
+/// read.
+pub fn check_file_checksum(
+    table: &Table,
+    file: &FileMetaData,
+    known: Option<u32>,
+) -> Result<Option<u64>> {
     let Some(recorded) = file.file_checksum else {
         return Ok(None);
     };
-    let read = open_file_crc32c(table.file()).with_path(table.path())?;
-    if read.crc32c != recorded {
+    let (crc, read) = match known {
+        Some(crc) => (crc, 0),
+        None => {
+            let r = open_file_crc32c(table.file()).with_path(table.path())?;
+            (r.crc32c, r.len)
+        }
+    };
+    if crc != recorded {
         return Err(Error::corruption(
             table.path(),
             0,
-            format!(
-                "file checksum is {:08x}, the MANIFEST recorded {recorded:08x}",
-                read.crc32c
-            ),
+            format!("file checksum is {crc:08x}, the MANIFEST recorded {recorded:08x}"),
         ));
     }
-    Ok(Some(read.len))
+    Ok(Some(read))
 }
