@@ -96,6 +96,11 @@ impl Block {
         &self.data
     }
 
+    /// The decompressed bytes, given back (to reuse the buffer for the next block).
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Number of restart points.
     pub fn num_restarts(&self) -> usize {
         self.num_restarts

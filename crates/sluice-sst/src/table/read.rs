@@ -57,16 +57,44 @@ impl RawBlock {
     }
 
     fn parts(&self) -> (&[u8], u8, u32) {
-        let split = self.bytes.len().saturating_sub(BLOCK_TRAILER_LEN);
-        let (contents, trailer) = self.bytes.split_at(split);
-        let ctype = trailer.first().copied().unwrap_or(u8::MAX);
-        let crc = get_fixed32(trailer.get(1..).unwrap_or_default()).unwrap_or(0);
-        (contents, ctype, crc)
+        split_stored(&self.bytes)
     }
 
     fn corruption(&self, reason: impl Into<String>) -> Error {
         Error::corruption(&*self.path, self.handle.offset, reason)
     }
+}
+
+/// Splits a block's stored bytes into contents, compression type byte and stored (masked)
+/// checksum.
+fn split_stored(stored: &[u8]) -> (&[u8], u8, u32) {
+    let split = stored.len().saturating_sub(BLOCK_TRAILER_LEN);
+    let (contents, trailer) = stored.split_at(split);
+    let ctype = trailer.first().copied().unwrap_or(u8::MAX);
+    let crc = get_fixed32(trailer.get(1..).unwrap_or_default()).unwrap_or(0);
+    (contents, ctype, crc)
+}
+
+/// How many handles at the front of `handles` one read can fetch: adjacent blocks (each
+/// starting where the previous one's trailer ends, as a table's data blocks do) within
+/// [`MAX_COALESCED_READ_BYTES`]; at least 1 when `handles` is not empty.
+pub(crate) fn adjacent_run(handles: &[BlockHandle]) -> usize {
+    let Some(first) = handles.first() else {
+        return 0;
+    };
+    let mut end = first.end_with_trailer();
+    let mut run = 1;
+    while let (Some(next), Some(e)) = (handles.get(run), end) {
+        let next_end = next.end_with_trailer();
+        let adjacent = next.offset == e;
+        let fits = next_end.is_some_and(|ne| ne - first.offset <= MAX_COALESCED_READ_BYTES);
+        if !adjacent || !fits || next.size > MAX_BLOCK_BYTES as u64 {
+            break;
+        }
+        end = next_end;
+        run += 1;
+    }
+    run
 }
 
 /// S1: reads the block at `handle` (contents and trailer) from `file` with one positioned read.
@@ -128,26 +156,15 @@ pub fn read_raw_blocks(
     let mut out = Vec::with_capacity(handles.len());
     let mut rest = handles;
     while let Some(first) = rest.first() {
-        // The run of adjacent handles starting at `first`, within the read size limit.
-        let mut end = first.end_with_trailer();
-        let mut run = 1;
-        while let (Some(next), Some(e)) = (rest.get(run), end) {
-            let next_end = next.end_with_trailer();
-            let adjacent = next.offset == e;
-            let fits = next_end.is_some_and(|ne| ne - first.offset <= MAX_COALESCED_READ_BYTES);
-            if !adjacent || !fits || next.size > MAX_BLOCK_BYTES as u64 {
-                break;
-            }
-            end = next_end;
-            run += 1;
-        }
+        let run = adjacent_run(rest);
+        let end = rest.get(run - 1).and_then(|last| last.end_with_trailer());
         let (group, tail) = rest.split_at(run);
         rest = tail;
         if run == 1 {
             out.push(read_raw_block_at(file, &path, *first)?);
             continue;
         }
-        // Sizes were checked against the limits above, so the range is at most 1 MiB.
+        // `adjacent_run` checked the sizes against the limits, so the range is at most 1 MiB.
         let len = end.unwrap_or(first.offset).saturating_sub(first.offset) as usize;
         let mut bytes = vec![0u8; len];
         match file.read_exact_at(&mut bytes, first.offset) {
@@ -180,32 +197,63 @@ pub fn read_raw_blocks(
 
 /// S2: checks the trailer's CRC32C against the contents and type byte.
 pub fn verify_raw_block(raw: &RawBlock) -> Result<()> {
-    let (contents, ctype, stored) = raw.parts();
+    verify_stored(&raw.bytes).map_err(|reason| raw.corruption(reason))
+}
+
+/// S2 on a block's stored bytes: the reason it fails, if it does.
+fn verify_stored(stored: &[u8]) -> std::result::Result<(), String> {
+    let (contents, ctype, crc) = split_stored(stored);
     let actual = block_checksum(contents, ctype);
-    if actual != stored {
-        return Err(raw.corruption(format!(
-            "block checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
-        )));
+    if actual != crc {
+        return Err(format!(
+            "block checksum mismatch: stored {crc:#010x}, computed {actual:#010x}"
+        ));
     }
     Ok(())
+}
+
+/// S3 without parsing on a block's stored bytes: appends the uncompressed contents to `out`,
+/// never more than [`MAX_BLOCK_BYTES`]; the reason it fails, if it does.
+fn decompress_stored(stored: &[u8], out: &mut Vec<u8>) -> std::result::Result<(), String> {
+    let (contents, ctype_byte, _) = split_stored(stored);
+    match CompressionType::from_u8(ctype_byte) {
+        None => Err(format!("unknown compression type {ctype_byte}")),
+        Some(CompressionType::None) => {
+            out.extend_from_slice(contents);
+            Ok(())
+        }
+        Some(ctype) => decompress(ctype, contents, MAX_BLOCK_BYTES, out)
+            .map_err(|e| format!("cannot decompress block: {e}")),
+    }
+}
+
+/// S2 and S3 on the stored bytes of the block at `handle` of `path`, borrowed from a larger
+/// read: checks the checksum, then leaves the uncompressed contents in `out` (cleared first,
+/// so one buffer serves block after block without allocating).
+pub(crate) fn verify_and_decompress_stored(
+    stored: &[u8],
+    path: &Path,
+    handle: BlockHandle,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    out.clear();
+    verify_stored(stored)
+        .and_then(|()| decompress_stored(stored, out))
+        .map_err(|reason| Error::corruption(path, handle.offset, reason))
 }
 
 /// S3 without parsing: the uncompressed contents (for the filter and properties blocks, which
 /// are not in block format). Never produces more than [`MAX_BLOCK_BYTES`].
 pub(crate) fn decompress_raw_contents(raw: RawBlock) -> Result<Vec<u8>> {
     let (contents, ctype_byte, _) = raw.parts();
-    let Some(ctype) = CompressionType::from_u8(ctype_byte) else {
-        return Err(raw.corruption(format!("unknown compression type {ctype_byte}")));
-    };
-    if ctype == CompressionType::None {
+    if ctype_byte == CompressionType::None as u8 {
         let len = contents.len();
         let mut bytes = raw.bytes;
         bytes.truncate(len);
         return Ok(bytes);
     }
     let mut out = Vec::new();
-    decompress(ctype, contents, MAX_BLOCK_BYTES, &mut out)
-        .map_err(|e| raw.corruption(format!("cannot decompress block: {e}")))?;
+    decompress_stored(&raw.bytes, &mut out).map_err(|reason| raw.corruption(reason))?;
     Ok(out)
 }
 

@@ -11,15 +11,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::read::{
-    decompress_raw_block, decompress_raw_contents, read_raw_block_at, read_raw_blocks,
-    verify_raw_block,
+    adjacent_run, decompress_raw_block, decompress_raw_contents, read_raw_block_at,
+    verify_and_decompress_stored, verify_raw_block,
 };
 use super::{TableIdentity, TableIter};
 use crate::block::{Block, BlockIter};
 use crate::cache::BlockCache;
 use crate::digest::EntryDigest;
 use crate::filter::BloomFilter;
-use crate::format::{BlockHandle, FOOTER_LEN, Footer, footer_checksum};
+use crate::format::{
+    BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, MAX_BLOCK_BYTES, footer_checksum,
+};
 use crate::fs::{ReadFile, Storage};
 use crate::iter::InternalIterator;
 use crate::key::{compare_internal, user_key};
@@ -501,8 +503,6 @@ impl Table {
     /// be read one way and compacted another). Used by `sluice check` and by the host on a
     /// worker's outputs.
     pub fn verify_all(&self) -> Result<VerifyReport> {
-        /// Data blocks read per batch: adjacent ones are read together (up to 1 MiB a read).
-        const BATCH: usize = 256;
         let mut report = VerifyReport::default();
         let mut crc = TilingCrc {
             crc: 0,
@@ -515,19 +515,56 @@ impl Table {
         let handles: Vec<BlockHandle> = (0..self.index.len())
             .filter_map(|i| self.index.handle(i))
             .collect();
-        for (batch, chunk) in handles.chunks(BATCH).enumerate() {
-            let raws = read_raw_blocks(&*self.file, &self.path, chunk)?;
-            for (j, raw) in raws.into_iter().enumerate() {
-                let Some((index_key, handle)) = self.index_entry(batch * BATCH + j) else {
+        // One read buffer and one block buffer serve every block: adjacent blocks are read
+        // together (up to 1 MiB), and nothing is allocated per block.
+        let mut read_buf = Vec::new();
+        let mut block_buf = Vec::new();
+        let mut last: Vec<u8> = Vec::new();
+        let mut next_block = 0;
+        while next_block < handles.len() {
+            let run = &handles[next_block..next_block + adjacent_run(&handles[next_block..])];
+            let (Some(first), Some(end)) =
+                (run.first(), run.last().and_then(|h| h.end_with_trailer()))
+            else {
+                break;
+            };
+            if end - first.offset > MAX_BLOCK_BYTES as u64 {
+                return Err(Error::corruption(
+                    &*self.path,
+                    first.offset,
+                    format!("block of {} bytes exceeds the size limit", first.size),
+                ));
+            }
+            read_buf.resize((end - first.offset) as usize, 0);
+            self.file
+                .read_exact_at(&mut read_buf, first.offset)
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => Error::corruption(
+                        &*self.path,
+                        first.offset,
+                        "blocks run past the end of the file",
+                    ),
+                    _ => Error::io(&*self.path, e),
+                })?;
+            crc.feed(first.offset, &read_buf);
+            for (j, handle) in run.iter().enumerate() {
+                let Some((index_key, _)) = self.index_entry(next_block + j) else {
                     break;
                 };
-                crc.feed(handle.offset, raw.bytes());
-                verify_raw_block(&raw)?;
+                let start = (handle.offset - first.offset) as usize;
+                let stored_len = handle.size as usize + BLOCK_TRAILER_LEN;
+                let stored = read_buf.get(start..start + stored_len).unwrap_or_default();
+                verify_and_decompress_stored(stored, &self.path, *handle, &mut block_buf)?;
                 report.blocks += 1;
-                report.bytes += raw.stored_len() as u64;
-                let mut it = BlockIter::new(Arc::new(decompress_raw_block(raw)?));
+                report.bytes += stored_len as u64;
+                let block = Arc::new(Block::new(
+                    std::mem::take(&mut block_buf),
+                    Arc::clone(&self.path),
+                    handle.offset,
+                )?);
+                let mut it = BlockIter::new(Arc::clone(&block));
                 it.seek_to_first()?;
-                let mut last: Vec<u8> = Vec::new();
+                last.clear();
                 while it.valid() {
                     let out_of_order = match (last.is_empty(), prev_last) {
                         (false, _) => !compare_internal(&last, it.key()).is_lt(),
@@ -549,6 +586,7 @@ impl Table {
                     last.extend_from_slice(it.key());
                     it.next()?;
                 }
+                drop(it);
                 if last != index_key {
                     return Err(Error::corruption(
                         &*self.path,
@@ -557,7 +595,10 @@ impl Table {
                     ));
                 }
                 prev_last = Some(index_key);
+                // The iterator is gone, so the block is ours again: keep its buffer.
+                block_buf = Arc::try_unwrap(block).map_or_else(|_| Vec::new(), Block::into_data);
             }
+            next_block += run.len();
         }
         // The meta blocks and the footer follow the data blocks, in file order.
         let mut metas: Vec<BlockHandle> = [

@@ -133,16 +133,26 @@ fn verification_none_trusts_the_worker() {
 /// (which the lie may have changed).
 fn installed_from_a_liar(lie: &str, level: VerifyOutputs) -> sluice_offload::OffloadMetrics {
     let dir = tempfile::tempdir().unwrap();
-    let _model = inverted(dir.path());
-    let secret = secret_file(dir.path(), SECRET);
-    let worker = Worker::start(dir.path(), &secret, &["--lie", lie]);
+    inverted(dir.path());
+    installed_from_a_liar_in(dir.path(), lie, level).1
+}
+
+/// [`installed_from_a_liar`] on the tree in `dir`, every share sent to the worker; returns
+/// the worker (still running: it stops when dropped) and the metrics. The database is closed.
+fn installed_from_a_liar_in(
+    dir: &Path,
+    lie: &str,
+    level: VerifyOutputs,
+) -> (Worker, sluice_offload::OffloadMetrics) {
+    let secret = secret_file(dir, SECRET);
+    let worker = Worker::start(dir, &secret, &["--lie", lie]);
     let off = OffloadOptions {
         split: ALL_TO_THE_WORKER,
         verify_outputs: level,
         ..dynamic(vec![worker.addr.clone()])
     };
     let db = Db::open(
-        dir.path(),
+        dir,
         Options {
             offload: Some(off.into()),
             ..base_options()
@@ -150,7 +160,9 @@ fn installed_from_a_liar(lie: &str, level: VerifyOutputs) -> sluice_offload::Off
     )
     .unwrap();
     db.compact_range(None, None).unwrap();
-    db.offload_metrics().unwrap()
+    let m = db.offload_metrics().unwrap();
+    db.close().unwrap();
+    (worker, m)
 }
 
 /// The database in `dir` opened with `options`, sharing every compaction with a worker told
@@ -245,7 +257,7 @@ fn a_worker_hiding_blob_references_is_caught() {
 }
 
 /// Issue 36, finding 1: what the host checked is what it reads. A worker that renames another
-/// valid table (or a symbolic link to the same bytes outside every root) over an output
+/// valid table (or a symbolic link to a copy of the same bytes) over an output
 /// after answering: the swapped file is never read as valid. Either the swap reached the file
 /// before the host checked it (then the share was re-run on the host, and the data is the
 /// model's), or the next open of the table and `check` refuse it, naming the file.
@@ -254,23 +266,7 @@ fn a_table_swapped_after_the_reply_is_refused_at_the_next_open_and_by_check() {
     for lie in ["swap-after-reply", "symlink-after-reply"] {
         let dir = tempfile::tempdir().unwrap();
         let model = inverted(dir.path());
-        let secret = secret_file(dir.path(), SECRET);
-        let worker = Worker::start(dir.path(), &secret, &["--lie", lie]);
-        let off = OffloadOptions {
-            split: ALL_TO_THE_WORKER,
-            ..offload(vec![worker.addr.clone()], SECRET)
-        };
-        let db = Db::open(
-            dir.path(),
-            Options {
-                offload: Some(off.into()),
-                ..base_options()
-            },
-        )
-        .unwrap();
-        db.compact_range(None, None).unwrap();
-        let m = db.offload_metrics().unwrap();
-        db.close().unwrap();
+        let (worker, m) = installed_from_a_liar_in(dir.path(), lie, VerifyOutputs::Digest);
         // Past the worker's swap (it acts 200 ms after preparing its reply).
         std::thread::sleep(Duration::from_millis(800));
         drop(worker);
