@@ -273,12 +273,14 @@ impl Offloader {
         for mut part in parts {
             files.append(&mut part.files);
             stages.append(&mut part.stages);
+            // Saturating: a worker's profile is its word, and only reported.
             for (sum, step) in profile.step_nanos.iter_mut().zip(part.profile.step_nanos) {
-                *sum += step;
+                *sum = sum.saturating_add(step);
             }
-            profile.bytes_read += part.profile.bytes_read;
-            profile.bytes_written += part.profile.bytes_written;
-            profile.cpu_nanos += part.profile.cpu_nanos;
+            let p = &part.profile;
+            profile.bytes_read = profile.bytes_read.saturating_add(p.bytes_read);
+            profile.bytes_written = profile.bytes_written.saturating_add(p.bytes_written);
+            profile.cpu_nanos = profile.cpu_nanos.saturating_add(p.cpu_nanos);
             stats += part.stats;
         }
         profile.entries_in = stats.entries_in;

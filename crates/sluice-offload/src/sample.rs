@@ -35,8 +35,8 @@ pub(super) struct Mismatch {
     pub found: usize,
 }
 
-/// Checks `k` keys drawn from `spec`'s inputs within `[lower, upper)` against `files`; returns
-/// the first mismatch, if any.
+/// Checks `k` keys drawn from `spec`'s inputs and from `files` within `[lower, upper)`
+/// against `files`; returns the first mismatch, if any.
 pub(super) fn check_sample(
     spec: &CompactionSpec,
     lower: Option<&[u8]>,
@@ -45,7 +45,14 @@ pub(super) fn check_sample(
     k: u32,
 ) -> Result<Option<Mismatch>> {
     let mut rng = SplitMix(RandomState::new().hash_one(files.len()));
-    let inputs: Vec<&Arc<Table>> = spec.inputs.iter().flatten().collect();
+    // Only tables that reach into the part's range can give it a key.
+    let reaches = |t: &&Arc<Table>| {
+        let p = t.properties();
+        p.num_entries > 0
+            && lower.is_none_or(|lo| user_key(&p.largest_key) >= lo)
+            && upper.is_none_or(|hi| user_key(&p.smallest_key) < hi)
+    };
+    let inputs: Vec<&Arc<Table>> = spec.inputs.iter().flatten().filter(reaches).collect();
     let outputs = open_outputs(files)?;
     let output_refs: Vec<&Arc<Table>> = outputs.iter().collect();
     for _ in 0..k {
@@ -83,8 +90,8 @@ impl SplitMix {
     }
 }
 
-/// A user key of a random entry of a random input table, inside `[lower, upper)`; `None` if
-/// a few tries find none (a range with few keys).
+/// A user key of a random entry of a random one of `tables`, inside `[lower, upper)`; `None`
+/// if a few tries find none (a range with few keys).
 fn draw_key(
     tables: &[&Arc<Table>],
     lower: Option<&[u8]>,
@@ -139,6 +146,7 @@ fn merged_versions(spec: &CompactionSpec, key: &[u8]) -> Result<Entries> {
     Ok(out)
 }
 
+/// The outputs, opened again: each must still be the file that was verified (its identity).
 fn open_outputs(files: &[OutputFile]) -> Result<Vec<Arc<Table>>> {
     files
         .iter()
@@ -147,7 +155,15 @@ fn open_outputs(files: &[OutputFile]) -> Result<Vec<Arc<Table>>> {
                 load_filter: false,
                 ..TableReadOptions::default()
             };
-            Table::open(&f.path, f.number, opts)
+            let table = Table::open(&f.path, f.number, opts)?;
+            if table.identity() != f.summary.identity {
+                return Err(sluice_sst::Error::corruption(
+                    &f.path,
+                    0,
+                    "the output changed after it was verified",
+                ));
+            }
+            Ok(table)
         })
         .collect()
 }

@@ -207,7 +207,10 @@ impl Job<'_> {
             upper: share.upper.as_deref(),
             inputs: &self.inputs,
         };
-        let files = verify_outputs(&r.files, &bounds, self.env.table_dirs()).map_err(bad)?;
+        // The counts first: they cost nothing, the outputs' check reads every byte.
+        let stats = r.stats.as_ref().map(stats_from_wire).unwrap_or_default();
+        check_drop_counts(&stats, &self.inputs).map_err(&bad)?;
+        let files = verify_outputs(&r.files, &bounds, self.env.table_dirs()).map_err(&bad)?;
         let profile = r
             .profile
             .as_ref()
@@ -226,8 +229,6 @@ impl Job<'_> {
             cpu_seconds: profile.cpu_nanos as f64 / 1e9,
             retried: false,
         };
-        let stats = r.stats.as_ref().map(stats_from_wire).unwrap_or_default();
-        check_drop_counts(&stats, &self.inputs).map_err(bad)?;
         let part = Part {
             share: share.clone(),
             stats,

@@ -7,19 +7,24 @@
 //! directories with the reported size, it is a regular file of its own (not a symbolic link,
 //! one hard link, not the inode of any input), it opens (footer, index, filter and properties
 //! blocks all pass their checksums), its properties agree with the reported entry count and
-//! key range, its keys lie inside the share and inside the inputs' key range, no entry is
-//! newer than the newest input, and the files are in key order without overlap. When blob
+//! key range, its properties carry the task's nonce, its keys lie inside the share and inside
+//! the inputs' key range, no entry is newer than the newest input, and the files are in key
+//! order without overlap; the reported dropped counts add up without overflow to no more than
+//! the inputs hold ([`check_drop_counts`]). When blob
 //! references are involved, the host counts the output's itself (they decide which blob
 //! files stay): the count must be the properties', and within the inputs'.
 //!
-//! Then the host reads every byte of the file through the descriptor it opened, computes the
-//! CRC32C itself (compared with the reported one, and the one the MANIFEST records), and
-//! decodes every block: entries in order, each block ending with its index key, and the
-//! properties' count, key range and entry digest those of the data (`Table::verify_all`). So
-//! the digest check of `prove.rs` works on digests the host confirmed, not on the worker's
-//! word, and what the MANIFEST pins (size, identity, checksum) is what the host read. A file
-//! renamed over the output after these checks is refused at its next open and by `check`
-//! (`sluice::version::pin`).
+//! Then the host reads every byte of the file it opened, computes the CRC32C itself (compared
+//! with the reported one, and the one the MANIFEST records), and decodes every block: entries
+//! in order, each block ending with its index key, the filter holding every key, and the
+//! properties those the entries make (`Table::verify_all`). So the digest check of `prove.rs`
+//! works on digests the host confirmed, not on the worker's word, and what the MANIFEST pins
+//! (size, identity, checksum) is what the host read.
+//!
+//! Known gap: the link and inode checks look at the name, and the table is then opened by
+//! name. A file swapped in between is the one read and pinned, so it must pass every check
+//! above itself; one swapped in after them is refused at its next open (size, identity,
+//! symbolic link) and by `check` (`sluice::version::pin`), unless it matches the identity.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -31,7 +36,6 @@ use std::sync::Arc;
 use sluice_rpc::proto;
 use sluice_sst::blob::{BlobRef, BlobRefCounts};
 use sluice_sst::compact::{CompactionSpec, OutputFile};
-use sluice_sst::fs::open_file_crc32c;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, compare_internal, parse_internal_key, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
@@ -212,16 +216,14 @@ fn verify_one(
         ));
     }
     check_blob_refs(&table, &bounds.inputs.blob_refs)?;
-    // Every byte, read through the descriptor the checks above used: the checksum and the
-    // identity the MANIFEST will pin are of one and the same file.
+    if props.entry_digest.is_none() {
+        return Err("properties without an entry digest: nothing to prove it by".into());
+    }
+    // Every byte, read through the file the checks above opened: the checksum and the
+    // identity the MANIFEST will pin are of the bytes the host read.
     let verified = table.verify_all().map_err(|e| e.to_string())?;
-    let crc = match verified.file_crc32c {
-        Some(crc) => crc,
-        None => {
-            open_file_crc32c(table.file())
-                .map_err(|e| format!("{}: {e}", path.display()))?
-                .crc32c
-        }
+    let Some(crc) = verified.file_crc32c else {
+        return Err("its blocks and footer do not tile the file: bytes no checksum covers".into());
     };
     if crc != f.file_crc32c {
         return Err(format!(

@@ -17,7 +17,7 @@
 //! name, when the filter also holds key prefixes), 17 blob_refs (the table's references into
 //! blob files, a [`BlobRefCounts`] encoding; absent when it has none), 18 task_nonce (8
 //! bytes, little-endian: the nonce of the offloaded task whose output the table is; absent
-//! in tables the host wrote). Readers skip tags they do not know, so new properties may
+//! in tables the host wrote for itself). Readers skip tags they do not know, so new properties may
 //! be added under new tags without a format version change; a missing property reads as zero /
 //! empty (the digest as absent: tables written before it existed).
 
@@ -97,7 +97,8 @@ pub struct TableProperties {
     pub blob_refs: BlobRefCounts,
     /// The nonce of the offloaded task this table answers (a worker's output): the host
     /// refuses an output that carries another task's, such as one replayed from an earlier
-    /// task. `None` in tables the host wrote itself.
+    /// task. `None` in tables the host wrote for itself (its copy of a worker's part for `full`
+    /// verification answers the part's task and carries its nonce).
     pub task_nonce: Option<u64>,
 }
 

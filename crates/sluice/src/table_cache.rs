@@ -222,7 +222,8 @@ impl TableCache {
     }
 
     /// A reader of `file` of its own, opened from disk now and never cached: what a check of
-    /// the files as they are (not as the cache opened them) reads.
+    /// the files as they are (not as the cache opened them) reads. It loads the filter, so a
+    /// full verification checks it holds every key.
     pub fn open_uncached(&self, file: &FileMetaData) -> Result<Arc<Table>> {
         self.open_pinned(
             file,
@@ -230,7 +231,7 @@ impl TableCache {
                 cache: None,
                 verify_checksums: true,
                 storage: self.storage.clone(),
-                load_filter: false,
+                load_filter: true,
                 ..TableReadOptions::default()
             },
         )

@@ -67,7 +67,7 @@ pub struct CompactionSpec {
     pub blob_relocation: Option<Arc<dyn super::BlobRelocation>>,
     /// The nonce of the offloaded task this compaction answers: written into every output's
     /// properties (`task_nonce`), so the host can tell these outputs from any other task's.
-    /// `None` on the host.
+    /// `None` for the host's own compactions.
     pub task_nonce: Option<u64>,
 }
 

@@ -253,23 +253,28 @@ impl CompactionIterStats {
 }
 
 impl std::ops::AddAssign for CompactionIterStats {
-    /// Adds another sub-task's (or share's) counters.
+    /// Adds another sub-task's (or share's) counters; saturating, as a worker's reply may
+    /// carry any values (its drop counts are checked before they are used).
     fn add_assign(&mut self, s: CompactionIterStats) {
-        self.entries_in += s.entries_in;
-        self.entries_out += s.entries_out;
-        self.shadowed_dropped += s.shadowed_dropped;
-        self.tombstones_dropped += s.tombstones_dropped;
-        self.input_key_bytes += s.input_key_bytes;
-        self.input_value_bytes += s.input_value_bytes;
+        self.entries_in = self.entries_in.saturating_add(s.entries_in);
+        self.entries_out = self.entries_out.saturating_add(s.entries_out);
+        self.shadowed_dropped = self.shadowed_dropped.saturating_add(s.shadowed_dropped);
+        self.tombstones_dropped = self.tombstones_dropped.saturating_add(s.tombstones_dropped);
+        self.input_key_bytes = self.input_key_bytes.saturating_add(s.input_key_bytes);
+        self.input_value_bytes = self.input_value_bytes.saturating_add(s.input_value_bytes);
         self.dropped_digest = self.dropped_digest.wrapping_add(s.dropped_digest);
-        self.seqs_zeroed += s.seqs_zeroed;
-        self.filter_removed += s.filter_removed;
-        self.filter_changed += s.filter_changed;
-        self.merge_absorbed += s.merge_absorbed;
-        self.range_covered += s.range_covered;
+        self.seqs_zeroed = self.seqs_zeroed.saturating_add(s.seqs_zeroed);
+        self.filter_removed = self.filter_removed.saturating_add(s.filter_removed);
+        self.filter_changed = self.filter_changed.saturating_add(s.filter_changed);
+        self.merge_absorbed = self.merge_absorbed.saturating_add(s.merge_absorbed);
+        self.range_covered = self.range_covered.saturating_add(s.range_covered);
         self.rewrite_digest = self.rewrite_digest.wrapping_add(s.rewrite_digest);
-        self.blob_values_relocated += s.blob_values_relocated;
-        self.blob_bytes_relocated += s.blob_bytes_relocated;
+        self.blob_values_relocated = self
+            .blob_values_relocated
+            .saturating_add(s.blob_values_relocated);
+        self.blob_bytes_relocated = self
+            .blob_bytes_relocated
+            .saturating_add(s.blob_bytes_relocated);
     }
 }
 

@@ -11,10 +11,13 @@
 //! The footer's checksum covers where the index, filter and properties blocks lie and the
 //! format version; the properties block's covers the table's key range, sequence numbers,
 //! entry count, entry digest and sizes (and, for a worker's output, the nonce of the task it
-//! answers). Another table of the same size in the place of a pinned one passes both with
-//! probability about 2^-64 when nothing chose it to collide; CRCs are not a cryptographic hash,
-//! so a party that crafts a file to collide can pass it (the fault model of
-//! `docs/design/0005-compaction-offload.md` says where that leaves a malicious worker).
+//! answers). Another table with other entries has other properties; one of the same size and
+//! layout has the same footer, so the properties' 32-bit CRC alone tells them apart: it passes
+//! with probability about 2^-32 when nothing chose it to collide. The data blocks themselves
+//! are covered by their own CRCs when read and by the whole-file checksum, not by the
+//! identity. CRCs are not a cryptographic hash, so a party that crafts a file to collide can
+//! pass it (the fault model of `docs/design/0005-compaction-offload.md` says where that
+//! leaves a malicious worker).
 //!
 //! RocksDB pins tables the same way with `verify_sst_unique_id_in_manifest` (an id derived
 //! from the properties), and records the whole-file checksum beside it (`file_checksum`),

@@ -14,10 +14,9 @@ use super::read::{
     adjacent_run, decompress_raw_block, decompress_raw_contents, read_raw_block_at,
     verify_and_decompress_stored, verify_raw_block,
 };
-use super::{TableIdentity, TableIter};
+use super::{BlockMeta, TableIdentity, TableIter};
 use crate::block::{Block, BlockIter};
 use crate::cache::BlockCache;
-use crate::digest::EntryDigest;
 use crate::filter::BloomFilter;
 use crate::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, MAX_BLOCK_BYTES, footer_checksum,
@@ -510,8 +509,8 @@ impl Table {
             tiles: true,
         };
         let mut prev_last: Option<&[u8]> = None;
-        let mut digest = EntryDigest::default();
-        let mut first_key: Option<Vec<u8>> = None;
+        // What the writer would have recorded for these entries, rebuilt from the data.
+        let mut found = TableProperties::default();
         let handles: Vec<BlockHandle> = (0..self.index.len())
             .filter_map(|i| self.index.handle(i))
             .collect();
@@ -528,14 +527,16 @@ impl Table {
             else {
                 break;
             };
-            if end - first.offset > MAX_BLOCK_BYTES as u64 {
+            // A run is at most 1 MiB; a single block at most MAX_BLOCK_BYTES and its trailer.
+            let len = end - first.offset;
+            if len > MAX_BLOCK_BYTES as u64 + BLOCK_TRAILER_LEN as u64 {
                 return Err(Error::corruption(
                     &*self.path,
                     first.offset,
-                    format!("block of {} bytes exceeds the size limit", first.size),
+                    format!("block of {len} bytes exceeds the size limit"),
                 ));
             }
-            read_buf.resize((end - first.offset) as usize, 0);
+            read_buf.resize(len as usize, 0);
             self.file
                 .read_exact_at(&mut read_buf, first.offset)
                 .map_err(|e| match e.kind() {
@@ -564,6 +565,7 @@ impl Table {
                 )?);
                 let mut it = BlockIter::new(Arc::clone(&block));
                 it.seek_to_first()?;
+                let mut meta = BlockMeta::default();
                 last.clear();
                 while it.valid() {
                     let out_of_order = match (last.is_empty(), prev_last) {
@@ -578,10 +580,7 @@ impl Table {
                             "entries out of order",
                         ));
                     }
-                    if first_key.is_none() {
-                        first_key = Some(it.key().to_vec());
-                    }
-                    digest.add(it.key(), it.value());
+                    meta.add_entry(it.key(), it.value());
                     last.clear();
                     last.extend_from_slice(it.key());
                     it.next()?;
@@ -594,6 +593,28 @@ impl Table {
                         "block's last key differs from its index entry",
                     ));
                 }
+                if meta.num_entries == 0 {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        handle.offset,
+                        "an empty data block",
+                    ));
+                }
+                // A filter that leaves a key out makes a lookup miss what a scan finds.
+                if let Some(filter) = &self.filter
+                    && !meta
+                        .filter_hashes
+                        .iter()
+                        .all(|&h| filter.may_contain_hash(h))
+                {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        handle.offset,
+                        "the bloom filter leaves out a key of this block",
+                    ));
+                }
+                meta.last_key.clone_from(&last);
+                found.add_block(&meta);
                 prev_last = Some(index_key);
                 // The iterator is gone, so the block is ours again: keep its buffer.
                 block_buf = Arc::try_unwrap(block).map_or_else(|_| Vec::new(), Block::into_data);
@@ -625,48 +646,58 @@ impl Table {
         crc.feed(footer_offset, &footer);
         report.bytes += FOOTER_LEN as u64;
         report.file_crc32c = crc.finish(self.file_size);
-        self.check_properties_describe(first_key.as_deref(), prev_last, digest)?;
+        self.check_properties_describe(&found)?;
         Ok(report)
     }
 
-    /// Fails unless the properties agree with what reading every entry found: `first` and
-    /// `last` keys (`None` for no entry) and their count and digest.
-    fn check_properties_describe(
-        &self,
-        first: Option<&[u8]>,
-        last: Option<&[u8]>,
-        found: EntryDigest,
-    ) -> Result<()> {
+    /// Fails unless the properties agree with `found`, what the writer records for the
+    /// entries the data blocks hold: their count, tombstones, key and value bytes, value
+    /// sizes, key range, sequence numbers, blob references and (when the table has one) entry
+    /// digest. A table whose properties disagree with its data would be read one way and
+    /// planned, compacted or proven another.
+    fn check_properties_describe(&self, found: &TableProperties) -> Result<()> {
         let p = &self.properties;
-        let offset = self.footer.properties.offset;
-        let disagree = |what: String| {
-            Err(Error::corruption(
+        let same = [
+            ("entry count", p.num_entries == found.num_entries),
+            ("tombstone count", p.num_deletions == found.num_deletions),
+            ("key bytes", p.raw_key_bytes == found.raw_key_bytes),
+            ("value bytes", p.raw_value_bytes == found.raw_value_bytes),
+            (
+                "value size histogram",
+                p.value_size_histogram == found.value_size_histogram,
+            ),
+            ("smallest key", p.smallest_key == found.smallest_key),
+            ("largest key", p.largest_key == found.largest_key),
+            (
+                "smallest sequence number",
+                p.smallest_seq == found.smallest_seq,
+            ),
+            (
+                "largest sequence number",
+                p.largest_seq == found.largest_seq,
+            ),
+            ("blob references", p.blob_refs == found.blob_refs),
+            (
+                "entry digest",
+                p.entry_digest.is_none() || p.entry_digest == found.entry_digest,
+            ),
+        ];
+        match same.iter().find(|(_, ok)| !ok) {
+            None => Ok(()),
+            Some((what, _)) => Err(Error::corruption(
                 &*self.path,
-                offset,
-                format!("properties disagree with the data: {what}"),
-            ))
-        };
-        if p.num_entries != found.entries {
-            return disagree(format!(
-                "they count {} entries, the data blocks hold {}",
-                p.num_entries, found.entries
-            ));
+                self.footer.properties.offset,
+                format!(
+                    "properties disagree with the data: the {what} is not the entries' \
+                     ({} entries, keys {:?} .. {:?}, seq {}..{})",
+                    found.num_entries,
+                    String::from_utf8_lossy(user_key(&found.smallest_key)),
+                    String::from_utf8_lossy(user_key(&found.largest_key)),
+                    found.smallest_seq,
+                    found.largest_seq
+                ),
+            )),
         }
-        let empty: &[u8] = &[];
-        if first.unwrap_or(empty) != p.smallest_key.as_slice()
-            || last.unwrap_or(empty) != p.largest_key.as_slice()
-        {
-            return disagree("the smallest or largest key is not the first or last entry".into());
-        }
-        if let Some(recorded) = p.entry_digest
-            && recorded != found.sum
-        {
-            return disagree(format!(
-                "entry digest {recorded:016x}, the entries sum to {:016x}",
-                found.sum
-            ));
-        }
-        Ok(())
     }
 }
 

@@ -233,8 +233,8 @@ fn blocks_encoded_on_two_threads_make_the_same_file() {
     assert_eq!(scan_forward(&open(&threaded, None)), model_entries(&m));
 }
 
-/// A table whose properties misstate its data (a count, a smallest key) opens, but a full
-/// verification refuses it naming the properties block.
+/// A table whose properties misstate its data (a count, a smallest key, sequence numbers, the
+/// digest) or whose filter leaves keys out opens, but a full verification refuses it.
 #[test]
 fn verify_all_refuses_properties_that_disagree_with_the_data() {
     let dir = tempfile::tempdir().unwrap();
@@ -242,10 +242,13 @@ fn verify_all_refuses_properties_that_disagree_with_the_data() {
     let opts = TableOptions::default();
     let entries = entries_of(&m);
     type Forge = fn(&mut EncodedBlock, &[(&[u8], &[u8])]);
-    let forgeries: [(&str, Forge); 3] = [
+    let forgeries: [(&str, Forge); 6] = [
         ("count", |b, _| b.meta.num_entries += 1),
         ("smallest key", |b, e| b.meta.first_key = e[1].0.to_vec()),
         ("digest", |b, _| b.meta.digest_sum ^= 1),
+        ("sequence numbers", |b, _| b.meta.largest_seq += 1 << 40),
+        ("tombstones", |b, _| b.meta.num_deletions += 1),
+        ("filter", |b, _| b.meta.filter_hashes.clear()),
     ];
     for (what, forge) in forgeries {
         let mut blocks = encode_run(&entries, &opts, |_| false);
@@ -259,6 +262,9 @@ fn verify_all_refuses_properties_that_disagree_with_the_data() {
         writer.finish().unwrap();
         let table = Table::open(&path, 1, TableReadOptions::default()).unwrap();
         match table.verify_all() {
+            Err(crate::Error::Corruption { reason, .. }) if what == "filter" => {
+                assert!(reason.contains("bloom filter leaves out"), "{what}: {reason}");
+            }
             Err(crate::Error::Corruption { reason, offset, .. }) => {
                 assert!(reason.contains("properties disagree"), "{what}: {reason}");
                 assert_eq!(offset, table.footer().properties.offset, "{what}");

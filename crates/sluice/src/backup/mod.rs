@@ -164,7 +164,11 @@ impl BackupEngine {
                         let to = self.dir.join(&stored_name);
                         let copied =
                             copy_file_between(db_fs, &table.path, fs, &to, None).with_path(&to)?;
-                        table.check_copied(&copied)?;
+                        if let Err(e) = table.check_copied(&copied) {
+                            // Not a copy of the pinned table: no backup may share it.
+                            let _ = fs.remove(&to);
+                            return Err(e);
+                        }
                         tables_copied += 1;
                         bytes_copied += copied.len;
                         BackupFile {

@@ -47,7 +47,7 @@
 //! ```
 //!
 //! File fields 1-6 are required; 7-11 default to 0 when absent; 13 and 14 are absent in
-//! MANIFESTs of older builds (and 13 for a worker's output the host did not read whole). A reader skips file fields it
+//! MANIFESTs of older builds. A reader skips file fields it
 //! does not know, unless bit 6 of the field tag (`MANDATORY_FIELD_BIT`) is set, which marks a
 //! field an older reader must not ignore. Levels are below [`NUM_LEVELS`]. Scalar fields appear
 //! at most once per edit. `docs/format/manifest.md` is the full specification.
@@ -148,7 +148,7 @@ pub struct FileMetaData {
     /// CRC32C of every byte of the file (RocksDB's `file_checksum`), computed from bytes the
     /// host wrote or read itself, never from a worker's word. Compared by full reads:
     /// [`crate::Db::verify_file_checksums`], `check`, backups. `None` for tables recorded
-    /// by older builds, and for a worker's output whose bytes the host did not read.
+    /// by older builds.
     pub file_checksum: Option<u32>,
     /// What every open of the table compares with the file (with its size), so a file put in
     /// its place is `Corruption` instead of read as valid. `None` for older builds' tables.
@@ -541,7 +541,10 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
             Some((v, used)) if used == value.len() => Ok(v),
             _ => Err((pos, format!("field {tag} is not a single varint"))),
         };
-        if (1..=FIELD_IDENTITY).contains(&tag) {
+        if (1..=FIELD_RANGE_CLEAN_SEQ).contains(&tag)
+            || tag == FIELD_FILE_CHECKSUM
+            || tag == FIELD_IDENTITY
+        {
             if seen & (1 << tag) != 0 {
                 return Err((pos, format!("field {tag} appears twice")));
             }
