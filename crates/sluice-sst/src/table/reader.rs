@@ -495,12 +495,12 @@ impl Table {
         Ok(block)
     }
 
-    /// Reads every block from the file (bypassing the cache), verifies its checksum, decodes
-    /// every entry, and checks that entries are in order, that each data block ends with its
-    /// index key, and that the properties describe the entries: their count, smallest and
-    /// largest key and entry digest (a table whose properties disagree with its data would
-    /// be read one way and compacted another). Used by `sluice check` and by the host on a
-    /// worker's outputs.
+    /// Reads every block from the file (bypassing the cache, adjacent blocks in one read),
+    /// verifies its checksum, decodes every entry, and checks that entries are in order, that
+    /// each data block ends with its index key, that the bloom filter (when loaded) holds
+    /// every key, and that the properties are those the entries make
+    /// (`check_properties_describe`). Computes the whole-file CRC32C from the same
+    /// bytes. Used by `sluice check` and by the host on a worker's outputs.
     pub fn verify_all(&self) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         let mut crc = TilingCrc {

@@ -263,7 +263,10 @@ fn verify_all_refuses_properties_that_disagree_with_the_data() {
         let table = Table::open(&path, 1, TableReadOptions::default()).unwrap();
         match table.verify_all() {
             Err(crate::Error::Corruption { reason, .. }) if what == "filter" => {
-                assert!(reason.contains("bloom filter leaves out"), "{what}: {reason}");
+                assert!(
+                    reason.contains("bloom filter leaves out"),
+                    "{what}: {reason}"
+                );
             }
             Err(crate::Error::Corruption { reason, offset, .. }) => {
                 assert!(reason.contains("properties disagree"), "{what}: {reason}");
