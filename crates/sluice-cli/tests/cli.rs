@@ -536,9 +536,25 @@ fn sst_and_manifest_dumps_agree() {
         .unwrap();
     assert_eq!(live, vec![number]);
     assert!(!m["edits"].as_array().unwrap().is_empty());
+    // What the table is pinned to: the CRC32C of its bytes and its identity.
+    let pinned = &m["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|l| l["files"].as_array().unwrap().first().cloned())
+        .unwrap();
+    let crc = sluice_sst::fs::file_crc32c(&*sluice_sst::fs::os_fs(), &table, None)
+        .unwrap()
+        .crc32c;
+    assert_eq!(pinned["file_checksum"], crc, "{pinned}");
+    assert_eq!(pinned["identity"].as_str().unwrap().len(), 16, "{pinned}");
     let text = ok(&["manifest", "dump", "--db", &db]);
     assert!(text.contains("files per level:"), "{text}");
     assert!(text.contains(&format!("#{number:06}")), "{text}");
+    assert!(
+        text.contains(&format!("crc32c {crc:08x} identity ")),
+        "{text}"
+    );
 }
 
 fn json_lines(out: &str) -> Vec<Value> {

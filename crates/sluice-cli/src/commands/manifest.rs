@@ -87,7 +87,7 @@ fn replay(path: &Path, edits: &[VersionEdit]) -> sluice::Result<Version> {
 }
 
 fn file_text(f: &FileMetaData) -> String {
-    format!(
+    let mut text = format!(
         "#{:06} size {} [{} .. {}] seq {}..={} entries {} deletions {} raw value bytes {} dir {}",
         f.number,
         f.file_size,
@@ -99,7 +99,15 @@ fn file_text(f: &FileMetaData) -> String {
         f.num_deletions,
         f.raw_value_bytes,
         f.dir_index
-    )
+    );
+    // What the table is pinned to (absent for tables of older builds).
+    if let Some(crc) = f.file_checksum {
+        text.push_str(&format!(" crc32c {crc:08x}"));
+    }
+    if let Some(identity) = f.identity {
+        text.push_str(&format!(" identity {identity}"));
+    }
+    text
 }
 
 fn write_text(
@@ -167,6 +175,8 @@ fn file_json(f: &FileMetaData) -> Value {
         "num_deletions": f.num_deletions,
         "raw_value_bytes": f.raw_value_bytes,
         "dir_index": f.dir_index,
+        "file_checksum": f.file_checksum,
+        "identity": f.identity.map(|i| i.to_string()),
     })
 }
 
