@@ -38,6 +38,7 @@ use sluice_sst::compact::output::NewOutput;
 use sluice_sst::compact::plan::plan;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec, StepTimes};
 use sluice_sst::compaction_iter::CompactionIterStats;
+use sluice_sst::compaction_iter::drop_log::DropLog;
 use sluice_sst::profile::{StageTiming, thread_cpu_time};
 
 use sluice_sst::{Error, Result};
@@ -271,6 +272,7 @@ pub fn execute_with(
             files,
             profile,
             stats,
+            drops: shared.drops(),
             stages: shared.stages(),
         }
     })
@@ -281,6 +283,8 @@ pub fn execute_with(
 pub(crate) struct Shared {
     pub times: StepTimes,
     pub stats: parking_lot::Mutex<CompactionIterStats>,
+    /// Each sub-task's drop log by sub-task index (logs are concatenated in key order).
+    drops: parking_lot::Mutex<Vec<(usize, DropLog)>>,
     pub cpu_nanos: AtomicU64,
     stages: parking_lot::Mutex<Vec<StageTiming>>,
     control: Arc<JobControl>,
@@ -302,6 +306,25 @@ impl Shared {
     /// Adds one sub-task's merge statistics.
     pub fn add_stats(&self, s: &CompactionIterStats) {
         *self.stats.lock() += *s;
+    }
+
+    /// Keeps the drop log of sub-task `index` (or of every sub-task from `index` on, for an
+    /// executor that merges them in one pass). Empty logs are not kept.
+    pub fn add_drops(&self, index: usize, log: DropLog) {
+        if !log.as_bytes().is_empty() {
+            self.drops.lock().push((index, log));
+        }
+    }
+
+    /// The drop logs of every sub-task, in key order.
+    fn drops(&self) -> DropLog {
+        let mut logs = std::mem::take(&mut *self.drops.lock());
+        logs.sort_by_key(|(index, _)| *index);
+        logs.into_iter()
+            .fold(DropLog::default(), |mut all, (_, log)| {
+                all.append(log);
+                all
+            })
     }
 
     /// Adds one thread's run of stage `stage`: `elapsed` in all, `idle_nanos` of it blocked on

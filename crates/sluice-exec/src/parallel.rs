@@ -207,6 +207,7 @@ pub(super) fn compute_sub_task(
     let blocks = decode_sub_task(raw, times)?;
     let merged = merge_sub_task(spec, st, blocks, times)?;
     shared.add_stats(&merged.stats);
+    shared.add_drops(st.index, merged.drops);
     let output = if encode {
         Output::Encoded(encode_sub_task(merged.blocks, &spec.table, times))
     } else {

@@ -26,6 +26,7 @@ pub(super) fn run(
             let blocks = decode_sub_task(raw, times)?;
             let merged = merge_sub_task(spec, st, blocks, times)?;
             shared.add_stats(&merged.stats);
+            shared.add_drops(st.index, merged.drops);
             for block in encode_sub_task(merged.blocks, &spec.table, times) {
                 shared.before_append()?;
                 writer.append(&block)?;

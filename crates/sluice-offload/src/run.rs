@@ -319,6 +319,8 @@ impl Offloader {
             files,
             profile,
             stats,
+            // The job's own log would be of its workers' drops only: the host checked those.
+            drops: Default::default(),
             stages,
         }
     }

@@ -10,12 +10,14 @@ use std::time::Instant;
 use sluice_exec::{ExecOptions, JobControl, execute_with};
 use sluice_rpc::convert::{mode_from_wire, profile_from_wire, stats_from_wire};
 use sluice_rpc::proto::{self, TaskResult};
+use sluice_sst::compact::drop_audit::DropAudit;
 use sluice_sst::compact::{CompactionSpec, NewOutput, OutputFile};
 use sluice_sst::compaction_iter::CompactionIterStats;
 use sluice_sst::key::user_key;
 use sluice_sst::profile::{StageProfile, StageTiming};
 
 use super::client::ShareError;
+use super::options::VerifyOutputs;
 use super::task::ShareTask;
 use super::task::task_nonce;
 use super::verify::{ShareBounds, check_drop_counts, verify_outputs};
@@ -103,6 +105,7 @@ impl Job<'_> {
             database: &self.off.options.database,
             keyspace: self.env.keyspace(),
             task_nonce: task_nonce(self.nonce_key, numbers.start),
+            log_drops: self.audits_drops(),
             numbers,
         }
         .to_wire()
@@ -186,6 +189,15 @@ impl Job<'_> {
         Ok((part, report))
     }
 
+    /// Whether worker shares log their drops and the host audits them: at `digest` and
+    /// `sample:K` (`full` re-runs every worker share on the host instead).
+    pub(super) fn audits_drops(&self) -> bool {
+        matches!(
+            self.off.options.verify_outputs,
+            VerifyOutputs::Digest | VerifyOutputs::Sample(_)
+        )
+    }
+
     /// Turns a worker's reply for `share` (outputs numbered from `numbers`) into checked
     /// outputs; the report's `seconds` is left for the caller, who timed the call.
     pub(super) fn check_worker_result(
@@ -210,7 +222,23 @@ impl Job<'_> {
         // The counts first: they cost nothing, the outputs' check reads every byte.
         let stats = r.stats.as_ref().map(stats_from_wire).unwrap_or_default();
         check_drop_counts(&stats, &self.inputs).map_err(&bad)?;
-        let files = verify_outputs(&r.files, &bounds, self.env.table_dirs()).map_err(&bad)?;
+        let files = match self.audits_drops() {
+            true => {
+                // The drop decisions, checked in step with the read of every output.
+                let (lower, upper) = (share.lower.as_deref(), share.upper.as_deref());
+                let mut audit = DropAudit::new(self.spec, lower, upper, &r.drop_log)
+                    .map_err(|e| bad(e.to_string()))?;
+                let files =
+                    verify_outputs(&r.files, &bounds, self.env.table_dirs(), Some(&mut audit))
+                        .map_err(&bad)?;
+                let counts = audit.finish().map_err(|e| bad(e.to_string()))?;
+                counts.check_against(&stats).map_err(&bad)?;
+                files
+            }
+            false => {
+                verify_outputs(&r.files, &bounds, self.env.table_dirs(), None).map_err(&bad)?
+            }
+        };
         let profile = r
             .profile
             .as_ref()
@@ -318,6 +346,7 @@ mod tests {
             range_tombstones: None,
             blob_relocation: None,
             task_nonce: None,
+            log_drops: false,
         }
     }
 

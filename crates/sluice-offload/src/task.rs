@@ -34,6 +34,8 @@ pub struct ShareTask<'a> {
     pub keyspace: u32,
     /// Written into every output's properties: what ties an output to this task.
     pub task_nonce: u64,
+    /// Ask for the drop log, to audit the worker's drop decisions.
+    pub log_drops: bool,
 }
 
 impl ShareTask<'_> {
@@ -102,6 +104,7 @@ impl ShareTask<'_> {
             database: self.database.to_string(),
             keyspace: self.keyspace,
             task_nonce: self.task_nonce,
+            log_drops: self.log_drops,
             merge_operator: spec
                 .merge_operator
                 .as_ref()

@@ -35,6 +35,7 @@ use std::sync::Arc;
 
 use sluice_rpc::proto;
 use sluice_sst::blob::{BlobRef, BlobRefCounts};
+use sluice_sst::compact::drop_audit::DropAudit;
 use sluice_sst::compact::{CompactionSpec, OutputFile};
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{ValueKind, compare_internal, parse_internal_key, user_key};
@@ -104,11 +105,12 @@ pub fn verify_outputs(
     files: &[proto::OutputFile],
     bounds: &ShareBounds<'_>,
     dirs: &[PathBuf],
+    mut audit: Option<&mut DropAudit<'_>>,
 ) -> Result<Vec<OutputFile>, String> {
     let mut seen = HashSet::new();
     let mut out: Vec<OutputFile> = Vec::with_capacity(files.len());
     for f in files {
-        let file = verify_one(f, bounds, dirs)
+        let file = verify_one(f, bounds, dirs, audit.as_deref_mut())
             .map_err(|e| format!("output {} ({:?}): {e}", f.number, f.name))?;
         if !seen.insert(f.number) {
             return Err(format!("output {} is reported twice", f.number));
@@ -131,6 +133,7 @@ fn verify_one(
     f: &proto::OutputFile,
     bounds: &ShareBounds<'_>,
     dirs: &[PathBuf],
+    audit: Option<&mut DropAudit<'_>>,
 ) -> Result<OutputFile, String> {
     if !bounds.numbers.contains(&f.number) {
         return Err(format!(
@@ -221,7 +224,11 @@ fn verify_one(
     }
     // Every byte, read through the file the checks above opened: the checksum and the
     // identity the MANIFEST will pin are of the bytes the host read.
-    let verified = table.verify_all().map_err(|e| e.to_string())?;
+    let verified = match audit {
+        Some(audit) => table.verify_all_visiting(&mut |key| audit.written(key)),
+        None => table.verify_all(),
+    }
+    .map_err(|e| e.to_string())?;
     let Some(crc) = verified.file_crc32c else {
         return Err("its blocks and footer do not tile the file: bytes no checksum covers".into());
     };
@@ -369,7 +376,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = honest(dir.path(), 12);
         let dirs = vec![dir.path().to_path_buf()];
-        let out = verify_outputs(&[f], &bounds(Some(b"key000"), Some(b"key100")), &dirs).unwrap();
+        let out =
+            verify_outputs(&[f], &bounds(Some(b"key000"), Some(b"key100")), &dirs, None).unwrap();
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].summary.properties.num_entries, 100);
         assert_eq!(out[0].path, table_file_name(dir.path(), 12));
@@ -452,7 +460,7 @@ mod tests {
         ];
         for (what, report, b) in lies {
             assert!(
-                verify_outputs(&[report], &b, &dirs).is_err(),
+                verify_outputs(&[report], &b, &dirs, None).is_err(),
                 "{what} was accepted"
             );
         }
@@ -478,17 +486,17 @@ mod tests {
                 ..bounds(None, None)
             };
             assert!(
-                verify_outputs(std::slice::from_ref(&good), &b, &dirs).is_err(),
+                verify_outputs(std::slice::from_ref(&good), &b, &dirs, None).is_err(),
                 "{what}"
             );
         }
         // An output of another task (say, kept from an earlier one), truthfully reported.
         let stale = answering(dir.path(), 13, NONCE ^ 1);
-        let err = verify_outputs(&[stale], &any, &dirs).unwrap_err();
+        let err = verify_outputs(&[stale], &any, &dirs, None).unwrap_err();
         assert!(err.contains("an output of another task"), "{err}");
         std::fs::remove_file(table_file_name(dir.path(), 13)).unwrap();
         // The same file twice: reported twice, and overlapping itself.
-        assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs).is_err());
+        assert!(verify_outputs(&[good.clone(), good.clone()], &any, &dirs, None).is_err());
         // A corrupt byte in a data block: the footer and meta blocks still open; reading every
         // block finds it, whether the report carries the good file's CRC or the damaged one's.
         let path = table_file_name(dir.path(), 12);
@@ -500,7 +508,7 @@ mod tests {
             ..good.clone()
         };
         for report in [good, damaged] {
-            let err = verify_outputs(&[report], &any, &dirs).unwrap_err();
+            let err = verify_outputs(&[report], &any, &dirs, None).unwrap_err();
             assert!(err.contains("checksum mismatch"), "{err}");
         }
     }
@@ -529,16 +537,16 @@ mod tests {
             ..input
         };
         std::os::unix::fs::symlink(&input_path, &output).unwrap();
-        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs).unwrap_err();
+        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, None).unwrap_err();
         assert!(err.contains("not a regular file"), "{err}");
         std::fs::remove_file(&output).unwrap();
         std::fs::hard_link(&input_path, &output).unwrap();
-        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs).unwrap_err();
+        let err = verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, None).unwrap_err();
         assert!(err.contains("hard links"), "{err}");
         // A copy is a file of its own, but not when it is (by inode) an input.
         std::fs::remove_file(&output).unwrap();
         std::fs::copy(&input_path, &output).unwrap();
-        verify_outputs(std::slice::from_ref(&as_output), &b, &dirs).unwrap();
+        verify_outputs(std::slice::from_ref(&as_output), &b, &dirs, None).unwrap();
         std::fs::remove_file(&input_path).unwrap();
         std::fs::rename(&output, &input_path).unwrap();
         let meta = std::fs::metadata(&input_path).unwrap();
@@ -556,7 +564,7 @@ mod tests {
             numbers: 5..6,
             ..bounds(None, None)
         };
-        let err = verify_outputs(&[as_input], &b, &dirs).unwrap_err();
+        let err = verify_outputs(&[as_input], &b, &dirs, None).unwrap_err();
         assert!(err.contains("one of the compaction's inputs"), "{err}");
     }
 }

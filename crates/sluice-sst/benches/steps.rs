@@ -100,6 +100,7 @@ fn spec() -> CompactionSpec {
         range_tombstones: None,
         blob_relocation: None,
         task_nonce: None,
+        log_drops: false,
     }
 }
 

@@ -70,6 +70,7 @@ pub(crate) fn run(
         range_tombstones: task.range_tombstones.clone(),
         blob_relocation: None,
         task_nonce: task.task_nonce,
+        log_drops: task.log_drops,
     };
     #[cfg(feature = "test-lies")]
     let spec = CompactionSpec {
@@ -196,6 +197,7 @@ fn task_result(
         stages: stages_to_wire(&out.stages),
         stats: Some(stats_to_wire(&out.stats)),
         mode: mode_to_wire(Some(mode)) as i32,
+        drop_log: out.drops.as_bytes().to_vec(),
         decision: decision.map(|d| proto::DecisionRecord {
             f: d.f,
             cpu_use: d.inputs.cpu_use,

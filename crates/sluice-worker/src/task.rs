@@ -110,6 +110,8 @@ pub struct CheckedTask {
     pub keyspace: u32,
     /// Written into every output's properties; `None` when the host sent none (0).
     pub task_nonce: Option<u64>,
+    /// Whether the reply carries the drop log.
+    pub log_drops: bool,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -256,6 +258,7 @@ impl CheckedTask {
             },
             keyspace: task.keyspace,
             task_nonce: (task.task_nonce != 0).then_some(task.task_nonce),
+            log_drops: task.log_drops,
         })
     }
 

@@ -3,7 +3,8 @@
 //! must write identical files with identical cuts, and so must S-PPCP (inputs and outputs spread
 //! over directories, each with its own reader and writer), C-PPCP whose compute threads read
 //! their own sub-tasks (buffered inputs in one directory) and an executor reading and writing
-//! with direct I/O.
+//! with direct I/O. Every executor logs the same drops, and the host's audit of them
+//! (`sluice_sst::compact::drop_audit`) passes every honest compaction.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -16,6 +17,7 @@ use sluice::fs::{IoMode, OsFileSystem, Storage, os_fs, probe_direct_io};
 use sluice::{CompactionFilter, FilterDecision, MergeOperator};
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::GrandparentFile;
+use sluice_sst::compact::drop_audit::DropAudit;
 use sluice_sst::key::{ValueKind, make_internal_key};
 use sluice_sst::range_del::{RangeTombstone, Tombstones};
 use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
@@ -86,14 +88,16 @@ fn write_run(dir: &Path, number: u64, entries: &[Entry], first_seq: u64) -> Arc<
 }
 
 /// Runs `spec` with `mode`, dealing output files over `dirs` directories under `out` (more
-/// than one makes the pipelined and parallel executors S-PPCP); returns the files' bytes.
+/// than one makes the pipelined and parallel executors S-PPCP); returns the files' bytes and
+/// the drop log, after the host's audit of the drops passed and counted what the statistics
+/// count.
 fn run_mode(
     spec: &CompactionSpec,
     mode: CompactionMode,
     threads: usize,
     out: &Path,
     dirs: usize,
-) -> Vec<Vec<u8>> {
+) -> (Vec<Vec<u8>>, Vec<u8>) {
     for d in 0..dirs {
         std::fs::create_dir_all(out.join(format!("d{d}"))).unwrap();
     }
@@ -112,11 +116,22 @@ fn run_mode(
     };
     let output = execute(spec, &exec, &mut new_output).unwrap();
     assert!(output.profile.bytes_read > 0);
-    output
+    assert_eq!(output.drops.records(), output.stats.dropped().entries);
+    let mut audit = DropAudit::new(spec, None, None, output.drops.as_bytes()).unwrap();
+    for f in &output.files {
+        let table = Table::open(&f.path, f.number, TableReadOptions::default()).unwrap();
+        table
+            .verify_all_visiting(&mut |key| audit.written(key))
+            .unwrap();
+    }
+    let counts = audit.finish().unwrap();
+    counts.check_against(&output.stats).unwrap();
+    let files = output
         .files
         .iter()
         .map(|f| std::fs::read(&f.path).unwrap())
-        .collect()
+        .collect();
+    (files, output.drops.into_bytes())
 }
 
 /// A compaction filter that removes one key in three and rewrites another's value: every
@@ -188,8 +203,10 @@ proptest! {
             }),
             blob_relocation: None,
             task_nonce: None,
+            log_drops: true,
         };
-        let reference = run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);
+        let (reference, reference_drops) =
+            run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);
         let runs = [
             (CompactionMode::Pipelined, 1, 1),
             (CompactionMode::Parallel, 2, 1),
@@ -200,11 +217,12 @@ proptest! {
         ];
         for (mode, threads, dirs) in runs {
             let out = dir.path().join(format!("{mode}-{threads}-{dirs}"));
-            let got = run_mode(&spec, mode, threads, &out, dirs);
+            let (got, drops) = run_mode(&spec, mode, threads, &out, dirs);
             prop_assert_eq!(got.len(), reference.len(), "{} cut files differently", mode);
             for (i, (a, b)) in got.iter().zip(&reference).enumerate() {
                 prop_assert!(a == b, "{} file {} differs from sequential", mode, i);
             }
+            prop_assert!(drops == reference_drops, "{} logged other drops", mode);
         }
         // Inputs in one directory: C-PPCP's compute threads read for themselves.
         let together = dir.path().join("together");
@@ -219,7 +237,7 @@ proptest! {
         };
         for threads in [2, 3] {
             let out = dir.path().join(format!("local-read-{threads}"));
-            let got = run_mode(&one_dir_spec, CompactionMode::Parallel, threads, &out, 1);
+            let (got, _) = run_mode(&one_dir_spec, CompactionMode::Parallel, threads, &out, 1);
             prop_assert!(got == reference, "parallel reading on {} compute threads differs", threads);
         }
         if probe_direct_io(&OsFileSystem, dir.path()).is_ok() {
@@ -233,7 +251,7 @@ proptest! {
                 storage: direct.clone(),
                 ..spec.clone()
             };
-            let got = run_mode(&direct_spec, CompactionMode::Parallel, 2, &dir.path().join("direct"), 2);
+            let (got, _) = run_mode(&direct_spec, CompactionMode::Parallel, 2, &dir.path().join("direct"), 2);
             prop_assert!(got == reference, "direct I/O output differs from sequential");
         }
     }

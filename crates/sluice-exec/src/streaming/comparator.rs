@@ -102,6 +102,7 @@ fn merge(
     let mut stats = input.stats();
     relocating.finish(&mut stats)?;
     shared.add_stats(&stats);
+    shared.add_drops(first.index, input.take_drop_log());
     builder.seal_current();
     Ok(listening && send_sealed(&mut builder, tx))
 }

@@ -72,6 +72,7 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         range_tombstones: None,
         blob_relocation: None,
         task_nonce: None,
+        log_drops: false,
     }
 }
 

@@ -6,6 +6,7 @@
 //! step functions; they differ only in which thread runs which step when.
 
 pub mod block_list;
+pub mod drop_audit;
 pub mod output;
 pub mod plan;
 pub mod relocate;

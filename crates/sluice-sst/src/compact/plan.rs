@@ -278,6 +278,7 @@ pub(crate) mod tests {
             range_tombstones: None,
             blob_relocation: None,
             task_nonce: None,
+            log_drops: false,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::compaction_iter::drop_log::DropLog;
 use crate::compaction_iter::{CompactionFilter, CompactionIterStats, CompactionIterator};
 use crate::digest::EntryDigest;
 use crate::fs::Storage;
@@ -69,6 +70,9 @@ pub struct CompactionSpec {
     /// properties (`task_nonce`), so the host can tell these outputs from any other task's.
     /// `None` for the host's own compactions.
     pub task_nonce: Option<u64>,
+    /// Log every dropped entry with the reason ([`CompactionOutput::drops`]): a worker does,
+    /// so that the host can check its drop decisions ([`super::drop_audit`]).
+    pub log_drops: bool,
 }
 
 /// What a compaction produced.
@@ -80,6 +84,8 @@ pub struct CompactionOutput {
     pub profile: StageProfile,
     /// What the compaction iterator dropped.
     pub stats: CompactionIterStats,
+    /// Every dropped entry with the reason, in key order, when the spec asks (`log_drops`).
+    pub drops: DropLog,
     /// Busy and idle time per executor stage.
     pub stages: Vec<StageTiming>,
 }
@@ -94,6 +100,9 @@ impl CompactionSpec {
         it.set_filter(self.filter.clone());
         it.set_merge_operator(self.merge_operator.clone());
         it.set_range_tombstones(self.range_tombstones.clone());
+        if self.log_drops {
+            it.log_drops();
+        }
         it
     }
 

@@ -11,6 +11,7 @@ use std::time::Instant;
 use crate::Result;
 use crate::block::Block;
 use crate::compaction_iter::CompactionIterStats;
+use crate::compaction_iter::drop_log::DropLog;
 use crate::key::{KIND_FOR_SEEK, MAX_SEQ, make_internal_key};
 use crate::merge::MergingIterator;
 use crate::profile::Step;
@@ -117,6 +118,8 @@ pub struct MergedSubTask {
     pub blocks: Vec<SealedBlock>,
     /// Entries read and dropped.
     pub stats: CompactionIterStats,
+    /// The dropped entries, when the spec logs them.
+    pub drops: DropLog,
 }
 
 /// S4: merges the decoded blocks of `st`, drops what no reader can see, and builds data blocks.
@@ -151,7 +154,11 @@ pub fn merge_sub_task(
     let mut stats = input.stats();
     relocating.finish(&mut stats)?;
     times.charge(Step::Merge, start.elapsed().as_nanos() as u64);
-    Ok(MergedSubTask { blocks: out, stats })
+    Ok(MergedSubTask {
+        blocks: out,
+        stats,
+        drops: input.take_drop_log(),
+    })
 }
 
 /// S5 and S6: compresses and checksums a sub-task's blocks.

@@ -1,6 +1,7 @@
 //! The compaction iterator's merge of one stripe's operands (see the parent module's "Merge
 //! operands").
 
+use super::drop_log::DropReason;
 use super::{CompactionIterator, Position, corrupt};
 use crate::digest::entry_hash;
 use crate::key::{ValueKind, append_internal_key, pack_trailer, parse_internal_key};
@@ -19,6 +20,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
         let mut key_ended = true;
         // Whether a range tombstone in the stripe deletes what the operands apply to.
         let mut covered_base = false;
+        // That entry's key, for the drop log: it sorts after whatever the operands fold into.
+        let mut covered_key = None;
         while self.input.valid() {
             let ikey = self.input.key();
             let parsed = parse_internal_key(ikey).ok_or_else(|| {
@@ -56,6 +59,9 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 self.stats.range_covered += 1;
                 self.stats
                     .drop_hash(entry_hash(self.input.key(), self.input.value()));
+                if self.drops.is_some() {
+                    covered_key = Some(self.input.key().to_vec());
+                }
                 self.input.next()?;
                 covered_base = true;
                 break;
@@ -141,9 +147,18 @@ impl<I: InternalIterator> CompactionIterator<I> {
                     self.stats.merge_absorbed += 1;
                     self.stats.drop_hash(entry_hash(k, v));
                 }
+                if let Some(log) = &mut self.drops {
+                    let into = DropReason::MergeFolded { into: newest.seq };
+                    for (k, _) in &self.operands[1..] {
+                        log.push(k, into);
+                    }
+                }
                 self.merged.push((key, value));
             }
             None => self.merged.append(&mut self.operands),
+        }
+        if let Some(key) = covered_key {
+            self.log_drop(&key, DropReason::RangeCovered);
         }
         self.stats.entries_out += self.merged.len() as u64;
         self.position = Position::AtMerged;

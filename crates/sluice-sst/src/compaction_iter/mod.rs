@@ -112,6 +112,7 @@
 //! iterator only sees the merged stream, so callers that know which table fed the entry should
 //! wrap or replace the error with the real file and offset. Nothing is ever skipped silently.
 
+pub mod drop_log;
 mod merge_stripe;
 #[cfg(test)]
 mod merge_tests;
@@ -128,6 +129,7 @@ use crate::key::{
 use crate::merge_operator::MergeOperator;
 use crate::range_del::Tombstones;
 use crate::{Error, InternalIterator, Result};
+use drop_log::{DropLog, DropLogWriter, DropReason};
 
 /// What a [`CompactionFilter`] decides about one value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -333,6 +335,8 @@ pub struct CompactionIterator<I: InternalIterator> {
     merged: Vec<(Vec<u8>, Vec<u8>)>,
     merged_at: usize,
     stats: CompactionIterStats,
+    /// Every drop with its reason, when asked for ([`CompactionIterator::log_drops`]).
+    drops: Option<DropLogWriter>,
 }
 
 impl<I: InternalIterator> CompactionIterator<I> {
@@ -368,6 +372,50 @@ impl<I: InternalIterator> CompactionIterator<I> {
             merged: Vec::new(),
             merged_at: 0,
             stats: CompactionIterStats::default(),
+            drops: None,
+        }
+    }
+
+    /// Logs every dropped entry with the reason ([`drop_log`]) from the next movement on.
+    pub fn log_drops(&mut self) {
+        self.drops.get_or_insert_with(DropLogWriter::default);
+    }
+
+    /// The drops logged so far, in internal-key order (empty unless
+    /// [`CompactionIterator::log_drops`] was called). Call once the input is exhausted: a
+    /// tombstone whose fate is still open is not in it yet.
+    pub fn take_drop_log(&mut self) -> DropLog {
+        self.drops
+            .as_mut()
+            .map(DropLogWriter::take)
+            .unwrap_or_default()
+    }
+
+    /// Logs a drop, when drops are logged.
+    fn log_drop(&mut self, ikey: &[u8], reason: DropReason) {
+        if let Some(log) = &mut self.drops {
+            log.push(ikey, reason);
+        }
+    }
+
+    /// Drops the tombstone awaiting its verdict: counted, hashed and logged, followed in the
+    /// log by the versions dropped while it waited.
+    fn drop_pending(&mut self) {
+        self.pending = false;
+        drop_awaited(
+            &mut self.stats,
+            &mut self.drops,
+            &self.pending_key,
+            &self.pending_value,
+        );
+    }
+
+    /// Keeps the tombstone awaiting its verdict: the versions dropped while it waited go to
+    /// the log.
+    fn keep_pending(&mut self) {
+        self.pending = false;
+        if let Some(log) = &mut self.drops {
+            log.release(None);
         }
     }
 
@@ -485,7 +533,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
     fn reset(&mut self) {
         self.position = Position::Invalid;
         self.has_current_key = false;
-        self.pending = false;
+        self.keep_pending();
     }
 
     /// Finishes a movement: finds the next output entry, or records the failure.
@@ -544,30 +592,39 @@ impl<I: InternalIterator> CompactionIterator<I> {
             if self.pending && !shadowed {
                 // This entry is the next kept version after the pending tombstone, or the
                 // start of another key: the verdict on the tombstone is in.
-                self.pending = false;
                 if same_key && parsed.kind != ValueKind::Deletion {
                     // The tombstone hides this value (or what this operand applies to) from
                     // newer readers: emit it first. The
                     // current entry stays unexamined for the next call.
+                    self.keep_pending();
                     self.position = Position::AtPending;
                     self.stats.entries_out += 1;
                     return Ok(());
                 }
-                self.stats.tombstones_dropped += 1;
-                self.stats
-                    .drop_hash(entry_hash(&self.pending_key, &self.pending_value));
+                // Field by field: `parsed` still borrows the input.
+                self.pending = false;
+                drop_awaited(
+                    &mut self.stats,
+                    &mut self.drops,
+                    &self.pending_key,
+                    &self.pending_value,
+                );
             }
 
             let value_len = self.input.value().len();
             self.stats.entries_in += 1;
             self.stats.input_key_bytes += ikey.len() as u64;
             self.stats.input_value_bytes += value_len as u64;
+            let newer = self.last_trailer >> 8;
             self.last_trailer = trailer;
 
             if shadowed {
                 self.stats.shadowed_dropped += 1;
-                self.stats
-                    .drop_hash(entry_hash(self.input.key(), self.input.value()));
+                let (ikey, value) = (self.input.key(), self.input.value());
+                self.stats.drop_hash(entry_hash(ikey, value));
+                if let Some(log) = &mut self.drops {
+                    log.push(ikey, DropReason::Shadowed { by: newer });
+                }
                 self.input.next()?;
                 continue;
             }
@@ -580,8 +637,11 @@ impl<I: InternalIterator> CompactionIterator<I> {
             if self.covered(parsed.user_key, parsed.seq) {
                 // Every older version of this stripe is covered too, and now shadowed.
                 self.stats.range_covered += 1;
-                self.stats
-                    .drop_hash(entry_hash(self.input.key(), self.input.value()));
+                let (ikey, value) = (self.input.key(), self.input.value());
+                self.stats.drop_hash(entry_hash(ikey, value));
+                if let Some(log) = &mut self.drops {
+                    log.push(ikey, DropReason::RangeCovered);
+                }
                 self.input.next()?;
                 continue;
             }
@@ -629,12 +689,18 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 if stripe == 0 {
                     self.stats.tombstones_dropped += 1;
                     self.stats.drop_hash(entry_hash(key, value));
+                    if let Some(log) = &mut self.drops {
+                        log.push(key, DropReason::BottomTombstone);
+                    }
                 } else {
                     self.pending_key.clear();
                     self.pending_key.extend_from_slice(key);
                     self.pending_value.clear();
                     self.pending_value.extend_from_slice(value);
                     self.pending = true;
+                    if let Some(log) = &mut self.drops {
+                        log.hold();
+                    }
                 }
                 self.input.next()?;
                 continue;
@@ -689,10 +755,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
     /// version below it and is dropped.
     fn finish(&mut self) {
         if self.pending {
-            self.pending = false;
-            self.stats.tombstones_dropped += 1;
-            self.stats
-                .drop_hash(entry_hash(&self.pending_key, &self.pending_value));
+            self.drop_pending();
         }
         self.position = Position::Invalid;
     }
@@ -742,6 +805,21 @@ impl<I: InternalIterator> std::fmt::Debug for CompactionIterator<I> {
             .field("position", &self.position)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
+    }
+}
+
+/// Accounts the drop of the tombstone that awaited its verdict (`key`, `value`): counted,
+/// hashed and logged, followed in the log by the versions dropped while it waited.
+fn drop_awaited(
+    stats: &mut CompactionIterStats,
+    drops: &mut Option<DropLogWriter>,
+    key: &[u8],
+    value: &[u8],
+) {
+    stats.tombstones_dropped += 1;
+    stats.drop_hash(entry_hash(key, value));
+    if let Some(log) = drops {
+        log.release(Some((key, DropReason::BottomTombstone)));
     }
 }
 

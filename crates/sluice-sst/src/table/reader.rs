@@ -502,6 +502,16 @@ impl Table {
     /// (`check_properties_describe`). Computes the whole-file CRC32C from the same
     /// bytes. Used by `sluice check` and by the host on a worker's outputs.
     pub fn verify_all(&self) -> Result<VerifyReport> {
+        self.verify_all_visiting(&mut |_| Ok(()))
+    }
+
+    /// [`Table::verify_all`], showing `visit` every entry's internal key in order as it is
+    /// read (the host audits a worker's drop decisions in step with this read). An error
+    /// from `visit` stops the read and is returned.
+    pub fn verify_all_visiting(
+        &self,
+        visit: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         let mut crc = TilingCrc {
             crc: 0,
@@ -581,6 +591,7 @@ impl Table {
                         ));
                     }
                     meta.add_entry(it.key(), it.value());
+                    visit(it.key())?;
                     last.clear();
                     last.extend_from_slice(it.key());
                     it.next()?;

@@ -47,6 +47,7 @@ fn good() -> proto::CompactionTask {
         sub_task_bytes: 0,
         queue_depth: 0,
         compute_threads: 0,
+        log_drops: false,
         first_output_number: 100,
         output_numbers: 4,
         output_root: None,

@@ -15,6 +15,7 @@ async fn outputs_are_the_bytes_a_local_run_writes() {
     let worker = Worker::start(&[&dir], &["--threads", "2"]);
     let mut first = 100;
     let mut published = 0;
+    let mut drop_log = None;
     for mode in CompactionMode::ALL {
         let sent = task(&runs, mode_to_wire(Some(mode)), first, 1000);
         let result = worker.execute(&sent).await.unwrap();
@@ -49,6 +50,18 @@ async fn outputs_are_the_bytes_a_local_run_writes() {
         assert_eq!(stats.entries_in, expected.stats.entries_in);
         assert_eq!(stats.tombstones_dropped, expected.stats.tombstones_dropped);
         assert!(!result.stages.is_empty());
+        // The drop log: every drop, in key order, the same bytes whichever executor ran.
+        assert_eq!(result.drop_log, expected.drops.as_bytes(), "{mode}");
+        assert_eq!(expected.drops.records(), expected.stats.dropped().entries);
+        assert!(
+            expected.drops.records() > 0,
+            "{mode}: the inputs shadow nothing?"
+        );
+        let reference = drop_log.get_or_insert_with(|| result.drop_log.clone());
+        assert_eq!(
+            &result.drop_log, reference,
+            "{mode}: another executor's log differs"
+        );
         published += result.files.len();
         first += 1000;
     }

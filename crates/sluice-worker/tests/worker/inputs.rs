@@ -111,6 +111,8 @@ pub fn task(
         keyspace: 0,
         // None: the outputs are compared byte for byte with a local run's, which has none.
         task_nonce: 0,
+        // Compared with the local run's, which logs too.
+        log_drops: true,
     }
 }
 
@@ -132,6 +134,7 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         range_tombstones: None,
         blob_relocation: None,
         task_nonce: None,
+        log_drops: true,
     };
     let exec = ExecOptions {
         mode,

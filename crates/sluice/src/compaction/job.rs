@@ -257,6 +257,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         upper: None,
         blob_relocation: None,
         task_nonce: None,
+        log_drops: false,
     })
 }
 
@@ -393,6 +394,7 @@ mod tests {
                 dropped_digest: dropped.1,
                 ..CompactionIterStats::default()
             },
+            drops: Default::default(),
             stages: Vec::new(),
         }
     }

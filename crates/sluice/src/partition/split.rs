@@ -148,6 +148,7 @@ pub(crate) fn split_tables(
                 range_tombstones: None,
                 blob_relocation: None,
                 task_nonce: None,
+                log_drops: false,
             };
             let mut new_output =
                 || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };

@@ -358,6 +358,7 @@ fn merge_into_bottom_level(
         range_tombstones: Some(Arc::clone(tombstones)),
         blob_relocation: None,
         task_nonce: None,
+        log_drops: false,
     };
     let mut exec = options.exec_options();
     if exec.mode == CompactionMode::Auto {

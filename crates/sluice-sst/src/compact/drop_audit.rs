@@ -1,0 +1,503 @@
+//! The host's check of a worker's drop decisions: every entry its drop log says it dropped
+//! must have been droppable by the rules of [`crate::compaction_iter`], judged from what the
+//! host knows itself (the live snapshots, the bottommost flag and the range tombstones of the
+//! spec) and from the outputs it reads.
+//!
+//! The outputs and the log together are what the compaction examined: every input entry is
+//! either written (possibly rewritten) or dropped. The audit walks the two in internal-key
+//! order, one user key at a time, and holds each drop to its reason:
+//!
+//! - **shadowed by S**: `S` is newer and in the same snapshot stripe (no reader sees the
+//!   dropped version without seeing `S`), and `S` is a written or dropped version of the key
+//!   that hides what lies below it: not a merge operand, unless it was itself dropped as
+//!   shadowed or covered. A version zeroed at the bottom no longer carries `S`; there the key
+//!   must end with a written value at sequence number 0;
+//! - **a tombstone at the bottom**: the compaction is bottommost and the next *written* version
+//!   of the key, if any, is a tombstone too (what readers saw, "not found", is what they see);
+//! - **covered by a range tombstone**: one of the spec's range tombstones covers the version
+//!   in its stripe;
+//! - **folded into S**: `S` is newer, in the same stripe, and written as a value or an
+//!   operand (or zeroed at the bottom, as above).
+//!
+//! The audit also counts the drops by reason: those counts, not the worker's, are what the
+//! digest equation is checked with. What it cannot judge is named in design note 0005: the
+//! merge operator's and the filter's results (their values are not in the log), and the
+//! sequence number a zeroed value had.
+
+use crate::compaction_iter::CompactionIterStats;
+use crate::compaction_iter::drop_log::{DROP_LOG, DropLogReader, DropReason};
+use crate::key::{MAX_SEQ, SeqNo, ValueKind, compare_internal, parse_internal_key};
+use crate::range_del::Tombstones;
+use crate::{Error, Result};
+
+use super::CompactionSpec;
+
+/// The name in errors about an output entry that does not parse (which the full read of every
+/// output rules out before the audit sees it).
+const OUTPUTS: &str = "<outputs>";
+
+/// Drops by reason, as the audit counted them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCounts {
+    /// Versions shadowed in their stripe.
+    pub shadowed: u64,
+    /// Tombstones dropped at the bottom.
+    pub bottom_tombstones: u64,
+    /// Versions a range tombstone covers.
+    pub range_covered: u64,
+    /// Operands and bases folded by the merge operator.
+    pub merge_folded: u64,
+}
+
+impl DropCounts {
+    /// Fails unless `stats` (a worker's report) counts the drops exactly as the log does.
+    pub fn check_against(&self, stats: &CompactionIterStats) -> std::result::Result<(), String> {
+        let reported = DropCounts {
+            shadowed: stats.shadowed_dropped,
+            bottom_tombstones: stats.tombstones_dropped,
+            range_covered: stats.range_covered,
+            merge_folded: stats.merge_absorbed,
+        };
+        match reported == *self {
+            true => Ok(()),
+            false => Err(format!(
+                "its statistics count drops {reported:?}, its drop log {self:?}"
+            )),
+        }
+    }
+}
+
+/// One version of the current user key, written or dropped.
+#[derive(Clone, Copy, Debug)]
+struct Version {
+    seq: SeqNo,
+    kind: ValueKind,
+    /// `None` when written.
+    dropped: Option<DropReason>,
+}
+
+/// Walks a share's outputs (fed entry by entry, in order) beside its drop log.
+pub struct DropAudit<'a> {
+    log: DropLogReader<'a>,
+    /// Whether `log` is on a record not yet audited.
+    log_ahead: bool,
+    snapshots: Vec<SeqNo>,
+    bottommost: bool,
+    tombstones: Option<&'a Tombstones>,
+    lower: Option<&'a [u8]>,
+    upper: Option<&'a [u8]>,
+    /// The user key being audited and its versions so far, newest first.
+    key: Vec<u8>,
+    versions: Vec<Version>,
+    /// A tombstone dropped at the bottom (sequence number, log offset) waits for the next
+    /// written version of its key.
+    awaiting: Option<(SeqNo, u64)>,
+    /// A drop cites a version zeroed at the bottom: the key must end with a written value at 0.
+    needs_zeroed: Option<(SeqNo, u64)>,
+    counts: DropCounts,
+}
+
+impl<'a> DropAudit<'a> {
+    /// An audit of `log`, the drops of `spec`'s share `[lower, upper)`.
+    pub fn new(
+        spec: &'a CompactionSpec,
+        lower: Option<&'a [u8]>,
+        upper: Option<&'a [u8]>,
+        log: &'a [u8],
+    ) -> Result<DropAudit<'a>> {
+        // The stripes the compaction iterator cut (`CompactionIterator::new`).
+        let mut snapshots = spec.snapshots.clone();
+        snapshots.sort_unstable();
+        snapshots.dedup();
+        snapshots.retain(|&s| s < MAX_SEQ);
+        let mut log = DropLogReader::new(log);
+        let log_ahead = log.advance()?;
+        Ok(DropAudit {
+            log,
+            log_ahead,
+            snapshots,
+            bottommost: spec.bottommost,
+            tombstones: spec.range_tombstones.as_deref(),
+            lower,
+            upper,
+            key: Vec::new(),
+            versions: Vec::new(),
+            awaiting: None,
+            needs_zeroed: None,
+            counts: DropCounts::default(),
+        })
+    }
+
+    /// Audits the next written entry, internal key `ikey`, after every drop sorting before it.
+    pub fn written(&mut self, ikey: &[u8]) -> Result<()> {
+        while self.log_ahead && compare_internal(self.log.key(), ikey).is_le() {
+            self.next_drop()?;
+        }
+        let Some(p) = parse_internal_key(ikey) else {
+            return Err(Error::corruption(
+                OUTPUTS,
+                0,
+                "an entry's key does not parse",
+            ));
+        };
+        self.enter_key(p.user_key)?;
+        if let Some((tombstone, offset)) = self.awaiting
+            && p.kind != ValueKind::Deletion
+        {
+            return Err(Error::corruption(
+                DROP_LOG,
+                offset,
+                format!(
+                    "the tombstone at sequence number {tombstone} was dropped at the bottom, \
+                     yet it hides the {:?} written at {}",
+                    p.kind, p.seq
+                ),
+            ));
+        }
+        self.awaiting = None;
+        self.versions.push(Version {
+            seq: p.seq,
+            kind: p.kind,
+            dropped: None,
+        });
+        Ok(())
+    }
+
+    /// Audits the drops after the last written entry and returns the drops counted.
+    pub fn finish(mut self) -> Result<DropCounts> {
+        while self.log_ahead {
+            self.next_drop()?;
+        }
+        self.end_key()?;
+        Ok(self.counts)
+    }
+
+    fn stripe(&self, seq: SeqNo) -> usize {
+        self.snapshots.partition_point(|&s| s < seq)
+    }
+
+    /// Audits the log's current record and moves past it.
+    fn next_drop(&mut self) -> Result<()> {
+        let Some(p) = parse_internal_key(self.log.key()) else {
+            return Err(self.log.corrupt("a dropped entry's key does not parse"));
+        };
+        let (user_key, seq, kind, reason) = (p.user_key.to_vec(), p.seq, p.kind, self.log.reason());
+        let outside = self.lower.is_some_and(|lo| user_key.as_slice() < lo)
+            || self.upper.is_some_and(|hi| user_key.as_slice() >= hi);
+        if outside {
+            return Err(self
+                .log
+                .corrupt("a dropped entry outside the share's key range"));
+        }
+        self.enter_key(&user_key)?;
+        let offset = self.log.offset();
+        let bad = move |why: String| {
+            Error::corruption(
+                DROP_LOG,
+                offset,
+                format!("version {seq} dropped as {reason:?}: {why}"),
+            )
+        };
+        match reason {
+            DropReason::Shadowed { by } => {
+                self.counts.shadowed += 1;
+                self.check_cited(by, seq, |v| {
+                    v.kind != ValueKind::Merge
+                        || matches!(
+                            v.dropped,
+                            Some(DropReason::Shadowed { .. } | DropReason::RangeCovered)
+                        )
+                })
+                .map_err(bad)?;
+            }
+            DropReason::MergeFolded { into } => {
+                self.counts.merge_folded += 1;
+                if !matches!(
+                    kind,
+                    ValueKind::Merge | ValueKind::Value | ValueKind::Deletion
+                ) {
+                    return Err(bad(format!("a merge never folds a {kind:?}")));
+                }
+                self.check_cited(into, seq, |v| {
+                    v.dropped.is_none() && matches!(v.kind, ValueKind::Value | ValueKind::Merge)
+                })
+                .map_err(bad)?;
+            }
+            DropReason::BottomTombstone => {
+                self.counts.bottom_tombstones += 1;
+                if !self.bottommost {
+                    return Err(bad(
+                        "the compaction is not bottommost: data below may be under it".into(),
+                    ));
+                }
+                if kind != ValueKind::Deletion {
+                    return Err(bad(format!("a {kind:?} is not a tombstone")));
+                }
+                self.awaiting = Some((seq, offset));
+            }
+            DropReason::RangeCovered => {
+                self.counts.range_covered += 1;
+                let covered = self
+                    .tombstones
+                    .is_some_and(|t| t.covers_in_stripe(&user_key, seq, &self.snapshots));
+                if !covered {
+                    return Err(bad("no range tombstone covers it in its stripe".into()));
+                }
+            }
+        }
+        self.versions.push(Version {
+            seq,
+            kind,
+            dropped: Some(reason),
+        });
+        self.log_ahead = self.log.advance()?;
+        Ok(())
+    }
+
+    /// Checks that version `cited` of the current key justifies dropping version `seq`: newer,
+    /// in the same stripe, and passing `hides` (or zeroed at the bottom, checked at the key's
+    /// end).
+    fn check_cited(
+        &mut self,
+        cited: SeqNo,
+        seq: SeqNo,
+        hides: impl Fn(&Version) -> bool,
+    ) -> std::result::Result<(), String> {
+        let stripe = self.stripe(cited);
+        if stripe != self.stripe(seq) {
+            return Err(format!(
+                "{cited} is in another snapshot stripe: a snapshot sees the dropped version"
+            ));
+        }
+        // Versions are newest first: binary search on the descending sequence numbers.
+        let at = self.versions.partition_point(|v| v.seq > cited);
+        match self.versions.get(at).filter(|v| v.seq == cited) {
+            Some(v) if hides(v) => Ok(()),
+            Some(v) => Err(format!("{cited} ({:?}) does not hide it", v.kind)),
+            None if self.bottommost && stripe == 0 => {
+                self.needs_zeroed.get_or_insert((cited, self.log.offset()));
+                Ok(())
+            }
+            None => Err(format!("{cited} is neither written nor dropped")),
+        }
+    }
+
+    /// Moves the audit to `user_key`, closing the previous key first.
+    fn enter_key(&mut self, user_key: &[u8]) -> Result<()> {
+        if user_key == self.key.as_slice() && !self.versions.is_empty() {
+            return Ok(());
+        }
+        self.end_key()?;
+        self.key.clear();
+        self.key.extend_from_slice(user_key);
+        Ok(())
+    }
+
+    /// Closes the current key: a drop citing a zeroed version needs one.
+    fn end_key(&mut self) -> Result<()> {
+        if let Some((cited, offset)) = self.needs_zeroed.take() {
+            let zeroed = self.versions.iter().any(|v| {
+                v.seq == 0
+                    && v.dropped.is_none()
+                    && matches!(v.kind, ValueKind::Value | ValueKind::BlobIndex)
+            });
+            if !zeroed {
+                return Err(Error::corruption(
+                    DROP_LOG,
+                    offset,
+                    format!(
+                        "a drop cites version {cited}, which is neither written nor dropped, \
+                         and no value was written at sequence number 0 in its place"
+                    ),
+                ));
+            }
+        }
+        self.versions.clear();
+        self.awaiting = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::compact::plan::tests::spec;
+    use crate::compaction_iter::drop_log::DropLogWriter;
+    use crate::key::make_internal_key;
+    use crate::range_del::RangeTombstone;
+
+    /// One entry of a share as the audit sees it: written, or dropped for a reason.
+    type Seen = (&'static str, SeqNo, ValueKind, Option<DropReason>);
+
+    const V: ValueKind = ValueKind::Value;
+    const D: ValueKind = ValueKind::Deletion;
+    const M: ValueKind = ValueKind::Merge;
+
+    fn shadowed(by: SeqNo) -> Option<DropReason> {
+        Some(DropReason::Shadowed { by })
+    }
+
+    /// Audits `seen` (in internal-key order) for a compaction with snapshot 10 (stripes
+    /// `..=10` and `11..`), `bottommost`, and a range tombstone over `[r, s)` at 30.
+    fn audit(bottommost: bool, seen: &[Seen]) -> Result<DropCounts> {
+        let mut spec = spec(Vec::new());
+        spec.snapshots = vec![10];
+        spec.bottommost = bottommost;
+        spec.range_tombstones = Some(Arc::new(Tombstones::new(&[RangeTombstone {
+            start: b"r".to_vec(),
+            end: b"s".to_vec(),
+            seq: 30,
+        }])));
+        let mut log = DropLogWriter::default();
+        for &(key, seq, kind, reason) in seen {
+            if let Some(reason) = reason {
+                log.push(&make_internal_key(key.as_bytes(), seq, kind), reason);
+            }
+        }
+        let log = log.take();
+        let mut audit = DropAudit::new(&spec, None, Some(b"z"), log.as_bytes())?;
+        for &(key, seq, kind, reason) in seen {
+            if reason.is_none() {
+                audit.written(&make_internal_key(key.as_bytes(), seq, kind))?;
+            }
+        }
+        audit.finish()
+    }
+
+    fn refused(bottommost: bool, seen: &[Seen], why: &str) {
+        match audit(bottommost, seen) {
+            Err(Error::Corruption { file, reason, .. }) => {
+                assert_eq!(file.to_str(), Some(DROP_LOG));
+                assert!(reason.contains(why), "{reason} (wanted {why:?})");
+            }
+            other => panic!("{seen:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn honest_drops_pass_and_are_counted() {
+        let counts = audit(
+            true,
+            &[
+                // Shadowed in the latest stripe, and in stripe 0 by a kept version.
+                ("a", 20, V, None),
+                ("a", 15, V, shadowed(20)),
+                ("a", 9, V, None),
+                ("a", 5, D, shadowed(9)),
+                // A tombstone at the bottom with only tombstones written below it.
+                ("b", 20, D, Some(DropReason::BottomTombstone)),
+                ("b", 8, D, None),
+                // Shadowed by a value zeroed at the bottom: it ends at sequence number 0.
+                ("c", 4, V, shadowed(7)),
+                ("c", 0, V, None),
+                // Operands folded into the newest one's full merge.
+                ("m", 19, V, None),
+                ("m", 17, M, Some(DropReason::MergeFolded { into: 19 })),
+                ("m", 12, V, Some(DropReason::MergeFolded { into: 19 })),
+                // Covered by the range tombstone in its stripe; below it, shadowed by it.
+                ("r", 25, M, Some(DropReason::RangeCovered)),
+                ("r", 22, V, shadowed(25)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            counts,
+            DropCounts {
+                shadowed: 4,
+                bottom_tombstones: 1,
+                range_covered: 1,
+                merge_folded: 2,
+            }
+        );
+    }
+
+    #[test]
+    fn a_snapshot_visible_version_dropped_is_refused() {
+        // 9 is the newest version a reader at snapshot 10 sees; 20 is in the stripe above.
+        refused(
+            true,
+            &[("a", 20, V, None), ("a", 9, V, shadowed(20))],
+            "another snapshot stripe",
+        );
+    }
+
+    #[test]
+    fn a_tombstone_dropped_above_older_data_is_refused() {
+        // Not bottommost: data below the output may be under it.
+        refused(
+            false,
+            &[("a", 20, D, Some(DropReason::BottomTombstone))],
+            "not bottommost",
+        );
+        // Bottommost, with a value kept below for a snapshot: the value would come back.
+        refused(
+            true,
+            &[
+                ("a", 20, D, Some(DropReason::BottomTombstone)),
+                ("a", 9, V, None),
+            ],
+            "hides the Value written at 9",
+        );
+        // A value is not a tombstone.
+        refused(
+            true,
+            &[("a", 20, V, Some(DropReason::BottomTombstone))],
+            "is not a tombstone",
+        );
+    }
+
+    #[test]
+    fn every_unjustified_drop_is_refused() {
+        // Shadowed by a merge operand, which reads through to it.
+        refused(
+            false,
+            &[("a", 20, M, None), ("a", 15, V, shadowed(20))],
+            "does not hide it",
+        );
+        // Shadowed by a version that is nowhere (not bottommost: no zeroing to explain it).
+        refused(
+            false,
+            &[("a", 15, V, shadowed(20))],
+            "neither written nor dropped",
+        );
+        // The same at the bottom, with no value at 0 to stand for it.
+        refused(
+            true,
+            &[("a", 5, V, shadowed(7))],
+            "no value was written at sequence number 0",
+        );
+        // Covered, but no range tombstone covers it (outside [r, s), or newer than 30).
+        refused(
+            false,
+            &[("a", 15, V, Some(DropReason::RangeCovered))],
+            "no range tombstone",
+        );
+        refused(
+            false,
+            &[("r", 35, V, Some(DropReason::RangeCovered))],
+            "no range tombstone",
+        );
+        // Folded into an operand that was not written.
+        refused(
+            false,
+            &[("m", 17, M, Some(DropReason::MergeFolded { into: 19 }))],
+            "neither written nor dropped",
+        );
+        // A drop outside the share ([.., z)).
+        refused(false, &[("zz", 15, V, shadowed(20))], "outside the share");
+    }
+
+    #[test]
+    fn statistics_must_count_what_the_log_holds() {
+        let counts = audit(true, &[("a", 20, V, None), ("a", 15, V, shadowed(20))]).unwrap();
+        let mut stats = CompactionIterStats {
+            shadowed_dropped: 1,
+            ..CompactionIterStats::default()
+        };
+        counts.check_against(&stats).unwrap();
+        stats.tombstones_dropped = 1;
+        assert!(counts.check_against(&stats).is_err());
+    }
+}
