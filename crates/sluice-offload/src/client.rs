@@ -56,6 +56,23 @@ pub enum ShareError {
         /// What did not match.
         reason: String,
     },
+    /// The worker dropped an entry the rules of compaction keep, or its statistics count
+    /// other drops than its drop log holds (`sluice_sst::compact::drop_audit`).
+    #[error("worker {addr} made a drop decision the host refuses: {reason}")]
+    DropAudit {
+        /// The worker.
+        addr: String,
+        /// The drop and the rule it breaks.
+        reason: String,
+    },
+}
+
+impl ShareError {
+    /// True when the share failed verification against its inputs (counted in
+    /// `verify_failures` besides `retries`), not a structural check or the call.
+    pub fn is_verify_failure(&self) -> bool {
+        matches!(self, ShareError::DropAudit { .. })
+    }
 }
 
 /// A connection to one worker. Connects lazily, and reconnects after a failure.

@@ -413,6 +413,7 @@ impl Job<'_> {
                     }
                 }
                 Err(e) => {
+                    self.off.metrics.lock().verify_failures += u64::from(e.is_verify_failure());
                     self.fail_chunk(board, side, call, raced.is_some(), &e);
                     if let Some(abandoned) = next.take() {
                         let why = "abandoned: the worker failed the chunk before it";

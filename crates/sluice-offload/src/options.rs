@@ -68,14 +68,16 @@ impl std::fmt::Display for Split {
 pub enum VerifyOutputs {
     /// Trust the worker's files once they pass the structural checks.
     None,
-    /// Check that outputs plus dropped entries add up to the inputs, in count and digest,
-    /// from table properties alone: catches any lost, changed, invented or re-sequenced entry
-    /// unless the worker also forges its dropped-entry digest.
+    /// Check every drop the worker logged against the rules of compaction (the host's
+    /// snapshots, range tombstones and bottommost flag: `sluice_sst::compact::drop_audit`),
+    /// count the drops from that log, and check that outputs plus dropped entries add up to
+    /// the inputs, in count and digest: catches any lost, changed, invented or re-sequenced
+    /// entry and any wrong drop decision, unless the worker forges its log and digest too.
     #[default]
     Digest,
-    /// `Digest`, and for each worker part, this many user keys drawn from its inputs: their
-    /// versions in the outputs must be exactly what merging the inputs gives. Catches a
-    /// forged dropped digest with a probability that grows with the keys sampled.
+    /// `Digest`, and for each worker part, this many user keys drawn from its inputs and its
+    /// outputs: their versions in the outputs must be exactly what merging the inputs gives.
+    /// Catches a forged dropped digest with a probability that grows with the keys sampled.
     Sample(u32),
     /// `Digest`, and every worker part merged again on the host: its files must be
     /// byte-identical to the host's.
@@ -191,7 +193,8 @@ pub struct OffloadOptions {
 
 impl OffloadOptions {
     /// Offload to `workers`, authenticating with `secret`, with the defaults: a static
-    /// half-and-half split, CoPro+ decisions on both sides, full verification.
+    /// half-and-half split, CoPro+ decisions on both sides, outputs verified at the default
+    /// level ([`VerifyOutputs::Digest`]).
     pub fn new(workers: Vec<String>, secret: Secret) -> OffloadOptions {
         OffloadOptions {
             workers,

@@ -208,7 +208,10 @@ impl Job<'_> {
                 Err(e) => {
                     tracing::warn!(worker = %addr, error = %e, "worker share failed; re-running it on the host");
                     self.delete_share_outputs(numbers);
-                    off.metrics.lock().retries += 1;
+                    let mut m = off.metrics.lock();
+                    m.retries += 1;
+                    m.verify_failures += u64::from(e.is_verify_failure());
+                    drop(m);
                     let (part, mut report) =
                         match self.run_share_on_host(spec, share, &self.control, new_output) {
                             Ok(out) => out,

@@ -225,14 +225,18 @@ impl Job<'_> {
         let files = match self.audits_drops() {
             true => {
                 // The drop decisions, checked in step with the read of every output.
+                let refused = |reason: String| ShareError::DropAudit {
+                    addr: addr.to_string(),
+                    reason,
+                };
                 let (lower, upper) = (share.lower.as_deref(), share.upper.as_deref());
                 let mut audit = DropAudit::new(self.spec, lower, upper, &r.drop_log)
-                    .map_err(|e| bad(e.to_string()))?;
+                    .map_err(|e| refused(e.to_string()))?;
                 let files =
                     verify_outputs(&r.files, &bounds, self.env.table_dirs(), Some(&mut audit))
-                        .map_err(&bad)?;
-                let counts = audit.finish().map_err(|e| bad(e.to_string()))?;
-                counts.check_against(&stats).map_err(&bad)?;
+                        .map_err(|e| if audit.refused() { refused(e) } else { bad(e) })?;
+                let counts = audit.finish().map_err(|e| refused(e.to_string()))?;
+                counts.check_against(&stats).map_err(refused)?;
                 files
             }
             false => {

@@ -73,12 +73,7 @@ pub(crate) fn run(
         log_drops: task.log_drops,
     };
     #[cfg(feature = "test-lies")]
-    let spec = CompactionSpec {
-        range_tombstones: spec
-            .range_tombstones
-            .filter(|_| !crate::lies::ignores_range_tombstones()),
-        ..spec
-    };
+    let spec = crate::lies::misread(spec);
     let exec = ExecOptions {
         mode,
         sub_task_bytes: task.sub_task_bytes,

@@ -12,8 +12,9 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 
-use sluice_sst::compact::CompactionOutput;
+use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 use sluice_sst::compaction_iter::CompactionIterStats;
+use sluice_sst::compaction_iter::drop_log::{DropLog, DropLogReader, DropLogWriter, DropReason};
 use sluice_sst::digest::EntryDigest;
 use sluice_sst::fs::Storage;
 use sluice_sst::iter::InternalIterator;
@@ -36,8 +37,9 @@ pub enum Lie {
     HardlinkOutput,
     /// Leave out every `n`th entry.
     DropEvery(u64),
-    /// Leave out every `n`th entry and claim it was dropped (shadowed): the counts and the
-    /// digest still add up, which only reading the data can catch.
+    /// Leave out every `n`th entry and claim it was a tombstone dropped at the bottom, in the
+    /// counts, the digest and the drop log (under the sequence number the log's other drops
+    /// of the key cite): everything adds up, which only reading the inputs can catch.
     DropAndForge(u64),
     /// Change the value of every `n`th entry.
     ChangeEvery(u64),
@@ -50,6 +52,13 @@ pub enum Lie {
     /// Compact as if the task carried no range tombstones: keep what they cover and report it
     /// as written, so the counts and the digest add up.
     IgnoreRangeTombstones,
+    /// Compact as if no snapshot were live (a drop-decision bug): versions only a snapshot
+    /// sees are dropped as shadowed, and honestly logged and counted as such.
+    IgnoreSnapshots,
+    /// Drop the first tombstone written above an older written version of its key (or, with
+    /// none, the first tombstone), and log and count it as a tombstone dropped at the bottom:
+    /// the counts, the digest and the log's record of it add up.
+    DropTombstone,
     /// Write the outputs' entries as they are, with properties that count no blob
     /// references: the entries and the digest add up, and the blob files the references
     /// name would look unreferenced.
@@ -86,6 +95,8 @@ impl FromStr for Lie {
             None if s == "raise-seq" => Lie::RaiseSeq,
             None if s == "outside-inputs" => Lie::OutsideInputs,
             None if s == "ignore-range-tombstones" => Lie::IgnoreRangeTombstones,
+            None if s == "ignore-snapshots" => Lie::IgnoreSnapshots,
+            None if s == "drop-tombstone" => Lie::DropTombstone,
             None if s == "hide-blob-refs" => Lie::HideBlobRefs,
             None if s == "swap-after-reply" => Lie::SwapAfterReply,
             None if s == "symlink-after-reply" => Lie::SymlinkAfterReply,
@@ -115,9 +126,20 @@ pub fn set(lie: Lie) {
     let _ = LIE.set(lie);
 }
 
-/// True when the process's lie is to ignore range tombstones: the task runs without them.
-pub(crate) fn ignores_range_tombstones() -> bool {
-    LIE.get() == Some(&Lie::IgnoreRangeTombstones)
+/// The spec as a worker with a rule lie (one in how it compacts) reads it: without range
+/// tombstones, or without snapshots.
+pub(crate) fn misread(spec: CompactionSpec) -> CompactionSpec {
+    match LIE.get() {
+        Some(Lie::IgnoreRangeTombstones) => CompactionSpec {
+            range_tombstones: None,
+            ..spec
+        },
+        Some(Lie::IgnoreSnapshots) => CompactionSpec {
+            snapshots: Vec::new(),
+            ..spec
+        },
+        _ => spec,
+    }
 }
 
 /// Applies the process's lie, if any, to a task's published outputs: `out` then describes the
@@ -128,7 +150,10 @@ pub(crate) fn apply(
     inputs: &[Vec<Arc<Table>>],
     table: &TableOptions,
 ) -> Result<(), WorkerError> {
-    let Some(&lie) = LIE.get().filter(|&&l| l != Lie::IgnoreRangeTombstones) else {
+    let Some(&lie) = LIE
+        .get()
+        .filter(|&&l| !matches!(l, Lie::IgnoreRangeTombstones | Lie::IgnoreSnapshots))
+    else {
         return Ok(());
     };
     tracing::warn!(?lie, "lying about this task, as --lie asked");
@@ -204,12 +229,25 @@ pub(crate) fn apply(
         _ => {
             let mut seen = 0u64;
             let mut forged = EntryDigest::default();
+            // Entries left out whose drop the log is to record.
+            let mut left_out = Vec::new();
             let last = published.len() - 1;
             for (i, (p, f)) in published.iter().zip(out.files.iter_mut()).enumerate() {
                 let path = p.root.join(&p.name);
                 let (entries, nonce) = read_all(&path)?;
-                let mut hidden = EntryDigest::default();
+                let mut hidden = Hidden::default();
                 let changed = transform(lie, entries, &mut seen, i == 0, i == last, &mut hidden);
+                let changed = match lie {
+                    Lie::DropAndForge(_) => {
+                        left_out.append(&mut hidden.keys);
+                        changed
+                    }
+                    Lie::DropTombstone if left_out.is_empty() => {
+                        drop_a_tombstone(changed, &mut hidden, &mut left_out)
+                    }
+                    _ => changed,
+                };
+                let hidden = hidden.digest;
                 let forged_meta = match lie {
                     Lie::PropertiesCount(_) => Forged::Uncounted(hidden),
                     Lie::PropertiesRange if i == 0 => Forged::SmallestIsSecond,
@@ -220,6 +258,14 @@ pub(crate) fn apply(
                     }
                 };
                 f.summary = rewrite(&path, &changed, table, forged_meta, nonce)?;
+            }
+            if !left_out.is_empty() {
+                // The log says what the counts say: each entry left out was a tombstone
+                // dropped at the bottom.
+                out.drops = with_drops(&out.drops, &left_out, lie != Lie::DropTombstone)?;
+                out.stats.tombstones_dropped += forged.entries;
+                out.stats.dropped_digest = out.stats.dropped_digest.wrapping_add(forged.sum);
+                return Ok(());
             }
             if lie == Lie::WrappedCount {
                 // The invented entry, subtracted: every honest drop counted as a tombstone's,
@@ -272,15 +318,83 @@ fn read_all(path: &Path) -> Result<(Entries, Option<u64>), WorkerError> {
     Ok((entries, table.properties().task_nonce))
 }
 
+/// Entries a lie claims as dropped: their digest and their keys.
+#[derive(Default)]
+struct Hidden {
+    digest: EntryDigest,
+    keys: Vec<Vec<u8>>,
+}
+
+impl Hidden {
+    fn add(&mut self, key: &[u8], value: &[u8]) {
+        self.digest.add(key, value);
+        self.keys.push(key.to_vec());
+    }
+}
+
+/// [`Lie::DropTombstone`] on one output's entries: leaves out the first tombstone followed by
+/// an older version of its key (or else the first tombstone), into `hidden` and `left_out`.
+fn drop_a_tombstone(
+    mut entries: Entries,
+    hidden: &mut Hidden,
+    left_out: &mut Vec<Vec<u8>>,
+) -> Entries {
+    let is_tombstone =
+        |k: &[u8]| parse_internal_key(k).is_some_and(|p| p.kind == ValueKind::Deletion);
+    let above_older = entries
+        .windows(2)
+        .position(|w| is_tombstone(&w[0].0) && user_key(&w[0].0) == user_key(&w[1].0));
+    let Some(at) = above_older.or_else(|| entries.iter().position(|(k, _)| is_tombstone(k))) else {
+        return entries;
+    };
+    let (k, v) = entries.remove(at);
+    hidden.add(&k, &v);
+    left_out.push(k);
+    entries
+}
+
+/// `log` with a record for each of `left_out`, as a tombstone of its key dropped at the
+/// bottom, in key order. The tombstone has the entry's sequence number or, when `forge`, the
+/// newest one the log's other drops of the key cite: a zeroed value's old number, which those
+/// drops then find (a forger covering its tracks).
+fn with_drops(log: &DropLog, left_out: &[Vec<u8>], forge: bool) -> Result<DropLog, WorkerError> {
+    let mut records = Vec::new();
+    let mut cited = std::collections::HashMap::<Vec<u8>, u64>::new();
+    let mut reader = DropLogReader::new(log.as_bytes());
+    while reader.advance()? {
+        if let Some(s) = reader.reason().cites() {
+            let newest = cited.entry(user_key(reader.key()).to_vec()).or_default();
+            *newest = (*newest).max(s);
+        }
+        records.push((reader.key().to_vec(), reader.reason()));
+    }
+    for k in left_out {
+        if let Some(p) = parse_internal_key(k) {
+            let seq = match forge {
+                true => cited.get(p.user_key).copied().unwrap_or(p.seq),
+                false => p.seq,
+            };
+            let tombstone = make_internal_key(p.user_key, seq, ValueKind::Deletion);
+            records.push((tombstone, DropReason::BottomTombstone));
+        }
+    }
+    records.sort_by(|a, b| sluice_sst::key::compare_internal(&a.0, &b.0));
+    let mut writer = DropLogWriter::default();
+    for (k, reason) in &records {
+        writer.push(k, *reason);
+    }
+    Ok(writer.take())
+}
+
 /// The entries of one output after `lie`; `seen` counts entries across outputs, `forged`
-/// sums the entries claimed as dropped.
+/// holds the entries claimed as dropped.
 fn transform(
     lie: Lie,
     entries: Entries,
     seen: &mut u64,
     first: bool,
     last: bool,
-    forged: &mut EntryDigest,
+    forged: &mut Hidden,
 ) -> Entries {
     let mut out = Vec::with_capacity(entries.len() + 1);
     let first_key = entries

@@ -95,6 +95,8 @@ pub struct DropAudit<'a> {
     /// A drop cites a version zeroed at the bottom: the key must end with a written value at 0.
     needs_zeroed: Option<(SeqNo, u64)>,
     counts: DropCounts,
+    /// Whether a drop was refused (the error went to the caller of `written`).
+    refused: bool,
 }
 
 impl<'a> DropAudit<'a> {
@@ -125,11 +127,24 @@ impl<'a> DropAudit<'a> {
             awaiting: None,
             needs_zeroed: None,
             counts: DropCounts::default(),
+            refused: false,
         })
     }
 
     /// Audits the next written entry, internal key `ikey`, after every drop sorting before it.
     pub fn written(&mut self, ikey: &[u8]) -> Result<()> {
+        let result = self.audit_written(ikey);
+        self.refused |= result.is_err();
+        result
+    }
+
+    /// True once [`DropAudit::written`] refused a drop: the error a caller got from reading
+    /// the outputs is then the audit's, not the read's.
+    pub fn refused(&self) -> bool {
+        self.refused
+    }
+
+    fn audit_written(&mut self, ikey: &[u8]) -> Result<()> {
         while self.log_ahead && compare_internal(self.log.key(), ikey).is_le() {
             self.next_drop()?;
         }
