@@ -9,6 +9,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         // A request that does not decode is the caller's error: INVALID_ARGUMENT.
         .codec_path("crate::codec::WireCodec")
+        // Megabytes each: decoded as slices of the received buffer rather than copied.
+        .bytes(".sluice.worker.v1.Envelope.payload")
+        .bytes(".sluice.worker.v1.TaskResult.drop_log")
         .compile_fds(descriptors)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use sluice_rpc::auth::{METADATA_KEY, Secret};
 use sluice_rpc::envelope::{open, seal};
 use sluice_rpc::proto::compaction_worker_client::CompactionWorkerClient;
 use sluice_rpc::proto::{CompactionTask, MessageKind, Origin, TaskResult};
-use sluice_rpc::{MAX_MESSAGE_BYTES, RpcError};
+use sluice_rpc::{MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, RpcError};
 use tonic::transport::{Channel, Endpoint};
 
 /// Why a worker's share did not come back usable. Every one of them is handled the same way:
@@ -95,7 +95,7 @@ impl WorkerClient {
             .connect_timeout(Duration::from_secs(5))
             .tcp_nodelay(true);
         let client = CompactionWorkerClient::new(endpoint.connect_lazy())
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_decoding_message_size(MAX_RESULT_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         Ok(WorkerClient {
             addr: addr.to_string(),

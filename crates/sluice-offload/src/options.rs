@@ -68,14 +68,18 @@ impl std::fmt::Display for Split {
 pub enum VerifyOutputs {
     /// Trust the worker's files once they pass the structural checks.
     None,
-    /// Check every drop the worker logged against the rules of compaction (the host's
-    /// snapshots, range tombstones and bottommost flag: `sluice_sst::compact::drop_audit`),
-    /// count the drops from that log, and check that outputs plus dropped entries add up to
-    /// the inputs, in count and digest: catches any lost, changed, invented or re-sequenced
-    /// entry and any wrong drop decision, unless the worker forges its log and digest too.
-    #[default]
+    /// Check that outputs plus dropped entries add up to the inputs, in count and digest,
+    /// from table properties alone: catches any lost, changed, invented or re-sequenced entry
+    /// unless the worker also forges its dropped-entry digest, but not a wrong drop decision
+    /// the worker reports honestly (a version a snapshot still needs, counted as dropped).
     Digest,
-    /// `Digest`, and for each worker part, this many user keys drawn from its inputs and its
+    /// `Digest`, after checking every drop the worker logged against the rules of compaction
+    /// (the host's snapshots, range tombstones and bottommost flag:
+    /// `sluice_sst::compact::drop_audit`) and counting the drops from that log: catches any
+    /// wrong drop decision too, unless the worker forges its log and digest.
+    #[default]
+    Audit,
+    /// `Audit`, and for each worker part, this many user keys drawn from its inputs and its
     /// outputs: their versions in the outputs must be exactly what merging the inputs gives.
     /// Catches a forged dropped digest with a probability that grows with the keys sampled.
     Sample(u32),
@@ -91,6 +95,7 @@ impl std::str::FromStr for VerifyOutputs {
         match s {
             "none" => Ok(VerifyOutputs::None),
             "digest" => Ok(VerifyOutputs::Digest),
+            "audit" => Ok(VerifyOutputs::Audit),
             "full" => Ok(VerifyOutputs::Full),
             _ => s
                 .strip_prefix("sample:")
@@ -98,7 +103,9 @@ impl std::str::FromStr for VerifyOutputs {
                 .filter(|&k| k > 0)
                 .map(VerifyOutputs::Sample)
                 .ok_or_else(|| {
-                    format!("unknown verification {s:?}: none, digest, sample:K (K > 0) or full")
+                    format!(
+                        "unknown verification {s:?}: none, digest, audit, sample:K (K > 0) or full"
+                    )
                 }),
         }
     }
@@ -109,6 +116,7 @@ impl std::fmt::Display for VerifyOutputs {
         match self {
             VerifyOutputs::None => f.write_str("none"),
             VerifyOutputs::Digest => f.write_str("digest"),
+            VerifyOutputs::Audit => f.write_str("audit"),
             VerifyOutputs::Sample(k) => write!(f, "sample:{k}"),
             VerifyOutputs::Full => f.write_str("full"),
         }
@@ -194,7 +202,7 @@ pub struct OffloadOptions {
 impl OffloadOptions {
     /// Offload to `workers`, authenticating with `secret`, with the defaults: a static
     /// half-and-half split, CoPro+ decisions on both sides, outputs verified at the default
-    /// level ([`VerifyOutputs::Digest`]).
+    /// level ([`VerifyOutputs::Audit`]).
     pub fn new(workers: Vec<String>, secret: Secret) -> OffloadOptions {
         OffloadOptions {
             workers,
@@ -248,12 +256,13 @@ mod tests {
         for level in [
             VerifyOutputs::None,
             VerifyOutputs::Digest,
+            VerifyOutputs::Audit,
             VerifyOutputs::Sample(64),
             VerifyOutputs::Full,
         ] {
             assert_eq!(level.to_string().parse::<VerifyOutputs>(), Ok(level));
         }
-        assert_eq!(VerifyOutputs::default(), VerifyOutputs::Digest);
+        assert_eq!(VerifyOutputs::default(), VerifyOutputs::Audit);
         for bad in ["", "sample", "sample:0", "sample:x", "all"] {
             assert!(bad.parse::<VerifyOutputs>().is_err(), "{bad:?}");
         }

@@ -4,13 +4,16 @@
 //! Every check of [`super::verify`] compares a worker's files with what the worker *said*
 //! about them. These compare them with the inputs:
 //!
-//! - **digest** (the default): the parts' outputs plus the entries they dropped must add up,
-//!   in count and digest, to the input tables' ([`sluice_sst::digest`]). Input digests are
+//! - **digest**: the parts' outputs plus the entries they dropped must add up,
+//!   in count and digest, to the input tables' ([`sluice_sst::digest`]). At **audit** (the
+//!   default) and above, each worker part's drop decisions were audited when its reply was
+//!   checked (`share.rs`, [`sluice_sst::compact::drop_audit`]), so its dropped counts are the
+//!   host's. Input digests are
 //!   known per table, not per key range, so the equation is checked over the whole job; when
 //!   it fails, nothing tells which part is wrong, so every worker part is run again on the
 //!   host, and a part whose host copy adds up differently is one that lied;
-//! - **sample:K**: then K keys per worker part, drawn from its inputs, must have exactly the
-//!   versions merging the inputs gives ([`super::sample`]);
+//! - **sample:K**: then K keys per worker part, drawn from its inputs and its outputs, must
+//!   have exactly the versions merging the inputs gives ([`super::sample`]);
 //! - **full**: then every worker part is run again on the host, and its files must be
 //!   byte-identical to the host's (executors write identical files for the same share).
 //!
@@ -140,7 +143,7 @@ impl Job<'_> {
                     self.replace(&mut proof.parts[i], fresh);
                 }
             }
-            VerifyOutputs::None | VerifyOutputs::Digest => {}
+            VerifyOutputs::None | VerifyOutputs::Digest | VerifyOutputs::Audit => {}
         }
         let proven = sum(&proof.parts);
         if proven != expected {

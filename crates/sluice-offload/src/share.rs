@@ -189,12 +189,12 @@ impl Job<'_> {
         Ok((part, report))
     }
 
-    /// Whether worker shares log their drops and the host audits them: at `digest` and
+    /// Whether worker shares log their drops and the host audits them: at `audit` and
     /// `sample:K` (`full` re-runs every worker share on the host instead).
     pub(super) fn audits_drops(&self) -> bool {
         matches!(
             self.off.options.verify_outputs,
-            VerifyOutputs::Digest | VerifyOutputs::Sample(_)
+            VerifyOutputs::Audit | VerifyOutputs::Sample(_)
         )
     }
 

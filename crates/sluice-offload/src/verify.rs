@@ -21,6 +21,10 @@
 //! works on digests the host confirmed, not on the worker's word, and what the MANIFEST pins
 //! (size, identity, checksum) is what the host read.
 //!
+//! At `audit` and `sample:K` the caller passes a [`DropAudit`] of the share's drop log, shown
+//! every entry of that read in order: the worker's drop decisions are checked in the same
+//! pass over the outputs.
+//!
 //! Known gap: the link and inode checks look at the name, and the table is then opened by
 //! name. A file swapped in between is the one read and pinned, so it must pass every check
 //! above itself; one swapped in after them is refused at its next open (size, identity,
@@ -225,7 +229,7 @@ fn verify_one(
     // Every byte, read through the file the checks above opened: the checksum and the
     // identity the MANIFEST will pin are of the bytes the host read.
     let verified = match audit {
-        Some(audit) => table.verify_all_visiting(&mut |key| audit.written(key)),
+        Some(audit) => table.verify_all_visiting(|key| audit.written(key)),
         None => table.verify_all(),
     }
     .map_err(|e| e.to_string())?;

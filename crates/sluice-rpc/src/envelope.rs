@@ -61,7 +61,7 @@ pub fn seal(kind: MessageKind, origin: Origin, message: &impl Message) -> Envelo
         kind: kind as i32,
         origin: origin as i32,
         payload_crc32c: crc32c::crc32c(&payload),
-        payload,
+        payload: payload.into(),
     }
 }
 
@@ -88,7 +88,8 @@ pub fn open<M: Message + Default>(
             actual,
         });
     }
-    Ok(M::decode(envelope.payload.as_slice())?)
+    // A clone of `Bytes` shares the buffer: `bytes` fields decode as slices of it.
+    Ok(M::decode(envelope.payload.clone())?)
 }
 
 #[cfg(test)]
@@ -120,7 +121,9 @@ mod tests {
     #[test]
     fn a_flipped_payload_bit_is_caught() {
         let mut env = seal(MessageKind::CompactionTask, Origin::Host, &task());
-        env.payload[3] ^= 0x10;
+        let mut flipped = env.payload.to_vec();
+        flipped[3] ^= 0x10;
+        env.payload = flipped.into();
         let err = open::<CompactionTask>(&env, MessageKind::CompactionTask).unwrap_err();
         assert!(matches!(err, RpcError::Checksum { .. }), "{err}");
     }
@@ -148,7 +151,7 @@ mod tests {
                 kind: MessageKind::CompactionTask as i32,
                 origin: Origin::Host as i32,
                 payload_crc32c: crc32c::crc32c(&payload),
-                payload,
+                payload: payload.into(),
             };
             let _ = open::<CompactionTask>(&env, MessageKind::CompactionTask);
         }

@@ -30,7 +30,13 @@ pub mod proto {
 
 pub use envelope::{PROTOCOL_VERSION, RpcError};
 
-/// Largest message either side sends or accepts, in bytes. A task names files and key ranges,
-/// not data, so real ones are far below this; the limit stops a corrupt or hostile length
-/// from making a peer allocate without bound.
+/// Largest request a worker accepts (and a host sends), in bytes. A task names files and key
+/// ranges, not data, so real ones are far below this; the limit stops a corrupt or hostile
+/// length from making a peer allocate without bound.
 pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+
+/// Largest reply a host accepts (and a worker sends), in bytes. A reply carries the share's
+/// drop log (docs/format/drop-log.md), 10-20 bytes per dropped entry: 17 MB for a 270 MB
+/// share that drops 1.5 M entries. A worker whose reply would pass this fails the task and
+/// the host runs the share itself.
+pub const MAX_RESULT_BYTES: usize = 256 << 20;

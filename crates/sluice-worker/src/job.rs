@@ -97,7 +97,7 @@ pub(crate) fn run(
     let output_bytes = out.files.iter().map(|f| f.summary.file_size).sum();
     let cpu_nanos = out.profile.cpu_nanos;
     Ok(JobReport {
-        result: task_result(task.job_id, mode, &out, &published, decision.as_ref()),
+        result: task_result(task.job_id, mode, out, &published, decision.as_ref()),
         input_bytes,
         output_bytes,
         cpu_nanos,
@@ -167,7 +167,7 @@ fn check_matches(job: u64, input: &InputRef, table: &Table) -> Result<(), Worker
 fn task_result(
     job_id: u64,
     mode: CompactionMode,
-    out: &CompactionOutput,
+    out: CompactionOutput,
     published: &[Published],
     decision: Option<&Decision>,
 ) -> proto::TaskResult {
@@ -192,7 +192,7 @@ fn task_result(
         stages: stages_to_wire(&out.stages),
         stats: Some(stats_to_wire(&out.stats)),
         mode: mode_to_wire(Some(mode)) as i32,
-        drop_log: out.drops.as_bytes().to_vec(),
+        drop_log: out.drops.into_bytes().into(),
         decision: decision.map(|d| proto::DecisionRecord {
             f: d.f,
             cpu_use: d.inputs.cpu_use,

@@ -10,8 +10,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_rpc::MAX_MESSAGE_BYTES;
 use sluice_rpc::proto::compaction_worker_server::CompactionWorkerServer;
+use sluice_rpc::{MAX_MESSAGE_BYTES, MAX_RESULT_BYTES};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tonic::service::interceptor::InterceptedService;
@@ -57,7 +57,7 @@ pub async fn serve(
             state: Arc::clone(&state),
         })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES),
+        .max_encoding_message_size(MAX_RESULT_BYTES),
         Authenticator {
             state: Arc::clone(&state),
         },

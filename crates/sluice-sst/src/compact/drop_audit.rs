@@ -97,6 +97,8 @@ pub struct DropAudit<'a> {
     counts: DropCounts,
     /// Whether a drop was refused (the error went to the caller of `written`).
     refused: bool,
+    /// A buffer for the current record's user key.
+    scratch: Vec<u8>,
 }
 
 impl<'a> DropAudit<'a> {
@@ -128,6 +130,7 @@ impl<'a> DropAudit<'a> {
             needs_zeroed: None,
             counts: DropCounts::default(),
             refused: false,
+            scratch: Vec::new(),
         })
     }
 
@@ -145,8 +148,29 @@ impl<'a> DropAudit<'a> {
     }
 
     fn audit_written(&mut self, ikey: &[u8]) -> Result<()> {
-        while self.log_ahead && compare_internal(self.log.key(), ikey).is_le() {
-            self.next_drop()?;
+        let written_key = crate::key::user_key(ikey);
+        // Whether the next drop (after those sorting before this entry) is of this key.
+        let mut drop_of_this_key = false;
+        while self.log_ahead {
+            let by_user_key = crate::key::user_key(self.log.key()).cmp(written_key);
+            if by_user_key.is_lt()
+                || (by_user_key.is_eq() && compare_internal(self.log.key(), ikey).is_le())
+            {
+                self.next_drop()?;
+                continue;
+            }
+            drop_of_this_key = by_user_key.is_eq();
+            break;
+        }
+        // A written version matters only to a key with drops: the one being audited, or the
+        // next drop's. Every other entry (most of them) costs the comparisons above, and
+        // closes the key being audited once past it.
+        let audited = !self.versions.is_empty() && self.key == written_key;
+        if !audited && !drop_of_this_key {
+            if !self.versions.is_empty() {
+                self.end_key()?;
+            }
+            return Ok(());
         }
         let Some(p) = parse_internal_key(ikey) else {
             return Err(Error::corruption(
@@ -193,10 +217,11 @@ impl<'a> DropAudit<'a> {
 
     /// Audits the log's current record and moves past it.
     fn next_drop(&mut self) -> Result<()> {
-        let Some(p) = parse_internal_key(self.log.key()) else {
-            return Err(self.log.corrupt("a dropped entry's key does not parse"));
-        };
-        let (user_key, seq, kind, reason) = (p.user_key.to_vec(), p.seq, p.kind, self.log.reason());
+        let (seq, kind, reason) = (self.log.seq(), self.log.kind(), self.log.reason());
+        // Copied out of the reader (which `enter_key` cannot borrow), into a reused buffer.
+        let mut user_key = std::mem::take(&mut self.scratch);
+        user_key.clear();
+        user_key.extend_from_slice(crate::key::user_key(self.log.key()));
         let outside = self.lower.is_some_and(|lo| user_key.as_slice() < lo)
             || self.upper.is_some_and(|hi| user_key.as_slice() >= hi);
         if outside {
@@ -204,7 +229,11 @@ impl<'a> DropAudit<'a> {
                 .log
                 .corrupt("a dropped entry outside the share's key range"));
         }
-        self.enter_key(&user_key)?;
+        // The previous record's key is the one being audited: every written entry between two
+        // records of one user key has that key too.
+        if !self.log.same_user_key() || self.versions.is_empty() {
+            self.enter_key(&user_key)?;
+        }
         let offset = self.log.offset();
         let bad = move |why: String| {
             Error::corruption(
@@ -265,6 +294,7 @@ impl<'a> DropAudit<'a> {
             kind,
             dropped: Some(reason),
         });
+        self.scratch = user_key;
         self.log_ahead = self.log.advance()?;
         Ok(())
     }

@@ -66,15 +66,6 @@ pub struct DropLog {
 }
 
 impl DropLog {
-    /// A log decoded from `bytes` when read ([`DropLogReader`]); `records` is what the sender
-    /// claims and is not trusted by the reader.
-    pub fn from_bytes(bytes: Vec<u8>) -> DropLog {
-        DropLog {
-            bytes,
-            ..DropLog::default()
-        }
-    }
-
     /// The encoded records.
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
@@ -85,7 +76,7 @@ impl DropLog {
         self.bytes
     }
 
-    /// Records written (0 for a log made with [`DropLog::from_bytes`]).
+    /// Records written.
     pub fn records(&self) -> u64 {
         self.records
     }
@@ -174,8 +165,10 @@ impl DropLogWriter {
         put_varint32(out, shared as u32);
         put_varint32(out, (user_key.len() - shared) as u32);
         out.extend_from_slice(&user_key[shared..]);
-        put_varint64(out, trailer);
-        out.push(reason.code());
+        // The sequence number alone (a 5-byte trailer varint is 4 bytes this way); the kind
+        // rides in the tag byte with the reason.
+        put_varint64(out, trailer >> 8);
+        out.push(reason.code() | (trailer as u8) << 3);
         if let Some(newer) = reason.cites() {
             put_varint64(out, newer.saturating_sub(trailer >> 8));
         }
@@ -183,6 +176,11 @@ impl DropLogWriter {
         self.last_user_key.extend_from_slice(&user_key[shared..]);
         self.log.records += 1;
     }
+}
+
+/// The trailer of an internal key at least [`TRAILER_LEN`] bytes long.
+fn trailer(ikey: &[u8]) -> u64 {
+    crate::coding::get_fixed64(&ikey[ikey.len() - TRAILER_LEN..]).unwrap_or(0)
 }
 
 /// How many leading bytes `a` and `b` share.
@@ -203,6 +201,8 @@ pub struct DropLogReader<'a> {
     reason: DropReason,
     /// Offset of the current record.
     offset: usize,
+    /// Whether the current record's user key is the previous record's.
+    same_user_key: bool,
 }
 
 impl<'a> DropLogReader<'a> {
@@ -217,6 +217,7 @@ impl<'a> DropLogReader<'a> {
             kind: ValueKind::Value,
             reason: DropReason::RangeCovered,
             offset: 0,
+            same_user_key: false,
         }
     }
 
@@ -245,23 +246,36 @@ impl<'a> DropLogReader<'a> {
         self.key.extend_from_slice(prefix);
         self.key.extend_from_slice(suffix);
         self.pos += unshared;
-        let trailer = self.varint64()?;
-        let Some(kind) =
-            ValueKind::from_u8(trailer as u8).filter(|&k| k != ValueKind::RangeDeletion)
-        else {
-            return Err(self.corrupt(format!("unknown entry kind {}", trailer as u8)));
-        };
-        let seq = trailer >> 8;
-        self.key
-            .extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
-        if !self.previous.is_empty() && compare_internal(&self.previous, &self.key).is_ge() {
-            return Err(self.corrupt("records out of internal-key order"));
+        let seq = self.varint64()?;
+        if seq > MAX_SEQ {
+            return Err(self.corrupt(format!("sequence number {seq} overflows 56 bits")));
         }
-        let Some(&code) = self.bytes.get(self.pos) else {
-            return Err(self.corrupt("a record ends before its reason"));
+        let Some(&tag) = self.bytes.get(self.pos) else {
+            return Err(self.corrupt("a record ends before its tag"));
         };
         self.pos += 1;
-        self.reason = match code {
+        let Some(kind) = ValueKind::from_u8(tag >> 3).filter(|&k| k != ValueKind::RangeDeletion)
+        else {
+            return Err(self.corrupt(format!("unknown entry kind {}", tag >> 3)));
+        };
+        self.key
+            .extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+        let previous_len = self.previous.len().saturating_sub(TRAILER_LEN);
+        self.same_user_key = !self.previous.is_empty() && shared == previous_len && unshared == 0;
+        // The order from the shared prefix where it tells (no comparison of whole keys): the
+        // same user key needs a smaller trailer; a longer key with the previous one as its
+        // prefix sorts after it; otherwise the first differing byte decides.
+        let in_order = match (self.previous.is_empty(), suffix.first()) {
+            (true, _) => true,
+            _ if self.same_user_key => trailer(&self.key) < trailer(&self.previous),
+            (false, Some(_)) if shared == previous_len => true,
+            (false, Some(&next)) if next != self.previous[shared] => next > self.previous[shared],
+            _ => compare_internal(&self.previous, &self.key).is_lt(),
+        };
+        if !in_order {
+            return Err(self.corrupt("records out of internal-key order"));
+        }
+        self.reason = match tag & 7 {
             1 => DropReason::Shadowed {
                 by: self.cited(seq)?,
             },
@@ -274,6 +288,11 @@ impl<'a> DropLogReader<'a> {
         };
         (self.seq, self.kind) = (seq, kind);
         Ok(true)
+    }
+
+    /// True when the current record's user key is the previous record's.
+    pub fn same_user_key(&self) -> bool {
+        self.same_user_key
     }
 
     /// The current record's internal key. REQUIRES: the last `advance` returned `Ok(true)`.
@@ -430,10 +449,12 @@ mod tests {
         put_varint32(&mut bytes, 0);
         put_varint32(&mut bytes, 1);
         bytes.push(b'k');
-        put_varint64(&mut bytes, pack_trailer(5, ValueKind::Value));
+        put_varint64(&mut bytes, 5);
+        let value = (ValueKind::Value as u8) << 3;
         for (tail, expect) in [
-            (vec![1u8, 0], "not newer"),
-            (vec![9u8], "unknown drop reason"),
+            (vec![1 | value, 0], "not newer"),
+            (vec![7 | value], "unknown drop reason"),
+            (vec![1 | (9 << 3), 1], "unknown entry kind"),
         ] {
             let mut b = bytes.clone();
             b.extend_from_slice(&tail);
@@ -445,8 +466,8 @@ mod tests {
         put_varint32(&mut b, 0);
         put_varint32(&mut b, 1);
         b.push(b'k');
-        put_varint64(&mut b, pack_trailer(5, ValueKind::RangeDeletion));
-        b.push(3);
+        put_varint64(&mut b, 5);
+        b.push(3 | (ValueKind::RangeDeletion as u8) << 3);
         assert!(read_all(&b).is_err());
         // Sharing more than the previous key has.
         let mut b = Vec::new();

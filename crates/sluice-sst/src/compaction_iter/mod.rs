@@ -105,6 +105,15 @@
 //! falls in one sub-task, each sub-task sees whole version chains and the rules above hold per
 //! sub-task.
 //!
+//! # The drop log
+//!
+//! When asked ([`CompactionIterator::log_drops`]), the iterator records every drop with its
+//! reason, in internal-key order ([`drop_log`]): shadowed (citing the version examined just
+//! before, which is in the same stripe), a tombstone at the bottom, covered by a range
+//! tombstone, or folded by a merge (citing the written entry's sequence number). A worker
+//! sends the log with its outputs and the host checks each decision against these rules
+//! ([`crate::compact::drop_audit`]), so a drop-decision bug cannot pass as an honest drop.
+//!
 //! # Errors
 //!
 //! A key that does not parse as an internal key, or input that is not in internal-key order, is

@@ -502,7 +502,7 @@ impl Table {
     /// (`check_properties_describe`). Computes the whole-file CRC32C from the same
     /// bytes. Used by `sluice check` and by the host on a worker's outputs.
     pub fn verify_all(&self) -> Result<VerifyReport> {
-        self.verify_all_visiting(&mut |_| Ok(()))
+        self.verify_all_visiting(|_| Ok(()))
     }
 
     /// [`Table::verify_all`], showing `visit` every entry's internal key in order as it is
@@ -510,7 +510,7 @@ impl Table {
     /// from `visit` stops the read and is returned.
     pub fn verify_all_visiting(
         &self,
-        visit: &mut dyn FnMut(&[u8]) -> Result<()>,
+        mut visit: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         let mut crc = TilingCrc {

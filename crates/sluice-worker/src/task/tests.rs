@@ -216,7 +216,7 @@ proptest! {
             kind: MessageKind::CompactionTask as i32,
             origin: Origin::Host as i32,
             payload_crc32c: crc32c::crc32c(&payload),
-            payload,
+            payload: payload.into(),
         };
         if let Ok(task) = open::<proto::CompactionTask>(&env, MessageKind::CompactionTask)
             && let Ok(t) = CheckedTask::from_wire(&task)

@@ -19,7 +19,7 @@ fn caught(lie: &str, split: Split) -> sluice_offload::OffloadMetrics {
 /// [`caught`] without requiring a retry: under the dynamic split the host may race the
 /// worker's every chunk and win, and then no lie reaches it.
 fn compacted_with_a_liar(lie: &str, split: Split) -> sluice_offload::OffloadMetrics {
-    verified_against_a_liar(lie, split, VerifyOutputs::Digest)
+    verified_against_a_liar(lie, split, VerifyOutputs::default())
 }
 
 /// A compaction with a worker told to `lie`, its outputs verified at `level`.
@@ -112,17 +112,59 @@ fn a_forged_dropped_digest_is_caught_by_sampling_and_by_a_full_re_merge() {
     }
 }
 
-/// The same worker, verified by digest alone: its lie is the kind the digest and the audit
-/// of its (forged) drop log cannot see, and it goes through (the limit the fault model
+/// The same worker, verified at the default level: its lie is the kind the digest and the
+/// audit of its (forged) drop log cannot see, and it goes through (the limit the fault model
 /// documents; sampling or full verification is the answer, above).
 #[test]
-fn digest_alone_cannot_see_a_forged_dropped_digest() {
-    let m = installed_from_a_liar("drop-and-forge:50", VerifyOutputs::Digest);
+fn the_audit_cannot_see_a_forged_drop_log_and_digest() {
+    let m = installed_from_a_liar("drop-and-forge:50", VerifyOutputs::Audit);
     assert_eq!((m.retries, m.verify_failures), (0, 0), "{m:?}");
 }
 
+/// A drop-decision bug reported honestly, verified by the digest alone (no drop log): the
+/// accounts add up and the snapshot's versions are gone. Why the audit is the default.
+#[test]
+fn digest_alone_misses_a_drop_decision_bug() {
+    let dir = tempfile::tempdir().unwrap();
+    inverted(dir.path());
+    let secret = secret_file(dir.path(), SECRET);
+    let worker = Worker::start(dir.path(), &secret, &["--lie", "ignore-snapshots"]);
+    let off = OffloadOptions {
+        split: ALL_TO_THE_WORKER,
+        verify_outputs: VerifyOutputs::Digest,
+        ..offload(vec![worker.addr.clone()], SECRET)
+    };
+    let options = Options {
+        offload: Some(off.into()),
+        ..base_options()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    let snapshot = db.snapshot();
+    let before = contents(&db);
+    for k in before.keys().step_by(5) {
+        db.put(k, b"after the snapshot").unwrap();
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let m = db.offload_metrics().unwrap();
+    assert_eq!((m.retries, m.verify_failures), (0, 0), "{m:?}");
+    let opts = sluice::ReadOptions {
+        snapshot: Some(&snapshot),
+        ..sluice::ReadOptions::default()
+    };
+    let seen: Model = db
+        .range_opt::<&[u8], _>(&opts, ..)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_ne!(
+        seen, before,
+        "the snapshot kept its versions: the lie did nothing"
+    );
+}
+
 /// With verification off, only the structural checks run: a worker that drops entries
-/// outright gets its files installed. (What `none` means; the default is `digest`.)
+/// outright gets its files installed. (What `none` means; the default is `audit`.)
 #[test]
 fn verification_none_trusts_the_worker() {
     let m = installed_from_a_liar("drop-every:1000", VerifyOutputs::None);
@@ -266,7 +308,7 @@ fn a_table_swapped_after_the_reply_is_refused_at_the_next_open_and_by_check() {
     for lie in ["swap-after-reply", "symlink-after-reply"] {
         let dir = tempfile::tempdir().unwrap();
         let model = inverted(dir.path());
-        let (worker, m) = installed_from_a_liar_in(dir.path(), lie, VerifyOutputs::Digest);
+        let (worker, m) = installed_from_a_liar_in(dir.path(), lie, VerifyOutputs::default());
         // Past the worker's swap (it acts 200 ms after preparing its reply).
         std::thread::sleep(Duration::from_millis(800));
         drop(worker);
@@ -412,6 +454,7 @@ fn an_honest_worker_passes_every_level() {
     for level in [
         VerifyOutputs::None,
         VerifyOutputs::Digest,
+        VerifyOutputs::Audit,
         VerifyOutputs::Sample(200),
         VerifyOutputs::Full,
     ] {

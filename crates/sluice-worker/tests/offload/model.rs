@@ -186,6 +186,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
             Op::Compact => d.compact_range(None, None).unwrap(),
             Op::Reopen => {
                 snapshots.clear();
+                honest_worker_never_refused(d)?;
                 let (d, ks) = db.take().unwrap();
                 drop(ks);
                 d.close().unwrap();
@@ -195,9 +196,18 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
         }
     }
     let (d, ks) = db.take().unwrap();
+    honest_worker_never_refused(&d)?;
     prop_assert_eq!(scan(&d, None), model);
     prop_assert_eq!(scan_keyspace(&ks, None), ks_model);
     d.check().unwrap();
+    Ok(())
+}
+
+/// The worker is honest: no share of it may fail verification (the drop audit included) or
+/// need a retry, whatever snapshots, tombstones, operands and keyspaces the compactions met.
+fn honest_worker_never_refused(db: &Db) -> Result<(), TestCaseError> {
+    let m = db.offload_metrics().unwrap();
+    prop_assert_eq!((m.retries, m.verify_failures), (0, 0), "{:?}", m);
     Ok(())
 }
 

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use sluice_rpc::MAX_MESSAGE_BYTES;
 use sluice_rpc::envelope::{open, seal};
 use sluice_rpc::proto::compaction_worker_client::CompactionWorkerClient;
 use sluice_rpc::proto::{
     CompactionTask, HealthRequest, HealthResponse, MessageKind, MetricsRequest, MetricsResponse,
     Origin, TaskResult,
 };
+use sluice_rpc::{MAX_MESSAGE_BYTES, MAX_RESULT_BYTES};
 use tempfile::TempDir;
 use tonic::transport::Channel;
 use tonic::{Request, Status};
@@ -85,7 +85,7 @@ impl Worker {
         CompactionWorkerClient::connect(format!("http://{}", self.addr))
             .await
             .unwrap()
-            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_decoding_message_size(MAX_RESULT_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES)
     }
 
