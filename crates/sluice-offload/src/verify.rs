@@ -10,16 +10,16 @@
 //! key range, its properties carry the task's nonce, its keys lie inside the share and inside
 //! the inputs' key range, no entry is newer than the newest input, and the files are in key
 //! order without overlap; the reported dropped counts add up without overflow to no more than
-//! the inputs hold ([`check_drop_counts`]). When blob
-//! references are involved, the host counts the output's itself (they decide which blob
-//! files stay): the count must be the properties', and within the inputs'.
+//! the inputs hold ([`check_drop_counts`]).
 //!
 //! Then the host reads every byte of the file it opened, computes the CRC32C itself (compared
 //! with the reported one, and the one the MANIFEST records), and decodes every block: entries
-//! in order, each block ending with its index key, the filter holding every key, and the
-//! properties those the entries make (`Table::verify_all`). So the digest check of `prove.rs`
-//! works on digests the host confirmed, not on the worker's word, and what the MANIFEST pins
-//! (size, identity, checksum) is what the host read.
+//! in order, each block ending with its index key, the filter holding every key, every blob
+//! reference decoding, and the properties those the entries make (`Table::verify_all`). So
+//! the digest check of `prove.rs` works on digests the host confirmed, not on the worker's
+//! word, and what the MANIFEST pins (size, identity, checksum) is what the host read. The
+//! blob references the properties count, so confirmed, decide which blob files stay: no
+//! output may reference a blob file more often than the inputs did.
 //!
 //! At `audit` and `sample:K` the caller passes a [`DropAudit`] of the share's drop log, shown
 //! every entry of that read in order: the worker's drop decisions are checked in the same
@@ -35,14 +35,12 @@ use std::collections::HashSet;
 use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use sluice_rpc::proto;
-use sluice_sst::blob::{BlobRef, BlobRefCounts};
+use sluice_sst::blob::BlobRefCounts;
 use sluice_sst::compact::drop_audit::DropAudit;
 use sluice_sst::compact::{CompactionSpec, OutputFile};
-use sluice_sst::iter::InternalIterator;
-use sluice_sst::key::{ValueKind, compare_internal, parse_internal_key, user_key};
+use sluice_sst::key::{compare_internal, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
 
 use sluice::filename::table_file_name;
@@ -222,7 +220,6 @@ fn verify_one(
             props.largest_seq, bounds.inputs.max_seq
         ));
     }
-    check_blob_refs(&table, &bounds.inputs.blob_refs)?;
     if props.entry_digest.is_none() {
         return Err("properties without an entry digest: nothing to prove it by".into());
     }
@@ -233,6 +230,7 @@ fn verify_one(
         None => table.verify_all(),
     }
     .map_err(|e| e.to_string())?;
+    check_blob_refs(&table, &bounds.inputs.blob_refs)?;
     let Some(crc) = verified.file_crc32c else {
         return Err("its blocks and footer do not tile the file: bytes no checksum covers".into());
     };
@@ -275,33 +273,12 @@ pub fn check_drop_counts(
     Ok(())
 }
 
-/// Which blob files stay is decided by the references the tables count, so the host counts a
-/// worker's output's references itself instead of trusting its properties: when the inputs
-/// hold references or the output claims some, every entry is read (tables with separated
-/// values are small: a reference is a few bytes). The count must equal the properties', and
-/// no blob file may be referenced more often than the inputs did.
-fn check_blob_refs(table: &Arc<Table>, inputs: &BlobRefCounts) -> Result<(), String> {
-    let claimed = &table.properties().blob_refs;
-    if inputs.is_empty() && claimed.is_empty() {
-        return Ok(());
-    }
-    let mut counted = BlobRefCounts::default();
-    let mut it = table.iter();
-    let mut step = it.seek_to_first();
-    while step.is_ok() && it.valid() {
-        if parse_internal_key(it.key()).is_some_and(|p| p.kind == ValueKind::BlobIndex) {
-            let blob =
-                BlobRef::decode(it.value()).ok_or("a blob reference that does not decode")?;
-            counted.add(&blob);
-        }
-        step = it.next();
-    }
-    step.map_err(|e| e.to_string())?;
-    if counted != *claimed {
-        return Err(format!(
-            "holds blob references {counted:?}, its properties say {claimed:?}"
-        ));
-    }
+/// Which blob files stay is decided by the references the tables count, so an output may
+/// not reference any blob file more often than the inputs did. `table`'s properties count
+/// its references as its data does: the full read (`Table::verify_all`) checked them, and
+/// refused a reference that does not decode.
+fn check_blob_refs(table: &Table, inputs: &BlobRefCounts) -> Result<(), String> {
+    let counted = &table.properties().blob_refs;
     match counted
         .iter()
         .find(|&(file, t)| t.refs > inputs.get(file).refs)
@@ -515,6 +492,61 @@ mod tests {
             let err = verify_outputs(&[report], &any, &dirs, None).unwrap_err();
             assert!(err.contains("checksum mismatch"), "{err}");
         }
+    }
+
+    /// An output referencing a blob file more often than the inputs did would keep the file
+    /// alive past its values (or, counted less, let it be deleted under them): refused on the
+    /// counts the full read confirmed.
+    #[test]
+    fn blob_references_beyond_the_inputs_are_refused() {
+        use sluice_sst::blob::BlobRef;
+        let dir = tempfile::tempdir().unwrap();
+        let path = table_file_name(dir.path(), 12);
+        let mut b = TableBuilder::create(&path, &TableOptions::default()).unwrap();
+        b.set_task_nonce(NONCE);
+        for k in 0..3u64 {
+            let key = make_internal_key(format!("key{k:03}").as_bytes(), 5, ValueKind::BlobIndex);
+            let blob = BlobRef {
+                file_number: 7,
+                offset: k * 100,
+                size: 100,
+            };
+            b.add(&key, &blob.encode()).unwrap();
+        }
+        let s = b.finish().unwrap();
+        let report = proto::OutputFile {
+            number: 12,
+            name: "000012.sst".into(),
+            size: s.file_size,
+            smallest: s.smallest_key.clone(),
+            largest: s.largest_key.clone(),
+            entries: 3,
+            file_crc32c: s.file_checksum,
+        };
+        let dirs = vec![dir.path().to_path_buf()];
+        let inputs_with = |refs: u64| {
+            let mut counts = BlobRefCounts::default();
+            for k in 0..refs {
+                counts.add(&BlobRef {
+                    file_number: 7,
+                    offset: k * 100,
+                    size: 100,
+                });
+            }
+            InputFacts {
+                blob_refs: counts,
+                ..facts().clone()
+            }
+        };
+        let (enough, too_few) = (inputs_with(3), inputs_with(2));
+        let b = |inputs| ShareBounds {
+            inputs,
+            ..bounds(None, None)
+        };
+        verify_outputs(std::slice::from_ref(&report), &b(&enough), &dirs, None).unwrap();
+        let err =
+            verify_outputs(std::slice::from_ref(&report), &b(&too_few), &dirs, None).unwrap_err();
+        assert!(err.contains("references to blob file 7"), "{err}");
     }
 
     #[test]

@@ -215,10 +215,7 @@ impl CompactionIterStats {
     /// The dropped entries' count and digest.
     pub fn dropped(&self) -> EntryDigest {
         EntryDigest {
-            entries: self.shadowed_dropped
-                + self.tombstones_dropped
-                + self.merge_absorbed
-                + self.range_covered,
+            entries: self.drop_counts().iter().sum(),
             sum: self.dropped_digest,
         }
     }
@@ -227,10 +224,7 @@ impl CompactionIterStats {
     /// the hash differences of the rewritten ones. `inputs = outputs + unwritten()`.
     pub fn unwritten(&self) -> EntryDigest {
         EntryDigest {
-            entries: self.shadowed_dropped
-                + self.tombstones_dropped
-                + self.merge_absorbed
-                + self.range_covered,
+            entries: self.dropped().entries,
             sum: self.dropped_digest.wrapping_add(self.rewrite_digest),
         }
     }
@@ -239,17 +233,24 @@ impl CompactionIterStats {
     /// `None` when they overflow, as only counts that did not come from a compaction can
     /// (a worker's reply is checked with this before anything adds it up).
     pub fn checked_unwritten(&self) -> Option<EntryDigest> {
-        let entries = [
-            self.tombstones_dropped,
-            self.merge_absorbed,
-            self.range_covered,
-        ]
-        .into_iter()
-        .try_fold(self.shadowed_dropped, u64::checked_add)?;
+        let entries = self
+            .drop_counts()
+            .into_iter()
+            .try_fold(0, u64::checked_add)?;
         Some(EntryDigest {
             entries,
             sum: self.dropped_digest.wrapping_add(self.rewrite_digest),
         })
+    }
+
+    /// The dropped entries by reason: shadowed, tombstones, merge-absorbed, range-covered.
+    fn drop_counts(&self) -> [u64; 4] {
+        [
+            self.shadowed_dropped,
+            self.tombstones_dropped,
+            self.merge_absorbed,
+            self.range_covered,
+        ]
     }
 
     /// Accounts one dropped entry's hash (the counters say which kind it was).

@@ -47,6 +47,9 @@ pub struct BlockMeta {
     pub digest_sum: u64,
     /// The blob references among the entries ([`ValueKind::BlobIndex`]), per blob file.
     pub blob_refs: BlobRefCounts,
+    /// Blob references that do not decode: never added by a writer (the compaction iterator
+    /// fails on one), and refused by `Table::verify_all`.
+    pub bad_blob_refs: u64,
 }
 
 impl Default for BlockMeta {
@@ -66,6 +69,7 @@ impl Default for BlockMeta {
             largest_seq: 0,
             digest_sum: 0,
             blob_refs: BlobRefCounts::default(),
+            bad_blob_refs: 0,
         }
     }
 }
@@ -102,11 +106,10 @@ impl BlockMeta {
                 ValueKind::Deletion => self.num_deletions += 1,
                 // Writers check references before they add them (the compaction iterator
                 // fails on one that does not decode), so one that does not is not counted.
-                ValueKind::BlobIndex => {
-                    if let Some(blob) = BlobRef::decode(value) {
-                        self.blob_refs.add(&blob);
-                    }
-                }
+                ValueKind::BlobIndex => match BlobRef::decode(value) {
+                    Some(blob) => self.blob_refs.add(&blob),
+                    None => self.bad_blob_refs += 1,
+                },
                 _ => {}
             }
         }

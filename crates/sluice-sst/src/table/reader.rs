@@ -611,6 +611,13 @@ impl Table {
                         "an empty data block",
                     ));
                 }
+                if meta.bad_blob_refs > 0 {
+                    return Err(Error::corruption(
+                        &*self.path,
+                        handle.offset,
+                        "a blob reference that does not decode",
+                    ));
+                }
                 // A filter that leaves a key out makes a lookup miss what a scan finds.
                 if let Some(filter) = &self.filter
                     && !meta

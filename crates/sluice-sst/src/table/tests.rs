@@ -629,3 +629,28 @@ proptest! {
         }
     }
 }
+
+/// A blob reference that does not decode would name no value, and the properties (which do
+/// not count it) would agree with the data: the full read refuses it, naming its block.
+#[test]
+fn verify_all_refuses_a_blob_reference_that_does_not_decode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("000001.sst");
+    let mut b = TableBuilder::create(&path, &TableOptions::default()).unwrap();
+    b.add(&make_internal_key(b"a", 3, ValueKind::Value), b"value")
+        .unwrap();
+    b.add(&make_internal_key(b"b", 2, ValueKind::BlobIndex), b"\xff")
+        .unwrap();
+    b.finish().unwrap();
+    let t = Table::open(&path, 1, TableReadOptions::default()).unwrap();
+    match t.verify_all() {
+        Err(Error::Corruption { file, reason, .. }) => {
+            assert_eq!(file, path);
+            assert!(
+                reason.contains("blob reference that does not decode"),
+                "{reason}"
+            );
+        }
+        other => panic!("accepted: {other:?}"),
+    }
+}

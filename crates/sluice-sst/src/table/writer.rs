@@ -32,7 +32,6 @@ use std::sync::Arc;
 use super::encode::compress_block;
 use super::{EncodedBlock, TableIdentity, TableOptions};
 use crate::block::BlockBuilder;
-use crate::checksum::block_checksum;
 use crate::compression::CompressionType;
 use crate::filter::BloomFilterBuilder;
 use crate::format::{
@@ -194,7 +193,7 @@ impl TableFileWriter {
 
     fn write_meta_and_sync(&mut self) -> Result<TableSummary> {
         let filter = match self.filter.take() {
-            Some(f) => Some(self.write_meta_block(&f.finish())?),
+            Some(f) => Some(self.write_block(&f.finish(), CompressionType::None)?.0),
             None => None,
         };
         let (ctype, level) = self.index_compression;
@@ -204,8 +203,9 @@ impl TableFileWriter {
         props.filter_bytes = filter.map_or(0, |h| h.size + BLOCK_TRAILER_LEN as u64);
         props.index_bytes = (index_contents.len() + BLOCK_TRAILER_LEN) as u64;
         let props_bytes = props.encode();
-        let properties = self.write_meta_block(&props_bytes)?;
-        let index = self.write_block(&index_contents, index_type)?;
+        let (properties, properties_checksum) =
+            self.write_block(&props_bytes, CompressionType::None)?;
+        let (index, _) = self.write_block(&index_contents, index_type)?;
         let footer = Footer {
             index,
             filter,
@@ -223,10 +223,7 @@ impl TableFileWriter {
             largest_key: props.largest_key.clone(),
             properties: props,
             file_checksum: self.checksum,
-            identity: TableIdentity::new(
-                footer_checksum(&footer_bytes),
-                block_checksum(&props_bytes, CompressionType::None as u8),
-            ),
+            identity: TableIdentity::new(footer_checksum(&footer_bytes), properties_checksum),
         })
     }
 
@@ -238,17 +235,16 @@ impl TableFileWriter {
         Ok(())
     }
 
-    /// Writes an uncompressed meta block with its trailer.
-    fn write_meta_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
-        self.write_block(contents, CompressionType::None)
-    }
-
-    /// Writes `stored` (contents already compressed as `ctype` says) with its trailer.
-    fn write_block(&mut self, stored: &[u8], ctype: CompressionType) -> Result<BlockHandle> {
+    /// Writes `stored` (contents already compressed as `ctype` says) with its trailer; returns
+    /// where it went and the trailer's checksum (the properties block's is part of the
+    /// table's identity).
+    fn write_block(&mut self, stored: &[u8], ctype: CompressionType) -> Result<(BlockHandle, u32)> {
         let handle = BlockHandle::new(self.offset, stored.len() as u64);
+        let trailer = block_trailer(stored, ctype);
         self.append(stored)?;
-        self.append(&block_trailer(stored, ctype))?;
-        Ok(handle)
+        self.append(&trailer)?;
+        let checksum = u32::from_le_bytes([trailer[1], trailer[2], trailer[3], trailer[4]]);
+        Ok((handle, checksum))
     }
 
     /// Drops buffered data and deletes the file, best effort: a file left behind is not named by
