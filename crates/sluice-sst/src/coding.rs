@@ -40,13 +40,26 @@ pub fn put_varint64(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Decodes a varint32 from the start of `src`; returns the value and the bytes consumed.
+#[inline]
 pub fn get_varint32(src: &[u8]) -> Option<(u32, usize)> {
+    // Most varints (lengths, shared prefixes) are one byte.
+    if let Some(&b) = src.first()
+        && b < 0x80
+    {
+        return Some((u32::from(b), 1));
+    }
     let (v, n) = get_varint_limited(src, 5)?;
     Some((u32::try_from(v).ok()?, n))
 }
 
 /// Decodes a varint64 from the start of `src`; returns the value and the bytes consumed.
+#[inline]
 pub fn get_varint64(src: &[u8]) -> Option<(u64, usize)> {
+    if let Some(&b) = src.first()
+        && b < 0x80
+    {
+        return Some((u64::from(b), 1));
+    }
     get_varint_limited(src, 10)
 }
 
