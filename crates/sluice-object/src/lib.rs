@@ -1,0 +1,430 @@
+//! Tables and blob files in an object store: [`ObjectFs`] is a [`FileSystem`] that keeps a
+//! database's immutable files (`NNNNNN.sst`, `NNNNNN.blob`) as objects under a prefix of a
+//! bucket, through the `object_store` crate (S3 and S3-compatible servers, or its local
+//! backend), and everything else (WAL, MANIFEST, CURRENT, LOCK, OPTIONS, LOG) on the local
+//! file system it wraps. The engine above it does not change: every file operation already
+//! goes through a `FileSystem`.
+//!
+//! # Mapping
+//!
+//! A table or blob file at `ROOT/REL` (`ROOT` the database directory, `REL` its name, or
+//! `keyspaces/ID/NAME` for another keyspace) is the object `PREFIX/REL`. Any other path,
+//! and any table outside `ROOT` (a checkpoint's or a backup's), is local.
+//!
+//! # Durability
+//!
+//! An object file is written into memory and uploaded by [`WriteFile::sync`] (a single PUT,
+//! or a multipart upload from [`MULTIPART_BYTES`] on): when `sync` returns the store has
+//! acknowledged the whole object, and only then does the engine name the table in the
+//! MANIFEST. An object's name needs no directory sync. A file dropped before `sync` leaves
+//! nothing in the bucket.
+//!
+//! # Costs
+//!
+//! Every positioned read is one ranged GET: the engine reads a table's footer, index, filter
+//! and properties once per open and data blocks through its block cache. `create` checks the
+//! name is free with a HEAD (the engine never reuses a number, so this is a guard, not a lock:
+//! two hosts must not share one prefix).
+
+use std::ffi::OsString;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
+
+/// Objects at least this large are uploaded in parts (S3 allows a single PUT up to 5 GB, but
+/// parts can be retried alone).
+pub const MULTIPART_BYTES: usize = 32 << 20;
+
+/// The size of each part of a multipart upload.
+const PART_BYTES: usize = 16 << 20;
+
+/// A [`FileSystem`] keeping tables and blob files in an object store (see the crate docs).
+#[derive(Clone)]
+pub struct ObjectFs {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    local: Arc<dyn FileSystem>,
+    store: Arc<dyn ObjectStore>,
+    /// The database directory: object files are named relative to it.
+    root: PathBuf,
+    prefix: ObjectPath,
+    /// Runs the store's futures; callers block on them from the engine's threads (or from
+    /// another runtime's, which is why they do not `block_on` this one).
+    runtime: tokio::runtime::Runtime,
+}
+
+impl fmt::Debug for ObjectFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectFs")
+            .field("store", &self.inner.store.to_string())
+            .field("root", &self.inner.root)
+            .field("prefix", &self.inner.prefix.as_ref())
+            .finish()
+    }
+}
+
+impl ObjectFs {
+    /// Keeps the tables and blob files of the database in `root` as objects under `prefix` of
+    /// `store`, and every other file on `local`.
+    pub fn new(
+        local: Arc<dyn FileSystem>,
+        store: Arc<dyn ObjectStore>,
+        root: &Path,
+        prefix: &str,
+    ) -> io::Result<ObjectFs> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("sluice-object")
+            .enable_all()
+            .build()?;
+        Ok(ObjectFs {
+            inner: Arc::new(Inner {
+                local,
+                store,
+                root: root.to_path_buf(),
+                prefix: ObjectPath::from(prefix),
+                runtime,
+            }),
+        })
+    }
+
+    /// [`ObjectFs::new`] for a store named by URL: `s3://bucket/prefix` (endpoint, region and
+    /// credentials from the `AWS_*` environment variables, as `object_store` reads them;
+    /// `AWS_ALLOW_HTTP=true` for a plain-HTTP endpoint) or `file:///dir` (its local backend).
+    pub fn from_url(local: Arc<dyn FileSystem>, url: &str, root: &Path) -> io::Result<ObjectFs> {
+        let bad = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let parsed = url::Url::parse(url).map_err(|e| bad(format!("{url}: {e}")))?;
+        let store: Arc<dyn ObjectStore> = match parsed.scheme() {
+            "s3" => {
+                let bucket = parsed
+                    .host_str()
+                    .ok_or_else(|| bad(format!("{url}: no bucket")))?;
+                Arc::new(
+                    object_store::aws::AmazonS3Builder::from_env()
+                        .with_bucket_name(bucket)
+                        .build()
+                        .map_err(|e| bad(format!("{url}: {e}")))?,
+                )
+            }
+            "file" => {
+                let dir = parsed
+                    .to_file_path()
+                    .map_err(|()| bad(format!("{url}: not a local path")))?;
+                std::fs::create_dir_all(&dir)?;
+                Arc::new(
+                    object_store::local::LocalFileSystem::new_with_prefix(&dir)
+                        .map_err(|e| bad(format!("{url}: {e}")))?,
+                )
+            }
+            other => return Err(bad(format!("{url}: unsupported scheme {other:?}"))),
+        };
+        let prefix = match parsed.scheme() {
+            "s3" => parsed.path().trim_matches('/').to_string(),
+            _ => String::new(),
+        };
+        ObjectFs::new(local, store, root, &prefix)
+    }
+}
+
+impl Inner {
+    /// The object a path names, if it is a table or blob file under the root.
+    fn object(&self, path: &Path) -> Option<ObjectPath> {
+        let ext = path.extension()?.to_str()?;
+        if ext != "sst" && ext != "blob" {
+            return None;
+        }
+        self.object_dir(path)
+    }
+
+    /// The object path a local path under the root stands for (a directory's is the prefix
+    /// of the objects in it).
+    fn object_dir(&self, path: &Path) -> Option<ObjectPath> {
+        let rel = path.strip_prefix(&self.root).ok()?;
+        let mut location = self.prefix.clone();
+        for part in rel.components() {
+            match part {
+                Component::Normal(name) => location = location.join(name.to_str()?),
+                _ => return None,
+            }
+        }
+        Some(location)
+    }
+
+    /// Runs `fut` on this store's runtime and waits for it, from any thread.
+    fn wait<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = object_store::Result<T>> + Send + 'static,
+    ) -> io::Result<T> {
+        let handle = self.runtime.spawn(fut);
+        match futures::executor::block_on(handle) {
+            Ok(result) => result.map_err(to_io),
+            Err(e) => Err(io::Error::other(format!("object store task failed: {e}"))),
+        }
+    }
+
+    fn head(&self, location: &ObjectPath) -> io::Result<u64> {
+        let (store, location) = (Arc::clone(&self.store), location.clone());
+        self.wait(async move { store.head(&location).await.map(|m| m.size) })
+    }
+}
+
+/// An `object_store` error as an `io::Error` of the matching kind.
+fn to_io(e: object_store::Error) -> io::Error {
+    let kind = match &e {
+        object_store::Error::NotFound { .. } => io::ErrorKind::NotFound,
+        object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
+            io::ErrorKind::AlreadyExists
+        }
+        object_store::Error::PermissionDenied { .. }
+        | object_store::Error::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e)
+}
+
+impl FileSystem for ObjectFs {
+    fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
+        let Some(location) = self.inner.object(path) else {
+            return self.inner.local.open_read(path, mode);
+        };
+        let size = self.inner.head(&location)?;
+        Ok(Box::new(ObjectReader {
+            inner: Arc::clone(&self.inner),
+            location,
+            size,
+        }))
+    }
+
+    fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
+        let Some(location) = self.inner.object(path) else {
+            return self.inner.local.create(path, mode);
+        };
+        match self.inner.head(&location) {
+            Ok(_) => return Err(io::ErrorKind::AlreadyExists.into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        Ok(Box::new(ObjectWriter {
+            inner: Arc::clone(&self.inner),
+            location,
+            buf: Vec::new(),
+            uploaded: None,
+        }))
+    }
+
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        let Some(location) = self.inner.object(path) else {
+            return self.inner.local.remove(path);
+        };
+        // S3 deletes a missing key without complaint; a missing file is NotFound here.
+        self.inner.head(&location)?;
+        let store = Arc::clone(&self.inner.store);
+        self.inner
+            .wait(async move { store.delete(&location).await })
+    }
+
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        self.inner.local.remove_dir(dir)
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        match (self.inner.object(from), self.inner.object(to)) {
+            (None, None) => self.inner.local.rename(from, to),
+            (Some(from), Some(to)) => {
+                let store = Arc::clone(&self.inner.store);
+                self.inner.wait(async move {
+                    store.copy(&from, &to).await?;
+                    store.delete(&from).await
+                })
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "{} -> {}: between the object store and a local directory",
+                    from.display(),
+                    to.display()
+                ),
+            )),
+        }
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        match (self.inner.object(from), self.inner.object(to)) {
+            (None, None) => self.inner.local.hard_link(from, to),
+            // A server-side copy stands for the link: objects are immutable, so the two names
+            // hold the same bytes for good.
+            (Some(from), Some(to)) => {
+                match self.inner.head(&to) {
+                    Ok(_) => return Err(io::ErrorKind::AlreadyExists.into()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+                let store = Arc::clone(&self.inner.store);
+                self.inner.wait(async move { store.copy(&from, &to).await })
+            }
+            _ => Err(io::ErrorKind::Unsupported.into()),
+        }
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        let mut names = self.inner.local.list_dir(dir)?;
+        if let Some(location) = self.inner.object_dir(dir) {
+            let store = Arc::clone(&self.inner.store);
+            let listed = self.inner.wait(async move {
+                store
+                    .list_with_delimiter(Some(&location))
+                    .await
+                    .map(|l| l.objects)
+            })?;
+            names.extend(
+                listed
+                    .iter()
+                    .filter_map(|o| o.location.filename())
+                    .map(OsString::from),
+            );
+        }
+        Ok(names)
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        self.inner.local.create_dir_all(dir)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        // Objects need no directory sync: an acknowledged PUT is durable under its name.
+        self.inner.local.sync_dir(dir)
+    }
+
+    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
+        let Some(location) = self.inner.object(path) else {
+            return self.inner.local.metadata(path);
+        };
+        Ok(FileMetadata {
+            len: self.inner.head(&location)?,
+            is_dir: false,
+            is_symlink: false,
+        })
+    }
+
+    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
+        self.inner.local.lock(path, mode)
+    }
+}
+
+/// An object read by ranged GETs.
+struct ObjectReader {
+    inner: Arc<Inner>,
+    location: ObjectPath,
+    size: u64,
+}
+
+impl fmt::Debug for ObjectReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectReader({}, {} bytes)", self.location, self.size)
+    }
+}
+
+impl ReadFile for ObjectReader {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&end| end <= self.size)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        let bytes: Bytes = self
+            .inner
+            .wait(async move { store.get_range(&location, offset..end).await })?;
+        if bytes.len() != buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: asked for {} bytes at {offset}, the store sent {}",
+                    self.location,
+                    buf.len(),
+                    bytes.len()
+                ),
+            ));
+        }
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.size)
+    }
+}
+
+/// An object being written: held in memory, uploaded whole by `sync`.
+struct ObjectWriter {
+    inner: Arc<Inner>,
+    location: ObjectPath,
+    buf: Vec<u8>,
+    /// The length uploaded by the last `sync`, if any.
+    uploaded: Option<usize>,
+}
+
+impl fmt::Debug for ObjectWriter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ObjectWriter({}, {} bytes)",
+            self.location,
+            self.buf.len()
+        )
+    }
+}
+
+impl WriteFile for ObjectWriter {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        if self.uploaded == Some(self.buf.len()) {
+            return Ok(());
+        }
+        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        let data = Bytes::from(self.buf.clone());
+        self.inner.wait(async move {
+            if data.len() < MULTIPART_BYTES {
+                return store
+                    .put(&location, PutPayload::from(data))
+                    .await
+                    .map(|_| ());
+            }
+            let upload = store.put_multipart(&location).await?;
+            let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
+            parts.put(data);
+            parts.finish().await.map(|_| ())
+        })?;
+        self.uploaded = Some(self.buf.len());
+        Ok(())
+    }
+}
+
+/// Lists every object under `prefix` of `store` (for tests and tools).
+pub fn list_objects(fs: &ObjectFs) -> io::Result<Vec<String>> {
+    let store = Arc::clone(&fs.inner.store);
+    let prefix = fs.inner.prefix.clone();
+    fs.inner.wait(async move {
+        store
+            .list(Some(&prefix))
+            .map_ok(|m| m.location.to_string())
+            .try_collect()
+            .await
+    })
+}
