@@ -24,6 +24,7 @@ pub mod ycsb;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Args;
 use sluice::filename::current_file_name;
@@ -77,6 +78,27 @@ pub struct DbArg {
     /// owner). The range map itself is in the MANIFEST.
     #[arg(long = "owner-dir", value_name = "DIR")]
     pub owner_dirs: Vec<PathBuf>,
+    /// Where the database's tables and blob files are: objects under `s3://bucket/prefix`
+    /// (endpoint, region and credentials from the `AWS_*` environment, `AWS_ALLOW_HTTP=true`
+    /// for a plain-HTTP endpoint) or `file:///dir`, with the WAL, MANIFEST and small files in
+    /// `--db` (docs/design/0017). Give it on every open of such a database.
+    #[arg(long, value_name = "URL")]
+    pub object_store: Option<String>,
+}
+
+impl DbArg {
+    /// `options` with the file system `--object-store` asks for (unchanged without it).
+    pub fn with_object_store(&self, options: Options) -> sluice::Result<Options> {
+        let Some(url) = &self.object_store else {
+            return Ok(options);
+        };
+        let fs = sluice_object::ObjectFs::from_url(Arc::clone(&options.fs), url, &self.db)
+            .map_err(|e| sluice::Error::InvalidArgument(format!("--object-store {url}: {e}")))?;
+        Ok(Options {
+            fs: Arc::new(fs),
+            ..options
+        })
+    }
 }
 
 /// A database a command opens: where it is, and the engine flags it is opened with.
@@ -127,9 +149,11 @@ fn open(target: &OpenArgs, access: Access) -> sluice::Result<Db> {
 /// keyspace the database has opens with the same settings as the default one: the engine
 /// flags (compression, merge operator, TTL, sizes) apply to all of them.
 fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result<Db> {
+    let base = target.at.with_object_store(base)?;
     let DbArg {
         db: dir,
         owner_dirs,
+        object_store: _,
     } = &target.at;
     if access != Access::Create {
         require_database(dir)?;

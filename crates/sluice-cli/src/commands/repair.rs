@@ -36,7 +36,10 @@ pub fn run(args: &RepairArgs, out: &mut dyn Write) -> CmdResult {
         )
         .into());
     }
-    let report = sluice::repair(&args.db.db, args.engine.options())?;
+    let report = sluice::repair(
+        &args.db.db,
+        args.db.with_object_store(args.engine.options())?,
+    )?;
     if args.json {
         writeln!(out, "{}", report_json(&report))?;
     } else {

@@ -1,0 +1,72 @@
+//! `--object-store`: the commands that open a database keep its tables as objects (here
+//! through `object_store`'s local backend, `file:///dir`; the S3 path is tested against a real
+//! server in `sluice-object`), and `check` refuses a database whose object is gone.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+mod common;
+
+use std::path::Path;
+
+use common::{db_arg, ok, sluice, stderr};
+
+/// Files in `dir` whose names end in `.sst`.
+fn tables(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn commands_keep_tables_in_the_object_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let objects = dir.path().join("bucket");
+    let url = format!("file://{}", objects.display());
+    let with_store = |args: &[&str]| -> Vec<String> {
+        let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        all.extend([
+            "--db".into(),
+            db.clone(),
+            "--object-store".into(),
+            url.clone(),
+        ]);
+        all
+    };
+    let run = |args: &[&str]| {
+        let all = with_store(args);
+        ok(&all.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    for i in 0..50 {
+        run(&["put", &format!("key{i:03}"), &format!("value{i}")]);
+    }
+    run(&["delete", "key007"]);
+    run(&["compact"]);
+    assert_eq!(run(&["get", "key042"]), "value42\n");
+    assert_eq!(run(&["scan"]).lines().count(), 49);
+    run(&["check"]);
+    // The tables are objects; none is in the database directory.
+    let stored = tables(&objects);
+    assert!(!stored.is_empty());
+    assert!(
+        tables(Path::new(&db)).is_empty(),
+        "{:?}",
+        tables(Path::new(&db))
+    );
+
+    // Opened without --object-store, the tables are missing: the open fails naming one.
+    let o = sluice(&["get", "--db", &db, "key042"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains(".sst"), "{}", stderr(&o));
+
+    // An object deleted behind the database's back: check exits 1 naming it.
+    std::fs::remove_file(objects.join(&stored[0])).unwrap();
+    let all = with_store(&["check"]);
+    let o = sluice(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&stored[0]), "{}", stderr(&o));
+}
