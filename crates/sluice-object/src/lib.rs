@@ -59,8 +59,17 @@ struct Inner {
     root: PathBuf,
     prefix: ObjectPath,
     /// Runs the store's futures; callers block on them from the engine's threads (or from
-    /// another runtime's, which is why they do not `block_on` this one).
-    runtime: tokio::runtime::Runtime,
+    /// another runtime's, which is why they do not `block_on` this one). `None` once dropped.
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Inner {
+    /// Without blocking: dropping a runtime inside another one's task would panic.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
 }
 
 impl fmt::Debug for ObjectFs {
@@ -93,7 +102,7 @@ impl ObjectFs {
                 store,
                 root: root.to_path_buf(),
                 prefix: ObjectPath::from(prefix),
-                runtime,
+                runtime: Some(runtime),
             }),
         })
     }
@@ -165,8 +174,13 @@ impl Inner {
         &self,
         fut: impl Future<Output = object_store::Result<T>> + Send + 'static,
     ) -> io::Result<T> {
-        let handle = self.runtime.spawn(fut);
-        match futures::executor::block_on(handle) {
+        let Some(runtime) = &self.runtime else {
+            return Err(io::Error::other("the object store is shut down"));
+        };
+        let handle = runtime.spawn(fut);
+        // Unconstrained: from inside a tokio task, the task's cooperative budget would make the
+        // handle return `Pending` forever once spent.
+        match futures::executor::block_on(tokio::task::unconstrained(handle)) {
             Ok(result) => result.map_err(to_io),
             Err(e) => Err(io::Error::other(format!("object store task failed: {e}"))),
         }
@@ -398,8 +412,10 @@ impl WriteFile for ObjectWriter {
             return Ok(());
         }
         let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
-        let data = Bytes::from(self.buf.clone());
-        self.inner.wait(async move {
+        // Lent to the upload and taken back (without a copy once the upload has let go).
+        let data = Bytes::from(std::mem::take(&mut self.buf));
+        let lent = data.clone();
+        let uploaded = self.inner.wait(async move {
             if data.len() < MULTIPART_BYTES {
                 return store
                     .put(&location, PutPayload::from(data))
@@ -410,7 +426,9 @@ impl WriteFile for ObjectWriter {
             let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
             parts.put(data);
             parts.finish().await.map(|_| ())
-        })?;
+        });
+        self.buf = Vec::from(lent);
+        uploaded?;
         self.uploaded = Some(self.buf.len());
         Ok(())
     }

@@ -232,6 +232,7 @@ impl Job<'_> {
                 let (lower, upper) = (share.lower.as_deref(), share.upper.as_deref());
                 let mut audit = DropAudit::new(self.spec, lower, upper, &r.drop_log)
                     .map_err(|e| refused(e.to_string()))?;
+                audit.limit_key_bytes(self.inputs.key_bytes);
                 let files =
                     verify_outputs(&r.files, &bounds, self.env.table_dirs(), Some(&mut audit))
                         .map_err(|e| if audit.refused() { refused(e) } else { bad(e) })?;

@@ -68,6 +68,8 @@ pub struct InputFacts {
     pub max_seq: u64,
     /// Entries in all inputs (saturating): no share drops more.
     pub entries: u64,
+    /// The inputs' internal-key bytes (saturating): a share's drop log holds no more.
+    pub key_bytes: u64,
     /// The inputs' smallest and largest user keys: compaction never makes a key outside them.
     pub key_range: Option<(Vec<u8>, Vec<u8>)>,
     /// The inputs' references into blob files: compaction moves references, so the outputs
@@ -84,6 +86,7 @@ impl InputFacts {
             let p = table.properties();
             facts.max_seq = facts.max_seq.max(p.largest_seq);
             facts.entries = facts.entries.saturating_add(p.num_entries);
+            facts.key_bytes = facts.key_bytes.saturating_add(p.raw_key_bytes);
             facts.blob_refs.merge(&p.blob_refs);
             if let Ok(meta) = std::fs::metadata(table.path()) {
                 facts.inodes.insert((meta.dev(), meta.ino()));
@@ -337,6 +340,7 @@ mod tests {
             inodes: HashSet::new(),
             max_seq: 5,
             entries: 100,
+            key_bytes: 100 * 14,
             key_range: Some((b"key000".to_vec(), b"key099".to_vec())),
             blob_refs: Default::default(),
         })

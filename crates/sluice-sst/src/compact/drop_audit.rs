@@ -99,6 +99,22 @@ pub struct DropAudit<'a> {
     refused: bool,
     /// A buffer for the current record's user key.
     scratch: Vec<u8>,
+    /// Key bytes the log's records may still hold ([`DropAudit::limit_key_bytes`]).
+    key_budget: u64,
+    /// Merge operands folded into one written entry, until the key's next version says
+    /// whether a value with no base folded in was allowed.
+    fold: Option<Fold>,
+}
+
+/// A run of merge-folded drops of the current key into one written entry.
+#[derive(Clone, Copy, Debug)]
+struct Fold {
+    into: SeqNo,
+    /// What the entry was written as (`None` while it is the zeroed one still to come).
+    written: Option<ValueKind>,
+    /// Whether a base (a value or tombstone) was folded in, not only operands.
+    base: bool,
+    offset: u64,
 }
 
 impl<'a> DropAudit<'a> {
@@ -131,7 +147,16 @@ impl<'a> DropAudit<'a> {
             counts: DropCounts::default(),
             refused: false,
             scratch: Vec::new(),
+            key_budget: u64::MAX,
+            fold: None,
         })
+    }
+
+    /// Refuses a log whose records' keys add up to more than `bytes`: every dropped entry is
+    /// an input entry, so the inputs' key bytes bound an honest log's, and the audit's work
+    /// (which copies keys) stays in proportion to the compaction's.
+    pub fn limit_key_bytes(&mut self, bytes: u64) {
+        self.key_budget = bytes;
     }
 
     /// Audits the next written entry, internal key `ikey`, after every drop sorting before it.
@@ -180,8 +205,24 @@ impl<'a> DropAudit<'a> {
             ));
         };
         self.enter_key(p.user_key)?;
+        match self.fold {
+            // The zeroed entry the operands were folded into.
+            Some(f) if f.written.is_none() && p.seq == 0 => {
+                self.fold = Some(Fold {
+                    written: Some(p.kind),
+                    ..f
+                });
+            }
+            Some(_) => self.settle_fold(Some((p.seq, None)))?,
+            None => {}
+        }
+        // A written version below a dropped tombstone is fine if a range tombstone deletes it
+        // for every reader that saw the tombstone.
         if let Some((tombstone, offset)) = self.awaiting
             && p.kind != ValueKind::Deletion
+            && !self
+                .tombstones
+                .is_some_and(|t| t.deletes(p.user_key, p.seq, tombstone))
         {
             return Err(Error::corruption(
                 DROP_LOG,
@@ -218,23 +259,36 @@ impl<'a> DropAudit<'a> {
     /// Audits the log's current record and moves past it.
     fn next_drop(&mut self) -> Result<()> {
         let (seq, kind, reason) = (self.log.seq(), self.log.kind(), self.log.reason());
-        // Copied out of the reader (which `enter_key` cannot borrow), into a reused buffer.
-        let mut user_key = std::mem::take(&mut self.scratch);
-        user_key.clear();
-        user_key.extend_from_slice(crate::key::user_key(self.log.key()));
-        let outside = self.lower.is_some_and(|lo| user_key.as_slice() < lo)
-            || self.upper.is_some_and(|hi| user_key.as_slice() >= hi);
-        if outside {
-            return Err(self
-                .log
-                .corrupt("a dropped entry outside the share's key range"));
-        }
-        // The previous record's key is the one being audited: every written entry between two
-        // records of one user key has that key too.
+        self.key_budget = self
+            .key_budget
+            .checked_sub(self.log.key().len() as u64)
+            .ok_or_else(|| {
+                self.log
+                    .corrupt("the log's keys add up to more than the inputs'")
+            })?;
+        // The previous record's key is the one being audited (every written entry between two
+        // records of one user key has that key too); another key is checked and entered.
         if !self.log.same_user_key() || self.versions.is_empty() {
+            // Copied out of the reader (which `enter_key` cannot borrow), into a reused buffer.
+            let mut user_key = std::mem::take(&mut self.scratch);
+            user_key.clear();
+            user_key.extend_from_slice(crate::key::user_key(self.log.key()));
+            let outside = self.lower.is_some_and(|lo| user_key.as_slice() < lo)
+                || self.upper.is_some_and(|hi| user_key.as_slice() >= hi);
+            if outside {
+                return Err(self
+                    .log
+                    .corrupt("a dropped entry outside the share's key range"));
+            }
             self.enter_key(&user_key)?;
+            self.scratch = user_key;
         }
         let offset = self.log.offset();
+        match (self.fold, reason) {
+            (Some(f), DropReason::MergeFolded { into }) if f.into == into => {}
+            (Some(_), _) => self.settle_fold(Some((seq, Some(reason))))?,
+            (None, _) => {}
+        }
         let bad = move |why: String| {
             Error::corruption(
                 DROP_LOG,
@@ -262,10 +316,26 @@ impl<'a> DropAudit<'a> {
                 ) {
                     return Err(bad(format!("a merge never folds a {kind:?}")));
                 }
+                // A base folded in makes a full merge: a value. Only operands may make one.
+                let base = kind != ValueKind::Merge;
                 self.check_cited(into, seq, |v| {
-                    v.dropped.is_none() && matches!(v.kind, ValueKind::Value | ValueKind::Merge)
+                    v.dropped.is_none()
+                        && (v.kind == ValueKind::Value || (!base && v.kind == ValueKind::Merge))
                 })
                 .map_err(bad)?;
+                let at = self.versions.partition_point(|v| v.seq > into);
+                let written = self
+                    .versions
+                    .get(at)
+                    .filter(|v| v.seq == into)
+                    .map(|v| v.kind);
+                let f = self.fold.get_or_insert(Fold {
+                    into,
+                    written,
+                    base: false,
+                    offset,
+                });
+                f.base |= base;
             }
             DropReason::BottomTombstone => {
                 self.counts.bottom_tombstones += 1;
@@ -283,7 +353,7 @@ impl<'a> DropAudit<'a> {
                 self.counts.range_covered += 1;
                 let covered = self
                     .tombstones
-                    .is_some_and(|t| t.covers_in_stripe(&user_key, seq, &self.snapshots));
+                    .is_some_and(|t| t.covers_in_stripe(&self.key, seq, &self.snapshots));
                 if !covered {
                     return Err(bad("no range tombstone covers it in its stripe".into()));
                 }
@@ -294,7 +364,6 @@ impl<'a> DropAudit<'a> {
             kind,
             dropped: Some(reason),
         });
-        self.scratch = user_key;
         self.log_ahead = self.log.advance()?;
         Ok(())
     }
@@ -338,8 +407,40 @@ impl<'a> DropAudit<'a> {
         Ok(())
     }
 
+    /// Decides a fold once the key's next version (`next`: its sequence number and why it was
+    /// dropped, or `None` written) or its end (`None`) is known. Operands folded into a value
+    /// with no base are a full merge, which is right only when nothing lies below them: the
+    /// key's next version is deleted by a range tombstone in their stripe, or there is none
+    /// and the compaction is bottommost. Otherwise the base lies below and was ignored.
+    fn settle_fold(&mut self, next: Option<(SeqNo, Option<DropReason>)>) -> Result<()> {
+        let Some(f) = self.fold.take() else {
+            return Ok(());
+        };
+        if f.base || f.written == Some(ValueKind::Merge) {
+            return Ok(());
+        }
+        let allowed = match next {
+            Some((seq, Some(DropReason::RangeCovered))) => self.stripe(seq) == self.stripe(f.into),
+            Some(_) => false,
+            None => self.bottommost,
+        };
+        match allowed {
+            true => Ok(()),
+            false => Err(Error::corruption(
+                DROP_LOG,
+                f.offset,
+                format!(
+                    "operands folded into a value at {} with no base, while the key has \
+                     older data the merge ignored",
+                    f.into
+                ),
+            )),
+        }
+    }
+
     /// Closes the current key: a drop citing a zeroed version needs one.
     fn end_key(&mut self) -> Result<()> {
+        self.settle_fold(None)?;
         if let Some((cited, offset)) = self.needs_zeroed.take() {
             let zeroed = self.versions.iter().any(|v| {
                 v.seq == 0
@@ -532,6 +633,54 @@ mod tests {
         );
         // A drop outside the share ([.., z)).
         refused(false, &[("zz", 15, V, shadowed(20))], "outside the share");
+    }
+
+    fn folded(into: SeqNo) -> Option<DropReason> {
+        Some(DropReason::MergeFolded { into })
+    }
+
+    #[test]
+    fn a_range_tombstone_may_stand_in_for_a_dropped_tombstone() {
+        // The tombstone at 40 is dropped at the bottom above the value at 25, which the range
+        // tombstone at 30 over [r, s) deletes for every reader that saw the tombstone.
+        audit(
+            true,
+            &[
+                ("r", 40, D, Some(DropReason::BottomTombstone)),
+                ("r", 25, V, None),
+            ],
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn merges_must_fold_what_they_may() {
+        // A base folded into an operand: readers would apply it to what lies below instead.
+        refused(
+            false,
+            &[("m", 19, M, None), ("m", 17, V, folded(19))],
+            "does not hide it",
+        );
+        // Operands folded into a value with no base while older data is in the next stripe
+        // (below the snapshot at 10): the merge ignored it.
+        refused(
+            false,
+            &[
+                ("m", 19, V, None),
+                ("m", 18, M, folded(19)),
+                ("m", 5, V, None),
+            ],
+            "with no base",
+        );
+        // The same when the compaction is not bottommost and the key ends here.
+        refused(
+            false,
+            &[("m", 19, V, None), ("m", 18, M, folded(19))],
+            "with no base",
+        );
+        // At the bottom with nothing older, or folded into an operand, it is right.
+        audit(true, &[("m", 19, V, None), ("m", 18, M, folded(19))]).unwrap();
+        audit(false, &[("m", 19, M, None), ("m", 18, M, folded(19))]).unwrap();
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! fails the share instead of balancing the digest equation with an honestly reported loss.
 //!
 //! The byte format is specified in `docs/format/drop-log.md`. Each record shares a prefix of
-//! its user key with the previous record's; the first record of every log shares nothing, so
-//! logs of consecutive key ranges (sub-tasks, in order) concatenate by appending bytes.
+//! its user key with the previous record's; the first record of every log shares nothing, and
+//! [`DropLog::append`] re-encodes it when logs of consecutive key ranges (sub-tasks, in order)
+//! are joined, so the result is what one writer would have made.
 
 use crate::coding::{get_varint32, get_varint64, put_varint32, put_varint64};
 use crate::key::{MAX_SEQ, SeqNo, TRAILER_LEN, ValueKind, compare_internal, pack_trailer};
@@ -29,7 +30,8 @@ pub enum DropReason {
     /// A newer range tombstone in its stripe covers it.
     RangeCovered,
     /// Combined by the merge operator into the entry written at sequence number `into` (the
-    /// stripe's newest operand), or into sequence number 0 when that one was zeroed.
+    /// stripe's newest operand's; the entry may be written with sequence number 0 instead,
+    /// when it is zeroed at the bottom).
     MergeFolded {
         /// The written entry's sequence number as read.
         into: SeqNo,

@@ -43,7 +43,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 break;
             }
             let trailer = pack_trailer(parsed.seq, parsed.kind);
-            if trailer > self.last_trailer {
+            if trailer > self.last_trailer || (trailer == self.last_trailer && self.drops.is_some())
+            {
                 return Err(corrupt(format!(
                     "input out of order: sequence {} after a newer-sorting version",
                     parsed.seq
