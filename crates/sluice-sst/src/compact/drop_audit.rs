@@ -13,11 +13,15 @@
 //!   shadowed or covered. A version zeroed at the bottom no longer carries `S`; there the key
 //!   must end with a written value at sequence number 0;
 //! - **a tombstone at the bottom**: the compaction is bottommost and the next *written* version
-//!   of the key, if any, is a tombstone too (what readers saw, "not found", is what they see);
+//!   of the key, if any, is a tombstone too, or a version a range tombstone deletes for every
+//!   reader that saw the dropped one (what readers saw, "not found", is what they see);
 //! - **covered by a range tombstone**: one of the spec's range tombstones covers the version
 //!   in its stripe;
-//! - **folded into S**: `S` is newer, in the same stripe, and written as a value or an
-//!   operand (or zeroed at the bottom, as above).
+//! - **folded into S**: `S` is newer, in the same stripe, and written (or zeroed at the bottom,
+//!   as above): a base (value or tombstone) only into a value; operands into an operand, or
+//!   into a value only when nothing older lies below them (the key has no next version and
+//!   the compaction is bottommost, or the next is covered by a range tombstone in the
+//!   stripe), as a full merge reads the base or nothing.
 //!
 //! The audit also counts the drops by reason: those counts, not the worker's, are what the
 //! digest equation is checked with. What it cannot judge is named in design note 0005: the
