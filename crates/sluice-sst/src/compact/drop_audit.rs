@@ -657,6 +657,45 @@ mod tests {
         .unwrap();
     }
 
+    /// The compaction iterator's own decisions over a tricky chain pass the audit: with
+    /// snapshots 8 and 15 and a range tombstone at 13, the tombstone at 20 is dropped at the
+    /// bottom (the next version is a tombstone), that one is dropped as covered, and the value
+    /// at 5 is written, deleted by the range tombstone for every reader that saw the first.
+    #[test]
+    fn the_iterators_decisions_pass_over_a_covered_chain() {
+        use crate::compaction_iter::CompactionIterator;
+        use crate::iter::{InternalIterator, VecIterator};
+        let entries = vec![
+            (make_internal_key(b"k", 20, D), Vec::new()),
+            (make_internal_key(b"k", 12, D), Vec::new()),
+            (make_internal_key(b"k", 5, V), b"v".to_vec()),
+        ];
+        let mut spec = spec(Vec::new());
+        spec.snapshots = vec![8, 15];
+        spec.range_tombstones = Some(Arc::new(Tombstones::new(&[RangeTombstone {
+            start: b"k".to_vec(),
+            end: b"l".to_vec(),
+            seq: 13,
+        }])));
+        spec.log_drops = true;
+        let mut it = spec.compaction_iter(VecIterator::new(entries));
+        it.seek_to_first().unwrap();
+        let mut written = Vec::new();
+        while it.valid() {
+            written.push(it.key().to_vec());
+            it.next().unwrap();
+        }
+        let log = it.take_drop_log();
+        assert_eq!(written, vec![make_internal_key(b"k", 5, V)]);
+        let mut audit = DropAudit::new(&spec, None, None, log.as_bytes()).unwrap();
+        for key in &written {
+            audit.written(key).unwrap();
+        }
+        let counts = audit.finish().unwrap();
+        counts.check_against(&it.stats()).unwrap();
+        assert_eq!((counts.bottom_tombstones, counts.range_covered), (1, 1));
+    }
+
     #[test]
     fn merges_must_fold_what_they_may() {
         // A base folded into an operand: readers would apply it to what lies below instead.
