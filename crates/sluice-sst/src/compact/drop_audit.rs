@@ -663,8 +663,7 @@ mod tests {
     /// at 5 is written, deleted by the range tombstone for every reader that saw the first.
     #[test]
     fn the_iterators_decisions_pass_over_a_covered_chain() {
-        use crate::compaction_iter::CompactionIterator;
-        use crate::iter::{InternalIterator, VecIterator};
+        use crate::iter::VecIterator;
         let entries = vec![
             (make_internal_key(b"k", 20, D), Vec::new()),
             (make_internal_key(b"k", 12, D), Vec::new()),
