@@ -222,28 +222,30 @@ impl Job<'_> {
         // The counts first: they cost nothing, the outputs' check reads every byte.
         let stats = r.stats.as_ref().map(stats_from_wire).unwrap_or_default();
         check_drop_counts(&stats, &self.inputs).map_err(&bad)?;
-        let files = match self.audits_drops() {
+        // The drop decisions, checked in step with the read of every output (`audit` and up).
+        let refused = |reason: String| ShareError::DropAudit {
+            addr: addr.to_string(),
+            reason,
+        };
+        let mut audit = match self.audits_drops() {
             true => {
-                // The drop decisions, checked in step with the read of every output.
-                let refused = |reason: String| ShareError::DropAudit {
-                    addr: addr.to_string(),
-                    reason,
-                };
                 let (lower, upper) = (share.lower.as_deref(), share.upper.as_deref());
                 let mut audit = DropAudit::new(self.spec, lower, upper, &r.drop_log)
                     .map_err(|e| refused(e.to_string()))?;
                 audit.limit_key_bytes(self.inputs.key_bytes);
-                let files =
-                    verify_outputs(&r.files, &bounds, self.env.table_dirs(), Some(&mut audit))
-                        .map_err(|e| if audit.refused() { refused(e) } else { bad(e) })?;
-                let counts = audit.finish().map_err(|e| refused(e.to_string()))?;
-                counts.check_against(&stats).map_err(refused)?;
-                files
+                Some(audit)
             }
-            false => {
-                verify_outputs(&r.files, &bounds, self.env.table_dirs(), None).map_err(&bad)?
-            }
+            false => None,
         };
+        let files = verify_outputs(&r.files, &bounds, self.env.table_dirs(), audit.as_mut())
+            .map_err(|e| match audit.as_ref().is_some_and(DropAudit::refused) {
+                true => refused(e),
+                false => bad(e),
+            })?;
+        if let Some(audit) = audit {
+            let counts = audit.finish().map_err(|e| refused(e.to_string()))?;
+            counts.check_against(&stats).map_err(refused)?;
+        }
         let profile = r
             .profile
             .as_ref()
