@@ -6,121 +6,17 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use sluice::{CompactionOptions, Db, MemtableOptions, Options};
 use sluice_object::{ObjectFs, list_objects};
 use sluice_sst::fs::os_fs;
 
-const ACCESS_KEY: &str = "sluice-test";
-const SECRET_KEY: &str = "sluice-test-secret";
-const BUCKET: &str = "tables";
-
-/// The version of `s3s-fs` the tests run (the newest that builds with this toolchain).
-const S3S_FS_VERSION: &str = "0.14.1";
-
-/// The `s3s-fs` binary: `$SLUICE_S3S_FS`, else `s3s-fs` on the `PATH` (`.ci/run` installs it
-/// there), else one built once into the workspace's `target/s3s` with `cargo install`, so
-/// that `cargo test` needs nothing installed by hand. A test of the object store without a
-/// server would test nothing, so there is no skipping: failing to get one fails the test.
-fn s3s_fs() -> PathBuf {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Ok(bin) = std::env::var("SLUICE_S3S_FS") {
-            return PathBuf::from(bin);
-        }
-        let on_path = Command::new("s3s-fs").arg("--version").output();
-        if on_path.is_ok_and(|o| o.status.success()) {
-            return PathBuf::from("s3s-fs");
-        }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/s3s");
-        let bin = root.join("bin/s3s-fs");
-        if !bin.exists() {
-            let status = Command::new(env!("CARGO"))
-                .args(["install", "s3s-fs", "--version", S3S_FS_VERSION])
-                .args(["--features", "binary", "--locked", "--root"])
-                .arg(&root)
-                .env("CARGO_TARGET_DIR", root.join("build"))
-                .status()
-                .unwrap();
-            assert!(status.success(), "cargo install s3s-fs failed");
-        }
-        bin
-    })
-    .clone()
-}
-
-/// An `s3s-fs` server over a temporary directory, killed when dropped.
-struct S3Server {
-    child: Child,
-    endpoint: String,
-    /// Where the server keeps the bucket's objects, as files.
-    data: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-impl S3Server {
-    /// Starts the server ([`s3s_fs`]) and waits until it accepts connections.
-    fn start() -> S3Server {
-        let bin = s3s_fs();
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        std::fs::create_dir_all(data.join(BUCKET)).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(&bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start the S3 server {}: {e}", bin.display()));
-        let server = S3Server {
-            child,
-            endpoint: format!("http://127.0.0.1:{port}"),
-            data,
-            _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the S3 server did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        server
-    }
-
-    /// The object store of the test bucket, as `object_store` builds it from settings.
-    fn store(&self) -> Arc<dyn object_store::ObjectStore> {
-        Arc::new(
-            object_store::aws::AmazonS3Builder::new()
-                .with_endpoint(&self.endpoint)
-                .with_region("us-east-1")
-                .with_bucket_name(BUCKET)
-                .with_access_key_id(ACCESS_KEY)
-                .with_secret_access_key(SECRET_KEY)
-                .with_allow_http(true)
-                .with_virtual_hosted_style_request(false)
-                .build()
-                .unwrap(),
-        )
-    }
-}
-
-impl Drop for S3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{BUCKET, S3Server};
 
 fn options(fs: &ObjectFs) -> Options {
     Options {

@@ -52,6 +52,10 @@ pub enum FaultAction {
     /// The operation succeeds but one byte of the data read is flipped, as a device returning
     /// bad data would. Only reads can be corrupted; on other operations this acts as `Fail`.
     Corrupt,
+    /// The process kills itself with SIGKILL before the operation runs: a crash at an exact
+    /// point (after every earlier operation, before this one), for tests that run the engine
+    /// in a child process and reopen what it left.
+    Kill,
 }
 
 /// One armed fault; see the module docs.
@@ -73,6 +77,15 @@ impl Fault {
             path_contains: String::new(),
             skip: 0,
             count: u64::MAX,
+        }
+    }
+
+    /// Kills the process (SIGKILL) at the first `op` on any file (narrow it with the other
+    /// methods).
+    pub fn kill(op: FaultOp) -> Self {
+        Fault {
+            action: FaultAction::Kill,
+            ..Fault::fail(op)
         }
     }
 
@@ -135,6 +148,9 @@ impl FaultState {
             if armed.seen > armed.fault.skip && armed.hit < armed.fault.count {
                 armed.hit += 1;
                 self.injected.fetch_add(1, Ordering::Relaxed);
+                if armed.fault.action == FaultAction::Kill {
+                    kill_self();
+                }
                 return Some(armed.fault.action);
             }
         }
@@ -148,6 +164,13 @@ impl FaultState {
             None => Ok(()),
         }
     }
+}
+
+/// Ends the process as `kill -9` would: no destructor, no buffered write, no atexit handler.
+fn kill_self() -> ! {
+    // Raising SIGKILL cannot fail for a running process; abort is the fallback all the same.
+    let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    std::process::abort()
 }
 
 fn injected_error(op: FaultOp, path: &Path) -> io::Error {
@@ -270,7 +293,9 @@ struct FaultReadFile {
 impl ReadFile for FaultReadFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         match self.state.check(FaultOp::Read, &self.path) {
-            Some(FaultAction::Fail) => Err(injected_error(FaultOp::Read, &self.path)),
+            Some(FaultAction::Fail | FaultAction::Kill) => {
+                Err(injected_error(FaultOp::Read, &self.path))
+            }
             Some(FaultAction::Corrupt) => {
                 self.inner.read_exact_at(buf, offset)?;
                 if let Some(byte) = buf.get_mut(buf.len() / 2) {

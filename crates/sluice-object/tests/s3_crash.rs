@@ -1,0 +1,232 @@
+//! Crash test with real processes and a real S3 server: a child process writes with `sync`,
+//! flushing and compacting small memtables into tables in the bucket, and kills itself with
+//! SIGKILL at an exact point, which its file system ([`FaultInjectingFs`] over [`ObjectFs`])
+//! raises before a chosen operation:
+//!
+//! - before the k-th MANIFEST write: the tables of the flush or compaction it would install
+//!   are uploaded and acknowledged, and no MANIFEST names them;
+//! - before the k-th removal of a table: the MANIFEST no longer names the inputs of a
+//!   compaction, and their objects are still in the bucket;
+//! - before the k-th table upload: the table's bytes never left the host.
+//!
+//! After each kill the parent reopens the database without faults: every acknowledged write
+//! is there and nothing else (the write in flight may or may not have landed), `check` reads
+//! every live object, and the objects a crash left behind (uploaded but never installed, or
+//! installed but no longer live) are gone, so the bucket holds exactly the live tables. The
+//! database carries over from round to round, so later rounds crash over earlier recoveries.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice::{CompactionOptions, Db, MemtableOptions, Options, WriteOptions};
+use sluice_object::{ObjectFs, list_objects};
+use sluice_sst::fs::{Fault, FaultInjectingFs, FaultOp, FileSystem, os_fs};
+
+use common::{S3Server, store_at};
+
+const KEYS: u64 = 500;
+/// The object prefix of the database.
+const PREFIX: &str = "crashdb";
+/// Writes a child makes before giving up on reaching its kill point.
+const MAX_WRITES: u64 = 20_000;
+
+/// Where a round's child kills itself: the operation, the files it applies to, and how many
+/// such operations run first.
+const KILL_POINTS: [(FaultOp, &str, u64); 9] = [
+    (FaultOp::Write, "MANIFEST-", 3),
+    (FaultOp::Remove, ".sst", 0),
+    (FaultOp::Sync, ".sst", 1),
+    (FaultOp::Write, "MANIFEST-", 8),
+    (FaultOp::Remove, ".sst", 4),
+    (FaultOp::Sync, ".sst", 6),
+    (FaultOp::Write, "MANIFEST-", 15),
+    (FaultOp::Remove, ".sst", 11),
+    (FaultOp::Sync, ".sst", 14),
+];
+
+fn object_fs(endpoint: &str, dir: &Path) -> ObjectFs {
+    ObjectFs::new(os_fs(), store_at(endpoint), dir, PREFIX).unwrap()
+}
+
+fn options(fs: Arc<dyn FileSystem>) -> Options {
+    Options {
+        fs,
+        paranoid_checks: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn key(i: u64) -> Vec<u8> {
+    format!("key{:06}", i * 7919 % KEYS).into_bytes()
+}
+
+fn value(round: u64, i: u64) -> Vec<u8> {
+    let mut v = format!("round{round}-write{i}-").into_bytes();
+    // Large enough that a memtable fills in a few dozen writes: each write waits for a sync.
+    v.resize(
+        v.len() + 1500 + (i * 37 % 2000) as usize,
+        b'a' + (i % 26) as u8,
+    );
+    v
+}
+
+/// Write `i` of a round: deletes every 13th, else a put.
+fn is_delete(i: u64) -> bool {
+    i % 13 == 6
+}
+
+fn apply(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, round: u64, i: u64) {
+    if is_delete(i) {
+        model.remove(&key(i));
+    } else {
+        model.insert(key(i), value(round, i));
+    }
+}
+
+/// The child: writes until its file system kills it, acknowledging each synced write on
+/// stdout. Reaching `MAX_WRITES` alive is a failure the parent reports.
+#[test]
+fn s3_crash_child() {
+    let Ok(dir) = std::env::var("SLUICE_S3_CRASH_CHILD") else {
+        return;
+    };
+    let endpoint = std::env::var("SLUICE_S3_CRASH_ENDPOINT").unwrap();
+    let round: u64 = std::env::var("SLUICE_S3_CRASH_ROUND")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (op, files, after) = KILL_POINTS[round as usize % KILL_POINTS.len()];
+    let fs = FaultInjectingFs::new(Arc::new(object_fs(&endpoint, Path::new(&dir))));
+    fs.inject(Fault::kill(op).on_paths_containing(files).after(after));
+    let db = Db::open(&dir, options(fs)).unwrap();
+    let sync = WriteOptions { sync: true };
+    let mut out = std::io::stdout().lock();
+    for i in 0..MAX_WRITES {
+        if is_delete(i) {
+            db.delete_opt(&sync, &key(i)).unwrap();
+        } else {
+            db.put_opt(&sync, &key(i), &value(round, i)).unwrap();
+        }
+        writeln!(out, "ack {i}").unwrap();
+        out.flush().unwrap();
+        if i % 300 == 299 {
+            db.compact_range(None, None).unwrap();
+        }
+    }
+}
+
+/// Reopens the database after a crash and checks it against the acknowledged writes (and the
+/// one in flight, `maybe`), and the bucket against the live tables.
+fn verify(
+    endpoint: &str,
+    dir: &Path,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    maybe: (u64, u64),
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let fs = object_fs(endpoint, dir);
+    let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("reopen after crash");
+    // No compaction may be uploading a table the listing below would see before its install.
+    db.wait_for_background_work().unwrap();
+    let report = db
+        .check()
+        .expect("every live object verifies after a crash");
+    let objects = list_objects(&fs).unwrap();
+    assert_eq!(
+        objects.len(),
+        report.files,
+        "the bucket holds exactly the live tables after recovery: {objects:?}"
+    );
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db
+        .scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    db.close().unwrap();
+    if &got == model {
+        return got;
+    }
+    let mut with_inflight = model.clone();
+    apply(&mut with_inflight, maybe.0, maybe.1);
+    assert_eq!(got, with_inflight, "database holds something never written");
+    got
+}
+
+#[test]
+fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..KILL_POINTS.len() as u64 {
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "s3_crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("SLUICE_S3_CRASH_CHILD", dir.path())
+            .env("SLUICE_S3_CRASH_ENDPOINT", &server.endpoint)
+            .env("SLUICE_S3_CRASH_ROUND", round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut last = None;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                // The first ack shares its line with libtest's `test s3_crash_child ... `.
+                if let Some((_, n)) = line.rsplit_once("ack ") {
+                    last = n.trim().parse::<u64>().ok();
+                }
+            }
+            last
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("round {round}: the child neither died nor finished in time");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let last_ack = reader.join().unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "round {round}: the child must die at its kill point {:?} (status {status}, last \
+             ack {last_ack:?}); run it alone to see why",
+            KILL_POINTS[round as usize]
+        );
+        let acked = last_ack.map_or(0, |n| n + 1);
+        for i in 0..acked {
+            apply(&mut model, round, i);
+        }
+        model = verify(&server.endpoint, dir.path(), &model, (round, acked));
+    }
+    assert!(!model.is_empty());
+}
