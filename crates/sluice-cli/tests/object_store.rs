@@ -58,6 +58,29 @@ fn commands_keep_tables_in_the_object_store() {
         tables(Path::new(&db))
     );
 
+    // Through a cache: the first command downloads each table once, the next reads local
+    // copies, and both see the same data.
+    let cache = dir.path().join("cache");
+    let cached = |args: &[&str]| {
+        let mut all = with_store(args);
+        all.extend([
+            "--object-cache-dir".into(),
+            cache.display().to_string(),
+            "--object-cache-bytes".into(),
+            "64M".into(),
+        ]);
+        ok(&all.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let plain = run(&["scan"]);
+    assert_eq!(cached(&["scan"]), plain);
+    let entries = std::fs::read_dir(&cache).unwrap().count();
+    assert_eq!(entries, stored.len());
+    assert_eq!(cached(&["scan"]), plain);
+    cached(&["check"]);
+    // The cache is no substitute for the bucket: the flag needs --object-store.
+    let o = sluice(&["get", "--db", &db, "--object-cache-dir", "x", "key042"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+
     // Opened without --object-store, the tables are missing: the open fails naming one.
     let o = sluice(&["get", "--db", &db, "key042"]);
     assert_ne!(o.status.code(), Some(0));

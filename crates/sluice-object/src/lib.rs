@@ -21,13 +21,19 @@
 //!
 //! # Costs
 //!
-//! Every positioned read is one ranged GET: the engine reads a table's footer, index, filter
-//! and properties once per open and data blocks through its block cache. `create` checks the
-//! name is free with a HEAD (the engine never reuses a number, so this is a guard, not a lock:
-//! two hosts must not share one prefix).
+//! Without a cache, every positioned read is one ranged GET: the engine reads a table's
+//! footer, index, filter and properties once per open and data blocks through its block cache.
+//! With an [`ObjectCache`] ([`ObjectFs::with_cache`]), an object costs one GET when first
+//! opened (none when this host uploaded it) and its reads are local. Every open makes a HEAD,
+//! which is what keeps a replaced or deleted object from being read out of the cache. `create`
+//! checks the name is free with a HEAD (the engine never reuses a number, so this is a guard,
+//! not a lock: two hosts must not share one prefix).
+
+mod cache;
 
 use std::ffi::OsString;
 use std::fmt;
+use std::fs::File;
 use std::future::Future;
 use std::io;
 use std::path::{Component, Path, PathBuf};
@@ -36,8 +42,10 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
+
+pub use cache::{CacheStats, ObjectCache};
 
 /// Objects at least this large are uploaded in parts (S3 allows a single PUT up to 5 GB, but
 /// parts can be retried alone).
@@ -58,6 +66,7 @@ struct Inner {
     /// The database directory: object files are named relative to it.
     root: PathBuf,
     prefix: ObjectPath,
+    cache: Option<ObjectCache>,
     /// Runs the store's futures; callers block on them from the engine's threads (or from
     /// another runtime's, which is why they do not `block_on` this one). `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -102,9 +111,29 @@ impl ObjectFs {
                 store,
                 root: root.to_path_buf(),
                 prefix: ObjectPath::from(prefix),
+                cache: None,
                 runtime: Some(runtime),
             }),
         })
+    }
+
+    /// Reads objects through `cache`, and puts the objects this file system uploads in it.
+    /// Fails with [`io::ErrorKind::InvalidInput`] once the file system has been cloned (a
+    /// clone shares the file system, which has no cache to share).
+    pub fn with_cache(mut self, cache: ObjectCache) -> io::Result<ObjectFs> {
+        let inner = Arc::get_mut(&mut self.inner).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a cache is set before the object file system is cloned",
+            )
+        })?;
+        inner.cache = Some(cache);
+        Ok(self)
+    }
+
+    /// What the cache did so far (`None` without one).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.inner.cache.as_ref().map(ObjectCache::stats)
     }
 
     /// [`ObjectFs::new`] for a store named by URL: `s3://bucket/prefix` (endpoint, region and
@@ -186,9 +215,55 @@ impl Inner {
         }
     }
 
-    fn head(&self, location: &ObjectPath) -> io::Result<u64> {
+    fn head(&self, location: &ObjectPath) -> io::Result<ObjectMeta> {
         let (store, location) = (Arc::clone(&self.store), location.clone());
-        self.wait(async move { store.head(&location).await.map(|m| m.size) })
+        self.wait(async move { store.head(&location).await })
+    }
+
+    /// The object at `location` as a local file of the cache, downloading it (one GET) when
+    /// the cache has no entry for its current version. `None` without a cache, or for an
+    /// object larger than the cache.
+    fn cached(&self, location: &ObjectPath, meta: &ObjectMeta) -> io::Result<Option<(File, u64)>> {
+        let Some(cache) = &self.cache else {
+            return Ok(None);
+        };
+        let etag = meta.e_tag.as_deref().unwrap_or_default();
+        if let Some(file) = cache.get(location.as_ref(), etag, meta.size) {
+            return Ok(Some((file, meta.size)));
+        }
+        if meta.size > cache.capacity() {
+            return Ok(None);
+        }
+        // The object may have changed since the HEAD: the GET's own size and tag name what it
+        // returned.
+        let (store, at) = (Arc::clone(&self.store), location.clone());
+        let (got, bytes) = self.wait(async move {
+            let got = store.get(&at).await?;
+            let meta = got.meta.clone();
+            Ok((meta, got.bytes().await?))
+        })?;
+        if bytes.len() as u64 != got.size {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{location}: the store sent {} bytes of {}",
+                    bytes.len(),
+                    got.size
+                ),
+            ));
+        }
+        let etag = got.e_tag.as_deref().unwrap_or_default();
+        Ok(cache
+            .insert(location.as_ref(), etag, &bytes)?
+            .map(|file| (file, got.size)))
+    }
+
+    /// Drops `location` from the cache, if there is one.
+    fn uncache(&self, location: &ObjectPath) -> io::Result<()> {
+        match &self.cache {
+            Some(cache) => cache.remove(location.as_ref()),
+            None => Ok(()),
+        }
     }
 }
 
@@ -211,11 +286,16 @@ impl FileSystem for ObjectFs {
         let Some(location) = self.inner.object(path) else {
             return self.inner.local.open_read(path, mode);
         };
-        let size = self.inner.head(&location)?;
+        let meta = self.inner.head(&location)?;
+        let (source, size) = match self.inner.cached(&location, &meta)? {
+            Some((file, size)) => (Source::Cached(file), size),
+            None => (Source::Store, meta.size),
+        };
         Ok(Box::new(ObjectReader {
             inner: Arc::clone(&self.inner),
             location,
             size,
+            source,
         }))
     }
 
@@ -242,6 +322,7 @@ impl FileSystem for ObjectFs {
         };
         // S3 deletes a missing key without complaint; a missing file is NotFound here.
         self.inner.head(&location)?;
+        self.inner.uncache(&location)?;
         let store = Arc::clone(&self.inner.store);
         self.inner
             .wait(async move { store.delete(&location).await })
@@ -255,6 +336,8 @@ impl FileSystem for ObjectFs {
         match (self.inner.object(from), self.inner.object(to)) {
             (None, None) => self.inner.local.rename(from, to),
             (Some(from), Some(to)) => {
+                self.inner.uncache(&from)?;
+                self.inner.uncache(&to)?;
                 let store = Arc::clone(&self.inner.store);
                 self.inner.wait(async move {
                     store.copy(&from, &to).await?;
@@ -324,7 +407,7 @@ impl FileSystem for ObjectFs {
             return self.inner.local.metadata(path);
         };
         Ok(FileMetadata {
-            len: self.inner.head(&location)?,
+            len: self.inner.head(&location)?.size,
             is_dir: false,
             is_symlink: false,
         })
@@ -335,11 +418,18 @@ impl FileSystem for ObjectFs {
     }
 }
 
-/// An object read by ranged GETs.
+/// An object read by ranged GETs, or from its copy in the cache.
 struct ObjectReader {
     inner: Arc<Inner>,
     location: ObjectPath,
     size: u64,
+    source: Source,
+}
+
+/// Where an [`ObjectReader`] reads.
+enum Source {
+    Store,
+    Cached(File),
 }
 
 impl fmt::Debug for ObjectReader {
@@ -356,6 +446,9 @@ impl ReadFile for ObjectReader {
             .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
         if buf.is_empty() {
             return Ok(());
+        }
+        if let Source::Cached(file) = &self.source {
+            return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
         }
         let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
         let bytes: Bytes = self
@@ -417,19 +510,23 @@ impl WriteFile for ObjectWriter {
         let lent = data.clone();
         let uploaded = self.inner.wait(async move {
             if data.len() < MULTIPART_BYTES {
-                return store
-                    .put(&location, PutPayload::from(data))
-                    .await
-                    .map(|_| ());
+                return store.put(&location, PutPayload::from(data)).await;
             }
             let upload = store.put_multipart(&location).await?;
             let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
             parts.put(data);
-            parts.finish().await.map(|_| ())
+            parts.finish().await
         });
         self.buf = Vec::from(lent);
-        uploaded?;
+        let put = uploaded?;
         self.uploaded = Some(self.buf.len());
+        // What was just uploaded is what the next reads of this object want (a flush's or a
+        // compaction's outputs are read back at once). Without the store's tag for the new
+        // version, or when the disk refuses the copy, the object is read from the store
+        // instead: the cache holds nothing the bucket does not.
+        if let (Some(cache), Some(etag)) = (&self.inner.cache, put.e_tag.as_deref()) {
+            let _ = cache.insert(self.location.as_ref(), etag, &self.buf);
+        }
         Ok(())
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sluice::{CompactionOptions, Db, MemtableOptions, Options};
-use sluice_object::{ObjectFs, list_objects};
+use sluice_object::{ObjectCache, ObjectFs, list_objects};
 use sluice_sst::fs::os_fs;
 
 use common::{BUCKET, S3Server};
@@ -109,6 +109,87 @@ fn a_database_keeps_its_tables_in_the_bucket() {
     // An object deleted behind the database's back: the open or check says which.
     let victim = server.data.join(BUCKET).join(&objects[0]);
     std::fs::remove_file(&victim).unwrap();
+    let name = objects[0].rsplit('/').next().unwrap().to_string();
+    let failure = match Db::open(dir.path(), options(&fs)) {
+        Err(e) => e.to_string(),
+        Ok(db) => db.check().map(|_| ()).unwrap_err().to_string(),
+    };
+    assert!(failure.contains(&name), "{failure}");
+}
+
+#[test]
+fn a_cache_serves_reads_and_never_a_replaced_object() {
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let cached = |capacity: u64| {
+        ObjectFs::new(os_fs(), server.store(), dir.path(), "db2")
+            .unwrap()
+            .with_cache(ObjectCache::open(cache_dir.path(), capacity).unwrap())
+            .unwrap()
+    };
+    let fs = cached(64 << 20);
+    let db = Db::open(dir.path(), options(&fs)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..20_000u32 {
+        let k = format!("key{:06}", i * 7919 % 9000).into_bytes();
+        let v = format!("{i}-{}", "v".repeat((i % 80) as usize)).into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    db.compact_range(None, None).unwrap();
+    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    assert_eq!(scanned, model);
+    db.close().unwrap();
+    // The tables this host uploaded were read back from the cache, never downloaded.
+    let written = fs.cache_stats().unwrap();
+    assert!(written.hits > 0 && written.entries > 0, "{written:?}");
+    assert_eq!(written.misses, 0, "{written:?}");
+    drop(fs);
+
+    // A new process's cache (the same directory) serves a reopen and a check.
+    let fs = cached(64 << 20);
+    let db = Db::open(dir.path(), options(&fs)).unwrap();
+    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    assert_eq!(scanned, model);
+    db.check().unwrap();
+    db.close().unwrap();
+    let reopened = fs.cache_stats().unwrap();
+    assert!(reopened.hits > 0, "{reopened:?}");
+    assert_eq!(reopened.misses, 0, "{reopened:?}");
+    drop(fs);
+
+    // A cache smaller than one table downloads every open, and reads stay right.
+    let tiny = cached(1024);
+    let db = Db::open(dir.path(), options(&tiny)).unwrap();
+    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    assert_eq!(scanned, model);
+    db.close().unwrap();
+    assert_eq!(tiny.cache_stats().unwrap().entries, 0);
+    drop(tiny);
+
+    // An object replaced in the bucket (same name, other bytes) is not read from the cache:
+    // the open or check downloads the new version and refuses it, naming the table.
+    let fs = cached(64 << 20);
+    let objects = list_objects(&fs).unwrap();
+    let victim = object_store::path::Path::from(objects[0].as_str());
+    let store = server.store();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let original = runtime.block_on(async {
+        use object_store::ObjectStoreExt;
+        store.get(&victim).await.unwrap().bytes().await.unwrap()
+    });
+    let mut forged = original.to_vec();
+    let middle = forged.len() / 2;
+    forged[middle] ^= 0x55;
+    runtime.block_on(async {
+        use object_store::ObjectStoreExt;
+        store.put(&victim, forged.into()).await.unwrap();
+    });
     let name = objects[0].rsplit('/').next().unwrap().to_string();
     let failure = match Db::open(dir.path(), options(&fs)) {
         Err(e) => e.to_string(),

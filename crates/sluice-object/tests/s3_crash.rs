@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice::{CompactionOptions, Db, MemtableOptions, Options, WriteOptions};
-use sluice_object::{ObjectFs, list_objects};
+use sluice_object::{ObjectCache, ObjectFs, list_objects};
 use sluice_sst::fs::{Fault, FaultInjectingFs, FaultOp, FileSystem, os_fs};
 
 use common::{S3Server, store_at};
@@ -53,8 +53,13 @@ const KILL_POINTS: [(FaultOp, &str, u64); 9] = [
     (FaultOp::Sync, ".sst", 14),
 ];
 
-fn object_fs(endpoint: &str, dir: &Path) -> ObjectFs {
-    ObjectFs::new(os_fs(), store_at(endpoint), dir, PREFIX).unwrap()
+/// The database's file system: tables in the bucket, read through a cache in `cache` that
+/// each process (child or parent) reopens, so a cache a killed child left is reused too.
+fn object_fs(endpoint: &str, dir: &Path, cache: &Path) -> ObjectFs {
+    ObjectFs::new(os_fs(), store_at(endpoint), dir, PREFIX)
+        .unwrap()
+        .with_cache(ObjectCache::open(cache, 64 << 20).unwrap())
+        .unwrap()
 }
 
 fn options(fs: Arc<dyn FileSystem>) -> Options {
@@ -110,12 +115,17 @@ fn s3_crash_child() {
         return;
     };
     let endpoint = std::env::var("SLUICE_S3_CRASH_ENDPOINT").unwrap();
+    let cache = std::env::var("SLUICE_S3_CRASH_CACHE").unwrap();
     let round: u64 = std::env::var("SLUICE_S3_CRASH_ROUND")
         .unwrap()
         .parse()
         .unwrap();
     let (op, files, after) = KILL_POINTS[round as usize % KILL_POINTS.len()];
-    let fs = FaultInjectingFs::new(Arc::new(object_fs(&endpoint, Path::new(&dir))));
+    let fs = FaultInjectingFs::new(Arc::new(object_fs(
+        &endpoint,
+        Path::new(&dir),
+        Path::new(&cache),
+    )));
     fs.inject(Fault::kill(op).on_paths_containing(files).after(after));
     let db = Db::open(&dir, options(fs)).unwrap();
     let sync = WriteOptions { sync: true };
@@ -139,10 +149,11 @@ fn s3_crash_child() {
 fn verify(
     endpoint: &str,
     dir: &Path,
+    cache: &Path,
     model: &BTreeMap<Vec<u8>, Vec<u8>>,
     maybe: (u64, u64),
 ) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let fs = object_fs(endpoint, dir);
+    let fs = object_fs(endpoint, dir, cache);
     let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("reopen after crash");
     // No compaction may be uploading a table the listing below would see before its install.
     db.wait_for_background_work().unwrap();
@@ -174,6 +185,7 @@ fn verify(
 fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
     let server = S3Server::start();
     let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
     let mut model = BTreeMap::new();
     for round in 0..KILL_POINTS.len() as u64 {
@@ -186,6 +198,7 @@ fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
             ])
             .env("SLUICE_S3_CRASH_CHILD", dir.path())
             .env("SLUICE_S3_CRASH_ENDPOINT", &server.endpoint)
+            .env("SLUICE_S3_CRASH_CACHE", cache.path())
             .env("SLUICE_S3_CRASH_ROUND", round.to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -226,7 +239,13 @@ fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
         for i in 0..acked {
             apply(&mut model, round, i);
         }
-        model = verify(&server.endpoint, dir.path(), &model, (round, acked));
+        model = verify(
+            &server.endpoint,
+            dir.path(),
+            cache.path(),
+            &model,
+            (round, acked),
+        );
     }
     assert!(!model.is_empty());
 }

@@ -84,6 +84,19 @@ pub struct DbArg {
     /// `--db` (docs/design/0017). Give it on every open of such a database.
     #[arg(long, value_name = "URL")]
     pub object_store: Option<String>,
+    /// A local directory caching whole objects of `--object-store`, so that reading a table
+    /// costs one request per object rather than one per block (one process at a time).
+    #[arg(long, value_name = "DIR", requires = "object_store")]
+    pub object_cache_dir: Option<PathBuf>,
+    /// The most bytes `--object-cache-dir` holds (least recently opened objects go first).
+    #[arg(
+        long,
+        value_name = "BYTES",
+        value_parser = crate::units::parse_size,
+        default_value = "1G",
+        requires = "object_cache_dir"
+    )]
+    pub object_cache_bytes: u64,
 }
 
 impl DbArg {
@@ -94,6 +107,17 @@ impl DbArg {
         };
         let fs = sluice_object::ObjectFs::from_url(Arc::clone(&options.fs), url, &self.db)
             .map_err(|e| sluice::Error::InvalidArgument(format!("--object-store {url}: {e}")))?;
+        let fs = match &self.object_cache_dir {
+            Some(dir) => sluice_object::ObjectCache::open(dir, self.object_cache_bytes)
+                .and_then(|cache| fs.with_cache(cache))
+                .map_err(|e| {
+                    sluice::Error::InvalidArgument(format!(
+                        "--object-cache-dir {}: {e}",
+                        dir.display()
+                    ))
+                })?,
+            None => fs,
+        };
         Ok(Options {
             fs: Arc::new(fs),
             ..options
@@ -154,6 +178,8 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         db: dir,
         owner_dirs,
         object_store: _,
+        object_cache_dir: _,
+        object_cache_bytes: _,
     } = &target.at;
     if access != Access::Create {
         require_database(dir)?;
