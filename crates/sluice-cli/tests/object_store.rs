@@ -77,6 +77,11 @@ fn commands_keep_tables_in_the_object_store() {
     assert_eq!(entries, stored.len());
     assert_eq!(cached(&["scan"]), plain);
     cached(&["check"]);
+    let stats = cached(&["stats"]);
+    assert!(
+        stats.contains("object store: ") && stats.contains(" hits, 0 misses"),
+        "{stats}"
+    );
     // The cache is no substitute for the bucket: the flag needs --object-store.
     let o = sluice(&["get", "--db", &db, "--object-cache-dir", "x", "key042"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

@@ -38,12 +38,15 @@ use std::future::Future;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
-use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
+use sluice_sst::fs::{
+    FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
+};
 
 pub use cache::{CacheStats, ObjectCache};
 
@@ -67,6 +70,7 @@ struct Inner {
     root: PathBuf,
     prefix: ObjectPath,
     cache: Option<ObjectCache>,
+    requests: Requests,
     /// Runs the store's futures; callers block on them from the engine's threads (or from
     /// another runtime's, which is why they do not `block_on` this one). `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -112,6 +116,7 @@ impl ObjectFs {
                 root: root.to_path_buf(),
                 prefix: ObjectPath::from(prefix),
                 cache: None,
+                requests: Requests::default(),
                 runtime: Some(runtime),
             }),
         })
@@ -174,6 +179,44 @@ impl ObjectFs {
     }
 }
 
+/// What [`StoreRequests`] counts, as it happens.
+#[derive(Debug, Default)]
+struct Requests {
+    gets: AtomicU64,
+    puts: AtomicU64,
+    heads: AtomicU64,
+    lists: AtomicU64,
+    deletes: AtomicU64,
+    copies: AtomicU64,
+    bytes_downloaded: AtomicU64,
+    bytes_uploaded: AtomicU64,
+}
+
+impl Requests {
+    fn count(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn snapshot(&self) -> StoreRequests {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        StoreRequests {
+            gets: get(&self.gets),
+            puts: get(&self.puts),
+            heads: get(&self.heads),
+            lists: get(&self.lists),
+            deletes: get(&self.deletes),
+            copies: get(&self.copies),
+            bytes_downloaded: get(&self.bytes_downloaded),
+            bytes_uploaded: get(&self.bytes_uploaded),
+            cache_hits: 0,
+            cache_misses: 0,
+        }
+    }
+}
+
+/// Objects S3 returns per page of a LIST.
+const LIST_PAGE: u64 = 1000;
+
 impl Inner {
     /// The object a path names, if it is a table or blob file under the root.
     fn object(&self, path: &Path) -> Option<ObjectPath> {
@@ -216,6 +259,7 @@ impl Inner {
     }
 
     fn head(&self, location: &ObjectPath) -> io::Result<ObjectMeta> {
+        Requests::count(&self.requests.heads, 1);
         let (store, location) = (Arc::clone(&self.store), location.clone());
         self.wait(async move { store.head(&location).await })
     }
@@ -236,12 +280,14 @@ impl Inner {
         }
         // The object may have changed since the HEAD: the GET's own size and tag name what it
         // returned.
+        Requests::count(&self.requests.gets, 1);
         let (store, at) = (Arc::clone(&self.store), location.clone());
         let (got, bytes) = self.wait(async move {
             let got = store.get(&at).await?;
             let meta = got.meta.clone();
             Ok((meta, got.bytes().await?))
         })?;
+        Requests::count(&self.requests.bytes_downloaded, bytes.len() as u64);
         if bytes.len() as u64 != got.size {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -323,6 +369,7 @@ impl FileSystem for ObjectFs {
         // S3 deletes a missing key without complaint; a missing file is NotFound here.
         self.inner.head(&location)?;
         self.inner.uncache(&location)?;
+        Requests::count(&self.inner.requests.deletes, 1);
         let store = Arc::clone(&self.inner.store);
         self.inner
             .wait(async move { store.delete(&location).await })
@@ -338,6 +385,8 @@ impl FileSystem for ObjectFs {
             (Some(from), Some(to)) => {
                 self.inner.uncache(&from)?;
                 self.inner.uncache(&to)?;
+                Requests::count(&self.inner.requests.copies, 1);
+                Requests::count(&self.inner.requests.deletes, 1);
                 let store = Arc::clone(&self.inner.store);
                 self.inner.wait(async move {
                     store.copy(&from, &to).await?;
@@ -366,6 +415,7 @@ impl FileSystem for ObjectFs {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(e),
                 }
+                Requests::count(&self.inner.requests.copies, 1);
                 let store = Arc::clone(&self.inner.store);
                 self.inner.wait(async move { store.copy(&from, &to).await })
             }
@@ -383,6 +433,8 @@ impl FileSystem for ObjectFs {
                     .await
                     .map(|l| l.objects)
             })?;
+            let pages = (listed.len() as u64).div_ceil(LIST_PAGE).max(1);
+            Requests::count(&self.inner.requests.lists, pages);
             names.extend(
                 listed
                     .iter()
@@ -415,6 +467,15 @@ impl FileSystem for ObjectFs {
 
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
         self.inner.local.lock(path, mode)
+    }
+
+    fn store_requests(&self) -> Option<StoreRequests> {
+        let cache = self.cache_stats().unwrap_or_default();
+        Some(StoreRequests {
+            cache_hits: cache.hits,
+            cache_misses: cache.misses,
+            ..self.inner.requests.snapshot()
+        })
     }
 }
 
@@ -451,9 +512,11 @@ impl ReadFile for ObjectReader {
             return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
         }
         let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        Requests::count(&self.inner.requests.gets, 1);
         let bytes: Bytes = self
             .inner
             .wait(async move { store.get_range(&location, offset..end).await })?;
+        Requests::count(&self.inner.requests.bytes_downloaded, bytes.len() as u64);
         if bytes.len() != buf.len() {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -518,8 +581,16 @@ impl WriteFile for ObjectWriter {
             parts.finish().await
         });
         self.buf = Vec::from(lent);
+        let len = self.buf.len();
+        // A multipart upload is its start, its parts and its completion.
+        let requests = match len < MULTIPART_BYTES {
+            true => 1,
+            false => 2 + len.div_ceil(PART_BYTES) as u64,
+        };
+        Requests::count(&self.inner.requests.puts, requests);
         let put = uploaded?;
-        self.uploaded = Some(self.buf.len());
+        Requests::count(&self.inner.requests.bytes_uploaded, len as u64);
+        self.uploaded = Some(len);
         // What was just uploaded is what the next reads of this object want (a flush's or a
         // compaction's outputs are read back at once). Without the store's tag for the new
         // version, or when the disk refuses the copy, the object is read from the store

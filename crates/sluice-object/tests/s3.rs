@@ -70,7 +70,22 @@ fn a_database_keeps_its_tables_in_the_bucket() {
     db.compact_range(None, None).unwrap();
     let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
+    // Every upload, read and deletion went to the store, and the metrics count them.
+    let m = db.metrics();
+    let requests = m.object_store.unwrap();
+    let table_bytes = m.total_size_bytes();
     db.close().unwrap();
+    assert!(
+        requests.puts >= 4,
+        "a table per flush at least: {requests:?}"
+    );
+    assert!(requests.bytes_uploaded > table_bytes, "{requests:?}");
+    assert!(
+        requests.gets > 0 && requests.bytes_downloaded > 0,
+        "{requests:?}"
+    );
+    assert!(requests.heads > 0 && requests.deletes > 0, "{requests:?}");
+    assert_eq!((requests.cache_hits, requests.cache_misses), (0, 0));
 
     // Tables are objects under the prefix, and on the server's disk; none is local.
     let objects = list_objects(&fs).unwrap();
@@ -154,8 +169,11 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     db.check().unwrap();
+    let counted = db.metrics().object_store.unwrap();
     db.close().unwrap();
     let reopened = fs.cache_stats().unwrap();
+    assert_eq!(counted.cache_hits, reopened.hits);
+    assert_eq!(counted.gets, 0, "every read was local: {counted:?}");
     assert!(reopened.hits > 0, "{reopened:?}");
     assert_eq!(reopened.misses, 0, "{reopened:?}");
     drop(fs);

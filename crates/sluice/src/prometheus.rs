@@ -328,6 +328,40 @@ impl Metrics {
             "Blob record bytes no live table references.",
             b.garbage_bytes as f64,
         );
+        if let Some(o) = &self.object_store {
+            let ops = [
+                ("get", o.gets),
+                ("put", o.puts),
+                ("head", o.heads),
+                ("list", o.lists),
+                ("delete", o.deletes),
+                ("copy", o.copies),
+            ];
+            e.labelled(
+                "object_store_requests_total",
+                c,
+                "Requests to the object store the tables live in, by kind.",
+                ops.map(|(op, n)| (format!("op=\"{op}\""), n as f64)),
+            );
+            e.labelled(
+                "object_store_bytes_total",
+                c,
+                "Bytes moved to and from the object store.",
+                [
+                    ("direction=\"down\"".to_string(), o.bytes_downloaded as f64),
+                    ("direction=\"up\"".to_string(), o.bytes_uploaded as f64),
+                ],
+            );
+            e.labelled(
+                "object_cache_opens_total",
+                c,
+                "Object opens the local object cache served (hit) or not (miss).",
+                [
+                    ("result=\"hit\"".to_string(), o.cache_hits as f64),
+                    ("result=\"miss\"".to_string(), o.cache_misses as f64),
+                ],
+            );
+        }
         e.out
     }
 }
@@ -349,6 +383,11 @@ mod tests {
             wal_syncs: 3,
             write_stall_micros: 1_500_000,
             compaction_debt_bytes: 4096,
+            object_store: Some(crate::metrics::ObjectStoreMetrics {
+                gets: 5,
+                cache_hits: 2,
+                ..Default::default()
+            }),
             ..Metrics::default()
         };
         m.stalls.l0_stop.count = 2;
@@ -378,6 +417,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("sluice_wal_syncs_total 3\n"));
+        assert!(text.contains("sluice_object_store_requests_total{op=\"get\"} 5\n"));
+        assert!(text.contains("sluice_object_cache_opens_total{result=\"hit\"} 2\n"));
         assert!(text.contains("sluice_compaction_debt_bytes 4096\n"));
         assert!(text.contains("sluice_write_stalls_total{cause=\"l0_stop\"} 2\n"));
         assert!(text.contains("sluice_write_stall_seconds_total 1.5\n"));

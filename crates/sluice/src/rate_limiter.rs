@@ -202,6 +202,10 @@ impl fmt::Debug for RateLimitedFs {
 }
 
 impl FileSystem for RateLimitedFs {
+    fn store_requests(&self) -> Option<sluice_sst::fs::StoreRequests> {
+        self.inner.store_requests()
+    }
+
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         self.inner.open_read(path, mode)
     }

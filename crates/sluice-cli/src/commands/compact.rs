@@ -11,7 +11,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use sluice::compaction::remote::ShareReport;
-use sluice::metrics::{PipelineStage, StageSeconds};
+use sluice::metrics::{ObjectStoreMetrics, PipelineStage, StageSeconds};
 use sluice::{CompactOptions, CompactProgress, Error, Options};
 use sluice_bench::delta::MetricsDelta;
 
@@ -136,6 +136,9 @@ struct CompactSummary {
     /// digest check), re-run on the host; also counted in `retries`.
     #[serde(skip_serializing_if = "Option::is_none")]
     verify_failures: Option<u64>,
+    /// With --object-store: the requests the call made, and the bytes they moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object_store: Option<ObjectStoreMetrics>,
 }
 
 /// Records each level's time from the progress reports and draws the bar.
@@ -265,6 +268,9 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
         races: offload.as_ref().map(|m| m.races),
         races_won_by_host: offload.as_ref().map(|m| m.races_won_by_host),
         verify_failures: offload.as_ref().map(|m| m.verify_failures),
+        object_store: after
+            .object_store
+            .map(|a| a.since(&before.object_store.unwrap_or_default())),
     };
     if args.json {
         writeln!(out, "{}", serde_json::to_string(&summary)?)?;
@@ -315,6 +321,28 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             writeln!(
                 out,
                 "  {r} worker chunk(s) also run on the host, its copy first {won} time(s)"
+            )?;
+        }
+        if let Some(o) = &summary.object_store {
+            let gb = summary.input_bytes as f64 / 1e9;
+            writeln!(
+                out,
+                "  object store: {} requests ({} GET, {} PUT, {} HEAD, {} LIST, {} DELETE, {} COPY; \
+                 {:.0} per GB compacted), {} down, {} up",
+                o.requests(),
+                o.gets,
+                o.puts,
+                o.heads,
+                o.lists,
+                o.deletes,
+                o.copies,
+                if gb > 0.0 {
+                    o.requests() as f64 / gb
+                } else {
+                    0.0
+                },
+                size(o.bytes_downloaded),
+                size(o.bytes_uploaded)
             )?;
         }
         writeln!(out, "  before: {}", shape_line(&summary.lsm_before))?;

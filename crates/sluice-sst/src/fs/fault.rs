@@ -222,6 +222,10 @@ impl FaultInjectingFs {
 }
 
 impl FileSystem for FaultInjectingFs {
+    fn store_requests(&self) -> Option<super::StoreRequests> {
+        self.inner.store_requests()
+    }
+
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         self.state.fail_if_hit(FaultOp::Open, path)?;
         Ok(Box::new(FaultReadFile {

@@ -124,6 +124,35 @@ pub struct FileMetadata {
     pub is_symlink: bool,
 }
 
+/// Requests a file system made to an object store since it was made (failed ones included),
+/// the bytes the successful ones moved, and what its local cache of objects saved
+/// ([`FileSystem::store_requests`]). A multipart upload counts every request it makes: its
+/// start, each part and its completion.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreRequests {
+    /// GETs, ranged or whole.
+    pub gets: u64,
+    /// PUTs, and the requests of multipart uploads.
+    pub puts: u64,
+    /// HEADs.
+    pub heads: u64,
+    /// LISTs (one per page of results).
+    pub lists: u64,
+    /// DELETEs.
+    pub deletes: u64,
+    /// Server-side copies.
+    pub copies: u64,
+    /// Bytes the GETs returned.
+    pub bytes_downloaded: u64,
+    /// Bytes the PUTs sent.
+    pub bytes_uploaded: u64,
+    /// Opens the local cache served.
+    pub cache_hits: u64,
+    /// Opens the local cache could not serve (each a GET of the whole object, or ranged GETs
+    /// for one too large to cache).
+    pub cache_misses: u64,
+}
+
 /// How [`FileSystem::lock`] locks a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LockMode {
@@ -214,6 +243,12 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// What this file system asked of a remote object store, if it keeps files in one
+    /// (`None`, the default, for a local one). Wrappers report what they wrap.
+    fn store_requests(&self) -> Option<StoreRequests> {
+        None
     }
 
     /// The first `max_bytes` bytes of the file at `path` (all of it if shorter): for small

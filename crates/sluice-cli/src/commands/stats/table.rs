@@ -175,6 +175,25 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
         b.false_positives,
         percent(b.false_positive_rate(), b.useful + b.false_positives)
     )?;
+    if let Some(o) = &m.object_store {
+        writeln!(
+            out,
+            "object store: {} requests ({} GET, {} PUT, {} HEAD, {} LIST, {} DELETE, {} COPY), \
+             {} down, {} up; object cache: {} hits, {} misses ({})",
+            o.requests(),
+            o.gets,
+            o.puts,
+            o.heads,
+            o.lists,
+            o.deletes,
+            o.copies,
+            size(o.bytes_downloaded),
+            size(o.bytes_uploaded),
+            o.cache_hits,
+            o.cache_misses,
+            percent(o.cache_hit_ratio(), o.cache_hits + o.cache_misses)
+        )?;
+    }
     writeln!(
         out,
         "last sequence: {}; snapshots: {}",
