@@ -19,6 +19,12 @@
 //! MANIFEST. An object's name needs no directory sync. A file dropped before `sync` leaves
 //! nothing in the bucket.
 //!
+//! A single PUT is conditional (`If-None-Match: *` the first time, `If-Match` on the writer's
+//! own last version after that): an object someone else put under the name since `create`
+//! checked it fails the upload with [`io::ErrorKind::AlreadyExists`] instead of being
+//! overwritten. `object_store` cannot make a multipart upload conditional, so a table of
+//! [`MULTIPART_BYTES`] or more relies on `create`'s HEAD alone.
+//!
 //! # Costs
 //!
 //! Without a cache, every positioned read is one ranged GET: the engine reads a table's
@@ -43,7 +49,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
+use object_store::{
+    ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
+    WriteMultipart,
+};
 use sluice_sst::fs::{
     FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
 };
@@ -359,6 +368,7 @@ impl FileSystem for ObjectFs {
             location,
             buf: Vec::new(),
             uploaded: None,
+            etag: None,
         }))
     }
 
@@ -544,6 +554,8 @@ struct ObjectWriter {
     buf: Vec<u8>,
     /// The length uploaded by the last `sync`, if any.
     uploaded: Option<usize>,
+    /// The entity tag of this writer's last upload: a later upload replaces that version only.
+    etag: Option<String>,
 }
 
 impl fmt::Debug for ObjectWriter {
@@ -571,9 +583,30 @@ impl WriteFile for ObjectWriter {
         // Lent to the upload and taken back (without a copy once the upload has let go).
         let data = Bytes::from(std::mem::take(&mut self.buf));
         let lent = data.clone();
+        let mode = match &self.etag {
+            None => PutMode::Create,
+            Some(e_tag) => PutMode::Update(UpdateVersion {
+                e_tag: Some(e_tag.clone()),
+                version: None,
+            }),
+        };
         let uploaded = self.inner.wait(async move {
             if data.len() < MULTIPART_BYTES {
-                return store.put(&location, PutPayload::from(data)).await;
+                let put = |mode| PutOptions {
+                    mode,
+                    ..PutOptions::default()
+                };
+                let payload = PutPayload::from(data);
+                return match store.put_opts(&location, payload.clone(), put(mode)).await {
+                    // `object_store`'s local backend cannot replace a version conditionally;
+                    // it serves one machine, where the LOCK file keeps out a second writer.
+                    Err(object_store::Error::NotImplemented { .. }) => {
+                        store
+                            .put_opts(&location, payload, put(PutMode::Overwrite))
+                            .await
+                    }
+                    other => other,
+                };
             }
             let upload = store.put_multipart(&location).await?;
             let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
@@ -591,6 +624,7 @@ impl WriteFile for ObjectWriter {
         let put = uploaded?;
         Requests::count(&self.inner.requests.bytes_uploaded, len as u64);
         self.uploaded = Some(len);
+        self.etag.clone_from(&put.e_tag);
         // What was just uploaded is what the next reads of this object want (a flush's or a
         // compaction's outputs are read back at once). Without the store's tag for the new
         // version, or when the disk refuses the copy, the object is read from the store

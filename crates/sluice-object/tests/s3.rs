@@ -215,3 +215,88 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     };
     assert!(failure.contains(&name), "{failure}");
 }
+
+#[test]
+fn an_upload_never_overwrites_an_object_it_did_not_write() {
+    use sluice_sst::fs::{FileSystem, IoMode};
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fs = ObjectFs::new(os_fs(), server.store(), dir.path(), "db3").unwrap();
+    let store = server.store();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let read = |name: &str| {
+        runtime.block_on(async {
+            use object_store::ObjectStoreExt;
+            let at = object_store::path::Path::from(format!("db3/{name}"));
+            store
+                .get(&at)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+                .to_vec()
+        })
+    };
+    let put = |name: &str, bytes: &'static [u8]| {
+        runtime.block_on(async {
+            use object_store::ObjectStoreExt;
+            let at = object_store::path::Path::from(format!("db3/{name}"));
+            store.put(&at, bytes.into()).await.unwrap();
+        })
+    };
+
+    // Another writer's object appears between `create` (which found the name free) and the
+    // upload: the upload fails and leaves it alone.
+    let mut file = fs
+        .create(&dir.path().join("000042.sst"), IoMode::Buffered)
+        .unwrap();
+    put("000042.sst", b"theirs");
+    file.append(b"mine").unwrap();
+    let err = file.sync().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists, "{err}");
+    assert_eq!(read("000042.sst"), b"theirs");
+
+    // A writer may upload again what it appended since (its own version is replaced)...
+    let mut file = fs
+        .create(&dir.path().join("000043.sst"), IoMode::Buffered)
+        .unwrap();
+    file.append(b"a").unwrap();
+    file.sync().unwrap();
+    file.append(b"b").unwrap();
+    file.sync().unwrap();
+    assert_eq!(read("000043.sst"), b"ab");
+    // ...but not once someone else replaced it.
+    put("000043.sst", b"replaced");
+    file.append(b"c").unwrap();
+    let err = file.sync().unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists, "{err}");
+    assert_eq!(read("000043.sst"), b"replaced");
+}
+
+#[test]
+fn the_local_backend_uploads_a_file_again_without_conditions() {
+    use sluice_sst::fs::{FileSystem, IoMode};
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", bucket.path().display());
+    let fs = ObjectFs::from_url(os_fs(), &url, dir.path()).unwrap();
+    let path = dir.path().join("000007.sst");
+    let mut file = fs.create(&path, IoMode::Buffered).unwrap();
+    file.append(b"a").unwrap();
+    file.sync().unwrap();
+    file.append(b"b").unwrap();
+    file.sync().unwrap();
+    assert_eq!(
+        std::fs::read(bucket.path().join("000007.sst")).unwrap(),
+        b"ab"
+    );
+    // A second writer of the name is refused.
+    assert_eq!(
+        fs.create(&path, IoMode::Buffered).unwrap_err().kind(),
+        std::io::ErrorKind::AlreadyExists
+    );
+}
