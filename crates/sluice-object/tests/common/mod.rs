@@ -50,7 +50,9 @@ pub fn s3s_fs() -> PathBuf {
 
 /// An `s3s-fs` server over a temporary directory, killed when dropped.
 pub struct S3Server {
-    child: Child,
+    /// `None` while stopped.
+    child: Option<Child>,
+    port: u16,
     pub endpoint: String,
     /// Where the server keeps the bucket's objects, as files.
     pub data: PathBuf,
@@ -60,7 +62,6 @@ pub struct S3Server {
 impl S3Server {
     /// Starts the server ([`s3s_fs`]) and waits until it accepts connections.
     pub fn start() -> S3Server {
-        let bin = s3s_fs();
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         std::fs::create_dir_all(data.join(BUCKET)).unwrap();
@@ -69,26 +70,45 @@ impl S3Server {
             .local_addr()
             .unwrap()
             .port();
-        let child = Command::new(&bin)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start the S3 server {}: {e}", bin.display()));
-        let server = S3Server {
-            child,
+        let mut server = S3Server {
+            child: None,
+            port,
             endpoint: format!("http://127.0.0.1:{port}"),
             data,
             _dir: dir,
         };
+        server.restart();
+        server
+    }
+
+    /// Kills the server (its objects stay on disk): requests fail to connect until
+    /// [`S3Server::restart`].
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port over the same objects, and waits until it
+    /// accepts connections.
+    pub fn restart(&mut self) {
+        self.stop();
+        let bin = s3s_fs();
+        let child = Command::new(&bin)
+            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(&self.data)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start the S3 server {}: {e}", bin.display()));
+        self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
             assert!(Instant::now() < deadline, "the S3 server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
-        server
     }
 
     /// The object store of the test bucket, as `object_store` builds it from settings.
@@ -100,8 +120,17 @@ impl S3Server {
 /// The test bucket of the server at `endpoint` (for a child process, which gets the endpoint
 /// from its parent).
 pub fn store_at(endpoint: &str) -> Arc<dyn object_store::ObjectStore> {
+    store_retrying(endpoint, object_store::RetryConfig::default())
+}
+
+/// The test bucket of the server at `endpoint`, retrying failed requests as `retry` says.
+pub fn store_retrying(
+    endpoint: &str,
+    retry: object_store::RetryConfig,
+) -> Arc<dyn object_store::ObjectStore> {
     Arc::new(
         object_store::aws::AmazonS3Builder::new()
+            .with_retry(retry)
             .with_endpoint(endpoint)
             .with_region("us-east-1")
             .with_bucket_name(BUCKET)
@@ -116,7 +145,6 @@ pub fn store_at(endpoint: &str) -> Arc<dyn object_store::ObjectStore> {
 
 impl Drop for S3Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
