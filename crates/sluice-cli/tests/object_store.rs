@@ -73,9 +73,22 @@ fn commands_keep_tables_in_the_object_store() {
     };
     let plain = run(&["scan"]);
     assert_eq!(cached(&["scan"]), plain);
-    let entries = std::fs::read_dir(&cache).unwrap().count();
-    assert_eq!(entries, stored.len());
+    let entries = || -> Vec<(std::ffi::OsString, std::time::SystemTime)> {
+        let mut all: Vec<_> = std::fs::read_dir(cache.join("objects"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (e.file_name(), e.metadata().unwrap().modified().unwrap())
+            })
+            .collect();
+        all.sort();
+        all
+    };
+    let downloaded = entries();
+    assert_eq!(downloaded.len(), stored.len());
     assert_eq!(cached(&["scan"]), plain);
+    // Served from the copies: none was downloaded again.
+    assert_eq!(entries(), downloaded);
     cached(&["check"]);
     let stats = cached(&["stats"]);
     assert!(

@@ -41,7 +41,7 @@ use std::ffi::OsString;
 use std::fmt;
 use std::fs::File;
 use std::future::Future;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -273,51 +273,54 @@ impl Inner {
         self.wait(async move { store.head(&location).await })
     }
 
-    /// The object at `location` as a local file of the cache, downloading it (one GET) when
-    /// the cache has no entry for its current version. `None` without a cache, or for an
-    /// object larger than the cache.
-    fn cached(&self, location: &ObjectPath, meta: &ObjectMeta) -> io::Result<Option<(File, u64)>> {
-        let Some(cache) = &self.cache else {
-            return Ok(None);
-        };
-        let etag = meta.e_tag.as_deref().unwrap_or_default();
+    /// The object at `location` as a local file of the cache, downloading it (one GET,
+    /// streamed to disk) when the cache has no entry for its current version. `None` without a
+    /// cache, for an object larger than it or without an entity tag to tell its versions
+    /// apart, and when the download or the disk fails: the object is then read from the
+    /// store, as without a cache, so the cache never fails a read.
+    fn cached(&self, location: &ObjectPath, meta: &ObjectMeta) -> Option<(File, u64)> {
+        let cache = self.cache.as_ref()?;
+        let etag = meta.e_tag.as_deref().filter(|t| !t.is_empty())?;
         if let Some(file) = cache.get(location.as_ref(), etag, meta.size) {
-            return Ok(Some((file, meta.size)));
+            return Some((file, meta.size));
         }
         if meta.size > cache.capacity() {
-            return Ok(None);
+            return None;
         }
-        // The object may have changed since the HEAD: the GET's own size and tag name what it
-        // returned.
+        let incoming = cache.incoming().ok()?;
         Requests::count(&self.requests.gets, 1);
         let (store, at) = (Arc::clone(&self.store), location.clone());
-        let (got, bytes) = self.wait(async move {
-            let got = store.get(&at).await?;
-            let meta = got.meta.clone();
-            Ok((meta, got.bytes().await?))
-        })?;
-        Requests::count(&self.requests.bytes_downloaded, bytes.len() as u64);
-        if bytes.len() as u64 != got.size {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "{location}: the store sent {} bytes of {}",
-                    bytes.len(),
-                    got.size
-                ),
-            ));
+        let downloaded = self.wait(async move {
+            Ok(async move {
+                let mut incoming = incoming;
+                let got = store.get(&at).await.map_err(to_io)?;
+                let meta = got.meta.clone();
+                let mut stream = got.into_stream();
+                let mut written = 0;
+                while let Some(chunk) = stream.try_next().await.map_err(to_io)? {
+                    incoming.file.write_all(&chunk)?;
+                    written += chunk.len() as u64;
+                }
+                Ok::<_, io::Error>((incoming, meta, written))
+            }
+            .await)
+        });
+        let (incoming, got, written) = downloaded.ok()?.ok()?;
+        Requests::count(&self.requests.bytes_downloaded, written);
+        // The object may have changed since the HEAD: the GET's own size and tag name what it
+        // returned.
+        if written != got.size {
+            return None;
         }
         let etag = got.e_tag.as_deref().unwrap_or_default();
-        Ok(cache
-            .insert(location.as_ref(), etag, &bytes)?
-            .map(|file| (file, got.size)))
+        let file = cache.commit(incoming, location.as_ref(), etag).ok()??;
+        Some((file, got.size))
     }
 
     /// Drops `location` from the cache, if there is one.
-    fn uncache(&self, location: &ObjectPath) -> io::Result<()> {
-        match &self.cache {
-            Some(cache) => cache.remove(location.as_ref()),
-            None => Ok(()),
+    fn uncache(&self, location: &ObjectPath) {
+        if let Some(cache) = &self.cache {
+            cache.remove(location.as_ref());
         }
     }
 }
@@ -342,7 +345,7 @@ impl FileSystem for ObjectFs {
             return self.inner.local.open_read(path, mode);
         };
         let meta = self.inner.head(&location)?;
-        let (source, size) = match self.inner.cached(&location, &meta)? {
+        let (source, size) = match self.inner.cached(&location, &meta) {
             Some((file, size)) => (Source::Cached(file), size),
             None => (Source::Store, meta.size),
         };
@@ -378,7 +381,7 @@ impl FileSystem for ObjectFs {
         };
         // S3 deletes a missing key without complaint; a missing file is NotFound here.
         self.inner.head(&location)?;
-        self.inner.uncache(&location)?;
+        self.inner.uncache(&location);
         Requests::count(&self.inner.requests.deletes, 1);
         let store = Arc::clone(&self.inner.store);
         self.inner
@@ -393,8 +396,8 @@ impl FileSystem for ObjectFs {
         match (self.inner.object(from), self.inner.object(to)) {
             (None, None) => self.inner.local.rename(from, to),
             (Some(from), Some(to)) => {
-                self.inner.uncache(&from)?;
-                self.inner.uncache(&to)?;
+                self.inner.uncache(&from);
+                self.inner.uncache(&to);
                 Requests::count(&self.inner.requests.copies, 1);
                 Requests::count(&self.inner.requests.deletes, 1);
                 let store = Arc::clone(&self.inner.store);
@@ -477,6 +480,10 @@ impl FileSystem for ObjectFs {
 
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
         self.inner.local.lock(path, mode)
+    }
+
+    fn is_remote(&self, path: &Path) -> bool {
+        self.inner.object(path).is_some()
     }
 
     fn store_requests(&self) -> Option<StoreRequests> {
@@ -630,7 +637,10 @@ impl WriteFile for ObjectWriter {
         // version, or when the disk refuses the copy, the object is read from the store
         // instead: the cache holds nothing the bucket does not.
         if let (Some(cache), Some(etag)) = (&self.inner.cache, put.e_tag.as_deref()) {
-            let _ = cache.insert(self.location.as_ref(), etag, &self.buf);
+            let _ = cache.incoming().and_then(|mut incoming| {
+                incoming.file.write_all(&self.buf)?;
+                cache.commit(incoming, self.location.as_ref(), etag)
+            });
         }
         Ok(())
     }

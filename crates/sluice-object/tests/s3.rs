@@ -137,12 +137,13 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     let server = S3Server::start();
     let dir = tempfile::tempdir().unwrap();
     let cache_dir = tempfile::tempdir().unwrap();
-    let cached = |capacity: u64| {
+    let cached_in = |cache: &Path, capacity: u64| {
         ObjectFs::new(os_fs(), server.store(), dir.path(), "db2")
             .unwrap()
-            .with_cache(ObjectCache::open(cache_dir.path(), capacity).unwrap())
+            .with_cache(ObjectCache::open(cache, capacity).unwrap())
             .unwrap()
     };
+    let cached = |capacity: u64| cached_in(cache_dir.path(), capacity);
     let fs = cached(64 << 20);
     let db = Db::open(dir.path(), options(&fs)).unwrap();
     let mut model = BTreeMap::new();
@@ -178,8 +179,10 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     assert_eq!(reopened.misses, 0, "{reopened:?}");
     drop(fs);
 
-    // A cache smaller than one table downloads every open, and reads stay right.
-    let tiny = cached(1024);
+    // A cache smaller than one table (in a directory of its own) downloads every open, and
+    // reads stay right.
+    let tiny_dir = tempfile::tempdir().unwrap();
+    let tiny = cached_in(tiny_dir.path(), 1024);
     let db = Db::open(dir.path(), options(&tiny)).unwrap();
     let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
@@ -192,6 +195,18 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     let fs = cached(64 << 20);
     let objects = list_objects(&fs).unwrap();
     let victim = object_store::path::Path::from(objects[0].as_str());
+    // The cache holds the version about to be replaced.
+    let entry_prefix = format!("{}@", objects[0].replace('/', "%2F"));
+    let cached_versions = || {
+        std::fs::read_dir(cache_dir.path().join("objects"))
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                name.to_str().unwrap().starts_with(&entry_prefix)
+            })
+            .count()
+    };
+    assert_eq!(cached_versions(), 1);
     let store = server.store();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -214,6 +229,8 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
         Ok(db) => db.check().map(|_| ()).unwrap_err().to_string(),
     };
     assert!(failure.contains(&name), "{failure}");
+    // A miss: the new version was downloaded beside the old one, not the old one served.
+    assert_eq!(cached_versions(), 2);
 }
 
 #[test]

@@ -17,6 +17,7 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use sluice_sst::compact::{CompactionSpec, OutputFile};
+use sluice_sst::fs::Storage;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{MAX_SEQ, seek_key, user_key};
 use sluice_sst::merge::MergingIterator;
@@ -53,7 +54,7 @@ pub(super) fn check_sample(
             && upper.is_none_or(|hi| user_key(&p.smallest_key) < hi)
     };
     let inputs: Vec<&Arc<Table>> = spec.inputs.iter().flatten().filter(reaches).collect();
-    let outputs = open_outputs(files)?;
+    let outputs = open_outputs(files, &spec.storage)?;
     let output_refs: Vec<&Arc<Table>> = outputs.iter().collect();
     for _ in 0..k {
         let side = if rng.below(2) == 0 {
@@ -147,12 +148,13 @@ fn merged_versions(spec: &CompactionSpec, key: &[u8]) -> Result<Entries> {
 }
 
 /// The outputs, opened again: each must still be the file that was verified (its identity).
-fn open_outputs(files: &[OutputFile]) -> Result<Vec<Arc<Table>>> {
+fn open_outputs(files: &[OutputFile], storage: &Storage) -> Result<Vec<Arc<Table>>> {
     files
         .iter()
         .map(|f| {
             let opts = TableReadOptions {
                 load_filter: false,
+                storage: storage.clone(),
                 ..TableReadOptions::default()
             };
             let table = Table::open(&f.path, f.number, opts)?;

@@ -218,6 +218,7 @@ impl Job<'_> {
             lower: share.lower.as_deref(),
             upper: share.upper.as_deref(),
             inputs: &self.inputs,
+            storage: &self.spec.storage,
         };
         // The counts first: they cost nothing, the outputs' check reads every byte.
         let stats = r.stats.as_ref().map(stats_from_wire).unwrap_or_default();

@@ -40,6 +40,7 @@ use sluice_rpc::proto;
 use sluice_sst::blob::BlobRefCounts;
 use sluice_sst::compact::drop_audit::DropAudit;
 use sluice_sst::compact::{CompactionSpec, OutputFile};
+use sluice_sst::fs::Storage;
 use sluice_sst::key::{compare_internal, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
 
@@ -57,6 +58,9 @@ pub struct ShareBounds<'a> {
     pub upper: Option<&'a [u8]>,
     /// What the whole compaction's inputs are.
     pub inputs: &'a InputFacts,
+    /// Where the database's tables are: the host reads the outputs through it, from its disk
+    /// or from the bucket.
+    pub storage: &'a Storage,
 }
 
 /// What the host knows of a compaction's inputs, to hold every output against.
@@ -146,35 +150,21 @@ fn verify_one(
             bounds.numbers
         ));
     }
-    let path = dirs
+    let fs = &bounds.storage.fs;
+    let (path, meta) = dirs
         .iter()
         .map(|d| table_file_name(d, f.number))
-        .find(|p| p.is_file())
+        .find_map(|p| fs.metadata(&p).ok().filter(|m| !m.is_dir).map(|m| (p, m)))
         .ok_or("no such file in any table directory")?;
     if path.file_name().and_then(|n| n.to_str()) != Some(f.name.as_str()) {
         return Err(format!("name is not the table name of number {}", f.number));
     }
-    let meta = std::fs::symlink_metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.file_type().is_file() {
-        return Err(format!(
-            "{} is not a regular file (a link, or a directory)",
-            path.display()
-        ));
-    }
-    if meta.nlink() != 1 {
-        return Err(format!(
-            "{} has {} hard links: an output is a new file of its own",
-            path.display(),
-            meta.nlink()
-        ));
-    }
-    if bounds.inputs.inodes.contains(&(meta.dev(), meta.ino())) {
-        return Err(format!(
-            "{} is one of the compaction's inputs",
-            path.display()
-        ));
-    }
-    let size = meta.len();
+    let size = match fs.is_remote(&path) {
+        // An object is a name and bytes: no link or inode to check. One copied from an input
+        // carries another task's nonce, and one that is an input's bytes fails the digest.
+        true => meta.len,
+        false => local_file_size(&path, bounds)?,
+    };
     if size != f.size {
         return Err(format!(
             "{} is {size} bytes, reported {}",
@@ -182,8 +172,11 @@ fn verify_one(
             f.size
         ));
     }
-    let table =
-        Table::open(&path, f.number, TableReadOptions::default()).map_err(|e| e.to_string())?;
+    let opts = TableReadOptions {
+        storage: bounds.storage.clone(),
+        ..TableReadOptions::default()
+    };
+    let table = Table::open(&path, f.number, opts).map_err(|e| e.to_string())?;
     let props = table.properties();
     if props.num_entries != f.entries {
         return Err(format!(
@@ -255,6 +248,32 @@ fn verify_one(
         },
         path,
     })
+}
+
+/// The size of the local file at `path`, once it is shown to be a regular file of its own:
+/// not a symbolic link, one hard link, not the inode of any input.
+fn local_file_size(path: &std::path::Path, bounds: &ShareBounds<'_>) -> Result<u64, String> {
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "{} is not a regular file (a link, or a directory)",
+            path.display()
+        ));
+    }
+    if meta.nlink() != 1 {
+        return Err(format!(
+            "{} has {} hard links: an output is a new file of its own",
+            path.display(),
+            meta.nlink()
+        ));
+    }
+    if bounds.inputs.inodes.contains(&(meta.dev(), meta.ino())) {
+        return Err(format!(
+            "{} is one of the compaction's inputs",
+            path.display()
+        ));
+    }
+    Ok(meta.len())
 }
 
 /// Checks the dropped-entry counts a worker reported: added up without overflow, and no more
@@ -353,7 +372,13 @@ mod tests {
             lower,
             upper,
             inputs: facts(),
+            storage: storage(),
         }
+    }
+
+    fn storage() -> &'static Storage {
+        static STORAGE: std::sync::LazyLock<Storage> = std::sync::LazyLock::new(Storage::default);
+        &STORAGE
     }
 
     #[test]

@@ -206,6 +206,10 @@ impl FileSystem for RateLimitedFs {
         self.inner.store_requests()
     }
 
+    fn is_remote(&self, path: &Path) -> bool {
+        self.inner.is_remote(path)
+    }
+
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         self.inner.open_read(path, mode)
     }

@@ -226,6 +226,10 @@ impl FileSystem for FaultInjectingFs {
         self.inner.store_requests()
     }
 
+    fn is_remote(&self, path: &Path) -> bool {
+        self.inner.is_remote(path)
+    }
+
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         self.state.fail_if_hit(FaultOp::Open, path)?;
         Ok(Box::new(FaultReadFile {
@@ -297,6 +301,7 @@ struct FaultReadFile {
 impl ReadFile for FaultReadFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         match self.state.check(FaultOp::Read, &self.path) {
+            // `Kill` never gets here: the check killed the process.
             Some(FaultAction::Fail | FaultAction::Kill) => {
                 Err(injected_error(FaultOp::Read, &self.path))
             }

@@ -245,6 +245,14 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
         }
     }
 
+    /// Whether `path` names an object in a remote store rather than a local file: no link,
+    /// inode or directory entry stands behind it, only a name and bytes (false, the default,
+    /// for a local file system). Wrappers answer for what they wrap.
+    fn is_remote(&self, path: &Path) -> bool {
+        let _ = path;
+        false
+    }
+
     /// What this file system asked of a remote object store, if it keeps files in one
     /// (`None`, the default, for a local one). Wrappers report what they wrap.
     fn store_requests(&self) -> Option<StoreRequests> {
