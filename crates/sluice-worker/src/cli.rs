@@ -56,6 +56,18 @@ pub struct WorkerArgs {
     /// Run sequentially when the decision's f reaches this [default: 0.7].
     #[arg(long)]
     pub decision_threshold: Option<f64>,
+    /// Read inputs and write outputs as objects under this URL, as the host keeps its tables
+    /// (`s3://bucket/prefix` with endpoint, region and credentials from the `AWS_*`
+    /// environment, or `file:///dir`): the worker then shares nothing with the host but the
+    /// bucket, and its one `--root` is a local directory of its own.
+    #[arg(long, value_name = "URL")]
+    pub object_store: Option<String>,
+    /// A local directory caching whole objects of `--object-store` (one process at a time).
+    #[arg(long, value_name = "DIR", requires = "object_store")]
+    pub object_cache_dir: Option<PathBuf>,
+    /// The most bytes `--object-cache-dir` holds.
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    pub object_cache_bytes: u64,
     /// Test builds only: misreport every task this way (see `lies.rs`).
     #[cfg(feature = "test-lies")]
     #[arg(long, hide = true)]
@@ -151,6 +163,16 @@ fn config(args: &WorkerArgs, secret: Secret) -> WorkerConfig {
     config.threads = args.threads.unwrap_or_else(default_threads);
     config.mode = args.mode.executor();
     config.throttle = args.throttle;
+    config.object_store = args
+        .object_store
+        .as_ref()
+        .map(|url| crate::config::ObjectStoreConfig {
+            url: url.clone(),
+            cache: args
+                .object_cache_dir
+                .clone()
+                .map(|dir| (dir, args.object_cache_bytes)),
+        });
     if let Some(b) = args.large_value_bytes {
         config.decision.large_value_bytes = b;
     }

@@ -2,10 +2,12 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use sluice_exec::decide::DecisionConfig;
 use sluice_exec::{CompactionMode, ExecOptions};
 use sluice_rpc::auth::Secret;
+use sluice_sst::fs::{IoMode, Storage, os_fs};
 
 /// Most tasks a worker runs at once (`--threads`).
 pub const MAX_THREADS: usize = 1024;
@@ -63,6 +65,17 @@ impl Root {
     }
 }
 
+/// Where a worker that shares no directory with its host finds a task's inputs and writes its
+/// outputs: objects in a bucket, as the host keeps its tables (`sluice_object::ObjectFs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectStoreConfig {
+    /// `s3://bucket/prefix` (endpoint, region and credentials from the `AWS_*` environment)
+    /// or `file:///dir`: what the host was given as `--object-store`.
+    pub url: String,
+    /// A local directory caching whole objects, and the most bytes it holds.
+    pub cache: Option<(PathBuf, u64)>,
+}
+
 /// A worker's settings. [`WorkerConfig::validate`] states what must hold; [`crate::serve`]
 /// checks it before it accepts a connection.
 #[derive(Clone, Debug)]
@@ -92,6 +105,9 @@ pub struct WorkerConfig {
     /// Compute threads of the parallel executor when a task does not say,
     /// `1..=MAX_COMPUTE_THREADS`.
     pub compute_threads: usize,
+    /// Inputs and outputs in a bucket instead of the roots; there is then exactly one root,
+    /// a local directory of the worker's own that the object paths are named relative to.
+    pub object_store: Option<ObjectStoreConfig>,
 }
 
 impl WorkerConfig {
@@ -107,7 +123,25 @@ impl WorkerConfig {
             decision: DecisionConfig::worker(),
             throttle: 1.0,
             compute_threads: ExecOptions::DEFAULT_COMPUTE_THREADS,
+            object_store: None,
         }
+    }
+
+    /// Where tasks' files are, for `roots` as [`WorkerConfig::validate`] returned them: the
+    /// local file system, or the bucket of [`WorkerConfig::object_store`].
+    pub fn storage(&self, roots: &[Root]) -> Result<Storage, String> {
+        let (Some(store), Some(root)) = (&self.object_store, roots.first()) else {
+            return Ok(Storage::default());
+        };
+        let fs = sluice_object::ObjectFs::from_url(os_fs(), &store.url, &root.dir)
+            .map_err(|e| format!("--object-store {}: {e}", store.url))?;
+        let fs = match &store.cache {
+            Some((dir, bytes)) => sluice_object::ObjectCache::open(dir, *bytes)
+                .and_then(|cache| fs.with_cache(cache))
+                .map_err(|e| format!("--object-cache-dir {}: {e}", dir.display()))?,
+            None => fs,
+        };
+        Ok(Storage::new(Arc::new(fs), IoMode::Buffered))
     }
 
     /// Checks every field against its documented range, and that every root is an existing
@@ -117,6 +151,13 @@ impl WorkerConfig {
     pub fn validate(&self) -> Result<Vec<Root>, String> {
         if self.roots.is_empty() {
             return Err("a worker needs at least one root directory".into());
+        }
+        if self.object_store.is_some() && self.roots.len() != 1 {
+            return Err(
+                "a worker reading from a bucket serves one database and takes one --root, a \
+                 local directory of its own"
+                    .into(),
+            );
         }
         if !(1..=MAX_THREADS).contains(&self.threads) {
             return Err(format!(

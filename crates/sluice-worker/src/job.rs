@@ -14,7 +14,7 @@ use sluice_exec::{CompactionMode, ExecOptions, JobControl, execute_with};
 use sluice_rpc::convert::{mode_to_wire, profile_to_wire, stages_to_wire, stats_to_wire};
 use sluice_rpc::proto;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
-use sluice_sst::fs::{IoMode, Storage, os_fs};
+use sluice_sst::fs::Storage;
 use sluice_sst::key::compare_internal;
 use sluice_sst::table::{Table, TableReadOptions};
 
@@ -28,6 +28,11 @@ use crate::task::{CheckedTask, InputRef};
 pub(crate) struct JobEnv<'a> {
     /// Canonical roots, non-empty.
     pub roots: &'a [PathBuf],
+    /// Where the files under the roots are ([`crate::state::WorkerState::storage`]).
+    pub storage: &'a Storage,
+    /// Whether they are objects: an input is then the object its name gives, under the one
+    /// root, with no directory entry to inspect.
+    pub remote: bool,
     pub decider: &'a Decider,
     /// Compute threads when the task does not say.
     pub compute_threads: usize,
@@ -51,7 +56,7 @@ pub(crate) fn run(
     control: Arc<JobControl>,
     outputs: &OutputSet,
 ) -> Result<JobReport, WorkerError> {
-    let inputs = open_inputs(env.roots, task)?;
+    let inputs = open_inputs(env, task)?;
     let input_bytes = inputs.iter().flatten().map(|t| t.file_size()).sum();
     let (mode, decision) = env.decider.choose(task.job_id, task.mode, &inputs);
     let spec = CompactionSpec {
@@ -59,7 +64,7 @@ pub(crate) fn run(
         snapshots: task.snapshots.clone(),
         bottommost: task.bottommost,
         table: task.table.clone(),
-        storage: Storage::new(os_fs(), IoMode::Buffered),
+        storage: env.storage.clone(),
         target_file_size: task.target_file_size,
         grandparents: task.grandparents.clone(),
         max_grandparent_overlap_bytes: task.max_grandparent_overlap_bytes,
@@ -106,15 +111,20 @@ pub(crate) fn run(
 
 /// Resolves and opens every input, and checks each against what the task says of it (size,
 /// key range, if given) and each run's files against key order.
-fn open_inputs(roots: &[PathBuf], task: &CheckedTask) -> Result<Vec<Vec<Arc<Table>>>, WorkerError> {
+fn open_inputs(env: &JobEnv<'_>, task: &CheckedTask) -> Result<Vec<Vec<Arc<Table>>>, WorkerError> {
     let mut runs = Vec::with_capacity(task.runs.len());
     for run in &task.runs {
         let mut tables: Vec<Arc<Table>> = Vec::with_capacity(run.len());
         for input in run {
-            let path = resolve_input(roots, &input.name)?;
+            // The name is bare ([`crate::task`]): under the root, it names an object.
+            let path = match (env.remote, env.roots.first()) {
+                (true, Some(root)) => root.join(&input.name),
+                _ => resolve_input(env.roots, &input.name)?,
+            };
             // A worker only compacts, and compaction never looks a key up.
             let opts = TableReadOptions {
                 load_filter: false,
+                storage: env.storage.clone(),
                 ..TableReadOptions::default()
             };
             let table = Table::open(&path, input.number, opts)?;

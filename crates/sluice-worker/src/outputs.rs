@@ -17,13 +17,23 @@
 //! names the worker reported). A worker that dies after some renames but before answering
 //! leaves `.sst` files under reserved numbers the host never installed; the host's obsolete
 //! file collection deletes them as it deletes any unreferenced table.
+//!
+//! Objects ([`OutputSet::new`] with a file system of objects) are written under their `.sst`
+//! names from the start: an object appears whole when its upload is acknowledged, or not at
+//! all, and the upload is conditional, so it never replaces one that exists. `commit` then
+//! renames nothing; `abandon` deletes every object handed out. A worker that dies leaves
+//! complete objects under reserved numbers, which the host's collection deletes (it lists the
+//! bucket beside its directories).
 
 use std::fs::File;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use std::sync::Arc;
+
 use sluice_sst::compact::OutputFile;
+use sluice_sst::fs::FileSystem;
 use sluice_sst::{Error, IoContext, Result};
 
 use crate::task::OutputBlock;
@@ -67,16 +77,24 @@ pub(crate) struct OutputSet {
     roots: Vec<PathBuf>,
     block: OutputBlock,
     state: Mutex<State>,
+    /// Where outputs go when they are objects (see the module docs); `None` for local files.
+    objects: Option<Arc<dyn FileSystem>>,
 }
 
 impl OutputSet {
-    /// Outputs numbered from `block`, dealt over `roots` (non-empty).
-    pub fn new(roots: Vec<PathBuf>, block: OutputBlock) -> Self {
+    /// Outputs numbered from `block`, dealt over `roots` (non-empty): local files, or objects
+    /// of `objects` named by paths under the roots.
+    pub fn new(
+        roots: Vec<PathBuf>,
+        block: OutputBlock,
+        objects: Option<Arc<dyn FileSystem>>,
+    ) -> Self {
         debug_assert!(!roots.is_empty());
         OutputSet {
             roots,
             block,
             state: Mutex::default(),
+            objects,
         }
     }
 
@@ -113,7 +131,11 @@ impl OutputSet {
         }
         let number = self.block.first + index as u64;
         st.handed.push((number, index % self.roots.len()));
-        Ok((number, self.root(index).join(temp_name(number))))
+        let name = match self.objects {
+            Some(_) => table_name(number),
+            None => temp_name(number),
+        };
+        Ok((number, self.root(index).join(name)))
     }
 
     /// Publishes `files` (the executor's outputs, which must be exactly the numbers handed
@@ -133,6 +155,16 @@ impl OutputSet {
             return Err(Error::InvalidArgument(format!(
                 "the executor reported outputs {numbers:?}, the worker handed out {handed:?}"
             )));
+        }
+        if self.objects.is_some() {
+            // Uploaded under their names already: published as they are.
+            st.renamed = st.handed.len();
+            let published = st.handed.iter().map(|&(number, root_index)| Published {
+                number,
+                name: table_name(number),
+                root: self.root(root_index).to_path_buf(),
+            });
+            return Ok(published.collect());
         }
         let mut published = Vec::with_capacity(files.len());
         let mut synced = vec![false; self.roots.len()];
@@ -174,6 +206,10 @@ impl OutputSet {
         st.closed = true;
         for (i, &(number, root_index)) in st.handed.iter().enumerate() {
             let root = self.root(root_index);
+            if let Some(fs) = &self.objects {
+                remove_object_quietly(fs.as_ref(), &root.join(table_name(number)));
+                continue;
+            }
             remove_quietly(&root.join(temp_name(number)));
             if i < st.renamed {
                 remove_quietly(&root.join(table_name(number)));
@@ -188,6 +224,14 @@ fn remove_quietly(path: &Path) {
         Ok(()) => {}
         Err(e) if e.kind() == ErrorKind::NotFound => {}
         Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot delete an output"),
+    }
+}
+
+fn remove_object_quietly(fs: &dyn FileSystem, path: &Path) {
+    match fs.remove(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(object = %path.display(), error = %e, "cannot delete an output"),
     }
 }
 

@@ -19,13 +19,23 @@ use crate::error::WorkerError;
 /// Where keyspace `keyspace`'s tables are in each of a database's `roots` (each canonical):
 /// the roots themselves for the default keyspace (0), else their `keyspaces/<id>/`
 /// subdirectories that exist, canonical (a tree has one in every root the host created it
-/// in). The id is a number, so the path cannot leave the root.
+/// in). The id is a number, so the path cannot leave the root. With `remote` (objects in a
+/// bucket, named relative to the one root) there is no directory to look for: the path names
+/// the objects' prefix.
 pub(crate) fn keyspace_roots(
     roots: &[PathBuf],
     keyspace: u32,
+    remote: bool,
 ) -> Result<Vec<PathBuf>, WorkerError> {
     if keyspace == 0 {
         return Ok(roots.to_vec());
+    }
+    if remote {
+        let id = keyspace.to_string();
+        return Ok(roots
+            .iter()
+            .map(|r| r.join("keyspaces").join(&id))
+            .collect());
     }
     let mut found = Vec::with_capacity(roots.len());
     for root in roots {
@@ -147,11 +157,11 @@ mod tests {
     fn a_keyspace_is_found_in_its_subdirectory_of_each_root() {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let r = roots(&[a.path(), b.path()]);
-        assert_eq!(keyspace_roots(&r, 0).unwrap(), r);
-        let e = keyspace_roots(&r, 3).unwrap_err();
+        assert_eq!(keyspace_roots(&r, 0, false).unwrap(), r);
+        let e = keyspace_roots(&r, 3, false).unwrap_err();
         assert_eq!(e.code(), Code::NotFound, "{e}");
         std::fs::create_dir_all(b.path().join("keyspaces/3")).unwrap();
-        let found = keyspace_roots(&r, 3).unwrap();
+        let found = keyspace_roots(&r, 3, false).unwrap();
         assert_eq!(found, vec![r[1].join("keyspaces/3")]);
         std::fs::write(found[0].join("000007.sst"), b"t").unwrap();
         assert!(resolve_input(&found, "000007.sst").is_ok());
@@ -163,7 +173,7 @@ mod tests {
         assert!(resolve_output_root(&found, &b.path().join("keyspaces/3")).is_ok());
         assert!(resolve_output_root(&found, b.path()).is_err());
         std::fs::write(a.path().join("keyspaces"), b"not a directory").unwrap();
-        assert!(keyspace_roots(&r, 3).is_err());
+        assert!(keyspace_roots(&r, 3, false).is_err());
     }
 
     #[test]

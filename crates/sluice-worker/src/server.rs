@@ -42,7 +42,8 @@ pub async fn serve(
     let bound = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let state = Arc::new(WorkerState::new(&config, roots, bound));
+    let storage = config.storage(&roots)?;
+    let state = Arc::new(WorkerState::new(&config, roots, storage, bound));
     tracing::info!(
         worker_id = %state.worker_id,
         roots = ?state.roots,

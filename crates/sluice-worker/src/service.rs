@@ -96,12 +96,21 @@ impl WorkerService {
         let started = Instant::now();
         let control = Arc::new(JobControl::default());
         let database = self.state.database_roots(&task.database)?;
-        let database = crate::resolve::keyspace_roots(&database, task.keyspace)?;
+        let remote = self.state.remote;
+        let database = crate::resolve::keyspace_roots(&database, task.keyspace, remote)?;
         let roots = match &task.output_root {
+            Some(_) if remote => {
+                return Err(WorkerError::Invalid(
+                    "this worker writes its outputs into the bucket it reads from: an output \
+                     directory (partitioned mode) needs a worker that shares it"
+                        .into(),
+                ));
+            }
             Some(dir) => vec![crate::resolve::resolve_output_root(&database, dir)?],
             None => database.clone(),
         };
-        let outputs = Arc::new(OutputSet::new(roots, task.outputs));
+        let objects = remote.then(|| Arc::clone(&self.state.storage.fs));
+        let outputs = Arc::new(OutputSet::new(roots, task.outputs, objects));
         let mut guard = JobGuard {
             job_id,
             control: Arc::clone(&control),
@@ -116,6 +125,8 @@ impl WorkerService {
         let handle = tokio::task::spawn_blocking(move || {
             let env = JobEnv {
                 roots: &database,
+                storage: &state.storage,
+                remote: state.remote,
                 decider: &state.decider,
                 compute_threads: state.compute_threads,
             };
@@ -247,7 +258,7 @@ mod tests {
             count: 2,
         };
         let make = || {
-            let outputs = Arc::new(OutputSet::new(vec![root.clone()], block));
+            let outputs = Arc::new(OutputSet::new(vec![root.clone()], block, None));
             let (_, path) = outputs.allocate().unwrap();
             std::fs::write(&path, b"partial").unwrap();
             let control = Arc::new(JobControl::default());

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use sluice_exec::JobControl;
 use sluice_rpc::auth::Secret;
+use sluice_sst::fs::Storage;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Root, WorkerConfig};
@@ -45,6 +46,11 @@ impl DeviceClock {
 pub(crate) struct WorkerState {
     /// Canonical roots, non-empty ([`WorkerConfig::validate`]).
     pub roots: Vec<Root>,
+    /// Where tasks' files are read and written ([`WorkerConfig::storage`]).
+    pub storage: Storage,
+    /// Whether they are objects in a bucket: paths under the root then name objects, and no
+    /// directory of the host's is reachable.
+    pub remote: bool,
     pub secret: Secret,
     /// `threads` permits: a task holds one from before it opens its inputs until it answers
     /// (throttle sleep included) or, if the host went away, until its job thread has stopped.
@@ -87,9 +93,16 @@ impl WorkerState {
 
     /// State for `config`, whose roots were canonicalized by [`WorkerConfig::validate`] as
     /// `roots`; `bound` is the address actually listened on.
-    pub fn new(config: &WorkerConfig, roots: Vec<Root>, bound: SocketAddr) -> Self {
+    pub fn new(
+        config: &WorkerConfig,
+        roots: Vec<Root>,
+        storage: Storage,
+        bound: SocketAddr,
+    ) -> Self {
         WorkerState {
             roots,
+            storage,
+            remote: config.object_store.is_some(),
             secret: config.secret.clone(),
             slots: Arc::new(Semaphore::new(config.threads)),
             threads: config.threads,
@@ -200,6 +213,7 @@ mod tests {
         let state = Arc::new(WorkerState::new(
             &config,
             roots,
+            Storage::default(),
             "127.0.0.1:9".parse().unwrap(),
         ));
         assert!(state.worker_id.starts_with("127.0.0.1:9/"));

@@ -102,27 +102,39 @@ pub struct DbArg {
 impl DbArg {
     /// `options` with the file system `--object-store` asks for (unchanged without it).
     pub fn with_object_store(&self, options: Options) -> sluice::Result<Options> {
-        let Some(url) = &self.object_store else {
-            return Ok(options);
-        };
-        let fs = sluice_object::ObjectFs::from_url(Arc::clone(&options.fs), url, &self.db)
-            .map_err(|e| sluice::Error::InvalidArgument(format!("--object-store {url}: {e}")))?;
-        let fs = match &self.object_cache_dir {
-            Some(dir) => sluice_object::ObjectCache::open(dir, self.object_cache_bytes)
-                .and_then(|cache| fs.with_cache(cache))
-                .map_err(|e| {
-                    sluice::Error::InvalidArgument(format!(
-                        "--object-cache-dir {}: {e}",
-                        dir.display()
-                    ))
-                })?,
-            None => fs,
-        };
-        Ok(Options {
-            fs: Arc::new(fs),
-            ..options
-        })
+        let cache = self
+            .object_cache_dir
+            .as_deref()
+            .map(|dir| (dir, self.object_cache_bytes));
+        with_object_store(options, self.object_store.as_deref(), cache, &self.db)
     }
+}
+
+/// `options` keeping the tables of the database in `root` as objects under `url`, read
+/// through a cache in `cache` (directory and bytes) if given; unchanged without a URL.
+pub fn with_object_store(
+    options: Options,
+    url: Option<&str>,
+    cache: Option<(&std::path::Path, u64)>,
+    root: &std::path::Path,
+) -> sluice::Result<Options> {
+    let Some(url) = url else {
+        return Ok(options);
+    };
+    let fs = sluice_object::ObjectFs::from_url(Arc::clone(&options.fs), url, root)
+        .map_err(|e| sluice::Error::InvalidArgument(format!("--object-store {url}: {e}")))?;
+    let fs = match cache {
+        Some((dir, bytes)) => sluice_object::ObjectCache::open(dir, bytes)
+            .and_then(|cache| fs.with_cache(cache))
+            .map_err(|e| {
+                sluice::Error::InvalidArgument(format!("--object-cache-dir {}: {e}", dir.display()))
+            })?,
+        None => fs,
+    };
+    Ok(Options {
+        fs: Arc::new(fs),
+        ..options
+    })
 }
 
 /// A database a command opens: where it is, and the engine flags it is opened with.

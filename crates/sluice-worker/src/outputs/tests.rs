@@ -52,7 +52,7 @@ fn names(dir: &Path) -> Vec<String> {
 fn numbers_come_in_order_dealt_over_the_roots_and_run_out() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let r = roots(&[a.path(), b.path()]);
-    let set = OutputSet::new(r.clone(), block(7, 3));
+    let set = OutputSet::new(r.clone(), block(7, 3), None);
     assert_eq!(set.allocate().unwrap(), (7, r[0].join("000007.dbtmp")));
     assert_eq!(set.allocate().unwrap(), (8, r[1].join("000008.dbtmp")));
     assert_eq!(set.allocate().unwrap(), (9, r[0].join("000009.dbtmp")));
@@ -68,7 +68,7 @@ fn numbers_come_in_order_dealt_over_the_roots_and_run_out() {
 fn commit_renames_to_sst_and_reports_each_root() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let r = roots(&[a.path(), b.path()]);
-    let set = OutputSet::new(r.clone(), block(1_000_000, 5));
+    let set = OutputSet::new(r.clone(), block(1_000_000, 5), None);
     let files = write(&set, 3);
     assert_eq!(names(a.path()), vec!["1000000.dbtmp", "1000002.dbtmp"]);
     let published = set.commit(&files).unwrap();
@@ -92,14 +92,14 @@ fn abandon_deletes_temporary_and_published_files_only() {
     let r = roots(&[dir.path()]);
     std::fs::write(dir.path().join("000001.sst"), b"an input").unwrap();
 
-    let set = OutputSet::new(r.clone(), block(10, 4));
+    let set = OutputSet::new(r.clone(), block(10, 4), None);
     write(&set, 2);
     set.abandon();
     assert_eq!(names(dir.path()), vec!["000001.sst"]);
     assert!(matches!(set.allocate(), Err(Error::Cancelled)));
     set.abandon(); // idempotent
 
-    let set = OutputSet::new(r, block(20, 4));
+    let set = OutputSet::new(r, block(20, 4), None);
     let files = write(&set, 2);
     set.commit(&files).unwrap();
     set.abandon();
@@ -110,7 +110,7 @@ fn abandon_deletes_temporary_and_published_files_only() {
 fn commit_refuses_to_overwrite_and_after_abandon() {
     let dir = tempfile::tempdir().unwrap();
     let r = roots(&[dir.path()]);
-    let set = OutputSet::new(r.clone(), block(30, 2));
+    let set = OutputSet::new(r.clone(), block(30, 2), None);
     let files = write(&set, 2);
     std::fs::write(dir.path().join("000031.sst"), b"not ours").unwrap();
     let err = set.commit(&files).unwrap_err();
@@ -119,7 +119,7 @@ fn commit_refuses_to_overwrite_and_after_abandon() {
     // Ours are gone (the renamed 30 included); the file we did not write is kept.
     assert_eq!(names(dir.path()), vec!["000031.sst"]);
 
-    let set = OutputSet::new(r, block(40, 2));
+    let set = OutputSet::new(r, block(40, 2), None);
     let files = write(&set, 1);
     set.abandon();
     assert!(matches!(set.commit(&files), Err(Error::Cancelled)));
@@ -128,7 +128,7 @@ fn commit_refuses_to_overwrite_and_after_abandon() {
 #[test]
 fn commit_checks_the_executor_reported_what_was_handed_out() {
     let dir = tempfile::tempdir().unwrap();
-    let set = OutputSet::new(roots(&[dir.path()]), block(50, 3));
+    let set = OutputSet::new(roots(&[dir.path()]), block(50, 3), None);
     let mut files = write(&set, 2);
     files.pop();
     assert!(set.commit(&files).is_err());

@@ -53,6 +53,16 @@ pub struct BenchArgs {
     /// Database directory [default: a fresh temporary directory, removed at the end].
     #[arg(long, value_name = "DIR", conflicts_with = "experiment")]
     pub db: Option<PathBuf>,
+    /// Keep the database's tables as objects under this URL (`s3://bucket/prefix` with the
+    /// `AWS_*` environment, or `file:///dir`), the WAL and MANIFEST in the database directory.
+    #[arg(long, value_name = "URL", conflicts_with = "experiment")]
+    pub object_store: Option<String>,
+    /// A local directory caching whole objects of `--object-store`.
+    #[arg(long, value_name = "DIR", requires = "object_store")]
+    pub object_cache_dir: Option<PathBuf>,
+    /// The most bytes `--object-cache-dir` holds.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "1G")]
+    pub object_cache_bytes: u64,
     /// Keep the temporary database and print its path.
     #[arg(long, conflicts_with = "experiment")]
     pub keep_db: bool,

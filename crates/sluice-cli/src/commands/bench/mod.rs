@@ -92,7 +92,13 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
     if !args.json {
         write_header(args, &config, &options, &dir, temp.is_some(), out)?;
     }
-    let outcome = run_on(&dir, options, &config, args, out);
+    let cache = args
+        .object_cache_dir
+        .as_deref()
+        .map(|d| (d, args.object_cache_bytes));
+    let outcome = super::with_object_store(options, args.object_store.as_deref(), cache, &dir)
+        .map_err(Failure::from)
+        .and_then(|options| run_on(&dir, options, &config, args, out));
     if let Some(temp) = temp {
         if args.keep_db {
             let kept: PathBuf = temp.keep();
