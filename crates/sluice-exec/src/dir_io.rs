@@ -214,6 +214,14 @@ impl FileSystem for DirWriters {
         self.inner.open_read(path, mode)
     }
 
+    fn is_remote(&self, path: &Path) -> bool {
+        self.inner.is_remote(path)
+    }
+
+    fn store_requests(&self) -> Option<sluice_sst::fs::StoreRequests> {
+        self.inner.store_requests()
+    }
+
     fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
         let queue = self.queue_for(path.parent().unwrap_or(Path::new("")))?;
         let file = self.inner.create(path, mode)?;

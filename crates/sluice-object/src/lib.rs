@@ -399,12 +399,12 @@ impl FileSystem for ObjectFs {
                 self.inner.uncache(&from);
                 self.inner.uncache(&to);
                 Requests::count(&self.inner.requests.copies, 1);
+                let (store, source) = (Arc::clone(&self.inner.store), from.clone());
+                self.inner
+                    .wait(async move { store.copy(&source, &to).await })?;
                 Requests::count(&self.inner.requests.deletes, 1);
                 let store = Arc::clone(&self.inner.store);
-                self.inner.wait(async move {
-                    store.copy(&from, &to).await?;
-                    store.delete(&from).await
-                })
+                self.inner.wait(async move { store.delete(&from).await })
             }
             _ => Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -604,10 +604,13 @@ impl WriteFile for ObjectWriter {
                     ..PutOptions::default()
                 };
                 let payload = PutPayload::from(data);
+                let replacing = matches!(mode, PutMode::Update(_));
                 return match store.put_opts(&location, payload.clone(), put(mode)).await {
                     // `object_store`'s local backend cannot replace a version conditionally;
                     // it serves one machine, where the LOCK file keeps out a second writer.
-                    Err(object_store::Error::NotImplemented { .. }) => {
+                    // A first upload is always conditional: a store that cannot make it so
+                    // fails it.
+                    Err(object_store::Error::NotImplemented { .. }) if replacing => {
                         store
                             .put_opts(&location, payload, put(PutMode::Overwrite))
                             .await

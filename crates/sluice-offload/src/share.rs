@@ -283,7 +283,7 @@ impl Job<'_> {
         for dir in self.env.table_dirs() {
             for n in numbers.clone() {
                 for path in [table_file_name(dir, n), temp_file_name(dir, n)] {
-                    remove_output(&path);
+                    remove_output(self.spec.storage.fs.as_ref(), &path);
                 }
             }
         }
@@ -293,13 +293,14 @@ impl Job<'_> {
     pub(super) fn delete_parts(&self, parts: &[Part]) {
         for f in parts.iter().flat_map(|p| &p.files) {
             self.env.evict_table(f.number);
-            remove_output(&f.path);
+            remove_output(self.spec.storage.fs.as_ref(), &f.path);
         }
     }
 }
 
-fn remove_output(path: &std::path::Path) {
-    match std::fs::remove_file(path) {
+/// Deletes `path` through `fs`: a file on the host's disk, or an object in its bucket.
+fn remove_output(fs: &dyn sluice_sst::fs::FileSystem, path: &std::path::Path) {
+    match fs.remove(path) {
         Ok(()) => tracing::info!(file = %path.display(), "deleted a failed share's output"),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {

@@ -4,8 +4,9 @@
 //!
 //! Always: the number is one the host reserved for this share and not reported twice, the
 //! name is the table name of that number, the file exists in one of the database's table
-//! directories with the reported size, it is a regular file of its own (not a symbolic link,
-//! one hard link, not the inode of any input), it opens (footer, index, filter and properties
+//! directories (or is an object under one, read through the host's file system) with the
+//! reported size, a local file is a regular file of its own (not a symbolic link, one hard
+//! link, not the inode of any input; an object has none of these), it opens (footer, index, filter and properties
 //! blocks all pass their checksums), its properties agree with the reported entry count and
 //! key range, its properties carry the task's nonce, its keys lie inside the share and inside
 //! the inputs' key range, no entry is newer than the newest input, and the files are in key
@@ -151,20 +152,35 @@ fn verify_one(
         ));
     }
     let fs = &bounds.storage.fs;
-    let (path, meta) = dirs
-        .iter()
-        .map(|d| table_file_name(d, f.number))
-        .find_map(|p| fs.metadata(&p).ok().filter(|m| !m.is_dir).map(|m| (p, m)))
-        .ok_or("no such file in any table directory")?;
+    let mut found = None;
+    for p in dirs.iter().map(|d| table_file_name(d, f.number)) {
+        match fs.metadata(&p) {
+            Ok(m) if !m.is_dir => {
+                found = Some(p);
+                break;
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            // The store or the disk did not answer: not the worker's fault to judge.
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        }
+    }
+    let path = found.ok_or("no such file in any table directory")?;
     if path.file_name().and_then(|n| n.to_str()) != Some(f.name.as_str()) {
         return Err(format!("name is not the table name of number {}", f.number));
     }
-    let size = match fs.is_remote(&path) {
-        // An object is a name and bytes: no link or inode to check. One copied from an input
-        // carries another task's nonce, and one that is an input's bytes fails the digest.
-        true => meta.len,
-        false => local_file_size(&path, bounds)?,
+    // An object is a name and bytes: no link or inode to check. One copied from an input
+    // carries another task's nonce, and one that is an input's bytes fails the digest.
+    if !fs.is_remote(&path) {
+        check_local_file(&path, bounds)?;
+    }
+    let opts = TableReadOptions {
+        storage: bounds.storage.clone(),
+        ..TableReadOptions::default()
     };
+    let table = Table::open(&path, f.number, opts).map_err(|e| e.to_string())?;
+    // The size of what was opened (and is read below), not of an earlier look at the name.
+    let size = table.file_size();
     if size != f.size {
         return Err(format!(
             "{} is {size} bytes, reported {}",
@@ -172,11 +188,6 @@ fn verify_one(
             f.size
         ));
     }
-    let opts = TableReadOptions {
-        storage: bounds.storage.clone(),
-        ..TableReadOptions::default()
-    };
-    let table = Table::open(&path, f.number, opts).map_err(|e| e.to_string())?;
     let props = table.properties();
     if props.num_entries != f.entries {
         return Err(format!(
@@ -250,9 +261,9 @@ fn verify_one(
     })
 }
 
-/// The size of the local file at `path`, once it is shown to be a regular file of its own:
-/// not a symbolic link, one hard link, not the inode of any input.
-fn local_file_size(path: &std::path::Path, bounds: &ShareBounds<'_>) -> Result<u64, String> {
+/// Checks that the local file at `path` is a regular file of its own: not a symbolic link,
+/// one hard link, not the inode of any input.
+fn check_local_file(path: &std::path::Path, bounds: &ShareBounds<'_>) -> Result<(), String> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
     if !meta.file_type().is_file() {
         return Err(format!(
@@ -273,7 +284,7 @@ fn local_file_size(path: &std::path::Path, bounds: &ShareBounds<'_>) -> Result<u
             path.display()
         ));
     }
-    Ok(meta.len())
+    Ok(())
 }
 
 /// Checks the dropped-entry counts a worker reported: added up without overflow, and no more

@@ -66,7 +66,7 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "DIR", requires = "object_store")]
     pub object_cache_dir: Option<PathBuf>,
     /// The most bytes `--object-cache-dir` holds.
-    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30)]
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 30, requires = "object_cache_dir")]
     pub object_cache_bytes: u64,
     /// Test builds only: misreport every task this way (see `lies.rs`).
     #[cfg(feature = "test-lies")]

@@ -64,7 +64,7 @@ pub(crate) fn run(
         snapshots: task.snapshots.clone(),
         bottommost: task.bottommost,
         table: task.table.clone(),
-        storage: env.storage.clone(),
+        storage: outputs.storage(env.storage),
         target_file_size: task.target_file_size,
         grandparents: task.grandparents.clone(),
         max_grandparent_overlap_bytes: task.max_grandparent_overlap_bytes,

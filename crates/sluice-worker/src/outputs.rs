@@ -19,21 +19,22 @@
 //! file collection deletes them as it deletes any unreferenced table.
 //!
 //! Objects ([`OutputSet::new`] with a file system of objects) are written under their `.sst`
-//! names from the start: an object appears whole when its upload is acknowledged, or not at
-//! all, and the upload is conditional, so it never replaces one that exists. `commit` then
-//! renames nothing; `abandon` deletes every object handed out. A worker that dies leaves
-//! complete objects under reserved numbers, which the host's collection deletes (it lists the
-//! bucket beside its directories).
+//! names from the start, through [`OutputSet::storage`], which records every acknowledged
+//! upload (`uploads.rs`): an object appears whole when its upload is acknowledged, or not at
+//! all, and an upload below `sluice_object::MULTIPART_BYTES` is conditional, so it never
+//! replaces one that exists (a larger one relies on the check at its creation). `commit` then
+//! renames nothing; `abandon` deletes the objects this set uploaded, and only those, and may
+//! run again once the job has stopped, for an upload that finished after the first. A worker
+//! that dies leaves complete objects under reserved numbers, which the host's collection
+//! deletes (it lists the bucket beside its directories).
 
 use std::fs::File;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use sluice_sst::compact::OutputFile;
-use sluice_sst::fs::FileSystem;
+use sluice_sst::fs::{FileSystem, Storage};
 use sluice_sst::{Error, IoContext, Result};
 
 use crate::task::OutputBlock;
@@ -78,7 +79,7 @@ pub(crate) struct OutputSet {
     block: OutputBlock,
     state: Mutex<State>,
     /// Where outputs go when they are objects (see the module docs); `None` for local files.
-    objects: Option<Arc<dyn FileSystem>>,
+    objects: Option<Arc<RecordingFs>>,
 }
 
 impl OutputSet {
@@ -94,7 +95,21 @@ impl OutputSet {
             roots,
             block,
             state: Mutex::default(),
-            objects,
+            objects: objects.map(|inner| {
+                Arc::new(RecordingFs {
+                    inner,
+                    uploaded: Uploaded::default(),
+                })
+            }),
+        }
+    }
+
+    /// Where the executor writes the outputs: `base`, or for objects the same store through
+    /// the file system that records this set's uploads.
+    pub fn storage(&self, base: &Storage) -> Storage {
+        match &self.objects {
+            Some(fs) => Storage::new(Arc::clone(fs) as Arc<dyn FileSystem>, base.mode),
+            None => base.clone(),
         }
     }
 
@@ -198,18 +213,20 @@ impl OutputSet {
     }
 
     /// Stops handing out numbers and deletes every temporary file and every renamed `.sst`
-    /// of this set. Idempotent; a file already gone is not an error, and a deletion that fails
-    /// is logged and left to the host's garbage collection.
+    /// of this set, or every object it uploaded. Idempotent; a file already gone is not an
+    /// error, and a deletion that fails is logged and left to the host's garbage collection.
     pub fn abandon(&self) {
         let mut st = self.lock();
         st.abandoned = true;
         st.closed = true;
+        if let Some(fs) = &self.objects {
+            for path in take_all(&fs.uploaded) {
+                remove_object_quietly(fs.inner.as_ref(), &path);
+            }
+            return;
+        }
         for (i, &(number, root_index)) in st.handed.iter().enumerate() {
             let root = self.root(root_index);
-            if let Some(fs) = &self.objects {
-                remove_object_quietly(fs.as_ref(), &root.join(table_name(number)));
-                continue;
-            }
             remove_quietly(&root.join(temp_name(number)));
             if i < st.renamed {
                 remove_quietly(&root.join(table_name(number)));
@@ -239,6 +256,10 @@ fn remove_object_quietly(fs: &dyn FileSystem, path: &Path) {
 fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).with_path(dir)
 }
+
+mod uploads;
+
+use uploads::{RecordingFs, Uploaded, take_all};
 
 #[cfg(test)]
 mod tests;

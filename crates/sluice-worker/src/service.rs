@@ -130,7 +130,12 @@ impl WorkerService {
                 decider: &state.decider,
                 compute_threads: state.compute_threads,
             };
-            let report = job::run(&env, &task, control, &outputs);
+            let report = job::run(&env, &task, Arc::clone(&control), &outputs);
+            // Cancelled while it ran, the job was abandoned then: an upload that finished
+            // after that is deleted now.
+            if control.is_cancelled() {
+                outputs.abandon();
+            }
             (report, slot)
         });
         let (report, slot) = match handle.await {

@@ -200,8 +200,9 @@ fn a_worker_that_shares_only_the_bucket_compacts_the_host_s_tables() {
         let m = db.offload_metrics().unwrap();
         assert_eq!(m.retries, 0, "{split}: {m:?}");
         // The static split gives the worker everything; under the dynamic one it keeps a
-        // chunk, or runs one the host also ran and finished first (its outputs then deleted
-        // from the bucket, which the object count below checks).
+        // chunk, or runs one the host also ran and finished first (the host then deletes the
+        // losing outputs from the bucket, as the object count below checks; the open of the
+        // next round would otherwise sweep them).
         let took_part = match split {
             Split::Dynamic => m.sides[1].input_bytes > 0 || m.races_won_by_host > 0,
             _ => m.sides[1].input_bytes > 0,

@@ -133,3 +133,54 @@ fn commit_checks_the_executor_reported_what_was_handed_out() {
     files.pop();
     assert!(set.commit(&files).is_err());
 }
+
+#[test]
+fn objects_are_written_under_their_names_and_only_uploaded_ones_are_abandoned() {
+    use sluice_sst::fs::{IoMode, MemFs};
+    let bucket: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    bucket.create_dir_all(Path::new("/db")).unwrap();
+    let set = OutputSet::new(
+        vec![PathBuf::from("/db")],
+        block(60, 3),
+        Some(Arc::clone(&bucket)),
+    );
+    let storage = set.storage(&Storage::default());
+    // The executor writes its outputs under their final names, through the set's storage.
+    let (n0, p0) = set.allocate().unwrap();
+    assert_eq!(p0, Path::new("/db/000060.sst"));
+    let mut f = storage.create(&p0).unwrap();
+    f.append(b"ours").unwrap();
+    f.sync().unwrap();
+    // The next number's name is someone else's object; this set never uploads it.
+    let (_, p1) = set.allocate().unwrap();
+    let mut theirs = bucket.create(&p1, IoMode::Buffered).unwrap();
+    theirs.append(b"theirs").unwrap();
+    theirs.sync().unwrap();
+    assert!(bucket.exists(&p0).unwrap());
+    // Published as they are, no rename.
+    let summary = |number, path: &Path| OutputFile {
+        number,
+        path: path.to_path_buf(),
+        summary: TableSummary {
+            file_size: 4,
+            smallest_key: Vec::new(),
+            largest_key: Vec::new(),
+            properties: TableProperties::default(),
+            file_checksum: 0,
+            identity: Default::default(),
+        },
+    };
+    let published = set.commit(&[summary(n0, &p0), summary(61, &p1)]).unwrap();
+    assert_eq!(published[0].name, "000060.sst");
+    // Abandoned: what this set uploaded goes, the other object stays.
+    set.abandon();
+    assert!(!bucket.exists(&p0).unwrap());
+    assert!(bucket.exists(&p1).unwrap());
+    // An upload that lands after the abandon is deleted by the next one.
+    let late = Path::new("/db/000062.sst");
+    let mut f = storage.create(late).unwrap();
+    f.append(b"late").unwrap();
+    f.sync().unwrap();
+    set.abandon();
+    assert!(!bucket.exists(late).unwrap());
+}
