@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use sluice::Metrics;
 use sluice::compaction::remote::{OffloadMetrics, ShareReport, SideTotals};
-use sluice::metrics::{JobMetrics, ModeTotals, PipelineStage, StageSeconds};
+use sluice::metrics::{JobMetrics, ModeTotals, ObjectStoreMetrics, PipelineStage, StageSeconds};
 
 /// Compaction work done during a benchmark (trivial moves excluded, as in `Metrics`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -96,6 +96,10 @@ pub struct MetricsDelta {
     pub write_slowdowns: u64,
     /// Microseconds writers spent stalled.
     pub write_stall_micros: u64,
+    /// Requests to the object store the tables live in, and the bytes they moved (with
+    /// `--object-store`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object_store: Option<ObjectStoreMetrics>,
 }
 
 /// The compaction figures of `after - before` ([`JobMetrics::since`]).
@@ -152,6 +156,9 @@ impl MetricsDelta {
             write_stall_micros: after
                 .write_stall_micros
                 .saturating_sub(before.write_stall_micros),
+            object_store: after
+                .object_store
+                .map(|a| a.since(&before.object_store.unwrap_or_default())),
         }
     }
 }

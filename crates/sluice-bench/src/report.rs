@@ -18,6 +18,8 @@
 //!                   "stages": [...], "modes": { executor: count },
 //!                   "mode_totals": { executor: { "jobs", "input_bytes", "seconds" } } },
 //!   "trivial_moves", "write_slowdowns", "write_stall_micros",
+//!   "object_store"?: { "gets", "puts", "heads", "lists", "deletes", "copies",
+//!                      "bytes_downloaded", "bytes_uploaded", "cache_hits", "cache_misses" },
 //!   "cpu": { "user_seconds", "system_seconds", "total_seconds", "foreground_seconds"
 //!            (each f64 | null), "flush_seconds", "compaction_seconds" },
 //!   "peak_rss_bytes", "io_write_bytes", "io_read_bytes": u64 | null,
