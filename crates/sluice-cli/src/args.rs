@@ -135,6 +135,24 @@ pub enum Command {
     /// Serve compaction shares for Sluice hosts (`--worker` of bench and compact): a stand-in
     /// for a near-data-processing device. Runs until SIGTERM or Ctrl-C.
     Worker(Box<sluice_worker::WorkerArgs>),
+    /// Forward TCP connections to an object store, adding a fixed delay to every response:
+    /// `--object-store` runs measured as if the bucket were that far away (S3 Express answers
+    /// in single milliseconds, S3 Standard in tens). Runs until Ctrl-C.
+    LatencyProxy(LatencyProxyArgs),
+}
+
+/// `sluice latency-proxy`.
+#[derive(Debug, clap::Args)]
+pub struct LatencyProxyArgs {
+    /// Address to listen on; port 0 picks one (the line printed at start names it).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+    /// The server to forward to (`host:port`).
+    #[arg(long)]
+    pub target: std::net::SocketAddr,
+    /// Milliseconds added to every response.
+    #[arg(long, default_value_t = 5)]
+    pub delay_ms: u64,
 }
 
 #[cfg(test)]

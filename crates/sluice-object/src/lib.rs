@@ -36,6 +36,7 @@
 //! not a lock: two hosts must not share one prefix).
 
 mod cache;
+pub mod proxy;
 
 use std::ffi::OsString;
 use std::fmt;

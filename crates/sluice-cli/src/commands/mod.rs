@@ -65,6 +65,25 @@ pub fn run(command: Command, out: &mut dyn Write) -> CmdResult {
         Command::Stress(a) => stress::run(&a, out),
         Command::Chart(c) => chart::run(&c, out),
         Command::Worker(a) => sluice_worker::run(*a).map_err(Failure::Error),
+        Command::LatencyProxy(a) => latency_proxy(&a, out),
+    }
+}
+
+/// Serves `sluice latency-proxy` until the process is stopped, after one line naming its
+/// address (a script reads the port from it when it asked for port 0).
+fn latency_proxy(args: &crate::args::LatencyProxyArgs, out: &mut dyn Write) -> CmdResult {
+    let delay = std::time::Duration::from_millis(args.delay_ms);
+    let proxy = sluice_object::proxy::LatencyProxy::start(args.listen, args.target, delay)?;
+    writeln!(
+        out,
+        "sluice latency proxy listening on {} -> {} (+{} ms per response)",
+        proxy.addr(),
+        args.target,
+        args.delay_ms
+    )?;
+    out.flush()?;
+    loop {
+        std::thread::park();
     }
 }
 

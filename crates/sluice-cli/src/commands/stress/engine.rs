@@ -7,6 +7,7 @@
 //! check) gives the other keyspaces the default keyspace's settings in `Options::keyspaces`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rand::Rng;
 use rand::rngs::StdRng;
@@ -17,6 +18,7 @@ use sluice::{
     MemtableOptions, Options,
 };
 use sluice_offload::{OffloadOptions, SideMode, Split};
+use sluice_sst::fs::{FileSystem, os_fs};
 
 use super::value::key;
 
@@ -32,6 +34,8 @@ pub struct Engine {
     pub owners: u32,
     /// Compaction workers to offload to, if any.
     pub offload: Option<OffloadOptions>,
+    /// The file system keeping the tables as objects (`--object-store`), if any.
+    pub object_fs: Option<Arc<dyn FileSystem>>,
 }
 
 impl Engine {
@@ -146,6 +150,7 @@ impl Engine {
                 gc_min_garbage_ratio: 0.25,
                 ..BlobOptions::default()
             },
+            fs: self.object_fs.clone().unwrap_or_else(os_fs),
             ..Options::default()
         })
     }

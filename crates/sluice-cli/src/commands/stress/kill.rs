@@ -106,6 +106,9 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng, every: f64, workers: O
         .arg(run.mode(round).to_string())
         .arg("--partitions")
         .arg(args.partitions.to_string());
+    if let Some(url) = &args.object_store {
+        command.arg("--object-store").arg(url);
+    }
     if let Some(w) = workers {
         for addr in w.addresses() {
             command.arg("--worker-addr").arg(addr);
@@ -200,11 +203,13 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng, every: f64, workers: O
 pub fn child(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
     let seed = args.seed.unwrap_or_default();
     let mut rng = StdRng::seed_from_u64(seed);
+    let db = args
+        .db
+        .clone()
+        .ok_or_else(|| Failure::Error("--child needs --db".into()))?;
     let mut engine = Engine {
-        db: args
-            .db
-            .clone()
-            .ok_or_else(|| Failure::Error("--child needs --db".into()))?,
+        object_fs: super::object_fs(args, &db, "object-cache-child")?,
+        db,
         keys: args.keys,
         owners: args.partitions,
         offload: None,

@@ -89,6 +89,11 @@ pub struct StressArgs {
     /// Partitioned mode with N owner directories under the database directory.
     #[arg(long, value_name = "N", default_value = "0")]
     pub partitions: u32,
+    /// Keep the tables and blob files as objects under this URL (`s3://bucket/prefix` with
+    /// the `AWS_*` environment, or `file:///dir`), the WAL and MANIFEST in the database
+    /// directory: kills then land between uploads and MANIFEST writes.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["corrupt", "workers"])]
+    pub object_store: Option<String>,
     /// Internal: run the workload until killed (the parent of `--kill-every`).
     #[arg(long, hide = true)]
     pub child: bool,
@@ -98,6 +103,26 @@ pub struct StressArgs {
     /// Internal: the workers' secret file, for the child.
     #[arg(long, hide = true)]
     pub worker_secret_file: Option<PathBuf>,
+}
+
+/// The file system of `--object-store` for the database in `db`, if given, with an object
+/// cache in the run's work directory under `cache` (the parent and its children each have
+/// their own: a cache serves one process at a time).
+fn object_fs(
+    args: &StressArgs,
+    db: &Path,
+    cache: &str,
+) -> Result<Option<std::sync::Arc<dyn sluice_sst::fs::FileSystem>>, Failure> {
+    let Some(url) = &args.object_store else {
+        return Ok(None);
+    };
+    let failed = |e: std::io::Error| Failure::Error(format!("--object-store {url}: {e}"));
+    let cache = sluice_object::ObjectCache::open(&Paths::beside(db).work.join(cache), 256 << 20)
+        .map_err(failed)?;
+    let fs = sluice_object::ObjectFs::from_url(sluice_sst::fs::os_fs(), url, db)
+        .and_then(|fs| fs.with_cache(cache))
+        .map_err(failed)?;
+    Ok(Some(std::sync::Arc::new(fs)))
 }
 
 /// The executors rounds rotate through.
@@ -251,6 +276,7 @@ fn stress(
         keys: args.keys,
         owners: args.partitions,
         offload: None,
+        object_fs: object_fs(args, &paths.db, "object-cache")?,
     };
     let workers = kill::start_workers(args.workers, &engine, &paths.work)?;
     engine.offload = workers.as_ref().map(|(_, o)| o.clone());
