@@ -127,8 +127,9 @@ pub struct FileMetadata {
 /// Requests a file system made to an object store since it was made (failed ones included),
 /// the bytes the successful ones moved, and what its local cache of objects saved
 /// ([`FileSystem::store_requests`]). A multipart upload counts every request it makes: its
-/// start, each part and its completion.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// start, each part and its completion. Serialized as `Metrics::object_store` is reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct StoreRequests {
     /// GETs, ranged or whole.
     pub gets: u64,
@@ -151,6 +152,39 @@ pub struct StoreRequests {
     /// Opens the local cache could not serve (each a GET of the whole object, or ranged GETs
     /// for one too large to cache).
     pub cache_misses: u64,
+}
+
+impl StoreRequests {
+    /// Requests of every kind.
+    pub fn requests(&self) -> u64 {
+        self.gets + self.puts + self.heads + self.lists + self.deletes + self.copies
+    }
+
+    /// Share of object opens the cache served (0.0 before any open, or without a cache).
+    pub fn cache_hit_ratio(&self) -> f64 {
+        match self.cache_hits + self.cache_misses {
+            0 => 0.0,
+            opens => self.cache_hits as f64 / opens as f64,
+        }
+    }
+
+    /// What happened between `earlier` and these figures (of one file system).
+    pub fn since(&self, earlier: &StoreRequests) -> StoreRequests {
+        StoreRequests {
+            gets: self.gets.saturating_sub(earlier.gets),
+            puts: self.puts.saturating_sub(earlier.puts),
+            heads: self.heads.saturating_sub(earlier.heads),
+            lists: self.lists.saturating_sub(earlier.lists),
+            deletes: self.deletes.saturating_sub(earlier.deletes),
+            copies: self.copies.saturating_sub(earlier.copies),
+            bytes_downloaded: self
+                .bytes_downloaded
+                .saturating_sub(earlier.bytes_downloaded),
+            bytes_uploaded: self.bytes_uploaded.saturating_sub(earlier.bytes_uploaded),
+            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
+            cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
+        }
+    }
 }
 
 /// How [`FileSystem::lock`] locks a file.

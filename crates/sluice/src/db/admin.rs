@@ -234,7 +234,7 @@ impl DbInner {
                 cache_misses: cache.map_or(0, |c| c.value_misses()),
                 ..crate::metrics::BlobMetrics::of(v)
             },
-            object_store: self.options.fs.store_requests().map(Into::into),
+            object_store: self.options.fs.store_requests(),
         }
     }
 }

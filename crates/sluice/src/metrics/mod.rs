@@ -133,78 +133,8 @@ pub struct Metrics {
 }
 
 /// What the database's file system asked of its object store since it was made, and what its
-/// local cache of objects saved ([`sluice_sst::fs::StoreRequests`]).
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ObjectStoreMetrics {
-    /// GETs, ranged or whole.
-    pub gets: u64,
-    /// PUTs, and the requests of multipart uploads.
-    pub puts: u64,
-    /// HEADs.
-    pub heads: u64,
-    /// LIST pages.
-    pub lists: u64,
-    /// DELETEs.
-    pub deletes: u64,
-    /// Server-side copies.
-    pub copies: u64,
-    /// Bytes downloaded.
-    pub bytes_downloaded: u64,
-    /// Bytes uploaded.
-    pub bytes_uploaded: u64,
-    /// Object opens the local cache served.
-    pub cache_hits: u64,
-    /// Object opens it could not serve.
-    pub cache_misses: u64,
-}
-
-impl From<sluice_sst::fs::StoreRequests> for ObjectStoreMetrics {
-    fn from(r: sluice_sst::fs::StoreRequests) -> Self {
-        ObjectStoreMetrics {
-            gets: r.gets,
-            puts: r.puts,
-            heads: r.heads,
-            lists: r.lists,
-            deletes: r.deletes,
-            copies: r.copies,
-            bytes_downloaded: r.bytes_downloaded,
-            bytes_uploaded: r.bytes_uploaded,
-            cache_hits: r.cache_hits,
-            cache_misses: r.cache_misses,
-        }
-    }
-}
-
-impl ObjectStoreMetrics {
-    /// Requests of every kind.
-    pub fn requests(&self) -> u64 {
-        self.gets + self.puts + self.heads + self.lists + self.deletes + self.copies
-    }
-
-    /// Share of object opens the cache served (0.0 before any open, or without a cache).
-    pub fn cache_hit_ratio(&self) -> f64 {
-        ratio(self.cache_hits, self.cache_hits + self.cache_misses)
-    }
-
-    /// What happened between `earlier` and these figures (of one file system).
-    pub fn since(&self, earlier: &ObjectStoreMetrics) -> ObjectStoreMetrics {
-        ObjectStoreMetrics {
-            gets: self.gets.saturating_sub(earlier.gets),
-            puts: self.puts.saturating_sub(earlier.puts),
-            heads: self.heads.saturating_sub(earlier.heads),
-            lists: self.lists.saturating_sub(earlier.lists),
-            deletes: self.deletes.saturating_sub(earlier.deletes),
-            copies: self.copies.saturating_sub(earlier.copies),
-            bytes_downloaded: self
-                .bytes_downloaded
-                .saturating_sub(earlier.bytes_downloaded),
-            bytes_uploaded: self.bytes_uploaded.saturating_sub(earlier.bytes_uploaded),
-            cache_hits: self.cache_hits.saturating_sub(earlier.cache_hits),
-            cache_misses: self.cache_misses.saturating_sub(earlier.cache_misses),
-        }
-    }
-}
+/// local cache of objects saved.
+pub use sluice_sst::fs::StoreRequests as ObjectStoreMetrics;
 
 /// How many writes one stall cause held up, and for how long.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
