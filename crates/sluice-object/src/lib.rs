@@ -37,6 +37,9 @@
 
 mod cache;
 pub mod proxy;
+mod reader;
+mod requests;
+mod writer;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -45,20 +48,19 @@ use std::future::Future;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion,
-    WriteMultipart,
-};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use sluice_sst::fs::{
     FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
 };
 
 pub use cache::{CacheStats, ObjectCache};
+
+use reader::{ObjectReader, Source};
+use requests::{LIST_PAGE, Requests};
+use writer::ObjectWriter;
 
 /// Objects at least this large are uploaded in parts (S3 allows a single PUT up to 5 GB, but
 /// parts can be retried alone).
@@ -189,44 +191,6 @@ impl ObjectFs {
     }
 }
 
-/// What [`StoreRequests`] counts, as it happens.
-#[derive(Debug, Default)]
-struct Requests {
-    gets: AtomicU64,
-    puts: AtomicU64,
-    heads: AtomicU64,
-    lists: AtomicU64,
-    deletes: AtomicU64,
-    copies: AtomicU64,
-    bytes_downloaded: AtomicU64,
-    bytes_uploaded: AtomicU64,
-}
-
-impl Requests {
-    fn count(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-
-    fn snapshot(&self) -> StoreRequests {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        StoreRequests {
-            gets: get(&self.gets),
-            puts: get(&self.puts),
-            heads: get(&self.heads),
-            lists: get(&self.lists),
-            deletes: get(&self.deletes),
-            copies: get(&self.copies),
-            bytes_downloaded: get(&self.bytes_downloaded),
-            bytes_uploaded: get(&self.bytes_uploaded),
-            cache_hits: 0,
-            cache_misses: 0,
-        }
-    }
-}
-
-/// Objects S3 returns per page of a LIST.
-const LIST_PAGE: u64 = 1000;
-
 impl Inner {
     /// The object a path names, if it is a table or blob file under the root.
     fn object(&self, path: &Path) -> Option<ObjectPath> {
@@ -350,12 +314,12 @@ impl FileSystem for ObjectFs {
             Some((file, size)) => (Source::Cached(file), size),
             None => (Source::Store, meta.size),
         };
-        Ok(Box::new(ObjectReader {
-            inner: Arc::clone(&self.inner),
+        Ok(Box::new(ObjectReader::new(
+            Arc::clone(&self.inner),
             location,
             size,
             source,
-        }))
+        )))
     }
 
     fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
@@ -367,13 +331,10 @@ impl FileSystem for ObjectFs {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
-        Ok(Box::new(ObjectWriter {
-            inner: Arc::clone(&self.inner),
+        Ok(Box::new(ObjectWriter::new(
+            Arc::clone(&self.inner),
             location,
-            buf: Vec::new(),
-            uploaded: None,
-            etag: None,
-        }))
+        )))
     }
 
     fn remove(&self, path: &Path) -> io::Result<()> {
@@ -494,159 +455,6 @@ impl FileSystem for ObjectFs {
             cache_misses: cache.misses,
             ..self.inner.requests.snapshot()
         })
-    }
-}
-
-/// An object read by ranged GETs, or from its copy in the cache.
-struct ObjectReader {
-    inner: Arc<Inner>,
-    location: ObjectPath,
-    size: u64,
-    source: Source,
-}
-
-/// Where an [`ObjectReader`] reads.
-enum Source {
-    Store,
-    Cached(File),
-}
-
-impl fmt::Debug for ObjectReader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ObjectReader({}, {} bytes)", self.location, self.size)
-    }
-}
-
-impl ReadFile for ObjectReader {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let end = offset
-            .checked_add(buf.len() as u64)
-            .filter(|&end| end <= self.size)
-            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        if let Source::Cached(file) = &self.source {
-            return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
-        }
-        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
-        Requests::count(&self.inner.requests.gets, 1);
-        let bytes: Bytes = self
-            .inner
-            .wait(async move { store.get_range(&location, offset..end).await })?;
-        Requests::count(&self.inner.requests.bytes_downloaded, bytes.len() as u64);
-        if bytes.len() != buf.len() {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!(
-                    "{}: asked for {} bytes at {offset}, the store sent {}",
-                    self.location,
-                    buf.len(),
-                    bytes.len()
-                ),
-            ));
-        }
-        buf.copy_from_slice(&bytes);
-        Ok(())
-    }
-
-    fn size(&self) -> io::Result<u64> {
-        Ok(self.size)
-    }
-}
-
-/// An object being written: held in memory, uploaded whole by `sync`.
-struct ObjectWriter {
-    inner: Arc<Inner>,
-    location: ObjectPath,
-    buf: Vec<u8>,
-    /// The length uploaded by the last `sync`, if any.
-    uploaded: Option<usize>,
-    /// The entity tag of this writer's last upload: a later upload replaces that version only.
-    etag: Option<String>,
-}
-
-impl fmt::Debug for ObjectWriter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "ObjectWriter({}, {} bytes)",
-            self.location,
-            self.buf.len()
-        )
-    }
-}
-
-impl WriteFile for ObjectWriter {
-    fn append(&mut self, data: &[u8]) -> io::Result<()> {
-        self.buf.extend_from_slice(data);
-        Ok(())
-    }
-
-    fn sync(&mut self) -> io::Result<()> {
-        if self.uploaded == Some(self.buf.len()) {
-            return Ok(());
-        }
-        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
-        // Lent to the upload and taken back (without a copy once the upload has let go).
-        let data = Bytes::from(std::mem::take(&mut self.buf));
-        let lent = data.clone();
-        let mode = match &self.etag {
-            None => PutMode::Create,
-            Some(e_tag) => PutMode::Update(UpdateVersion {
-                e_tag: Some(e_tag.clone()),
-                version: None,
-            }),
-        };
-        let uploaded = self.inner.wait(async move {
-            if data.len() < MULTIPART_BYTES {
-                let put = |mode| PutOptions {
-                    mode,
-                    ..PutOptions::default()
-                };
-                let payload = PutPayload::from(data);
-                let replacing = matches!(mode, PutMode::Update(_));
-                return match store.put_opts(&location, payload.clone(), put(mode)).await {
-                    // `object_store`'s local backend cannot replace a version conditionally;
-                    // it serves one machine, where the LOCK file keeps out a second writer.
-                    // A first upload is always conditional: a store that cannot make it so
-                    // fails it.
-                    Err(object_store::Error::NotImplemented { .. }) if replacing => {
-                        store
-                            .put_opts(&location, payload, put(PutMode::Overwrite))
-                            .await
-                    }
-                    other => other,
-                };
-            }
-            let upload = store.put_multipart(&location).await?;
-            let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
-            parts.put(data);
-            parts.finish().await
-        });
-        self.buf = Vec::from(lent);
-        let len = self.buf.len();
-        // A multipart upload is its start, its parts and its completion.
-        let requests = match len < MULTIPART_BYTES {
-            true => 1,
-            false => 2 + len.div_ceil(PART_BYTES) as u64,
-        };
-        Requests::count(&self.inner.requests.puts, requests);
-        let put = uploaded?;
-        Requests::count(&self.inner.requests.bytes_uploaded, len as u64);
-        self.uploaded = Some(len);
-        self.etag.clone_from(&put.e_tag);
-        // What was just uploaded is what the next reads of this object want (a flush's or a
-        // compaction's outputs are read back at once). Without the store's tag for the new
-        // version, or when the disk refuses the copy, the object is read from the store
-        // instead: the cache holds nothing the bucket does not.
-        if let (Some(cache), Some(etag)) = (&self.inner.cache, put.e_tag.as_deref()) {
-            let _ = cache.incoming().and_then(|mut incoming| {
-                incoming.file.write_all(&self.buf)?;
-                cache.commit(incoming, self.location.as_ref(), etag)
-            });
-        }
-        Ok(())
     }
 }
 

@@ -1,0 +1,84 @@
+//! Reading an object: ranged GETs, or `pread`s of its copy in the cache.
+
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::ObjectStoreExt;
+use object_store::path::Path as ObjectPath;
+use sluice_sst::fs::ReadFile;
+
+use crate::Inner;
+use crate::requests::Requests;
+
+/// An object read by ranged GETs, or from its copy in the cache.
+pub(crate) struct ObjectReader {
+    inner: Arc<Inner>,
+    location: ObjectPath,
+    size: u64,
+    source: Source,
+}
+
+/// Where an [`ObjectReader`] reads.
+pub(crate) enum Source {
+    Store,
+    Cached(File),
+}
+
+impl ObjectReader {
+    /// A reader of the `size` bytes of `location`, from `source`.
+    pub(crate) fn new(inner: Arc<Inner>, location: ObjectPath, size: u64, source: Source) -> Self {
+        ObjectReader {
+            inner,
+            location,
+            size,
+            source,
+        }
+    }
+}
+
+impl fmt::Debug for ObjectReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectReader({}, {} bytes)", self.location, self.size)
+    }
+}
+
+impl ReadFile for ObjectReader {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let end = offset
+            .checked_add(buf.len() as u64)
+            .filter(|&end| end <= self.size)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if let Source::Cached(file) = &self.source {
+            return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
+        }
+        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        Requests::count(&self.inner.requests.gets, 1);
+        let bytes: Bytes = self
+            .inner
+            .wait(async move { store.get_range(&location, offset..end).await })?;
+        Requests::count(&self.inner.requests.bytes_downloaded, bytes.len() as u64);
+        if bytes.len() != buf.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "{}: asked for {} bytes at {offset}, the store sent {}",
+                    self.location,
+                    buf.len(),
+                    bytes.len()
+                ),
+            ));
+        }
+        buf.copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.size)
+    }
+}
