@@ -458,6 +458,19 @@ impl FileSystem for ObjectFs {
     }
 }
 
+/// Deletes every object under the prefix of `fs` (a database's tables and blob files, and
+/// anything else there); returns how many. For tools that remove a database they made.
+pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
+    let names = list_objects(fs)?;
+    for name in &names {
+        let (store, location) = (Arc::clone(&fs.inner.store), ObjectPath::from(name.as_str()));
+        Requests::count(&fs.inner.requests.deletes, 1);
+        fs.inner
+            .wait(async move { store.delete(&location).await })?;
+    }
+    Ok(names.len())
+}
+
 /// Lists every object under `prefix` of `store` (for tests and tools).
 pub fn list_objects(fs: &ObjectFs) -> io::Result<Vec<String>> {
     let store = Arc::clone(&fs.inner.store);

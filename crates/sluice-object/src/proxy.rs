@@ -6,7 +6,7 @@
 //! sends after the client has sent something: one delay per request-response exchange, as
 //! HTTP/1.1 without pipelining (what `object_store`'s client speaks) sends a request, waits for
 //! its response, then sends the next. A request body in many segments, or a response in many,
-//! is still delayed once.
+//! is still delayed once. Connecting is not delayed.
 
 use std::io;
 use std::net::SocketAddr;
@@ -35,7 +35,16 @@ impl LatencyProxy {
         let listener = runtime.block_on(TcpListener::bind(listen))?;
         let addr = listener.local_addr()?;
         runtime.spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
+            loop {
+                let client = match listener.accept().await {
+                    Ok((client, _)) => client,
+                    // Out of descriptors, or a connection reset before it was accepted: the
+                    // listener itself is fine, so keep serving.
+                    Err(_) => {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
                 tokio::spawn(async move {
                     if let Ok(server) = TcpStream::connect(target).await {
                         relay(client, server, delay).await;

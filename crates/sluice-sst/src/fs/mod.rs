@@ -127,7 +127,8 @@ pub struct FileMetadata {
 /// Requests a file system made to an object store since it was made (failed ones included),
 /// the bytes the successful ones moved, and what its local cache of objects saved
 /// ([`FileSystem::store_requests`]). A multipart upload counts every request it makes: its
-/// start, each part and its completion. Serialized as `Metrics::object_store` is reported.
+/// start, each part and its completion. Serialized as the JSON of `sluice::Metrics` reports
+/// it (`object_store`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct StoreRequests {

@@ -34,7 +34,9 @@ pub struct Engine {
     pub owners: u32,
     /// Compaction workers to offload to, if any.
     pub offload: Option<OffloadOptions>,
-    /// The file system keeping the tables as objects (`--object-store`), if any.
+    /// Where the tables are kept as objects (`--object-store`, with the run's own prefix), and
+    /// the file system that keeps them there, if anywhere.
+    pub object_url: Option<String>,
     pub object_fs: Option<Arc<dyn FileSystem>>,
 }
 

@@ -106,7 +106,7 @@ pub fn round(run: &Run<'_>, round: u64, rng: &mut StdRng, every: f64, workers: O
         .arg(run.mode(round).to_string())
         .arg("--partitions")
         .arg(args.partitions.to_string());
-    if let Some(url) = &args.object_store {
+    if let Some(url) = &run.engine.object_url {
         command.arg("--object-store").arg(url);
     }
     if let Some(w) = workers {
@@ -208,7 +208,8 @@ pub fn child(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
         .clone()
         .ok_or_else(|| Failure::Error("--child needs --db".into()))?;
     let mut engine = Engine {
-        object_fs: super::object_fs(args, &db, "object-cache-child")?,
+        object_url: args.object_store.clone(),
+        object_fs: super::object_fs(args.object_store.as_deref(), &db, "object-cache-child")?,
         db,
         keys: args.keys,
         owners: args.partitions,

@@ -105,15 +105,15 @@ pub struct StressArgs {
     pub worker_secret_file: Option<PathBuf>,
 }
 
-/// The file system of `--object-store` for the database in `db`, if given, with an object
-/// cache in the run's work directory under `cache` (the parent and its children each have
-/// their own: a cache serves one process at a time).
+/// The file system of the objects under `url` for the database in `db`, with an object cache
+/// in the run's work directory under `cache` (the parent and its children each have their
+/// own: a cache serves one process at a time).
 fn object_fs(
-    args: &StressArgs,
+    url: Option<&str>,
     db: &Path,
     cache: &str,
 ) -> Result<Option<std::sync::Arc<dyn sluice_sst::fs::FileSystem>>, Failure> {
-    let Some(url) = &args.object_store else {
+    let Some(url) = url else {
         return Ok(None);
     };
     let failed = |e: std::io::Error| Failure::Error(format!("--object-store {url}: {e}"));
@@ -214,19 +214,38 @@ pub fn run(args: &StressArgs, out: &mut dyn Write) -> CmdResult {
             (temp.path().join("db"), Some(temp))
         }
     };
+    // A fresh database gets a prefix of its own under the URL, so that runs sharing a bucket
+    // never sweep each other's objects (an open deletes the tables its MANIFEST does not name).
+    let url = args.object_store.as_ref().map(|url| match &temp {
+        Some(t) => {
+            let name = t.path().file_name().unwrap_or_default().to_string_lossy();
+            format!("{}/{name}", url.trim_end_matches('/'))
+        }
+        None => url.clone(),
+    });
     let paths = Paths::beside(&db);
-    writeln!(out, "stress: seed {seed}, db {}", db.display())?;
+    let shown = url
+        .as_ref()
+        .map(|u| format!(", tables in {u}"))
+        .unwrap_or_default();
+    writeln!(out, "stress: seed {seed}, db {}{shown}", db.display())?;
     out.flush()?;
-    let failed = stress(args, seed, paths, out)?;
+    let failed = stress(args, url.as_deref(), seed, paths, out)?;
     if failed {
         // Keep the evidence: the temporary directory outlives the run.
         if let Some(t) = temp {
             let _ = t.keep();
         }
         return Err(Failure::Negative(format!(
-            "stress failed: replay with --seed {seed}; database kept in {}",
+            "stress failed: replay with --seed {seed}; database kept in {}{shown}",
             db.display()
         )));
+    }
+    // A fresh database's objects go with its directory.
+    if let (Some(url), Some(_)) = (&url, &temp) {
+        sluice_object::ObjectFs::from_url(sluice_sst::fs::os_fs(), url, &db)
+            .and_then(|fs| sluice_object::remove_objects(&fs))
+            .map_err(|e| Failure::Error(format!("removing the objects under {url}: {e}")))?;
     }
     Ok(())
 }
@@ -257,6 +276,7 @@ fn validate(args: &StressArgs) -> Result<(), Failure> {
 /// The rounds, then the report. Returns whether anything failed.
 fn stress(
     args: &StressArgs,
+    object_store: Option<&str>,
     seed: u64,
     paths: Paths,
     out: &mut dyn Write,
@@ -276,7 +296,8 @@ fn stress(
         keys: args.keys,
         owners: args.partitions,
         offload: None,
-        object_fs: object_fs(args, &paths.db, "object-cache")?,
+        object_url: object_store.map(str::to_string),
+        object_fs: object_fs(object_store, &paths.db, "object-cache")?,
     };
     let workers = kill::start_workers(args.workers, &engine, &paths.work)?;
     engine.offload = workers.as_ref().map(|(_, o)| o.clone());
