@@ -312,7 +312,12 @@ impl FileSystem for ObjectFs {
         let meta = self.inner.head(&location)?;
         let (source, size) = match self.inner.cached(&location, &meta) {
             Some((file, size)) => (Source::Cached(file), size),
-            None => (Source::Store, meta.size),
+            None => (
+                Source::Store {
+                    etag: meta.e_tag.clone(),
+                },
+                meta.size,
+            ),
         };
         Ok(Box::new(ObjectReader::new(
             Arc::clone(&self.inner),

@@ -6,8 +6,8 @@ use std::io;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::ObjectStoreExt;
 use object_store::path::Path as ObjectPath;
+use object_store::{GetOptions, GetRange};
 use sluice_sst::fs::ReadFile;
 
 use crate::Inner;
@@ -23,7 +23,9 @@ pub(crate) struct ObjectReader {
 
 /// Where an [`ObjectReader`] reads.
 pub(crate) enum Source {
-    Store,
+    /// Ranged GETs of the version with this entity tag (any version without one).
+    Store { etag: Option<String> },
+    /// The cache's copy of the version the open saw.
     Cached(File),
 }
 
@@ -58,10 +60,40 @@ impl ReadFile for ObjectReader {
             return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
         }
         let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        // Every read is of the version the open saw: a replaced object fails the read instead
+        // of mixing two versions' bytes in one table. The store refuses the GET (`If-Match`,
+        // 412) where it supports that, and the tag the answer carries is checked here too.
+        let expected = match &self.source {
+            Source::Store { etag } => etag.clone(),
+            Source::Cached(_) => None,
+        };
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(offset..end)),
+            if_match: expected.clone(),
+            ..GetOptions::default()
+        };
         Requests::count(&self.inner.requests.gets, 1);
-        let bytes: Bytes = self
-            .inner
-            .wait(async move { store.get_range(&location, offset..end).await })?;
+        let fetched = self.inner.wait(async move {
+            let got = store.get_opts(&location, options).await?;
+            let tag = got.meta.e_tag.clone();
+            Ok((tag, got.bytes().await?))
+        });
+        let replaced = || {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{}: the object was replaced since it was opened",
+                    self.location
+                ),
+            )
+        };
+        let (tag, bytes): (Option<String>, Bytes) = match fetched {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(replaced()),
+            other => other?,
+        };
+        if expected.is_some() && tag.is_some() && tag != expected {
+            return Err(replaced());
+        }
         Requests::count(&self.inner.requests.bytes_downloaded, bytes.len() as u64);
         if bytes.len() != buf.len() {
             return Err(io::Error::new(

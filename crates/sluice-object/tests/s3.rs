@@ -317,3 +317,44 @@ fn the_local_backend_uploads_a_file_again_without_conditions() {
         std::io::ErrorKind::AlreadyExists
     );
 }
+
+#[test]
+fn a_reader_never_mixes_two_versions_of_an_object() {
+    use sluice_sst::fs::{FileSystem, IoMode};
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fs = ObjectFs::new(os_fs(), server.store(), dir.path(), "db4").unwrap();
+    let path = dir.path().join("000009.sst");
+    let mut file = fs.create(&path, IoMode::Buffered).unwrap();
+    file.append(b"first version").unwrap();
+    file.sync().unwrap();
+    // Opened (and read) with no cache: every read is a ranged GET.
+    let reader = fs.open_read(&path, IoMode::Buffered).unwrap();
+    let mut buf = [0u8; 5];
+    reader.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"first");
+    // Replaced behind the reader's back, with bytes of the same length.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        use object_store::ObjectStoreExt;
+        let at = object_store::path::Path::from("db4/000009.sst");
+        server
+            .store()
+            .put(&at, (&b"other version"[..]).into())
+            .await
+            .unwrap();
+    });
+    let err = reader.read_exact_at(&mut buf, 6).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{err}");
+    assert!(
+        err.to_string().contains("replaced since it was opened"),
+        "{err}"
+    );
+    // A new open reads the new version.
+    let reader = fs.open_read(&path, IoMode::Buffered).unwrap();
+    reader.read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"other");
+}
