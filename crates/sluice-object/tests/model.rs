@@ -1,0 +1,187 @@
+//! Model test with the tables in a real S3 server: random operation sequences (puts, deletes,
+//! range deletes, flushes, compactions, reopens and crashes, that is, drops without a close)
+//! run against a database on `ObjectFs` and against a `BTreeMap`; every read and a full scan
+//! at the end must agree, and after a last reopen the bucket must hold exactly the live
+//! tables. Half the cases read through an object cache, the other half with ranged GETs.
+
+#![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use proptest::prelude::*;
+use sluice::{CompactionOptions, Db, MemtableOptions, Options};
+use sluice_object::{ObjectCache, ObjectFs, list_objects};
+use sluice_sst::fs::os_fs;
+
+use common::S3Server;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// A put of [`value`]`(.1)`.
+    Put(u16, u16),
+    Delete(u16),
+    /// `delete_range(key(a), key(b))` (nothing when `a >= b`).
+    DeleteRange(u16, u16),
+    Get(u16),
+    Flush,
+    Compact,
+    /// Close and open again.
+    Reopen,
+    /// Drop without closing (what a crash leaves of the process's state), then open again.
+    Crash,
+}
+
+fn key(k: u16) -> Vec<u8> {
+    format!("key{:05}", k % 400).into_bytes()
+}
+
+/// Up to 1.5 KB that compress a little, named by `n` (so a failing case prints short).
+fn value(n: u16) -> Vec<u8> {
+    let mut x = u64::from(n) + 1;
+    (0..n % 1500)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            b'a' + (x >> 60) as u8
+        })
+        .collect()
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (any::<u16>(), any::<u16>()).prop_map(|(k, v)| Op::Put(k, v)),
+        2 => any::<u16>().prop_map(Op::Delete),
+        1 => (any::<u16>(), any::<u16>()).prop_map(|(a, b)| Op::DeleteRange(a, b)),
+        3 => any::<u16>().prop_map(Op::Get),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Reopen),
+        1 => Just(Op::Crash),
+    ]
+}
+
+/// One server for every case of this binary; each case has a prefix of its own.
+fn server() -> &'static S3Server {
+    static SERVER: OnceLock<S3Server> = OnceLock::new();
+    SERVER.get_or_init(S3Server::start)
+}
+
+fn object_fs(dir: &Path, prefix: &str, cache: Option<&Path>) -> ObjectFs {
+    let fs = ObjectFs::new(os_fs(), server().store(), dir, prefix).unwrap();
+    match cache {
+        Some(c) => fs
+            .with_cache(ObjectCache::open(c, 32 << 20).unwrap())
+            .unwrap(),
+        None => fs,
+    }
+}
+
+fn options(fs: &ObjectFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        paranoid_checks: true,
+        memtable: MemtableOptions {
+            write_buffer_size: 64 << 10,
+            ..MemtableOptions::default()
+        },
+        compaction: CompactionOptions {
+            target_file_size_base: 64 << 10,
+            max_bytes_for_level_base: 256 << 10,
+            l0_compaction_trigger: 2,
+            ..CompactionOptions::default()
+        },
+        ..Options::default()
+    }
+}
+
+fn run(ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
+    static CASE: AtomicU64 = AtomicU64::new(0);
+    let prefix = format!("model{}", CASE.fetch_add(1, Ordering::Relaxed));
+    let dir = tempfile::tempdir().unwrap();
+    let caches = tempfile::tempdir().unwrap();
+    // Each open has a cache of its own: a dropped database's cache may still be locked by a
+    // background thread finishing, as a crashed process's would be gone.
+    let mut opens = 0;
+    let mut open = || {
+        opens += 1;
+        let cache = caches.path().join(opens.to_string());
+        let fs = object_fs(dir.path(), &prefix, cached.then_some(cache.as_path()));
+        (Db::open(dir.path(), options(&fs)).unwrap(), fs)
+    };
+    let (mut db, _) = open();
+    let mut model = Model::new();
+    for op in ops {
+        match op {
+            Op::Put(k, v) => {
+                db.put(&key(k), &value(v)).unwrap();
+                model.insert(key(k), value(v));
+            }
+            Op::Delete(k) => {
+                db.delete(&key(k)).unwrap();
+                model.remove(&key(k));
+            }
+            Op::DeleteRange(a, b) => {
+                let (a, b) = (key(a), key(b));
+                if a < b {
+                    db.delete_range(&a, &b).unwrap();
+                    model.retain(|k, _| k < &a || k >= &b);
+                }
+            }
+            Op::Get(k) => {
+                prop_assert_eq!(db.get(&key(k)).unwrap(), model.get(&key(k)).cloned());
+            }
+            Op::Flush => db.flush().unwrap(),
+            Op::Compact => db.compact_range(None, None).unwrap(),
+            Op::Reopen => {
+                db.close().unwrap();
+                (db, _) = open();
+            }
+            Op::Crash => {
+                drop(db);
+                (db, _) = open();
+            }
+        }
+    }
+    let scanned: Model = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    prop_assert_eq!(&scanned, &model);
+    // Obsolete tables go at the next collection once nothing pins them (an iterator, a
+    // running job), and the open's sweep collects every one: after a reopen the bucket holds
+    // exactly the live tables, and every one of them checks.
+    db.close().unwrap();
+    let fs = object_fs(dir.path(), &prefix, None);
+    let mut quiet = options(&fs);
+    // No compaction may start and pin its inputs while the bucket is compared.
+    quiet.compaction.disable_auto_compactions = true;
+    let db = Db::open(dir.path(), quiet).unwrap();
+    let report = db.check().unwrap();
+    prop_assert_eq!(list_objects(&fs).unwrap().len(), report.files);
+    let scanned: Model = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    prop_assert_eq!(&scanned, &model);
+    db.close().unwrap();
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 8,
+        // A failure prints its shrunk operations; nothing is written beside the tests.
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_database_in_a_bucket_holds_what_the_model_holds(
+        ops in prop::collection::vec(op(), 1..100),
+        cached in any::<bool>(),
+    ) {
+        run(ops, cached)?;
+    }
+}
