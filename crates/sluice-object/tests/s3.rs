@@ -358,3 +358,63 @@ fn a_reader_never_mixes_two_versions_of_an_object() {
     reader.read_exact_at(&mut buf, 0).unwrap();
     assert_eq!(&buf, b"other");
 }
+
+#[test]
+fn a_checkpoint_or_backup_of_a_database_in_a_bucket_is_a_local_database() {
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let fs = ObjectFs::new(os_fs(), server.store(), dir.path(), "db5").unwrap();
+    let db = Db::open(dir.path(), options(&fs)).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..5000u32 {
+        let k = format!("key{:05}", i * 7 % 3000).into_bytes();
+        let v = format!("{i}-{}", "c".repeat((i % 60) as usize)).into_bytes();
+        db.put(&k, &v).unwrap();
+        model.insert(k, v);
+    }
+    db.flush().unwrap();
+    // A checkpoint outside the database directory: the tables are copied out of the bucket
+    // (a link between a bucket and a directory is not possible), the rest as on local disk.
+    let parent = tempfile::tempdir().unwrap();
+    let checkpoint = parent.path().join("checkpoint");
+    db.checkpoint(&checkpoint).unwrap();
+    // A backup to a local directory reads the tables from the bucket through the database's
+    // file system, and restores as a local database too.
+    let backups =
+        sluice::backup::BackupEngine::open(parent.path().join("backups"), os_fs()).unwrap();
+    let backup = backups.create(&db).unwrap();
+    db.close().unwrap();
+    let restored = parent.path().join("restored");
+    backups.restore(backup.meta.id, &restored).unwrap();
+    let db = Db::open(
+        &restored,
+        Options {
+            fs: os_fs(),
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    assert_eq!(scanned, model);
+    db.close().unwrap();
+    let local = Db::open(
+        &checkpoint,
+        Options {
+            fs: os_fs(),
+            ..options(&fs)
+        },
+    )
+    .unwrap();
+    let scanned: BTreeMap<_, _> = local
+        .scan(None, None)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect();
+    assert_eq!(scanned, model);
+    local.check().unwrap();
+    local.close().unwrap();
+    assert!(
+        !local_tables(&checkpoint).is_empty(),
+        "the checkpoint holds its tables itself"
+    );
+}
