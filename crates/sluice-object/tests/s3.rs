@@ -194,7 +194,6 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     // the open or check downloads the new version and refuses it, naming the table.
     let fs = cached(64 << 20);
     let objects = list_objects(&fs).unwrap();
-    let victim = object_store::path::Path::from(objects[0].as_str());
     // The cache holds the version about to be replaced.
     let entry_prefix = format!("{}@", objects[0].replace('/', "%2F"));
     let cached_versions = || {
@@ -207,22 +206,10 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
             .count()
     };
     assert_eq!(cached_versions(), 1);
-    let store = server.store();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let original = runtime.block_on(async {
-        use object_store::ObjectStoreExt;
-        store.get(&victim).await.unwrap().bytes().await.unwrap()
-    });
-    let mut forged = original.to_vec();
+    let mut forged = server.get(&objects[0]);
     let middle = forged.len() / 2;
     forged[middle] ^= 0x55;
-    runtime.block_on(async {
-        use object_store::ObjectStoreExt;
-        store.put(&victim, forged.into()).await.unwrap();
-    });
+    server.put(&objects[0], forged);
     let name = objects[0].rsplit('/').next().unwrap().to_string();
     let failure = match Db::open(dir.path(), options(&fs)) {
         Err(e) => e.to_string(),
@@ -239,32 +226,8 @@ fn an_upload_never_overwrites_an_object_it_did_not_write() {
     let server = S3Server::start();
     let dir = tempfile::tempdir().unwrap();
     let fs = ObjectFs::new(os_fs(), server.store(), dir.path(), "db3").unwrap();
-    let store = server.store();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let read = |name: &str| {
-        runtime.block_on(async {
-            use object_store::ObjectStoreExt;
-            let at = object_store::path::Path::from(format!("db3/{name}"));
-            store
-                .get(&at)
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap()
-                .to_vec()
-        })
-    };
-    let put = |name: &str, bytes: &'static [u8]| {
-        runtime.block_on(async {
-            use object_store::ObjectStoreExt;
-            let at = object_store::path::Path::from(format!("db3/{name}"));
-            store.put(&at, bytes.into()).await.unwrap();
-        })
-    };
+    let read = |name: &str| server.get(&format!("db3/{name}"));
+    let put = |name: &str, bytes: &[u8]| server.put(&format!("db3/{name}"), bytes.to_vec());
 
     // Another writer's object appears between `create` (which found the name free) and the
     // upload: the upload fails and leaves it alone.
@@ -334,19 +297,7 @@ fn a_reader_never_mixes_two_versions_of_an_object() {
     reader.read_exact_at(&mut buf, 0).unwrap();
     assert_eq!(&buf, b"first");
     // Replaced behind the reader's back, with bytes of the same length.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        use object_store::ObjectStoreExt;
-        let at = object_store::path::Path::from("db4/000009.sst");
-        server
-            .store()
-            .put(&at, (&b"other version"[..]).into())
-            .await
-            .unwrap();
-    });
+    server.put("db4/000009.sst", b"other version".to_vec());
     let err = reader.read_exact_at(&mut buf, 6).unwrap_err();
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidData, "{err}");
     assert!(

@@ -115,6 +115,38 @@ impl S3Server {
     pub fn store(&self) -> Arc<dyn object_store::ObjectStore> {
         store_at(&self.endpoint)
     }
+
+    /// The bytes of object `key` of the test bucket, read behind any database's back.
+    pub fn get(&self, key: &str) -> Vec<u8> {
+        use object_store::ObjectStoreExt;
+        let (store, at) = (self.store(), object_store::path::Path::from(key));
+        block_on(async move {
+            store
+                .get(&at)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+                .to_vec()
+        })
+    }
+
+    /// Writes `bytes` as object `key` of the test bucket, behind any database's back.
+    pub fn put(&self, key: &str, bytes: Vec<u8>) {
+        use object_store::ObjectStoreExt;
+        let (store, at) = (self.store(), object_store::path::Path::from(key));
+        block_on(async move { store.put(&at, bytes.into()).await.unwrap() });
+    }
+}
+
+/// Runs `fut` on a runtime of its own (the test's thread has none).
+fn block_on<T>(fut: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(fut)
 }
 
 /// The test bucket of the server at `endpoint` (for a child process, which gets the endpoint
