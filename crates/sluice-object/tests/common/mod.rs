@@ -1,6 +1,6 @@
 //! The S3 server the object-store tests run against: `s3s-fs` (Apache-2.0), a real
-//! S3-compatible server keeping objects as files, started on 127.0.0.1 for one test and
-//! killed when it ends.
+//! S3-compatible server keeping objects as files, started on 127.0.0.1 (or on a given address
+//! of this host, [`S3Server::start_on`]) for one test and killed when it ends.
 
 #![allow(dead_code, reason = "each test binary uses part of the harness")]
 
@@ -52,6 +52,8 @@ pub fn s3s_fs() -> PathBuf {
 pub struct S3Server {
     /// `None` while stopped.
     child: Option<Child>,
+    /// The address of this host it listens on.
+    host: String,
     port: u16,
     pub endpoint: String,
     /// Where the server keeps the bucket's objects, as files.
@@ -60,25 +62,38 @@ pub struct S3Server {
 }
 
 impl S3Server {
-    /// Starts the server ([`s3s_fs`]) and waits until it accepts connections.
+    /// Starts the server ([`s3s_fs`]) on 127.0.0.1 and waits until it accepts connections.
     pub fn start() -> S3Server {
+        S3Server::start_on("127.0.0.1")
+    }
+
+    /// Starts the server listening on `host`, an IPv4 address of this host (such as the host
+    /// end of a virtual link, for a peer in another network namespace), and waits until it
+    /// accepts connections there.
+    pub fn start_on(host: &str) -> S3Server {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         std::fs::create_dir_all(data.join(BUCKET)).unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
+        let port = TcpListener::bind((host, 0))
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
         let mut server = S3Server {
             child: None,
+            host: host.to_string(),
             port,
-            endpoint: format!("http://127.0.0.1:{port}"),
+            endpoint: format!("http://{host}:{port}"),
             data,
             _dir: dir,
         };
         server.restart();
         server
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// Kills the server (its objects stay on disk): requests fail to connect until
@@ -96,7 +111,7 @@ impl S3Server {
         self.stop();
         let bin = s3s_fs();
         let child = Command::new(&bin)
-            .args(["--host", "127.0.0.1", "--port", &self.port.to_string()])
+            .args(["--host", &self.host, "--port", &self.port.to_string()])
             .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
             .arg(&self.data)
             .stdout(Stdio::null())
@@ -105,7 +120,7 @@ impl S3Server {
             .unwrap_or_else(|e| panic!("cannot start the S3 server {}: {e}", bin.display()));
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while std::net::TcpStream::connect((self.host.as_str(), self.port)).is_err() {
             assert!(Instant::now() < deadline, "the S3 server did not start");
             std::thread::sleep(Duration::from_millis(20));
         }
