@@ -183,6 +183,7 @@ fn offload_shares(before: Option<&OffloadMetrics>, after: &OffloadMetrics) -> Ve
                 input_bytes: a.input_bytes.saturating_sub(b.map_or(0, |b| b.input_bytes)),
                 seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
                 cpu_seconds: (a.cpu_seconds - b.map_or(0.0, |b| b.cpu_seconds)).max(0.0),
+                check_seconds: (a.check_seconds - b.map_or(0.0, |b| b.check_seconds)).max(0.0),
                 modes,
                 retried: a.retried.saturating_sub(b.map_or(0, |b| b.retried)),
             }

@@ -155,6 +155,29 @@ pub fn process_cpu_times() -> Option<CpuTimes> {
     parse_stat_cpu(&std::fs::read_to_string("/proc/self/stat").ok()?)
 }
 
+/// CPU time every core of the machine has spent busy since boot (any process, and the
+/// kernel's own threads), or `None` where `/proc/stat` is unreadable.
+pub fn machine_busy_times() -> Option<Duration> {
+    parse_proc_stat_busy(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+/// The busy time of the aggregate `cpu` line of a `/proc/stat` text: user, nice, system, irq,
+/// softirq and steal ticks (not idle or iowait; guest time is already in user).
+pub fn parse_proc_stat_busy(stat: &str) -> Option<Duration> {
+    let line = stat.lines().find_map(|l| l.strip_prefix("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_ascii_whitespace()
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    let field = |i: usize| ticks.get(i).copied().unwrap_or(0);
+    let busy = [0, 1, 2, 5, 6, 7]
+        .into_iter()
+        .try_fold(0u64, |sum, i| sum.checked_add(field(i)))?;
+    Some(Duration::from_nanos(
+        busy.checked_mul(1_000_000_000 / USER_HZ)?,
+    ))
+}
+
 /// The process's peak resident set size in bytes, or `None` where `/proc/self/status` is
 /// unreadable or has no `VmHWM`.
 pub fn peak_rss_bytes() -> Option<u64> {
@@ -212,6 +235,18 @@ mod tests {
 
     const STAT: &str = "4242 (sluice (x) y) R 1 4242 4242 0 -1 4194304 2710 0 0 0 \
                         153 27 0 0 20 0 9 0 123456 987654321 4321 18446744073709551615";
+
+    #[test]
+    fn machine_busy_time_leaves_out_idle_and_iowait() {
+        let stat = "cpu  100 20 30 4000 50 6 7 8 0 0\ncpu0 50 10 15 2000 25 3 3 4 0 0\n";
+        // user + nice + system + irq + softirq + steal = 171 ticks.
+        assert_eq!(
+            parse_proc_stat_busy(stat),
+            Some(Duration::from_millis(1710))
+        );
+        assert_eq!(parse_proc_stat_busy("cpu0 1 2 3\n"), None);
+        assert_eq!(parse_proc_stat_busy("cpu  1 x 3\n"), None);
+    }
 
     #[test]
     fn stat_fields_are_counted_after_the_command_name() {

@@ -53,6 +53,8 @@ fn compact_with_a_stalled_worker_races_its_chunk_and_keeps_every_key() {
         secret_file: &secret,
         throttle: 1000.0,
         log_dir: dir.path(),
+        object_store: None,
+        mode: "auto",
     };
     let workers = WorkerSet::start(&settings, &WorkerSpec::serving(&db, &[None])).unwrap();
     let addr = workers.addresses().remove(0);

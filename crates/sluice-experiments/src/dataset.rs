@@ -12,10 +12,12 @@
 //! insert-only workload: the merge drops nothing and output bytes track input bytes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rand::SeedableRng;
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
+use sluice::fs::FileSystem;
 use sluice::{
     CompactionOptions, CompressionType, Db, Error, IoContext, MemtableOptions, Options, Result,
     TableOptions, WriteBatch, WriteOptions,
@@ -57,6 +59,10 @@ pub struct DatasetSpec {
     pub data_dirs: usize,
     /// Flushes and compactions use direct I/O (`O_DIRECT`).
     pub direct_io: bool,
+    /// Memtable bytes, hence L0 table size; `None`: sized for [`TARGET_L0_RUNS`] runs.
+    pub memtable_bytes: Option<usize>,
+    /// Compaction output table bytes; `None`: the document's [`TARGET_FILE_BYTES`].
+    pub output_table_bytes: Option<u64>,
 }
 
 impl DatasetSpec {
@@ -66,9 +72,12 @@ impl DatasetSpec {
             .saturating_mul((self.key_size + self.value_size) as u64)
     }
 
-    /// The memtable size that makes about [`TARGET_L0_RUNS`] L0 runs, within the engine's
-    /// bounds and the document's 4 MB.
+    /// The memtable size: `memtable_bytes`, or the size that makes about [`TARGET_L0_RUNS`]
+    /// L0 runs, within the engine's bounds and the document's 4 MB.
     pub fn write_buffer_size(&self) -> usize {
+        if let Some(bytes) = self.memtable_bytes {
+            return bytes;
+        }
         let per_run = usize::try_from(self.raw_bytes() / TARGET_L0_RUNS).unwrap_or(usize::MAX);
         per_run.clamp(MIN_WRITE_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES)
     }
@@ -90,7 +99,7 @@ impl DatasetSpec {
                 ..TableOptions::default()
             },
             compaction: CompactionOptions {
-                target_file_size_base: TARGET_FILE_BYTES,
+                target_file_size_base: self.output_table_bytes.unwrap_or(TARGET_FILE_BYTES),
                 disable_auto_compactions: true,
                 use_direct_io_for_flush_and_compaction: self.direct_io,
                 ..CompactionOptions::default()
@@ -118,9 +127,15 @@ impl Dataset {
     /// not exist or be empty), flushes the last memtable and closes the database. Fails if
     /// fewer than two L0 runs result: one run would be moved down without a merge.
     pub fn load(spec: &DatasetSpec, dir: &Path) -> Result<Dataset> {
+        Dataset::load_on(spec, dir, Options::default().fs)
+    }
+
+    /// [`Dataset::load`] with the database's files on `fs` (its tables in a bucket, say).
+    pub fn load_on(spec: &DatasetSpec, dir: &Path, fs: Arc<dyn FileSystem>) -> Result<Dataset> {
         let keys = KeyFormat::new(spec.key_size, spec.entries)?;
         let options = Options {
             error_if_exists: true,
+            fs,
             ..spec.options(dir)
         };
         let db = Db::open(dir, options)?;
@@ -214,6 +229,8 @@ mod tests {
             seed: 7,
             data_dirs,
             direct_io: false,
+            memtable_bytes: None,
+            output_table_bytes: None,
         }
     }
 

@@ -13,6 +13,7 @@
 //! | `copro` | 004, CoPro: host/device collaborative compaction     | [`copro`] |
 //! | `mstore`| 001, MStore: partitions owned by near-data devices   | [`mstore`]|
 //! | `scale` | issue 21, item 7: fill and full compaction cost vs N | [`scale`] |
+//! | `scale-out` | issue 37, item 5: offloaded compaction over 1-64 bucket-only workers, measured and modelled | [`scale_out`] |
 //!
 //! Measurements are taken once per data point by default: on a shared machine a single run can
 //! be off by tens of percent, so read differences of a few percent as noise, or pass a repeat
@@ -36,6 +37,7 @@ pub mod mstore;
 pub mod pcp;
 pub mod results;
 pub mod scale;
+pub mod scale_out;
 pub mod table;
 pub mod workers;
 
@@ -65,15 +67,19 @@ pub enum Experiment {
     /// Cost as work grows (issue 21, item 7): fillrandom and one full compaction of an
     /// inverted LSM, sequential and parallel, at growing numbers of keys.
     Scale,
+    /// How far offloading scales (issue 37, item 5): the host alone and 1 and 2 workers that
+    /// share only the bucket, measured, and a model calibrated from them predicting 1 to 64.
+    ScaleOut,
 }
 
 impl Experiment {
     /// Every experiment.
-    pub const ALL: [Experiment; 4] = [
+    pub const ALL: [Experiment; 5] = [
         Experiment::Pcp,
         Experiment::Copro,
         Experiment::Mstore,
         Experiment::Scale,
+        Experiment::ScaleOut,
     ];
 
     /// The command-line name.
@@ -83,6 +89,7 @@ impl Experiment {
             Experiment::Copro => "copro",
             Experiment::Mstore => "mstore",
             Experiment::Scale => "scale",
+            Experiment::ScaleOut => "scale-out",
         }
     }
 }

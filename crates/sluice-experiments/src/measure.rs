@@ -191,6 +191,8 @@ mod tests {
             seed: 1,
             data_dirs: 0,
             direct_io: false,
+            memtable_bytes: None,
+            output_table_bytes: None,
         };
         let ds = Dataset::load(&spec, &tmp.path().join("template")).unwrap();
         let scratch = tmp.path().join("scratch");

@@ -133,6 +133,8 @@ impl PcpConfig {
             seed: self.seed,
             data_dirs,
             direct_io: self.direct_io,
+            memtable_bytes: None,
+            output_table_bytes: None,
         }
     }
 

@@ -3,7 +3,8 @@
 //! each, and stopping them.
 //!
 //! A worker is started as `PROGRAM LEADING_ARGS.. --listen 127.0.0.1:0 --root DIR..
-//! --secret-file F --mode auto --throttle T [--cpus C]` and prints exactly one line on stdout,
+//! --secret-file F --mode M --throttle T [--cpus C] [--object-store URL]` and prints exactly
+//! one line on stdout,
 //! `sluice worker listening on <addr>`, once it serves; the address is read from that line.
 //! Its stderr (its log) goes to a file, quoted in the error if it fails to start. Afterwards a
 //! thread keeps draining its stdout, so the worker never blocks on a full pipe.
@@ -83,6 +84,11 @@ pub struct WorkerSettings<'a> {
     pub throttle: f64,
     /// Where the workers' logs go (`worker-<i>.log`).
     pub log_dir: &'a Path,
+    /// `--object-store URL`: the workers read inputs from and write outputs to this bucket
+    /// (credentials from the `AWS_*` variables they inherit), not the host's directories.
+    pub object_store: Option<&'a str>,
+    /// `--mode`: the executor the workers run (`auto`: their decision component picks).
+    pub mode: &'a str,
 }
 
 /// What is particular to one worker.
@@ -193,10 +199,13 @@ fn start_one(settings: &WorkerSettings<'_>, index: usize, spec: &WorkerSpec) -> 
     command
         .arg("--secret-file")
         .arg(settings.secret_file)
-        .args(["--mode", "auto", "--throttle"])
+        .args(["--mode", settings.mode, "--throttle"])
         .arg(settings.throttle.to_string());
     if let Some(cpu) = spec.cpu {
         command.arg("--cpus").arg(cpu.to_string());
+    }
+    if let Some(url) = settings.object_store {
+        command.arg("--object-store").arg(url);
     }
     let mut child = command
         .stdin(Stdio::null())
@@ -326,6 +335,8 @@ mod tests {
             secret_file: dir,
             throttle: 2.0,
             log_dir: dir,
+            object_store: None,
+            mode: "auto",
         }
     }
 

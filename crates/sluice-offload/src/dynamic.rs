@@ -81,6 +81,7 @@ struct SideSum {
     /// did not overlap its next call.
     seconds: f64,
     cpu_seconds: f64,
+    check_seconds: f64,
     /// Executors that ran the chunks, sorted and without repeats.
     modes: Vec<String>,
     failed: bool,
@@ -91,6 +92,7 @@ impl SideSum {
         self.input_bytes += r.input_bytes;
         self.seconds += r.seconds;
         self.cpu_seconds += r.cpu_seconds;
+        self.check_seconds += r.check_seconds;
         if let Err(at) = self.modes.binary_search(&r.mode) {
             self.modes.insert(at, r.mode.clone());
         }
@@ -285,6 +287,7 @@ impl Job<'_> {
                     bandwidth_mb_s: 0.0,
                     mode: sum.modes.join("+"),
                     cpu_seconds: sum.cpu_seconds,
+                    check_seconds: sum.check_seconds,
                     retried: sum.failed,
                 };
                 (side, report)
@@ -391,6 +394,7 @@ impl Job<'_> {
             let numbers = call.numbers.clone();
             match self.check_worker_result(&addr, &call.share, numbers, result) {
                 Ok((part, mut report)) => {
+                    report.check_seconds = checking.elapsed().as_secs_f64();
                     let unhidden = if next.is_some() {
                         Duration::ZERO
                     } else {

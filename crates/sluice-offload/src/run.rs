@@ -202,7 +202,8 @@ impl Job<'_> {
                         "worker share checked"
                     );
                     // The share's time: the call, plus the host's checks of its files.
-                    report.seconds = (call_time + checking.elapsed()).as_secs_f64();
+                    report.check_seconds = checking.elapsed().as_secs_f64();
+                    report.seconds = call_time.as_secs_f64() + report.check_seconds;
                     outputs.push((share.side, part, report));
                 }
                 Err(e) => {
@@ -310,6 +311,7 @@ impl Offloader {
                 t.input_bytes += r.input_bytes;
                 t.seconds += r.seconds;
                 t.cpu_seconds += r.cpu_seconds;
+                t.check_seconds += r.check_seconds;
                 for mode in r.mode.split('+').filter(|m| !m.is_empty()) {
                     *t.modes.entry(mode.to_string()).or_default() += 1;
                 }

@@ -176,6 +176,7 @@ impl Job<'_> {
             bandwidth_mb_s: 0.0,
             mode: self.host_exec.mode.to_string(),
             cpu_seconds: out.profile.cpu_nanos as f64 / 1e9,
+            check_seconds: 0.0,
             retried: false,
         };
         let part = Part {
@@ -263,6 +264,7 @@ impl Job<'_> {
             bandwidth_mb_s: 0.0,
             mode,
             cpu_seconds: profile.cpu_nanos as f64 / 1e9,
+            check_seconds: 0.0,
             retried: false,
         };
         let part = Part {

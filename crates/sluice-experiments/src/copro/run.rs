@@ -95,6 +95,8 @@ impl Runner<'_> {
                     secret_file: self.secret_file,
                     throttle: self.config.throttle,
                     log_dir: self.scratch,
+                    object_store: None,
+                    mode: "auto",
                 },
                 &WorkerSpec::serving(dir, &self.plan.workers),
             )?),

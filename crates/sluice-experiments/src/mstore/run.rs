@@ -70,6 +70,8 @@ impl Runner<'_> {
                 secret_file: self.secret_file,
                 throttle: c.throttle,
                 log_dir: self.scratch,
+                object_store: None,
+                mode: "auto",
             },
             &self.worker_specs(&owner_dirs),
         )?;

@@ -92,6 +92,9 @@ pub struct ShareReport {
     pub mode: String,
     /// CPU seconds the side spent.
     pub cpu_seconds: f64,
+    /// Of `seconds`, the host's checks of a worker's outputs before it installs them (0 for
+    /// the host's own share): the part of offloading that does not scale with workers.
+    pub check_seconds: f64,
     /// The share failed on its worker and was re-run on the host (dynamic split: a chunk of
     /// this worker failed and went back to the queue).
     pub retried: bool,
@@ -111,6 +114,8 @@ pub struct SideTotals {
     pub seconds: f64,
     /// CPU seconds the side spent on them.
     pub cpu_seconds: f64,
+    /// Seconds the host spent checking this side's outputs.
+    pub check_seconds: f64,
     /// Shares per executor that ran them (`sequential`, `pipelined`, ...).
     pub modes: std::collections::BTreeMap<String, u64>,
     /// Of `shares`, those that failed on this side (a timeout, an error, a reply that failed
@@ -133,6 +138,7 @@ impl SideTotals {
             },
             mode: self.modes.keys().cloned().collect::<Vec<_>>().join("+"),
             cpu_seconds: self.cpu_seconds,
+            check_seconds: self.check_seconds,
             retried: self.retried > 0,
         }
     }

@@ -128,6 +128,7 @@ mod tests {
             bandwidth_mb_s: input_bytes as f64 / seconds.max(f64::MIN_POSITIVE) / 1e6,
             mode: mode.into(),
             cpu_seconds: seconds,
+            check_seconds: 0.0,
             retried: false,
         }
     }

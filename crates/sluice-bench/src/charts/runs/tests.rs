@@ -132,6 +132,7 @@ fn mixed_executors_without_offload_get_their_own_bars() {
         bandwidth_mb_s: 110.0 / 1.5,
         mode: "sequential".into(),
         cpu_seconds: 1.5,
+        check_seconds: 0.1,
         retried: false,
     }]);
     let entry = |label: &str, engine| Entry {

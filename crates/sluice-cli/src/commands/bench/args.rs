@@ -163,6 +163,13 @@ impl BenchArgs {
             ));
         }
         let command = match experiment {
+            Experiment::ScaleOut => {
+                return Err(Failure::Error(
+                    "--experiment scale-out has no `bench` spelling: run `sluice experiment \
+                     scale-out` (see its --help)"
+                        .into(),
+                ));
+            }
             Experiment::Pcp => {
                 if self.experiment_workers.is_some() || self.throttle.is_some() {
                     return Err(Failure::Error(

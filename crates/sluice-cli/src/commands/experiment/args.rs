@@ -8,6 +8,7 @@ use sluice_experiments::PcpConfig;
 use sluice_experiments::copro::{Configuration, CoproConfig, Separation, Workload};
 use sluice_experiments::mstore::MstoreConfig;
 use sluice_experiments::scale::ScaleConfig;
+use sluice_experiments::scale_out;
 
 use crate::engine_flags::Compression;
 use crate::units::{parse_size, parse_usize};
@@ -33,6 +34,13 @@ pub enum ExperimentCommand {
     /// inverted LSM (the same fill with automatic compactions off, every table in L0),
     /// sequential and parallel: seconds, CPU seconds and MB/s per size, and how each grows.
     Scale(ScaleArgs),
+    /// How far compaction offloaded to workers that share only the bucket scales (issue 37,
+    /// item 5): one compaction of an inverted LSM by the host alone and by 1 and 2 workers
+    /// (started here, pinned to cores), measured, then a model calibrated from them predicting
+    /// 1 to 64 workers, with the bucket's request limits, the network and the host's checks.
+    /// Tables go to --object-store (credentials from AWS_*), else to a local-backend bucket in
+    /// the scratch directory. docs/scale.md explains the model.
+    ScaleOut(ScaleOutArgs),
 }
 
 /// The flags every experiment takes.
@@ -167,6 +175,40 @@ pub struct ScaleArgs {
     pub common: CommonArgs,
 }
 
+/// `sluice experiment scale-out`.
+#[derive(Debug, Args)]
+pub struct ScaleOutArgs {
+    /// Keys of the data set (each written once, every table in L0).
+    #[arg(long, value_name = "N", value_parser = parse_size, default_value_t = scale_out::DEFAULT_NUM)]
+    pub num: u64,
+    /// Bytes per value.
+    #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value = "100")]
+    pub value_size: usize,
+    /// Keep the tables under this URL: s3://bucket/prefix (endpoint, region and credentials
+    /// from the AWS_* variables; AWS_ALLOW_HTTP=true for a plain-HTTP endpoint) or file:///dir.
+    /// Each data point uses a prefix of its own below it and removes its objects.
+    #[arg(long, value_name = "URL")]
+    pub object_store: Option<String>,
+    /// Memtable bytes and output table bytes.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = scale_out::DEFAULT_TABLE_BYTES)]
+    pub table_size: u64,
+    /// Comma-separated worker counts to measure; must include 1 (the calibration run).
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_usize, default_value = "1,2")]
+    pub measured_workers: Vec<usize>,
+    /// Comma-separated worker counts to predict.
+    #[arg(long, value_name = "N,...", value_delimiter = ',', value_parser = parse_usize, default_value = "1,2,4,8,16,32,64")]
+    pub predicted_workers: Vec<usize>,
+    /// Input bytes of the compaction the model predicts: the measured one grown to this
+    /// size (same table size and runs).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = scale_out::DEFAULT_PREDICTED_BYTES)]
+    pub predicted_bytes: u64,
+    /// The host's checking threads in the model's "what if" column (one today).
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = scale_out::DEFAULT_CHECK_THREADS)]
+    pub check_threads: usize,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 impl ScaleArgs {
     /// `--sizes` unless given: the configuration's default sizes.
     pub const DEFAULT_SIZES: &str = "1M,4M,16M,64M";
@@ -219,6 +261,27 @@ mod tests {
         assert_eq!(args.workloads, [Workload::FillRandom]);
         assert_eq!(args.value_sizes, [1 << 10, 64 << 10]);
         assert_eq!(args.min_blob_size, 2 << 10);
+    }
+
+    #[test]
+    fn scale_out_defaults_are_its_configurations() {
+        use clap::Parser;
+
+        use crate::args::{Cli, Command};
+        use sluice_experiments::workers::WorkerProgram;
+
+        let cli = Cli::try_parse_from(["sluice", "experiment", "scale-out"]).unwrap();
+        let Command::Experiment(ExperimentCommand::ScaleOut(args)) = cli.command else {
+            panic!("{:?}", cli.command)
+        };
+        let config = scale_out::ScaleOutConfig::new(WorkerProgram::sluice("sluice"));
+        assert_eq!(args.num, config.num);
+        assert_eq!(args.value_size, config.value_size);
+        assert_eq!(args.table_size, config.output_table_bytes);
+        assert_eq!(args.measured_workers, config.measured_workers);
+        assert_eq!(args.predicted_workers, config.predicted_workers);
+        assert_eq!(args.check_threads, config.check_threads);
+        assert_eq!(args.predicted_bytes, config.predicted_bytes);
     }
 
     #[test]

@@ -12,9 +12,13 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use sluice_experiments::workers::WorkerProgram;
-use sluice_experiments::{PcpConfig, copro, mstore, run_pcp, scale, table, write_outputs};
+use sluice_experiments::{
+    PcpConfig, copro, mstore, run_pcp, scale, scale_out, table, write_outputs,
+};
 
-pub use args::{CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs, ScaleArgs};
+pub use args::{
+    CommonArgs, CoproArgs, ExperimentCommand, MstoreArgs, PcpArgs, ScaleArgs, ScaleOutArgs,
+};
 
 use super::{list_written, temp_dir};
 use crate::failure::{CmdResult, Failure};
@@ -26,6 +30,7 @@ pub fn run(command: &ExperimentCommand, out: &mut dyn Write) -> CmdResult {
         ExperimentCommand::Copro(args) => copro(args, out),
         ExperimentCommand::Mstore(args) => mstore(args, out),
         ExperimentCommand::Scale(args) => scale(args, out),
+        ExperimentCommand::ScaleOut(args) => scale_out(args, out),
     }
 }
 
@@ -136,6 +141,36 @@ fn scale(args: &ScaleArgs, out: &mut dyn Write) -> CmdResult {
         report.to_json(),
         scale::table::render(&report),
         |dir| scale::write_outputs(&report, dir),
+    )
+}
+
+fn scale_out(args: &ScaleOutArgs, out: &mut dyn Write) -> CmdResult {
+    let c = &args.common;
+    let config = scale_out::ScaleOutConfig {
+        num: args.num,
+        key_size: c.key_size,
+        value_size: args.value_size,
+        compression: c.compression.into(),
+        seed: c.seed,
+        memtable_bytes: usize::try_from(args.table_size)
+            .map_err(|_| Failure::Error("--table-size is too large".into()))?,
+        output_table_bytes: args.table_size,
+        object_store: args.object_store.clone(),
+        measured_workers: args.measured_workers.clone(),
+        predicted_workers: args.predicted_workers.clone(),
+        predicted_bytes: args.predicted_bytes,
+        check_threads: args.check_threads,
+        repeat: c.repeat,
+        ..scale_out::ScaleOutConfig::new(this_worker()?)
+    };
+    config.validate()?;
+    let report = in_scratch(|scratch| scale_out::run_scale_out(&config, scratch))?;
+    present(
+        c,
+        out,
+        report.to_json(),
+        scale_out::table::render(&report),
+        |dir| scale_out::write_outputs(&report, dir),
     )
 }
 

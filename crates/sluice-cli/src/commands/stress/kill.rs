@@ -56,6 +56,8 @@ pub fn start_workers(
         secret_file: &secret,
         throttle: 1.0,
         log_dir: work,
+        object_store: None,
+        mode: "auto",
     };
     let specs: Vec<WorkerSpec> = (0..n)
         .map(|_| WorkerSpec {
