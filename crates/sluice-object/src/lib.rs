@@ -60,6 +60,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use sluice_sst::fs::{
     FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
 };
+use tokio::task::JoinHandle;
 
 pub use cache::{CacheStats, ObjectCache};
 
@@ -225,10 +226,22 @@ impl Inner {
         &self,
         fut: impl Future<Output = object_store::Result<T>> + Send + 'static,
     ) -> io::Result<T> {
-        let Some(runtime) = &self.runtime else {
-            return Err(io::Error::other("the object store is shut down"));
-        };
-        let handle = runtime.spawn(fut);
+        self.join(&mut self.spawn(fut)?)
+    }
+
+    /// Starts `fut` on this store's runtime.
+    fn spawn<T: Send + 'static>(
+        &self,
+        fut: impl Future<Output = object_store::Result<T>> + Send + 'static,
+    ) -> io::Result<JoinHandle<object_store::Result<T>>> {
+        match &self.runtime {
+            Some(runtime) => Ok(runtime.spawn(fut)),
+            None => Err(io::Error::other("the object store is shut down")),
+        }
+    }
+
+    /// Waits for a future [`Inner::spawn`] started, from any thread.
+    fn join<T>(&self, handle: &mut JoinHandle<object_store::Result<T>>) -> io::Result<T> {
         // Unconstrained: from inside a tokio task, the task's cooperative budget would make the
         // handle return `Pending` forever once spent.
         match futures::executor::block_on(tokio::task::unconstrained(handle)) {

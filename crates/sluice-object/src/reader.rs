@@ -3,6 +3,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io;
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -10,9 +11,10 @@ use object_store::path::Path as ObjectPath;
 use object_store::{GetOptions, GetRange};
 use parking_lot::Mutex;
 use sluice_sst::fs::ReadFile;
+use tokio::task::JoinHandle;
 
 use crate::Inner;
-use crate::readahead::ReadAhead;
+use crate::readahead::{Miss, ReadAhead};
 use crate::requests::Requests;
 
 /// An object read by ranged GETs (with read-ahead for sequential readers), or from its copy
@@ -22,7 +24,7 @@ pub(crate) struct ObjectReader {
     location: ObjectPath,
     size: u64,
     source: Source,
-    ahead: Mutex<ReadAhead>,
+    ahead: Mutex<ReadAhead<InFlight>>,
 }
 
 /// Where an [`ObjectReader`] reads.
@@ -31,6 +33,22 @@ pub(crate) enum Source {
     Store { etag: Option<String> },
     /// The cache's copy of the version the open saw.
     Cached(File),
+}
+
+/// A ranged GET running on the store's runtime: its answer's entity tag and bytes. Dropping it
+/// cancels the request (a background read-ahead nobody will read).
+pub(crate) struct InFlight(JoinHandle<object_store::Result<(Option<String>, Bytes)>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl fmt::Debug for InFlight {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("InFlight")
+    }
 }
 
 impl ObjectReader {
@@ -44,31 +62,38 @@ impl ObjectReader {
             ahead: Mutex::new(ReadAhead::default()),
         }
     }
-}
 
-impl ObjectReader {
-    /// One ranged GET of `range`, of the version the open saw: a replaced object fails the
-    /// read instead of mixing two versions' bytes in one table. The store refuses the GET
-    /// (`If-Match`, 412) where it supports that, and the tag the answer carries is checked
-    /// here too.
-    fn get(&self, range: std::ops::Range<u64>) -> io::Result<Bytes> {
-        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
-        let expected = match &self.source {
+    /// The entity tag every read must see: the version the open saw.
+    fn expected_tag(&self) -> Option<String> {
+        match &self.source {
             Source::Store { etag } => etag.clone(),
             Source::Cached(_) => None,
-        };
-        let len = range.end - range.start;
+        }
+    }
+
+    /// Starts one ranged GET of `range`, of the version the open saw: a replaced object fails
+    /// the read instead of mixing two versions' bytes in one table. The store refuses the GET
+    /// (`If-Match`, 412) where it supports that, and [`ObjectReader::finish`] checks the tag
+    /// the answer carries too.
+    fn start(&self, range: Range<u64>) -> io::Result<InFlight> {
+        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
         let options = GetOptions {
-            range: Some(GetRange::Bounded(range.clone())),
-            if_match: expected.clone(),
+            range: Some(GetRange::Bounded(range)),
+            if_match: self.expected_tag(),
             ..GetOptions::default()
         };
         Requests::count(&self.inner.requests.gets, 1);
-        let fetched = self.inner.wait(async move {
-            let got = store.get_opts(&location, options).await?;
-            let tag = got.meta.e_tag.clone();
-            Ok((tag, got.bytes().await?))
-        });
+        self.inner
+            .spawn(async move {
+                let got = store.get_opts(&location, options).await?;
+                let tag = got.meta.e_tag.clone();
+                Ok((tag, got.bytes().await?))
+            })
+            .map(InFlight)
+    }
+
+    /// Waits for the GET of `range` and checks its answer.
+    fn finish(&self, range: Range<u64>, get: &mut InFlight) -> io::Result<Bytes> {
         let replaced = || {
             io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -78,14 +103,16 @@ impl ObjectReader {
                 ),
             )
         };
-        let (tag, bytes): (Option<String>, Bytes) = match fetched {
+        let (tag, bytes) = match self.inner.join(&mut get.0) {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(replaced()),
             other => other?,
         };
+        let expected = self.expected_tag();
         if expected.is_some() && tag.is_some() && tag != expected {
             return Err(replaced());
         }
         Requests::count(&self.inner.requests.bytes_downloaded, bytes.len() as u64);
+        let len = range.end - range.start;
         if bytes.len() as u64 != len {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
@@ -98,6 +125,65 @@ impl ObjectReader {
             ));
         }
         Ok(bytes)
+    }
+
+    /// One ranged GET of `range`, waited for.
+    fn get(&self, range: Range<u64>) -> io::Result<Bytes> {
+        let mut get = self.start(range.clone())?;
+        self.finish(range, &mut get)
+    }
+
+    /// Serves a read the read-ahead's streams did not hold: waits for the background fetch
+    /// that holds it, or fetches now, then keeps the bytes and starts fetching the next window.
+    fn read_missed(&self, buf: &mut [u8], offset: u64, miss: Miss<InFlight>) -> io::Result<()> {
+        let (fetch, bytes, head) = match miss {
+            Miss::Wait {
+                fetch,
+                mut pending,
+                head,
+            } => match self.finish(fetch.range.clone(), &mut pending) {
+                Ok(bytes) => (fetch, bytes, head),
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(e),
+                // A background fetch that failed (its retries ran out while nobody waited):
+                // the read tries once more on its own before it fails.
+                Err(e) => {
+                    tracing::debug!(object = %self.location, error = %e, "read-ahead failed; reading again");
+                    let end = offset + buf.len() as u64;
+                    buf.copy_from_slice(&self.get(offset..end)?);
+                    return Ok(());
+                }
+            },
+            Miss::Fetch(fetch) => {
+                let bytes = self.get(fetch.range.clone())?;
+                (fetch, bytes, Bytes::new())
+            }
+        };
+        let (head_buf, rest) = buf.split_at_mut(head.len());
+        head_buf.copy_from_slice(&head);
+        let from =
+            usize::try_from(offset + head.len() as u64 - fetch.range.start).unwrap_or(usize::MAX);
+        let wanted = bytes
+            .get(from..from.saturating_add(rest.len()))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "{}: the store sent {} bytes for {:?}",
+                        self.location,
+                        bytes.len(),
+                        fetch.range
+                    ),
+                )
+            })?;
+        rest.copy_from_slice(wanted);
+        let next = self.ahead.lock().keep(fetch, bytes, self.size);
+        if let Some((stream, range)) = next {
+            // Best effort: a fetch that cannot start leaves the next read to fetch for itself.
+            if let Ok(get) = self.start(range.clone()) {
+                self.ahead.lock().ahead(stream, range, get);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -121,28 +207,11 @@ impl ReadFile for ObjectReader {
         if let Source::Cached(file) = &self.source {
             return std::os::unix::fs::FileExt::read_exact_at(file, buf, offset);
         }
-        if self.ahead.lock().copy(buf, offset) {
-            return Ok(());
+        let miss = self.ahead.lock().read(buf, offset, self.size);
+        match miss {
+            None => Ok(()),
+            Some(miss) => self.read_missed(buf, offset, miss),
         }
-        let fetch = self.ahead.lock().plan(offset, buf.len() as u64, self.size);
-        let bytes = self.get(fetch.range.clone())?;
-        let from = usize::try_from(offset - fetch.range.start).unwrap_or(usize::MAX);
-        let wanted = bytes
-            .get(from..from.saturating_add(buf.len()))
-            .ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!(
-                        "{}: the store sent {} bytes for {:?}",
-                        self.location,
-                        bytes.len(),
-                        fetch.range
-                    ),
-                )
-            })?;
-        buf.copy_from_slice(wanted);
-        self.ahead.lock().keep(fetch, bytes);
-        Ok(())
     }
 
     fn size(&self) -> io::Result<u64> {

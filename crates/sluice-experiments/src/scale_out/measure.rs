@@ -1,5 +1,5 @@
 //! The scale-out experiment's measurements, each on a fresh inverted LSM whose tables are in
-//! the bucket: a probe of what opening a table costs, one compaction by the host alone, and
+//! the bucket ([`probes`](super::probes) beside the first): one compaction by the host alone, and
 //! one per measured worker count with the whole job offloaded (a static split with a host
 //! share of 0, so the host only checks and installs: the setting the model extrapolates).
 //!
@@ -15,23 +15,14 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use sluice::compaction::remote::ShareReport;
-use sluice::fs::{FileSystem, IoMode, Storage, StoreRequests};
+use sluice::fs::{FileSystem, StoreRequests};
 use sluice::{Db, Error, IoContext, Options, Result};
 use sluice_object::ObjectFs;
 use sluice_offload::{OffloadOptions, Secret, Split};
-use sluice_sst::table::{Table, TableReadOptions};
 
-use super::model::{Calibration, Job};
+use super::probes::{BucketProbe, OpenProbe, probe_bucket, probe_opens, requests};
 use crate::dataset::{Dataset, DatasetSpec};
 use crate::workers::{WorkerProgram, WorkerSet, WorkerSettings, WorkerSpec};
-
-/// What opening every input table once, from the bucket and without a cache, cost.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OpenProbe {
-    pub tables: u64,
-    pub requests: u64,
-    pub seconds: f64,
-}
 
 /// One compaction of the data set, measured.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -64,14 +55,13 @@ impl Point {
     }
 
     /// The workers' shares: every share but the host's.
-    fn worker_shares(&self) -> impl Iterator<Item = &ShareReport> {
+    pub(super) fn worker_shares(&self) -> impl Iterator<Item = &ShareReport> {
         self.shares.iter().filter(|s| s.side != "host")
     }
 }
 
 /// Everything a data point needs.
 pub struct Setup<'a> {
-    pub spec: &'a DatasetSpec,
     /// The bucket URL the points' prefixes go under.
     pub url: &'a str,
     pub scratch: &'a Path,
@@ -84,15 +74,21 @@ pub struct Setup<'a> {
 impl Setup<'_> {
     /// Loads a fresh data set, compacts it with `workers` workers (0: the host alone) and
     /// cleans up; with `probe`, first measures opening its tables.
-    pub fn point(&self, workers: usize, run: usize, probe: bool) -> Result<(Point, OpenProbe)> {
-        let name = format!("w{workers}-r{run}");
+    pub fn point(
+        &self,
+        spec: &DatasetSpec,
+        workers: usize,
+        run: usize,
+        probe: bool,
+    ) -> Result<(Point, OpenProbe, BucketProbe)> {
+        let name = format!("w{workers}-n{}-r{run}", spec.entries);
         let dir = self.scratch.join(&name);
         let url = format!("{}/{name}", self.url.trim_end_matches('/'));
         let db_dir = dir.join("db");
         std::fs::create_dir_all(&dir).with_path(&dir)?;
         let fs = ObjectFs::from_url(Options::default().fs, &url, &db_dir)
             .map_err(|e| Error::InvalidArgument(format!("--object-store {url}: {e}")))?;
-        let outcome = self.measure(workers, probe, &fs, &url, &dir);
+        let outcome = self.measure(spec, workers, probe, &fs, &url, &dir);
         let removed = sluice_object::remove_objects(&fs).with_path(Path::new(&url));
         if let Err(e) = std::fs::remove_dir_all(&dir) {
             tracing::warn!(dir = %dir.display(), error = %e, "could not remove a run directory");
@@ -104,18 +100,19 @@ impl Setup<'_> {
 
     fn measure(
         &self,
+        spec: &DatasetSpec,
         workers: usize,
         probe: bool,
         fs: &ObjectFs,
         url: &str,
         dir: &Path,
-    ) -> Result<(Point, OpenProbe)> {
+    ) -> Result<(Point, OpenProbe, BucketProbe)> {
         let db_dir = dir.join("db");
         let shared: Arc<dyn FileSystem> = Arc::new(fs.clone());
-        let dataset = Dataset::load_on(self.spec, &db_dir, Arc::clone(&shared))?;
-        let opens = match probe {
-            true => probe_opens(fs, &db_dir)?,
-            false => OpenProbe::default(),
+        let dataset = Dataset::load_on(spec, &db_dir, Arc::clone(&shared))?;
+        let (opens, bucket) = match probe {
+            true => (probe_opens(fs, &db_dir)?, probe_bucket(fs, &db_dir)?),
+            false => (OpenProbe::default(), BucketProbe::default()),
         };
         let set = match workers {
             0 => None,
@@ -124,7 +121,7 @@ impl Setup<'_> {
         let addresses = set.as_ref().map(WorkerSet::addresses).unwrap_or_default();
         let mut options = Options {
             fs: shared,
-            ..self.spec.options(&db_dir)
+            ..spec.options(&db_dir)
         };
         if !addresses.is_empty() {
             options.offload = Some(
@@ -193,11 +190,12 @@ impl Setup<'_> {
                 dir.display()
             )));
         }
-        Ok((point, opens))
+        Ok((point, opens, bucket))
     }
 
-    /// `n` workers, each in an empty directory of its own under `dir`, the first pinned to
-    /// the last core and each next one to the core before (the host's threads are not pinned).
+    /// `n` workers, each in an empty directory of its own under `dir`, not pinned: on this
+    /// machine the bucket's server shares their cores, and a worker pinned to a core would
+    /// wait for the server's answers behind the other worker.
     fn start_workers(&self, n: usize, url: &str, dir: &Path) -> Result<WorkerSet> {
         let specs: Vec<WorkerSpec> = (0..n)
             .map(|i| {
@@ -205,7 +203,7 @@ impl Setup<'_> {
                 std::fs::create_dir_all(&root).with_path(&root)?;
                 Ok(WorkerSpec {
                     roots: vec![root],
-                    cpu: Some(self.cores - 1 - i % self.cores),
+                    cpu: None,
                 })
             })
             .collect::<Result<_>>()?;
@@ -224,37 +222,6 @@ impl Setup<'_> {
     }
 }
 
-/// Opens every table of the freshly loaded database in `db_dir` once, from the bucket
-/// through `fs` and without a block cache, counting the requests and the time they take.
-fn probe_opens(fs: &ObjectFs, db_dir: &Path) -> Result<OpenProbe> {
-    let names = sluice_object::list_objects(fs).with_path(db_dir)?;
-    let tables: Vec<(PathBuf, u64)> = names
-        .iter()
-        .filter_map(|name| {
-            let file = name.rsplit('/').next()?;
-            let number = file.strip_suffix(".sst")?.parse::<u64>().ok()?;
-            Some((db_dir.join(file), number))
-        })
-        .collect();
-    let shared: Arc<dyn FileSystem> = Arc::new(fs.clone());
-    let before = requests(fs);
-    let start = Instant::now();
-    for (path, number) in &tables {
-        let opts = TableReadOptions {
-            storage: Storage::new(Arc::clone(&shared), IoMode::Buffered),
-            load_filter: false,
-            ..TableReadOptions::default()
-        };
-        Table::open(path, *number, opts)?;
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(OpenProbe {
-        tables: tables.len() as u64,
-        requests: requests(fs).since(&before).requests(),
-        seconds,
-    })
-}
-
 /// This process's CPU seconds so far.
 fn host_cpu_seconds() -> Result<f64> {
     let t = sluice_bench::resources::process_cpu_times().ok_or_else(|| {
@@ -269,57 +236,4 @@ fn machine_busy_seconds() -> Result<f64> {
         Error::InvalidArgument("the machine's CPU time is unreadable (/proc/stat)".into())
     })?;
     Ok(t.as_secs_f64())
-}
-
-/// What `fs` has asked the bucket so far.
-fn requests(fs: &ObjectFs) -> StoreRequests {
-    fs.store_requests().unwrap_or_default()
-}
-
-/// The job a point compacted.
-pub fn job(point: &Point) -> Job {
-    // An inverted LSM: every L0 table is a run of its own.
-    Job {
-        input_bytes: point.input_bytes,
-        runs: point.input_tables,
-        tables: point.input_tables,
-    }
-}
-
-/// The model's parameters from the host-only point, the open probe and the one-worker point.
-pub fn calibrate(host: &Point, opens: &OpenProbe, one: &Point) -> Result<Calibration> {
-    let share = one
-        .worker_shares()
-        .next()
-        .ok_or_else(|| Error::InvalidArgument("the one-worker point has no worker share".into()))?;
-    let d = host.input_bytes.max(1) as f64;
-    let r = &host.host_requests;
-    let requests_per_open = opens.requests as f64 / opens.tables.max(1) as f64;
-    let request_seconds = opens.seconds / opens.requests.max(1) as f64;
-    let open_requests = host.input_tables as f64 * requests_per_open;
-    let open_seconds = one.input_tables as f64 * requests_per_open * request_seconds;
-    let call_seconds = share.seconds - share.check_seconds;
-    let cpu_seconds = one
-        .worker_cpu_seconds
-        .first()
-        .copied()
-        .unwrap_or(share.cpu_seconds);
-    let per_byte = |seconds: f64| seconds.max(0.0) / one.input_bytes.max(1) as f64;
-    Ok(Calibration {
-        requests_per_open,
-        request_seconds,
-        cpu_seconds_per_byte: per_byte(cpu_seconds),
-        wait_seconds_per_byte: per_byte(call_seconds - cpu_seconds - open_seconds),
-        check_seconds_per_byte: per_byte(share.check_seconds),
-        install_seconds_per_table: (one.seconds - share.seconds).max(0.0)
-            / one.input_tables.max(1) as f64,
-        host_busy: ((one.host_cpu_seconds - share.check_seconds) / call_seconds.max(1e-9))
-            .clamp(0.0, 1.0),
-        other_busy: ((one.machine_busy_seconds - one.host_cpu_seconds - cpu_seconds)
-            / one.seconds.max(1e-9))
-        .max(0.0),
-        reads_per_byte: ((r.gets + r.heads + r.lists) as f64 - open_requests).max(0.0) / d,
-        writes_per_byte: (r.puts + r.deletes + r.copies) as f64 / d,
-        bytes_moved_per_byte: (r.bytes_downloaded + r.bytes_uploaded) as f64 / d,
-    })
 }

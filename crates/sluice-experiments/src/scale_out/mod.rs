@@ -3,18 +3,22 @@
 //! The experiment measures, on this machine and with the tables in a bucket, one compaction
 //! of an inverted LSM by the host alone, and the same compaction offloaded whole to 1 and 2
 //! worker processes that reach the data only through the bucket ([`measure`]). From the host
-//! run, a probe of table opens and the one-worker run it calibrates a model of a compaction
+//! run, probes of table opens and of the bucket's bandwidth, and one worker compacting the
+//! whole data set and half of it, it calibrates a model of a compaction
 //! split over N workers ([`model`]: the workers' CPU and request waits, the bucket's request
 //! rate, the network, the host's checks and install), and prints the model's prediction for
 //! 1 to 64 workers beside the measured points. `docs/scale.md` explains the model and where
 //! it breaks.
 //!
-//! The measured one-worker point is the calibration run: its prediction only shows that the
-//! model's parts add up to the whole. The two-worker point is out of sample.
+//! The measured one-worker point is a calibration run: its prediction only shows that the
+//! model's parts add up to the whole. The two-worker point is out of sample: it tests how the
+//! parts compose when workers run at once.
 
+pub mod calibrate;
 pub mod charts;
 pub mod measure;
 pub mod model;
+pub mod probes;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -24,8 +28,9 @@ use serde::{Deserialize, Serialize};
 use sluice::{CompressionType, Error, IoContext, Result};
 use sluice_offload::Secret;
 
-use self::measure::{OpenProbe, Point, Setup};
+use self::measure::{Point, Setup};
 use self::model::{Calibration, Cluster, Job, Prediction};
+use self::probes::{BucketProbe, CoreProbe, OpenProbe};
 use crate::Experiment;
 use crate::dataset::DatasetSpec;
 use crate::workers::{WorkerProgram, write_secret_file};
@@ -100,8 +105,8 @@ impl ScaleOutConfig {
     /// Checks the parameters; the error names the offending one.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: &str| Err(Error::InvalidArgument(msg.into()));
-        if self.num < 10_000 {
-            return bad("--num must be at least 10000");
+        if self.num < 20_000 {
+            return bad("--num must be at least 20000 (half of it is measured too)");
         }
         if !self.measured_workers.contains(&1) {
             return bad("--measured-workers must include 1: the model is calibrated from it");
@@ -124,9 +129,10 @@ impl ScaleOutConfig {
         Ok(())
     }
 
-    fn spec(&self) -> DatasetSpec {
+    /// The data set of `entries` keys.
+    fn spec(&self, entries: u64) -> DatasetSpec {
         DatasetSpec {
-            entries: self.num,
+            entries,
             key_size: self.key_size,
             value_size: self.value_size,
             compression: self.compression,
@@ -161,6 +167,11 @@ pub struct ScaleOutReport {
     pub value_size: usize,
     pub host_only: Point,
     pub opens: OpenProbe,
+    pub bucket: BucketProbe,
+    pub cores_probe: CoreProbe,
+    /// One worker compacting half the data set: with the one-worker point, it tells a
+    /// worker's and a check's fixed costs from their costs per byte.
+    pub one_worker_half: Point,
     pub calibration: Calibration,
     /// The measured compaction.
     pub measured_job: Job,
@@ -200,9 +211,9 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
     let secret_file = scratch.join("secret");
     let secret: Secret = write_secret_file(&secret_file)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let spec = config.spec();
+    let spec = config.spec(config.num);
+    let half = config.spec(config.num / 2);
     let setup = Setup {
-        spec: &spec,
         url: &url,
         scratch,
         worker_program: &config.worker_program,
@@ -210,19 +221,29 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
         secret_file: &secret_file,
         cores,
     };
-    let (host_only, opens) = median_of(config.repeat, |run| setup.point(0, run, run == 0))?;
+    let (host_only, opens, bucket) =
+        median_of(config.repeat, |run| setup.point(&spec, 0, run, run == 0))?;
+    let one_of_half = median_of(config.repeat, |run| setup.point(&half, 1, run, false))?.0;
     let mut measured = Vec::new();
     for &n in &config.measured_workers {
-        measured.push(median_of(config.repeat, |run| setup.point(n, run, false))?.0);
+        measured.push(median_of(config.repeat, |run| setup.point(&spec, n, run, false))?.0);
     }
     let one = measured
         .iter()
         .find(|p| p.workers == 1)
         .ok_or_else(|| Error::InvalidArgument("no one-worker point".into()))?;
-    let calibration = measure::calibrate(&host_only, &opens, one)?;
-    let measured_job = measure::job(one);
+    // Two compactions at once on local disk, of a data set an eighth the size in about 16
+    // runs whatever --table-size says, so that even the smallest data set makes several.
+    let small = DatasetSpec {
+        memtable_bytes: None,
+        output_table_bytes: None,
+        ..config.spec(config.num / 8)
+    };
+    let cores_probe = probes::probe_cores(&small, &scratch.join("cores"))?;
+    let calibration = calibrate::calibrate(&host_only, &opens, &bucket, one, &one_of_half)?;
+    let measured_job = calibrate::job(one);
     let predicted_job = measured_job.scaled_to(config.predicted_bytes);
-    let machine = Cluster::this_machine(cores);
+    let machine = Cluster::this_machine(cores, cores_probe.slowdown(), bucket.gets_per_second_all);
     let counts: Vec<usize> = measured.iter().map(|p| p.workers).collect();
     let checked = model::predict(&calibration, &machine, &measured_job, &counts)
         .into_iter()
@@ -261,6 +282,9 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
         predicted_job,
         host_only,
         opens,
+        bucket,
+        cores_probe,
+        one_worker_half: one_of_half,
         calibration,
         checked,
         cluster,
@@ -269,21 +293,20 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
     })
 }
 
-/// The run with the median seconds of `repeat` runs of `run`.
+/// The run with the median seconds of `repeat` runs of `run`, with the probes of the run
+/// that made them (the first).
 fn median_of(
     repeat: usize,
-    mut run: impl FnMut(usize) -> Result<(Point, OpenProbe)>,
-) -> Result<(Point, OpenProbe)> {
+    mut run: impl FnMut(usize) -> Result<(Point, OpenProbe, BucketProbe)>,
+) -> Result<(Point, OpenProbe, BucketProbe)> {
     let mut runs = (0..repeat).map(&mut run).collect::<Result<Vec<_>>>()?;
+    let (opens, bucket) = match runs.first() {
+        Some((_, opens, bucket)) => (opens.clone(), bucket.clone()),
+        None => return Err(Error::InvalidArgument("no run".into())),
+    };
     runs.sort_by(|a, b| a.0.seconds.total_cmp(&b.0.seconds));
-    // The probe runs with the first run only; keep it whichever run is the median.
-    let probe = runs
-        .iter()
-        .map(|r| r.1.clone())
-        .find(|p| p.tables > 0)
-        .unwrap_or_default();
     let median = runs.swap_remove(runs.len() / 2);
-    Ok((median.0, probe))
+    Ok((median.0, opens, bucket))
 }
 
 /// Writes `dir/scale-out.json` and the chart into `dir`, creating it; returns the paths.

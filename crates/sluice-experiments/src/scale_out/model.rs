@@ -8,17 +8,20 @@
 //!
 //! ```text
 //! open  = opened tables x requests_per_open x request_seconds
-//! cpu   = cpu_seconds_per_byte x d / speed    (speed < 1 when the workers, the host and the
-//!                                              rest of the machine need more cores than
-//!                                              there are: this machine, not a cluster)
-//! wait  = wait_seconds_per_byte x d           (ranged reads and uploads)
+//! cpu   = cpu_fixed_seconds + cpu_seconds_per_byte x d
+//! wait  = wait_fixed_seconds + wait_seconds_per_byte x d     (ranged reads and uploads)
 //! net   = bytes_moved_per_byte x d / nic_bytes_per_second   (overlaps cpu: the larger counts)
 //! ```
 //!
 //! The bucket serves at most `get_limit` reads and `put_limit` writes a second per prefix; if
-//! the workers together would ask for more, every worker slows to fit. The host checks the
+//! the workers together would ask for more, every worker slows to fit. Where the workers share
+//! `shared_cores` cores with the host and the bucket's server (this machine), they cannot
+//! finish before all of that CPU, `(cpu_seconds_per_byte + machine_seconds_per_byte) x D`, has
+//! run on those cores, and workers running side by side each take `concurrency_slowdown`
+//! times the CPU they take alone (measured: two compactions at once against one). The host checks the
 //! answers as they arrive, `check_threads` at a time (one today: `sluice-offload`'s static
-//! split checks shares in order), `check_seconds_per_byte x d` each, then installs
+//! split checks shares in order), `check_fixed_seconds + check_seconds_per_byte x d` each,
+//! then installs
 //! (`install_seconds_per_table` per input table: planning, the MANIFEST write, deleting the
 //! inputs).
 //!
@@ -35,28 +38,37 @@ pub struct Calibration {
     pub requests_per_open: f64,
     /// Mean seconds per request, as the table opens saw them (the store's latency).
     pub request_seconds: f64,
+    /// A worker's CPU seconds per share, whatever its size (the task, the inputs' indexes).
+    pub cpu_fixed_seconds: f64,
     /// A worker's CPU seconds per input byte.
     pub cpu_seconds_per_byte: f64,
-    /// A worker's wall seconds per input byte beyond its CPU time and its table opens:
-    /// waiting for ranged reads and uploads.
+    /// A worker's wall seconds per share beyond its CPU time and its table opens.
+    pub wait_fixed_seconds: f64,
+    /// A worker's wall seconds per input byte beyond its CPU time: waiting for ranged reads
+    /// and uploads.
     pub wait_seconds_per_byte: f64,
+    /// The host's seconds to check a share, whatever its size.
+    pub check_fixed_seconds: f64,
     /// The host's seconds per input byte to check a share's outputs.
     pub check_seconds_per_byte: f64,
     /// The host's seconds per input table outside the shares: planning and installing (the
     /// MANIFEST write, deleting the inputs).
     pub install_seconds_per_table: f64,
-    /// Cores the host keeps busy while a worker computes (receiving answers, its bucket
-    /// client, checking an earlier share): competes with workers that share its cores.
-    pub host_busy: f64,
-    /// Cores the rest of the machine keeps busy meanwhile (the bucket's server, the kernel
-    /// writing back what the workers wrote): competes too, on this machine.
-    pub other_busy: f64,
+    /// CPU seconds per input byte the rest of the machine spends while a worker compacts: the
+    /// host beyond its checks, the bucket's server and the latency proxy when they run here,
+    /// the kernel writing back. It competes with workers only where they share its cores.
+    pub machine_seconds_per_byte: f64,
     /// Read requests (GET, HEAD, LIST) per input byte beyond the table opens.
     pub reads_per_byte: f64,
     /// Write requests (PUT, multipart parts, DELETE, COPY) per input byte.
     pub writes_per_byte: f64,
     /// Bytes moved between a worker and the bucket per input byte (read plus written).
     pub bytes_moved_per_byte: f64,
+    /// Seconds the bucket itself needs per input byte to serve those bytes, at the aggregate
+    /// rates it reached with several objects moving at once: what a server on this machine
+    /// (its disk, its cores) can do, shared by every worker. `None` in a cluster: S3 spreads
+    /// a prefix's bytes over many servers.
+    pub bucket_seconds_per_byte: f64,
 }
 
 /// One compaction's inputs.
@@ -101,6 +113,12 @@ pub struct Cluster {
     pub put_limit: f64,
     /// Each worker's network bandwidth to the bucket, bytes a second.
     pub nic_bytes_per_second: f64,
+    /// The bucket's own bandwidth is shared by all workers (a single server, as on this
+    /// machine); false for S3, which spreads a prefix over many servers.
+    pub single_server: bool,
+    /// How much slower each of two compactions runs at once than one alone, where workers
+    /// share this machine's cores (shared caches and memory bandwidth): 1.0 for a cluster.
+    pub concurrency_slowdown: f64,
 }
 
 impl Cluster {
@@ -114,18 +132,23 @@ impl Cluster {
             get_limit: 5_500.0,
             put_limit: 3_500.0,
             nic_bytes_per_second: 1.25e9,
+            single_server: false,
+            concurrency_slowdown: 1.0,
         }
     }
 
-    /// This machine as measured: every worker and the host on `cores` cores, a bucket on
-    /// 127.0.0.1 with no request limit and no network.
-    pub fn this_machine(cores: usize) -> Cluster {
+    /// This machine as measured: every worker and the host on `cores` cores, where two
+    /// compactions at once each take `slowdown` times as long as one alone, and a bucket on
+    /// 127.0.0.1 serving at most `gets_per_second` reads with no network between.
+    pub fn this_machine(cores: usize, slowdown: f64, gets_per_second: f64) -> Cluster {
         Cluster {
             shared_cores: Some(cores.max(1)),
             check_threads: 1,
-            get_limit: f64::INFINITY,
+            get_limit: gets_per_second,
             put_limit: f64::INFINITY,
             nic_bytes_per_second: f64::INFINITY,
+            single_server: true,
+            concurrency_slowdown: slowdown.max(1.0),
         }
     }
 }
@@ -136,9 +159,11 @@ impl Cluster {
 pub enum Bound {
     /// The workers' CPU.
     Workers,
+    /// The cores the workers share with the host and the bucket's server.
+    Cores,
     /// The workers' waits for the bucket (opens, ranged reads, uploads).
     Requests,
-    /// The bucket's request rate.
+    /// The bucket: its request rate, or a single server's bandwidth.
     Bucket,
     /// The workers' network.
     Network,
@@ -150,6 +175,7 @@ impl Bound {
     pub fn name(self) -> &'static str {
         match self {
             Bound::Workers => "worker CPU",
+            Bound::Cores => "shared cores",
             Bound::Requests => "request waits",
             Bound::Bucket => "bucket rate",
             Bound::Network => "network",
@@ -180,30 +206,43 @@ pub struct Prediction {
 fn seconds(cal: &Calibration, cluster: &Cluster, job: &Job, workers: usize) -> Prediction {
     let n = workers.max(1) as f64;
     let d = job.input_bytes as f64 / n;
-    let speed = cluster.shared_cores.map_or(1.0, |cores| {
-        (cores as f64 / (n + cal.host_busy + cal.other_busy)).min(1.0)
-    });
     let opened = job.tables_per_worker(n) * cal.requests_per_open;
     let open = opened * cal.request_seconds;
-    let cpu = cal.cpu_seconds_per_byte * d / speed;
+    // Workers side by side on one machine's cores run slower than one alone.
+    let slowdown = match (cluster.shared_cores, workers > 1) {
+        (Some(_), true) => cluster.concurrency_slowdown,
+        _ => 1.0,
+    };
+    let cpu = (cal.cpu_fixed_seconds + cal.cpu_seconds_per_byte * d) * slowdown;
     let net = cal.bytes_moved_per_byte * d / cluster.nic_bytes_per_second;
-    let wait = cal.wait_seconds_per_byte * d;
+    let wait = cal.wait_fixed_seconds + cal.wait_seconds_per_byte * d;
     let alone = open + cpu.max(net) + wait;
     // Every worker's requests over the time they would take unthrottled; if the bucket cannot
     // serve that rate, the whole phase stretches to the rate it can.
     let reads = n * opened + cal.reads_per_byte * job.input_bytes as f64;
     let writes = cal.writes_per_byte * job.input_bytes as f64;
     let throttled = (reads / cluster.get_limit).max(writes / cluster.put_limit);
-    let worker_seconds = alone.max(throttled);
+    let shared = cluster.shared_cores.map_or(0.0, |cores| {
+        let workers_cpu = (n * cal.cpu_fixed_seconds
+            + cal.cpu_seconds_per_byte * job.input_bytes as f64)
+            * slowdown;
+        (workers_cpu + cal.machine_seconds_per_byte * job.input_bytes as f64) / cores as f64
+    });
+    let server = match cluster.single_server {
+        true => cal.bucket_seconds_per_byte * job.input_bytes as f64,
+        false => 0.0,
+    };
+    let worker_seconds = alone.max(throttled).max(shared).max(server);
     // The host's check queue: the answers arrive together, `check_threads` at a time.
     let rounds = workers.max(1).div_ceil(cluster.check_threads.max(1)) as f64;
-    let check_seconds = rounds * cal.check_seconds_per_byte * d;
+    let check_seconds = rounds * (cal.check_fixed_seconds + cal.check_seconds_per_byte * d);
     let install = cal.install_seconds_per_table * job.tables as f64;
     let total = install + worker_seconds + check_seconds;
     let terms = [
         (cpu, Bound::Workers),
+        (shared, Bound::Cores),
         (open + wait, Bound::Requests),
-        (throttled, Bound::Bucket),
+        (throttled.max(server), Bound::Bucket),
         (net, Bound::Network),
         (check_seconds, Bound::Checks),
     ];
@@ -248,15 +287,18 @@ mod tests {
         Calibration {
             requests_per_open: 3.0,
             request_seconds: 0.005,
+            cpu_fixed_seconds: 0.0,
             cpu_seconds_per_byte: 10e-9,
+            wait_fixed_seconds: 0.0,
             wait_seconds_per_byte: 1e-9,
+            check_fixed_seconds: 0.0,
             check_seconds_per_byte: 1e-9,
             install_seconds_per_table: 0.001,
-            host_busy: 0.0,
-            other_busy: 0.0,
+            machine_seconds_per_byte: 0.0,
             reads_per_byte: 1e-6,
             writes_per_byte: 0.5e-6,
             bytes_moved_per_byte: 2.0,
+            bucket_seconds_per_byte: 0.0,
         }
     }
 
@@ -347,19 +389,57 @@ mod tests {
 
     #[test]
     fn shared_cores_slow_workers_beyond_the_core_count() {
-        let machine = Cluster::this_machine(2);
+        let machine = Cluster::this_machine(2, 1.0, f64::INFINITY);
         let p = predict(&calibration(), &machine, &job(), &[1, 2, 4]);
-        // Two workers on two cores each run at full speed; four share them and gain only
-        // the waits they overlap.
+        // Two workers on two cores each run at full speed; four share them: 10 s of CPU
+        // on two cores.
         assert!(p[1].efficiency > 0.8, "{p:?}");
-        assert!(p[2].seconds > p[1].seconds * 0.9, "{p:?}");
-        assert!(p[2].efficiency < 0.5, "{p:?}");
+        assert!((p[2].worker_seconds - 5.0).abs() < 1e-9, "{p:?}");
+        assert_eq!(p[2].bound, Bound::Cores);
+        // The bucket's server on the same cores takes its share of them.
         let busy = Calibration {
-            other_busy: 1.0,
+            machine_seconds_per_byte: 10e-9,
             ..calibration()
         };
         let q = predict(&busy, &machine, &job(), &[2]);
-        assert!(q[0].worker_seconds > p[1].worker_seconds, "{q:?}");
+        assert!((q[0].worker_seconds - 10.0).abs() < 1e-9, "{q:?}");
+        // Cores that get in each other's way: two workers at once each take longer.
+        let slow = predict(
+            &calibration(),
+            &Cluster::this_machine(2, 1.5, f64::INFINITY),
+            &job(),
+            &[1, 2],
+        );
+        assert!(
+            (slow[0].seconds - p[0].seconds).abs() < 1e-9,
+            "one worker runs alone"
+        );
+        // Two workers' CPU, 5 s each alone, takes 7.5 s side by side.
+        assert!(
+            (slow[1].worker_seconds - (p[1].worker_seconds + 2.5)).abs() < 1e-9,
+            "{slow:?}"
+        );
+        // A cluster gives every worker its own machine.
+        let r = predict(&busy, &unlimited(), &job(), &[4]);
+        assert!(r[0].worker_seconds < 5.0, "{r:?}");
+    }
+
+    #[test]
+    fn fixed_costs_per_share_grow_with_the_workers() {
+        let cal = Calibration {
+            check_fixed_seconds: 0.5,
+            wait_fixed_seconds: 0.25,
+            ..calibration()
+        };
+        let p = predict(&cal, &unlimited(), &job(), &[1, 64]);
+        assert!(
+            (p[1].check_seconds - (64.0 * 0.5 + 1.0)).abs() < 1e-9,
+            "{p:?}"
+        );
+        assert!(
+            p[1].seconds > p[0].seconds,
+            "too many shares cost more than they save: {p:?}"
+        );
     }
 
     #[test]

@@ -97,13 +97,16 @@ fn calibration(c: &Calibration, out: &mut String) {
     let per_mb = |per_byte: f64| per_byte * 1e6 * 1e3;
     let _ = writeln!(
         out,
-        "calibration: a table open {:.1} requests of {:.2} ms; per input MB a worker spends \
-         {:.2} ms CPU and {:.2} ms waiting, the host {:.2} ms checking; install {:.2} ms per \
+        "calibration: a table open {:.1} requests of {:.2} ms; per share a worker spends \
+         {:.3} s CPU and {:.3} s waiting, the host {:.3} s checking, and per input MB {:.2} ms \
+         CPU, {:.2} ms waiting, {:.2} ms checking; install {:.2} ms per \
          table; per GB {:.0} read (besides opens) and {:.0} write requests, {:.2} bytes moved \
-         per byte; beside one worker the host kept {:.2} cores busy, the rest of the machine \
-         {:.2}",
+         per byte; beside one worker the rest of the machine spent {:.2} ms CPU per input MB",
         c.requests_per_open,
         c.request_seconds * 1e3,
+        c.cpu_fixed_seconds,
+        c.wait_fixed_seconds,
+        c.check_fixed_seconds,
         per_mb(c.cpu_seconds_per_byte),
         per_mb(c.wait_seconds_per_byte),
         per_mb(c.check_seconds_per_byte),
@@ -111,7 +114,6 @@ fn calibration(c: &Calibration, out: &mut String) {
         c.reads_per_byte * 1e9,
         c.writes_per_byte * 1e9,
         c.bytes_moved_per_byte,
-        c.host_busy,
-        c.other_busy,
+        per_mb(c.machine_seconds_per_byte),
     );
 }
