@@ -79,9 +79,10 @@ fn throughput(report: &ScaleOutReport) -> XyChart {
         stem: "scale_out_throughput",
         size: (1100, 700),
         caption: format!(
-            "Compaction throughput vs workers sharing only the bucket ({} keys, {} MB input)",
-            report.num,
-            report.host_only.input_bytes / 1_000_000
+            "Compaction throughput vs workers sharing only the bucket (measured: {} MB, \
+             predicted: {} MB)",
+            report.host_only.input_bytes / 1_000_000,
+            report.predicted_job.input_bytes / 1_000_000
         ),
         x_label: "workers (log)".into(),
         y_label: "input MB/s".into(),

@@ -66,8 +66,8 @@ pub struct Calibration {
     pub bytes_moved_per_byte: f64,
     /// Seconds the bucket itself needs per input byte to serve those bytes, at the aggregate
     /// rates it reached with several objects moving at once: what a server on this machine
-    /// (its disk, its cores) can do, shared by every worker. `None` in a cluster: S3 spreads
-    /// a prefix's bytes over many servers.
+    /// (its disk, its cores) can do, shared by every worker. Used only for a single-server
+    /// bucket ([`Cluster::single_server`]): S3 spreads a prefix's bytes over many servers.
     pub bucket_seconds_per_byte: f64,
 }
 
@@ -201,8 +201,8 @@ pub struct Prediction {
     pub bound: Bound,
 }
 
-/// Seconds the model gives `workers` workers (at least 1) for `job`: (total, until the last
-/// worker answers, checking, what bounds it).
+/// What the model gives `workers` workers (at least 1) for `job`, but its efficiency (which
+/// needs the one-worker time).
 fn seconds(cal: &Calibration, cluster: &Cluster, job: &Job, workers: usize) -> Prediction {
     let n = workers.max(1) as f64;
     let d = job.input_bytes as f64 / n;
