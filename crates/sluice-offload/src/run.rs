@@ -2,8 +2,12 @@
 //! split (one contiguous share per side, Co-KV), and joining the parts into one output. The
 //! dynamic split's chunks are [`super::dynamic`].
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+use tokio::task::JoinHandle;
 
 use sluice_exec::decide::{decide, large_value_share};
 use sluice_exec::{CompactionMode, ExecOptions, Executor, JobControl};
@@ -19,6 +23,7 @@ use super::task::numbers_needed;
 use super::{Offloader, ShareReport};
 use sluice::compaction::env::JobEnv;
 use sluice::compaction::remote::{RemoteJob, Sharing};
+use sluice_rpc::proto::TaskResult;
 use sluice_sst::Result;
 
 impl Offloader {
@@ -133,8 +138,9 @@ impl Executor for Offloaded<'_> {
 
 impl Job<'_> {
     /// The static split: one contiguous share per side, cut by `weights` (host first); every worker
-    /// share is sent first, the host runs its own meanwhile, then each worker's reply is
-    /// checked, and a failed worker share is re-run on the host.
+    /// share is sent first, the host runs its own meanwhile, then the workers' replies are
+    /// checked as they arrive (several at once, [`Job::check_answers`]), and a failed worker
+    /// share is re-run on the host.
     fn run_static(&self, weights: &[f64], new_output: &mut NewOutput<'_>) -> Result<JobParts> {
         let (off, spec) = (self.off, self.spec);
         let shares = plan_shares(spec, self.exec, weights);
@@ -180,32 +186,10 @@ impl Job<'_> {
             }
         }
 
-        for (share, numbers, handle) in sent {
-            let addr = off.clients[share.side - 1].addr().to_string();
-            let (answer, call_time) = off.runtime.block_on(handle).unwrap_or_else(|e| {
-                let failed = ShareError::Unreachable {
-                    addr: addr.clone(),
-                    reason: format!("the call task failed: {e}"),
-                };
-                (Err(failed), Duration::ZERO)
-            });
-            let checking = Instant::now();
-            let answer =
-                answer.and_then(|r| self.check_worker_result(&addr, share, numbers.clone(), r));
+        for (share, numbers, answer) in self.check_answers(sent) {
+            let addr = off.clients[share.side - 1].addr();
             match answer {
-                Ok((part, mut report)) => {
-                    tracing::debug!(
-                        worker = %addr,
-                        call_seconds = call_time.as_secs_f64(),
-                        check_seconds = checking.elapsed().as_secs_f64(),
-                        files = part.files.len(),
-                        "worker share checked"
-                    );
-                    // The share's time: the call, plus the host's checks of its files.
-                    report.check_seconds = checking.elapsed().as_secs_f64();
-                    report.seconds = call_time.as_secs_f64() + report.check_seconds;
-                    outputs.push((share.side, part, report));
-                }
+                Ok((part, report)) => outputs.push((share.side, part, report)),
                 Err(e) => {
                     tracing::warn!(worker = %addr, error = %e, "worker share failed; re-running it on the host");
                     self.delete_share_outputs(numbers);
@@ -236,6 +220,109 @@ impl Job<'_> {
             .map(|(side, part, report)| (part, (side, report)))
             .unzip();
         Ok(JobParts { parts, reports })
+    }
+}
+
+/// A worker's answer to a share, and how long the call took.
+type Answer = (std::result::Result<TaskResult, ShareError>, Duration);
+
+/// A worker share's outputs and report once checked, or why it failed.
+type Checked = std::result::Result<(Part, ShareReport), ShareError>;
+
+impl Job<'_> {
+    /// Waits for every worker share's answer and checks each as soon as it arrives, as many at
+    /// once as the host has cores: a check reads every byte of the share's outputs, so a share
+    /// that answers first is not kept waiting behind an earlier one, and two shares' checks need
+    /// not queue on a host with cores to spare. Returns the outcomes in `sent`'s order.
+    fn check_answers<'s>(
+        &self,
+        sent: Vec<(&'s Share, Range<u64>, JoinHandle<Answer>)>,
+    ) -> Vec<(&'s Share, Range<u64>, Checked)> {
+        let off = self.off;
+        let gate = Gate::new(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        std::thread::scope(|scope| {
+            let checks: Vec<_> = sent
+                .into_iter()
+                .map(|(share, numbers, handle)| {
+                    let (gate, reserved) = (&gate, numbers.clone());
+                    let answer = scope.spawn(move || {
+                        let addr = off.clients[share.side - 1].addr().to_string();
+                        let (answer, call_time) =
+                            off.runtime.block_on(handle).unwrap_or_else(|e| {
+                                let failed = ShareError::Unreachable {
+                                    addr: addr.clone(),
+                                    reason: format!("the call task failed: {e}"),
+                                };
+                                (Err(failed), Duration::ZERO)
+                            });
+                        let _turn = gate.enter();
+                        let checking = Instant::now();
+                        let checked = answer
+                            .and_then(|r| self.check_worker_result(&addr, share, reserved, r));
+                        checked.map(|(part, mut report)| {
+                            // The share's time: the call, plus the host's checks of its files.
+                            report.check_seconds = checking.elapsed().as_secs_f64();
+                            report.seconds = call_time.as_secs_f64() + report.check_seconds;
+                            tracing::debug!(
+                                worker = %addr,
+                                call_seconds = call_time.as_secs_f64(),
+                                check_seconds = report.check_seconds,
+                                files = part.files.len(),
+                                "worker share checked"
+                            );
+                            (part, report)
+                        })
+                    });
+                    (share, numbers, answer)
+                })
+                .collect();
+            checks
+                .into_iter()
+                .map(|(share, numbers, check)| {
+                    let checked = check.join().unwrap_or_else(|_| {
+                        Err(ShareError::Unreachable {
+                            addr: off.clients[share.side - 1].addr().to_string(),
+                            reason: "the thread checking the answer panicked".into(),
+                        })
+                    });
+                    (share, numbers, checked)
+                })
+                .collect()
+        })
+    }
+}
+
+/// At most `n` holders at once.
+struct Gate {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// A turn through a [`Gate`], given back when dropped.
+struct Turn<'a>(&'a Gate);
+
+impl Gate {
+    fn new(n: usize) -> Gate {
+        Gate {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn enter(&self) -> Turn<'_> {
+        let mut free = self.free.lock();
+        while *free == 0 {
+            self.freed.wait(&mut free);
+        }
+        *free -= 1;
+        Turn(self)
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock() += 1;
+        self.0.freed.notify_one();
     }
 }
 

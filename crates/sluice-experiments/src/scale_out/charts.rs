@@ -1,5 +1,5 @@
 //! The scale-out chart, as PNG and SVG: `scale_out_throughput.{png,svg}`, input MB/s against
-//! workers (log x), the model with one checking thread (as built) and with several, the
+//! workers (log x), the model with a host of this machine's cores and of more, the
 //! model run as this machine, and the measured points; a dashed-grey line of perfect scaling
 //! from the one-worker prediction shows how far each falls short.
 
@@ -47,13 +47,13 @@ fn throughput(report: &ScaleOutReport) -> XyChart {
         });
     }
     lines.push(line(
-        "model: host checks with 1 thread".into(),
+        format!("model: a host of {} cores", report.cluster.check_threads),
         PALETTE[0],
         &report.predicted,
     ));
     lines.push(line(
         format!(
-            "model: host checks with {} threads",
+            "model: a host of {} cores",
             report.parallel_checks.check_threads
         ),
         PALETTE[1],

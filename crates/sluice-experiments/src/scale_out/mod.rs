@@ -45,7 +45,7 @@ pub const DEFAULT_TABLE_BYTES: u64 = 8 << 20;
 /// Input bytes of the predicted compaction by default: 16 GB, an L0 to base-level compaction
 /// of a large database, or a full compaction of a moderate one.
 pub const DEFAULT_PREDICTED_BYTES: u64 = 16_000_000_000;
-/// The host's checking threads in the "what if" column by default.
+/// The host's cores in the "what if" column by default.
 pub const DEFAULT_CHECK_THREADS: usize = 8;
 
 /// What to run.
@@ -73,7 +73,7 @@ pub struct ScaleOutConfig {
     /// Input bytes of the predicted compaction: the measured one grown to this size, with
     /// tables of the same size in as many runs.
     pub predicted_bytes: u64,
-    /// The host's checking threads in the "what if" column (one today).
+    /// The host's cores in the "what if" column: shares it checks at once.
     pub check_threads: usize,
     /// Runs per measured point; the median is reported.
     pub repeat: usize,
@@ -178,12 +178,12 @@ pub struct ScaleOutReport {
     /// The measured worker counts, against the model run as this machine.
     pub checked: Vec<Checked>,
     /// The model for workers on machines of their own, S3 Standard's request rates, a 10 Gb/s
-    /// network, and one checking thread on the host (as built).
+    /// network, and a host of this machine's cores checking that many shares at once.
     pub cluster: Cluster,
     /// The predicted compaction.
     pub predicted_job: Job,
     pub predicted: Vec<Prediction>,
-    /// The same with `check_threads` checking threads on the host.
+    /// The same with a host of `check_threads` cores.
     pub parallel_checks: Cluster,
     pub predicted_parallel_checks: Vec<Prediction>,
     pub elapsed_seconds: f64,
@@ -254,7 +254,7 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
             predicted,
         })
         .collect();
-    let cluster = Cluster::s3_standard();
+    let cluster = Cluster::s3_standard(cores);
     let parallel_checks = Cluster {
         check_threads: config.check_threads,
         ..cluster.clone()

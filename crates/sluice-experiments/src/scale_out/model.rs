@@ -19,8 +19,8 @@
 //! finish before all of that CPU, `(cpu_seconds_per_byte + machine_seconds_per_byte) x D`, has
 //! run on those cores, and workers running side by side each take `concurrency_slowdown`
 //! times the CPU they take alone (measured: two compactions at once against one). The host checks the
-//! answers as they arrive, `check_threads` at a time (one today: `sluice-offload`'s static
-//! split checks shares in order), `check_fixed_seconds + check_seconds_per_byte x d` each,
+//! answers as they arrive, `check_threads` at a time (its cores: `sluice-offload` checks the
+//! static split's answers in parallel), `check_fixed_seconds + check_seconds_per_byte x d` each,
 //! then installs
 //! (`install_seconds_per_table` per input table: planning, the MANIFEST write, deleting the
 //! inputs).
@@ -105,7 +105,8 @@ impl Job {
 pub struct Cluster {
     /// Cores the workers share; `None`: each worker has a machine of its own.
     pub shared_cores: Option<usize>,
-    /// Shares the host checks at once.
+    /// Shares the host checks at once: its cores (`sluice-offload` checks the static split's
+    /// answers as they arrive, as many at once as the host has cores).
     pub check_threads: usize,
     /// Read requests a second the bucket serves on one prefix.
     pub get_limit: f64,
@@ -123,12 +124,12 @@ pub struct Cluster {
 
 impl Cluster {
     /// S3 Standard's published per-prefix request rates (5,500 GET/HEAD and 3,500
-    /// PUT/COPY/POST/DELETE a second), a 10 Gb/s network per worker, one checking thread on
-    /// the host (as built), each worker on its own machine.
-    pub fn s3_standard() -> Cluster {
+    /// PUT/COPY/POST/DELETE a second), a 10 Gb/s network per worker, each worker on its own
+    /// machine, a host of `host_cores` cores.
+    pub fn s3_standard(host_cores: usize) -> Cluster {
         Cluster {
             shared_cores: None,
-            check_threads: 1,
+            check_threads: host_cores.max(1),
             get_limit: 5_500.0,
             put_limit: 3_500.0,
             nic_bytes_per_second: 1.25e9,
@@ -143,7 +144,7 @@ impl Cluster {
     pub fn this_machine(cores: usize, slowdown: f64, gets_per_second: f64) -> Cluster {
         Cluster {
             shared_cores: Some(cores.max(1)),
-            check_threads: 1,
+            check_threads: cores.max(1),
             get_limit: gets_per_second,
             put_limit: f64::INFINITY,
             nic_bytes_per_second: f64::INFINITY,
@@ -316,7 +317,7 @@ mod tests {
             get_limit: f64::INFINITY,
             put_limit: f64::INFINITY,
             nic_bytes_per_second: f64::INFINITY,
-            ..Cluster::s3_standard()
+            ..Cluster::s3_standard(1)
         }
     }
 

@@ -50,14 +50,15 @@ pub fn render(report: &ScaleOutReport) -> String {
     let _ = writeln!(
         out,
         "\npredicted: a compaction of {:.1} GB in {} tables, {} runs; each worker on a machine \
-         of its own, bucket limits {:.0} GET and {:.0} PUT/s, {:.1} Gb/s per worker; host \
-         checking with 1 thread (as built) | {} threads",
+         of its own, bucket limits {:.0} GET and {:.0} PUT/s, {:.1} Gb/s per worker; a host \
+         of {} cores checking that many shares at once | of {} cores",
         job.input_bytes as f64 / 1e9,
         job.tables,
         job.runs,
         report.cluster.get_limit,
         report.cluster.put_limit,
         report.cluster.nic_bytes_per_second * 8.0 / 1e9,
+        report.cluster.check_threads,
         report.parallel_checks.check_threads,
     );
     let _ = writeln!(

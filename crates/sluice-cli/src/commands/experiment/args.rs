@@ -202,7 +202,8 @@ pub struct ScaleOutArgs {
     /// size (same table size and runs).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = scale_out::DEFAULT_PREDICTED_BYTES)]
     pub predicted_bytes: u64,
-    /// The host's checking threads in the model's "what if" column (one today).
+    /// The host's cores in the model's "what if" column: shares it checks at once (as built,
+    /// the host checks as many as it has cores).
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = scale_out::DEFAULT_CHECK_THREADS)]
     pub check_threads: usize,
     #[command(flatten)]
