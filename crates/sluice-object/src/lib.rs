@@ -88,7 +88,8 @@ struct Inner {
     root: PathBuf,
     prefix: ObjectPath,
     cache: Option<ObjectCache>,
-    requests: Requests,
+    /// Shared with the store's tasks: a background read counts its bytes when they arrive.
+    requests: Arc<Requests>,
     /// Runs the store's futures; callers block on them from the engine's threads (or from
     /// another runtime's, which is why they do not `block_on` this one). `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -134,7 +135,7 @@ impl ObjectFs {
                 root: root.to_path_buf(),
                 prefix: ObjectPath::from(prefix),
                 cache: None,
-                requests: Requests::default(),
+                requests: Arc::default(),
                 runtime: Some(runtime),
             }),
         })

@@ -15,11 +15,11 @@
 //! outside it, so concurrent readers of one object do not queue behind one another's requests
 //! (two of them may fetch overlapping bytes; both are correct).
 //!
-//! Memory: a stream holds at most its current window and the next one being fetched, so an
-//! open object holds at most `STREAMS x 2 x MAX_WINDOW` (16 MiB) while it is read in
-//! parallel ranges, and one window per stream after; the tail is let go once the open is
-//! over. A database that keeps many tables open and scans them all should use the object
-//! cache instead, which holds nothing in memory.
+//! Memory: a stream holds at most one window (a larger read keeps only its last window) and
+//! the next one being fetched, so an open object holds at most `STREAMS x 2 x MAX_WINDOW`
+//! (16 MiB), also after a scan ends, until the streams are replaced or the object closed; the
+//! tail is let go at the first read it does not serve. A database that keeps many tables open
+//! and scans them all should use the object cache instead, which holds nothing in memory.
 //!
 //! `P` is a fetch in flight: the reader's task handle, or in the tests the bytes themselves.
 
@@ -115,6 +115,12 @@ impl<P> ReadAhead<P> {
         self.clock += 1;
         let len = buf.len() as u64;
         let end = offset + len;
+        // The open is over at the first read the tail does not serve: the tail is not kept for
+        // the life of the reader (the table has parsed what it needed from it).
+        let in_tail = |s: &Stream<P>| s.tail && s.start <= offset && end <= s.end();
+        if !self.streams.iter().any(in_tail) {
+            self.streams.retain(|s| !s.tail);
+        }
         if let Some(s) = self
             .streams
             .iter_mut()
@@ -125,8 +131,7 @@ impl<P> ReadAhead<P> {
             s.used = self.clock;
             return None;
         }
-        // The open is over: its tail is not kept for the life of the reader.
-        self.streams.retain(|s| !s.tail);
+
         // A background fetch that holds the read, or its end when the stream's bytes hold
         // its start (a block across the windows' boundary).
         if let Some(s) = self.streams.iter_mut().find(|s| {
@@ -157,7 +162,7 @@ impl<P> ReadAhead<P> {
             .iter()
             .find(|s| s.start <= offset && offset <= s.end());
         let window = continued.map_or(0, |s| grow(s.window));
-        // The caller checked that the read lies within the object, so `end >= offset + len`.
+        // The caller checked that the read lies within the object, so `fetch_end >= end`.
         let fetch_end = offset.saturating_add(len.max(window)).min(size);
         let tail = end == size && continued.is_none();
         let fetch_start = match tail {
@@ -182,7 +187,10 @@ impl<P> ReadAhead<P> {
         bytes: Bytes,
         size: u64,
     ) -> Option<(u64, Range<u64>)> {
-        let start = fetch.range.start;
+        // A read larger than a window keeps only its last window: what a reader continuing it
+        // needs, and the bound on what a stream holds.
+        let dropped = bytes.len().saturating_sub(MAX_WINDOW as usize);
+        let (start, bytes) = (fetch.range.start + dropped as u64, bytes.slice(dropped..));
         // The stream may have been replaced since: then this is a new one.
         let slot = fetch
             .stream
@@ -402,8 +410,13 @@ mod tests {
         assert_eq!(did.fetched, TAIL_BYTES);
         assert_eq!(read(&mut ahead, SIZE - 60_000, 50_000), Did::default());
         assert_eq!(read(&mut ahead, SIZE - 10_000, 9_000), Did::default());
-        // The first read elsewhere ends the open: the tail is let go.
+        // The first read elsewhere ends the open, even one another stream serves: the tail is
+        // let go.
         read(&mut ahead, 0, 4096);
+        assert!(ahead.streams.iter().all(|s| !s.tail));
+        read(&mut ahead, SIZE - 53, 53);
+        read(&mut ahead, 100, 100);
+        assert!(ahead.streams.iter().all(|s| !s.tail));
         assert_eq!(read(&mut ahead, SIZE - 53, 53).fetched, TAIL_BYTES);
         // An object smaller than the tail is fetched whole.
         let mut small = ReadAhead::<Bytes>::default();
@@ -415,9 +428,20 @@ mod tests {
     }
 
     #[test]
-    fn a_read_larger_than_the_window_is_fetched_whole() {
+    fn a_read_larger_than_the_window_is_fetched_whole_and_kept_in_part() {
         let mut ahead = ReadAhead::default();
         read(&mut ahead, 0, 10);
         assert_eq!(read(&mut ahead, 10, 1 << 20).fetched, 1 << 20);
+        let big = 3 * MAX_WINDOW as usize;
+        assert_eq!(read(&mut ahead, 10 << 20, big).fetched, big as u64);
+        assert!(
+            ahead
+                .streams
+                .iter()
+                .all(|s| s.bytes.len() as u64 <= MAX_WINDOW)
+        );
+        // Its last window is still there for a reader continuing it.
+        let last = (10 << 20) + big as u64 - 4096;
+        assert_eq!(read(&mut ahead, last, 4096), Did::default());
     }
 }

@@ -82,14 +82,17 @@ impl ObjectReader {
             if_match: self.expected_tag(),
             ..GetOptions::default()
         };
+        let requests = Arc::clone(&self.inner.requests);
+        let get = self.inner.spawn(async move {
+            let got = store.get_opts(&location, options).await?;
+            let tag = got.meta.e_tag.clone();
+            let bytes = got.bytes().await?;
+            // Counted here, so that a background read nobody waits for counts too.
+            Requests::count(&requests.bytes_downloaded, bytes.len() as u64);
+            Ok((tag, bytes))
+        })?;
         Requests::count(&self.inner.requests.gets, 1);
-        self.inner
-            .spawn(async move {
-                let got = store.get_opts(&location, options).await?;
-                let tag = got.meta.e_tag.clone();
-                Ok((tag, got.bytes().await?))
-            })
-            .map(InFlight)
+        Ok(InFlight(get))
     }
 
     /// Waits for the GET of `range` and checks its answer.
@@ -111,7 +114,6 @@ impl ObjectReader {
         if expected.is_some() && tag.is_some() && tag != expected {
             return Err(replaced());
         }
-        Requests::count(&self.inner.requests.bytes_downloaded, bytes.len() as u64);
         let len = range.end - range.start;
         if bytes.len() as u64 != len {
             return Err(io::Error::new(

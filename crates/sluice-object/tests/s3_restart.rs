@@ -76,7 +76,14 @@ fn reopen_and_verify(server: &S3Server, dir: &Path, model: &BTreeMap<Vec<u8>, Ve
 fn a_compaction_waits_out_a_server_restart() {
     let mut server = S3Server::start();
     let dir = tempfile::tempdir().unwrap();
-    let fs = object_fs(&server, dir.path(), object_store::RetryConfig::default());
+    // The default's 10 retries can be spent in 1.5 s of backoff, about the restart's time on
+    // a loaded machine: retry for as long as the restart could take.
+    let patient = object_store::RetryConfig {
+        max_retries: 1_000,
+        retry_timeout: Duration::from_secs(60),
+        ..object_store::RetryConfig::default()
+    };
+    let fs = object_fs(&server, dir.path(), patient);
     let db = Db::open(dir.path(), options(&fs)).unwrap();
     let model = fill(&db);
     // Down when the compaction starts, back 1.5 s later: its first requests are refused and

@@ -56,6 +56,15 @@ pub enum ShareError {
         /// What did not match.
         reason: String,
     },
+    /// The host's own check of the answer broke down (it panicked): a host bug, not the
+    /// worker's, but the share is not installed either way.
+    #[error("the host could not check the answer of worker {addr}: {reason}")]
+    HostCheck {
+        /// The worker.
+        addr: String,
+        /// What happened.
+        reason: String,
+    },
     /// The worker dropped an entry the rules of compaction keep, or its statistics count
     /// other drops than its drop log holds (`sluice_sst::compact::drop_audit`).
     #[error("worker {addr} made a drop decision the host refuses: {reason}")]

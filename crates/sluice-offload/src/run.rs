@@ -186,32 +186,33 @@ impl Job<'_> {
             }
         }
 
-        for (share, numbers, answer) in self.check_answers(sent) {
-            let addr = off.clients[share.side - 1].addr();
-            match answer {
-                Ok((part, report)) => outputs.push((share.side, part, report)),
-                Err(e) => {
-                    tracing::warn!(worker = %addr, error = %e, "worker share failed; re-running it on the host");
-                    self.delete_share_outputs(numbers);
-                    let mut m = off.metrics.lock();
-                    m.retries += 1;
-                    m.verify_failures += u64::from(e.is_verify_failure());
-                    drop(m);
-                    let (part, mut report) =
-                        match self.run_share_on_host(spec, share, &self.control, new_output) {
-                            Ok(out) => out,
-                            Err(e) => {
-                                // The job fails: nothing of it is installed.
-                                let parts: Vec<Part> =
-                                    outputs.into_iter().map(|(_, p, _)| p).collect();
-                                self.delete_parts(&parts);
-                                return Err(e);
-                            }
-                        };
-                    report.retried = true;
-                    outputs.push((share.side, part, report));
-                }
+        // Each answer as it arrives: a failed share is re-run on the host while the other
+        // workers' answers are still being checked.
+        let failed = self.check_answers(sent, &mut |share, numbers, answer| match answer {
+            Ok((part, report)) => {
+                outputs.push((share.side, part, report));
+                Ok(())
             }
+            Err(e) => {
+                let addr = off.clients[share.side - 1].addr();
+                tracing::warn!(worker = %addr, error = %e, "worker share failed; re-running it on the host");
+                self.delete_share_outputs(numbers);
+                let mut m = off.metrics.lock();
+                m.retries += 1;
+                m.verify_failures += u64::from(e.is_verify_failure());
+                drop(m);
+                let (part, mut report) =
+                    self.run_share_on_host(spec, share, &self.control, new_output)?;
+                report.retried = true;
+                outputs.push((share.side, part, report));
+                Ok(())
+            }
+        });
+        if let Err(e) = failed {
+            // The job fails: nothing of it is installed.
+            let parts: Vec<Part> = outputs.into_iter().map(|(_, p, _)| p).collect();
+            self.delete_parts(&parts);
+            return Err(e);
         }
         // Side order is key order.
         outputs.sort_by_key(|(side, _, _)| *side);
@@ -233,62 +234,85 @@ impl Job<'_> {
     /// Waits for every worker share's answer and checks each as soon as it arrives, as many at
     /// once as the host has cores: a check reads every byte of the share's outputs, so a share
     /// that answers first is not kept waiting behind an earlier one, and two shares' checks need
-    /// not queue on a host with cores to spare. Returns the outcomes in `sent`'s order.
+    /// not queue on a host with cores to spare. Hands each outcome to `take` on this thread, in
+    /// the order they finish. If `take` fails, the outcomes still to come are discarded (their
+    /// outputs deleted) and its error returned. The bound is per job: offloaded compactions
+    /// running at once check side by side.
     fn check_answers<'s>(
         &self,
         sent: Vec<(&'s Share, Range<u64>, JoinHandle<Answer>)>,
-    ) -> Vec<(&'s Share, Range<u64>, Checked)> {
+        take: &mut dyn FnMut(&'s Share, Range<u64>, Checked) -> Result<()>,
+    ) -> Result<()> {
         let off = self.off;
         let gate = Gate::new(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let (done, outcomes) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
-            let checks: Vec<_> = sent
-                .into_iter()
-                .map(|(share, numbers, handle)| {
-                    let (gate, reserved) = (&gate, numbers.clone());
-                    let answer = scope.spawn(move || {
-                        let addr = off.clients[share.side - 1].addr().to_string();
-                        let (answer, call_time) =
-                            off.runtime.block_on(handle).unwrap_or_else(|e| {
-                                let failed = ShareError::Unreachable {
-                                    addr: addr.clone(),
-                                    reason: format!("the call task failed: {e}"),
-                                };
-                                (Err(failed), Duration::ZERO)
-                            });
-                        let _turn = gate.enter();
-                        let checking = Instant::now();
-                        let checked = answer
-                            .and_then(|r| self.check_worker_result(&addr, share, reserved, r));
-                        checked.map(|(part, mut report)| {
-                            // The share's time: the call, plus the host's checks of its files.
-                            report.check_seconds = checking.elapsed().as_secs_f64();
-                            report.seconds = call_time.as_secs_f64() + report.check_seconds;
-                            tracing::debug!(
-                                worker = %addr,
-                                call_seconds = call_time.as_secs_f64(),
-                                check_seconds = report.check_seconds,
-                                files = part.files.len(),
-                                "worker share checked"
-                            );
-                            (part, report)
+            for (share, numbers, handle) in sent {
+                let (gate, done) = (&gate, done.clone());
+                scope.spawn(move || {
+                    let addr = off.clients[share.side - 1].addr().to_string();
+                    let reserved = numbers.clone();
+                    // Every share sends exactly one outcome, a panic in the check included.
+                    let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.wait_and_check(&addr, share, reserved, handle, gate)
+                    }))
+                    .unwrap_or_else(|_| {
+                        Err(ShareError::HostCheck {
+                            addr,
+                            reason: "the check panicked".into(),
                         })
                     });
-                    (share, numbers, answer)
-                })
-                .collect();
-            checks
-                .into_iter()
-                .map(|(share, numbers, check)| {
-                    let checked = check.join().unwrap_or_else(|_| {
-                        Err(ShareError::Unreachable {
-                            addr: off.clients[share.side - 1].addr().to_string(),
-                            reason: "the thread checking the answer panicked".into(),
-                        })
-                    });
-                    (share, numbers, checked)
-                })
-                .collect()
+                    // The receiver outlives the scope: the send cannot fail.
+                    let _ = done.send((share, numbers, checked));
+                });
+            }
+            drop(done);
+            let mut outcome = Ok(());
+            for (share, numbers, checked) in outcomes {
+                match outcome {
+                    Ok(()) => outcome = take(share, numbers, checked),
+                    // The job failed: what the other shares produced is not wanted.
+                    Err(_) => match checked {
+                        Ok((part, _)) => self.delete_parts(&[part]),
+                        Err(_) => self.delete_share_outputs(numbers),
+                    },
+                }
+            }
+            outcome
         })
+    }
+
+    /// Waits for one worker share's answer and checks it, when `gate` lets it.
+    fn wait_and_check(
+        &self,
+        addr: &str,
+        share: &Share,
+        numbers: Range<u64>,
+        handle: JoinHandle<Answer>,
+        gate: &Gate,
+    ) -> Checked {
+        let (answer, call_time) = self.off.runtime.block_on(handle).unwrap_or_else(|e| {
+            let failed = ShareError::Unreachable {
+                addr: addr.to_string(),
+                reason: format!("the call task failed: {e}"),
+            };
+            (Err(failed), Duration::ZERO)
+        });
+        let _turn = gate.enter();
+        let checking = Instant::now();
+        let (part, mut report) =
+            answer.and_then(|r| self.check_worker_result(addr, share, numbers, r))?;
+        // The share's time: the call, plus the host's checks of its files.
+        report.check_seconds = checking.elapsed().as_secs_f64();
+        report.seconds = call_time.as_secs_f64() + report.check_seconds;
+        tracing::debug!(
+            worker = %addr,
+            call_seconds = call_time.as_secs_f64(),
+            check_seconds = report.check_seconds,
+            files = part.files.len(),
+            "worker share checked"
+        );
+        Ok((part, report))
     }
 }
 

@@ -81,8 +81,10 @@ pub fn calibrate(
         Part::of(one, open_seconds_per_table)?,
         Part::of(half, open_seconds_per_table)?,
     );
-    let (call_fixed, call_per_byte) = line(a.bytes, a.call, b.bytes, b.call);
     let (cpu_fixed, cpu_per_byte) = line(a.bytes, a.cpu, b.bytes, b.cpu);
+    // The waits are what a call took beyond its CPU, fitted on their own so that CPU and waits
+    // add up to the calls measured.
+    let (wait_fixed, wait_per_byte) = line(a.bytes, a.call - a.cpu, b.bytes, b.call - b.cpu);
     let (check_fixed, check_per_byte) = line(a.bytes, a.check, b.bytes, b.check);
     let share_seconds = one.worker_shares().next().map_or(0.0, |s| s.seconds);
     Ok(Calibration {
@@ -90,8 +92,8 @@ pub fn calibrate(
         request_seconds,
         cpu_fixed_seconds: cpu_fixed,
         cpu_seconds_per_byte: cpu_per_byte,
-        wait_fixed_seconds: (call_fixed - cpu_fixed).max(0.0),
-        wait_seconds_per_byte: (call_per_byte - cpu_per_byte).max(0.0),
+        wait_fixed_seconds: wait_fixed,
+        wait_seconds_per_byte: wait_per_byte,
         check_fixed_seconds: check_fixed,
         check_seconds_per_byte: check_per_byte,
         install_seconds_per_table: (one.seconds - share_seconds).max(0.0)

@@ -68,7 +68,6 @@ pub struct Setup<'a> {
     pub worker_program: &'a WorkerProgram,
     pub secret: &'a Secret,
     pub secret_file: &'a Path,
-    pub cores: usize,
 }
 
 impl Setup<'_> {
@@ -184,10 +183,9 @@ impl Setup<'_> {
         }
         if let Some(retried) = point.shares.iter().find(|s| s.retried) {
             return Err(Error::InvalidArgument(format!(
-                "the share of {} failed and was re-run on the host: not a measurement of {workers} \
-                 workers (see the worker logs in {})",
-                retried.side,
-                dir.display()
+                "the share of {} failed and was re-run on the host: not a measurement of \
+                 {workers} workers (run with RUST_LOG=warn to see why)",
+                retried.side
             )));
         }
         Ok((point, opens, bucket))

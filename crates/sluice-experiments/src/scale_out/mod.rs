@@ -65,8 +65,8 @@ pub struct ScaleOutConfig {
     /// `file:///dir`; `None` keeps the objects in the scratch directory (the store's local
     /// backend: no request latency).
     pub object_store: Option<String>,
-    /// Worker counts to measure (besides the host alone); at most this machine's cores each
-    /// get a core of their own.
+    /// Worker counts to measure (besides the host alone), on this machine's cores beside the
+    /// host and (for a local bucket) its server.
     pub measured_workers: Vec<usize>,
     /// Worker counts to predict.
     pub predicted_workers: Vec<usize>,
@@ -219,7 +219,6 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
         worker_program: &config.worker_program,
         secret: &secret,
         secret_file: &secret_file,
-        cores,
     };
     let (host_only, opens, bucket) =
         median_of(config.repeat, |run| setup.point(&spec, 0, run, run == 0))?;

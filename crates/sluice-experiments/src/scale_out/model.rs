@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 /// What one compaction costs, measured on this machine (see `measure.rs`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
-    /// Requests to open one table from the bucket (HEAD, footer, index, filter, properties).
+    /// Requests to open one table from the bucket (a HEAD, and one GET of its tail).
     pub requests_per_open: f64,
     /// Mean seconds per request, as the table opens saw them (the store's latency).
     pub request_seconds: f64,
@@ -139,8 +139,9 @@ impl Cluster {
     }
 
     /// This machine as measured: every worker and the host on `cores` cores, where two
-    /// compactions at once each take `slowdown` times as long as one alone, and a bucket on
-    /// 127.0.0.1 serving at most `gets_per_second` reads with no network between.
+    /// compactions at once each take `slowdown` times as long as one alone, and one bucket
+    /// server serving at most `gets_per_second` reads with no network between (right for a
+    /// server on 127.0.0.1; a remote bucket makes the two-worker prediction pessimistic).
     pub fn this_machine(cores: usize, slowdown: f64, gets_per_second: f64) -> Cluster {
         Cluster {
             shared_cores: Some(cores.max(1)),
@@ -272,9 +273,12 @@ pub fn predict(
     let one = seconds(cal, cluster, job, 1).seconds;
     workers
         .iter()
-        .map(|&n| Prediction {
-            efficiency: one / seconds(cal, cluster, job, n).seconds / n.max(1) as f64,
-            ..seconds(cal, cluster, job, n)
+        .map(|&n| {
+            let p = seconds(cal, cluster, job, n);
+            Prediction {
+                efficiency: one / p.seconds / n.max(1) as f64,
+                ..p
+            }
         })
         .collect()
 }

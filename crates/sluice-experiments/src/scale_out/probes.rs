@@ -41,7 +41,8 @@ pub struct BucketProbe {
 pub const PROBE_STREAMS: usize = 4;
 /// Bytes of each.
 pub const PROBE_BYTES: usize = 8 << 20;
-/// Bytes of each ranged GET of the request-rate probe (a read-ahead window of a compaction).
+/// Bytes of each ranged GET of the request-rate probe (a compaction's reads start at this
+/// window and grow to 2 MiB).
 pub const PROBE_READ_BYTES: usize = 64 << 10;
 /// Ranged GETs each reader of the request-rate probe makes.
 const PROBE_READS: usize = 32;
@@ -168,6 +169,15 @@ impl CoreProbe {
 /// Loads `spec` on local disk in `dir`, then times one sequential compaction of a copy of it
 /// alone and two of two copies at once, each in its own database and thread.
 pub(super) fn probe_cores(spec: &DatasetSpec, dir: &Path) -> Result<CoreProbe> {
+    let outcome = time_compactions(spec, dir);
+    // Whatever the outcome, the probe leaves nothing behind.
+    let removed = std::fs::remove_dir_all(dir).with_path(dir);
+    let probe = outcome?;
+    removed?;
+    Ok(probe)
+}
+
+fn time_compactions(spec: &DatasetSpec, dir: &Path) -> Result<CoreProbe> {
     let template = Dataset::load(spec, &dir.join("template"))?;
     let compact = |name: &str| -> Result<f64> {
         let copy = dir.join(name);
@@ -195,7 +205,6 @@ pub(super) fn probe_cores(spec: &DatasetSpec, dir: &Path) -> Result<CoreProbe> {
                 )),
             })
     })?;
-    std::fs::remove_dir_all(dir).with_path(dir)?;
     Ok(CoreProbe {
         alone_seconds,
         together_seconds,

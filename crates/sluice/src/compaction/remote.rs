@@ -92,8 +92,10 @@ pub struct ShareReport {
     pub mode: String,
     /// CPU seconds the side spent.
     pub cpu_seconds: f64,
-    /// Of `seconds`, the host's checks of a worker's outputs before it installs them (0 for
-    /// the host's own share): the part of offloading that does not scale with workers.
+    /// The host's seconds checking a worker's outputs before it installs them (0 for the
+    /// host's own share): part of `seconds` in the static split; in the dynamic split, a check
+    /// hidden behind the worker's next chunk is not. The part of offloading that does not
+    /// shrink with more workers.
     pub check_seconds: f64,
     /// The share failed on its worker and was re-run on the host (dynamic split: a chunk of
     /// this worker failed and went back to the queue).

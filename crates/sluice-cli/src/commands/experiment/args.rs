@@ -36,7 +36,7 @@ pub enum ExperimentCommand {
     Scale(ScaleArgs),
     /// How far compaction offloaded to workers that share only the bucket scales (issue 37,
     /// item 5): one compaction of an inverted LSM by the host alone and by 1 and 2 workers
-    /// (started here, pinned to cores), measured, then a model calibrated from them predicting
+    /// (started here), measured, then a model calibrated from them predicting
     /// 1 to 64 workers, with the bucket's request limits, the network and the host's checks.
     /// Tables go to --object-store (credentials from AWS_*), else to a local-backend bucket in
     /// the scratch directory. docs/scale.md explains the model.
