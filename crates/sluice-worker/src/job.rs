@@ -112,22 +112,22 @@ pub(crate) fn run(
 /// Resolves and opens every input, and checks each against what the task says of it (size,
 /// key range, if given) and each run's files against key order.
 fn open_inputs(env: &JobEnv<'_>, task: &CheckedTask) -> Result<Vec<Vec<Arc<Table>>>, WorkerError> {
+    let mut paths = Vec::new();
+    for input in task.runs.iter().flatten() {
+        // The name is bare ([`crate::task`]): under the root, it names an object.
+        paths.push(match (env.remote, env.roots.first()) {
+            (true, Some(root)) => root.join(&input.name),
+            _ => resolve_input(env.roots, &input.name)?,
+        });
+    }
+    let mut opened = open_tables(env, task, &paths)?.into_iter();
     let mut runs = Vec::with_capacity(task.runs.len());
     for run in &task.runs {
         let mut tables: Vec<Arc<Table>> = Vec::with_capacity(run.len());
         for input in run {
-            // The name is bare ([`crate::task`]): under the root, it names an object.
-            let path = match (env.remote, env.roots.first()) {
-                (true, Some(root)) => root.join(&input.name),
-                _ => resolve_input(env.roots, &input.name)?,
-            };
-            // A worker only compacts, and compaction never looks a key up.
-            let opts = TableReadOptions {
-                load_filter: false,
-                storage: env.storage.clone(),
-                ..TableReadOptions::default()
-            };
-            let table = Table::open(&path, input.number, opts)?;
+            let table = opened.next().ok_or_else(|| {
+                WorkerError::Internal(format!("task {}: an input was not opened", task.job_id))
+            })?;
             check_matches(task.job_id, input, &table)?;
             if let Some(prev) = tables.last()
                 && compare_internal(
@@ -146,6 +146,59 @@ fn open_inputs(env: &JobEnv<'_>, task: &CheckedTask) -> Result<Vec<Vec<Arc<Table
         runs.push(tables);
     }
     Ok(runs)
+}
+
+/// Threads that open a task's inputs from an object store at once.
+const REMOTE_OPENS_AT_ONCE: usize = 8;
+
+/// Opens the tables at `paths` (the task's inputs, in run order), in order: from an object
+/// store [`REMOTE_OPENS_AT_ONCE`] at a time, since each open is a round trip or two; from local
+/// directories one by one.
+fn open_tables(
+    env: &JobEnv<'_>,
+    task: &CheckedTask,
+    paths: &[PathBuf],
+) -> Result<Vec<Arc<Table>>, WorkerError> {
+    let numbers: Vec<u64> = task.runs.iter().flatten().map(|i| i.number).collect();
+    // A worker only compacts, and compaction never looks a key up.
+    let open = |(path, number): (&PathBuf, &u64)| {
+        let opts = TableReadOptions {
+            load_filter: false,
+            storage: env.storage.clone(),
+            ..TableReadOptions::default()
+        };
+        Table::open(path, *number, opts)
+    };
+    let inputs: Vec<_> = paths.iter().zip(&numbers).collect();
+    if !env.remote || inputs.len() < 2 {
+        return Ok(inputs.into_iter().map(open).collect::<Result<_, _>>()?);
+    }
+    let per_thread = inputs.len().div_ceil(REMOTE_OPENS_AT_ONCE);
+    std::thread::scope(|scope| {
+        let opening: Vec<_> = inputs
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .copied()
+                        .map(open)
+                        .collect::<Result<Vec<_>, _>>()
+                })
+            })
+            .collect();
+        let mut tables = Vec::with_capacity(inputs.len());
+        for thread in opening {
+            let opened = thread.join().map_err(|_| {
+                WorkerError::Internal(format!(
+                    "task {}: a thread opening inputs panicked",
+                    task.job_id
+                ))
+            })?;
+            tables.extend(opened?);
+        }
+        Ok(tables)
+    })
 }
 
 /// The opened `table` is the file the host meant: same size and key range, where given.

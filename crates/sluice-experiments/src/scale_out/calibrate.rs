@@ -3,7 +3,7 @@
 use sluice::{Error, Result};
 
 use super::measure::Point;
-use super::model::{Calibration, Job};
+use super::model::{Calibration, Job, open_seconds};
 use super::probes::{BucketProbe, OpenProbe};
 
 /// The job a point compacted.
@@ -26,14 +26,18 @@ struct Part {
 }
 
 impl Part {
-    fn of(point: &Point, open_seconds_per_table: f64) -> Result<Part> {
+    fn of(point: &Point, requests_per_open: f64, request_seconds: f64) -> Result<Part> {
         let share = point.worker_shares().next().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "the {}-worker point has no worker share",
                 point.workers
             ))
         })?;
-        let opens = point.input_tables as f64 * open_seconds_per_table;
+        let opens = open_seconds(
+            point.input_tables as f64,
+            requests_per_open,
+            request_seconds,
+        );
         Ok(Part {
             call: share.seconds - share.check_seconds - opens,
             cpu: point
@@ -76,10 +80,9 @@ pub fn calibrate(
     let r = &host.host_requests;
     let requests_per_open = opens.requests as f64 / opens.tables.max(1) as f64;
     let request_seconds = opens.seconds / opens.requests.max(1) as f64;
-    let open_seconds_per_table = requests_per_open * request_seconds;
     let (a, b) = (
-        Part::of(one, open_seconds_per_table)?,
-        Part::of(half, open_seconds_per_table)?,
+        Part::of(one, requests_per_open, request_seconds)?,
+        Part::of(half, requests_per_open, request_seconds)?,
     );
     let (cpu_fixed, cpu_per_byte) = line(a.bytes, a.cpu, b.bytes, b.cpu);
     // The waits are what a call took beyond its CPU, fitted on their own so that CPU and waits

@@ -7,7 +7,7 @@
 //! each run, `1 + tables_per_run / N` of them, at most the run's) and spends
 //!
 //! ```text
-//! open  = opened tables x requests_per_open x request_seconds
+//! open  = opened tables / 8 x requests_per_open x request_seconds   (8 opens at once)
 //! cpu   = cpu_fixed_seconds + cpu_seconds_per_byte x d
 //! wait  = wait_fixed_seconds + wait_seconds_per_byte x d     (ranged reads and uploads)
 //! net   = bytes_moved_per_byte x d / nic_bytes_per_second   (overlaps cpu: the larger counts)
@@ -203,13 +203,24 @@ pub struct Prediction {
     pub bound: Bound,
 }
 
+/// Tables a worker (and the host, planning) opens from an object store at once: the engine's
+/// and the worker's `REMOTE_OPENS_AT_ONCE`.
+pub const OPENS_AT_ONCE: f64 = 8.0;
+
+/// Seconds to open `tables` tables of `requests_per_open` requests of `request_seconds` each,
+/// [`OPENS_AT_ONCE`] at a time.
+pub fn open_seconds(tables: f64, requests_per_open: f64, request_seconds: f64) -> f64 {
+    (tables / OPENS_AT_ONCE).ceil() * requests_per_open * request_seconds
+}
+
 /// What the model gives `workers` workers (at least 1) for `job`, but its efficiency (which
 /// needs the one-worker time).
 fn seconds(cal: &Calibration, cluster: &Cluster, job: &Job, workers: usize) -> Prediction {
     let n = workers.max(1) as f64;
     let d = job.input_bytes as f64 / n;
-    let opened = job.tables_per_worker(n) * cal.requests_per_open;
-    let open = opened * cal.request_seconds;
+    let tables = job.tables_per_worker(n);
+    let opened = tables * cal.requests_per_open;
+    let open = open_seconds(tables, cal.requests_per_open, cal.request_seconds);
     // Workers side by side on one machine's cores run slower than one alone.
     let slowdown = match (cluster.shared_cores, workers > 1) {
         (Some(_), true) => cluster.concurrency_slowdown,
@@ -328,7 +339,8 @@ mod tests {
     #[test]
     fn one_worker_is_the_sum_of_its_parts() {
         let p = &predict(&calibration(), &unlimited(), &job(), &[1])[0];
-        let expected = 0.1 + 100.0 * 3.0 * 0.005 + 10.0 + 1.0 + 1.0;
+        // 100 tables opened 8 at a time: 13 rounds of 3 requests of 5 ms.
+        let expected = 0.1 + 13.0 * 3.0 * 0.005 + 10.0 + 1.0 + 1.0;
         assert!((p.seconds - expected).abs() < 1e-9, "{p:?}");
         assert!((p.efficiency - 1.0).abs() < 1e-12);
         assert_eq!(p.bound, Bound::Workers);
