@@ -10,10 +10,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use proptest::prelude::*;
+use proptest::test_runner::TestRunner;
 use sluice::{CompactionOptions, Db, MemtableOptions, Options};
 use sluice_object::{ObjectCache, ObjectFs, list_objects};
 use sluice_sst::fs::os_fs;
@@ -68,14 +69,8 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// One server for every case of this binary; each case has a prefix of its own.
-fn server() -> &'static S3Server {
-    static SERVER: OnceLock<S3Server> = OnceLock::new();
-    SERVER.get_or_init(S3Server::start)
-}
-
-fn object_fs(dir: &Path, prefix: &str, cache: Option<&Path>) -> ObjectFs {
-    let fs = ObjectFs::new(os_fs(), server().store(), dir, prefix).unwrap();
+fn object_fs(server: &S3Server, dir: &Path, prefix: &str, cache: Option<&Path>) -> ObjectFs {
+    let fs = ObjectFs::new(os_fs(), server.store(), dir, prefix).unwrap();
     match cache {
         Some(c) => fs
             .with_cache(ObjectCache::open(c, 32 << 20).unwrap())
@@ -102,7 +97,7 @@ fn options(fs: &ObjectFs) -> Options {
     }
 }
 
-fn run(ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
+fn run(server: &S3Server, ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
     static CASE: AtomicU64 = AtomicU64::new(0);
     let prefix = format!("model{}", CASE.fetch_add(1, Ordering::Relaxed));
     let dir = tempfile::tempdir().unwrap();
@@ -113,7 +108,12 @@ fn run(ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
     let mut open = || {
         opens += 1;
         let cache = caches.path().join(opens.to_string());
-        let fs = object_fs(dir.path(), &prefix, cached.then_some(cache.as_path()));
+        let fs = object_fs(
+            server,
+            dir.path(),
+            &prefix,
+            cached.then_some(cache.as_path()),
+        );
         (Db::open(dir.path(), options(&fs)).unwrap(), fs)
     };
     let (mut db, _) = open();
@@ -156,7 +156,7 @@ fn run(ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
     // running job), and the open's sweep collects every one: after a reopen the bucket holds
     // exactly the live tables, and every one of them checks.
     db.close().unwrap();
-    let fs = object_fs(dir.path(), &prefix, None);
+    let fs = object_fs(server, dir.path(), &prefix, None);
     let mut quiet = options(&fs);
     // No compaction may start and pin its inputs while the bucket is compared.
     quiet.compaction.disable_auto_compactions = true;
@@ -169,19 +169,19 @@ fn run(ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
+#[test]
+fn a_database_in_a_bucket_holds_what_the_model_holds() {
+    // One server for every case, each case under a prefix of its own; stopped when the test
+    // ends (a static would never be dropped, and its server would outlive the test binary).
+    let server = S3Server::start();
+    let mut runner = TestRunner::new(ProptestConfig {
         cases: 8,
         // A failure prints its shrunk operations; nothing is written beside the tests.
         failure_persistence: None,
         ..ProptestConfig::default()
-    })]
-
-    #[test]
-    fn a_database_in_a_bucket_holds_what_the_model_holds(
-        ops in prop::collection::vec(op(), 1..100),
-        cached in any::<bool>(),
-    ) {
-        run(ops, cached)?;
+    });
+    let cases = (prop::collection::vec(op(), 1..100), any::<bool>());
+    if let Err(e) = runner.run(&cases, |(ops, cached)| run(&server, ops, cached)) {
+        panic!("{e}");
     }
 }
