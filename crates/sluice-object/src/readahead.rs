@@ -190,7 +190,14 @@ impl<P> ReadAhead<P> {
         // A read larger than a window keeps only its last window: what a reader continuing it
         // needs, and the bound on what a stream holds.
         let dropped = bytes.len().saturating_sub(MAX_WINDOW as usize);
-        let (start, bytes) = (fetch.range.start + dropped as u64, bytes.slice(dropped..));
+        let (start, bytes) = match dropped {
+            0 => (fetch.range.start, bytes),
+            // A copy: a slice would keep the whole fetch alive.
+            _ => (
+                fetch.range.start + dropped as u64,
+                Bytes::copy_from_slice(&bytes[dropped..]),
+            ),
+        };
         // The stream may have been replaced since: then this is a new one.
         let slot = fetch
             .stream

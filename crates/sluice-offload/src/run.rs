@@ -4,10 +4,11 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tokio::task::JoinHandle;
+use tokio::task::{AbortHandle, JoinHandle};
 
 use sluice_exec::decide::{decide, large_value_share};
 use sluice_exec::{CompactionMode, ExecOptions, Executor, JobControl};
@@ -243,26 +244,33 @@ impl Job<'_> {
         sent: Vec<(&'s Share, Range<u64>, JoinHandle<Answer>)>,
         take: &mut dyn FnMut(&'s Share, Range<u64>, Checked) -> Result<()>,
     ) -> Result<()> {
-        let off = self.off;
         let gate = Gate::new(std::thread::available_parallelism().map_or(1, |n| n.get()));
+        // Set when the job has failed: answers still to come are not checked, only deleted.
+        let abandoned = AtomicBool::new(false);
         let (done, outcomes) = std::sync::mpsc::channel();
+        let calls: Vec<_> = sent.iter().map(|(_, _, h)| h.abort_handle()).collect();
         std::thread::scope(|scope| {
             for (share, numbers, handle) in sent {
-                let (gate, done) = (&gate, done.clone());
+                let (gate, abandoned, done) = (&gate, &abandoned, done.clone());
                 scope.spawn(move || {
-                    let addr = off.clients[share.side - 1].addr().to_string();
                     let reserved = numbers.clone();
+                    let addr = share
+                        .side
+                        .checked_sub(1)
+                        .and_then(|i| self.off.clients.get(i))
+                        .map_or_else(|| format!("#{}", share.side), |c| c.addr().to_string());
                     // Every share sends exactly one outcome, a panic in the check included.
                     let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        self.wait_and_check(&addr, share, reserved, handle, gate)
+                        self.wait_and_check(&addr, share, reserved, handle, gate, abandoned)
                     }))
                     .unwrap_or_else(|_| {
                         Err(ShareError::HostCheck {
-                            addr,
+                            addr: addr.clone(),
                             reason: "the check panicked".into(),
                         })
                     });
-                    // The receiver outlives the scope: the send cannot fail.
+                    // Fails only if the receiver is gone (`take` panicked): the outputs are then
+                    // the obsolete-file sweep's.
                     let _ = done.send((share, numbers, checked));
                 });
             }
@@ -270,7 +278,14 @@ impl Job<'_> {
             let mut outcome = Ok(());
             for (share, numbers, checked) in outcomes {
                 match outcome {
-                    Ok(()) => outcome = take(share, numbers, checked),
+                    Ok(()) => {
+                        outcome = take(share, numbers, checked);
+                        if outcome.is_err() {
+                            // Stop waiting for the other workers and checking their answers.
+                            abandoned.store(true, AtomicOrdering::SeqCst);
+                            calls.iter().for_each(AbortHandle::abort);
+                        }
+                    }
                     // The job failed: what the other shares produced is not wanted.
                     Err(_) => match checked {
                         Ok((part, _)) => self.delete_parts(&[part]),
@@ -282,7 +297,8 @@ impl Job<'_> {
         })
     }
 
-    /// Waits for one worker share's answer and checks it, when `gate` lets it.
+    /// Waits for one worker share's answer and checks it, when `gate` lets it and the job has
+    /// not been `abandoned`.
     fn wait_and_check(
         &self,
         addr: &str,
@@ -290,6 +306,7 @@ impl Job<'_> {
         numbers: Range<u64>,
         handle: JoinHandle<Answer>,
         gate: &Gate,
+        abandoned: &AtomicBool,
     ) -> Checked {
         let (answer, call_time) = self.off.runtime.block_on(handle).unwrap_or_else(|e| {
             let failed = ShareError::Unreachable {
@@ -299,6 +316,12 @@ impl Job<'_> {
             (Err(failed), Duration::ZERO)
         });
         let _turn = gate.enter();
+        if abandoned.load(AtomicOrdering::SeqCst) {
+            return Err(ShareError::HostCheck {
+                addr: addr.to_string(),
+                reason: "the job failed before this answer was checked".into(),
+            });
+        }
         let checking = Instant::now();
         let (part, mut report) =
             answer.and_then(|r| self.check_worker_result(addr, share, numbers, r))?;

@@ -187,15 +187,15 @@ fn open_tables(
                 })
             })
             .collect();
+        // Every thread joined before any error returns: an unjoined one that panicked would
+        // make the scope panic.
+        let joined: Vec<_> = opening.into_iter().map(|t| t.join()).collect();
         let mut tables = Vec::with_capacity(inputs.len());
-        for thread in opening {
-            let opened = thread.join().map_err(|_| {
-                WorkerError::Internal(format!(
-                    "task {}: a thread opening inputs panicked",
-                    task.job_id
-                ))
-            })?;
-            tables.extend(opened?);
+        for opened in joined {
+            match opened {
+                Ok(opened) => tables.extend(opened?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
         }
         Ok(tables)
     })

@@ -238,12 +238,15 @@ fn open_inputs(env: &JobEnv<'_>, files: &[Arc<FileMetaData>]) -> Result<Vec<Arc<
                 })
             })
             .collect();
+        // Every thread joined before any error returns: an unjoined one that panicked would
+        // make the scope panic.
+        let joined: Vec<_> = opening.into_iter().map(|t| t.join()).collect();
         let mut tables = Vec::with_capacity(files.len());
-        for thread in opening {
-            let opened = thread.join().map_err(|_| {
-                Error::InvalidArgument("a thread opening compaction inputs panicked".into())
-            })?;
-            tables.extend(opened?);
+        for opened in joined {
+            match opened {
+                Ok(opened) => tables.extend(opened?),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
         }
         Ok(tables)
     })
