@@ -29,10 +29,11 @@
 //!
 //! Without a cache, a positioned read is one ranged GET, except that a read continuing where
 //! an earlier one of the same open object ended fetches ahead, in windows doubling from
-//! 64 KiB to 2 MiB (`readahead.rs`): a compaction or scan reading a table front to back makes
-//! about one request per 2 MiB, a point lookup fetches only its block. The engine reads a
-//! table's footer, index, filter and properties once per open and data blocks through its
-//! block cache.
+//! 64 KiB to 2 MiB, the next one in the background (`readahead.rs`): a compaction or scan
+//! reading a table front to back makes about one request per 2 MiB and rarely waits for one,
+//! a point lookup fetches only its block, and a read ending at the object's end (a table's
+//! footer) fetches the last 256 KiB, so the index and properties read next at open are there.
+//! The engine reads data blocks through its block cache.
 //! With an [`ObjectCache`] ([`ObjectFs::with_cache`]), an object costs one GET when first
 //! opened (none when this host uploaded it) and its reads are local. Every open makes a HEAD,
 //! which is what keeps a replaced or deleted object from being read out of the cache. `create`

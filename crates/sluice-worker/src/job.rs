@@ -16,7 +16,7 @@ use sluice_rpc::proto;
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 use sluice_sst::fs::Storage;
 use sluice_sst::key::compare_internal;
-use sluice_sst::table::{Table, TableReadOptions};
+use sluice_sst::table::{REMOTE_OPENS_AT_ONCE, Table, TableReadOptions, open_in_parallel};
 
 use crate::decision::Decider;
 use crate::error::WorkerError;
@@ -148,57 +148,25 @@ fn open_inputs(env: &JobEnv<'_>, task: &CheckedTask) -> Result<Vec<Vec<Arc<Table
     Ok(runs)
 }
 
-/// Threads that open a task's inputs from an object store at once.
-const REMOTE_OPENS_AT_ONCE: usize = 8;
-
-/// Opens the tables at `paths` (the task's inputs, in run order), in order: from an object
-/// store [`REMOTE_OPENS_AT_ONCE`] at a time, since each open is a round trip or two; from local
-/// directories one by one.
+/// Opens the tables at `paths` (the task's inputs, in run order), in order:
+/// [`REMOTE_OPENS_AT_ONCE`] at a time from an object store, one by one from local directories.
 fn open_tables(
     env: &JobEnv<'_>,
     task: &CheckedTask,
     paths: &[PathBuf],
 ) -> Result<Vec<Arc<Table>>, WorkerError> {
-    let numbers: Vec<u64> = task.runs.iter().flatten().map(|i| i.number).collect();
-    // A worker only compacts, and compaction never looks a key up.
-    let open = |(path, number): (&PathBuf, &u64)| {
+    let numbers = task.runs.iter().flatten().map(|i| i.number);
+    let inputs: Vec<(&PathBuf, u64)> = paths.iter().zip(numbers).collect();
+    let threads = if env.remote { REMOTE_OPENS_AT_ONCE } else { 1 };
+    Ok(open_in_parallel(&inputs, threads, |&(path, number)| {
+        // A worker only compacts, and compaction never looks a key up.
         let opts = TableReadOptions {
             load_filter: false,
             storage: env.storage.clone(),
             ..TableReadOptions::default()
         };
-        Table::open(path, *number, opts)
-    };
-    let inputs: Vec<_> = paths.iter().zip(&numbers).collect();
-    if !env.remote || inputs.len() < 2 {
-        return Ok(inputs.into_iter().map(open).collect::<Result<_, _>>()?);
-    }
-    let per_thread = inputs.len().div_ceil(REMOTE_OPENS_AT_ONCE);
-    std::thread::scope(|scope| {
-        let opening: Vec<_> = inputs
-            .chunks(per_thread)
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .copied()
-                        .map(open)
-                        .collect::<Result<Vec<_>, _>>()
-                })
-            })
-            .collect();
-        // Every thread joined before any error returns: an unjoined one that panicked would
-        // make the scope panic.
-        let joined: Vec<_> = opening.into_iter().map(|t| t.join()).collect();
-        let mut tables = Vec::with_capacity(inputs.len());
-        for opened in joined {
-            match opened {
-                Ok(opened) => tables.extend(opened?),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        Ok(tables)
-    })
+        Table::open(path, number, opts)
+    })?)
 }
 
 /// The opened `table` is the file the host meant: same size and key range, where given.

@@ -32,6 +32,7 @@ use self::measure::{Point, Setup};
 use self::model::{Calibration, Cluster, Job, Prediction};
 use self::probes::{BucketProbe, CoreProbe, OpenProbe};
 use crate::Experiment;
+use crate::copro::report::median_by;
 use crate::dataset::DatasetSpec;
 use crate::workers::{WorkerProgram, write_secret_file};
 
@@ -292,20 +293,22 @@ pub fn run_scale_out(config: &ScaleOutConfig, scratch: &Path) -> Result<ScaleOut
     })
 }
 
-/// The run with the median seconds of `repeat` runs of `run`, with the probes of the run
-/// that made them (the first).
+/// The run with the median seconds of `repeat` runs of `run` (the lower middle, so one real
+/// run), with the probes of the run that made them (the first).
 fn median_of(
     repeat: usize,
     mut run: impl FnMut(usize) -> Result<(Point, OpenProbe, BucketProbe)>,
 ) -> Result<(Point, OpenProbe, BucketProbe)> {
-    let mut runs = (0..repeat).map(&mut run).collect::<Result<Vec<_>>>()?;
-    let (opens, bucket) = match runs.first() {
-        Some((_, opens, bucket)) => (opens.clone(), bucket.clone()),
-        None => return Err(Error::InvalidArgument("no run".into())),
-    };
-    runs.sort_by(|a, b| a.0.seconds.total_cmp(&b.0.seconds));
-    let median = runs.swap_remove(runs.len() / 2);
-    Ok((median.0, opens, bucket))
+    let runs = (0..repeat).map(&mut run).collect::<Result<Vec<_>>>()?;
+    let probes = runs
+        .first()
+        .map(|(_, opens, bucket)| (opens.clone(), bucket.clone()));
+    match (median_by(runs, |r| r.0.seconds), probes) {
+        (Some(((median, _, _), _)), Some((opens, bucket))) => Ok((median, opens, bucket)),
+        _ => Err(Error::InvalidArgument(
+            "a data point needs at least one run".into(),
+        )),
+    }
 }
 
 /// Writes `dir/scale-out.json` and the chart into `dir`, creating it; returns the paths.

@@ -203,9 +203,8 @@ pub struct Prediction {
     pub bound: Bound,
 }
 
-/// Tables a worker (and the host, planning) opens from an object store at once: the engine's
-/// and the worker's `REMOTE_OPENS_AT_ONCE`.
-pub const OPENS_AT_ONCE: f64 = 8.0;
+/// Tables a worker (and the host, planning) opens from an object store at once.
+pub const OPENS_AT_ONCE: f64 = sluice_sst::table::REMOTE_OPENS_AT_ONCE as f64;
 
 /// Seconds to open `tables` tables of `requests_per_open` requests of `request_seconds` each,
 /// [`OPENS_AT_ONCE`] at a time.

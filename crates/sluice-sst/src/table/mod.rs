@@ -40,6 +40,7 @@ mod encode;
 mod identity;
 mod iter;
 mod meta;
+mod open_many;
 mod read;
 mod reader;
 mod writer;
@@ -55,6 +56,7 @@ pub use encode::{EncodedBlock, compress_block, encode_block, seal_block_trailer}
 pub use identity::TableIdentity;
 pub use iter::TableIter;
 pub use meta::BlockMeta;
+pub use open_many::{REMOTE_OPENS_AT_ONCE, open_in_parallel};
 pub use read::{RawBlock, decompress_raw_block, read_raw_block, read_raw_blocks, verify_raw_block};
 pub use reader::{BlockReads, BloomCounters, BloomStats, Table, TableReadOptions, VerifyReport};
 pub use writer::{TableFileWriter, TableSummary};

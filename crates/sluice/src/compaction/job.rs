@@ -10,7 +10,7 @@ use sluice_sst::compact::{CompactionOutput, CompactionSpec, GrandparentFile};
 use sluice_sst::digest::EntryDigest;
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{MAX_SEQ, SeqNo, parse_internal_key, seek_key, user_key};
-use sluice_sst::table::{Table, TableReadOptions};
+use sluice_sst::table::{REMOTE_OPENS_AT_ONCE, Table, TableReadOptions, open_in_parallel};
 
 use super::env::JobEnv;
 use super::{Compaction, Reason};
@@ -207,49 +207,17 @@ fn clean_seqs(
     Ok(clean)
 }
 
-/// Threads that open a remote compaction's input tables at once.
-const REMOTE_OPENS_AT_ONCE: usize = 8;
-
-/// Opens `files` for a compaction, in order. Tables in an object store are opened
-/// [`REMOTE_OPENS_AT_ONCE`] at a time: each open is a round trip or two (a HEAD, the tail), and
-/// a compaction of many tables would otherwise wait for them one after another. Local tables
-/// open one by one, as they always have: an open is a few reads from the page cache.
+/// Opens `files` for a compaction, in order: [`REMOTE_OPENS_AT_ONCE`] at a time from an object
+/// store, one by one from local directories (`sluice_sst::table::open_in_parallel`).
 fn open_inputs(env: &JobEnv<'_>, files: &[Arc<FileMetaData>]) -> Result<Vec<Arc<Table>>> {
     let remote = files.first().is_some_and(|f| {
         let path = env.table_cache.table_path(f.dir_index, f.number);
         env.table_cache.fs().is_remote(&path)
     });
-    if !remote || files.len() < 2 {
-        return files
-            .iter()
-            .map(|f| env.table_cache.get_for_compaction(f).map_err(Into::into))
-            .collect();
-    }
-    let per_thread = files.len().div_ceil(REMOTE_OPENS_AT_ONCE);
-    std::thread::scope(|scope| {
-        let opening: Vec<_> = files
-            .chunks(per_thread)
-            .map(|chunk| {
-                scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|f| env.table_cache.get_for_compaction(f))
-                        .collect::<sluice_sst::Result<Vec<_>>>()
-                })
-            })
-            .collect();
-        // Every thread joined before any error returns: an unjoined one that panicked would
-        // make the scope panic.
-        let joined: Vec<_> = opening.into_iter().map(|t| t.join()).collect();
-        let mut tables = Vec::with_capacity(files.len());
-        for opened in joined {
-            match opened {
-                Ok(opened) => tables.extend(opened?),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        Ok(tables)
-    })
+    let threads = if remote { REMOTE_OPENS_AT_ONCE } else { 1 };
+    Ok(open_in_parallel(files, threads, |f| {
+        env.table_cache.get_for_compaction(f)
+    })?)
 }
 
 /// The executor's view of `c`: open tables, snapshots and output limits.
