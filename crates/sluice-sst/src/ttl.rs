@@ -43,9 +43,12 @@ pub fn split_write_time(stored: &[u8]) -> Option<(&[u8], u64)> {
     Some((value, u64::from_le_bytes(time.try_into().ok()?)))
 }
 
-/// True when a value written at `written` has expired at `now` under a TTL of `ttl_secs`.
+/// True when a value written at `written` has expired at `now` under a TTL of `ttl_secs`:
+/// more than `ttl_secs` whole seconds have passed, RocksDB's `timestamp + ttl < now`. It is
+/// the rule [`TtlFilter`] applies too, so a value reads as expired exactly when a compaction
+/// would remove it, and a value read within the second after its write is never gone yet.
 pub fn expired(written: u64, ttl_secs: u64, now: u64) -> bool {
-    written.saturating_add(ttl_secs) <= now
+    written.saturating_add(ttl_secs) < now
 }
 
 /// What a read at `now` makes of stored values under a TTL of `ttl_secs`.
@@ -165,8 +168,16 @@ mod tests {
             now: 100,
         };
         assert_eq!(e.live(&with_write_time(b"v", 95)), Ok(Some(&b"v"[..])));
-        assert_eq!(e.live(&with_write_time(b"v", 90)), Ok(None));
+        assert_eq!(e.live(&with_write_time(b"v", 90)), Ok(Some(&b"v"[..])));
+        assert_eq!(e.live(&with_write_time(b"v", 89)), Ok(None));
         assert!(e.live(b"short").is_err());
+        // Reads and compactions draw the line at the same second.
+        let filter = TtlFilter::new(e.ttl_secs, e.now, None);
+        for written in 85..95 {
+            let stored = with_write_time(b"v", written);
+            let removed = filter.filter(b"k", &stored) == FilterDecision::Remove;
+            assert_eq!(e.live(&stored) == Ok(None), removed, "written at {written}");
+        }
     }
 
     #[test]
@@ -175,7 +186,7 @@ mod tests {
         assert_eq!(stored.len(), 1 + WRITE_TIME_LEN);
         assert_eq!(split_write_time(&stored), Some((&b"v"[..], 1_700_000_000)));
         assert_eq!(split_write_time(b"short"), None);
-        assert!(expired(100, 10, 110) && !expired(100, 10, 109));
+        assert!(expired(100, 10, 111) && !expired(100, 10, 110));
         assert!(!expired(u64::MAX, 10, u64::MAX - 1), "no overflow");
     }
 
