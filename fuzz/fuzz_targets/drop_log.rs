@@ -1,6 +1,7 @@
 //! The drop log decoder and the host's audit from arbitrary bytes: every failure is an error,
-//! never a panic; whatever decodes re-encodes to the same records, and the audit of it
-//! (against a few written keys and a spec with a snapshot and a range tombstone) returns.
+//! never a panic; whatever decodes (in a merged order) re-encodes to the same records, and the
+//! audit of it (against a few written keys and a spec with a snapshot and a range tombstone)
+//! returns.
 #![no_main]
 
 use std::sync::Arc;
@@ -8,21 +9,29 @@ use std::sync::Arc;
 use libfuzzer_sys::fuzz_target;
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::drop_audit::DropAudit;
-use sluice_sst::compaction_iter::drop_log::{DropLogReader, DropLogWriter, DropReason};
+use sluice_sst::compaction_iter::drop_log::{
+    DropLog, DropLogWriter, DropReason, decode_with_written, merged_order,
+};
 use sluice_sst::key::{ValueKind, make_internal_key};
 use sluice_sst::range_del::{RangeTombstone, Tombstones};
 use sluice_sst::table::TableOptions;
+
+/// The written entries the log is placed among.
+const WRITTEN: [(&[u8], u64); 4] = [(b"b", 50), (b"b", 0), (b"k", 7), (b"x", 3)];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, log)) = data.split_first() else {
         return;
     };
-    if let Some(decoded) = records(log) {
-        let mut writer = DropLogWriter::default();
-        for (key, reason) in &decoded {
-            writer.push(key, *reason);
-        }
-        let again = records(writer.take().as_bytes()).expect("a re-encoded log decodes");
+    let written: Vec<Vec<u8>> = WRITTEN
+        .iter()
+        .map(|&(key, seq)| make_internal_key(key, seq, ValueKind::Value))
+        .collect();
+    if let Ok(decoded) = decode_with_written(log, &written)
+        && in_merged_order(&decoded, &written)
+    {
+        let again = decode_with_written(encode(&decoded, &written).as_bytes(), &written)
+            .expect("a re-encoded log decodes");
         assert!(again == decoded, "re-encoding changed the records");
     }
     let spec = CompactionSpec {
@@ -50,23 +59,42 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut audit) = DropAudit::new(&spec, None, None, log) else {
         return;
     };
-    for (key, seq) in [(&b"b"[..], 50), (b"b", 0), (b"k", 7), (b"x", 3)] {
-        if audit
-            .written(&make_internal_key(key, seq, ValueKind::Value))
-            .is_err()
-        {
+    for key in &written {
+        if audit.written(key, None).is_err() {
             return;
         }
     }
     let _ = audit.finish();
 });
 
-/// Every record of `log`, or `None` if it does not decode.
-fn records(log: &[u8]) -> Option<Vec<(Vec<u8>, DropReason)>> {
-    let mut reader = DropLogReader::new(log);
-    let mut out = Vec::new();
-    while reader.advance().ok()? {
-        out.push((reader.key().to_vec(), reader.reason()));
+/// Whether the records, as decoded, and the written entries make one strictly increasing
+/// merged order (what a writer is given; a log can decode without it, and the audit refuses
+/// it then).
+fn in_merged_order(records: &[(Vec<u8>, DropReason)], written: &[Vec<u8>]) -> bool {
+    let increasing = records
+        .windows(2)
+        .all(|w| merged_order((&w[0].0, false), (&w[1].0, false)).is_lt());
+    if !increasing {
+        return false;
     }
-    Some(out)
+    let mut all: Vec<(&[u8], bool)> = records.iter().map(|(k, _)| (k.as_slice(), false)).collect();
+    all.extend(written.iter().map(|k| (k.as_slice(), true)));
+    all.sort_by(|a, b| merged_order(*a, *b));
+    all.windows(2).all(|w| merged_order(w[0], w[1]).is_lt())
+}
+
+/// A writer's log of `records` placed among `written`.
+fn encode(records: &[(Vec<u8>, DropReason)], written: &[Vec<u8>]) -> DropLog {
+    let mut all: Vec<(&[u8], Option<DropReason>)> =
+        records.iter().map(|(k, r)| (k.as_slice(), Some(*r))).collect();
+    all.extend(written.iter().map(|k| (k.as_slice(), None)));
+    all.sort_by(|a, b| merged_order((a.0, a.1.is_none()), (b.0, b.1.is_none())));
+    let mut writer = DropLogWriter::default();
+    for (key, reason) in all {
+        match reason {
+            Some(reason) => writer.push(key, reason),
+            None => writer.written(key),
+        }
+    }
+    writer.take()
 }

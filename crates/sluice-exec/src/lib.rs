@@ -309,11 +309,10 @@ impl Shared {
     }
 
     /// Keeps the drop log of sub-task `index` (or of every sub-task from `index` on, for an
-    /// executor that merges them in one pass). Empty logs are not kept.
+    /// executor that merges them in one pass). A log without records is kept too: its written
+    /// entries place the records of the logs after it.
     pub fn add_drops(&self, index: usize, log: DropLog) {
-        if !log.as_bytes().is_empty() {
-            self.drops.lock().push((index, log));
-        }
+        self.drops.lock().push((index, log));
     }
 
     /// The drop logs of every sub-task, in key order.

@@ -234,7 +234,7 @@ impl Job<'_> {
                 let (lower, upper) = (share.lower.as_deref(), share.upper.as_deref());
                 let mut audit = DropAudit::new(self.spec, lower, upper, &r.drop_log)
                     .map_err(|e| refused(e.to_string()))?;
-                audit.limit_key_bytes(self.inputs.key_bytes);
+                audit.limit(self.inputs.entries, self.inputs.key_bytes);
                 Some(audit)
             }
             false => None,

@@ -233,7 +233,7 @@ fn verify_one(
     // Every byte, read through the file the checks above opened: the checksum and the
     // identity the MANIFEST will pin are of the bytes the host read.
     let verified = match audit {
-        Some(audit) => table.verify_all_visiting(|key| audit.written(key)),
+        Some(audit) => table.verify_all_visiting(|key, same| audit.written(key, same)),
         None => table.verify_all(),
     }
     .map_err(|e| e.to_string())?;

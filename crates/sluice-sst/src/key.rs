@@ -127,7 +127,7 @@ pub fn user_key(ikey: &[u8]) -> &[u8] {
 
 /// The trailer of an internal key (0 if it is too short).
 #[inline]
-fn trailer(ikey: &[u8]) -> u64 {
+pub fn trailer(ikey: &[u8]) -> u64 {
     ikey.len()
         .checked_sub(TRAILER_LEN)
         .and_then(|s| get_fixed64(&ikey[s..]))

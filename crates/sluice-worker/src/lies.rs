@@ -14,7 +14,9 @@ use std::sync::{Arc, OnceLock};
 
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 use sluice_sst::compaction_iter::CompactionIterStats;
-use sluice_sst::compaction_iter::drop_log::{DropLog, DropLogReader, DropLogWriter, DropReason};
+use sluice_sst::compaction_iter::drop_log::{
+    DropLog, DropLogWriter, DropReason, decode_with_written, merged_order,
+};
 use sluice_sst::digest::EntryDigest;
 use sluice_sst::fs::Storage;
 use sluice_sst::iter::InternalIterator;
@@ -231,10 +233,14 @@ pub(crate) fn apply(
             let mut forged = EntryDigest::default();
             // Entries left out whose drop the log is to record.
             let mut left_out = Vec::new();
+            // The written keys before and after the lie: the drop log places its records
+            // among them.
+            let (mut written_before, mut written_after) = (Vec::new(), Vec::new());
             let last = published.len() - 1;
             for (i, (p, f)) in published.iter().zip(out.files.iter_mut()).enumerate() {
                 let path = p.root.join(&p.name);
                 let (entries, nonce) = read_all(&path)?;
+                written_before.extend(entries.iter().map(|(k, _)| k.clone()));
                 let mut hidden = Hidden::default();
                 let changed = transform(lie, entries, &mut seen, i == 0, i == last, &mut hidden);
                 let changed = match lie {
@@ -257,12 +263,14 @@ pub(crate) fn apply(
                         Forged::Nothing
                     }
                 };
+                written_after.extend(changed.iter().map(|(k, _)| k.clone()));
                 f.summary = rewrite(&path, &changed, table, forged_meta, nonce)?;
             }
             if !left_out.is_empty() {
                 // The log says what the counts say: each entry left out was a tombstone
                 // dropped at the bottom.
-                out.drops = with_drops(&out.drops, &left_out, lie != Lie::DropTombstone)?;
+                let written = (&written_before[..], &written_after[..]);
+                out.drops = with_drops(&out.drops, written, &left_out, lie != Lie::DropTombstone)?;
                 out.stats.tombstones_dropped += forged.entries;
                 out.stats.dropped_digest = out.stats.dropped_digest.wrapping_add(forged.sum);
                 return Ok(());
@@ -354,19 +362,23 @@ fn drop_a_tombstone(
 }
 
 /// `log` with a record for each of `left_out`, as a tombstone of its key dropped at the
-/// bottom, in key order. The tombstone has the entry's sequence number or, when `forge`, the
-/// newest one the log's other drops of the key cite: a zeroed value's old number, which those
-/// drops then find (a forger covering its tracks).
-fn with_drops(log: &DropLog, left_out: &[Vec<u8>], forge: bool) -> Result<DropLog, WorkerError> {
-    let mut records = Vec::new();
+/// bottom, placed among the written keys after the lie (`written.1`; `log` was placed among
+/// `written.0`). The tombstone has the entry's sequence number or, when `forge`, the newest
+/// one the log's other drops of the key cite: a zeroed value's old number, which those drops
+/// then find (a forger covering its tracks).
+fn with_drops(
+    log: &DropLog,
+    written: (&[Vec<u8>], &[Vec<u8>]),
+    left_out: &[Vec<u8>],
+    forge: bool,
+) -> Result<DropLog, WorkerError> {
+    let mut records = decode_with_written(log.as_bytes(), written.0)?;
     let mut cited = std::collections::HashMap::<Vec<u8>, u64>::new();
-    let mut reader = DropLogReader::new(log.as_bytes());
-    while reader.advance()? {
-        if let Some(s) = reader.reason().cites() {
-            let newest = cited.entry(user_key(reader.key()).to_vec()).or_default();
+    for (key, reason) in &records {
+        if let Some(s) = reason.cites() {
+            let newest = cited.entry(user_key(key).to_vec()).or_default();
             *newest = (*newest).max(s);
         }
-        records.push((reader.key().to_vec(), reader.reason()));
     }
     for k in left_out {
         if let Some(p) = parse_internal_key(k) {
@@ -378,10 +390,18 @@ fn with_drops(log: &DropLog, left_out: &[Vec<u8>], forge: bool) -> Result<DropLo
             records.push((tombstone, DropReason::BottomTombstone));
         }
     }
-    records.sort_by(|a, b| sluice_sst::key::compare_internal(&a.0, &b.0));
+    let mut merged: Vec<(&[u8], Option<DropReason>)> = records
+        .iter()
+        .map(|(k, r)| (k.as_slice(), Some(*r)))
+        .chain(written.1.iter().map(|k| (k.as_slice(), None)))
+        .collect();
+    merged.sort_by(|a, b| merged_order((a.0, a.1.is_none()), (b.0, b.1.is_none())));
     let mut writer = DropLogWriter::default();
-    for (k, reason) in &records {
-        writer.push(k, *reason);
+    for (key, reason) in merged {
+        match reason {
+            Some(reason) => writer.push(key, reason),
+            None => writer.written(key),
+        }
     }
     Ok(writer.take())
 }

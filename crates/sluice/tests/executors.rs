@@ -120,7 +120,9 @@ fn run_mode(
     let mut audit = DropAudit::new(spec, None, None, output.drops.as_bytes()).unwrap();
     for f in &output.files {
         let table = Table::open(&f.path, f.number, TableReadOptions::default()).unwrap();
-        table.verify_all_visiting(|key| audit.written(key)).unwrap();
+        table
+            .verify_all_visiting(|key, same| audit.written(key, same))
+            .unwrap();
     }
     let counts = audit.finish().unwrap();
     counts.check_against(&output.stats).unwrap();

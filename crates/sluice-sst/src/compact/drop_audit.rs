@@ -4,8 +4,11 @@
 //! spec) and from the outputs it reads.
 //!
 //! The outputs and the log together are what the compaction examined: every input entry is
-//! either written (possibly rewritten) or dropped. The audit walks the two in internal-key
-//! order, one user key at a time, and holds each drop to its reason:
+//! either written (possibly rewritten) or dropped. The audit walks the two in the merged order
+//! (`docs/format/drop-log.md`), one user key at a time. A record is placed by the count of
+//! written entries before it, so the audit counts entries and looks at one only when a drop
+//! is next to it: most written entries cost a counter and a flag the full read already has.
+//! It holds each drop to its reason:
 //!
 //! - **shadowed by S**: `S` is newer and in the same snapshot stripe (no reader sees the
 //!   dropped version without seeing `S`), and `S` is a written or dropped version of the key
@@ -29,8 +32,10 @@
 //! sequence number a zeroed value had.
 
 use crate::compaction_iter::CompactionIterStats;
+use std::cmp::Ordering;
+
 use crate::compaction_iter::drop_log::{DROP_LOG, DropLogReader, DropReason};
-use crate::key::{MAX_SEQ, SeqNo, ValueKind, compare_internal, parse_internal_key};
+use crate::key::{MAX_SEQ, SeqNo, ValueKind, pack_trailer, parse_internal_key};
 use crate::range_del::Tombstones;
 use crate::{Error, Result};
 
@@ -90,9 +95,19 @@ pub struct DropAudit<'a> {
     tombstones: Option<&'a Tombstones>,
     lower: Option<&'a [u8]>,
     upper: Option<&'a [u8]>,
-    /// The user key being audited and its versions so far, newest first.
+    /// The user key being audited and its versions so far, newest first. When versions are
+    /// open, `key` is the user key of the previous entry in the merged order.
     key: Vec<u8>,
     versions: Vec<Version>,
+    /// Written entries audited so far: the position of a record placed here.
+    written: u64,
+    /// Whether the records placed before every written entry were audited.
+    started: bool,
+    /// The previous entry in the merged order: its trailer, and whether it was dropped.
+    last: Option<(u64, bool)>,
+    /// Whether a record since the last written entry carried its own key (then `key` is that
+    /// record's, not the written entry's).
+    own_since_written: bool,
     /// A tombstone dropped at the bottom (sequence number, log offset) waits for the next
     /// written version of its key.
     awaiting: Option<(SeqNo, u64)>,
@@ -101,10 +116,11 @@ pub struct DropAudit<'a> {
     counts: DropCounts,
     /// Whether a drop was refused (the error went to the caller of `written`).
     refused: bool,
-    /// A buffer for the current record's user key.
+    /// A buffer for a record's own key.
     scratch: Vec<u8>,
-    /// Key bytes the log's records may still hold ([`DropAudit::limit_key_bytes`]).
+    /// Key bytes and records the log may still hold ([`DropAudit::limit`]).
     key_budget: u64,
+    record_budget: u64,
     /// Merge operands folded into one written entry, until the key's next version says
     /// whether a value with no base folded in was allowed.
     fold: Option<Fold>,
@@ -146,26 +162,34 @@ impl<'a> DropAudit<'a> {
             upper,
             key: Vec::new(),
             versions: Vec::new(),
+            written: 0,
+            started: false,
+            last: None,
+            own_since_written: false,
             awaiting: None,
             needs_zeroed: None,
             counts: DropCounts::default(),
             refused: false,
             scratch: Vec::new(),
             key_budget: u64::MAX,
+            record_budget: u64::MAX,
             fold: None,
         })
     }
 
-    /// Refuses a log whose records' keys add up to more than `bytes`: every dropped entry is
-    /// an input entry, so the inputs' key bytes bound an honest log's, and the audit's work
-    /// (which copies keys) stays in proportion to the compaction's.
-    pub fn limit_key_bytes(&mut self, bytes: u64) {
-        self.key_budget = bytes;
+    /// Refuses a log with more records than `entries` or whose own keys add up to more than
+    /// `key_bytes`: every dropped entry is an input entry, so the inputs bound an honest
+    /// log, and the audit's work stays in proportion to the compaction's.
+    pub fn limit(&mut self, entries: u64, key_bytes: u64) {
+        (self.record_budget, self.key_budget) = (entries, key_bytes);
     }
 
-    /// Audits the next written entry, internal key `ikey`, after every drop sorting before it.
-    pub fn written(&mut self, ikey: &[u8]) -> Result<()> {
-        let result = self.audit_written(ikey);
+    /// Audits the next written entry, internal key `ikey`, and the drops placed after it.
+    /// `same_user_key` says whether its user key is the previous written entry's, when the
+    /// caller knows (the full read does, from its order check); with `None` the audit
+    /// compares keys where it needs to.
+    pub fn written(&mut self, ikey: &[u8], same_user_key: Option<bool>) -> Result<()> {
+        let result = self.audit_written(ikey, same_user_key);
         self.refused |= result.is_err();
         result
     }
@@ -176,31 +200,54 @@ impl<'a> DropAudit<'a> {
         self.refused
     }
 
-    fn audit_written(&mut self, ikey: &[u8]) -> Result<()> {
+    fn audit_written(&mut self, ikey: &[u8], same_user_key: Option<bool>) -> Result<()> {
+        if !self.started {
+            self.started = true;
+            self.drops_at(None)?;
+        }
         let written_key = crate::key::user_key(ikey);
-        // Whether the next drop (after those sorting before this entry) is of this key.
-        let mut drop_of_this_key = false;
-        while self.log_ahead {
-            let by_user_key = crate::key::user_key(self.log.key()).cmp(written_key);
-            if by_user_key.is_lt()
-                || (by_user_key.is_eq() && compare_internal(self.log.key(), ikey).is_le())
-            {
-                self.next_drop()?;
-                continue;
+        let trailer = crate::key::trailer(ikey);
+        // Whether this entry continues the key of the previous entry in the merged order.
+        // With nothing open, the previous entry was written with no drop of its key near it,
+        // and nothing about it is needed.
+        let same = match self.last {
+            _ if self.versions.is_empty() => false,
+            Some((last, true)) => {
+                let by_key = match (self.own_since_written, same_user_key) {
+                    (false, Some(true)) => Ordering::Equal,
+                    (false, Some(false)) => Ordering::Greater,
+                    _ => written_key.cmp(self.key.as_slice()),
+                };
+                if by_key.is_lt() || (by_key.is_eq() && trailer > last) {
+                    return Err(self
+                        .log
+                        .corrupt("a dropped entry placed after a written one it sorts after"));
+                }
+                by_key.is_eq()
             }
-            drop_of_this_key = by_user_key.is_eq();
-            break;
+            _ => same_user_key.unwrap_or_else(|| written_key == self.key.as_slice()),
+        };
+        if !same && !self.versions.is_empty() {
+            self.end_key()?;
         }
-        // A written version matters only to a key with drops: the one being audited, or the
-        // next drop's. Every other entry (most of them) costs the comparisons above, and
-        // closes the key being audited once past it.
-        let audited = !self.versions.is_empty() && self.key == written_key;
-        if !audited && !drop_of_this_key {
-            if !self.versions.is_empty() {
-                self.end_key()?;
-            }
-            return Ok(());
+        // A written version matters only to a key with drops: the one open, or the next
+        // record's when it names this entry's key. Every other entry (most of them) costs the
+        // checks above and a count.
+        let names_this_key = self.log_ahead
+            && self.log.position() == self.written + 1
+            && self.log.own_key().is_none();
+        if same || names_this_key {
+            self.written_version(ikey, same)?;
         }
+        self.written += 1;
+        self.last = Some((trailer, false));
+        self.own_since_written = false;
+        self.drops_at(Some(written_key))
+    }
+
+    /// Enters the written entry `ikey` among the versions of the key being audited (a new
+    /// one unless `same`).
+    fn written_version(&mut self, ikey: &[u8], same: bool) -> Result<()> {
         let Some(p) = parse_internal_key(ikey) else {
             return Err(Error::corruption(
                 OUTPUTS,
@@ -208,7 +255,10 @@ impl<'a> DropAudit<'a> {
                 "an entry's key does not parse",
             ));
         };
-        self.enter_key(p.user_key)?;
+        if !same {
+            self.key.clear();
+            self.key.extend_from_slice(p.user_key);
+        }
         match self.fold {
             // The zeroed entry the operands were folded into.
             Some(f) if f.written.is_none() && p.seq == 0 => {
@@ -247,10 +297,25 @@ impl<'a> DropAudit<'a> {
         Ok(())
     }
 
-    /// Audits the drops after the last written entry and returns the drops counted.
+    /// Audits the records placed at the current position; `written_key` is the user key of
+    /// the written entry before them (`None` before the first).
+    fn drops_at(&mut self, written_key: Option<&[u8]>) -> Result<()> {
+        while self.log_ahead && self.log.position() == self.written {
+            self.next_drop(written_key)?;
+        }
+        Ok(())
+    }
+
+    /// Audits the drops placed after the last written entry and returns the drops counted.
     pub fn finish(mut self) -> Result<DropCounts> {
-        while self.log_ahead {
-            self.next_drop()?;
+        if !self.started {
+            self.started = true;
+            self.drops_at(None)?;
+        }
+        if self.log_ahead {
+            return Err(self
+                .log
+                .corrupt("a dropped entry placed past the last written entry"));
         }
         self.end_key()?;
         Ok(self.counts)
@@ -260,32 +325,68 @@ impl<'a> DropAudit<'a> {
         self.snapshots.partition_point(|&s| s < seq)
     }
 
-    /// Audits the log's current record and moves past it.
-    fn next_drop(&mut self) -> Result<()> {
-        let (seq, kind, reason) = (self.log.seq(), self.log.kind(), self.log.reason());
-        self.key_budget = self
-            .key_budget
-            .checked_sub(self.log.key().len() as u64)
-            .ok_or_else(|| {
-                self.log
-                    .corrupt("the log's keys add up to more than the inputs'")
-            })?;
-        // The previous record's key is the one being audited (every written entry between two
-        // records of one user key has that key too); another key is checked and entered.
-        if !self.log.same_user_key() || self.versions.is_empty() {
-            // Copied out of the reader (which `enter_key` cannot borrow), into a reused buffer.
-            let mut user_key = std::mem::take(&mut self.scratch);
-            user_key.clear();
-            user_key.extend_from_slice(crate::key::user_key(self.log.key()));
-            let outside = self.lower.is_some_and(|lo| user_key.as_slice() < lo)
-                || self.upper.is_some_and(|hi| user_key.as_slice() >= hi);
-            if outside {
-                return Err(self
-                    .log
-                    .corrupt("a dropped entry outside the share's key range"));
+    /// Audits the log's current record and moves past it. `written_key` is the user key of
+    /// the written entry the record is placed after, if any.
+    fn next_drop(&mut self, written_key: Option<&[u8]>) -> Result<()> {
+        self.record_budget = self
+            .record_budget
+            .checked_sub(1)
+            .ok_or_else(|| self.log.corrupt("more drops than the inputs have entries"))?;
+        let kind = self.log.kind();
+        // The previous entry in the merged order is of the record's key when the record names
+        // no key of its own: the open key. A record's own key starts a new one.
+        let own_key = match self.log.own_key() {
+            None => false,
+            Some(own) => {
+                let before = match self.versions.is_empty() {
+                    false => Some(self.key.as_slice()),
+                    true => written_key,
+                };
+                if before.is_some_and(|k| own <= k) {
+                    return Err(self.log.corrupt(
+                        "a key not after the entry before it (a record of that key names it \
+                         by position)",
+                    ));
+                }
+                let outside =
+                    self.lower.is_some_and(|lo| own < lo) || self.upper.is_some_and(|hi| own >= hi);
+                if outside {
+                    return Err(self
+                        .log
+                        .corrupt("a dropped entry outside the share's key range"));
+                }
+                self.key_budget =
+                    self.key_budget
+                        .checked_sub(own.len() as u64)
+                        .ok_or_else(|| {
+                            self.log
+                                .corrupt("the log's keys add up to more than the inputs'")
+                        })?;
+                self.scratch.clear();
+                self.scratch.extend_from_slice(own);
+                true
             }
-            self.enter_key(&user_key)?;
-            self.scratch = user_key;
+        };
+        let previous = match own_key {
+            true => {
+                if !self.versions.is_empty() {
+                    self.end_key()?;
+                }
+                std::mem::swap(&mut self.key, &mut self.scratch);
+                self.own_since_written = true;
+                None
+            }
+            false if self.versions.is_empty() => {
+                return Err(self.log.corrupt("names the key of no entry before it"));
+            }
+            false => self.last.map(|(trailer, _)| trailer),
+        };
+        let (seq, reason) = self.log.resolve(previous.map(|t| t >> 8))?;
+        let trailer = pack_trailer(seq, kind);
+        if previous.is_some_and(|p| trailer >= p) {
+            return Err(self
+                .log
+                .corrupt("a dropped entry placed after one it sorts before"));
         }
         let offset = self.log.offset();
         match (self.fold, reason) {
@@ -368,6 +469,7 @@ impl<'a> DropAudit<'a> {
             kind,
             dropped: Some(reason),
         });
+        self.last = Some((trailer, true));
         self.log_ahead = self.log.advance()?;
         Ok(())
     }
@@ -398,17 +500,6 @@ impl<'a> DropAudit<'a> {
             }
             None => Err(format!("{cited} is neither written nor dropped")),
         }
-    }
-
-    /// Moves the audit to `user_key`, closing the previous key first.
-    fn enter_key(&mut self, user_key: &[u8]) -> Result<()> {
-        if user_key == self.key.as_slice() && !self.versions.is_empty() {
-            return Ok(());
-        }
-        self.end_key()?;
-        self.key.clear();
-        self.key.extend_from_slice(user_key);
-        Ok(())
     }
 
     /// Decides a fold once the key's next version (`next`: its sequence number and why it was
@@ -502,18 +593,30 @@ mod tests {
         }])));
         let mut log = DropLogWriter::default();
         for &(key, seq, kind, reason) in seen {
-            if let Some(reason) = reason {
-                log.push(&make_internal_key(key.as_bytes(), seq, kind), reason);
+            let ikey = make_internal_key(key.as_bytes(), seq, kind);
+            match reason {
+                Some(reason) => log.push(&ikey, reason),
+                None => log.written(&ikey),
             }
         }
         let log = log.take();
-        let mut audit = DropAudit::new(&spec, None, Some(b"z"), log.as_bytes())?;
-        for &(key, seq, kind, reason) in seen {
-            if reason.is_none() {
-                audit.written(&make_internal_key(key.as_bytes(), seq, kind))?;
+        // Once with the read's word on repeated user keys, once comparing them itself.
+        let mut result = None;
+        for told in [true, false] {
+            let mut audit = DropAudit::new(&spec, None, Some(b"z"), log.as_bytes())?;
+            let mut previous: Option<&str> = None;
+            for &(key, seq, kind, reason) in seen {
+                if reason.is_none() {
+                    let same = previous.map(|p| p == key).filter(|_| told);
+                    audit.written(&make_internal_key(key.as_bytes(), seq, kind), same)?;
+                    previous = Some(key);
+                }
             }
+            let counts = audit.finish()?;
+            assert!(result.is_none_or(|r| r == counts));
+            result = Some(counts);
         }
-        audit.finish()
+        Ok(result.unwrap_or_default())
     }
 
     fn refused(bottommost: bool, seen: &[Seen], why: &str) {
@@ -688,7 +791,7 @@ mod tests {
         assert_eq!(written, vec![make_internal_key(b"k", 5, V)]);
         let mut audit = DropAudit::new(&spec, None, None, log.as_bytes()).unwrap();
         for key in &written {
-            audit.written(key).unwrap();
+            audit.written(key, None).unwrap();
         }
         let counts = audit.finish().unwrap();
         counts.check_against(&it.stats()).unwrap();
@@ -723,6 +826,86 @@ mod tests {
         // At the bottom with nothing older, or folded into an operand, it is right.
         audit(true, &[("m", 19, V, None), ("m", 18, M, folded(19))]).unwrap();
         audit(false, &[("m", 19, M, None), ("m", 18, M, folded(19))]).unwrap();
+    }
+
+    /// A log encoded among `encoded_among` (written, or dropped for a reason), audited
+    /// against the written keys `audited`.
+    fn misplaced(
+        bottommost: bool,
+        encoded_among: &[Seen],
+        audited: &[(&str, SeqNo)],
+        limit: Option<u64>,
+    ) -> String {
+        let mut spec = spec(Vec::new());
+        spec.bottommost = bottommost;
+        let mut log = DropLogWriter::default();
+        for &(key, seq, kind, reason) in encoded_among {
+            let ikey = make_internal_key(key.as_bytes(), seq, kind);
+            match reason {
+                Some(reason) => log.push(&ikey, reason),
+                None => log.written(&ikey),
+            }
+        }
+        let log = log.take();
+        let mut audit = DropAudit::new(&spec, None, None, log.as_bytes()).unwrap();
+        if let Some(entries) = limit {
+            audit.limit(entries, u64::MAX);
+        }
+        let result = audited
+            .iter()
+            .try_for_each(|&(key, seq)| {
+                audit.written(&make_internal_key(key.as_bytes(), seq, V), None)
+            })
+            .and_then(|()| audit.finish().map(|_| ()));
+        match result {
+            Err(Error::Corruption { file, reason, .. }) => {
+                assert_eq!(file.to_str(), Some(DROP_LOG));
+                reason
+            }
+            other => panic!("{encoded_among:?} among {audited:?} was not refused: {other:?}"),
+        }
+    }
+
+    /// A log placed among other written entries than the outputs hold: every inconsistency
+    /// is refused, however the records decode.
+    #[test]
+    fn records_out_of_the_merged_order_are_refused() {
+        let bottom = Some(DropReason::BottomTombstone);
+        // A key of its own not after the written entry before it.
+        let why = misplaced(
+            true,
+            &[("b", 1, V, None), ("a", 5, D, bottom)],
+            &[("b", 1)],
+            None,
+        );
+        assert!(why.contains("not after the entry before it"), "{why}");
+        // A drop placed before a written version of its key that is newer.
+        let why = misplaced(
+            true,
+            &[("a", 5, D, bottom), ("b", 1, V, None)],
+            &[("a", 7)],
+            None,
+        );
+        assert!(why.contains("sorts after"), "{why}");
+        // Placed past the last written entry.
+        let why = misplaced(true, &[("a", 1, V, None), ("b", 2, D, bottom)], &[], None);
+        assert!(why.contains("past the last written entry"), "{why}");
+        // A version below the written one, which is older than it says.
+        let why = misplaced(
+            false,
+            &[("a", 9, V, None), ("a", 5, V, shadowed(9))],
+            &[("a", 3)],
+            None,
+        );
+        assert!(why.contains("below one no entry has"), "{why}");
+        // More records than the inputs have entries.
+        let why = misplaced(
+            false,
+            &[("a", 9, V, None), ("a", 5, V, shadowed(9))],
+            &[("a", 9)],
+            Some(0),
+        );
+        assert!(why.contains("more drops than the inputs"), "{why}");
     }
 
     #[test]

@@ -20,7 +20,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         let mut key_ended = true;
         // Whether a range tombstone in the stripe deletes what the operands apply to.
         let mut covered_base = false;
-        // That entry's key, for the drop log: it sorts after whatever the operands fold into.
+        // That entry's key, for the drop log.
         let mut covered_key = None;
         while self.input.valid() {
             let ikey = self.input.key();
@@ -162,6 +162,11 @@ impl<I: InternalIterator> CompactionIterator<I> {
             self.log_drop(&key, DropReason::RangeCovered);
         }
         self.stats.entries_out += self.merged.len() as u64;
+        if let Some(log) = &mut self.drops {
+            for (key, _) in &self.merged {
+                log.written(key);
+            }
+        }
         self.position = Position::AtMerged;
         Ok(())
     }

@@ -108,7 +108,7 @@
 //! # The drop log
 //!
 //! When asked ([`CompactionIterator::log_drops`]), the iterator records every drop with its
-//! reason, in internal-key order ([`drop_log`]): shadowed (citing the version examined just
+//! reason, placed among the entries it writes ([`drop_log`]): shadowed (citing the version examined just
 //! before, which is in the same stripe), a tombstone at the bottom, covered by a range
 //! tombstone, or folded by a merge (citing the written entry's sequence number). A worker
 //! sends the log with its outputs and the host checks each decision against these rules
@@ -408,8 +408,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         }
     }
 
-    /// Drops the tombstone awaiting its verdict: counted, hashed and logged, followed in the
-    /// log by the versions dropped while it waited.
+    /// Drops the tombstone awaiting its verdict: counted, hashed and logged.
     fn drop_pending(&mut self) {
         self.pending = false;
         drop_awaited(
@@ -420,12 +419,12 @@ impl<I: InternalIterator> CompactionIterator<I> {
         );
     }
 
-    /// Keeps the tombstone awaiting its verdict: the versions dropped while it waited go to
-    /// the log.
-    fn keep_pending(&mut self) {
-        self.pending = false;
-        if let Some(log) = &mut self.drops {
-            log.release(None);
+    /// Tells the drop log that the current output entry is written.
+    fn log_written(&mut self) {
+        // Out and back, as `key()` reads the rest of the iterator.
+        if let Some(mut log) = self.drops.take() {
+            log.written(self.key());
+            self.drops = Some(log);
         }
     }
 
@@ -543,7 +542,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
     fn reset(&mut self) {
         self.position = Position::Invalid;
         self.has_current_key = false;
-        self.keep_pending();
+        self.pending = false;
     }
 
     /// Finishes a movement: finds the next output entry, or records the failure.
@@ -606,9 +605,10 @@ impl<I: InternalIterator> CompactionIterator<I> {
                     // The tombstone hides this value (or what this operand applies to) from
                     // newer readers: emit it first. The
                     // current entry stays unexamined for the next call.
-                    self.keep_pending();
+                    self.pending = false;
                     self.position = Position::AtPending;
                     self.stats.entries_out += 1;
+                    self.log_written();
                     return Ok(());
                 }
                 // Field by field: `parsed` still borrows the input.
@@ -712,9 +712,6 @@ impl<I: InternalIterator> CompactionIterator<I> {
                     self.pending_value.clear();
                     self.pending_value.extend_from_slice(value);
                     self.pending = true;
-                    if let Some(log) = &mut self.drops {
-                        log.hold();
-                    }
                 }
                 self.input.next()?;
                 continue;
@@ -741,6 +738,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
             }
             self.position = Position::AtInput;
             self.stats.entries_out += 1;
+            self.log_written();
             return Ok(());
         }
     }
@@ -823,7 +821,7 @@ impl<I: InternalIterator> std::fmt::Debug for CompactionIterator<I> {
 }
 
 /// Accounts the drop of the tombstone that awaited its verdict (`key`, `value`): counted,
-/// hashed and logged, followed in the log by the versions dropped while it waited.
+/// hashed and logged (the log sorts it before the versions dropped while it waited).
 fn drop_awaited(
     stats: &mut CompactionIterStats,
     drops: &mut Option<DropLogWriter>,
@@ -833,7 +831,7 @@ fn drop_awaited(
     stats.tombstones_dropped += 1;
     stats.drop_hash(entry_hash(key, value));
     if let Some(log) = drops {
-        log.release(Some((key, DropReason::BottomTombstone)));
+        log.push(key, DropReason::BottomTombstone);
     }
 }
 

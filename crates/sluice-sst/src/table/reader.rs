@@ -23,7 +23,7 @@ use crate::format::{
 };
 use crate::fs::{ReadFile, Storage};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, user_key};
+use crate::key::{compare_internal, trailer, user_key};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
 use crate::{Error, IoContext, Result};
@@ -502,15 +502,16 @@ impl Table {
     /// (`check_properties_describe`). Computes the whole-file CRC32C from the same
     /// bytes. Used by `sluice check` and by the host on a worker's outputs.
     pub fn verify_all(&self) -> Result<VerifyReport> {
-        self.verify_all_visiting(|_| Ok(()))
+        self.verify_all_visiting(|_, _| Ok(()))
     }
 
     /// [`Table::verify_all`], showing `visit` every entry's internal key in order as it is
-    /// read (the host audits a worker's drop decisions in step with this read). An error
+    /// read, with whether its user key is the previous entry's (`None` for the table's first
+    /// entry): the host audits a worker's drop decisions in step with this read. An error
     /// from `visit` stops the read and is returned.
     pub fn verify_all_visiting(
         &self,
-        mut visit: impl FnMut(&[u8]) -> Result<()>,
+        mut visit: impl FnMut(&[u8], Option<bool>) -> Result<()>,
     ) -> Result<VerifyReport> {
         let mut report = VerifyReport::default();
         let mut crc = TilingCrc {
@@ -578,10 +579,17 @@ impl Table {
                 let mut meta = BlockMeta::default();
                 last.clear();
                 while it.valid() {
-                    let out_of_order = match (last.is_empty(), prev_last) {
-                        (false, _) => !compare_internal(&last, it.key()).is_lt(),
-                        (true, Some(p)) => !compare_internal(p, it.key()).is_lt(),
-                        (true, None) => false,
+                    let before = match last.is_empty() {
+                        false => Some(last.as_slice()),
+                        true => prev_last,
+                    };
+                    // One comparison gives the order and whether the user key repeats.
+                    let by_user_key = before.map(|b| user_key(b).cmp(user_key(it.key())));
+                    let out_of_order = match (by_user_key, before) {
+                        (Some(std::cmp::Ordering::Equal), Some(b)) => {
+                            trailer(it.key()) >= trailer(b)
+                        }
+                        (order, _) => order == Some(std::cmp::Ordering::Greater),
                     };
                     if out_of_order {
                         return Err(Error::corruption(
@@ -591,7 +599,7 @@ impl Table {
                         ));
                     }
                     meta.add_entry(it.key(), it.value());
-                    visit(it.key())?;
+                    visit(it.key(), by_user_key.map(std::cmp::Ordering::is_eq))?;
                     last.clear();
                     last.extend_from_slice(it.key());
                     it.next()?;

@@ -1,0 +1,230 @@
+//! The drop log: every entry a compaction dropped, with the reason the compaction iterator
+//! dropped it. A worker sends it with its outputs, and the host checks each decision against
+//! what it knows ([`crate::compact::drop_audit`]): a drop-decision bug then fails the share
+//! instead of balancing the digest equation with an honestly reported loss.
+//!
+//! A record is placed by position, not by key: it says how many written entries sort before
+//! it, and names its user key only when the entry before it in the merged order (written or
+//! dropped) has another one. Most drops are older versions of a key just written, so most
+//! records are a few bytes with no key at all, and the host audits them without comparing a
+//! key: it counts the entries it reads. The byte format is in `docs/format/drop-log.md`.
+//!
+//! [`DropLogWriter`] encodes, [`DropLogReader`] decodes record by record, and
+//! [`decode_with_written`] resolves a whole log against the written keys (for tools and tests;
+//! the audit resolves as it reads).
+
+mod read;
+#[cfg(test)]
+mod tests;
+mod write;
+
+pub use read::DropLogReader;
+pub use write::DropLogWriter;
+
+use crate::coding::put_varint32;
+use crate::key::{SeqNo, ValueKind, compare_internal, make_internal_key, parse_internal_key};
+use crate::{Error, Result};
+
+/// The file name used in errors about a drop log, which is a message, not a file.
+pub const DROP_LOG: &str = "<drop log>";
+
+/// Why the compaction iterator dropped an entry (see the parent module's rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// A newer version of the same key in the same snapshot stripe, the one at sequence number
+    /// `by` (the version examined just before), hides it from every reader.
+    Shadowed {
+        /// The newer version's sequence number.
+        by: SeqNo,
+    },
+    /// A tombstone in a bottommost compaction with no kept version below it that it hides.
+    /// A value a compaction filter removed is logged as the tombstone it became.
+    BottomTombstone,
+    /// A newer range tombstone in its stripe covers it.
+    RangeCovered,
+    /// Combined by the merge operator into the entry written at sequence number `into` (the
+    /// stripe's newest operand's; the entry may be written with sequence number 0 instead,
+    /// when it is zeroed at the bottom).
+    MergeFolded {
+        /// The written entry's sequence number as read.
+        into: SeqNo,
+    },
+}
+
+impl DropReason {
+    fn code(self) -> u8 {
+        match self {
+            DropReason::Shadowed { .. } => 1,
+            DropReason::BottomTombstone => 2,
+            DropReason::RangeCovered => 3,
+            DropReason::MergeFolded { .. } => 4,
+        }
+    }
+
+    /// The newer sequence number the reason cites, if any.
+    pub fn cites(self) -> Option<SeqNo> {
+        match self {
+            DropReason::Shadowed { by } => Some(by),
+            DropReason::MergeFolded { into } => Some(into),
+            DropReason::BottomTombstone | DropReason::RangeCovered => None,
+        }
+    }
+}
+
+/// The head byte of a record: the reason in bits 0-2, the kind in bits 3-4, and three flags.
+mod head {
+    /// The record carries its own user key (else: the previous entry's in the merged order).
+    pub const OWN_KEY: u8 = 1 << 5;
+    /// The sequence number is given below the previous entry's (else: as it is).
+    pub const SEQ_BELOW_PREVIOUS: u8 = 1 << 6;
+    /// The reason cites the previous entry's sequence number (else: a delta above the entry's).
+    pub const CITES_PREVIOUS: u8 = 1 << 7;
+}
+
+/// The two bits a record spends on its entry's kind (a range tombstone is never dropped here).
+fn kind_code(kind: ValueKind) -> u8 {
+    match kind {
+        ValueKind::Deletion | ValueKind::RangeDeletion => 0,
+        ValueKind::Value => 1,
+        ValueKind::Merge => 2,
+        ValueKind::BlobIndex => 3,
+    }
+}
+
+fn kind_of_code(code: u8) -> ValueKind {
+    match code & 3 {
+        0 => ValueKind::Deletion,
+        1 => ValueKind::Value,
+        2 => ValueKind::Merge,
+        _ => ValueKind::BlobIndex,
+    }
+}
+
+/// An encoded drop log and what appending another needs to know of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropLog {
+    bytes: Vec<u8>,
+    records: u64,
+    /// Written entries in the log's key range: where an appended log's positions start.
+    written: u64,
+    /// The last record's position (0 without records).
+    last_position: u64,
+    /// The last user key a record carried, which the next own key shares a prefix with.
+    last_own_key: Vec<u8>,
+}
+
+impl DropLog {
+    /// The encoded records.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The encoded records, owned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Records written.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Appends `next`, the log of the next key range, written by another [`DropLogWriter`]
+    /// (an executor's next sub-task). Its first record's position is moved past this log's
+    /// written entries and its first own key re-encoded to share with this log's last, so the
+    /// result is byte for byte what one writer makes of both ranges: every executor sends the
+    /// same log for a compaction, however it split the work. A user key never spans two
+    /// sub-tasks, so no record of `next` names a key of this log.
+    pub fn append(&mut self, next: DropLog) {
+        let rebase = self.written - self.last_position;
+        let mut reader = DropLogReader::new(&next.bytes);
+        let mut copied_to = 0;
+        let mut first = true;
+        let mut own_seen = false;
+        // Re-encodes the records up to the first with an own key; the rest are copied.
+        while !own_seen {
+            let start = reader.byte_offset();
+            match reader.advance() {
+                Ok(true) => {}
+                // A writer's log always decodes; nothing of it is lost if it did not.
+                Ok(false) | Err(_) => break,
+            }
+            own_seen = reader.own_key().is_some();
+            if !first && !own_seen {
+                continue;
+            }
+            let gap = reader.gap() + if first { rebase } else { 0 };
+            self.bytes.extend_from_slice(&next.bytes[copied_to..start]);
+            crate::coding::put_varint64(&mut self.bytes, gap);
+            self.bytes.push(reader.head_byte());
+            if let Some(key) = reader.own_key() {
+                let shared = common_prefix(key, &self.last_own_key);
+                put_varint32(&mut self.bytes, shared as u32);
+                put_varint32(&mut self.bytes, (key.len() - shared) as u32);
+                self.bytes.extend_from_slice(&key[shared..]);
+            }
+            self.bytes
+                .extend_from_slice(&next.bytes[reader.tail_offset()..reader.byte_offset()]);
+            copied_to = reader.byte_offset();
+            first = false;
+        }
+        self.bytes.extend_from_slice(&next.bytes[copied_to..]);
+        if next.records > 0 {
+            self.last_position = self.written + next.last_position;
+        }
+        if own_seen {
+            self.last_own_key = next.last_own_key;
+        }
+        self.records += next.records;
+        self.written += next.written;
+    }
+}
+
+/// Every record of `log` as an internal key and a reason, resolved against `written`, the
+/// internal keys of the written entries in order. For tools and tests: the host's audit
+/// resolves records as it reads instead ([`crate::compact::drop_audit`]).
+pub fn decode_with_written(log: &[u8], written: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, DropReason)>> {
+    let mut reader = DropLogReader::new(log);
+    let mut out: Vec<(Vec<u8>, DropReason)> = Vec::new();
+    // The previous entry in the merged order: (position of the next written entry, key).
+    let mut last_position = None;
+    while reader.advance()? {
+        let position = reader.position();
+        let previous: Option<&[u8]> = match last_position {
+            Some(p) if p == position => out.last().map(|(k, _)| k.as_slice()),
+            _ => position
+                .checked_sub(1)
+                .and_then(|p| written.get(p as usize))
+                .map(Vec::as_slice),
+        };
+        if position > written.len() as u64 {
+            return Err(reader.corrupt("a position past the last written entry"));
+        }
+        let (user_key, previous_seq) = match (reader.own_key(), previous) {
+            (Some(key), _) => (key.to_vec(), None),
+            (None, Some(prev)) => {
+                let p = parse_internal_key(prev).ok_or_else(|| {
+                    Error::corruption(DROP_LOG, 0, "a written key does not parse")
+                })?;
+                (p.user_key.to_vec(), Some(p.seq))
+            }
+            (None, None) => return Err(reader.corrupt("names the key of no previous entry")),
+        };
+        let (seq, reason) = reader.resolve(previous_seq)?;
+        out.push((make_internal_key(&user_key, seq, reader.kind()), reason));
+        last_position = Some(position);
+    }
+    Ok(out)
+}
+
+/// The merged order of a compaction's written entries and drops: internal-key order, a drop
+/// before a written entry of the same internal key (a drop shadowed by a version written with
+/// its sequence number zeroed can have one).
+pub fn merged_order(a: (&[u8], bool), b: (&[u8], bool)) -> std::cmp::Ordering {
+    compare_internal(a.0, b.0).then(a.1.cmp(&b.1))
+}
+
+/// How many leading bytes `a` and `b` share.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
