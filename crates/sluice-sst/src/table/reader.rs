@@ -628,10 +628,7 @@ impl Table {
                 }
                 // A filter that leaves a key out makes a lookup miss what a scan finds.
                 if let Some(filter) = &self.filter
-                    && !meta
-                        .filter_hashes
-                        .iter()
-                        .all(|&h| filter.may_contain_hash(h))
+                    && !filter.may_contain_all(&meta.filter_hashes)
                 {
                     return Err(Error::corruption(
                         &*self.path,
