@@ -184,6 +184,9 @@ fn offload_shares(before: Option<&OffloadMetrics>, after: &OffloadMetrics) -> Ve
                 seconds: (a.seconds - b.map_or(0.0, |b| b.seconds)).max(0.0),
                 cpu_seconds: (a.cpu_seconds - b.map_or(0.0, |b| b.cpu_seconds)).max(0.0),
                 check_seconds: (a.check_seconds - b.map_or(0.0, |b| b.check_seconds)).max(0.0),
+                drop_log_bytes: a
+                    .drop_log_bytes
+                    .saturating_sub(b.map_or(0, |b| b.drop_log_bytes)),
                 modes,
                 retried: a.retried.saturating_sub(b.map_or(0, |b| b.retried)),
             }

@@ -82,6 +82,7 @@ struct SideSum {
     seconds: f64,
     cpu_seconds: f64,
     check_seconds: f64,
+    drop_log_bytes: u64,
     /// Executors that ran the chunks, sorted and without repeats.
     modes: Vec<String>,
     failed: bool,
@@ -93,6 +94,7 @@ impl SideSum {
         self.seconds += r.seconds;
         self.cpu_seconds += r.cpu_seconds;
         self.check_seconds += r.check_seconds;
+        self.drop_log_bytes += r.drop_log_bytes;
         if let Err(at) = self.modes.binary_search(&r.mode) {
             self.modes.insert(at, r.mode.clone());
         }
@@ -288,6 +290,7 @@ impl Job<'_> {
                     mode: sum.modes.join("+"),
                     cpu_seconds: sum.cpu_seconds,
                     check_seconds: sum.check_seconds,
+                    drop_log_bytes: sum.drop_log_bytes,
                     retried: sum.failed,
                 };
                 (side, report)

@@ -446,6 +446,7 @@ impl Offloader {
                 t.seconds += r.seconds;
                 t.cpu_seconds += r.cpu_seconds;
                 t.check_seconds += r.check_seconds;
+                t.drop_log_bytes += r.drop_log_bytes;
                 for mode in r.mode.split('+').filter(|m| !m.is_empty()) {
                     *t.modes.entry(mode.to_string()).or_default() += 1;
                 }

@@ -177,6 +177,7 @@ impl Job<'_> {
             mode: self.host_exec.mode.to_string(),
             cpu_seconds: out.profile.cpu_nanos as f64 / 1e9,
             check_seconds: 0.0,
+            drop_log_bytes: 0,
             retried: false,
         };
         let part = Part {
@@ -265,6 +266,7 @@ impl Job<'_> {
             mode,
             cpu_seconds: profile.cpu_nanos as f64 / 1e9,
             check_seconds: 0.0,
+            drop_log_bytes: r.drop_log.len() as u64,
             retried: false,
         };
         let part = Part {

@@ -365,7 +365,8 @@ fn drop_a_tombstone(
 /// bottom, placed among the written keys after the lie (`written.1`; `log` was placed among
 /// `written.0`). The tombstone has the entry's sequence number or, when `forge`, the newest
 /// one the log's other drops of the key cite: a zeroed value's old number, which those drops
-/// then find (a forger covering its tracks).
+/// then find (a forger covering its tracks; where the log cites the zeroed value as 0, the
+/// forger picks a number and re-cites them).
 fn with_drops(
     log: &DropLog,
     written: (&[Vec<u8>], &[Vec<u8>]),
@@ -382,10 +383,21 @@ fn with_drops(
     }
     for k in left_out {
         if let Some(p) = parse_internal_key(k) {
-            let seq = match forge {
-                true => cited.get(p.user_key).copied().unwrap_or(p.seq),
-                false => p.seq,
+            // A drop citing 0 cited the zeroed value the lie left out: it is re-cited to the
+            // forged tombstone, at a number of the forger's choosing.
+            let seq = match (forge, cited.get(p.user_key)) {
+                (true, Some(&0)) => p.seq.max(1),
+                (true, Some(&newest)) => newest,
+                _ => p.seq,
             };
+            if forge {
+                let zeroed = DropReason::Shadowed { by: 0 };
+                for (key, reason) in &mut records {
+                    if user_key(key) == p.user_key && *reason == zeroed {
+                        *reason = DropReason::Shadowed { by: seq };
+                    }
+                }
+            }
             let tombstone = make_internal_key(p.user_key, seq, ValueKind::Deletion);
             records.push((tombstone, DropReason::BottomTombstone));
         }

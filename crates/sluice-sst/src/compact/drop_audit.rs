@@ -218,7 +218,8 @@ impl<'a> DropAudit<'a> {
                     (false, Some(false)) => Ordering::Greater,
                     _ => written_key.cmp(self.key.as_slice()),
                 };
-                if by_key.is_lt() || (by_key.is_eq() && trailer > last) {
+                // A written entry sorts before a drop of the same trailer.
+                if by_key.is_lt() || (by_key.is_eq() && trailer >= last) {
                     return Err(self
                         .log
                         .corrupt("a dropped entry placed after a written one it sorts after"));
@@ -381,9 +382,11 @@ impl<'a> DropAudit<'a> {
             }
             false => self.last.map(|(trailer, _)| trailer),
         };
-        let (seq, reason) = self.log.resolve(previous.map(|t| t >> 8))?;
+        let after_written = matches!(self.last, Some((_, false)));
+        let (seq, reason) = self.log.resolve(previous.map(|t| t >> 8), after_written)?;
         let trailer = pack_trailer(seq, kind);
-        if previous.is_some_and(|p| trailer >= p) {
+        // Strictly after the previous entry, or equal to a written one (which sorts first).
+        if previous.is_some_and(|p| trailer > p || (trailer == p && !after_written)) {
             return Err(self
                 .log
                 .corrupt("a dropped entry placed after one it sorts before"));
@@ -565,7 +568,7 @@ mod tests {
 
     use super::*;
     use crate::compact::plan::tests::spec;
-    use crate::compaction_iter::drop_log::DropLogWriter;
+    use crate::compaction_iter::drop_log::{DropLogWriter, decode_with_written};
     use crate::key::make_internal_key;
     use crate::range_del::RangeTombstone;
 
@@ -826,6 +829,32 @@ mod tests {
         // At the bottom with nothing older, or folded into an operand, it is right.
         audit(true, &[("m", 19, V, None), ("m", 18, M, folded(19))]).unwrap();
         audit(false, &[("m", 19, M, None), ("m", 18, M, folded(19))]).unwrap();
+    }
+
+    /// The bottommost compaction of an overwritten key: the new value is written zeroed, and
+    /// the old one, zeroed by an earlier compaction, is dropped as shadowed. Both are at
+    /// sequence number 0; the written one comes first, and the drop is named by position.
+    #[test]
+    fn an_old_version_at_zero_below_a_value_zeroed_again_passes() {
+        let counts = audit(true, &[("c", 0, V, None), ("c", 0, V, shadowed(7))]).unwrap();
+        assert_eq!(counts.shadowed, 1);
+        let mut log = DropLogWriter::default();
+        log.push(
+            &make_internal_key(b"c", 0, V),
+            DropReason::Shadowed { by: 7 },
+        );
+        log.written(&make_internal_key(b"c", 0, V));
+        // Gap, head and sequence number 0: no key, and the value it cites is the one before.
+        let log = log.take();
+        assert_eq!(log.as_bytes().len(), 3);
+        let decoded = decode_with_written(log.as_bytes(), &[make_internal_key(b"c", 0, V)]);
+        assert_eq!(decoded.unwrap()[0].1, DropReason::Shadowed { by: 0 });
+        // Without the written value at 0, the cited version is nowhere.
+        refused(
+            true,
+            &[("c", 0, V, shadowed(7))],
+            "no value was written at sequence number 0",
+        );
     }
 
     /// A log encoded among `encoded_among` (written, or dropped for a reason), audited

@@ -49,6 +49,9 @@ fn a_worker_removes_expired_values_with_the_hosts_cutoff() {
     db.compact_range(None, None).unwrap();
     let m = db.offload_metrics().unwrap();
     assert!(m.sides[1].input_bytes > 0, "the worker did no work: {m:?}");
+    // At the default level the worker sends its drops (the expired values, the overwritten
+    // versions) for the host to audit.
+    assert!(m.sides[1].drop_log_bytes > 0, "{m:?}");
     assert_eq!(m.retries, 0, "{m:?}");
     assert!(db.metrics().compaction.filter_removed >= 40_000);
     assert!(contents(&db).is_empty());

@@ -97,6 +97,9 @@ pub struct ShareReport {
     /// hidden behind the worker's next chunk is not. The part of offloading that does not
     /// shrink with more workers.
     pub check_seconds: f64,
+    /// Bytes of the drop logs the worker sent with its outputs (0 for the host's share, and
+    /// below `audit`): the message the drop audit costs.
+    pub drop_log_bytes: u64,
     /// The share failed on its worker and was re-run on the host (dynamic split: a chunk of
     /// this worker failed and went back to the queue).
     pub retried: bool,
@@ -118,6 +121,8 @@ pub struct SideTotals {
     pub cpu_seconds: f64,
     /// Seconds the host spent checking this side's outputs.
     pub check_seconds: f64,
+    /// Bytes of the drop logs this side sent.
+    pub drop_log_bytes: u64,
     /// Shares per executor that ran them (`sequential`, `pipelined`, ...).
     pub modes: std::collections::BTreeMap<String, u64>,
     /// Of `shares`, those that failed on this side (a timeout, an error, a reply that failed
@@ -141,6 +146,7 @@ impl SideTotals {
             mode: self.modes.keys().cloned().collect::<Vec<_>>().join("+"),
             cpu_seconds: self.cpu_seconds,
             check_seconds: self.check_seconds,
+            drop_log_bytes: self.drop_log_bytes,
             retried: self.retried > 0,
         }
     }

@@ -129,6 +129,7 @@ mod tests {
             mode: mode.into(),
             cpu_seconds: seconds,
             check_seconds: 0.0,
+            drop_log_bytes: 0,
             retried: false,
         }
     }

@@ -133,6 +133,7 @@ fn mixed_executors_without_offload_get_their_own_bars() {
         mode: "sequential".into(),
         cpu_seconds: 1.5,
         check_seconds: 0.1,
+        drop_log_bytes: 0,
         retried: false,
     }]);
     let entry = |label: &str, engine| Entry {

@@ -34,7 +34,8 @@ pub enum DropReason {
     /// A newer version of the same key in the same snapshot stripe, the one at sequence number
     /// `by` (the version examined just before), hides it from every reader.
     Shadowed {
-        /// The newer version's sequence number.
+        /// The newer version's sequence number; as decoded, 0 for a version at 0 shadowed by a
+        /// value written before it at 0 (zeroed at the bottom), whose number the log omits.
         by: SeqNo,
     },
     /// A tombstone in a bottommost compaction with no kept version below it that it hides.
@@ -181,13 +182,15 @@ impl DropLog {
 }
 
 /// Every record of `log` as an internal key and a reason, resolved against `written`, the
-/// internal keys of the written entries in order. For tools and tests: the host's audit
-/// resolves records as it reads instead ([`crate::compact::drop_audit`]).
+/// internal keys of the written entries in order; refused unless the records and the written
+/// entries make one merged order. For tools and tests: the host's audit resolves and checks
+/// records as it reads instead ([`crate::compact::drop_audit`]).
 pub fn decode_with_written(log: &[u8], written: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, DropReason)>> {
     let mut reader = DropLogReader::new(log);
     let mut out: Vec<(Vec<u8>, DropReason)> = Vec::new();
     // The previous entry in the merged order: (position of the next written entry, key).
     let mut last_position = None;
+    let mut order = OrderCheck::default();
     while reader.advance()? {
         let position = reader.position();
         let previous: Option<&[u8]> = match last_position {
@@ -200,6 +203,7 @@ pub fn decode_with_written(log: &[u8], written: &[Vec<u8>]) -> Result<Vec<(Vec<u
         if position > written.len() as u64 {
             return Err(reader.corrupt("a position past the last written entry"));
         }
+        let previous_written = last_position != Some(position);
         let (user_key, previous_seq) = match (reader.own_key(), previous) {
             (Some(key), _) => (key.to_vec(), None),
             (None, Some(prev)) => {
@@ -210,18 +214,50 @@ pub fn decode_with_written(log: &[u8], written: &[Vec<u8>]) -> Result<Vec<(Vec<u
             }
             (None, None) => return Err(reader.corrupt("names the key of no previous entry")),
         };
-        let (seq, reason) = reader.resolve(previous_seq)?;
-        out.push((make_internal_key(&user_key, seq, reader.kind()), reason));
+        let (seq, reason) = reader.resolve(previous_seq, previous_written)?;
+        let key = make_internal_key(&user_key, seq, reader.kind());
+        for w in &written[order.checked..position as usize] {
+            order.next((w, true)).map_err(|why| reader.corrupt(why))?;
+        }
+        order.checked = position as usize;
+        order
+            .next((&key, false))
+            .map_err(|why| reader.corrupt(why))?;
+        out.push((key, reason));
         last_position = Some(position);
+    }
+    for w in &written[order.checked..] {
+        order.next((w, true)).map_err(|why| reader.corrupt(why))?;
     }
     Ok(out)
 }
 
-/// The merged order of a compaction's written entries and drops: internal-key order, a drop
-/// before a written entry of the same internal key (a drop shadowed by a version written with
-/// its sequence number zeroed can have one).
+/// Checks that entries come in the merged order.
+#[derive(Default)]
+struct OrderCheck {
+    last: Option<(Vec<u8>, bool)>,
+    /// Written entries checked so far.
+    checked: usize,
+}
+
+impl OrderCheck {
+    fn next(&mut self, entry: (&[u8], bool)) -> std::result::Result<(), &'static str> {
+        if let Some((key, written)) = &self.last
+            && !merged_order((key, *written), entry).is_lt()
+        {
+            return Err("entries out of the merged order");
+        }
+        self.last = Some((entry.0.to_vec(), entry.1));
+        Ok(())
+    }
+}
+
+/// The merged order of a compaction's entries, each an internal key and whether it was
+/// written: internal-key order, a written entry before a drop of the same internal key (the
+/// older version a value zeroed at the bottom shadowed can have sequence number 0 too, and is
+/// then named by position instead of by key).
 pub fn merged_order(a: (&[u8], bool), b: (&[u8], bool)) -> std::cmp::Ordering {
-    compare_internal(a.0, b.0).then(a.1.cmp(&b.1))
+    compare_internal(a.0, b.0).then(b.1.cmp(&a.1))
 }
 
 /// How many leading bytes `a` and `b` share.

@@ -13,6 +13,13 @@ struct Version {
     dropped: Option<DropReason>,
 }
 
+/// The entry before a record in the merged order, of the same user key.
+#[derive(Clone, Copy, Debug)]
+struct Previous {
+    seq: SeqNo,
+    written: bool,
+}
+
 /// Encodes drops as the compaction iterator decides them, told of every entry it writes too.
 ///
 /// The versions of one user key are kept until the next key starts, then sorted into the
@@ -69,34 +76,45 @@ impl DropLogWriter {
             self.versions.clear();
             return;
         }
-        // Newest first; a drop before a written version of the same trailer.
+        // Newest first; a written version before a drop of the same trailer.
         self.versions
-            .sort_by_key(|v| (std::cmp::Reverse(v.trailer), v.dropped.is_none()));
-        let mut previous: Option<SeqNo> = None;
+            .sort_by_key(|v| (std::cmp::Reverse(v.trailer), v.dropped.is_some()));
+        let mut previous: Option<Previous> = None;
         for i in 0..self.versions.len() {
             let Version { trailer, dropped } = self.versions[i];
             match dropped {
                 None => self.log.written += 1,
                 Some(reason) => self.encode(trailer, reason, previous),
             }
-            previous = Some(trailer >> 8);
+            previous = Some(Previous {
+                seq: trailer >> 8,
+                written: dropped.is_none(),
+            });
         }
         self.versions.clear();
         self.has_drops = false;
     }
 
-    /// Encodes one record; `previous` is the sequence number of the entry before it in the
-    /// merged order when that entry has the same user key.
-    fn encode(&mut self, trailer: u64, reason: DropReason, previous: Option<SeqNo>) {
+    /// Encodes one record; `previous` is the entry before it in the merged order when that
+    /// entry has the same user key.
+    fn encode(&mut self, trailer: u64, reason: DropReason, previous: Option<Previous>) {
         let seq = trailer >> 8;
         let kind = ValueKind::from_u8(trailer as u8).unwrap_or(ValueKind::Deletion);
         let mut head_byte = reason.code() | kind_code(kind) << 3;
-        let below = previous.filter(|&p| p > seq);
+        let below = previous.map(|p| p.seq).filter(|&p| p > seq);
         if below.is_some() {
             head_byte |= head::SEQ_BELOW_PREVIOUS;
         }
         let cited = reason.cites();
-        if cited.is_some() && cited == previous {
+        // A version at 0 shadowed by a value written at 0 (zeroed at the bottom) cites that
+        // value, whose own number the outputs no longer hold. (A fold names the entry it went
+        // into, so that the folds of one merge are seen together.)
+        let shadowed = matches!(reason, DropReason::Shadowed { .. });
+        let cites_previous = match (cited, previous) {
+            (Some(c), Some(p)) => c == p.seq || (shadowed && p.written && p.seq == 0 && seq == 0),
+            _ => false,
+        };
+        if cites_previous {
             head_byte |= head::CITES_PREVIOUS;
         }
         if previous.is_none() {
