@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use sluice_sst::compact::{CompactionOutput, CompactionSpec};
 use sluice_sst::compaction_iter::CompactionIterStats;
 use sluice_sst::compaction_iter::drop_log::{
-    DropLog, DropLogWriter, DropReason, decode_with_written, merged_order,
+    DropLog, DropLogWriter, DropReason, merged_with_written,
 };
 use sluice_sst::digest::EntryDigest;
 use sluice_sst::fs::Storage;
@@ -361,57 +361,55 @@ fn drop_a_tombstone(
     entries
 }
 
-/// `log` with a record for each of `left_out`, as a tombstone of its key dropped at the
-/// bottom, placed among the written keys after the lie (`written.1`; `log` was placed among
-/// `written.0`). The tombstone has the entry's sequence number or, when `forge`, the newest
-/// one the log's other drops of the key cite: a zeroed value's old number, which those drops
-/// then find (a forger covering its tracks; where the log cites the zeroed value as 0, the
-/// forger picks a number and re-cites them).
+/// `log` with each written entry of `left_out` turned into a tombstone dropped at the bottom,
+/// in its place in the merged order (`log` was placed among `written.0`; the outputs after
+/// the lie hold `written.1`). The tombstone has the entry's sequence number or, when `forge`
+/// and the entry was a value zeroed at the bottom, one above every version of the key the
+/// log drops after it, which are re-cited to it (a forger covering its tracks: they cited the value).
 fn with_drops(
     log: &DropLog,
     written: (&[Vec<u8>], &[Vec<u8>]),
     left_out: &[Vec<u8>],
     forge: bool,
 ) -> Result<DropLog, WorkerError> {
-    let mut records = decode_with_written(log.as_bytes(), written.0)?;
-    let mut cited = std::collections::HashMap::<Vec<u8>, u64>::new();
-    for (key, reason) in &records {
-        if let Some(s) = reason.cites() {
-            let newest = cited.entry(user_key(key).to_vec()).or_default();
-            *newest = (*newest).max(s);
-        }
-    }
+    let mut merged = merged_with_written(log.as_bytes(), written.0)?;
     for k in left_out {
-        if let Some(p) = parse_internal_key(k) {
-            // A drop citing 0 cited the zeroed value the lie left out: it is re-cited to the
-            // forged tombstone, at a number of the forger's choosing.
-            let seq = match (forge, cited.get(p.user_key)) {
-                (true, Some(&0)) => p.seq.max(1),
-                (true, Some(&newest)) => newest,
-                _ => p.seq,
-            };
-            if forge {
-                let zeroed = DropReason::Shadowed { by: 0 };
-                for (key, reason) in &mut records {
-                    if user_key(key) == p.user_key && *reason == zeroed {
-                        *reason = DropReason::Shadowed { by: seq };
-                    }
+        let (Some(at), Some(p)) = (
+            merged.iter().position(|(key, r)| r.is_none() && key == k),
+            parse_internal_key(k),
+        ) else {
+            continue;
+        };
+        let of_key = |key: &[u8]| user_key(key) == p.user_key;
+        let seq = match forge && p.seq == 0 {
+            true => merged[at..]
+                .iter()
+                .filter(|(key, r)| r.is_some() && of_key(key))
+                .filter_map(|(key, _)| parse_internal_key(key).map(|d| d.seq + 1))
+                .max()
+                .unwrap_or(0),
+            false => p.seq,
+        };
+        if forge {
+            for (key, reason) in &mut merged {
+                if of_key(key) && *reason == Some(DropReason::Shadowed { by: 0 }) {
+                    *reason = Some(DropReason::Shadowed { by: seq });
                 }
             }
-            let tombstone = make_internal_key(p.user_key, seq, ValueKind::Deletion);
-            records.push((tombstone, DropReason::BottomTombstone));
         }
+        let tombstone = make_internal_key(p.user_key, seq, ValueKind::Deletion);
+        merged[at] = (tombstone, Some(DropReason::BottomTombstone));
     }
-    let mut merged: Vec<(&[u8], Option<DropReason>)> = records
-        .iter()
-        .map(|(k, r)| (k.as_slice(), Some(*r)))
-        .chain(written.1.iter().map(|k| (k.as_slice(), None)))
-        .collect();
-    merged.sort_by(|a, b| merged_order((a.0, a.1.is_none()), (b.0, b.1.is_none())));
-    let mut writer = DropLogWriter::default();
-    for (key, reason) in merged {
+    let kept = merged.iter().filter(|(_, r)| r.is_none()).map(|(k, _)| k);
+    if !kept.eq(written.1.iter()) {
+        return Err(WorkerError::Internal(
+            "lying: the outputs changed other than by the entries left out".into(),
+        ));
+    }
+    let mut writer = DropLogWriter::in_order();
+    for (key, reason) in &merged {
         match reason {
-            Some(reason) => writer.push(key, reason),
+            Some(reason) => writer.push(key, *reason),
             None => writer.written(key),
         }
     }

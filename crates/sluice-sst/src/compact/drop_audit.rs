@@ -382,11 +382,19 @@ impl<'a> DropAudit<'a> {
             }
             false => self.last.map(|(trailer, _)| trailer),
         };
-        let after_written = matches!(self.last, Some((_, false)));
-        let (seq, reason) = self.log.resolve(previous.map(|t| t >> 8), after_written)?;
+        let (seq, reason) = self.log.resolve(previous.map(|t| t >> 8))?;
         let trailer = pack_trailer(seq, kind);
-        // Strictly after the previous entry, or equal to a written one (which sorts first).
-        if previous.is_some_and(|p| trailer > p || (trailer == p && !after_written)) {
+        // Strictly after the previous entry, or equal to a written one (which sorts first);
+        // after a value written at 0 (zeroed at the bottom), a version citing it, which
+        // sorted below the number the value had.
+        let after_written = matches!(self.last, Some((_, false)));
+        let after_zeroed = after_written && previous.is_some_and(|p| p >> 8 == 0);
+        let in_order = match previous {
+            None => true,
+            Some(_) if after_zeroed && reason.cites() == Some(0) => true,
+            Some(p) => trailer < p || (trailer == p && after_written),
+        };
+        if !in_order {
             return Err(self
                 .log
                 .corrupt("a dropped entry placed after one it sorts before"));
@@ -431,12 +439,7 @@ impl<'a> DropAudit<'a> {
                         && (v.kind == ValueKind::Value || (!base && v.kind == ValueKind::Merge))
                 })
                 .map_err(bad)?;
-                let at = self.versions.partition_point(|v| v.seq > into);
-                let written = self
-                    .versions
-                    .get(at)
-                    .filter(|v| v.seq == into)
-                    .map(|v| v.kind);
+                let written = self.version_at(into).map(|v| v.kind);
                 let f = self.fold.get_or_insert(Fold {
                     into,
                     written,
@@ -492,9 +495,22 @@ impl<'a> DropAudit<'a> {
                 "{cited} is in another snapshot stripe: a snapshot sees the dropped version"
             ));
         }
-        // Versions are newest first: binary search on the descending sequence numbers.
-        let at = self.versions.partition_point(|v| v.seq > cited);
-        match self.versions.get(at).filter(|v| v.seq == cited) {
+        // 0 is the value written zeroed at the bottom (its own number is not in the outputs).
+        if cited == 0 {
+            return match self.version_at(0).filter(|v| v.dropped.is_none()) {
+                _ if !self.bottommost => Err(
+                    "cites a value zeroed at the bottom, in a compaction that is not bottommost"
+                        .into(),
+                ),
+                Some(v) if hides(v) => Ok(()),
+                Some(v) => Err(format!(
+                    "the value zeroed at the bottom ({:?}) does not hide it",
+                    v.kind
+                )),
+                None => Err("cites a value zeroed at the bottom, and none was written".into()),
+            };
+        }
+        match self.version_at(cited) {
             Some(v) if hides(v) => Ok(()),
             Some(v) => Err(format!("{cited} ({:?}) does not hide it", v.kind)),
             None if self.bottommost && stripe == 0 => {
@@ -503,6 +519,13 @@ impl<'a> DropAudit<'a> {
             }
             None => Err(format!("{cited} is neither written nor dropped")),
         }
+    }
+
+    /// The version of the current key at sequence number `seq`, written or dropped (the first,
+    /// for 0: the written value zeroed at the bottom comes before the versions it shadows).
+    /// A key has a few versions, and after a zeroed value they are not in sequence order.
+    fn version_at(&self, seq: SeqNo) -> Option<&Version> {
+        self.versions.iter().find(|v| v.seq == seq)
     }
 
     /// Decides a fold once the key's next version (`next`: its sequence number and why it was
@@ -838,15 +861,22 @@ mod tests {
     fn an_old_version_at_zero_below_a_value_zeroed_again_passes() {
         let counts = audit(true, &[("c", 0, V, None), ("c", 0, V, shadowed(7))]).unwrap();
         assert_eq!(counts.shadowed, 1);
+        // Citing the zeroed value (as 0) needs one written, at the bottom.
+        refused(true, &[("c", 0, V, shadowed(0))], "none was written");
+        refused(
+            false,
+            &[("c", 0, V, None), ("c", 0, V, shadowed(0))],
+            "not bottommost",
+        );
         let mut log = DropLogWriter::default();
         log.push(
             &make_internal_key(b"c", 0, V),
             DropReason::Shadowed { by: 7 },
         );
-        log.written(&make_internal_key(b"c", 0, V));
-        // Gap, head and sequence number 0: no key, and the value it cites is the one before.
+        log.written_zeroed(&make_internal_key(b"c", 0, V), 7);
+        // Gap, head, sequence number 0 and a cited 0 (the zeroed value): no key.
         let log = log.take();
-        assert_eq!(log.as_bytes().len(), 3);
+        assert_eq!(log.as_bytes().len(), 4);
         let decoded = decode_with_written(log.as_bytes(), &[make_internal_key(b"c", 0, V)]);
         assert_eq!(decoded.unwrap()[0].1, DropReason::Shadowed { by: 0 });
         // Without the written value at 0, the cited version is nowhere.

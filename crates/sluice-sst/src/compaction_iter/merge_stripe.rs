@@ -81,6 +81,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.merged_at = 0;
         let (newest_key, _) = &self.operands[0];
         let newest = parse_internal_key(newest_key).ok_or_else(|| corrupt("operand key"))?;
+        let newest_seq = newest.seq;
         // A base in a blob file is not read here: compactions move references, and a worker
         // may have no blob files at all. The operands stay as they are; reads merge them.
         let blob_base = !covered_base
@@ -164,7 +165,12 @@ impl<I: InternalIterator> CompactionIterator<I> {
         self.stats.entries_out += self.merged.len() as u64;
         if let Some(log) = &mut self.drops {
             for (key, _) in &self.merged {
-                log.written(key);
+                // A full merge written at 0 (zeroed at the bottom) had the newest operand's
+                // number.
+                match parse_internal_key(key).is_some_and(|k| k.seq == 0) && newest_seq != 0 {
+                    true => log.written_zeroed(key, newest_seq),
+                    false => log.written(key),
+                }
             }
         }
         self.position = Position::AtMerged;

@@ -423,7 +423,17 @@ impl<I: InternalIterator> CompactionIterator<I> {
     fn log_written(&mut self) {
         // Out and back, as `key()` reads the rest of the iterator.
         if let Some(mut log) = self.drops.take() {
-            log.written(self.key());
+            let key = self.key();
+            let zeroed_from = match self.position == Position::AtInput && self.zeroed {
+                true => parse_internal_key(self.input.key())
+                    .map(|p| p.seq)
+                    .filter(|&seq| seq != 0 && parse_internal_key(key).is_some_and(|k| k.seq == 0)),
+                false => None,
+            };
+            match zeroed_from {
+                Some(seq) => log.written_zeroed(key, seq),
+                None => log.written(key),
+            }
             self.drops = Some(log);
         }
     }

@@ -22,7 +22,7 @@ pub use read::DropLogReader;
 pub use write::DropLogWriter;
 
 use crate::coding::put_varint32;
-use crate::key::{SeqNo, ValueKind, compare_internal, make_internal_key, parse_internal_key};
+use crate::key::{SeqNo, ValueKind, make_internal_key, parse_internal_key};
 use crate::{Error, Result};
 
 /// The file name used in errors about a drop log, which is a message, not a file.
@@ -34,8 +34,8 @@ pub enum DropReason {
     /// A newer version of the same key in the same snapshot stripe, the one at sequence number
     /// `by` (the version examined just before), hides it from every reader.
     Shadowed {
-        /// The newer version's sequence number; as decoded, 0 for a version at 0 shadowed by a
-        /// value written before it at 0 (zeroed at the bottom), whose number the log omits.
+        /// The newer version's sequence number; as decoded, 0 when it is the key's value
+        /// written zeroed at the bottom, whose own number the log cannot give.
         by: SeqNo,
     },
     /// A tombstone in a bottommost compaction with no kept version below it that it hides.
@@ -47,7 +47,8 @@ pub enum DropReason {
     /// stripe's newest operand's; the entry may be written with sequence number 0 instead,
     /// when it is zeroed at the bottom).
     MergeFolded {
-        /// The written entry's sequence number as read.
+        /// The written entry's sequence number as read; as decoded, 0 when that entry was
+        /// written zeroed at the bottom.
         into: SeqNo,
     },
 }
@@ -186,27 +187,34 @@ impl DropLog {
 /// entries make one merged order. For tools and tests: the host's audit resolves and checks
 /// records as it reads instead ([`crate::compact::drop_audit`]).
 pub fn decode_with_written(log: &[u8], written: &[Vec<u8>]) -> Result<Vec<(Vec<u8>, DropReason)>> {
+    Ok(merged_with_written(log, written)?
+        .into_iter()
+        .filter_map(|(key, reason)| reason.map(|r| (key, r)))
+        .collect())
+}
+
+/// The merged order of `log`'s records (with their reasons) and `written` (with none), as
+/// [`decode_with_written`] checks it. A [`DropLogWriter::in_order`] given these entries
+/// writes the log again, canonically.
+pub fn merged_with_written(
+    log: &[u8],
+    written: &[Vec<u8>],
+) -> Result<Vec<(Vec<u8>, Option<DropReason>)>> {
     let mut reader = DropLogReader::new(log);
-    let mut out: Vec<(Vec<u8>, DropReason)> = Vec::new();
-    // The previous entry in the merged order: (position of the next written entry, key).
-    let mut last_position = None;
-    let mut order = OrderCheck::default();
+    let mut merged: Vec<(Vec<u8>, Option<DropReason>)> = Vec::new();
+    let mut placed = 0;
     while reader.advance()? {
         let position = reader.position();
-        let previous: Option<&[u8]> = match last_position {
-            Some(p) if p == position => out.last().map(|(k, _)| k.as_slice()),
-            _ => position
-                .checked_sub(1)
-                .and_then(|p| written.get(p as usize))
-                .map(Vec::as_slice),
-        };
         if position > written.len() as u64 {
             return Err(reader.corrupt("a position past the last written entry"));
         }
-        let previous_written = last_position != Some(position);
-        let (user_key, previous_seq) = match (reader.own_key(), previous) {
+        for w in &written[placed..position as usize] {
+            place(&mut merged, (w.clone(), None)).map_err(|why| reader.corrupt(why))?;
+        }
+        placed = position as usize;
+        let (user_key, previous_seq) = match (reader.own_key(), merged.last()) {
             (Some(key), _) => (key.to_vec(), None),
-            (None, Some(prev)) => {
+            (None, Some((prev, _))) => {
                 let p = parse_internal_key(prev).ok_or_else(|| {
                     Error::corruption(DROP_LOG, 0, "a written key does not parse")
                 })?;
@@ -214,50 +222,46 @@ pub fn decode_with_written(log: &[u8], written: &[Vec<u8>]) -> Result<Vec<(Vec<u
             }
             (None, None) => return Err(reader.corrupt("names the key of no previous entry")),
         };
-        let (seq, reason) = reader.resolve(previous_seq, previous_written)?;
+        let (seq, reason) = reader.resolve(previous_seq)?;
         let key = make_internal_key(&user_key, seq, reader.kind());
-        for w in &written[order.checked..position as usize] {
-            order.next((w, true)).map_err(|why| reader.corrupt(why))?;
-        }
-        order.checked = position as usize;
-        order
-            .next((&key, false))
-            .map_err(|why| reader.corrupt(why))?;
-        out.push((key, reason));
-        last_position = Some(position);
+        place(&mut merged, (key, Some(reason))).map_err(|why| reader.corrupt(why))?;
     }
-    for w in &written[order.checked..] {
-        order.next((w, true)).map_err(|why| reader.corrupt(why))?;
+    for w in &written[placed..] {
+        place(&mut merged, (w.clone(), None)).map_err(|why| reader.corrupt(why))?;
     }
-    Ok(out)
+    Ok(merged)
 }
 
-/// Checks that entries come in the merged order.
-#[derive(Default)]
-struct OrderCheck {
-    last: Option<(Vec<u8>, bool)>,
-    /// Written entries checked so far.
-    checked: usize,
-}
-
-impl OrderCheck {
-    fn next(&mut self, entry: (&[u8], bool)) -> std::result::Result<(), &'static str> {
-        if let Some((key, written)) = &self.last
-            && !merged_order((key, *written), entry).is_lt()
-        {
-            return Err("entries out of the merged order");
-        }
-        self.last = Some((entry.0.to_vec(), entry.1));
-        Ok(())
+/// Appends `entry` to `merged` if it may follow the last entry.
+fn place(
+    merged: &mut Vec<(Vec<u8>, Option<DropReason>)>,
+    entry: (Vec<u8>, Option<DropReason>),
+) -> std::result::Result<(), &'static str> {
+    if let Some(last) = merged.last()
+        && !follows((&last.0, last.1), (&entry.0, entry.1))
+    {
+        return Err("entries out of the merged order");
     }
+    merged.push(entry);
+    Ok(())
 }
 
-/// The merged order of a compaction's entries, each an internal key and whether it was
-/// written: internal-key order, a written entry before a drop of the same internal key (the
-/// older version a value zeroed at the bottom shadowed can have sequence number 0 too, and is
-/// then named by position instead of by key).
-pub fn merged_order(a: (&[u8], bool), b: (&[u8], bool)) -> std::cmp::Ordering {
-    compare_internal(a.0, b.0).then(b.1.cmp(&a.1))
+/// Whether entry `b` may follow entry `a` in the merged order (each an internal key and, for
+/// a drop, its reason): internal-key order, a written entry before a drop of the same internal
+/// key, and after a value written at sequence number 0 (zeroed at the bottom) the versions
+/// that cite it, which sorted below the number it had.
+pub fn follows(a: (&[u8], Option<DropReason>), b: (&[u8], Option<DropReason>)) -> bool {
+    let (ua, ub) = (crate::key::user_key(a.0), crate::key::user_key(b.0));
+    if ua != ub {
+        return ua < ub;
+    }
+    let (ta, tb) = (crate::key::trailer(a.0), crate::key::trailer(b.0));
+    let cites_zeroed = b.1.and_then(DropReason::cites) == Some(0);
+    match (a.1, b.1) {
+        (None, Some(_)) if ta >> 8 == 0 && cites_zeroed => true,
+        (None, Some(_)) => tb <= ta,
+        _ => tb < ta,
+    }
 }
 
 /// How many leading bytes `a` and `b` share.

@@ -21,6 +21,9 @@ enum RecordCite {
     Previous,
     /// This much above the entry's own (at least 1).
     Above(u64),
+    /// The value of the key written with its sequence number zeroed at the bottom, before
+    /// the entry in the merged order (a delta of 0): cited as 0.
+    Zeroed,
 }
 
 /// Decodes a drop log record by record, checking what a record says on its own: lengths,
@@ -118,7 +121,7 @@ impl<'a> DropLogReader<'a> {
             (true, true) if own => return Err(self.corrupt("cites an entry of another key")),
             (true, true) => RecordCite::Previous,
             (true, false) => match self.varint64()? {
-                0 => return Err(self.corrupt("cites a sequence number not newer than the entry")),
+                0 => RecordCite::Zeroed,
                 delta => RecordCite::Above(delta),
             },
         };
@@ -142,38 +145,30 @@ impl<'a> DropLogReader<'a> {
     }
 
     /// The current record's sequence number and reason, given `previous`, the sequence number
-    /// of the previous entry in the merged order when it has the record's user key, and
-    /// whether that entry was written. Fails when the record needs a previous entry there is
-    /// not, or cites a version not newer than it (a version at 0 shadowed by a value written
-    /// at 0 just before it cites that value: 0, a value zeroed at the bottom).
-    pub fn resolve(
-        &self,
-        previous: Option<SeqNo>,
-        previous_written: bool,
-    ) -> Result<(SeqNo, DropReason)> {
+    /// of the previous entry in the merged order when it has the record's user key. Fails when
+    /// the record needs a previous entry there is not, or cites a version not newer than it.
+    /// A record citing the value of its key zeroed at the bottom cites 0 (the audit finds
+    /// that value among the written entries).
+    pub fn resolve(&self, previous: Option<SeqNo>) -> Result<(SeqNo, DropReason)> {
         let seq = match self.seq {
             RecordSeq::Absolute(seq) => seq,
             RecordSeq::BelowPrevious(delta) => previous
                 .and_then(|p| p.checked_sub(delta))
                 .ok_or_else(|| self.corrupt("a sequence number below one no entry has"))?,
         };
-        let cited = match self.cite {
-            RecordCite::Nothing => None,
-            RecordCite::Previous => Some(
-                previous
-                    .filter(|&p| {
-                        p > seq || (self.head & 7 == 1 && previous_written && p == 0 && seq == 0)
-                    })
-                    .ok_or_else(|| {
-                        self.corrupt("cites a sequence number not newer than the entry")
-                    })?,
-            ),
-            RecordCite::Above(delta) => Some(
-                seq.checked_add(delta)
-                    .filter(|&s| s <= MAX_SEQ)
-                    .ok_or_else(|| self.corrupt("cites a sequence number past 2^56 - 1"))?,
-            ),
-        };
+        let cited =
+            match self.cite {
+                RecordCite::Nothing => None,
+                RecordCite::Previous => Some(previous.filter(|&p| p > seq).ok_or_else(|| {
+                    self.corrupt("cites a sequence number not newer than the entry")
+                })?),
+                RecordCite::Zeroed => Some(0),
+                RecordCite::Above(delta) => Some(
+                    seq.checked_add(delta)
+                        .filter(|&s| s <= MAX_SEQ)
+                        .ok_or_else(|| self.corrupt("cites a sequence number past 2^56 - 1"))?,
+                ),
+            };
         let reason = match (self.head & 7, cited) {
             (1, Some(by)) => DropReason::Shadowed { by },
             (2, _) => DropReason::BottomTombstone,

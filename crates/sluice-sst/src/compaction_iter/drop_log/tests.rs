@@ -197,7 +197,7 @@ fn every_malformed_log_is_corruption_at_its_record() {
     let one = [ikey("k", 9, ValueKind::Value)];
     for (bytes, expect) in [
         (
-            record(0, 1 | value | head::OWN_KEY, Some(b"a"), &[5, 0]),
+            record(1, 1 | value | head::CITES_PREVIOUS, None, &[9]),
             "not newer",
         ),
         (
