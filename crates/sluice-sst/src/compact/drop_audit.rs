@@ -591,7 +591,7 @@ mod tests {
 
     use super::*;
     use crate::compact::plan::tests::spec;
-    use crate::compaction_iter::drop_log::{DropLogWriter, decode_with_written};
+    use crate::compaction_iter::drop_log::{DropLog, DropLogWriter, decode_with_written};
     use crate::key::make_internal_key;
     use crate::range_del::RangeTombstone;
 
@@ -606,6 +606,19 @@ mod tests {
         Some(DropReason::Shadowed { by })
     }
 
+    /// The drop log of `seen`, as the compaction iterator would make it.
+    fn encode(seen: &[Seen]) -> DropLog {
+        let mut log = DropLogWriter::default();
+        for &(key, seq, kind, reason) in seen {
+            let ikey = make_internal_key(key.as_bytes(), seq, kind);
+            match reason {
+                Some(reason) => log.push(&ikey, reason),
+                None => log.written(&ikey),
+            }
+        }
+        log.take()
+    }
+
     /// Audits `seen` (in internal-key order) for a compaction with snapshot 10 (stripes
     /// `..=10` and `11..`), `bottommost`, and a range tombstone over `[r, s)` at 30.
     fn audit(bottommost: bool, seen: &[Seen]) -> Result<DropCounts> {
@@ -617,15 +630,7 @@ mod tests {
             end: b"s".to_vec(),
             seq: 30,
         }])));
-        let mut log = DropLogWriter::default();
-        for &(key, seq, kind, reason) in seen {
-            let ikey = make_internal_key(key.as_bytes(), seq, kind);
-            match reason {
-                Some(reason) => log.push(&ikey, reason),
-                None => log.written(&ikey),
-            }
-        }
-        let log = log.take();
+        let log = encode(seen);
         // Once with the read's word on repeated user keys, once comparing them itself.
         let mut result = None;
         for told in [true, false] {
@@ -897,15 +902,7 @@ mod tests {
     ) -> String {
         let mut spec = spec(Vec::new());
         spec.bottommost = bottommost;
-        let mut log = DropLogWriter::default();
-        for &(key, seq, kind, reason) in encoded_among {
-            let ikey = make_internal_key(key.as_bytes(), seq, kind);
-            match reason {
-                Some(reason) => log.push(&ikey, reason),
-                None => log.written(&ikey),
-            }
-        }
-        let log = log.take();
+        let log = encode(encoded_among);
         let mut audit = DropAudit::new(&spec, None, None, log.as_bytes()).unwrap();
         if let Some(entries) = limit {
             audit.limit(entries, u64::MAX);
