@@ -13,8 +13,10 @@
 //! - **shadowed by S**: `S` is newer and in the same snapshot stripe (no reader sees the
 //!   dropped version without seeing `S`), and `S` is a written or dropped version of the key
 //!   that hides what lies below it: not a merge operand, unless it was itself dropped as
-//!   shadowed or covered. A version zeroed at the bottom no longer carries `S`; there the key
-//!   must end with a written value at sequence number 0;
+//!   shadowed or covered. A value written zeroed at the bottom no longer carries `S`: a drop
+//!   cites it as 0, only in a bottommost compaction and only a value or blob reference written
+//!   at 0 before it (a log may also cite an `S` that is nowhere in stripe 0 at the bottom, as
+//!   the writer did before zeroed values were cited as 0: then the key must have such a value);
 //! - **a tombstone at the bottom**: the compaction is bottommost and the next *written* version
 //!   of the key, if any, is a tombstone too, or a version a range tombstone deletes for every
 //!   reader that saw the dropped one (what readers saw, "not found", is what they see);
@@ -44,6 +46,12 @@ use super::CompactionSpec;
 /// The name in errors about an output entry that does not parse (which the full read of every
 /// output rules out before the audit sees it).
 const OUTPUTS: &str = "<outputs>";
+
+/// Whether a value of this kind may be written with its sequence number zeroed at the bottom
+/// (`CompactionIterator`: values and blob references; a full merge writes a value).
+fn zeroable(kind: ValueKind) -> bool {
+    matches!(kind, ValueKind::Value | ValueKind::BlobIndex)
+}
 
 /// Drops by reason, as the audit counted them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -113,6 +121,8 @@ pub struct DropAudit<'a> {
     awaiting: Option<(SeqNo, u64)>,
     /// A drop cites a version zeroed at the bottom: the key must end with a written value at 0.
     needs_zeroed: Option<(SeqNo, u64)>,
+    /// Where in `versions` the key's value written at 0 (zeroed at the bottom) is.
+    zeroed_at: Option<usize>,
     counts: DropCounts,
     /// Whether a drop was refused (the error went to the caller of `written`).
     refused: bool,
@@ -168,6 +178,7 @@ impl<'a> DropAudit<'a> {
             own_since_written: false,
             awaiting: None,
             needs_zeroed: None,
+            zeroed_at: None,
             counts: DropCounts::default(),
             refused: false,
             scratch: Vec::new(),
@@ -290,6 +301,9 @@ impl<'a> DropAudit<'a> {
             ));
         }
         self.awaiting = None;
+        if p.seq == 0 && zeroable(p.kind) {
+            self.zeroed_at = Some(self.versions.len());
+        }
         self.versions.push(Version {
             seq: p.seq,
             kind: p.kind,
@@ -388,7 +402,9 @@ impl<'a> DropAudit<'a> {
         // after a value written at 0 (zeroed at the bottom), a version citing it, which
         // sorted below the number the value had.
         let after_written = matches!(self.last, Some((_, false)));
-        let after_zeroed = after_written && previous.is_some_and(|p| p >> 8 == 0);
+        let after_zeroed = after_written
+            && previous
+                .is_some_and(|p| p >> 8 == 0 && ValueKind::from_u8(p as u8).is_some_and(zeroable));
         let in_order = match previous {
             None => true,
             Some(_) if after_zeroed && reason.cites() == Some(0) => true,
@@ -439,7 +455,7 @@ impl<'a> DropAudit<'a> {
                         && (v.kind == ValueKind::Value || (!base && v.kind == ValueKind::Merge))
                 })
                 .map_err(bad)?;
-                let written = self.version_at(into).map(|v| v.kind);
+                let written = self.cited_version(into).map(|v| v.kind);
                 let f = self.fold.get_or_insert(Fold {
                     into,
                     written,
@@ -497,7 +513,7 @@ impl<'a> DropAudit<'a> {
         }
         // 0 is the value written zeroed at the bottom (its own number is not in the outputs).
         if cited == 0 {
-            return match self.version_at(0).filter(|v| v.dropped.is_none()) {
+            return match self.cited_version(0) {
                 _ if !self.bottommost => Err(
                     "cites a value zeroed at the bottom, in a compaction that is not bottommost"
                         .into(),
@@ -521,11 +537,29 @@ impl<'a> DropAudit<'a> {
         }
     }
 
-    /// The version of the current key at sequence number `seq`, written or dropped (the first,
-    /// for 0: the written value zeroed at the bottom comes before the versions it shadows).
-    /// A key has a few versions, and after a zeroed value they are not in sequence order.
+    /// The version a drop cites: at sequence number `seq`, or for 0 the key's value written
+    /// zeroed at the bottom.
+    fn cited_version(&self, seq: SeqNo) -> Option<&Version> {
+        match seq {
+            0 => self.zeroed_at.and_then(|at| self.versions.get(at)),
+            _ => self.version_at(seq),
+        }
+    }
+
+    /// The version of the current key at sequence number `seq` (not 0), written or dropped.
+    /// Versions are newest first, except that those after a value zeroed at the bottom sort
+    /// below the number it had: two descending runs, each searched in `log n` (a drop most
+    /// often cites the version just before it, looked at first).
     fn version_at(&self, seq: SeqNo) -> Option<&Version> {
-        self.versions.iter().find(|v| v.seq == seq)
+        if let Some(last) = self.versions.last().filter(|v| v.seq == seq) {
+            return Some(last);
+        }
+        let split = self.zeroed_at.map_or(self.versions.len(), |at| at + 1);
+        let (before, after) = self.versions.split_at(split);
+        [before, after].into_iter().find_map(|run| {
+            let at = run.partition_point(|v| v.seq > seq);
+            run.get(at).filter(|v| v.seq == seq)
+        })
     }
 
     /// Decides a fold once the key's next version (`next`: its sequence number and why it was
@@ -563,12 +597,7 @@ impl<'a> DropAudit<'a> {
     fn end_key(&mut self) -> Result<()> {
         self.settle_fold(None)?;
         if let Some((cited, offset)) = self.needs_zeroed.take() {
-            let zeroed = self.versions.iter().any(|v| {
-                v.seq == 0
-                    && v.dropped.is_none()
-                    && matches!(v.kind, ValueKind::Value | ValueKind::BlobIndex)
-            });
-            if !zeroed {
+            if self.zeroed_at.is_none() {
                 return Err(Error::corruption(
                     DROP_LOG,
                     offset,
@@ -580,6 +609,7 @@ impl<'a> DropAudit<'a> {
             }
         }
         self.versions.clear();
+        self.zeroed_at = None;
         self.awaiting = None;
         Ok(())
     }
@@ -889,6 +919,45 @@ mod tests {
             true,
             &[("c", 0, V, shadowed(7))],
             "no value was written at sequence number 0",
+        );
+    }
+
+    /// Only a value or blob reference is ever zeroed at the bottom: a tombstone or an operand
+    /// written at 0 is not a zeroed value to cite, and nothing may sort above 0 after it.
+    #[test]
+    fn only_a_zeroed_value_may_be_cited_as_0() {
+        let spec = {
+            let mut spec = spec(Vec::new());
+            spec.bottommost = true;
+            spec
+        };
+        for (written_kind, reason) in [
+            (D, DropReason::Shadowed { by: 0 }),
+            (M, DropReason::MergeFolded { into: 0 }),
+        ] {
+            let written = make_internal_key(b"k", 0, written_kind);
+            let dropped_kind = if written_kind == M { M } else { V };
+            let mut log = DropLogWriter::in_order();
+            log.written(&written);
+            log.push(&make_internal_key(b"k", 9, dropped_kind), reason);
+            let log = log.take();
+            let mut audit = DropAudit::new(&spec, None, None, log.as_bytes()).unwrap();
+            let result = audit
+                .written(&written, None)
+                .and_then(|()| audit.finish().map(|_| ()));
+            match result {
+                Err(Error::Corruption { file, reason, .. }) => {
+                    assert_eq!(file.to_str(), Some(DROP_LOG));
+                    assert!(reason.contains("sorts before"), "{reason}");
+                }
+                other => panic!("{written_kind:?} at 0 was cited: {other:?}"),
+            }
+        }
+        // Placed before it instead, the citation finds no zeroed value.
+        refused(
+            true,
+            &[("c", 9, V, shadowed(0)), ("c", 0, D, None)],
+            "none was written",
         );
     }
 

@@ -43,7 +43,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 break;
             }
             let trailer = pack_trailer(parsed.seq, parsed.kind);
-            if trailer > self.last_trailer || (trailer == self.last_trailer && self.drops.is_some())
+            if trailer > self.last_trailer
+                || (parsed.seq == self.last_trailer >> 8 && self.drops.is_some())
             {
                 return Err(corrupt(format!(
                     "input out of order: sequence {} after a newer-sorting version",
@@ -139,6 +140,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
                     .map(|value| (newest.seq, ValueKind::Merge, value))
             }
         };
+        let zeroed_merge = matches!(written, Some((0, _, _))) && newest_seq != 0;
         match written {
             Some((seq, kind, value)) => {
                 let mut key = Vec::with_capacity(self.current_key.len() + 8);
@@ -166,8 +168,8 @@ impl<I: InternalIterator> CompactionIterator<I> {
         if let Some(log) = &mut self.drops {
             for (key, _) in &self.merged {
                 // A full merge written at 0 (zeroed at the bottom) had the newest operand's
-                // number.
-                match parse_internal_key(key).is_some_and(|k| k.seq == 0) && newest_seq != 0 {
+                // number; operands written back as they are keep theirs.
+                match zeroed_merge {
                     true => log.written_zeroed(key, newest_seq),
                     false => log.written(key),
                 }

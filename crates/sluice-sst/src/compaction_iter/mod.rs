@@ -636,9 +636,10 @@ impl<I: InternalIterator> CompactionIterator<I> {
             self.stats.input_key_bytes += ikey.len() as u64;
             self.stats.input_value_bytes += value_len as u64;
             let newer = self.last_trailer >> 8;
-            if shadowed && trailer == self.last_trailer && self.drops.is_some() {
-                // Tolerated above, but its drop would cite itself, which no log can hold.
-                return Err(corrupt("an entry appears twice in the input"));
+            if shadowed && parsed.seq == self.last_trailer >> 8 && self.drops.is_some() {
+                // Tolerated above, but its drop would cite its own sequence number, which no
+                // log can hold (sequence numbers are unique: only damage repeats one).
+                return Err(corrupt("a sequence number appears twice in the input"));
             }
             self.last_trailer = trailer;
 

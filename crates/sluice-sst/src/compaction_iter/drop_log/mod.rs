@@ -257,8 +257,13 @@ pub fn follows(a: (&[u8], Option<DropReason>), b: (&[u8], Option<DropReason>)) -
     }
     let (ta, tb) = (crate::key::trailer(a.0), crate::key::trailer(b.0));
     let cites_zeroed = b.1.and_then(DropReason::cites) == Some(0);
+    let zeroed = ta >> 8 == 0
+        && matches!(
+            ValueKind::from_u8(ta as u8),
+            Some(ValueKind::Value | ValueKind::BlobIndex)
+        );
     match (a.1, b.1) {
-        (None, Some(_)) if ta >> 8 == 0 && cites_zeroed => true,
+        (None, Some(_)) if zeroed && cites_zeroed => true,
         (None, Some(_)) => tb <= ta,
         _ => tb < ta,
     }
