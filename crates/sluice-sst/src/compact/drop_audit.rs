@@ -596,17 +596,17 @@ impl<'a> DropAudit<'a> {
     /// Closes the current key: a drop citing a zeroed version needs one.
     fn end_key(&mut self) -> Result<()> {
         self.settle_fold(None)?;
-        if let Some((cited, offset)) = self.needs_zeroed.take() {
-            if self.zeroed_at.is_none() {
-                return Err(Error::corruption(
-                    DROP_LOG,
-                    offset,
-                    format!(
-                        "a drop cites version {cited}, which is neither written nor dropped, \
-                         and no value was written at sequence number 0 in its place"
-                    ),
-                ));
-            }
+        if let Some((cited, offset)) = self.needs_zeroed.take()
+            && self.zeroed_at.is_none()
+        {
+            return Err(Error::corruption(
+                DROP_LOG,
+                offset,
+                format!(
+                    "a drop cites version {cited}, which is neither written nor dropped, \
+                     and no value was written at sequence number 0 in its place"
+                ),
+            ));
         }
         self.versions.clear();
         self.zeroed_at = None;
