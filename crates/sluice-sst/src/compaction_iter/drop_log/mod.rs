@@ -250,7 +250,7 @@ fn place(
 /// a drop, its reason): internal-key order, a written entry before a drop of the same internal
 /// key, and after a value written at sequence number 0 (zeroed at the bottom) the versions
 /// that cite it, which sorted below the number it had.
-pub fn follows(a: (&[u8], Option<DropReason>), b: (&[u8], Option<DropReason>)) -> bool {
+fn follows(a: (&[u8], Option<DropReason>), b: (&[u8], Option<DropReason>)) -> bool {
     let (ua, ub) = (crate::key::user_key(a.0), crate::key::user_key(b.0));
     if ua != ub {
         return ua < ub;
