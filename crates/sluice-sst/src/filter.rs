@@ -206,19 +206,6 @@ impl BloomFilter {
             .all(|(byte, mask)| self.data.get(byte).is_none_or(|b| b & mask != 0))
     }
 
-    /// True when [`BloomFilter::may_contain_hash`] is true of every hash in `hashes`. It
-    /// looks at all of them without stopping or branching on a miss, so the cache-line loads
-    /// of many keys overlap: the host checks every key of a worker's output this way.
-    pub fn may_contain_all(&self, hashes: &[u64]) -> bool {
-        let mut all = true;
-        for &h in hashes {
-            for (byte, mask) in probes(h, self.num_lines, self.num_probes) {
-                all &= self.data.get(byte).is_none_or(|b| b & mask != 0);
-            }
-        }
-        all
-    }
-
     /// Size of the filter in bytes.
     pub fn size_bytes(&self) -> usize {
         self.data.len()
@@ -232,24 +219,6 @@ mod tests {
 
     fn key(i: u64) -> Vec<u8> {
         format!("user-key-{i:010}").into_bytes()
-    }
-
-    proptest! {
-        #[test]
-        fn checking_many_hashes_at_once_agrees_with_one_at_a_time(
-            added in prop::collection::vec(any::<u64>(), 1..200),
-            asked in prop::collection::vec(any::<u64>(), 0..50),
-        ) {
-            let mut b = BloomFilterBuilder::new(10);
-            for &i in &added {
-                b.add_key(&key(i));
-            }
-            let f = BloomFilter::new(b.finish()).unwrap();
-            let hashes: Vec<u64> = added.iter().chain(&asked).map(|&i| hash64(&key(i))).collect();
-            prop_assert!(f.may_contain_all(&hashes[..added.len()]));
-            let each = hashes.iter().all(|&h| f.may_contain_hash(h));
-            prop_assert_eq!(f.may_contain_all(&hashes), each);
-        }
     }
 
     #[test]

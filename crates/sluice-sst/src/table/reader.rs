@@ -628,7 +628,10 @@ impl Table {
                 }
                 // A filter that leaves a key out makes a lookup miss what a scan finds.
                 if let Some(filter) = &self.filter
-                    && !filter.may_contain_all(&meta.filter_hashes)
+                    && !meta
+                        .filter_hashes
+                        .iter()
+                        .all(|&h| filter.may_contain_hash(h))
                 {
                     return Err(Error::corruption(
                         &*self.path,

@@ -16,13 +16,6 @@ struct Version {
     dropped: Option<DropReason>,
 }
 
-/// The entry before a record in the merged order, of the same user key.
-#[derive(Clone, Copy, Debug)]
-struct Previous {
-    /// Its sequence number as written.
-    seq: SeqNo,
-}
-
 /// Encodes drops as the compaction iterator decides them, told of every entry it writes too.
 ///
 /// The versions of one user key are kept until the next key starts, then sorted into the
@@ -120,7 +113,8 @@ impl DropLogWriter {
             self.versions
                 .sort_by_key(|v| (std::cmp::Reverse(v.sorts_as), v.dropped.is_some()));
         }
-        let mut previous: Option<Previous> = None;
+        // The sequence number, as written, of the entry before in the merged order.
+        let mut previous: Option<SeqNo> = None;
         for i in 0..self.versions.len() {
             let Version {
                 trailer, dropped, ..
@@ -129,7 +123,7 @@ impl DropLogWriter {
                 None => self.log.written += 1,
                 Some(reason) => self.encode(trailer, reason, previous, zeroed_from),
             }
-            previous = Some(Previous { seq: trailer >> 8 });
+            previous = Some(trailer >> 8);
         }
         self.versions.clear();
         self.has_drops = false;
@@ -142,13 +136,13 @@ impl DropLogWriter {
         &mut self,
         trailer: u64,
         reason: DropReason,
-        previous: Option<Previous>,
+        previous: Option<SeqNo>,
         zeroed_from: Option<SeqNo>,
     ) {
         let seq = trailer >> 8;
         let kind = ValueKind::from_u8(trailer as u8).unwrap_or(ValueKind::Deletion);
         let mut head_byte = reason.code() | kind_code(kind) << 3;
-        let below = previous.map(|p| p.seq).filter(|&p| p > seq);
+        let below = previous.filter(|&p| p > seq);
         if below.is_some() {
             head_byte |= head::SEQ_BELOW_PREVIOUS;
         }
@@ -158,7 +152,7 @@ impl DropLogWriter {
             .cites()
             .map(|c| if zeroed_from == Some(c) { 0 } else { c });
         let cites_previous = match (cited, previous) {
-            (Some(c), Some(p)) => c != 0 && c == p.seq,
+            (Some(c), Some(p)) => c != 0 && c == p,
             _ => false,
         };
         if cites_previous {
