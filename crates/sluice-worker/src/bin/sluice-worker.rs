@@ -6,6 +6,11 @@ use std::process::ExitCode;
 use clap::Parser;
 use sluice_worker::WorkerArgs;
 
+/// The allocator of the `sluice` binary (see its `main.rs`), so that `sluice-worker` and
+/// `sluice worker` run the same executors on the same allocator and measure alike.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Runs compaction shares for a Sluice host.
 #[derive(Parser)]
 #[command(name = "sluice-worker", version)]
