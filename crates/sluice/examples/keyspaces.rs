@@ -15,8 +15,9 @@ use sluice::{
     CompressionType, Db, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions,
 };
 
-/// The keyspaces' settings: given at creation and again at every open, as RocksDB's column
-/// family options are.
+/// The keyspaces' settings, given at every open as RocksDB's column family options are. The
+/// first open creates them (`create_missing_keyspaces`); a name the database lacks is an
+/// error otherwise, so a typo cannot open a keyspace with the default options.
 fn keyspaces() -> BTreeMap<String, KeyspaceOptions> {
     let mut orders = KeyspaceOptions::default();
     orders.table.block_size = 64 << 10;
@@ -35,13 +36,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let options = || Options {
         keyspaces: keyspaces(),
+        create_missing_keyspaces: true,
         ..Options::default()
     };
     {
         let db = Db::open(dir.path(), options())?;
-        let settings = keyspaces();
-        let orders = db.create_keyspace("orders", &settings["orders"])?;
-        let counters = db.create_keyspace("counters", &settings["counters"])?;
+        let orders = db.keyspace("orders").expect("created by the open");
+        let counters = db.keyspace("counters").expect("created by the open");
         let before = db.snapshot();
         for (order, customer) in [("o-1", "ada"), ("o-2", "alan"), ("o-3", "ada")] {
             // One WAL record: after a crash, both writes are there or neither is.

@@ -21,12 +21,15 @@
 //! `docs/format/wal.md` is the full specification.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use sluice_sst::coding::{
     get_fixed32, get_fixed64, get_length_prefixed, get_varint32, put_length_prefixed, put_varint32,
 };
 use sluice_sst::key::{MAX_SEQ, SeqNo, ValueKind};
 use sluice_sst::{Error, Result};
+
+use crate::db::open_id::OpenId;
 
 /// Bytes before the first entry: sequence (8) + count (4).
 pub const BATCH_HEADER_LEN: usize = 12;
@@ -43,10 +46,24 @@ pub const DEFAULT_KEYSPACE_ID: u32 = 0;
 /// Invariant: `rep` always holds a well-formed batch (at least the header, then exactly
 /// `count` entries), because it is built only by the methods below or validated by
 /// [`WriteBatch::from_wal_record`].
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    /// The database opens whose keyspace handles added entries (mostly none or one), each
+    /// with the name of the first such keyspace: a database refuses the batch unless they are
+    /// all its own (`db::open_id`), since an entry records only its keyspace's id. Not part
+    /// of the encoding.
+    handles_of: Vec<(OpenId, Arc<str>)>,
 }
+
+/// Batches are equal when they encode the same entries, whatever handles added them.
+impl PartialEq for WriteBatch {
+    fn eq(&self, other: &Self) -> bool {
+        self.rep == other.rep
+    }
+}
+
+impl Eq for WriteBatch {}
 
 /// One entry of a batch, borrowed from it. `value` is empty for deletions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +84,7 @@ impl WriteBatch {
     pub fn new() -> Self {
         WriteBatch {
             rep: vec![0; BATCH_HEADER_LEN],
+            handles_of: Vec::new(),
         }
     }
 
@@ -86,7 +104,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn put_in(&mut self, keyspace: &crate::Keyspace, key: &[u8], value: &[u8]) {
-        self.add(keyspace.id(), ValueKind::Value, key, value);
+        self.add_in(keyspace, ValueKind::Value, key, value);
     }
 
     /// Adds a deletion of `key` in `keyspace`.
@@ -94,7 +112,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn delete_in(&mut self, keyspace: &crate::Keyspace, key: &[u8]) {
-        self.add(keyspace.id(), ValueKind::Deletion, key, b"");
+        self.add_in(keyspace, ValueKind::Deletion, key, b"");
     }
 
     /// Adds merge operand `operand` for `key` in `keyspace`, combined by that keyspace's
@@ -103,7 +121,7 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn merge_in(&mut self, keyspace: &crate::Keyspace, key: &[u8], operand: &[u8]) {
-        self.add(keyspace.id(), ValueKind::Merge, key, operand);
+        self.add_in(keyspace, ValueKind::Merge, key, operand);
     }
 
     /// Adds a deletion of every key in `[start, end)` of `keyspace`.
@@ -111,7 +129,32 @@ impl WriteBatch {
     /// # Panics
     /// As [`put`](Self::put).
     pub fn delete_range_in(&mut self, keyspace: &crate::Keyspace, start: &[u8], end: &[u8]) {
-        self.add(keyspace.id(), ValueKind::RangeDeletion, start, end);
+        self.add_in(keyspace, ValueKind::RangeDeletion, start, end);
+    }
+
+    /// Appends an entry of `kind` in `keyspace`, remembering which database the handle is of.
+    fn add_in(&mut self, keyspace: &crate::Keyspace, kind: ValueKind, key: &[u8], value: &[u8]) {
+        let open = keyspace.open_id();
+        if !self.handles_of.iter().any(|(o, _)| o.is(open)) {
+            self.handles_of
+                .push((open.clone(), Arc::from(keyspace.name())));
+        }
+        self.add(keyspace.id(), kind, key, value);
+    }
+
+    /// Refuses the batch unless every keyspace handle that added entries is one of the
+    /// database open `open`: another database's keyspace ids name other keyspaces here.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming the keyspace and both databases.
+    pub(crate) fn check_handles(&self, open: &OpenId) -> crate::Result<()> {
+        for (from, keyspace) in &self.handles_of {
+            open.check(
+                from,
+                format_args!("the batch's entries in keyspace {keyspace:?}"),
+            )?;
+        }
+        Ok(())
     }
 
     /// Appends an entry of `kind` in `keyspace` (see the module docs; a deletion's `value` is
@@ -175,6 +218,7 @@ impl WriteBatch {
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(BATCH_HEADER_LEN, 0);
+        self.handles_of.clear();
     }
 
     /// Encoded size in bytes: what the WAL record and the memtable insert will cost.
@@ -218,6 +262,11 @@ impl WriteBatch {
         self.rep
             .extend_from_slice(other.rep.get(BATCH_HEADER_LEN..).unwrap_or_default());
         self.set_count(count);
+        for (open, keyspace) in &other.handles_of {
+            if !self.handles_of.iter().any(|(o, _)| o.is(open)) {
+                self.handles_of.push((open.clone(), Arc::clone(keyspace)));
+            }
+        }
     }
 
     /// The entries in order. Each item is a `Result` so that a logic error surfaces as an error
@@ -243,7 +292,10 @@ impl WriteBatch {
                 bytes.len()
             )));
         }
-        let batch = WriteBatch { rep: bytes };
+        let batch = WriteBatch {
+            rep: bytes,
+            handles_of: Vec::new(),
+        };
         for entry in batch.entries() {
             entry.map_err(|(pos, reason)| corrupt(format!("write batch byte {pos}: {reason}")))?;
         }

@@ -104,6 +104,11 @@ pub struct Options {
     /// each existing keyspace opens with its entry here, or with the defaults when it has
     /// none. The fields above are the default keyspace's.
     pub keyspaces: std::collections::BTreeMap<String, crate::KeyspaceOptions>,
+    /// Create each keyspace [`Options::keyspaces`] names that the database lacks, with its
+    /// options there, when the database opens for writing (RocksDB's
+    /// `create_missing_column_families`). Without it, such a name fails the open with
+    /// [`Error::InvalidArgument`] listing the keyspaces the database has.
+    pub create_missing_keyspaces: bool,
 }
 
 /// Memtable settings ([`Options::memtable`]).
@@ -328,6 +333,7 @@ impl Default for Options {
             info_log: crate::info_log::InfoLogOptions::default(),
             ttl: None,
             keyspaces: Default::default(),
+            create_missing_keyspaces: false,
             blob: Default::default(),
         }
     }
@@ -400,6 +406,12 @@ impl Options {
             }
         }
         for (name, keyspace) in &self.keyspaces {
+            if name == crate::keyspace::DEFAULT_KEYSPACE {
+                return bad(format!(
+                    "keyspaces: {name:?} is the database's own keyspace; its options are the \
+                     fields of Options itself"
+                ));
+            }
             keyspace
                 .tree_options(self, 1)
                 .validate()

@@ -6,6 +6,9 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use sluice_sst::key::SeqNo;
 
+use crate::Result;
+use crate::db::open_id::OpenId;
+
 /// The set of live snapshots, shared between the database and its `Snapshot` handles.
 ///
 /// Compaction asks for the list so it keeps every version some snapshot can still see.
@@ -16,11 +19,16 @@ pub struct SnapshotList {
 }
 
 impl SnapshotList {
-    /// Pins the sequence number `current` holds and returns the handle that unpins it on drop.
+    /// Pins the sequence number `current` holds and returns the handle that unpins it on drop,
+    /// a snapshot of the database open `of`.
     ///
     /// The number is read under the list's lock: a compaction that read the list before that
     /// only has inputs at or below it, so it cannot drop a version this snapshot needs.
-    pub fn acquire_current(self: &Arc<Self>, current: &std::sync::atomic::AtomicU64) -> Snapshot {
+    pub(crate) fn acquire_current(
+        self: &Arc<Self>,
+        current: &std::sync::atomic::AtomicU64,
+        of: &OpenId,
+    ) -> Snapshot {
         let mut live = self.live.lock();
         let seq = current.load(std::sync::atomic::Ordering::Acquire);
         *live.entry(seq).or_insert(0) += 1;
@@ -28,6 +36,7 @@ impl SnapshotList {
         Snapshot {
             seq,
             list: Arc::clone(self),
+            of: of.clone(),
         }
     }
 
@@ -60,12 +69,28 @@ impl SnapshotList {
 pub struct Snapshot {
     seq: SeqNo,
     list: Arc<SnapshotList>,
+    /// The database open it pins: another database may not have published `seq`, and does
+    /// not keep what it sees.
+    of: OpenId,
 }
 
 impl Snapshot {
     /// The sequence number this snapshot reads at.
     pub fn sequence(&self) -> SeqNo {
         self.seq
+    }
+
+    /// The sequence number to read at in the database open `open`: this snapshot's, if it
+    /// is a snapshot of that open.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming both databases if it is another's.
+    pub(crate) fn sequence_in(&self, open: &OpenId) -> Result<SeqNo> {
+        open.check(
+            &self.of,
+            format_args!("a snapshot (at sequence {})", self.seq),
+        )?;
+        Ok(self.seq)
     }
 }
 
@@ -83,10 +108,14 @@ mod tests {
     fn handles_pin_and_release() {
         let list = Arc::new(SnapshotList::default());
         let seq = std::sync::atomic::AtomicU64::new(5);
-        let a = list.acquire_current(&seq);
-        let b = list.acquire_current(&seq);
+        let open = OpenId::new(std::path::Path::new("/db"));
+        let a = list.acquire_current(&seq, &open);
+        let b = list.acquire_current(&seq, &open);
         seq.store(9, std::sync::atomic::Ordering::Release);
-        let c = list.acquire_current(&seq);
+        let c = list.acquire_current(&seq, &open);
+        assert_eq!(c.sequence_in(&open).unwrap(), 9);
+        let other = OpenId::new(std::path::Path::new("/db"));
+        assert!(c.sequence_in(&other).is_err(), "a snapshot of another open");
         assert_eq!(list.sequences(), vec![5, 9]);
         drop(a);
         assert_eq!(list.oldest(), Some(5));

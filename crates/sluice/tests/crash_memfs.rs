@@ -56,6 +56,8 @@ fn options(fs: &MemFs, round: usize) -> Options {
             ks.memtable.write_buffer_size = (64 << 10) << (2 * i);
             options.keyspaces.insert(name.to_string(), ks);
         }
+        // The first open creates them; a crash may undo that.
+        options.create_missing_keyspaces = true;
     }
     options
 }
@@ -199,12 +201,6 @@ fn run_round(round: usize, points: usize) -> usize {
 
 fn write_until_done(fs: &MemFs, round: usize, progress: &Progress) {
     let db = Db::open(DB, options(fs, round)).unwrap();
-    if with_keyspaces(round) {
-        for name in KEYSPACES {
-            db.create_keyspace(name, &options(fs, round).keyspaces[name])
-                .unwrap();
-        }
-    }
     let keyspaces: Vec<_> = KEYSPACES.iter().filter_map(|n| db.keyspace(n)).collect();
     let mut rng = SmallRng::seed_from_u64(round as u64);
     let mut i = 0;

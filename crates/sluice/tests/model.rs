@@ -56,6 +56,9 @@ enum Op {
     Flush,
     Compact(Option<u16>, Option<u16>),
     Reopen,
+    /// After a reopen: a batch with a write through a keyspace handle of the earlier open
+    /// (the default one or `.0`'s) is refused whole, and so is a read at its last snapshot.
+    StaleHandle(u8, u16),
     /// Partitioned runs: move range `.0 % ranges` to owner `.1 % owners`.
     MoveRange(u8, u8),
     /// Partitioned runs: split the range holding `key(.0)` at that key (refused if the key
@@ -164,9 +167,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         )
         .prop_map(Op::Ingest),
         2 => Just(Op::Flush),
-        1 => (proptest::option::of(k.clone()), proptest::option::of(k))
+        1 => (proptest::option::of(k.clone()), proptest::option::of(k.clone()))
             .prop_map(|(a, b)| Op::Compact(a, b)),
         1 => Just(Op::Reopen),
+        1 => (any::<u8>(), k).prop_map(|(ks, k)| Op::StaleHandle(ks, k)),
         2 => (any::<u8>(), any::<u8>()).prop_map(|(r, o)| Op::MoveRange(r, o)),
         1 => (0u16..300).prop_map(Op::SplitRange),
     ]
@@ -312,16 +316,11 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
     let mut second = KeyspaceOptions::of_default(&options);
     second.memtable.write_buffer_size = 128 << 10;
     let settings = [KeyspaceOptions::of_default(&options), second];
-    for (name, s) in KEYSPACES.iter().zip(&settings) {
-        options.keyspaces.insert(name.to_string(), s.clone());
+    for (name, s) in KEYSPACES.iter().zip(settings) {
+        options.keyspaces.insert(name.to_string(), s);
     }
-    let db = Db::open(dir, options).expect("open");
-    for (name, s) in KEYSPACES.iter().zip(&settings) {
-        if db.keyspace(name).is_none() {
-            db.create_keyspace(name, s).expect("create keyspace");
-        }
-    }
-    db
+    options.create_missing_keyspaces = true;
+    Db::open(dir, options).expect("open")
 }
 
 /// The run's extra keyspaces, in `KEYSPACES` order (none without keyspaces).
@@ -424,6 +423,9 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
     let mut ks_models = [Model::new(), Model::new()];
     // (snapshot handle, model at the time, the keyspaces' models at the time)
     let mut snapshots: Vec<(sluice::Snapshot, Model, [Model; 2])> = Vec::new();
+    // The keyspace handles (the default one's first) and newest snapshot of the open before
+    // the last reopen.
+    let mut stale: (Vec<Keyspace>, Option<sluice::Snapshot>) = (Vec::new(), None);
     // Which keyspace an op's `ks` byte names: 0 (default) when the run has no keyspaces.
     let spaces = 1 + keyspaces.len();
     for op in ops {
@@ -618,11 +620,30 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 d.compact_range(lo.as_deref(), hi.as_deref()).unwrap();
             }
             Op::Reopen => {
+                let default = d.keyspace("default").unwrap();
+                let handles = std::iter::once(default).chain(keyspaces.drain(..));
+                stale = (handles.collect(), snapshots.pop().map(|(s, _, _)| s));
                 snapshots.clear();
-                keyspaces.clear();
                 db.take().unwrap().close().unwrap();
                 db = Some(open(dir.path(), mode, setup));
                 keyspaces = keyspaces_of(db.as_ref().unwrap());
+            }
+            Op::StaleHandle(ks, k) => {
+                if let Some(old) = stale.0.get(usize::from(ks) % stale.0.len().max(1)) {
+                    let mut batch = WriteBatch::new();
+                    batch.put(&key(k), b"this open's");
+                    batch.put_in(old, &key(k), b"the last open's");
+                    let written = d.write(&WriteOptions::default(), batch);
+                    prop_assert!(matches!(written, Err(sluice::Error::InvalidArgument(_))));
+                }
+                if let Some(snapshot) = &stale.1 {
+                    let opts = ReadOptions {
+                        snapshot: Some(snapshot),
+                        ..ReadOptions::default()
+                    };
+                    let read = d.get_opt(&opts, &key(k));
+                    prop_assert!(matches!(read, Err(sluice::Error::InvalidArgument(_))));
+                }
             }
             Op::MoveRange(r, o) => {
                 if partitioned {

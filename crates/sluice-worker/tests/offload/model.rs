@@ -94,12 +94,10 @@ fn open(dir: &Path, mode: CompactionMode, worker: &Worker) -> (Db, Keyspace) {
         ..Options::default()
     };
     let ks_options = KeyspaceOptions::of_default(&options);
-    options.keyspaces.insert("ks".into(), ks_options.clone());
+    options.keyspaces.insert("ks".into(), ks_options);
+    options.create_missing_keyspaces = true;
     let db = Db::open(dir, options).unwrap();
-    let ks = match db.keyspace("ks") {
-        Some(ks) => ks,
-        None => db.create_keyspace("ks", &ks_options).unwrap(),
-    };
+    let ks = db.keyspace("ks").expect("created by the open");
     (db, ks)
 }
 

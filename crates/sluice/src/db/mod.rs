@@ -26,6 +26,7 @@ mod commit;
 mod install;
 mod jobs;
 pub(crate) mod open;
+pub(crate) mod open_id;
 pub(crate) mod open_tree;
 mod partition;
 mod read;
@@ -167,6 +168,9 @@ pub(crate) struct DbInner {
     /// Shared by every keyspace's tree.
     pub visible_seq: Arc<AtomicU64>,
     pub snapshots: Arc<SnapshotList>,
+    /// This open of the database (shared by every keyspace's tree): handles it made carry it,
+    /// and it refuses those of another ([`open_id`]).
+    pub open_id: open_id::OpenId,
     pub table_cache: Arc<TableCache>,
     pub counters: WriteCounters,
     /// `Options::listeners`, and the stall condition last reported to them.
@@ -218,11 +222,18 @@ impl Db {
         crate::keyspace::attach_trees(&inner, trees)?;
         records::opened(&inner);
         let background = background::start(&inner)?;
-        Ok(Db {
+        let db = Db {
             inner,
             background: Mutex::new(background),
             view: false,
-        })
+        };
+        // Only with `create_missing_keyspaces`: the open refused unknown names otherwise.
+        for (name, options) in &db.inner.options.keyspaces {
+            if db.keyspace(name).is_none() {
+                db.create_keyspace(name, options)?;
+            }
+        }
+        Ok(db)
     }
 
     /// Opens the existing database in `path` without changing it: no file in it is created,
@@ -276,7 +287,7 @@ impl Db {
     pub fn snapshot(&self) -> Snapshot {
         self.inner
             .snapshots
-            .acquire_current(&self.inner.visible_seq)
+            .acquire_current(&self.inner.visible_seq, &self.inner.open_id)
     }
 
     /// Freezes the memtable (if it holds anything) and waits until every frozen memtable is

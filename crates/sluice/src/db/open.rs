@@ -18,6 +18,7 @@ use sluice_sst::cache::BlockCache;
 use sluice_sst::fs::{FileLock, FileSystem, LockMode};
 use sluice_sst::key::SeqNo;
 
+use super::open_id::OpenId;
 use super::open_tree::{RecoveringTree, remove_tree};
 use super::recover::{
     RecoveryReport, ReplayTarget, check_tables_exist, raise_next_file_number, replay_wals,
@@ -29,8 +30,8 @@ use crate::filename::{
     create_dir_all_durably, current_file_name, lock_file_name, log_file_name, manifest_file_name,
     sync_dir,
 };
-use crate::keyspace::TreeParts;
 use crate::keyspace::options::{KEYSPACES_DIR, keyspace_dir, parse_keyspace_dir};
+use crate::keyspace::{DEFAULT_KEYSPACE, TreeParts};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::RangeMap;
@@ -285,6 +286,38 @@ fn tree_of<'a>(
         .ok_or_else(|| Error::InvalidArgument(format!("no keyspace of id {id}")))
 }
 
+/// Refuses names in [`Options::keyspaces`] that the database's MANIFEST does not have, unless
+/// the open creates them ([`Options::create_missing_keyspaces`]): a typo would otherwise open
+/// the keyspace meant with the default options.
+fn check_keyspace_names(
+    dir: &Path,
+    options: &Options,
+    versions: &VersionSet,
+    read_only: bool,
+) -> Result<()> {
+    let unknown: Vec<&str> = options
+        .keyspaces
+        .keys()
+        .map(String::as_str)
+        .filter(|&name| !versions.keyspaces.values().any(|have| have == name))
+        .collect();
+    if unknown.is_empty() || (options.create_missing_keyspaces && !read_only) {
+        return Ok(());
+    }
+    let have: Vec<&str> = std::iter::once(DEFAULT_KEYSPACE)
+        .chain(versions.keyspaces.values().map(String::as_str))
+        .collect();
+    let how = match read_only {
+        true => "a read-only open creates none",
+        false => "create them with Db::create_keyspace, or set Options::create_missing_keyspaces",
+    };
+    Err(Error::InvalidArgument(format!(
+        "Options::keyspaces names {unknown:?}, which the database in {} does not have (it has {}); {how}",
+        dir.display(),
+        have.join(", ")
+    )))
+}
+
 /// Recovers the tree of every keyspace the database's MANIFEST names.
 fn recover_keyspaces(
     dir: &Path,
@@ -293,6 +326,7 @@ fn recover_keyspaces(
     block_cache: &Option<Arc<BlockCache>>,
     read_only: bool,
 ) -> Result<Vec<RecoveringTree>> {
+    check_keyspace_names(dir, options, versions, read_only)?;
     let mut trees = Vec::new();
     for (&id, name) in &versions.keyspaces {
         let keyspace_options = options.keyspaces.get(name).cloned().unwrap_or_default();
@@ -374,6 +408,7 @@ pub(crate) struct TreeLink {
     pub owner: Weak<DbInner>,
     pub visible_seq: Arc<AtomicU64>,
     pub snapshots: Arc<SnapshotList>,
+    pub open_id: OpenId,
     /// The database's workers: started once, shared by every tree.
     pub remote: Option<Arc<dyn crate::compaction::remote::RemoteExecutors>>,
     pub read_only: bool,
@@ -397,6 +432,7 @@ fn new_inner(
         owner: Weak::new(),
         visible_seq: Arc::new(AtomicU64::new(parts.last_seq)),
         snapshots: Arc::new(SnapshotList::default()),
+        open_id: OpenId::new(dir),
         remote,
         read_only: parts.wal.is_none(),
     };
@@ -459,6 +495,7 @@ pub(crate) fn new_tree_inner(
         manifest: Mutex::new(parts.manifest),
         visible_seq: link.visible_seq,
         snapshots: link.snapshots,
+        open_id: link.open_id,
         keyspace_id: link.id,
         journal_owner: linked.then_some(link.owner),
         keyspaces: Default::default(),

@@ -53,12 +53,19 @@ impl ReadView {
 }
 
 impl Db {
-    fn read_view(&self, opts: &ReadOptions<'_>) -> ReadView {
+    /// What a read with `opts` sees: the snapshot's state, or the latest.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] for a snapshot of another database (or another open
+    /// of this one).
+    fn read_view(&self, opts: &ReadOptions<'_>) -> Result<ReadView> {
+        let snapshot_seq = match opts.snapshot {
+            Some(s) => Some(s.sequence_in(&self.inner.open_id)?),
+            None => None,
+        };
         let st = self.inner.state.lock();
         let mut view = ReadView {
-            seq: opts
-                .snapshot
-                .map_or_else(|| self.inner.latest_seq(), |s| s.sequence()),
+            seq: snapshot_seq.unwrap_or_else(|| self.inner.latest_seq()),
             mem: Arc::clone(&st.mem),
             imm: st.imm.iter().rev().cloned().collect(),
             version: Arc::clone(st.versions.current()),
@@ -79,7 +86,7 @@ impl Db {
             .filter_map(|m| m.tombstones())
             .chain(view.version.tombstones().cloned())
             .collect();
-        view
+        Ok(view)
     }
 
     /// The value of `key`, or `None` if it is absent or deleted.
@@ -90,7 +97,7 @@ impl Db {
     /// The value of `key` with explicit read options (snapshot, checksum verification, cache
     /// filling).
     pub fn get_opt(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_in(&self.read_view(opts), key)
+        self.get_in(&self.read_view(opts)?, key)
     }
 
     /// The values of `keys`, in their order, all read at one sequence number (the snapshot in
@@ -108,7 +115,10 @@ impl Db {
         opts: &ReadOptions<'_>,
         keys: impl IntoIterator<Item = K>,
     ) -> Vec<Result<Option<Vec<u8>>>> {
-        let view = self.read_view(opts);
+        let view = match self.read_view(opts) {
+            Ok(view) => view,
+            Err(e) => return keys.into_iter().map(|_| Err(e.duplicate())).collect(),
+        };
         keys.into_iter()
             .map(|key| self.get_in(&view, key.as_ref()))
             .collect()
@@ -215,7 +225,7 @@ impl Db {
         upper: Option<Vec<u8>>,
         prefix: Option<&[u8]>,
     ) -> Result<DbIterator> {
-        let view = self.read_view(opts);
+        let view = self.read_view(opts)?;
         let cache = Arc::clone(&self.inner.table_cache);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));

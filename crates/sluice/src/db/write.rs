@@ -284,6 +284,7 @@ impl DbInner {
 
     pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.check_writable()?;
+        batch.check_handles(&self.open_id)?;
         if batch.is_empty() {
             return Ok(());
         }

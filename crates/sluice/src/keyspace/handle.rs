@@ -76,6 +76,11 @@ impl Keyspace {
         self.id
     }
 
+    /// The database open the handle belongs to.
+    pub(crate) fn open_id(&self) -> &crate::db::open_id::OpenId {
+        &self.view.inner.open_id
+    }
+
     /// The tree, unless the keyspace was dropped or its database closed.
     fn db(&self) -> Result<&Db> {
         if self.view.inner.dropped.load(Ordering::Acquire) {

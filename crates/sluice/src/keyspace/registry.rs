@@ -64,6 +64,7 @@ fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Attached> {
         owner: Arc::downgrade(owner),
         visible_seq: Arc::clone(&owner.visible_seq),
         snapshots: Arc::clone(&owner.snapshots),
+        open_id: owner.open_id.clone(),
         remote: owner.remote.clone(),
         read_only: owner.read_only,
     };

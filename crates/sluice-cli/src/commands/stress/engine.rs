@@ -158,28 +158,32 @@ impl Engine {
     }
 }
 
-/// `o` with the default keyspace's settings given to every other keyspace.
+/// `o` with the default keyspace's settings given to every other keyspace, and those the
+/// database lacks created when it opens.
 fn with_keyspaces(mut o: Options) -> Options {
     let settings = KeyspaceOptions::of_default(&o);
     o.keyspaces = KEYSPACES[1..]
         .iter()
         .map(|name| (name.to_string(), settings.clone()))
         .collect();
+    o.create_missing_keyspaces = true;
     o
 }
 
-/// Opens the database for a workload, creating any of [`KEYSPACES`] it lacks with the default
-/// keyspace's settings; returns the handles of every keyspace, by index.
+/// Opens the database for a workload (with [`KEYSPACES`] in `options`, created if missing);
+/// returns the handles of every keyspace, by index.
 pub fn open_for_workload(path: &Path, options: Options) -> sluice::Result<(Db, Vec<Keyspace>)> {
     let db = Db::open(path, options)?;
-    let mut handles = Vec::with_capacity(KEYSPACES.len());
-    for name in KEYSPACES {
-        let handle = match db.keyspace(name) {
-            Some(handle) => handle,
-            None => db.create_keyspace(name, &KeyspaceOptions::of_default(db.options()))?,
-        };
-        handles.push(handle);
-    }
+    let handles = KEYSPACES
+        .iter()
+        .map(|name| {
+            db.keyspace(name).ok_or_else(|| {
+                sluice::Error::InvalidArgument(format!(
+                    "the workload's keyspace {name:?} is missing"
+                ))
+            })
+        })
+        .collect::<sluice::Result<Vec<_>>>()?;
     Ok((db, handles))
 }
 
