@@ -284,6 +284,10 @@ impl WriteBatch {
     /// entry well-formed, exactly `count` entries, no trailing bytes, sequence numbers within
     /// 56 bits. Errors are [`Error::Corruption`] naming the WAL file `path` and the record's
     /// `offset` in it (the reason gives the byte position inside the batch).
+    ///
+    /// The entries name their keyspaces by id only, and the batch no longer knows which
+    /// database's handles added them: written to a database, each goes to that database's
+    /// keyspace of its id. Write a decoded batch only to the database whose WAL it came from.
     pub fn from_wal_record(bytes: Vec<u8>, path: &Path, offset: u64) -> Result<WriteBatch> {
         let corrupt = |reason: String| Error::corruption(path, offset, reason);
         if bytes.len() < BATCH_HEADER_LEN {

@@ -412,6 +412,9 @@ impl Options {
                      fields of Options itself"
                 ));
             }
+            // Before the open creates any of them (`create_missing_keyspaces`).
+            crate::keyspace::check_name(name)
+                .map_err(|e| Error::InvalidArgument(format!("keyspaces: {e}")))?;
             keyspace
                 .tree_options(self, 1)
                 .validate()

@@ -57,6 +57,16 @@ fn a_batch_with_another_databases_keyspace_handle_writes_nothing() {
     batch.put(b"k", b"after");
     batch.put_in(&orders, b"o-1", b"ada");
     batch.put_in(&users, b"42", b"Ada");
+    // Every kind of entry of a foreign handle counts alike.
+    for add in [
+        |b: &mut WriteBatch, ks: &sluice::Keyspace| b.delete_in(ks, b"42"),
+        |b: &mut WriteBatch, ks: &sluice::Keyspace| b.merge_in(ks, b"42", b"+1"),
+        |b: &mut WriteBatch, ks: &sluice::Keyspace| b.delete_range_in(ks, b"0", b"9"),
+    ] {
+        let mut one = WriteBatch::new();
+        add(&mut one, &users);
+        invalid_argument(db1.write(&WriteOptions::default(), one));
+    }
     let message = invalid_argument(db1.write(&WriteOptions::default(), batch.clone()));
     let (p1, p2) = (d1.path().display(), d2.path().display());
     assert!(
@@ -93,6 +103,8 @@ fn a_handle_of_an_earlier_open_is_refused_after_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small()).unwrap();
     let old = db.create_keyspace("users", &ks_options()).unwrap();
+    db.put(b"k", b"v").unwrap();
+    let old_snapshot = db.snapshot();
     db.close().unwrap();
     let options = Options {
         keyspaces: [("users".to_string(), ks_options())].into(),
@@ -108,6 +120,15 @@ fn a_handle_of_an_earlier_open_is_refused_after_reopen() {
     );
     let users = db.keyspace("users").unwrap();
     assert_eq!(users.get(b"42").unwrap(), None);
+    let opts = ReadOptions {
+        snapshot: Some(&old_snapshot),
+        ..ReadOptions::default()
+    };
+    let message = invalid_argument(db.get_opt(&opts, b"k"));
+    assert!(
+        message.contains("another open of the database in"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -127,7 +148,12 @@ fn a_snapshot_of_another_database_is_refused_by_every_read() {
         ..ReadOptions::default()
     };
     let message = invalid_argument(db1.get_opt(&opts, b"k"));
-    assert!(message.contains("a snapshot"), "{message}");
+    assert!(
+        message.contains("a snapshot")
+            && message.contains(&d2.path().display().to_string())
+            && message.contains(&d1.path().display().to_string()),
+        "{message}"
+    );
     invalid_argument(db1.iter(&opts));
     invalid_argument(db1.range_opt::<&[u8], _>(&opts, ..));
     let all = db1.multi_get(&opts, [b"k", b"x"]);
@@ -137,6 +163,12 @@ fn a_snapshot_of_another_database_is_refused_by_every_read() {
     );
     let orders = db1.create_keyspace("orders", &ks_options()).unwrap();
     invalid_argument(orders.get_opt(&opts, b"k"));
+    invalid_argument(orders.iter(&opts));
+    invalid_argument(orders.range_opt::<&[u8], _>(&opts, ..));
+    assert!(matches!(
+        &orders.multi_get(&opts, [b"k"])[..],
+        [Err(Error::InvalidArgument(_))]
+    ));
     // A snapshot of d1 itself works in every keyspace of d1.
     let own = db1.snapshot();
     let opts = ReadOptions {
@@ -187,6 +219,21 @@ fn unknown_names_in_options_keyspaces_fail_the_open() {
     };
     let message = invalid_argument(Db::open(dir.path(), default));
     assert!(message.contains("the database's own keyspace"), "{message}");
+    // A name no keyspace may have fails the open before any keyspace is created.
+    let too_long = Options {
+        keyspaces: [
+            ("a".to_string(), ks_options()),
+            ("z".repeat(300), ks_options()),
+        ]
+        .into(),
+        create_missing_keyspaces: true,
+        ..small()
+    };
+    invalid_argument(Db::open(dir.path(), too_long));
+    assert_eq!(
+        Db::list_keyspaces(dir.path(), &*small().fs).unwrap(),
+        ["default", "users"]
+    );
     // Told to, the open creates the missing one with its options.
     let counters = KeyspaceOptions {
         merge_operator: Some(Arc::new(sluice::merge_operator::U64Add)),

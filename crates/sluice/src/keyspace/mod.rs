@@ -59,8 +59,8 @@ impl DbInner {
     }
 }
 
-/// Checks a name given to [`crate::Db::create_keyspace`].
-fn check_name(name: &str) -> crate::Result<()> {
+/// Checks a name given to [`crate::Db::create_keyspace`] or in [`crate::Options::keyspaces`].
+pub(crate) fn check_name(name: &str) -> crate::Result<()> {
     if name.is_empty() || name.len() > MAX_KEYSPACE_NAME_BYTES {
         return Err(crate::Error::InvalidArgument(format!(
             "a keyspace name has 1 to {MAX_KEYSPACE_NAME_BYTES} bytes, got {}",
