@@ -231,6 +231,18 @@ impl Db {
             snapshot
                 .keyspaces_created
                 .retain(|(id, _)| keyspaces.iter().any(|t| t.id == *id));
+            // Held to the copied trees: one may have flushed (and the floor recorded it)
+            // after its copy was taken.
+            snapshot.keyspace_log_numbers.retain_mut(|(id, n)| {
+                let copied = keyspaces.iter().find(|t| t.id == *id);
+                match copied.and_then(|t| t.snapshot.log_number) {
+                    Some(boundary) => {
+                        *n = (*n).min(boundary);
+                        true
+                    }
+                    None => false,
+                }
+            });
             (
                 snapshot,
                 active_wal,

@@ -146,6 +146,9 @@ pub(super) fn open_inner(
         .and_then(|()| wals_to_replay(fs, dir, versions.log_number, &versions.wals))
         .map_err(|e| blame_torn_manifest(e, &report))?;
     let mut keyspaces = recover_keyspaces(dir, &options, &versions, &block_cache, read_only)?;
+    for tree in &mut keyspaces {
+        report.dropped.append(&mut tree.dropped);
+    }
     if !read_only {
         delete_dropped_keyspaces(&options, dir, &versions);
     }
@@ -232,8 +235,10 @@ pub(super) fn open_inner(
     let wal = LogWriter::create_wal(&*options.fs, log_file_name(dir, log_number), log_number)?;
     sync_dir(&*options.fs, dir)?;
     let mut trees = Vec::new();
+    let mut boundaries = Vec::new();
     for tree in &mut keyspaces {
         let edit = tree.recovery_edit(log_number)?;
+        boundaries.push((tree.id, log_number));
         let manifest = tree.install_in_new_manifest(edit, last_seq)?;
         let parts = Parts {
             mem: MemTable::for_write_buffer(log_number, tree.options.memtable.write_buffer_size),
@@ -248,6 +253,7 @@ pub(super) fn open_inner(
     }
     let mut edit = own.recovery_edit(log_number)?;
     edit.wals = vec![(log_number, 0)];
+    edit.keyspace_log_numbers = boundaries;
     let manifest = own.install_in_new_manifest(edit, last_seq)?;
     // Durable from here: the old WALs are no longer needed.
     let parts = Parts {
@@ -334,12 +340,13 @@ fn recover_keyspaces(
         tree_options.validate().map_err(|e| {
             Error::InvalidArgument(format!("the options of keyspace {name:?}: {e}"))
         })?;
+        let recorded = versions.keyspace_log_numbers.get(&id).copied();
         let tree = RecoveringTree::recover_keyspace(
-            id,
-            name,
+            (id, name),
             keyspace_dir(dir, id),
             tree_options,
             block_cache.clone(),
+            recorded.unwrap_or(0),
             read_only,
         )?;
         trees.push(tree);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sluice_sst::cache::BlockCache;
 
 use super::recover::{check_tables_exist, raise_next_file_number};
-use crate::filename::{create_dir_all_durably, sync_dir};
+use crate::filename::{create_dir_all_durably, manifest_file_name, sync_dir};
 use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -18,6 +18,7 @@ use crate::version::blob_files::BlobFileMetaData;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
+use crate::wal::DroppedRange;
 use crate::{Error, Result};
 use sluice_sst::range_del::RangeTombstone;
 
@@ -41,17 +42,27 @@ pub(crate) struct RecoveringTree {
     pub range_tombstones: Vec<RangeTombstone>,
     /// Replayed memtables kept in memory (read-only opens), oldest first.
     pub frozen: VecDeque<Arc<MemTable>>,
+    /// The torn last record of the tree's MANIFEST, dropped as never acknowledged (a
+    /// keyspace's; the database's own is in its report already).
+    pub dropped: Vec<DroppedRange>,
 }
 
 impl RecoveringTree {
     /// Reads keyspace `id`'s tree from `dir` and checks its tables are on disk. A read-write
     /// open creates its table directories if they are missing.
+    ///
+    /// `recorded` is the WAL boundary the database's MANIFEST saw this keyspace's MANIFEST
+    /// make durable before it gave up older WALs (tag 31). A torn last record of the
+    /// keyspace's MANIFEST is dropped, as the database's own is, when what remains reaches
+    /// that boundary and names only tables on disk: the record was never acknowledged, and
+    /// replay gives the tree its entries again. Otherwise the open fails with `Corruption`
+    /// naming the MANIFEST: an acknowledged record is lost, or the MANIFEST is an older one.
     pub fn recover_keyspace(
-        id: u32,
-        name: &str,
+        (id, name): (u32, &str),
         dir: PathBuf,
         options: Options,
         block_cache: Option<Arc<BlockCache>>,
+        recorded: u64,
         read_only: bool,
     ) -> Result<Self> {
         let fs = &*options.fs;
@@ -62,18 +73,41 @@ impl RecoveringTree {
             }
         }
         let (mut versions, _, dropped) = VersionSet::recover(fs, &dir)?;
+        let manifest = manifest_file_name(&dir, versions.manifest_number);
+        let lost = |why: String| match dropped.first() {
+            Some(torn) => Error::corruption(
+                &torn.file,
+                torn.offset,
+                format!(
+                    "keyspace {name:?}: the MANIFEST's last {} bytes do not form a complete \
+                     record, and {why}, so the record was acknowledged and is lost",
+                    torn.bytes
+                ),
+            ),
+            None => Error::corruption(
+                &manifest,
+                0,
+                format!("keyspace {name:?}: {why}, so this MANIFEST is not the latest"),
+            ),
+        };
+        if versions.log_number < recorded {
+            return Err(lost(format!(
+                "its entries from WAL #{:06} on are not in its tables, while the database's \
+                 MANIFEST saw it reach WAL #{recorded:06} before deleting older WALs",
+                versions.log_number
+            )));
+        }
         super::open::check_value_format(&mut versions, true, &options, &dir)?;
         raise_next_file_number(fs, &mut versions, &dirs)?;
         let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache, id));
-        check_tables_exist(&versions, &table_cache, &options)?;
-        if let Some(torn) = dropped.first() {
-            // Only the database's MANIFEST may lose a torn last record: a keyspace's edits
-            // were acknowledged before any WAL they made obsolete was given up.
-            return Err(Error::corruption(
-                &torn.file,
-                torn.offset,
-                format!("keyspace {name:?}: its MANIFEST ends in a torn record"),
-            ));
+        check_tables_exist(&versions, &table_cache, &options).map_err(|e| match e {
+            Error::Corruption { .. } if !dropped.is_empty() => {
+                lost(format!("the state before it is not on disk ({e})"))
+            }
+            e => e,
+        })?;
+        for torn in &dropped {
+            tracing::warn!(keyspace = name, "dropped a torn MANIFEST record: {torn}");
         }
         let new_range_map = super::open::reconcile_partitions(&versions, &options)?;
         if read_only && new_range_map.is_some() {
@@ -81,7 +115,8 @@ impl RecoveringTree {
                 "partitioning a database needs a read-write open".into(),
             ));
         }
-        let tree = RecoveringTree::new(id, name, dir, options, versions, table_cache);
+        let mut tree = RecoveringTree::new(id, name, dir, options, versions, table_cache);
+        tree.dropped = dropped;
         Ok(tree.with_new_range_map(new_range_map))
     }
 
@@ -108,6 +143,7 @@ impl RecoveringTree {
             new_blob_files: Vec::new(),
             range_tombstones: Vec::new(),
             frozen: VecDeque::new(),
+            dropped: Vec::new(),
         }
     }
 

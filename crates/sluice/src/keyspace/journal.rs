@@ -86,17 +86,36 @@ impl DbInner {
 
     /// Records a higher floor, once a keyspace's flush (or a drop) released old WALs, and
     /// deletes them. A no-op when the floor did not move.
+    ///
+    /// The edit also records each keyspace's boundary as its own MANIFEST has it now, where it
+    /// rose: read before the floor, so each is durable before the WALs it covered go. Recovery
+    /// holds a keyspace to it, so that its MANIFEST's torn last record can be dropped
+    /// (see `docs/format/manifest.md`, tag 31).
     pub(crate) fn advance_wal_floor(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
+        let boundaries: Vec<(u32, u64)> = self
+            .trees()
+            .iter()
+            .map(|t| (t.id, t.inner.state.lock().versions.log_number))
+            .collect();
         let own = Self::unflushed_wal(&self.state.lock());
         let floor = self.wal_floor(own);
-        if floor <= self.state.lock().versions.log_number {
-            return Ok(());
-        }
+        let keyspace_log_numbers = {
+            let st = self.state.lock();
+            if floor <= st.versions.log_number {
+                return Ok(());
+            }
+            let recorded = &st.versions.keyspace_log_numbers;
+            boundaries
+                .into_iter()
+                .filter(|(id, n)| recorded.get(id).is_none_or(|r| n > r))
+                .collect()
+        };
         self.log_and_apply(VersionEdit {
             log_number: Some(floor),
+            keyspace_log_numbers,
             ..VersionEdit::default()
         })?;
         self.delete_obsolete_files();

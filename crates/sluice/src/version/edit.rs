@@ -32,6 +32,9 @@
 //!   29 next_keyspace_id  varint32 -- the id the next keyspace gets (ids are never reused)
 //!   30 new_blob_file     body: length-prefixed (`version::blob_files` documents it) -- a
 //!                        blob file the edit's tables reference
+//!   31 keyspace_log_number id: varint32, log number: varint64 -- keyspace id's own MANIFEST
+//!                        recorded that its entries in WALs below this are in its tables,
+//!                        durably, before the database gave up older WALs
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -91,6 +94,7 @@ const TAG_KEYSPACE: u32 = 27;
 const TAG_DROP_KEYSPACE: u32 = 28;
 const TAG_NEXT_KEYSPACE_ID: u32 = 29;
 const TAG_NEW_BLOB_FILE: u32 = 30;
+const TAG_KEYSPACE_LOG_NUMBER: u32 = 31;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -198,6 +202,10 @@ pub struct VersionEdit {
     pub keyspaces_dropped: Vec<u32>,
     /// The id the next keyspace gets.
     pub next_keyspace_id: Option<u32>,
+    /// `(id, log number)`: what keyspace `id`'s MANIFEST had made durable as its WAL boundary
+    /// when the database advanced its floor. A recovered keyspace below it lost an
+    /// acknowledged record (`db::open_tree`).
+    pub keyspace_log_numbers: Vec<(u32, u64)>,
     /// Blob files the edit's new tables reference, written by the job that wrote them (or,
     /// in a MANIFEST's first edit, every blob file of the version).
     pub new_blob_files: Vec<BlobFileMetaData>,
@@ -320,6 +328,11 @@ impl VersionEdit {
             put_varint32(dst, TAG_NEXT_KEYSPACE_ID);
             put_varint32(dst, id);
         }
+        for &(id, n) in &self.keyspace_log_numbers {
+            put_varint32(dst, TAG_KEYSPACE_LOG_NUMBER);
+            put_varint32(dst, id);
+            put_varint64(dst, n);
+        }
         for blob in &self.new_blob_files {
             body.clear();
             blob.encode_body(&mut body);
@@ -432,6 +445,14 @@ impl VersionEdit {
                     if edit.next_keyspace_id.replace(id).is_some() {
                         return Err(d.error_at(at, format!("tag {tag} appears twice")));
                     }
+                }
+                TAG_KEYSPACE_LOG_NUMBER => {
+                    let id = d.varint32("keyspace id")?;
+                    let n = d.varint64("keyspace log number")?;
+                    if id == 0 {
+                        return Err(d.error_at(at, "keyspace id 0 is the default keyspace's"));
+                    }
+                    edit.keyspace_log_numbers.push((id, n));
                 }
                 TAG_NEW_BLOB_FILE => {
                     let body_at = d.pos;
@@ -755,6 +776,9 @@ impl fmt::Display for VersionEdit {
         for id in &self.keyspaces_dropped {
             writeln!(f, "drop keyspace {id}")?;
         }
+        for (id, n) in &self.keyspace_log_numbers {
+            writeln!(f, "keyspace {id} log_number: {n}")?;
+        }
         if let Some(map) = &self.range_map {
             write!(f, "range map:\n{map}")?;
         }
@@ -786,6 +810,7 @@ impl fmt::Debug for VersionEdit {
             .field("keyspaces_created", &self.keyspaces_created)
             .field("keyspaces_dropped", &self.keyspaces_dropped)
             .field("next_keyspace_id", &self.next_keyspace_id)
+            .field("keyspace_log_numbers", &self.keyspace_log_numbers)
             .field("new_blob_files", &self.new_blob_files)
             .finish()
     }

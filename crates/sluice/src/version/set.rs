@@ -53,6 +53,9 @@ pub struct VersionSet {
     /// The id the next keyspace gets: ids of dropped keyspaces are never reused, so a WAL
     /// entry of a dropped keyspace cannot land in a new one.
     pub next_keyspace_id: u32,
+    /// Per keyspace, the highest WAL boundary its own MANIFEST had made durable when this
+    /// MANIFEST advanced the floor ([`VersionEdit::keyspace_log_numbers`]).
+    pub keyspace_log_numbers: BTreeMap<u32, u64>,
 }
 
 impl VersionSet {
@@ -71,6 +74,7 @@ impl VersionSet {
             default_log_number: 0,
             keyspaces: BTreeMap::new(),
             next_keyspace_id: 1,
+            keyspace_log_numbers: BTreeMap::new(),
         }
     }
 
@@ -156,8 +160,13 @@ impl VersionSet {
             self.keyspaces.insert(*id, name.clone());
             self.next_keyspace_id = self.next_keyspace_id.max(id.saturating_add(1));
         }
+        for &(id, n) in &edit.keyspace_log_numbers {
+            let recorded = self.keyspace_log_numbers.entry(id).or_default();
+            *recorded = (*recorded).max(n);
+        }
         for id in &edit.keyspaces_dropped {
             self.keyspaces.remove(id);
+            self.keyspace_log_numbers.remove(id);
         }
         if let Some(id) = edit.next_keyspace_id {
             self.next_keyspace_id = self.next_keyspace_id.max(id);
@@ -253,6 +262,15 @@ impl VersionSet {
         if Some(default_log) != snapshot.log_number {
             snapshot.default_log_number = Some(default_log);
         }
+        let mut recorded = self.keyspace_log_numbers.clone();
+        for &(id, n) in &edit.keyspace_log_numbers {
+            let r = recorded.entry(id).or_default();
+            *r = (*r).max(n);
+        }
+        snapshot.keyspace_log_numbers = recorded
+            .into_iter()
+            .filter(|(id, _)| snapshot.keyspaces_created.iter().any(|(k, _)| k == id))
+            .collect();
         let next_keyspace_id = edit
             .next_keyspace_id
             .unwrap_or(0)

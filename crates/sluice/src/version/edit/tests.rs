@@ -75,6 +75,7 @@ fn full_edit() -> VersionEdit {
     e.keyspaces_created = vec![(1, "users".into()), (3, "événements".into())];
     e.keyspaces_dropped = vec![2];
     e.next_keyspace_id = Some(4);
+    e.keyspace_log_numbers = vec![(1, 19), (3, 7)];
     e.new_blob_files = vec![BlobFileMetaData {
         number: 3,
         dir_index: 1,
@@ -223,8 +224,8 @@ fn truncation_never_panics_and_mid_field_cuts_fail() {
             boundaries += 1;
         }
     }
-    // The empty prefix, plus the end of each of the 21 fields except the last.
-    assert_eq!(boundaries, 21);
+    // The empty prefix, plus the end of each of the 23 fields except the last.
+    assert_eq!(boundaries, 23);
 }
 
 #[test]
@@ -331,6 +332,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
             proptest::collection::vec(any::<u32>(), 0..3),
             any::<Option<u32>>(),
             proptest::collection::vec(any::<(u64, u32, u64, u64, u64)>(), 0..3),
+            proptest::collection::vec((1..u32::MAX, any::<u64>()), 0..3),
         ),
     )
         .prop_map(
@@ -342,7 +344,14 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                 new_files,
                 range_map,
                 wals,
-                (default_log_number, keyspaces_created, keyspaces_dropped, next_keyspace_id, blobs),
+                (
+                    default_log_number,
+                    keyspaces_created,
+                    keyspaces_dropped,
+                    next_keyspace_id,
+                    blobs,
+                    keyspace_log_numbers,
+                ),
             )| {
                 let new_blob_files = blobs
                     .into_iter()
@@ -362,6 +371,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                     keyspaces_created,
                     keyspaces_dropped,
                     next_keyspace_id,
+                    keyspace_log_numbers,
                     value_format: comparator.as_ref().map(|_| "ttl".to_string()),
                     range_tombstones: Vec::new(),
                     dropped_tombstones: Vec::new(),
