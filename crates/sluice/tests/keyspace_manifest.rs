@@ -145,11 +145,19 @@ fn corruption_file(result: sluice::Result<Db>) -> (PathBuf, String) {
 }
 
 /// After the keyspace's flush record was acknowledged, the database moved its WAL floor and
-/// deleted the WAL holding the flushed writes. Cutting that record in half (as a torn append
-/// would look) or putting the MANIFEST from before it back must not open as an older state
-/// with those writes silently gone: the open fails naming the keyspace's MANIFEST.
+/// deleted the WAL holding the flushed writes: at the keyspace's flush, or (when the default
+/// keyspace held the floor) at the default keyspace's own flush after it. Cutting that record
+/// (as a torn append would look) or putting the MANIFEST from before it back must not open
+/// as an older state with those writes silently gone: the open fails naming the keyspace's
+/// MANIFEST.
 #[test]
 fn a_lost_acknowledged_record_or_an_older_manifest_is_refused() {
+    for default_holds_the_floor in [false, true] {
+        lost_record_refused(default_holds_the_floor);
+    }
+}
+
+fn lost_record_refused(default_holds_the_floor: bool) {
     let root = tempfile::tempdir().unwrap();
     let live = root.path().join("live");
     let os = sluice_sst::fs::os_fs();
@@ -165,8 +173,14 @@ fn a_lost_acknowledged_record_or_an_older_manifest_is_refused() {
     copy_dir(&live, &before);
     {
         let db = Db::open(&live, options(os.clone())).unwrap();
+        if default_holds_the_floor {
+            db.put(b"default", b"holds the oldest WAL").unwrap();
+        }
         write_synced(&db, KEYS / 2, KEYS);
         db.keyspace("ks").unwrap().flush().unwrap();
+        if default_holds_the_floor {
+            db.flush().unwrap();
+        }
         db.close().unwrap();
     }
     let manifest = keyspace_manifest(&live, id);

@@ -206,10 +206,16 @@ impl Db {
             };
             let sequence = inner.latest_seq();
             // The trees first, each under its own lock only: the WAL lock keeps writes out.
+            // Each copied tree needs the WALs from its oldest unflushed write on: a flush
+            // after its copy was taken may move the floor past them (the holds keep them).
             let mut keyspaces = Vec::new();
+            let mut trees_need = u64::MAX;
             for tree in &trees {
                 let st = tree.inner.state.lock();
                 DbInner::check_bg_error(&st)?;
+                if let Some(needed) = DbInner::unflushed_wal(&st) {
+                    trees_need = trees_need.min(needed);
+                }
                 let mut snapshot = st.versions.snapshot_edit();
                 snapshot.last_sequence = Some(sequence);
                 keyspaces.push(LiveTree {
@@ -221,8 +227,9 @@ impl Db {
             }
             let st = inner.state.lock();
             DbInner::check_bg_error(&st)?;
-            // The durable floor: no keyspace needs an older WAL (see `keyspace::journal`).
-            let min_log = st.versions.log_number;
+            // The durable floor: no keyspace needs an older WAL (see `keyspace::journal`),
+            // lowered to what the copied trees need.
+            let min_log = st.versions.log_number.min(trees_need);
             let mut snapshot = st.versions.snapshot_edit();
             snapshot.log_number = Some(min_log);
             snapshot.last_sequence = Some(sequence);

@@ -73,8 +73,10 @@ impl DbInner {
         let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|mut o| {
             if !self.keyspaces.read().is_empty() {
                 // Other keyspaces may still need older WALs (see `keyspace::journal`).
+                let floor = self.wal_floor_edit(Some(next_log_number));
                 o.edit.default_log_number = Some(next_log_number);
-                o.edit.log_number = Some(self.wal_floor(Some(next_log_number)));
+                o.edit.log_number = floor.log_number;
+                o.edit.keyspace_log_numbers = floor.keyspace_log_numbers;
             }
             // On failure the tables stay: the edit may have reached the MANIFEST before the
             // error, so only the next open can tell whether they are garbage.

@@ -346,7 +346,7 @@ fn recover_keyspaces(
             keyspace_dir(dir, id),
             tree_options,
             block_cache.clone(),
-            recorded.unwrap_or(0),
+            (recorded, versions.log_number),
             read_only,
         )?;
         trees.push(tree);

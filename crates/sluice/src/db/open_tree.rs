@@ -52,17 +52,21 @@ impl RecoveringTree {
     /// open creates its table directories if they are missing.
     ///
     /// `recorded` is the WAL boundary the database's MANIFEST saw this keyspace's MANIFEST
-    /// make durable before it gave up older WALs (tag 31). A torn last record of the
-    /// keyspace's MANIFEST is dropped, as the database's own is, when what remains reaches
-    /// that boundary and names only tables on disk: the record was never acknowledged, and
+    /// make durable before it gave up older WALs (tag 31; `None` in a database written before
+    /// tag 31), and `floor` the database's. A torn last record of the keyspace's MANIFEST is
+    /// dropped, as the database's own is, when what remains reaches that boundary (without
+    /// one: the floor) and names only tables on disk: the record was never acknowledged, and
     /// replay gives the tree its entries again. Otherwise the open fails with `Corruption`
     /// naming the MANIFEST: an acknowledged record is lost, or the MANIFEST is an older one.
+    ///
+    /// Like the database's own, a torn record that neither moved the boundary nor removed a
+    /// file (an ingest's) cannot be told from one never acknowledged.
     pub fn recover_keyspace(
         (id, name): (u32, &str),
         dir: PathBuf,
         options: Options,
         block_cache: Option<Arc<BlockCache>>,
-        recorded: u64,
+        (recorded, floor): (Option<u64>, u64),
         read_only: bool,
     ) -> Result<Self> {
         let fs = &*options.fs;
@@ -90,12 +94,22 @@ impl RecoveringTree {
                 format!("keyspace {name:?}: {why}, so this MANIFEST is not the latest"),
             ),
         };
-        if versions.log_number < recorded {
-            return Err(lost(format!(
-                "its entries from WAL #{:06} on are not in its tables, while the database's \
-                 MANIFEST saw it reach WAL #{recorded:06} before deleting older WALs",
-                versions.log_number
-            )));
+        let boundary = versions.log_number;
+        match recorded {
+            Some(recorded) if boundary < recorded => {
+                return Err(lost(format!(
+                    "its entries from WAL #{boundary:06} on are not in its tables, while the \
+                     database's MANIFEST saw it reach WAL #{recorded:06} before deleting older WALs"
+                )));
+            }
+            None if !dropped.is_empty() && boundary < floor => {
+                return Err(lost(format!(
+                    "its entries from WAL #{boundary:06} on are not in its tables, WALs below \
+                     #{floor:06} are gone, and the database's MANIFEST (of an older build) \
+                     recorded no boundary that would show they held none of them"
+                )));
+            }
+            _ => {}
         }
         super::open::check_value_format(&mut versions, true, &options, &dir)?;
         raise_next_file_number(fs, &mut versions, &dirs)?;

@@ -70,54 +70,48 @@ impl DbInner {
             .or_else(|| (!st.mem.is_empty()).then(|| st.mem.log_number()))
     }
 
-    /// The floor (see the module docs): the oldest WAL any keyspace needs, with `own` the
-    /// oldest the default keyspace needs (`None`: none). Takes each tree's state lock in turn,
-    /// never two at once.
-    pub(crate) fn wal_floor(&self, own: Option<u64>) -> u64 {
+    /// The floor (see the module docs), with `own` the oldest WAL the default keyspace needs
+    /// (`None`: none), as a database edit: `log_number` is the floor, and
+    /// `keyspace_log_numbers` each keyspace's boundary (its MANIFEST's `log_number`), read
+    /// under the same lock as its unflushed WAL. Every edit that moves the floor must carry
+    /// both: WALs below the floor are deleted once it is installed, and recovery holds each
+    /// keyspace to its recorded boundary so that a torn last record of its MANIFEST can be
+    /// dropped (`docs/format/manifest.md`, tag 31). Read together, a keyspace whose flush
+    /// released a WAL shows the boundary that flush made durable: its boundary is installed
+    /// before its frozen memtable goes.
+    ///
+    /// Takes each tree's state lock in turn, never two at once.
+    pub(crate) fn wal_floor_edit(&self, own: Option<u64>) -> VersionEdit {
         // Read first: writes that land after it go to this WAL or a newer one.
-        let current = self.current_wal.load(Ordering::Acquire);
-        let trees = self.trees();
-        trees
-            .iter()
-            .filter_map(|t| Self::unflushed_wal(&t.inner.state.lock()))
-            .chain(own)
-            .fold(current, u64::min)
+        let mut floor = self.current_wal.load(Ordering::Acquire);
+        floor = own.map_or(floor, |own| floor.min(own));
+        let mut boundaries = Vec::new();
+        for tree in self.trees() {
+            let st = tree.inner.state.lock();
+            if let Some(needed) = Self::unflushed_wal(&st) {
+                floor = floor.min(needed);
+            }
+            boundaries.push((tree.id, st.versions.log_number));
+        }
+        VersionEdit {
+            log_number: Some(floor),
+            keyspace_log_numbers: boundaries,
+            ..VersionEdit::default()
+        }
     }
 
     /// Records a higher floor, once a keyspace's flush (or a drop) released old WALs, and
     /// deletes them. A no-op when the floor did not move.
-    ///
-    /// The edit also records each keyspace's boundary as its own MANIFEST has it now, where it
-    /// rose: read before the floor, so each is durable before the WALs it covered go. Recovery
-    /// holds a keyspace to it, so that its MANIFEST's torn last record can be dropped
-    /// (see `docs/format/manifest.md`, tag 31).
     pub(crate) fn advance_wal_floor(&self) -> Result<()> {
         if self.read_only {
             return Ok(());
         }
-        let boundaries: Vec<(u32, u64)> = self
-            .trees()
-            .iter()
-            .map(|t| (t.id, t.inner.state.lock().versions.log_number))
-            .collect();
         let own = Self::unflushed_wal(&self.state.lock());
-        let floor = self.wal_floor(own);
-        let keyspace_log_numbers = {
-            let st = self.state.lock();
-            if floor <= st.versions.log_number {
-                return Ok(());
-            }
-            let recorded = &st.versions.keyspace_log_numbers;
-            boundaries
-                .into_iter()
-                .filter(|(id, n)| recorded.get(id).is_none_or(|r| n > r))
-                .collect()
-        };
-        self.log_and_apply(VersionEdit {
-            log_number: Some(floor),
-            keyspace_log_numbers,
-            ..VersionEdit::default()
-        })?;
+        let edit = self.wal_floor_edit(own);
+        if edit.log_number <= Some(self.state.lock().versions.log_number) {
+            return Ok(());
+        }
+        self.log_and_apply(edit)?;
         self.delete_obsolete_files();
         Ok(())
     }

@@ -144,6 +144,8 @@ impl DbInner {
             ManifestWriter::create(fs, &dir, manifest_number, &versions.snapshot_edit())?;
         self.log_and_apply(VersionEdit {
             keyspaces_created: vec![(id, name.to_string())],
+            // Its MANIFEST's boundary: recovery holds it to one from now on.
+            keyspace_log_numbers: vec![(id, 0)],
             next_keyspace_id: Some(id + 1),
             ..VersionEdit::default()
         })?;
