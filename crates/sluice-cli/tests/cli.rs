@@ -1115,6 +1115,57 @@ fn check_fails_on_a_damaged_manifest_and_repair_brings_the_database_back() {
 }
 
 #[test]
+fn repair_lists_the_key_ranges_a_damaged_block_took() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = populated(dir.path(), 2000);
+    let table = std::fs::read_dir(&db)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .max()
+        .unwrap();
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[10] ^= 0x20;
+    std::fs::write(&table, &bytes).unwrap();
+    let before = dir.path().join("copy");
+    std::fs::create_dir_all(&before).unwrap();
+    for entry in std::fs::read_dir(&db).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, before.join(path.file_name().unwrap())).unwrap();
+    }
+    let text = ok(&["repair", "--db", &db]);
+    assert!(text.contains("lost range: keys ["), "{text}");
+    assert!(
+        text.contains("0 keys in lost ranges may read an older value (--drop-older-in-lost-ranges deletes them)"),
+        "{text}"
+    );
+    let listing = std::fs::read_to_string(Path::new(&db).join("lost/LOST-RANGES")).unwrap();
+    assert!(listing.contains(&table.display().to_string()), "{listing}");
+    let copy = before.display().to_string();
+    let v: Value = serde_json::from_str(&ok(&[
+        "repair",
+        "--db",
+        &copy,
+        "--json",
+        "--drop-older-in-lost-ranges",
+    ]))
+    .unwrap();
+    assert_eq!(v["dropped_older_in_lost_ranges"], true);
+    let ranges = v["lost_ranges"].as_array().unwrap();
+    assert_eq!(ranges.len(), 1, "{v}");
+    assert_eq!(
+        ranges[0]["keys_at_risk"], 0,
+        "every key had one version: {v}"
+    );
+    assert!(
+        v["lost_ranges_file"]
+            .as_str()
+            .unwrap()
+            .ends_with("lost/LOST-RANGES")
+    );
+}
+
+#[test]
 fn check_fails_when_recovery_would_drop_a_torn_wal_tail() {
     let dir = tempfile::tempdir().unwrap();
     let db = db_arg(dir.path());

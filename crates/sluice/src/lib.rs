@@ -60,7 +60,7 @@ pub use options::{
     WriteOptions,
 };
 pub use rate_limiter::RateLimiter;
-pub use repair::{RepairReport, repair};
+pub use repair::{LostRange, RepairOptions, RepairReport, repair, repair_with};
 /// The storage layer tables are read and written through ([`Options::fs`]).
 pub use sluice_sst::fs;
 /// Merge operators: the trait, the built-in `u64_add` and `append`, and lookup by name.

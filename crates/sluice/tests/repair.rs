@@ -251,3 +251,103 @@ fn an_empty_or_missing_database_is_handled() {
     assert_eq!(report.output_tables, 0);
     assert!(read_all(dir.path()).is_empty());
 }
+
+/// Every key written once (`v1`, compacted into the bottom level), then every key rewritten
+/// (`v2`, flushed to L0 and left there); returns the newest table, which holds only `v2`.
+fn rewritten_database(dir: &Path, n: u32) -> PathBuf {
+    let mut opts = options();
+    opts.compaction.disable_auto_compactions = true;
+    let db = Db::open(dir, opts).unwrap();
+    for i in 0..n {
+        db.put(&key(i), &value(i, 1)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let before = files(dir, ".sst");
+    for i in 0..n {
+        db.put(&key(i), &value(i, 2)).unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let newest: Vec<_> = files(dir, ".sst")
+        .into_iter()
+        .filter(|p| !before.contains(p))
+        .collect();
+    newest.into_iter().max().unwrap()
+}
+
+/// The case issue 38 found: one flipped bit in a table whose keys have older versions deeper
+/// down. Repair reports the key range it lost and how many surviving keys in it now read an
+/// older value, in its report and in `lost/`; with `drop_older_in_lost_ranges`, no key reads
+/// an older value (the lost ones read as absent), and every other key is untouched.
+#[test]
+fn repair_reports_the_ranges_that_went_back_in_time_and_can_drop_them() {
+    const N: u32 = 3000;
+    for drop_older in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = rewritten_database(dir.path(), N);
+        flip(&table, 100);
+        let how = sluice::RepairOptions {
+            drop_older_in_lost_ranges: drop_older,
+        };
+        let report = sluice::repair_with(dir.path(), options(), &how).unwrap();
+        assert_eq!(report.tables_partial, 1, "{report:?}");
+        let [range] = &report.lost_ranges[..] else {
+            panic!("one lost range: {report:?}");
+        };
+        assert_eq!(range.file, table);
+        let lost_keys: Vec<u32> = (0..N)
+            .filter(|&i| key(i) >= range.smallest && key(i) <= range.largest)
+            .collect();
+        assert!(
+            !lost_keys.is_empty() && lost_keys.len() < 100,
+            "{} keys in {range}",
+            lost_keys.len()
+        );
+        // Every key of the lost block had a v1 below: all are at risk.
+        assert_eq!(range.keys_at_risk, lost_keys.len() as u64, "{range}");
+        assert_eq!(report.dropped_older_in_lost_ranges, drop_older);
+        let listing = std::fs::read_to_string(report.lost_ranges_file.as_ref().unwrap()).unwrap();
+        assert!(listing.contains(&range.to_string()), "{listing}");
+        let repaired = read_all(dir.path());
+        for i in 0..N {
+            let got = repaired.get(&key(i));
+            if !lost_keys.contains(&i) {
+                assert_eq!(got, Some(&value(i, 2)), "key {i} outside the lost range");
+            } else if drop_older {
+                assert_eq!(got, None, "key {i}: its older version was dropped");
+            } else {
+                assert_eq!(
+                    got,
+                    Some(&value(i, 1)),
+                    "key {i} went back in time, as reported"
+                );
+            }
+        }
+    }
+}
+
+/// A table the MANIFEST names that is gone: its whole key range is reported lost, and every
+/// key of it that has an older version below is at risk.
+#[test]
+fn a_missing_table_is_a_lost_range_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = rewritten_database(dir.path(), 3000);
+    std::fs::remove_file(&table).unwrap();
+    let report = sluice::repair(dir.path(), options()).unwrap();
+    assert_eq!(report.missing, std::slice::from_ref(&table));
+    let [range] = &report.lost_ranges[..] else {
+        panic!("one lost range: {report:?}");
+    };
+    assert_eq!(range.file, table);
+    let repaired = read_all(dir.path());
+    let older: Vec<_> = (0..3000u32)
+        .filter(|&i| repaired.get(&key(i)) == Some(&value(i, 1)))
+        .collect();
+    assert!(!older.is_empty());
+    assert_eq!(range.keys_at_risk, older.len() as u64, "{range}");
+    assert!(
+        older
+            .iter()
+            .all(|&i| key(i) >= range.smallest && key(i) <= range.largest)
+    );
+}

@@ -27,6 +27,11 @@ pub struct RepairArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// In each key range a damaged or missing table took with it, delete every version no
+    /// newer than what that table held: a key whose newest version was lost then reads as
+    /// absent rather than as an older value.
+    #[arg(long)]
+    pub drop_older_in_lost_ranges: bool,
 }
 
 pub fn run(args: &RepairArgs, out: &mut dyn Write) -> CmdResult {
@@ -36,9 +41,13 @@ pub fn run(args: &RepairArgs, out: &mut dyn Write) -> CmdResult {
         )
         .into());
     }
-    let report = sluice::repair(
+    let how = sluice::RepairOptions {
+        drop_older_in_lost_ranges: args.drop_older_in_lost_ranges,
+    };
+    let report = sluice::repair_with(
         &args.db.db,
         args.db.with_object_store(args.engine.options())?,
+        &how,
     )?;
     if args.json {
         writeln!(out, "{}", report_json(&report))?;
@@ -78,6 +87,21 @@ fn write_text(dir: &std::path::Path, r: &RepairReport, out: &mut dyn Write) -> s
     for m in &r.missing {
         writeln!(out, "missing: {} (listed in the MANIFEST)", m.display())?;
     }
+    for range in &r.lost_ranges {
+        writeln!(out, "lost range: {range}")?;
+    }
+    if let Some(file) = &r.lost_ranges_file {
+        let done = match r.dropped_older_in_lost_ranges {
+            true => "their older versions were deleted",
+            false => "--drop-older-in-lost-ranges deletes them",
+        };
+        let at_risk: u64 = r.lost_ranges.iter().map(|l| l.keys_at_risk).sum();
+        writeln!(
+            out,
+            "{at_risk} keys in lost ranges may read an older value ({done}); listed in {}",
+            file.display()
+        )?;
+    }
     for l in &r.lost {
         writeln!(
             out,
@@ -113,6 +137,15 @@ fn report_json(r: &RepairReport) -> serde_json::Value {
             "reason": d.reason,
         })).collect::<Vec<_>>(),
         "missing": r.missing.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        "lost_ranges": r.lost_ranges.iter().map(|l| json!({
+            "file": l.file.display().to_string(),
+            "smallest": l.smallest.escape_ascii().to_string(),
+            "largest": l.largest.escape_ascii().to_string(),
+            "smallest_seq": l.seqs.0, "largest_seq": l.seqs.1,
+            "keys_at_risk": l.keys_at_risk,
+        })).collect::<Vec<_>>(),
+        "dropped_older_in_lost_ranges": r.dropped_older_in_lost_ranges,
+        "lost_ranges_file": r.lost_ranges_file.as_ref().map(|p| p.display().to_string()),
         "lost": r.lost.iter().map(|l| json!({
             "file": l.path.display().to_string(),
             "moved_to": l.moved_to.display().to_string(),

@@ -9,15 +9,19 @@
 //! 2. Every used table is verified. A damaged one contributes the entries of its good blocks.
 //! 3. Every WAL (at or above the MANIFEST's log number, or all of them) is read with
 //!    [`WalRecoveryMode::SkipAnyCorruptedRecords`].
-//! 4. Everything is merged into one sorted run in the bottom level (shadowed versions,
+//! 4. Every key range a damaged block or a missing or unreadable table took with it is
+//!    reported with how many surviving keys in it may now read an older value
+//!    ([`LostRange`], `lost_ranges.rs`); asked to, repair deletes those older versions.
+//! 5. Everything is merged into one sorted run in the bottom level (shadowed versions,
 //!    tombstones and what range tombstones cover dropped, as no snapshot exists; range
 //!    tombstones only a lost MANIFEST recorded are lost with it), because tables put back side by side could
 //!    shadow each other in the wrong order. This rewrites the data once.
-//! 5. A new MANIFEST naming only the merged tables is made current. Only then are the merged
+//! 6. A new MANIFEST naming only the merged tables is made current. Only then are the merged
 //!    inputs deleted and what could not be read (damaged tables and WALs, obsolete tables, old
 //!    MANIFESTs) moved into `lost/`, so a crash at any point leaves a database that repair can
 //!    be run on again.
 
+mod lost_ranges;
 mod salvage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +49,7 @@ use crate::version::manifest::ManifestWriter;
 use crate::version::set::{COMPARATOR_NAME, VersionSet};
 use crate::wal::DroppedRange;
 use crate::{Error, IoContext, Result};
+pub use lost_ranges::LostRange;
 use salvage::{TableSalvage, salvage_table};
 use sluice_sst::range_del::Tombstones;
 
@@ -86,6 +91,24 @@ pub struct RepairReport {
     pub dropped: Vec<DroppedRange>,
     /// Tables the MANIFEST listed that were not on disk.
     pub missing: Vec<PathBuf>,
+    /// Key ranges whose newest versions may be lost: those of damaged data blocks, and of
+    /// tables the MANIFEST listed that are missing or unreadable.
+    pub lost_ranges: Vec<LostRange>,
+    /// The keys at risk in `lost_ranges` had their older versions deleted
+    /// ([`RepairOptions::drop_older_in_lost_ranges`]).
+    pub dropped_older_in_lost_ranges: bool,
+    /// The file in `lost/` listing `lost_ranges` (when there are any).
+    pub lost_ranges_file: Option<PathBuf>,
+}
+
+/// How [`repair_with`] treats what it could not read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RepairOptions {
+    /// Delete, in every lost key range, each version no newer than the newest the damaged
+    /// table held: a key whose newest version was lost then reads as absent instead of as an
+    /// older value (and a key rewritten since keeps its newer value). Off by default, as in
+    /// RocksDB, whose repair keeps whatever survives.
+    pub drop_older_in_lost_ranges: bool,
 }
 
 /// Where a table to merge came from.
@@ -99,7 +122,12 @@ struct Input {
 /// Rebuilds the database in `dir` (see the module documentation) and returns what was kept and
 /// dropped. `options` must name the same table directories the database uses (`data_dirs`);
 /// partitioned databases are not supported.
-pub fn repair(dir: &Path, mut options: Options) -> Result<RepairReport> {
+pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
+    repair_with(dir, options, &RepairOptions::default())
+}
+
+/// [`repair`], treating lost key ranges as `how` says.
+pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Result<RepairReport> {
     options.validate()?;
     // Salvaged values stay in the tables: repair writes no blob files.
     options.blob = Default::default();
@@ -157,6 +185,7 @@ pub fn repair(dir: &Path, mut options: Options) -> Result<RepairReport> {
         for f in v.current().live_files() {
             let path = table_cache.table_path(f.dir_index, f.number);
             if !fs.exists(&path).with_path(&path)? {
+                report.lost_ranges.push(LostRange::of_file(&path, f));
                 report.missing.push(path);
             }
         }
@@ -185,13 +214,27 @@ pub fn repair(dir: &Path, mut options: Options) -> Result<RepairReport> {
                     original: Some(path),
                 });
             }
-            TableSalvage::Partial { entries, dropped } => {
+            TableSalvage::Partial {
+                entries,
+                dropped,
+                lost,
+            } => {
                 report.tables_partial += 1;
                 report.dropped.extend(dropped);
+                report.lost_ranges.extend(lost);
                 salvaged.push(*entries);
                 set_aside.push((path, "damaged: its good blocks were merged".into()));
             }
             TableSalvage::Unreadable(e) => {
+                let described = recovered.as_ref().and_then(|v| {
+                    v.current()
+                        .live_files()
+                        .find(|f| f.number == number)
+                        .cloned()
+                });
+                if let Some(meta) = described {
+                    report.lost_ranges.push(LostRange::of_file(&path, &meta));
+                }
                 set_aside.push((path, format!("unreadable: {e}")));
             }
         }
@@ -258,10 +301,20 @@ pub fn repair(dir: &Path, mut options: Options) -> Result<RepairReport> {
     // The range tombstones (the MANIFEST's, when it can be read, and the WALs') are applied
     // by the merge, which reads every table: what they cover is dropped, and they are needed
     // no more. Without a readable MANIFEST its tombstones are lost, like its file list.
+    let merged: Vec<_> = inputs.iter().map(|i| Arc::clone(&i.table)).collect();
+    lost_ranges::count_keys_at_risk(&mut report.lost_ranges, &merged)?;
+    report.dropped_older_in_lost_ranges = how.drop_older_in_lost_ranges;
+    let dropping_older = how
+        .drop_older_in_lost_ranges
+        .then_some(&report.lost_ranges)
+        .into_iter()
+        .flatten()
+        .map(LostRange::tombstone);
     let all_tombstones: Vec<_> = recovered
         .iter()
         .flat_map(|v| v.current().range_tombstones().to_vec())
         .chain(salvaged.iter().flat_map(|m| m.range_tombstones()))
+        .chain(dropping_older)
         .collect();
     let tombstones = Arc::new(Tombstones::new(&all_tombstones));
     let edit = merge_into_bottom_level(
@@ -310,6 +363,14 @@ pub fn repair(dir: &Path, mut options: Options) -> Result<RepairReport> {
     }
     for path in old_manifests {
         set_aside.push((path, "the MANIFEST before the repair".into()));
+    }
+    if !report.lost_ranges.is_empty() {
+        report.lost_ranges_file = Some(lost_ranges::write_report(
+            fs,
+            dir,
+            &report.lost_ranges,
+            how.drop_older_in_lost_ranges,
+        )?);
     }
     for (path, reason) in set_aside {
         let moved_to = move_to_lost(fs, &path)?;

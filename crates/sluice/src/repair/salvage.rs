@@ -9,6 +9,7 @@ use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::parse_internal_key;
 use sluice_sst::table::{Table, TableReadOptions};
 
+use super::LostRange;
 use crate::memtable::MemTable;
 use crate::wal::DroppedRange;
 use crate::{Error, Result};
@@ -17,10 +18,12 @@ use crate::{Error, Result};
 pub(super) enum TableSalvage {
     /// Every block verified: the table is merged as it is.
     Whole(Arc<Table>),
-    /// Some data blocks are damaged: the entries of the others, and what was lost.
+    /// Some data blocks are damaged: the entries of the others, and what was lost (the
+    /// bytes, and the key ranges).
     Partial {
         entries: Box<MemTable>,
         dropped: Vec<DroppedRange>,
+        lost: Vec<LostRange>,
     },
     /// Not even the footer, index or properties could be read.
     Unreadable(Error),
@@ -44,6 +47,7 @@ pub(super) fn salvage_table(path: &Path, number: u64, storage: Storage) -> Table
     }
     let entries = Box::new(MemTable::new(0));
     let mut dropped = Vec::new();
+    let mut bad = Vec::new();
     for i in 0..table.num_data_blocks() {
         let Some((_, handle)) = table.index_entry(i) else {
             break;
@@ -55,9 +59,15 @@ pub(super) fn salvage_table(path: &Path, number: u64, storage: Storage) -> Table
                 bytes: handle.size,
                 reason: format!("data block not salvaged: {e}"),
             });
+            bad.push(i);
         }
     }
-    TableSalvage::Partial { entries, dropped }
+    let lost = LostRange::of_blocks(&table, &bad);
+    TableSalvage::Partial {
+        entries,
+        dropped,
+        lost,
+    }
 }
 
 /// Adds every entry of one data block to `mem`. A block is taken whole or not at all: an
