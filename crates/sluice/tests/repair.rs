@@ -255,6 +255,11 @@ fn an_empty_or_missing_database_is_handled() {
 /// Every key written once (`v1`, compacted into the bottom level), then every key rewritten
 /// (`v2`, flushed to L0 and left there); returns the newest table, which holds only `v2`.
 fn rewritten_database(dir: &Path, n: u32) -> PathBuf {
+    rewritten_every(dir, n, 1)
+}
+
+/// [`rewritten_database`], rewriting only every `step`th key.
+fn rewritten_every(dir: &Path, n: u32, step: usize) -> PathBuf {
     let mut opts = options();
     opts.compaction.disable_auto_compactions = true;
     let db = Db::open(dir, opts).unwrap();
@@ -263,7 +268,7 @@ fn rewritten_database(dir: &Path, n: u32) -> PathBuf {
     }
     db.compact_range(None, None).unwrap();
     let before = files(dir, ".sst");
-    for i in 0..n {
+    for i in (0..n).step_by(step) {
         db.put(&key(i), &value(i, 2)).unwrap();
     }
     db.flush().unwrap();
@@ -350,4 +355,162 @@ fn a_missing_table_is_a_lost_range_too() {
             .iter()
             .all(|&i| key(i) >= range.smallest && key(i) <= range.largest)
     );
+}
+
+/// Only the even keys rewritten: a lost block of the newer table held no odd key, so the odd
+/// keys in its range read their only value and are neither counted nor deleted (its filter
+/// rules them out), while the even ones went back in time.
+#[test]
+fn keys_the_damaged_table_never_held_are_not_at_risk() {
+    const N: u32 = 3000;
+    let dir = tempfile::tempdir().unwrap();
+    let table = rewritten_every(dir.path(), N, 2);
+    flip(&table, 100);
+    let how = sluice::RepairOptions {
+        drop_older_in_lost_ranges: true,
+    };
+    let report = sluice::repair_with(dir.path(), options(), &how).unwrap();
+    let [range] = &report.lost_ranges[..] else {
+        panic!("one lost range: {report:?}");
+    };
+    let in_range = |i: &u32| key(*i) >= range.smallest && key(*i) <= range.largest;
+    let even: Vec<u32> = (0..N).step_by(2).filter(in_range).collect();
+    let odd: Vec<u32> = (1..N).step_by(2).filter(in_range).collect();
+    assert!(!even.is_empty() && !odd.is_empty(), "{range}");
+    assert_eq!(range.keys_at_risk, even.len() as u64, "{range}");
+    let repaired = read_all(dir.path());
+    for i in odd {
+        assert_eq!(
+            repaired.get(&key(i)),
+            Some(&value(i, 1)),
+            "odd key {i} kept"
+        );
+    }
+    for i in even {
+        assert_eq!(
+            repaired.get(&key(i)),
+            None,
+            "even key {i}: its older version dropped"
+        );
+    }
+}
+
+/// Options with keyspaces `a`, `b` and `c`, created by the first open.
+fn with_keyspaces() -> Options {
+    let mut o = options();
+    o.compaction.disable_auto_compactions = true;
+    let ks = sluice::KeyspaceOptions::of_default(&o);
+    for name in ["a", "b", "c"] {
+        o.keyspaces.insert(name.to_string(), ks.clone());
+    }
+    o.create_missing_keyspaces = true;
+    o
+}
+
+/// Every key and value of keyspace `name` (the default one for `"default"`).
+fn keyspace_contents(db: &Db, name: &str) -> Model {
+    let ks = db.keyspace(name).unwrap();
+    ks.range::<&[u8], _>(..)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .collect()
+}
+
+/// A database with three keyspaces besides the default one: in each, tables in the bottom
+/// level, a flushed L0 table of newer versions, and the newest writes only in the WAL.
+fn keyspaced_database(dir: &Path) -> BTreeMap<String, Model> {
+    let db = Db::open(dir, with_keyspaces()).unwrap();
+    let mut models = BTreeMap::new();
+    for (n, name) in ["default", "a", "b", "c"].into_iter().enumerate() {
+        let ks = db.keyspace(name).unwrap();
+        let mut model = Model::new();
+        let offset = n as u32 * 10_000;
+        for i in 0..1500 {
+            ks.put(&key(offset + i), &value(i, 1)).unwrap();
+            model.insert(key(offset + i), value(i, 1));
+        }
+        ks.compact_range(None, None).unwrap();
+        for i in (0..1500).step_by(3) {
+            ks.put(&key(offset + i), &value(i, 2)).unwrap();
+            model.insert(key(offset + i), value(i, 2));
+        }
+        ks.flush().unwrap();
+        for i in (0..1500).step_by(7) {
+            ks.delete(&key(offset + i)).unwrap();
+            model.remove(&key(offset + i));
+        }
+        models.insert(name.to_string(), model);
+    }
+    db.close().unwrap();
+    models
+}
+
+/// Repair of a database with keyspaces: every keyspace's tree is rebuilt from its tables and
+/// its entries in the shared WALs; a damaged table of one keyspace loses only that keyspace's
+/// keys; without the database's MANIFEST the keyspaces come back under `keyspace-<id>`.
+#[test]
+fn a_database_with_keyspaces_is_repaired_keyspace_by_keyspace() {
+    // A damaged table in keyspace `b` (id 2), the MANIFESTs readable.
+    let dir = tempfile::tempdir().unwrap();
+    let models = keyspaced_database(dir.path());
+    let b_tables = files(&dir.path().join("keyspaces").join("2"), ".sst");
+    let damaged = b_tables.iter().max().unwrap();
+    flip(damaged, 100);
+    let report = sluice::repair(dir.path(), with_keyspaces()).unwrap();
+    assert!(report.manifest_readable);
+    assert_eq!(
+        report.keyspaces,
+        [
+            (1, "a".to_string()),
+            (2, "b".to_string()),
+            (3, "c".to_string())
+        ]
+    );
+    assert_eq!(report.tables_partial, 1, "{report:?}");
+    assert!(
+        report.lost_ranges.iter().all(|r| &r.file == damaged),
+        "{report:?}"
+    );
+    let db = Db::open(dir.path(), with_keyspaces()).unwrap();
+    db.check().unwrap();
+    for (name, model) in &models {
+        let found = keyspace_contents(&db, name);
+        if name == "b" {
+            let differing = model
+                .iter()
+                .filter(|(k, v)| found.get(*k) != Some(v))
+                .count();
+            assert!(
+                differing > 0 && differing < 60,
+                "{differing} keys of b differ"
+            );
+        } else {
+            assert!(found == *model, "keyspace {name} changed");
+        }
+    }
+    drop(db);
+
+    // The database's MANIFEST lost: its keyspaces' own MANIFESTs and directories remain.
+    let dir = tempfile::tempdir().unwrap();
+    let models = keyspaced_database(dir.path());
+    for m in files(dir.path(), "MANIFEST-") {
+        std::fs::remove_file(m).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("CURRENT")).unwrap();
+    let report = sluice::repair(dir.path(), options()).unwrap();
+    assert!(!report.manifest_readable);
+    let names = ["keyspace-1", "keyspace-2", "keyspace-3"];
+    let got: Vec<&str> = report.keyspaces.iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(got, names);
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.check().unwrap();
+    for (name, new_name) in ["default", "a", "b", "c"]
+        .iter()
+        .zip(["default"].iter().chain(&names))
+    {
+        assert!(
+            keyspace_contents(&db, new_name) == models[*name],
+            "keyspace {name}"
+        );
+    }
 }

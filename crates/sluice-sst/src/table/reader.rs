@@ -370,6 +370,12 @@ impl Table {
         self.filter.is_some()
     }
 
+    /// False when the filter proves the table holds no version of `user_key`; true when it
+    /// may, or when the table has no filter (or was opened without loading it).
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
     /// False when the filter proves the table holds no key whose prefix under `extractor` is
     /// `prefix`; true when it may, or when the table's filter was not written with
     /// `extractor`'s prefixes. Counted in [`Table::bloom_stats`] like point lookups.

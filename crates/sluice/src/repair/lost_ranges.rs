@@ -1,21 +1,31 @@
 //! What a repair may have sent back in time. A damaged data block (or a table gone whole)
 //! held the newest versions of some keys; where an older version of such a key survives in
 //! another table, the repaired database reads that older value, and `check` cannot tell. So
-//! repair reports each key range it lost with the sequence numbers its table held, counts
-//! the surviving keys in it whose newest version is no newer than that table's newest (each
-//! may now read an older value than it had), and can delete those versions
-//! ([`super::RepairOptions::drop_older_in_lost_ranges`]) so that nothing stale resurfaces.
+//! repair reports each key range it lost with the sequence numbers its table held, and counts
+//! the surviving keys in it that went back in time, as far as can be proven: the table's
+//! bloom filter says it may have held the key, and the key's newest surviving version is
+//! older than everything the table held (its sequence number is below the table's smallest).
+//! Asked to ([`super::RepairOptions::drop_older_in_lost_ranges`]), repair deletes exactly
+//! those keys' surviving versions, so that they read as absent rather than stale.
+//!
+//! Not counted: a key the table held whose surviving version lies within the table's own
+//! sequence range (it may be newer or older than the lost one), and a key whose newest version
+//! is a merge operand newer than the table merged onto an older base. The filter's false
+//! positives (about 1% at 10 bits per key) can count, and with the option delete, a key the
+//! table never held; a table with no readable filter (or gone whole) counts every such key
+//! in its range.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use sluice_sst::fs::Storage;
 use sluice_sst::fs::{FileSystem, IoMode};
 use sluice_sst::iter::InternalIterator;
 use sluice_sst::key::{SeqNo, ValueKind, parse_internal_key, seek_key, user_key};
 use sluice_sst::range_del::RangeTombstone;
-use sluice_sst::table::Table;
+use sluice_sst::table::{Table, TableReadOptions};
 
 use crate::version::edit::FileMetaData;
 use crate::{IoContext, Result};
@@ -31,9 +41,9 @@ pub struct LostRange {
     pub largest: Vec<u8>,
     /// The smallest and largest sequence numbers the table held: what was lost lies between.
     pub seqs: (SeqNo, SeqNo),
-    /// Surviving keys in the range whose newest version is at or below `seqs.1`: each may
-    /// now read an older value than it had before the damage (or, when repair dropped older
-    /// versions in lost ranges, was deleted).
+    /// Surviving keys in the range that went back in time (see the module docs): each reads
+    /// an older value than it had before the damage, or, when repair dropped older versions
+    /// in lost ranges, was deleted.
     pub keys_at_risk: u64,
 }
 
@@ -52,10 +62,17 @@ impl LostRange {
     /// The ranges of the damaged data blocks `bad` (indexes, ascending) of `table`: a run of
     /// adjacent blocks is one range, from just after the last user key of the block before it
     /// (that key's newest version is in that good block; the run can only have held older
-    /// ones) to the run's last user key (whose newest version was in the run).
+    /// ones, unless that version is a merge operand, whose base they held: then from that
+    /// key) to the run's last user key (whose newest version was in the run).
     pub(super) fn of_blocks(table: &Table, bad: &[usize]) -> Vec<LostRange> {
         let props = table.properties();
         let last_key = |i: usize| table.index_entry(i).map(|(k, _)| user_key(k).to_vec());
+        let ends_in_operand = |i: usize| {
+            let last = table
+                .index_entry(i)
+                .and_then(|(k, _)| parse_internal_key(k));
+            last.is_some_and(|k| k.kind == ValueKind::Merge)
+        };
         let mut out: Vec<LostRange> = Vec::new();
         let mut previous: Option<usize> = None;
         for &i in bad {
@@ -65,8 +82,10 @@ impl LostRange {
             match out.last_mut() {
                 Some(run) if previous == Some(i.wrapping_sub(1)) => run.largest = largest,
                 _ => {
-                    let smallest = match i.checked_sub(1).and_then(last_key) {
-                        Some(before) => [before.as_slice(), &[0]].concat(),
+                    let before = i.checked_sub(1);
+                    let smallest = match before.and_then(last_key) {
+                        Some(key) if before.is_some_and(ends_in_operand) => key,
+                        Some(key) => [key.as_slice(), &[0]].concat(),
                         None => user_key(&props.smallest_key).to_vec(),
                     };
                     out.push(LostRange {
@@ -82,15 +101,15 @@ impl LostRange {
         }
         out
     }
+}
 
-    /// The range tombstone that deletes every version in the range at or below `seqs.1`.
-    pub(super) fn tombstone(&self) -> RangeTombstone {
-        RangeTombstone {
-            start: self.smallest.clone(),
-            // The end is exclusive: the smallest key after `largest`.
-            end: [self.largest.as_slice(), &[0]].concat(),
-            seq: self.seqs.1.saturating_add(1),
-        }
+/// A tombstone over exactly `key`'s versions up to `seq`.
+fn deleting(key: &[u8], seq: SeqNo) -> RangeTombstone {
+    RangeTombstone {
+        start: key.to_vec(),
+        // The end is exclusive: the smallest key after `key`.
+        end: [key, &[0]].concat(),
+        seq: seq.saturating_add(1),
     }
 }
 
@@ -98,7 +117,7 @@ impl fmt::Display for LostRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "keys [{}, {}] of {} (sequence numbers {}..={}): {} surviving keys may read an older value",
+            "keys [{}, {}] of {} (sequence numbers {}..={}): {} surviving keys read an older value",
             self.smallest.escape_ascii(),
             self.largest.escape_ascii(),
             self.file.display(),
@@ -109,12 +128,24 @@ impl fmt::Display for LostRange {
     }
 }
 
-/// Sets each range's `keys_at_risk` from what `tables` (everything repair merges) hold:
-/// the keys in it whose newest version is a value (or merge operand) at or below the lost
-/// table's newest sequence number. Range tombstones are not applied: a key one of them
-/// deletes anyway is still counted.
-pub(super) fn count_keys_at_risk(ranges: &mut [LostRange], tables: &[Arc<Table>]) -> Result<()> {
-    for range in ranges.iter_mut() {
+/// Sets each range's `keys_at_risk` from what `tables` (everything repair merges) hold (see
+/// the module docs; range tombstones are not applied: a key one of them deletes anyway is
+/// still counted), and returns the tombstones that delete those keys' surviving versions.
+/// The damaged tables are opened again, with their filters, through `storage`.
+pub(super) fn count_keys_at_risk<'a>(
+    ranges: impl IntoIterator<Item = &'a mut LostRange>,
+    tables: &[Arc<Table>],
+    storage: &Storage,
+) -> Result<Vec<RangeTombstone>> {
+    let mut stale = Vec::new();
+    for range in ranges {
+        let filtered = TableReadOptions {
+            storage: storage.clone(),
+            ..TableReadOptions::default()
+        };
+        // Gone whole, or its filter unreadable: every key of the range may have been in it.
+        let lost_table = Table::open(&range.file, 0, filtered).ok();
+        let may_have_held = |key: &[u8]| lost_table.as_ref().is_none_or(|t| t.may_contain(key));
         let mut newest: BTreeMap<Vec<u8>, (SeqNo, ValueKind)> = BTreeMap::new();
         for table in tables {
             let mut it = table.iter();
@@ -135,12 +166,17 @@ pub(super) fn count_keys_at_risk(ranges: &mut [LostRange], tables: &[Arc<Table>]
                 it.next()?;
             }
         }
-        range.keys_at_risk = newest
-            .values()
-            .filter(|(seq, kind)| *seq <= range.seqs.1 && *kind != ValueKind::Deletion)
-            .count() as u64;
+        let before_all_lost = range.seqs.0;
+        let at_risk: Vec<_> = newest
+            .into_iter()
+            .filter(|(key, (seq, kind))| {
+                *seq < before_all_lost && *kind != ValueKind::Deletion && may_have_held(key)
+            })
+            .collect();
+        range.keys_at_risk = at_risk.len() as u64;
+        stale.extend(at_risk.iter().map(|(key, (seq, _))| deleting(key, *seq)));
     }
-    Ok(())
+    Ok(stale)
 }
 
 /// Writes the ranges, one per line, to a new file in `lost/` of `dir` and makes it durable;
@@ -180,7 +216,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_tombstone_covers_the_range_inclusively_and_only_versions_up_to_the_lost_ones() {
+    fn a_tombstone_covers_one_key_up_to_its_stale_version() {
+        let t = deleting(b"d", 20);
+        assert_eq!(
+            (t.start.as_slice(), t.end.as_slice(), t.seq),
+            (&b"d"[..], &b"d\0"[..], 21)
+        );
+        // Nothing sorts between `d` and `d\0`: the tombstone covers exactly one key.
+        assert!(t.end.as_slice() > b"d".as_slice() && t.end.as_slice() < b"d\x00\x00".as_slice());
         let range = LostRange {
             file: PathBuf::from("/db/000007.sst"),
             smallest: b"b".to_vec(),
@@ -188,12 +231,6 @@ mod tests {
             seqs: (10, 20),
             keys_at_risk: 3,
         };
-        let t = range.tombstone();
-        assert_eq!(
-            (t.start.as_slice(), t.end.as_slice(), t.seq),
-            (&b"b"[..], &b"d\0"[..], 21)
-        );
-        assert!(t.end.as_slice() > b"d".as_slice() && t.end.as_slice() < b"d\x00\x00".as_slice());
         let text = range.to_string();
         assert!(
             text.contains("keys [b, d]")

@@ -1,6 +1,10 @@
 //! Repair: rebuilding a database from the files that can still be read, when its MANIFEST is
 //! damaged or lost, or a table or WAL is (RocksDB's and LevelDB's `RepairDB`).
 //!
+//! Each tree (the database's own, and each keyspace's, `tree.rs`) goes through the steps
+//! below on its own, except that the WALs are read once, each entry given to its tree, and
+//! the keyspaces' new MANIFESTs are made current before the database's, which names them.
+//!
 //! 1. The MANIFEST is read if it can be. Its live tables, and tables numbered at or above its
 //!    next file number (outputs of edits it lost), are used; other tables are obsolete (inputs
 //!    of compactions that finished) and are set aside in `lost/`, unused: merging them could
@@ -23,35 +27,27 @@
 
 mod lost_ranges;
 mod salvage;
+mod tree;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use sluice_exec::{CompactionMode, execute_with};
-use sluice_sst::compact::CompactionSpec;
 use sluice_sst::fs::FileSystem;
 use sluice_sst::key::SeqNo;
-use sluice_sst::table::Table;
 
 use crate::batch::DEFAULT_KEYSPACE_ID;
-use crate::db::recover::{
-    RecoveryReport, ReplayTarget, numbered_files, replay_wals, wals_to_replay,
-};
+use crate::db::recover::{RecoveryReport, ReplayTarget, replay_wals, wals_to_replay};
 use crate::db::{Access, lock_directory};
-use crate::filename::{FileType, create_dir_all_durably, manifest_file_name, sync_dir};
-use crate::flush::{flush_pieces, write_level0_tables};
+use crate::filename::{create_dir_all_durably, sync_dir};
+use crate::keyspace::options::{KEYSPACES_DIR, keyspace_dir, parse_keyspace_dir};
+use crate::memtable::MemTable;
 use crate::options::{Options, WalRecoveryMode};
-use crate::table_cache::TableCache;
-use crate::version::Version;
-use crate::version::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
-use crate::version::manifest::ManifestWriter;
-use crate::version::set::{COMPARATOR_NAME, VersionSet};
+use crate::version::edit::VersionEdit;
+use crate::version::set::VersionSet;
 use crate::wal::DroppedRange;
 use crate::{Error, IoContext, Result};
 pub use lost_ranges::LostRange;
-use salvage::{TableSalvage, salvage_table};
-use sluice_sst::range_del::Tombstones;
+use tree::TreeRepair;
 
 /// A file repair could not use, and where it went.
 #[derive(Clone, Debug)]
@@ -99,6 +95,9 @@ pub struct RepairReport {
     pub dropped_older_in_lost_ranges: bool,
     /// The file in `lost/` listing `lost_ranges` (when there are any).
     pub lost_ranges_file: Option<PathBuf>,
+    /// The keyspaces of the repaired database, by id: those its MANIFEST named, or, when it
+    /// could not be read, every `keyspaces/<id>/` directory, named `keyspace-<id>`.
+    pub keyspaces: Vec<(u32, String)>,
 }
 
 /// How [`repair_with`] treats what it could not read.
@@ -111,17 +110,10 @@ pub struct RepairOptions {
     pub drop_older_in_lost_ranges: bool,
 }
 
-/// Where a table to merge came from.
-struct Input {
-    table: Arc<Table>,
-    /// The original file, deleted once the repaired state is durable (`None` for tables repair
-    /// wrote itself, which the new MANIFEST may not name either: they are merged).
-    original: Option<PathBuf>,
-}
-
 /// Rebuilds the database in `dir` (see the module documentation) and returns what was kept and
-/// dropped. `options` must name the same table directories the database uses (`data_dirs`);
-/// partitioned databases are not supported.
+/// dropped. `options` must name the same table directories the database uses (`data_dirs`),
+/// and the options of its keyspaces (`keyspaces`) as an open would; partitioned databases are
+/// not supported.
 pub fn repair(dir: &Path, options: Options) -> Result<RepairReport> {
     repair_with(dir, options, &RepairOptions::default())
 }
@@ -143,227 +135,99 @@ pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Res
             dir.display()
         )));
     }
-    let keyspaces = dir.join(crate::keyspace::options::KEYSPACES_DIR);
-    if fs.exists(&keyspaces).with_path(&keyspaces)? {
-        return Err(Error::InvalidArgument(
-            "repair of a database with keyspaces is not supported".into(),
-        ));
-    }
     let _lock = lock_directory(fs, dir, Access::ReadWrite)?;
-    let dirs = options.table_dirs(dir);
-    let table_cache = TableCache::new(dirs.clone(), &options, None, 0);
     let mut report = RepairReport::default();
-    let mut set_aside: Vec<(PathBuf, String)> = Vec::new();
-
-    let recovered = match VersionSet::recover(fs, dir) {
-        Ok((versions, _, _)) => Some(versions),
-        Err(e) => {
-            tracing::warn!(error = %e, "the MANIFEST cannot be read; using every table found");
-            None
-        }
-    };
-    report.manifest_readable = recovered.is_some();
-    let mut next_number = recovered.as_ref().map_or(2, |v| v.next_file_number);
-    let mut tables = Vec::new();
-    for (dir_index, d) in dirs.iter().enumerate() {
-        for (kind, number) in numbered_files(fs, d)? {
-            if kind == FileType::Blob {
-                return Err(Error::InvalidArgument(
-                    "repair of a database with blob files is not supported".into(),
-                ));
-            }
-            next_number = next_number.max(number.saturating_add(1));
-            if kind == FileType::Table {
-                tables.push((table_cache.table_path(dir_index as u32, number), number));
-            }
-        }
+    let mut own = TreeRepair::collect(
+        DEFAULT_KEYSPACE_ID,
+        dir.to_path_buf(),
+        options.clone(),
+        &mut report,
+    )?;
+    report.manifest_readable = own.recovered.is_some();
+    let keyspaces = keyspaces_of(fs, dir, own.recovered.as_ref())?;
+    let mut trees = vec![];
+    for (&id, name) in &keyspaces {
+        let tree_options = options
+            .keyspaces
+            .get(name)
+            .cloned()
+            .unwrap_or_default()
+            .tree_options(&options, id);
+        trees.push(TreeRepair::collect(
+            id,
+            keyspace_dir(dir, id),
+            tree_options,
+            &mut report,
+        )?);
     }
-    let live: BTreeSet<u64> = recovered.as_ref().map_or_else(BTreeSet::new, |v| {
-        v.current().live_files().map(|f| f.number).collect()
-    });
-    if let Some(v) = &recovered {
-        for f in v.current().live_files() {
-            let path = table_cache.table_path(f.dir_index, f.number);
-            if !fs.exists(&path).with_path(&path)? {
-                report.lost_ranges.push(LostRange::of_file(&path, f));
-                report.missing.push(path);
-            }
-        }
-    }
+    report.keyspaces = keyspaces.iter().map(|(&id, n)| (id, n.clone())).collect();
 
-    let mut new_number = || {
-        let n = next_number;
-        next_number += 1;
-        n
-    };
-    let mut inputs = Vec::new();
-    let mut salvaged = Vec::new();
-    for (path, number) in tables {
-        let obsolete = recovered
-            .as_ref()
-            .is_some_and(|v| !live.contains(&number) && number < v.next_file_number);
-        if obsolete {
-            set_aside.push((path, "obsolete: not in the MANIFEST's version".into()));
-            continue;
-        }
-        match salvage_table(&path, number, options.table_storage()) {
-            TableSalvage::Whole(table) => {
-                report.tables_whole += 1;
-                inputs.push(Input {
-                    table,
-                    original: Some(path),
-                });
-            }
-            TableSalvage::Partial {
-                entries,
-                dropped,
-                lost,
-            } => {
-                report.tables_partial += 1;
-                report.dropped.extend(dropped);
-                report.lost_ranges.extend(lost);
-                salvaged.push(*entries);
-                set_aside.push((path, "damaged: its good blocks were merged".into()));
-            }
-            TableSalvage::Unreadable(e) => {
-                let described = recovered.as_ref().and_then(|v| {
-                    v.current()
-                        .live_files()
-                        .find(|f| f.number == number)
-                        .cloned()
-                });
-                if let Some(meta) = described {
-                    report.lost_ranges.push(LostRange::of_file(&path, &meta));
-                }
-                set_aside.push((path, format!("unreadable: {e}")));
-            }
-        }
-    }
-
-    // The WALs, read into memtables of at most a write buffer each.
+    // The WALs, read into memtables of at most a write buffer each, every entry to its tree.
     // Salvage reads whatever WALs there are: a tracked one gone missing is no reason to stop.
-    let log_number = recovered.as_ref().map_or(0, |v| v.log_number);
+    let log_number = own.recovered.as_ref().map_or(0, |v| v.log_number);
     let wals = wals_to_replay(fs, dir, log_number, &Default::default())?;
     let mut salvage_options = options.clone();
     salvage_options.wal_recovery_mode = WalRecoveryMode::SkipAnyCorruptedRecords;
     let mut wal_report = RecoveryReport::default();
-    let start_seq = recovered.as_ref().map_or(0, |v| v.last_sequence);
-    let only_default = BTreeMap::from([(
-        DEFAULT_KEYSPACE_ID,
-        ReplayTarget {
-            skip_below: log_number,
-            write_buffer_size: options.memtable.write_buffer_size,
-        },
-    )]);
-    // Any other keyspace's entry is skipped (there are none: see the check above).
+    let start_seq = std::iter::once(&own)
+        .chain(&trees)
+        .filter_map(|t| t.recovered.as_ref().map(|v| v.last_sequence))
+        .max()
+        .unwrap_or(0);
+    let targets: BTreeMap<u32, ReplayTarget> = std::iter::once(&own)
+        .chain(&trees)
+        .map(|t| {
+            let target = ReplayTarget {
+                skip_below: t.wal_boundary(),
+                write_buffer_size: t.write_buffer_size(),
+            };
+            (t.id, target)
+        })
+        .collect();
+    let mut by_id: BTreeMap<u32, Vec<MemTable>> = BTreeMap::new();
+    // An entry of a keyspace not repaired (dropped) is skipped.
     let (last_mems, wal_seq) = replay_wals(
         &wals,
         &salvage_options,
         start_seq,
         &mut wal_report,
-        &only_default,
+        &targets,
         u32::MAX,
-        |_, m| {
-            salvaged.push(m);
+        |id, m| {
+            by_id.entry(id).or_default().push(m);
             Ok(())
         },
     )?;
-    salvaged.extend(last_mems.into_values());
+    for (id, m) in last_mems {
+        by_id.entry(id).or_default().push(m);
+    }
+    for tree in std::iter::once(&mut own).chain(&mut trees) {
+        tree.salvaged
+            .extend(by_id.remove(&tree.id).unwrap_or_default());
+    }
     report.wal_files = wal_report.wal_files;
     report.wal_records = wal_report.wal_records;
+    let mut wals_set_aside = Vec::new();
     for wal in &wals {
-        let damaged = wal_report.dropped.iter().any(|d| d.file == wal.path);
-        if damaged {
-            set_aside.push((
+        if wal_report.dropped.iter().any(|d| d.file == wal.path) {
+            wals_set_aside.push((
                 wal.path.clone(),
-                "damaged: its good records were merged".into(),
+                "damaged: its good records were merged".to_string(),
             ));
         }
     }
     report.dropped.extend(wal_report.dropped);
 
-    // Salvaged entries become tables, merged with the rest.
-    let pieces = flush_pieces(None, &[], &table_cache);
-    for mem in salvaged.iter().filter(|m| !m.is_empty()) {
-        let written = write_level0_tables(mem, &table_cache, &pieces, &mut new_number, &options)?;
-        for meta in written.tables {
-            inputs.push(Input {
-                table: table_cache.get(&meta)?,
-                original: None,
-            });
-        }
+    // Every tree's salvaged entries become tables, merged with the rest; the keyspaces'
+    // new MANIFESTs are made current first, the database's (which names them) last.
+    report.last_sequence = wal_seq;
+    for tree in std::iter::once(&mut own).chain(&mut trees) {
+        report.last_sequence = report.last_sequence.max(tree.write_salvaged()?);
+        tree.count_keys_at_risk(&mut report)?;
     }
-    report.last_sequence = inputs
-        .iter()
-        .map(|i| i.table.properties().largest_seq)
-        .fold(wal_seq, SeqNo::max);
-
-    // The range tombstones (the MANIFEST's, when it can be read, and the WALs') are applied
-    // by the merge, which reads every table: what they cover is dropped, and they are needed
-    // no more. Without a readable MANIFEST its tombstones are lost, like its file list.
-    let merged: Vec<_> = inputs.iter().map(|i| Arc::clone(&i.table)).collect();
-    lost_ranges::count_keys_at_risk(&mut report.lost_ranges, &merged)?;
     report.dropped_older_in_lost_ranges = how.drop_older_in_lost_ranges;
-    let dropping_older = how
-        .drop_older_in_lost_ranges
-        .then_some(&report.lost_ranges)
-        .into_iter()
-        .flatten()
-        .map(LostRange::tombstone);
-    let all_tombstones: Vec<_> = recovered
-        .iter()
-        .flat_map(|v| v.current().range_tombstones().to_vec())
-        .chain(salvaged.iter().flat_map(|m| m.range_tombstones()))
-        .chain(dropping_older)
-        .collect();
-    let tombstones = Arc::new(Tombstones::new(&all_tombstones));
-    let edit = merge_into_bottom_level(
-        &inputs,
-        &table_cache,
-        &options,
-        &tombstones,
-        &mut new_number,
-        &mut report,
-    )?;
-    let manifest_number = new_number();
-    let snapshot = VersionEdit {
-        comparator: Some(COMPARATOR_NAME.to_string()),
-        log_number: Some(new_number()),
-        next_file_number: Some(new_number()),
-        last_sequence: Some(report.last_sequence),
-        // What the values look like is not in the tables: the options say.
-        value_format: options
-            .ttl
-            .map(|_| crate::version::edit::VALUE_FORMAT_TTL.to_string()),
-        ..edit
-    };
-    Version::default().apply(&snapshot)?;
-    for d in &dirs {
-        sync_dir(fs, d)?;
-    }
-    let old_manifests: Vec<PathBuf> = numbered_files(fs, dir)?
-        .into_iter()
-        .filter(|&(kind, _)| kind == FileType::Manifest)
-        .map(|(_, n)| manifest_file_name(dir, n))
-        .collect();
-    ManifestWriter::create(&*options.fs, dir, manifest_number, &snapshot)?;
-    // Durable from here: the repaired state is current.
-
-    for input in &inputs {
-        let path = input
-            .original
-            .clone()
-            .unwrap_or_else(|| input.table.path().to_path_buf());
-        remove(fs, &path);
-    }
-    for wal in &wals {
-        if !set_aside.iter().any(|(p, _)| *p == wal.path) {
-            remove(fs, &wal.path);
-        }
-    }
-    for path in old_manifests {
-        set_aside.push((path, "the MANIFEST before the repair".into()));
-    }
+    // Written before the repaired state is current: a crash after that leaves the damaged
+    // tables obsolete, and a second repair could not tell what they took with them.
     if !report.lost_ranges.is_empty() {
         report.lost_ranges_file = Some(lost_ranges::write_report(
             fs,
@@ -371,6 +235,42 @@ pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Res
             &report.lost_ranges,
             how.drop_older_in_lost_ranges,
         )?);
+    }
+    let new_log = own.take_number();
+    let sequences = (new_log, report.last_sequence);
+    for tree in &mut trees {
+        tree.rebuild(how, &mut report, sequences, VersionEdit::default())?;
+    }
+    let names = VersionEdit {
+        keyspaces_created: report.keyspaces.clone(),
+        keyspace_log_numbers: report
+            .keyspaces
+            .iter()
+            .map(|(id, _)| (*id, new_log))
+            .collect(),
+        next_keyspace_id: own
+            .recovered
+            .as_ref()
+            .map(|v| v.next_keyspace_id)
+            .into_iter()
+            .chain(keyspaces.keys().map(|id| id + 1))
+            .max()
+            .filter(|&next| next > 1),
+        ..VersionEdit::default()
+    };
+    own.rebuild(how, &mut report, sequences, names)?;
+    // Durable from here: the repaired state is current.
+
+    let mut set_aside = wals_set_aside;
+    for wal in &wals {
+        if !set_aside.iter().any(|(p, _)| *p == wal.path) {
+            tree::remove(fs, &wal.path);
+        }
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for tree in std::iter::once(own).chain(trees) {
+        dirs.extend(tree.dirs().iter().cloned());
+        set_aside.extend(tree.finish());
     }
     for (path, reason) in set_aside {
         let moved_to = move_to_lost(fs, &path)?;
@@ -383,73 +283,33 @@ pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Res
     // The removals and moves out of every table directory, made durable together (a crash
     // before this brings some back, which the next open or repair sorts out again).
     for d in &dirs {
-        sync_dir(fs, d)?;
+        if fs.exists(d).with_path(d)? {
+            sync_dir(fs, d)?;
+        }
     }
     Ok(report)
 }
 
-/// Merges every input into one sorted run and returns the edit adding it to the bottom level.
-fn merge_into_bottom_level(
-    inputs: &[Input],
-    table_cache: &TableCache,
-    options: &Options,
-    tombstones: &Arc<Tombstones>,
-    new_number: &mut (dyn FnMut() -> u64 + Send),
-    report: &mut RepairReport,
-) -> Result<VersionEdit> {
-    let mut edit = VersionEdit::default();
-    if inputs.is_empty() {
-        return Ok(edit);
+/// The keyspaces to repair: those the database's MANIFEST names, or without it every
+/// `keyspaces/<id>/` directory, named `keyspace-<id>` (the names were only in the MANIFEST).
+fn keyspaces_of(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    recovered: Option<&VersionSet>,
+) -> Result<BTreeMap<u32, String>> {
+    if let Some(v) = recovered {
+        return Ok(v.keyspaces.clone());
     }
-    let spec = CompactionSpec {
-        // Every table is its own sorted run; the merge orders versions by sequence number,
-        // so the order of the runs does not matter.
-        inputs: inputs.iter().map(|i| vec![Arc::clone(&i.table)]).collect(),
-        snapshots: Vec::new(),
-        bottommost: true,
-        table: options.table.clone(),
-        storage: options.background_storage(),
-        target_file_size: options.compaction.target_file_size_base,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: Some(Arc::clone(tombstones)),
-        blob_relocation: None,
-        task_nonce: None,
-        log_drops: false,
-    };
-    let mut exec = options.exec_options();
-    if exec.mode == CompactionMode::Auto {
-        exec.mode = CompactionMode::Sequential;
+    let parent = dir.join(KEYSPACES_DIR);
+    if !fs.exists(&parent).with_path(&parent)? {
+        return Ok(BTreeMap::new());
     }
-    let mut new_output = || -> sluice_sst::Result<(u64, PathBuf)> {
-        let number = new_number();
-        let dir = table_cache.dir_for_new_table();
-        Ok((number, table_cache.table_path(dir, number)))
-    };
-    let out = execute_with(&spec, &exec, Arc::default(), &mut new_output)?;
-    for f in &out.files {
-        report.output_tables += 1;
-        report.output_entries += f.summary.properties.num_entries;
-        report.output_bytes += f.summary.file_size;
-        let dir = table_cache.dir_index_of(&f.path);
-        edit.add_file(
-            NUM_LEVELS - 1,
-            FileMetaData::of_new_table(f.number, dir, &f.summary),
-        );
-    }
-    Ok(edit)
-}
-
-/// Deletes a file the repaired state no longer needs; a failure leaves an orphan the next
-/// open sweeps.
-fn remove(fs: &dyn FileSystem, path: &Path) {
-    if let Err(e) = fs.remove(path) {
-        tracing::warn!(file = %path.display(), error = %e, "could not delete a merged file");
-    }
+    let names = fs.list_dir(&parent).with_path(&parent)?;
+    Ok(names
+        .iter()
+        .filter_map(|name| parse_keyspace_dir(name))
+        .map(|id| (id, format!("keyspace-{id}")))
+        .collect())
 }
 
 /// Moves `path` into `lost/` of its own directory (a rename never crosses devices), under a
