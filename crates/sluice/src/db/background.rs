@@ -1,21 +1,75 @@
-//! The background threads: one flushes frozen memtables, `max_concurrent_compactions` run
-//! automatic compactions, and with a `LOG` one writes its periodic `stats:` line.
+//! The background threads, one set per database whatever its keyspaces: one flushes frozen
+//! memtables, `max_concurrent_compactions` (the database's option) run automatic compactions,
+//! and with a `LOG` one writes its periodic `stats:` line.
+//!
+//! Every tree (the database's own and each keyspace's) is served by the same threads, as
+//! RocksDB's and fjall's shared pools do, so a database's thread count does not grow with its
+//! keyspaces. The flush thread takes the tree with the most frozen memtables (a stalled flush
+//! stalls every writer of that tree); each compaction thread takes the tree with the highest
+//! level score that may start one (at most its own `max_concurrent_compactions` at once),
+//! rotating among equals so that no keyspace starves.
 //!
 //! Flushes get their own thread so they never wait behind a long compaction: a stalled flush
-//! stalls every writer, a stalled compaction only lets L0 grow. Each compaction thread picks,
-//! under the state lock, a compaction that does not conflict with the running ones
+//! stalls writers, a stalled compaction only lets L0 grow. Each compaction thread picks, under
+//! the tree's state lock, a compaction that does not conflict with the running ones
 //! ([`crate::compaction::in_progress`]) and registers it before letting go of the lock, so two
 //! threads never pick the same files.
+//!
+//! Wake-ups go through one [`WorkSignal`] per database: whatever may give any tree work
+//! notifies it. A thread reads its generation before looking at the trees and sleeps only if
+//! it did not move, so no notification between the look and the sleep is missed.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
-use super::DbInner;
+use parking_lot::{Condvar, Mutex};
+
+use super::{DbInner, DbState};
+use crate::compaction::picker;
+use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
-/// Starts the flush and compaction threads.
+/// "There may be background work": shared by every tree of a database.
+#[derive(Debug, Default)]
+pub(crate) struct WorkSignal {
+    generation: Mutex<u64>,
+    changed: Condvar,
+}
+
+impl WorkSignal {
+    /// Wakes every background thread. May be called with a tree's state lock held.
+    pub(crate) fn notify_all(&self) {
+        *self.generation.lock() += 1;
+        self.changed.notify_all();
+    }
+
+    /// The current generation: read before looking for work.
+    pub(crate) fn generation(&self) -> u64 {
+        *self.generation.lock()
+    }
+
+    /// Sleeps until the generation moves past `seen` (or `deadline` passes). Call without
+    /// any tree's state lock.
+    pub(crate) fn wait_past(&self, seen: u64, deadline: Option<Instant>) {
+        let mut generation = self.generation.lock();
+        while *generation == seen {
+            match deadline {
+                Some(at) => {
+                    if self.changed.wait_until(&mut generation, at).timed_out() {
+                        return;
+                    }
+                }
+                None => self.changed.wait(&mut generation),
+            }
+        }
+    }
+}
+
+/// Starts the database's flush and compaction threads, serving `inner` and its keyspaces.
 pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
-    let spawn = |name: &str, body: fn(&DbInner)| {
+    let spawn = |name: &str, body: fn(&Arc<DbInner>)| {
         let shared = Arc::clone(inner);
         std::thread::Builder::new()
             .name(name.to_string())
@@ -26,83 +80,149 @@ pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
     for _ in 0..inner.options.compaction.max_concurrent_compactions {
         threads.push(spawn("sluice-compact", compaction_loop)?);
     }
-    // One line for the database, from its default keyspace's tree (whose WAL and user-byte
-    // figures are the database's).
-    let default_tree = inner.keyspace_id == crate::batch::DEFAULT_KEYSPACE_ID;
-    if default_tree
-        && inner.events.log().is_some()
-        && !inner.options.info_log.stats_dump_period.is_zero()
-    {
+    if inner.events.log().is_some() && !inner.options.info_log.stats_dump_period.is_zero() {
         threads.push(spawn("sluice-stats", super::stats_dump::stats_dump_loop)?);
     }
     Ok(threads)
 }
 
-fn flush_loop(inner: &DbInner) {
-    let mut st = inner.state.lock();
+/// The database's tree and its keyspaces' trees, starting at the `turn`th: rotating the start
+/// breaks ties fairly.
+fn trees(db: &Arc<DbInner>, turn: &AtomicUsize) -> Vec<Arc<DbInner>> {
+    let mut all: Vec<Arc<DbInner>> = std::iter::once(Arc::clone(db))
+        .chain(db.trees().into_iter().map(|t| Arc::clone(&t.inner)))
+        .collect();
+    let start = turn.fetch_add(1, Ordering::Relaxed) % all.len();
+    all.rotate_left(start);
+    all
+}
+
+fn flush_loop(db: &Arc<DbInner>) {
+    let turn = AtomicUsize::new(0);
     loop {
-        if st.closing {
+        let seen = db.bg_work.generation();
+        if db.state.lock().closing {
             return;
         }
-        if st.bg_error.is_some() || st.imm.is_empty() {
-            inner.bg_work.wait(&mut st);
-            continue;
+        // The tree with the most frozen memtables, whose writers are nearest a stall.
+        let next = trees(db, &turn)
+            .into_iter()
+            .filter_map(|tree| {
+                let st = tree.state.lock();
+                let ready = !st.closing && st.bg_error.is_none() && !st.flush_running;
+                let frozen = st.imm.len();
+                drop(st);
+                (ready && frozen > 0).then_some((frozen, tree))
+            })
+            .fold(
+                None,
+                |best: Option<(usize, Arc<DbInner>)>, (n, tree)| match &best {
+                    Some((m, _)) if *m >= n => best,
+                    _ => Some((n, tree)),
+                },
+            );
+        match next {
+            Some((_, tree)) => flush_one(&tree),
+            None => db.bg_work.wait_past(seen, None),
         }
-        st.flush_running = true;
-        drop(st);
-        let result = inner.flush_oldest_immutable();
-        match &result {
-            Ok(()) => inner.maybe_balance(),
-            Err(e) => inner.tell_background_error("flush", e),
-        }
-        st = inner.state.lock();
-        st.flush_running = false;
-        if let Err(e) = result {
-            st.flush_metrics.failed += 1;
-            inner.set_bg_error(&mut st, &e);
-        }
-        // Wake stalled writers, `flush()` callers, and the compaction thread (L0 grew).
-        inner.bg_done.notify_all();
-        inner.bg_work.notify_all();
     }
 }
 
-fn compaction_loop(inner: &DbInner) {
-    let mut st = inner.state.lock();
+/// Flushes `tree`'s oldest frozen memtable, unless another thread started first.
+fn flush_one(tree: &DbInner) {
+    let mut st = tree.state.lock();
+    if st.closing || st.bg_error.is_some() || st.flush_running || st.imm.is_empty() {
+        return;
+    }
+    st.flush_running = true;
+    drop(st);
+    let result = tree.flush_oldest_immutable();
+    match &result {
+        Ok(()) => tree.maybe_balance(),
+        Err(e) => tree.tell_background_error("flush", e),
+    }
+    let mut st = tree.state.lock();
+    st.flush_running = false;
+    if let Err(e) = result {
+        st.flush_metrics.failed += 1;
+        tree.set_bg_error(&mut st, &e);
+    }
+    // Wake stalled writers, `flush()` callers, and the compaction threads (L0 grew).
+    tree.bg_done.notify_all();
+    tree.bg_work.notify_all();
+}
+
+fn compaction_loop(db: &Arc<DbInner>) {
+    let turn = AtomicUsize::new(0);
     loop {
-        if st.closing {
+        let seen = db.bg_work.generation();
+        if db.state.lock().closing {
             return;
         }
-        let may_start = st.bg_error.is_none()
-            && st.manual_waiting == 0
-            && !st.manual_running
-            && inner.needs_compaction(&st);
-        let picked = may_start
-            .then(|| {
-                crate::compaction::picker::pick(
-                    st.versions.current(),
-                    &inner.options,
-                    &st.versions.compact_pointers,
-                    &st.compactions,
-                )
+        // Trees that may start a compaction, most urgent first.
+        let mut ready: Vec<(f64, Arc<DbInner>)> = trees(db, &turn)
+            .into_iter()
+            .filter_map(|tree| {
+                let score = compaction_score(&tree)?;
+                Some((score, tree))
             })
-            .flatten();
-        let Some(c) = picked else {
-            inner.bg_work.wait(&mut st);
-            continue;
-        };
-        let job = st.compactions.register(&c);
-        drop(st);
-        let result = inner.run_automatic_compaction(c);
-        if let Err(e) = &result {
-            inner.tell_background_error("compaction", e);
+            .collect();
+        ready.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let ran = ready.iter().any(|(_, tree)| compact_one(tree));
+        if !ran {
+            db.bg_work.wait_past(seen, None);
         }
-        st = inner.state.lock();
-        st.compactions.finish(job);
-        if let Err(e) = result {
-            inner.set_bg_error(&mut st, &e);
-        }
-        inner.bg_done.notify_all();
-        inner.bg_work.notify_all();
     }
+}
+
+/// True if `tree` may start an automatic compaction now. REQUIRES: its state lock.
+fn may_start(tree: &DbInner, st: &DbState) -> bool {
+    !st.closing
+        && st.bg_error.is_none()
+        && st.manual_waiting == 0
+        && !st.manual_running
+        && st.compactions.len() < tree.options.compaction.max_concurrent_compactions
+        && tree.needs_compaction(st)
+}
+
+/// The highest level score of `tree`, if it may start an automatic compaction now.
+fn compaction_score(tree: &DbInner) -> Option<f64> {
+    let st = tree.state.lock();
+    may_start(tree, &st).then(|| {
+        let version = st.versions.current();
+        (0..NUM_LEVELS)
+            .map(|level| picker::level_score(version, &tree.options, level))
+            .fold(0.0, f64::max)
+    })
+}
+
+/// Picks, registers and runs one automatic compaction of `tree`; false if it has none to run.
+fn compact_one(tree: &DbInner) -> bool {
+    let mut st = tree.state.lock();
+    if !may_start(tree, &st) {
+        return false;
+    }
+    let picked = picker::pick(
+        st.versions.current(),
+        &tree.options,
+        &st.versions.compact_pointers,
+        &st.compactions,
+    );
+    let Some(c) = picked else {
+        return false;
+    };
+    let job = st.compactions.register(&c);
+    drop(st);
+    let result = tree.run_automatic_compaction(c);
+    if let Err(e) = &result {
+        tree.tell_background_error("compaction", e);
+    }
+    let mut st = tree.state.lock();
+    st.compactions.finish(job);
+    if let Err(e) = result {
+        tree.set_bg_error(&mut st, &e);
+    }
+    tree.bg_done.notify_all();
+    tree.bg_work.notify_all();
+    true
 }

@@ -6,15 +6,16 @@
 //! 2. `wal`: the active WAL writer, touched only by the group-commit leader;
 //! 3. `manifest`: the MANIFEST writer; held across the MANIFEST fsync so that installs are
 //!    serialized, while `state` is released;
-//! 4. `state`: memtables, version set, background flags and counters.
+//! 4. `state`: memtables, version set, background flags and counters;
+//! 5. `bg_work`'s generation: held only to bump or read it, under any of the above.
 //!
 //! Background failures are sticky: once a flush or compaction fails, `state.bg_error` is set and
 //! every later write fails with `Error::Background` until the database is reopened.
 //!
 //! **Keyspaces.** Each keyspace other than the default one is a `DbInner` of its own (its
-//! *tree*: memtables, version set, MANIFEST, background threads, in `keyspaces/<id>/`) whose
-//! writes go through the database's commit queue and WAL (its *journal owner*): a batch
-//! spanning keyspaces is one WAL record. All trees share the sequence numbers, the visible
+//! *tree*: memtables, version set, MANIFEST, in `keyspaces/<id>/`), flushed and compacted by
+//! the database's background threads (`background.rs`). Its writes go through the database's
+//! commit queue and WAL (its *journal owner*): a batch spanning keyspaces is one WAL record. All trees share the sequence numbers, the visible
 //! sequence number and the snapshot list, so a snapshot is one point in time across them.
 //! A tree's locks come before the journal owner's WAL and MANIFEST in the order above, and
 //! no thread holds two trees' state locks at once.
@@ -157,8 +158,9 @@ pub(crate) struct DbInner {
     pub state: Mutex<DbState>,
     /// Signalled (with `state`) whenever background work finishes or fails.
     pub bg_done: Condvar,
-    /// Signalled (with `state`) when there may be background work to do.
-    pub bg_work: Condvar,
+    /// Notified when there may be background work to do, in this tree or another: one per
+    /// database, shared by its trees, whose background threads serve them all.
+    pub bg_work: Arc<background::WorkSignal>,
     pub commit: commit::CommitQueue,
     /// The active WAL. Only the group-commit leader locks it. `None` when open read-only.
     pub wal: Mutex<Option<LogWriter>>,
@@ -345,16 +347,23 @@ impl Db {
 impl DbInner {
     /// Tells the background threads to exit, and waits for `threads`.
     pub(crate) fn stop_threads(&self, threads: &Mutex<Vec<JoinHandle<()>>>) {
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        {
-            let mut st = self.state.lock();
-            st.closing = true;
-            self.bg_work.notify_all();
-            self.bg_done.notify_all();
-        }
+        self.stop_background_work();
         for handle in threads.lock().drain(..) {
             let _ = handle.join();
+        }
+    }
+
+    /// Closes this tree to background work and waits until none of it runs: the database's
+    /// threads take nothing more of it (a keyspace's tree, stopped before the database).
+    pub(crate) fn stop_background_work(&self) {
+        self.closed
+            .store(true, std::sync::atomic::Ordering::Release);
+        let mut st = self.state.lock();
+        st.closing = true;
+        self.bg_work.notify_all();
+        self.bg_done.notify_all();
+        while st.flush_running || !st.compactions.is_empty() {
+            self.bg_done.wait(&mut st);
         }
     }
 }

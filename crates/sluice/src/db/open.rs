@@ -416,6 +416,7 @@ pub(crate) struct TreeLink {
     pub visible_seq: Arc<AtomicU64>,
     pub snapshots: Arc<SnapshotList>,
     pub open_id: OpenId,
+    pub bg_work: Arc<super::background::WorkSignal>,
     /// The database's workers: started once, shared by every tree.
     pub remote: Option<Arc<dyn crate::compaction::remote::RemoteExecutors>>,
     pub read_only: bool,
@@ -440,6 +441,7 @@ fn new_inner(
         visible_seq: Arc::new(AtomicU64::new(parts.last_seq)),
         snapshots: Arc::new(SnapshotList::default()),
         open_id: OpenId::new(dir),
+        bg_work: Arc::default(),
         remote,
         read_only: parts.wal.is_none(),
     };
@@ -494,7 +496,7 @@ pub(crate) fn new_tree_inner(
             range_splits: 0,
         }),
         bg_done: Condvar::new(),
-        bg_work: Condvar::new(),
+        bg_work: link.bg_work,
         commit: CommitQueue::default(),
         read_only: link.read_only,
         current_wal: AtomicU64::new(parts.wal.as_ref().and_then(|w| w.log_number()).unwrap_or(0)),

@@ -14,22 +14,24 @@ use crate::Metrics;
 
 /// The body of the `sluice-stats` thread: a `stats:` line every period until the database
 /// closes. Started only when the database writes a `LOG` and the period is not zero.
-pub(super) fn stats_dump_loop(inner: &DbInner) {
+pub(super) fn stats_dump_loop(inner: &std::sync::Arc<DbInner>) {
     let period = inner.options.info_log.stats_dump_period;
     let opened = Instant::now();
     let mut last = inner.metrics();
     let mut last_at = opened;
-    let mut st = inner.state.lock();
     loop {
         let due = last_at + period;
-        while !st.closing && Instant::now() < due {
-            // Woken early by background work too; the deadline stays.
-            inner.bg_work.wait_until(&mut st, due);
+        loop {
+            let seen = inner.bg_work.generation();
+            if inner.state.lock().closing {
+                return;
+            }
+            if Instant::now() >= due {
+                break;
+            }
+            // Woken early by background work too (and by close); the deadline stays.
+            inner.bg_work.wait_past(seen, Some(due));
         }
-        if st.closing {
-            return;
-        }
-        drop(st);
         let now = inner.metrics();
         let now_at = Instant::now();
         if let Some(log) = inner.events.log() {
@@ -41,7 +43,6 @@ pub(super) fn stats_dump_loop(inner: &DbInner) {
             ));
         }
         (last, last_at) = (now, now_at);
-        st = inner.state.lock();
     }
 }
 

@@ -21,9 +21,6 @@ pub mod options;
 pub(crate) mod registry;
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
-
-use parking_lot::Mutex;
 
 use crate::db::DbInner;
 
@@ -37,18 +34,17 @@ pub const DEFAULT_KEYSPACE: &str = "default";
 /// Longest keyspace name, in bytes.
 pub const MAX_KEYSPACE_NAME_BYTES: usize = 255;
 
-/// One open keyspace: its tree and the threads that flush and compact it.
+/// One open keyspace: its tree (flushed and compacted by the database's background threads).
 pub(crate) struct KeyspaceTree {
     pub id: u32,
     pub name: String,
     pub inner: Arc<DbInner>,
-    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl KeyspaceTree {
-    /// Stops the tree's background threads and waits for them.
+    /// Closes the tree to background work and waits until none of it runs.
     pub fn stop(&self) {
-        self.inner.stop_threads(&self.background);
+        self.inner.stop_background_work();
     }
 }
 

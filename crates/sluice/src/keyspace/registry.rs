@@ -4,14 +4,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use parking_lot::Mutex;
-
 use super::options::keyspace_dir;
 use super::{KeyspaceOptions, KeyspaceTree, check_name};
+use crate::db::DbInner;
 use crate::db::open::{Parts, TreeLink, check_value_format, new_tree_inner, reconcile_partitions};
 use crate::db::open_tree::{RecoveringTree, remove_tree};
 use crate::db::recover::RecoveryReport;
-use crate::db::{DbInner, background};
 use crate::filename::create_dir_all_durably;
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -44,8 +42,7 @@ impl TreeParts {
     }
 }
 
-/// Builds each keyspace's tree around `owner` and starts its background threads (none when
-/// read-only).
+/// Builds each keyspace's tree around `owner`, served by the database's background threads.
 pub(crate) fn attach_trees(owner: &Arc<DbInner>, trees: Vec<TreeParts>) -> Result<()> {
     for tree in trees {
         let (id, name) = (tree.id, tree.name.clone());
@@ -65,6 +62,7 @@ fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Attached> {
         visible_seq: Arc::clone(&owner.visible_seq),
         snapshots: Arc::clone(&owner.snapshots),
         open_id: owner.open_id.clone(),
+        bg_work: Arc::clone(&owner.bg_work),
         remote: owner.remote.clone(),
         read_only: owner.read_only,
     };
@@ -77,18 +75,17 @@ fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Attached> {
         link,
         true,
     )?);
-    let (threads, orphans_deleted) = if inner.read_only {
-        (Vec::new(), 0)
-    } else {
-        let deleted = inner.delete_obsolete_files();
-        (background::start(&inner)?, deleted)
+    let orphans_deleted = match inner.read_only {
+        true => 0,
+        false => inner.delete_obsolete_files(),
     };
+    // It may have work already (frozen memtables, a deep L0).
+    inner.bg_work.notify_all();
     Ok(Attached {
         tree: Arc::new(KeyspaceTree {
             id: tree.id,
             name: tree.name,
             inner,
-            background: Mutex::new(threads),
         }),
         orphans_deleted,
     })
