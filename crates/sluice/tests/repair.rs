@@ -471,6 +471,9 @@ fn a_database_with_keyspaces_is_repaired_keyspace_by_keyspace() {
         report.lost_ranges.iter().all(|r| &r.file == damaged),
         "{report:?}"
     );
+    // The damaged table is b's L0, over a bottom level holding older versions of its keys.
+    let at_risk: u64 = report.lost_ranges.iter().map(|r| r.keys_at_risk).sum();
+    assert!(at_risk > 0, "{report:?}");
     let db = Db::open(dir.path(), with_keyspaces()).unwrap();
     db.check().unwrap();
     for (name, model) in &models {
@@ -513,4 +516,65 @@ fn a_database_with_keyspaces_is_repaired_keyspace_by_keyspace() {
             "keyspace {name}"
         );
     }
+}
+
+/// A TTL keyspace keeps its value format through a repair without the database's MANIFEST
+/// when its options are given under its new name, and the repair is refused when they are
+/// not; a keyspace whose directory is gone is rebuilt from the WALs.
+#[test]
+fn a_keyspaces_value_format_and_a_lost_keyspace_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = sluice::KeyspaceOptions {
+        ttl: Some(std::time::Duration::from_secs(3600)),
+        ..sluice::KeyspaceOptions::of_default(&options())
+    };
+    {
+        let mut o = options();
+        o.keyspaces.insert("t".into(), ttl.clone());
+        o.create_missing_keyspaces = true;
+        let db = Db::open(dir.path(), o).unwrap();
+        let t = db.keyspace("t").unwrap();
+        for i in 0..200 {
+            t.put(&key(i), &value(i, 1)).unwrap();
+        }
+        t.flush().unwrap();
+        t.put(b"in-the-wal", b"v").unwrap();
+        db.close().unwrap();
+    }
+    for m in files(dir.path(), "MANIFEST-") {
+        std::fs::remove_file(m).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("CURRENT")).unwrap();
+    let without = sluice::repair(dir.path(), options()).unwrap_err();
+    assert!(without.to_string().contains("ttl"), "{without}");
+    let mut o = options();
+    o.keyspaces.insert("keyspace-1".into(), ttl);
+    let report = sluice::repair(dir.path(), o.clone()).unwrap();
+    assert_eq!(report.keyspaces, [(1, "keyspace-1".to_string())]);
+    let db = Db::open(dir.path(), o.clone()).unwrap();
+    let t = db.keyspace("keyspace-1").unwrap();
+    assert_eq!(t.get(&key(7)).unwrap(), Some(value(7, 1)));
+    assert_eq!(t.get(b"in-the-wal").unwrap(), Some(b"v".to_vec()));
+    db.close().unwrap();
+
+    // Its directory gone, the database's MANIFEST still naming it: rebuilt from the WALs.
+    {
+        let db = Db::open(dir.path(), o.clone()).unwrap();
+        db.keyspace("keyspace-1")
+            .unwrap()
+            .put(b"later", b"w")
+            .unwrap();
+        db.close().unwrap();
+    }
+    std::fs::remove_dir_all(dir.path().join("keyspaces").join("1")).unwrap();
+    let report = sluice::repair(dir.path(), o.clone()).unwrap();
+    assert!(report.manifest_readable, "{report:?}");
+    let db = Db::open(dir.path(), o).unwrap();
+    let t = db.keyspace("keyspace-1").unwrap();
+    assert_eq!(t.get(b"later").unwrap(), Some(b"w".to_vec()));
+    assert_eq!(
+        t.get(&key(7)).unwrap(),
+        None,
+        "its tables went with the directory"
+    );
 }

@@ -144,7 +144,7 @@ pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Res
         &mut report,
     )?;
     report.manifest_readable = own.recovered.is_some();
-    let keyspaces = keyspaces_of(fs, dir, own.recovered.as_ref())?;
+    let keyspaces = keyspaces_of(&options, dir, own.recovered.as_ref())?;
     let mut trees = vec![];
     for (&id, name) in &keyspaces {
         let tree_options = options
@@ -226,6 +226,11 @@ pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Res
         tree.count_keys_at_risk(&mut report)?;
     }
     report.dropped_older_in_lost_ranges = how.drop_older_in_lost_ranges;
+    // The numbers the salvaged tables took are durable before a keyspace's MANIFEST records
+    // the WAL number after them: a later open must not hand out a lower one.
+    for tree in std::iter::once(&own).chain(&trees) {
+        tree.sync_dirs()?;
+    }
     // Written before the repaired state is current: a crash after that leaves the damaged
     // tables obsolete, and a second repair could not tell what they took with them.
     if !report.lost_ranges.is_empty() {
@@ -283,33 +288,36 @@ pub fn repair_with(dir: &Path, mut options: Options, how: &RepairOptions) -> Res
     // The removals and moves out of every table directory, made durable together (a crash
     // before this brings some back, which the next open or repair sorts out again).
     for d in &dirs {
-        if fs.exists(d).with_path(d)? {
-            sync_dir(fs, d)?;
-        }
+        sync_dir(fs, d)?;
     }
     Ok(report)
 }
 
 /// The keyspaces to repair: those the database's MANIFEST names, or without it every
-/// `keyspaces/<id>/` directory, named `keyspace-<id>` (the names were only in the MANIFEST).
+/// `keyspaces/<id>/` directory of any table directory `options` names, as `keyspace-<id>`
+/// (the names were only in that MANIFEST; a dropped keyspace's leftovers come back too).
 fn keyspaces_of(
-    fs: &dyn FileSystem,
+    options: &Options,
     dir: &Path,
     recovered: Option<&VersionSet>,
 ) -> Result<BTreeMap<u32, String>> {
     if let Some(v) = recovered {
         return Ok(v.keyspaces.clone());
     }
-    let parent = dir.join(KEYSPACES_DIR);
-    if !fs.exists(&parent).with_path(&parent)? {
-        return Ok(BTreeMap::new());
+    let fs = &*options.fs;
+    let mut found = BTreeMap::new();
+    for table_dir in options.table_dirs(dir) {
+        let parent = table_dir.join(KEYSPACES_DIR);
+        if !fs.exists(&parent).with_path(&parent)? {
+            continue;
+        }
+        for name in fs.list_dir(&parent).with_path(&parent)? {
+            if let Some(id) = parse_keyspace_dir(&name) {
+                found.insert(id, format!("keyspace-{id}"));
+            }
+        }
     }
-    let names = fs.list_dir(&parent).with_path(&parent)?;
-    Ok(names
-        .iter()
-        .filter_map(|name| parse_keyspace_dir(name))
-        .map(|id| (id, format!("keyspace-{id}")))
-        .collect())
+    Ok(found)
 }
 
 /// Moves `path` into `lost/` of its own directory (a rename never crosses devices), under a

@@ -16,8 +16,9 @@ use sluice_sst::table::Table;
 use super::lost_ranges::{self, LostRange};
 use super::salvage::{TableSalvage, salvage_table};
 use super::{RepairOptions, RepairReport};
+use crate::db::open::check_value_format;
 use crate::db::recover::numbered_files;
-use crate::filename::{FileType, manifest_file_name, sync_dir};
+use crate::filename::{FileType, create_dir_all_durably, manifest_file_name, sync_dir};
 use crate::flush::{flush_pieces, write_level0_tables};
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -72,20 +73,26 @@ impl TreeRepair {
         let fs = &*options.fs;
         let dirs = options.table_dirs(&dir);
         let table_cache = TableCache::new(dirs.clone(), &options, None, id);
-        let recovered = match VersionSet::recover(fs, &dir) {
+        let mut recovered = match VersionSet::recover(fs, &dir) {
             Ok((versions, _, _)) => Some(versions),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "the MANIFEST cannot be read; using every table found");
                 None
             }
         };
+        // The values keep the format they were written in: options that disagree with the
+        // MANIFEST are refused, as an open refuses them.
+        if let Some(v) = recovered.as_mut() {
+            check_value_format(v, true, &options, &dir)?;
+        }
+        // A tree the MANIFEST names whose directory is gone still gets its WAL entries.
+        for d in &dirs {
+            create_dir_all_durably(fs, d)?;
+        }
         let mut next_number = recovered.as_ref().map_or(2, |v| v.next_file_number);
         let mut tables = Vec::new();
         let mut old_manifests = Vec::new();
         for (dir_index, d) in dirs.iter().enumerate() {
-            if !fs.exists(d).with_path(d)? {
-                continue;
-            }
             for (kind, number) in numbered_files(fs, d)? {
                 match kind {
                     FileType::Blob => {
@@ -280,7 +287,8 @@ impl TreeRepair {
             log_number: Some(log_number),
             next_file_number: Some(self.next_number),
             last_sequence: Some(last_sequence),
-            // What the values look like is not in the tables: the options say.
+            // What the values look like is not in the tables: the options say (held to the
+            // MANIFEST's record by `collect`, when it could be read).
             value_format: self
                 .options
                 .ttl
@@ -388,6 +396,14 @@ impl TreeRepair {
     /// Its table directories.
     pub fn dirs(&self) -> &[PathBuf] {
         self.table_cache.dirs()
+    }
+
+    /// Makes the names of the tables written so far durable.
+    pub fn sync_dirs(&self) -> Result<()> {
+        for d in self.dirs() {
+            sync_dir(&*self.options.fs, d)?;
+        }
+        Ok(())
     }
 }
 
