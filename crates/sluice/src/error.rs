@@ -39,6 +39,9 @@ pub enum ErrorKind {
     Closed,
     /// The caller cancelled the operation; nothing it had not finished was kept.
     Cancelled,
+    /// A background job panicked: a bug, or a panic in a callback the application gave
+    /// (listener, merge operator, compaction filter). Its tree takes no more writes.
+    Panicked,
 }
 
 /// Every error the engine returns. Match on [`Error::kind`] to decide what to do; the
@@ -85,6 +88,10 @@ pub enum Error {
     /// The database has been closed.
     #[error("database is closed")]
     Closed,
+    /// A background flush or compaction panicked (see [`ErrorKind::Panicked`]); the message
+    /// says which and why.
+    #[error("{0}")]
+    Panicked(String),
     /// The caller cancelled the operation; what it had not finished was discarded and the
     /// database is as if that part had not started.
     #[error("cancelled")]
@@ -121,6 +128,7 @@ impl Error {
             Error::Background(cause) => cause.kind(),
             Error::Closed => ErrorKind::Closed,
             Error::Cancelled => ErrorKind::Cancelled,
+            Error::Panicked(_) => ErrorKind::Panicked,
         }
     }
 
@@ -149,6 +157,7 @@ impl Error {
             Error::Background(cause) => Error::Background(Box::new(cause.duplicate())),
             Error::Closed => Error::Closed,
             Error::Cancelled => Error::Cancelled,
+            Error::Panicked(m) => Error::Panicked(m.clone()),
         }
     }
 }

@@ -347,3 +347,66 @@ fn the_directory_keeps_a_log_the_options_and_the_last_session_s_counters() {
         .count();
     assert_eq!(old_logs, 1);
 }
+
+/// Panics at every key it is shown: the compaction filter of keyspace `panicky` only.
+#[derive(Debug)]
+struct PanickingFilter;
+
+impl sluice::CompactionFilter for PanickingFilter {
+    fn name(&self) -> &str {
+        "panics"
+    }
+
+    fn filter(&self, _key: &[u8], _value: &[u8]) -> sluice::FilterDecision {
+        panic!("a compaction filter that panics");
+    }
+}
+
+/// A compaction filter that panics in the database's shared compaction threads: its keyspace
+/// takes no more writes (the panic is its background error, of kind `Panicked`), every other
+/// keyspace goes on flushing and compacting, and close returns.
+#[test]
+fn a_panicking_callback_fails_its_keyspace_only_and_close_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let panicky = sluice::KeyspaceOptions {
+        compaction_filter: Some(Arc::new(PanickingFilter)),
+        ..sluice::KeyspaceOptions::of_default(db.options())
+    };
+    let bad = db.create_keyspace("panicky", &panicky).unwrap();
+    let good = db
+        .create_keyspace("good", &sluice::KeyspaceOptions::of_default(db.options()))
+        .unwrap();
+    // Past the L0 trigger in both: the shared threads compact them on their own.
+    let trigger = db.options().compaction.l0_compaction_trigger;
+    for ks in [&bad, &good] {
+        for round in 0..=trigger {
+            ks.put(b"k", format!("v{round}").as_bytes()).unwrap();
+            ks.flush().unwrap();
+        }
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let refused = loop {
+        match bad.put(b"later", b"v") {
+            Err(e) => break e,
+            Ok(()) if std::time::Instant::now() > deadline => panic!("the panic went unnoticed"),
+            Ok(()) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    };
+    assert_eq!(refused.kind(), sluice::ErrorKind::Panicked, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("a compaction filter that panics"),
+        "{refused}"
+    );
+    good.put(b"k", b"v-last").unwrap();
+    good.flush().unwrap();
+    db.wait_for_background_work().ok();
+    assert_eq!(good.get(b"k").unwrap(), Some(b"v-last".to_vec()));
+    assert!(
+        good.metrics().unwrap().compaction.count > 0,
+        "the good keyspace compacted"
+    );
+    db.close().unwrap_or_else(|e| panic!("close: {e}"));
+}

@@ -19,8 +19,8 @@
 //! notifies it. A thread reads its generation before looking at the trees and sleeps only if
 //! it did not move, so no notification between the look and the sleep is missed.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -104,39 +104,42 @@ fn flush_loop(db: &Arc<DbInner>) {
         if db.state.lock().closing {
             return;
         }
-        // The tree with the most frozen memtables, whose writers are nearest a stall.
-        let next = trees(db, &turn)
-            .into_iter()
+        // Trees with frozen memtables, most first: their writers are nearest a stall.
+        let mut ready: Vec<(usize, Weak<DbInner>)> = trees(db, &turn)
+            .iter()
             .filter_map(|tree| {
                 let st = tree.state.lock();
                 let ready = !st.closing && st.bg_error.is_none() && !st.flush_running;
                 let frozen = st.imm.len();
                 drop(st);
-                (ready && frozen > 0).then_some((frozen, tree))
+                (ready && frozen > 0).then(|| (frozen, Arc::downgrade(tree)))
             })
-            .fold(
-                None,
-                |best: Option<(usize, Arc<DbInner>)>, (n, tree)| match &best {
-                    Some((m, _)) if *m >= n => best,
-                    _ => Some((n, tree)),
-                },
-            );
-        match next {
-            Some((_, tree)) => flush_one(&tree),
-            None => db.bg_work.wait_past(seen, None),
+            .collect();
+        // Stable: equals keep the rotated order.
+        ready.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+        let flushed = ready
+            .iter()
+            .any(|(_, tree)| tree.upgrade().is_some_and(|tree| flush_one(&tree)));
+        if !flushed {
+            db.bg_work.wait_past(seen, None);
         }
     }
 }
 
-/// Flushes `tree`'s oldest frozen memtable, unless another thread started first.
-fn flush_one(tree: &DbInner) {
+/// Flushes `tree`'s oldest frozen memtable; false if another thread started first, or the
+/// tree's range map is being changed (its flush would wait for that: the thread serves the
+/// other trees meanwhile, and the change's end wakes it).
+fn flush_one(tree: &DbInner) -> bool {
+    if tree.range_map_lock.try_lock().is_none() {
+        return false;
+    }
     let mut st = tree.state.lock();
     if st.closing || st.bg_error.is_some() || st.flush_running || st.imm.is_empty() {
-        return;
+        return false;
     }
     st.flush_running = true;
     drop(st);
-    let result = tree.flush_oldest_immutable();
+    let result = unless_panicked("flush", || tree.flush_oldest_immutable());
     match &result {
         Ok(()) => tree.maybe_balance(),
         Err(e) => tree.tell_background_error("flush", e),
@@ -150,6 +153,23 @@ fn flush_one(tree: &DbInner) {
     // Wake stalled writers, `flush()` callers, and the compaction threads (L0 grew).
     tree.bg_done.notify_all();
     tree.bg_work.notify_all();
+    true
+}
+
+/// Runs `job`; a panic in it (a bug, or an application callback's) becomes its tree's
+/// background error, so that its flag or registration is cleared, the thread goes on serving
+/// the other trees, and close does not wait for work that will never end.
+fn unless_panicked(what: &str, job: impl FnOnce() -> Result<()>) -> Result<()> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(job)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        Err(Error::Panicked(format!(
+            "a background {what} panicked: {why}"
+        )))
+    })
 }
 
 fn compaction_loop(db: &Arc<DbInner>) {
@@ -159,16 +179,16 @@ fn compaction_loop(db: &Arc<DbInner>) {
         if db.state.lock().closing {
             return;
         }
-        // Trees that may start a compaction, most urgent first.
-        let mut ready: Vec<(f64, Arc<DbInner>)> = trees(db, &turn)
-            .into_iter()
-            .filter_map(|tree| {
-                let score = compaction_score(&tree)?;
-                Some((score, tree))
-            })
+        // Trees that may start a compaction, most urgent first: those whose writers L0 slows
+        // or stops, then by level score. Held weakly: a keyspace dropped meanwhile goes.
+        let mut ready: Vec<(Urgency, Weak<DbInner>)> = trees(db, &turn)
+            .iter()
+            .filter_map(|tree| Some((urgency(tree)?, Arc::downgrade(tree))))
             .collect();
-        ready.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let ran = ready.iter().any(|(_, tree)| compact_one(tree));
+        ready.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+        let ran = ready
+            .iter()
+            .any(|(_, tree)| tree.upgrade().is_some_and(|tree| compact_one(&tree)));
         if !ran {
             db.bg_work.wait_past(seen, None);
         }
@@ -185,14 +205,40 @@ fn may_start(tree: &DbInner, st: &DbState) -> bool {
         && tree.needs_compaction(st)
 }
 
-/// The highest level score of `tree`, if it may start an automatic compaction now.
-fn compaction_score(tree: &DbInner) -> Option<f64> {
+/// How urgently a tree needs a compaction: whether L0 slows its writers, then its highest
+/// level score.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Urgency {
+    stalling: bool,
+    score: f64,
+}
+
+impl Eq for Urgency {}
+
+impl PartialOrd for Urgency {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Urgency {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.stalling.cmp(&other.stalling)).then(self.score.total_cmp(&other.score))
+    }
+}
+
+/// `tree`'s [`Urgency`], if it may start an automatic compaction now.
+fn urgency(tree: &DbInner) -> Option<Urgency> {
     let st = tree.state.lock();
     may_start(tree, &st).then(|| {
         let version = st.versions.current();
-        (0..NUM_LEVELS)
-            .map(|level| picker::level_score(version, &tree.options, level))
-            .fold(0.0, f64::max)
+        let l0 = version.files(0).len();
+        Urgency {
+            stalling: l0 >= tree.options.compaction.l0_slowdown_writes_trigger,
+            score: (0..NUM_LEVELS)
+                .map(|level| picker::level_score(version, &tree.options, level))
+                .fold(0.0, f64::max),
+        }
     })
 }
 
@@ -213,7 +259,7 @@ fn compact_one(tree: &DbInner) -> bool {
     };
     let job = st.compactions.register(&c);
     drop(st);
-    let result = tree.run_automatic_compaction(c);
+    let result = unless_panicked("compaction", || tree.run_automatic_compaction(c));
     if let Err(e) = &result {
         tree.tell_background_error("compaction", e);
     }

@@ -59,7 +59,30 @@ impl Db {
     }
 }
 
+/// Holds the range map's boundaries and owners fixed for a change of them; wakes the
+/// background threads once let go, since the flush thread passes over a tree whose map is
+/// being changed (`db/background.rs`) and would otherwise sleep through the end of it.
+struct RangeMapChange<'a> {
+    lock: Option<parking_lot::MutexGuard<'a, ()>>,
+    tree: &'a DbInner,
+}
+
+impl Drop for RangeMapChange<'_> {
+    fn drop(&mut self) {
+        drop(self.lock.take());
+        self.tree.bg_work.notify_all();
+    }
+}
+
 impl DbInner {
+    /// Takes the range map for a change (see [`RangeMapChange`]).
+    fn change_range_map(&self) -> RangeMapChange<'_> {
+        RangeMapChange {
+            lock: Some(self.range_map_lock.lock()),
+            tree: self,
+        }
+    }
+
     pub(crate) fn partition_stats(&self) -> Option<PartitionStats> {
         let owners = self.options.partitions.as_ref()?.owners.len();
         let version = Arc::clone(self.state.lock().versions.current());
@@ -80,7 +103,7 @@ impl DbInner {
         }
         // Moves are read-modify-write of the map: one change at a time. Other edits only
         // settle forwarding entries, which `log_and_apply` recomputes from the tables anyway.
-        let _moving = self.range_map_lock.lock();
+        let _moving = self.change_range_map();
         let map = self.state.lock().versions.current().range_map().cloned();
         let Some(map) = map else {
             return Err(Error::InvalidArgument(
@@ -118,7 +141,7 @@ impl DbInner {
                 "split_range: the database is not partitioned".into(),
             ));
         }
-        let _changing = self.range_map_lock.lock();
+        let _changing = self.change_range_map();
         let ReservedSplit { job, map, crossing } = {
             let mut st = self.state.lock();
             let mut waiting = false;
