@@ -210,6 +210,11 @@ pub struct WorkloadOptions {
     /// passed since it began, done or not (db_bench's `--duration`); `None`: no limit. The
     /// result's `ops` counts what ran. compact and deleterange, single calls, are not limited.
     pub duration: Option<Duration>,
+    /// Spread the keys over this many keyspaces, key number `n` in keyspace `n % keyspaces`
+    /// (the default one and `bench-1`, `bench-2`, ..., created if missing): the same bytes
+    /// as one keyspace, written round-robin. Only the fill benchmarks, overwrite and
+    /// readrandom take more than 1.
+    pub keyspaces: usize,
 }
 
 impl Default for WorkloadOptions {
@@ -218,6 +223,7 @@ impl Default for WorkloadOptions {
             seek_nexts: 0,
             read_write_percent: 90,
             duration: None,
+            keyspaces: 1,
         }
     }
 }
@@ -229,6 +235,12 @@ impl WorkloadOptions {
             return Err(Error::InvalidArgument(format!(
                 "read_write_percent must be between 0 and 100, got {}",
                 self.read_write_percent
+            )));
+        }
+        if self.keyspaces == 0 || self.keyspaces > 1024 {
+            return Err(Error::InvalidArgument(format!(
+                "keyspaces must be between 1 and 1024, got {}",
+                self.keyspaces
             )));
         }
         Ok(())

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use sluice::{CompactOptions, Db, Result};
+use sluice::{CompactOptions, Db, Keyspace, KeyspaceOptions, Result};
 
 use crate::config::{BenchConfig, Benchmark, WorkloadOptions};
 use crate::delta::MetricsDelta;
@@ -119,6 +119,22 @@ fn run_one(
     config.validate()?;
     workload.validate()?;
     let keys = KeyFormat::new(config.key_size, config.num)?;
+    let spread = matches!(
+        bench,
+        Benchmark::FillSeq
+            | Benchmark::FillRandom
+            | Benchmark::Overwrite
+            | Benchmark::ReadRandom
+            | Benchmark::Compact
+    );
+    if workload.keyspaces > 1 && !spread {
+        return Err(sluice::Error::InvalidArgument(format!(
+            "{} runs on one keyspace; --keyspaces applies to fillseq, fillrandom, overwrite, \
+             readrandom and compact",
+            bench.name()
+        )));
+    }
+    let targets = bench_keyspaces(db, workload.keyspaces)?;
     let expected_ops = match bench {
         Benchmark::FillSeq
         | Benchmark::FillRandom
@@ -138,7 +154,7 @@ fn run_one(
     let resources = ResourceSample::now();
     let start = resources.at;
     let (tallies, threads) = match bench {
-        Benchmark::Compact => (vec![compact(db, start, stop)?], 1),
+        Benchmark::Compact => (vec![compact(&targets, start, stop)?], 1),
         Benchmark::DeleteRange => (vec![delete_range(db, &keys, config.num, start)?], 1),
         _ => {
             let shared = Shared {
@@ -154,6 +170,7 @@ fn run_one(
                 // A limit too far away to represent is no limit.
                 deadline: workload.duration.and_then(|d| start.checked_add(d)),
                 readers_left: AtomicUsize::new(config.threads),
+                targets: &targets,
             };
             let tallies = run_threads(&shared, bench)?;
             (tallies, thread_count(config, bench))
@@ -257,19 +274,40 @@ fn delete_range(db: &Db, keys: &KeyFormat, num: u64, bench_start: Instant) -> Re
     Ok(Tally::one_op(start, bench_start))
 }
 
-/// compact: one operation, the whole key space; none if `stop` cancelled it.
-fn compact(db: &Db, bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tally> {
+/// compact: one operation, the whole key space of every keyspace the run writes; none if
+/// `stop` cancelled it.
+fn compact(targets: &[Keyspace], bench_start: Instant, stop: &Arc<AtomicBool>) -> Result<Tally> {
     let start = Instant::now();
     let opts = CompactOptions {
         cancel: Some(Arc::clone(stop)),
         ..CompactOptions::default()
     };
-    match db.compact_range_with(None, None, &opts) {
-        // Cancelled between output blocks: the tree is consistent, the operation unfinished.
-        Err(sluice::Error::Cancelled) => return Ok(Tally::default()),
-        other => other?,
+    for target in targets {
+        match target.compact_range_with(None, None, &opts) {
+            // Cancelled between output blocks: the tree is consistent, the operation
+            // unfinished.
+            Err(sluice::Error::Cancelled) => return Ok(Tally::default()),
+            other => other?,
+        }
     }
     Ok(Tally::one_op(start, bench_start))
+}
+
+/// The keyspaces a run spreads its keys over: the default one, then `bench-1` ... created if
+/// the database lacks them.
+fn bench_keyspaces(db: &Db, n: usize) -> Result<Vec<Keyspace>> {
+    (0..n)
+        .map(|i| {
+            let name = match i {
+                0 => sluice::keyspace::DEFAULT_KEYSPACE.to_string(),
+                i => format!("bench-{i}"),
+            };
+            match db.keyspace(&name) {
+                Some(ks) => Ok(ks),
+                None => db.create_keyspace(&name, &KeyspaceOptions::of_default(db.options())),
+            }
+        })
+        .collect()
 }
 
 /// Runs `bench` on `shared.config.threads` threads and returns what each did. If one thread

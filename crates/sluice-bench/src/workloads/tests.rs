@@ -355,3 +355,35 @@ fn duration_ends_a_benchmark_before_its_operations_are_done() {
     // The next benchmark runs, with its own limit.
     assert_eq!(results[1].ops, num);
 }
+
+#[test]
+fn keys_spread_over_keyspaces_are_written_and_found_round_robin() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small_options()).unwrap();
+    use Benchmark::*;
+    let c = config(&[FillSeq, ReadRandom, Compact], 3000, 2);
+    let spread = WorkloadOptions {
+        keyspaces: 3,
+        ..WorkloadOptions::default()
+    };
+    let results = run_with(&c, &spread, &db).unwrap();
+    assert_eq!(
+        results[1].found,
+        Some(3000),
+        "every key found in its keyspace"
+    );
+    assert_eq!(db.keyspace_names(), ["default", "bench-1", "bench-2"]);
+    let keys = KeyFormat::new(c.key_size, c.num).unwrap();
+    for (i, name) in ["default", "bench-1", "bench-2"].into_iter().enumerate() {
+        let ks = db.keyspace(name).unwrap();
+        let held = ks.range::<&[u8], _>(..).unwrap().count();
+        assert_eq!(held, 1000, "{name}");
+        assert!(ks.get(&keys.key(i as u64)).unwrap().is_some(), "{name}");
+    }
+    let seek = BenchConfig {
+        benchmarks: vec![SeekRandom],
+        ..c
+    };
+    let refused = run_with(&seek, &spread, &db).unwrap_err();
+    assert!(refused.to_string().contains("--keyspaces"), "{refused}");
+}

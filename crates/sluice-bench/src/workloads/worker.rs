@@ -77,6 +77,9 @@ pub(crate) struct Shared<'a> {
     pub deadline: Option<Instant>,
     /// readwhilewriting's reader threads still reading; its writer stops when none is.
     pub readers_left: AtomicUsize,
+    /// The keyspaces the keys are spread over (`WorkloadOptions::keyspaces`): key number `n`
+    /// is in `targets[n % len]`.
+    pub targets: &'a [sluice::Keyspace],
 }
 
 /// The state of one client thread.
@@ -179,33 +182,46 @@ impl<'a> Worker<'a> {
             self.keys.write(n, &mut self.key);
             let value = values.generate(self.config.value_size);
             let start = Instant::now();
-            self.db.put_opt(&opts, &self.key, value)?;
+            match self.keyspace_of(n) {
+                Some(target) => target.put_opt(&opts, &self.key, value)?,
+                None => self.db.put_opt(&opts, &self.key, value)?,
+            }
             let bytes = self.key.len() + value.len();
             self.done(start, bytes);
         }
         Ok(())
     }
 
-    /// Puts the next operation's uniform key from `[0, num)` in `self.key`; `false` (and no
-    /// key drawn) once the benchmark is to stop.
-    fn next_random_key(&mut self) -> bool {
+    /// Puts the next operation's uniform key from `[0, num)` in `self.key` and returns its
+    /// number; `None` (and no key drawn) once the benchmark is to stop.
+    fn next_random_key(&mut self) -> Option<u64> {
         if self.stopped() {
-            return false;
+            return None;
         }
         let n = self.stream.below(self.config.num);
         self.keys.write(n, &mut self.key);
-        true
+        Some(n)
+    }
+
+    /// The keyspace of key number `n` when the run spreads its keys over several; `None` for
+    /// the database itself.
+    fn keyspace_of(&self, n: u64) -> Option<&'a sluice::Keyspace> {
+        let targets = self.shared.targets;
+        (targets.len() > 1).then(|| &targets[(n % targets.len() as u64) as usize])
     }
 
     /// Point lookups of uniform keys, `end - first` of them: readrandom passes this thread's
     /// share of `reads`, readwhilewriting its reader's share.
     fn read_random(&mut self, (first, end): (u64, u64)) -> Result<()> {
         for _ in first..end {
-            if !self.next_random_key() {
+            let Some(n) = self.next_random_key() else {
                 break;
-            }
+            };
             let start = Instant::now();
-            let value = self.db.get(&self.key)?;
+            let value = match self.keyspace_of(n) {
+                Some(target) => target.get(&self.key)?,
+                None => self.db.get(&self.key)?,
+            };
             let bytes = value.as_ref().map_or(0, |v| self.key.len() + v.len());
             self.tally.found += u64::from(value.is_some());
             self.done(start, bytes);
@@ -248,7 +264,7 @@ impl<'a> Worker<'a> {
         let nexts = self.shared.workload.seek_nexts;
         let mut it = self.db.iter(&ReadOptions::default())?;
         for _ in first..end {
-            if !self.next_random_key() {
+            if self.next_random_key().is_none() {
                 break;
             }
             let start = Instant::now();

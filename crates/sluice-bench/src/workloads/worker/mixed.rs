@@ -62,7 +62,7 @@ impl Worker<'_> {
         let mut values = ValueGenerator::from_stream(&mut self.stream, value_size);
         let opts = self.write_options();
         for _ in first..end {
-            if !self.next_random_key() {
+            if self.next_random_key().is_none() {
                 break;
             }
             let value = values.generate(value_size);
@@ -88,7 +88,7 @@ impl Worker<'_> {
         let mut values = ValueGenerator::from_stream(&mut self.stream, value_size);
         let opts = self.write_options();
         for i in 0..end - first {
-            if !self.next_random_key() {
+            if self.next_random_key().is_none() {
                 break;
             }
             let (start, bytes) = if i % 100 < percent {
@@ -114,7 +114,7 @@ impl Worker<'_> {
         let (first, end) = share(self.config.num, self.config.threads, self.index);
         let opts = self.write_options();
         for _ in first..end {
-            if !self.next_random_key() {
+            if self.next_random_key().is_none() {
                 break;
             }
             let start = Instant::now();

@@ -91,6 +91,11 @@ pub struct BenchArgs {
     /// not limited.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64), default_value = "0", conflicts_with = "experiment")]
     pub duration: u64,
+    /// Spread the keys over this many keyspaces, key number n in keyspace n % N (the default
+    /// one, then bench-1, bench-2, ..., created if missing): the same bytes as one keyspace,
+    /// written round-robin. fillseq, fillrandom, overwrite, readrandom and compact only.
+    #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "1", conflicts_with = "experiment")]
+    pub keyspaces: usize,
     /// Print one JSON object per benchmark (one per line) instead of a table; with
     /// --experiment, the experiment's whole JSON document.
     #[arg(long)]

@@ -70,6 +70,7 @@ fn workload(args: &BenchArgs) -> WorkloadOptions {
         seek_nexts: args.seek_nexts,
         read_write_percent: args.read_write_percent,
         duration: (args.duration > 0).then(|| Duration::from_secs(args.duration)),
+        keyspaces: args.keyspaces,
     }
 }
 
@@ -250,6 +251,9 @@ fn write_header(
     }
     if named(sluice_bench::Benchmark::ReadRandomWriteRandom) {
         writeln!(out, "read/write percent: {}", w.read_write_percent)?;
+    }
+    if w.keyspaces > 1 {
+        writeln!(out, "keyspaces: {} (keys spread round-robin)", w.keyspaces)?;
     }
     for d in &options.data_dirs {
         writeln!(out, "data directory: {}", d.display())?;
