@@ -6,7 +6,8 @@
 //! ```text
 //! put/delete/write ─▶ db::write (group commit) ─▶ wal ─▶ memtable
 //!        flush ─▶ L0 table ─▶ version (edit, MANIFEST, set)
-//!        compaction::picker ─▶ compaction::run (executor) ─▶ compaction::install
+//!        compaction::picker ─▶ compaction::choose (executor) ─▶ compaction::job (edit)
+//!                           ─▶ db::install (log_and_apply: MANIFEST, new version)
 //! get/iter ◀─ memtables + L0 (newest first) + L1..L6 (table cache, block cache, bloom)
 //! ```
 //!
