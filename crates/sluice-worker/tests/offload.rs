@@ -482,6 +482,19 @@ fn a_worker_killed_mid_task_costs_a_retry() {
 
 #[test]
 fn a_worker_killed_mid_job_under_the_dynamic_split_loses_nothing() {
+    // How many chunks the worker gets depends on how fast each side runs on a loaded machine:
+    // a run in which the host took every chunk but one tests nothing, and is tried again.
+    for _attempt in 0..5 {
+        if worker_killed_at_its_second_chunk() {
+            return;
+        }
+    }
+    panic!("the worker never started a second chunk in five jobs");
+}
+
+/// One job of [`a_worker_killed_mid_job_under_the_dynamic_split_loses_nothing`]: false if the
+/// worker never started a second chunk (then nothing was killed).
+fn worker_killed_at_its_second_chunk() -> bool {
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);
@@ -505,12 +518,15 @@ fn a_worker_killed_mid_job_under_the_dynamic_split_loses_nothing() {
     });
     let m = compact_and_check(dir.path(), dynamic(vec![worker.addr.clone()]), &model);
     worker.kill();
-    assert!(killer.join().unwrap(), "the worker never finished a chunk");
+    if !killer.join().unwrap() {
+        return false;
+    }
     assert!(m.retries >= 1, "{m:?}");
     assert!(
         m.sides[1].input_bytes > 0,
         "the chunk done before the kill is kept: {m:?}"
     );
+    true
 }
 
 #[cfg(feature = "test-lies")]
