@@ -299,11 +299,8 @@ impl TreeRepair {
             ..edit
         };
         Version::default().apply(&snapshot)?;
-        let fs = &*self.options.fs;
-        for d in self.table_cache.dirs() {
-            sync_dir(fs, d)?;
-        }
-        ManifestWriter::create(fs, &self.dir, manifest_number, &snapshot)?;
+        self.sync_dirs()?;
+        ManifestWriter::create(&*self.options.fs, &self.dir, manifest_number, &snapshot)?;
         Ok(())
     }
 
