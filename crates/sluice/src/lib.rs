@@ -4,11 +4,15 @@
 //! The data path, one module per step:
 //!
 //! ```text
-//! put/delete/write ─▶ db::write (group commit) ─▶ wal ─▶ memtable
+//! put/delete/write ─▶ db::write (the journal's group commit) ─▶ wal ─▶ each tree's memtable
 //!        flush ─▶ L0 table ─▶ version (edit, MANIFEST, set)
 //!        compaction::picker ─▶ compaction::choose (executor) ─▶ compaction::job (edit)
+//!        ingest (external tables: edit)
 //!                           ─▶ db::install (log_and_apply: MANIFEST, new version)
 //! get/iter ◀─ memtables + L0 (newest first) + L1..L6 (table cache, block cache, bloom)
+//!
+//! One `db::journal::Journal` per open database (WAL, sequence numbers, snapshots, keyspaces)
+//! and one `db::Tree` per keyspace (memtables, versions, MANIFEST); only `db/` changes either.
 //! ```
 //!
 //! ```no_run

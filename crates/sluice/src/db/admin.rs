@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Db, DbInner};
+use super::{Db, Tree};
 use crate::Result;
 use crate::compaction::manual::CompactOptions;
 use crate::compaction::picker::level_score;
@@ -60,21 +60,21 @@ impl Db {
         end: Option<&[u8]>,
         opts: &CompactOptions,
     ) -> Result<()> {
-        self.inner.check_writable()?;
-        self.inner.compact_range(start, end, opts)
+        self.tree.check_writable()?;
+        self.tree.compact_range(&self.journal, start, end, opts)
     }
 
     /// What compaction offloading has done (shares per side, retries, host decisions), or
     /// `None` without `Options::offload`.
     pub fn offload_metrics(&self) -> Option<crate::compaction::remote::OffloadMetrics> {
-        self.inner.remote.as_ref().map(|r| r.metrics())
+        self.tree.remote.as_ref().map(|r| r.metrics())
     }
 
     /// A snapshot of the per-level table, flush and compaction totals, and counters, of the
     /// default keyspace's tree; the WAL's and the block cache's figures are the database's.
     /// Another keyspace's tree reports through [`crate::Keyspace::metrics`].
     pub fn metrics(&self) -> Metrics {
-        self.inner.metrics()
+        self.tree.metrics()
     }
 
     /// Reads every block of every live table, in every keyspace, and verifies its checksum,
@@ -92,7 +92,7 @@ impl Db {
             recovery: self.recovery_report(),
             ..CheckReport::default()
         };
-        for inner in self.all_trees() {
+        for inner in self.journal.all_trees() {
             let version = std::sync::Arc::clone(inner.state.lock().versions.current());
             for f in version.live_files() {
                 let table = inner.table_cache.open_uncached(f)?;
@@ -120,7 +120,7 @@ impl Db {
     /// [`Db::check`], which also decodes every block.
     pub fn verify_file_checksums(&self) -> Result<FileChecksumReport> {
         let mut report = FileChecksumReport::default();
-        for inner in self.all_trees() {
+        for inner in self.journal.all_trees() {
             let version = std::sync::Arc::clone(inner.state.lock().versions.current());
             for f in version.live_files() {
                 let table = inner.table_cache.open_uncached(f)?;
@@ -135,21 +135,9 @@ impl Db {
         }
         Ok(report)
     }
-
-    /// The default keyspace's tree and every other keyspace's.
-    fn all_trees(&self) -> Vec<std::sync::Arc<DbInner>> {
-        std::iter::once(std::sync::Arc::clone(&self.inner))
-            .chain(
-                self.inner
-                    .trees()
-                    .iter()
-                    .map(|t| std::sync::Arc::clone(&t.inner)),
-            )
-            .collect()
-    }
 }
 
-impl DbInner {
+impl Tree {
     /// [`Db::metrics`], for the threads that hold only the shared state.
     pub(crate) fn metrics(&self) -> Metrics {
         let st = self.state.lock();

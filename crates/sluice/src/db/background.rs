@@ -26,7 +26,8 @@ use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{DbInner, DbState};
+use super::journal::Journal;
+use super::{Tree, TreeState};
 use crate::compaction::picker;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
@@ -67,45 +68,45 @@ impl WorkSignal {
     }
 }
 
-/// Starts the database's flush and compaction threads, serving `inner` and its keyspaces.
-pub(crate) fn start(inner: &Arc<DbInner>) -> Result<Vec<JoinHandle<()>>> {
-    let spawn = |name: &str, body: fn(&Arc<DbInner>)| {
-        let shared = Arc::clone(inner);
+/// Starts the database's flush and compaction threads, serving every tree of `journal`. They
+/// exit once the default keyspace's tree is stopped.
+pub(crate) fn start(journal: &Arc<Journal>) -> Result<Vec<JoinHandle<()>>> {
+    let db = &journal.default;
+    let spawn = |name: &str, body: fn(&Journal)| {
+        let shared = Arc::clone(journal);
         std::thread::Builder::new()
             .name(name.to_string())
             .spawn(move || body(&shared))
-            .map_err(|e| Error::io(&inner.dir, e))
+            .map_err(|e| Error::io(&db.dir, e))
     };
     let mut threads = vec![spawn("sluice-flush", flush_loop)?];
-    for _ in 0..inner.options.compaction.max_concurrent_compactions {
+    for _ in 0..db.options.compaction.max_concurrent_compactions {
         threads.push(spawn("sluice-compact", compaction_loop)?);
     }
-    if inner.events.log().is_some() && !inner.options.info_log.stats_dump_period.is_zero() {
+    if db.events.log().is_some() && !db.options.info_log.stats_dump_period.is_zero() {
         threads.push(spawn("sluice-stats", super::stats_dump::stats_dump_loop)?);
     }
     Ok(threads)
 }
 
-/// The database's tree and its keyspaces' trees, starting at the `turn`th: rotating the start
-/// breaks ties fairly.
-fn trees(db: &Arc<DbInner>, turn: &AtomicUsize) -> Vec<Arc<DbInner>> {
-    let mut all: Vec<Arc<DbInner>> = std::iter::once(Arc::clone(db))
-        .chain(db.trees().into_iter().map(|t| Arc::clone(&t.inner)))
-        .collect();
+/// Every tree of the database, starting at the `turn`th: rotating the start breaks ties
+/// fairly.
+fn trees(journal: &Journal, turn: &AtomicUsize) -> Vec<Arc<Tree>> {
+    let mut all = journal.all_trees();
     let start = turn.fetch_add(1, Ordering::Relaxed) % all.len();
     all.rotate_left(start);
     all
 }
 
-fn flush_loop(db: &Arc<DbInner>) {
+fn flush_loop(journal: &Journal) {
     let turn = AtomicUsize::new(0);
     loop {
-        let seen = db.bg_work.generation();
-        if db.state.lock().closing {
+        let seen = journal.bg_work.generation();
+        if journal.default.state.lock().closing {
             return;
         }
         // Trees with frozen memtables, most first: their writers are nearest a stall.
-        let mut ready: Vec<(usize, Weak<DbInner>)> = trees(db, &turn)
+        let mut ready: Vec<(usize, Weak<Tree>)> = trees(journal, &turn)
             .iter()
             .filter_map(|tree| {
                 let st = tree.state.lock();
@@ -119,9 +120,9 @@ fn flush_loop(db: &Arc<DbInner>) {
         ready.sort_by_key(|entry| std::cmp::Reverse(entry.0));
         let flushed = ready
             .iter()
-            .any(|(_, tree)| tree.upgrade().is_some_and(|tree| flush_one(&tree)));
+            .any(|(_, tree)| tree.upgrade().is_some_and(|tree| flush_one(journal, &tree)));
         if !flushed {
-            db.bg_work.wait_past(seen, None);
+            journal.bg_work.wait_past(seen, None);
         }
     }
 }
@@ -129,7 +130,7 @@ fn flush_loop(db: &Arc<DbInner>) {
 /// Flushes `tree`'s oldest frozen memtable; false if another thread started first, or the
 /// tree's range map is being changed (its flush would wait for that: the thread serves the
 /// other trees meanwhile, and the change's end wakes it).
-fn flush_one(tree: &DbInner) -> bool {
+fn flush_one(journal: &Journal, tree: &Tree) -> bool {
     if tree.range_map_lock.try_lock().is_none() {
         return false;
     }
@@ -139,7 +140,7 @@ fn flush_one(tree: &DbInner) -> bool {
     }
     st.flush_running = true;
     drop(st);
-    let result = unless_panicked("flush", || tree.flush_oldest_immutable());
+    let result = unless_panicked("flush", || tree.flush_oldest_immutable(journal));
     match &result {
         Ok(()) => tree.maybe_balance(),
         Err(e) => tree.tell_background_error("flush", e),
@@ -172,16 +173,16 @@ fn unless_panicked(what: &str, job: impl FnOnce() -> Result<()>) -> Result<()> {
     })
 }
 
-fn compaction_loop(db: &Arc<DbInner>) {
+fn compaction_loop(journal: &Journal) {
     let turn = AtomicUsize::new(0);
     loop {
-        let seen = db.bg_work.generation();
-        if db.state.lock().closing {
+        let seen = journal.bg_work.generation();
+        if journal.default.state.lock().closing {
             return;
         }
         // Trees that may start a compaction, most urgent first: those whose writers L0 slows
         // or stops, then by level score. Held weakly: a keyspace dropped meanwhile goes.
-        let mut ready: Vec<(Urgency, Weak<DbInner>)> = trees(db, &turn)
+        let mut ready: Vec<(Urgency, Weak<Tree>)> = trees(journal, &turn)
             .iter()
             .filter_map(|tree| Some((urgency(tree)?, Arc::downgrade(tree))))
             .collect();
@@ -190,13 +191,13 @@ fn compaction_loop(db: &Arc<DbInner>) {
             .iter()
             .any(|(_, tree)| tree.upgrade().is_some_and(|tree| compact_one(&tree)));
         if !ran {
-            db.bg_work.wait_past(seen, None);
+            journal.bg_work.wait_past(seen, None);
         }
     }
 }
 
 /// True if `tree` may start an automatic compaction now. REQUIRES: its state lock.
-fn may_start(tree: &DbInner, st: &DbState) -> bool {
+fn may_start(tree: &Tree, st: &TreeState) -> bool {
     !st.closing
         && st.bg_error.is_none()
         && st.manual_waiting == 0
@@ -228,7 +229,7 @@ impl Ord for Urgency {
 }
 
 /// `tree`'s [`Urgency`], if it may start an automatic compaction now.
-fn urgency(tree: &DbInner) -> Option<Urgency> {
+fn urgency(tree: &Tree) -> Option<Urgency> {
     let st = tree.state.lock();
     may_start(tree, &st).then(|| {
         let version = st.versions.current();
@@ -243,7 +244,7 @@ fn urgency(tree: &DbInner) -> Option<Urgency> {
 }
 
 /// Picks, registers and runs one automatic compaction of `tree`; false if it has none to run.
-fn compact_one(tree: &DbInner) -> bool {
+fn compact_one(tree: &Tree) -> bool {
     let mut st = tree.state.lock();
     if !may_start(tree, &st) {
         return false;

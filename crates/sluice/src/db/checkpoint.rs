@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use sluice_sst::fs::{Copied, Placed, copy_file, link_or_copy};
 
-use super::{Db, DbInner};
+use super::{Db, Tree};
 use crate::filename::{FileType, create_dir_all_durably, log_file_name, sync_dir};
 use crate::keyspace::options::keyspace_dir;
 use crate::version::edit::VersionEdit;
@@ -51,10 +51,10 @@ pub struct CheckpointReport {
 }
 
 /// Keeps obsolete-file collection from deleting anything in one tree while it lives.
-pub(crate) struct DeletionHold(Arc<DbInner>);
+pub(crate) struct DeletionHold(Arc<Tree>);
 
 impl DeletionHold {
-    fn new(inner: Arc<DbInner>) -> Self {
+    fn new(inner: Arc<Tree>) -> Self {
         inner.state.lock().file_deletions_held += 1;
         DeletionHold(inner)
     }
@@ -155,7 +155,7 @@ pub(crate) struct LiveTree {
 }
 
 /// The tables and blob files `snapshot` names, moved to directory 0 of a copy.
-fn tables_of(inner: &DbInner, snapshot: &mut VersionEdit) -> Vec<LiveTable> {
+fn tables_of(inner: &Tree, snapshot: &mut VersionEdit) -> Vec<LiveTable> {
     let cache = &inner.table_cache;
     let tables = snapshot.new_files.iter_mut().map(|(_, file)| {
         let path = cache.table_path(file.dir_index, file.number);
@@ -186,17 +186,14 @@ impl Db {
     /// Takes the database's files as of now: the version and the WAL positions under the WAL
     /// and state locks together (see the module docs).
     pub(crate) fn live_files(&self) -> Result<LiveFiles> {
-        let inner = &*self.inner;
+        let journal = &*self.journal;
+        let inner = &*journal.default;
         let fs = &*inner.options.fs;
-        let trees = inner.trees();
-        let mut holds = vec![DeletionHold::new(Arc::clone(&self.inner))];
-        holds.extend(
-            trees
-                .iter()
-                .map(|t| DeletionHold::new(Arc::clone(&t.inner))),
-        );
+        let trees = journal.trees();
+        let mut holds = vec![DeletionHold::new(Arc::clone(&journal.default))];
+        holds.extend(trees.iter().map(|t| DeletionHold::new(Arc::clone(&t.tree))));
         let (mut snapshot, active_wal, sequence, manifest_number, mut keyspaces) = {
-            let mut wal = inner.wal.lock();
+            let mut wal = journal.wal.lock();
             let active_wal = match wal.as_mut() {
                 Some(w) => {
                     w.flush()?;
@@ -211,9 +208,9 @@ impl Db {
             let mut keyspaces = Vec::new();
             let mut trees_need = u64::MAX;
             for tree in &trees {
-                let st = tree.inner.state.lock();
-                DbInner::check_bg_error(&st)?;
-                if let Some(needed) = DbInner::unflushed_wal(&st) {
+                let st = tree.tree.state.lock();
+                Tree::check_bg_error(&st)?;
+                if let Some(needed) = Tree::unflushed_wal(&st) {
                     trees_need = trees_need.min(needed);
                 }
                 let mut snapshot = st.versions.snapshot_edit();
@@ -226,8 +223,8 @@ impl Db {
                 });
             }
             let st = inner.state.lock();
-            DbInner::check_bg_error(&st)?;
-            // The durable floor: no keyspace needs an older WAL (see `keyspace::journal`),
+            Tree::check_bg_error(&st)?;
+            // The durable floor: no keyspace needs an older WAL (see `db::journal`),
             // lowered to what the copied trees need.
             let min_log = st.versions.log_number.min(trees_need);
             let mut snapshot = st.versions.snapshot_edit();
@@ -260,7 +257,7 @@ impl Db {
         };
         let tables = tables_of(inner, &mut snapshot);
         for (live, tree) in keyspaces.iter_mut().zip(&trees) {
-            live.tables = tables_of(&tree.inner, &mut live.snapshot);
+            live.tables = tables_of(&tree.tree, &mut live.snapshot);
         }
         let min_log = snapshot.log_number.unwrap_or_default();
         let tracked = std::mem::take(&mut snapshot.wals);
@@ -323,7 +320,7 @@ impl Db {
     /// # Ok::<(), sluice::Error>(())
     /// ```
     pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<CheckpointReport> {
-        let fs = &*self.inner.options.fs;
+        let fs = &*self.tree.options.fs;
         let dir = dir.as_ref();
         create_empty_dir(fs, dir, "checkpoint")?;
         let live = self.live_files()?;

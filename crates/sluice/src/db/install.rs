@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::DbInner;
+use super::Tree;
 use crate::compaction::env::FileNumbers;
 use crate::events::{FileKind, TableFileInfo};
 use crate::filename::{FileType, parse_file_name, sync_dir};
@@ -15,7 +15,7 @@ use crate::{Error, IoContext, Result};
 /// Start a fresh MANIFEST once the current one grows past this, so recovery stays fast.
 const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 
-impl DbInner {
+impl Tree {
     /// Durably records `edit` and makes the resulting version current.
     ///
     /// The MANIFEST append and its fsync happen with the state lock released (readers and
@@ -204,7 +204,7 @@ impl DbInner {
     }
 }
 
-impl FileNumbers for DbInner {
+impl FileNumbers for Tree {
     fn reserve(&self, count: u64) -> std::ops::Range<u64> {
         let mut st = self.state.lock();
         let first = st.versions.new_file_number();

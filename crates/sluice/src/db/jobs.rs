@@ -14,7 +14,9 @@ use std::sync::Arc;
 use sluice_exec::{ExecOptions, JobControl};
 use sluice_sst::profile::{StageProfile, thread_cpu_time};
 
-use super::{DbInner, DbState};
+use super::journal::Journal;
+use super::{Tree, TreeState};
+use crate::batch::DEFAULT_KEYSPACE_ID;
 use crate::compaction::Compaction;
 use crate::compaction::choose::{self, History, Request};
 use crate::compaction::env::JobEnv;
@@ -26,7 +28,7 @@ use crate::version::Version;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
-impl DbInner {
+impl Tree {
     /// A job's view of the database, as of now (its snapshots are the live ones).
     pub(crate) fn job_env(&self) -> JobEnv<'_> {
         let env = JobEnv::new(
@@ -44,7 +46,9 @@ impl DbInner {
     /// The flush's CPU time (`Metrics::flush.cpu_seconds`) is this thread's CPU clock from
     /// here until the edit is installed: building and writing the table, its fsync, and the
     /// MANIFEST append. Deleting obsolete files afterwards is not counted.
-    pub(crate) fn flush_oldest_immutable(&self) -> Result<()> {
+    ///
+    /// `journal` is the database's: the flush moves its WAL floor.
+    pub(crate) fn flush_oldest_immutable(&self, journal: &Journal) -> Result<()> {
         let cpu_start = thread_cpu_time();
         // The tables are cut by this version's range map; no split may change its boundaries
         // before they are installed.
@@ -71,9 +75,9 @@ impl DbInner {
         });
         let env = self.job_env();
         let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|mut o| {
-            if !self.keyspaces.read().is_empty() {
-                // Other keyspaces may still need older WALs (see `keyspace::journal`).
-                let floor = self.wal_floor_edit(Some(next_log_number));
+            if self.keyspace_id == DEFAULT_KEYSPACE_ID && !journal.keyspaces.read().is_empty() {
+                // Other keyspaces may still need older WALs (see `db::journal`).
+                let floor = journal.wal_floor_edit(Some(next_log_number));
                 o.edit.default_log_number = Some(next_log_number);
                 o.edit.log_number = floor.log_number;
                 o.edit.keyspace_log_numbers = floor.keyspace_log_numbers;
@@ -116,9 +120,9 @@ impl DbInner {
             });
         }
         self.delete_obsolete_files();
-        if self.is_keyspace_tree() {
+        if self.keyspace_id != DEFAULT_KEYSPACE_ID {
             // This keyspace may have been the last to need the oldest WALs.
-            self.journal()?.advance_wal_floor()?;
+            journal.advance_wal_floor()?;
         }
         Ok(())
     }
@@ -249,6 +253,7 @@ impl DbInner {
     /// next ([`manual::compact_levels`]). Automatic compactions pause while it runs.
     pub(crate) fn compact_range(
         &self,
+        journal: &Journal,
         start: Option<&[u8]>,
         end: Option<&[u8]>,
         opts: &CompactOptions,
@@ -260,7 +265,7 @@ impl DbInner {
                 "compact_range: start is after end".into(),
             ));
         }
-        self.flush_and_wait()?;
+        self.flush_and_wait(journal)?;
         self.acquire_compaction_slot()?;
         let result = manual::compact_levels(self, start, end, opts);
         self.release_compaction_slot();
@@ -348,13 +353,13 @@ impl DbInner {
     }
 
     /// True when automatic compaction has work. REQUIRES: the state lock.
-    pub(crate) fn needs_compaction(&self, st: &DbState) -> bool {
+    pub(crate) fn needs_compaction(&self, st: &TreeState) -> bool {
         !self.options.compaction.disable_auto_compactions
             && crate::compaction::picker::needs_compaction(st.versions.current(), &self.options)
     }
 
     /// Fails with the sticky background error, if any. REQUIRES: the state lock.
-    pub(crate) fn check_bg_error(st: &DbState) -> Result<()> {
+    pub(crate) fn check_bg_error(st: &TreeState) -> Result<()> {
         match &st.bg_error {
             Some(e) => Err(Error::Background(Box::new(e.duplicate()))),
             None => Ok(()),
@@ -375,7 +380,7 @@ impl DbInner {
     }
 
     /// Records a background failure (the first one wins) and wakes everyone waiting.
-    pub(crate) fn set_bg_error(&self, st: &mut DbState, err: &Error) {
+    pub(crate) fn set_bg_error(&self, st: &mut TreeState, err: &Error) {
         tracing::error!(error = %err, "background error; database is now read-only");
         if st.bg_error.is_none() {
             st.bg_error = Some(err.duplicate());
@@ -385,7 +390,7 @@ impl DbInner {
 }
 
 /// Adds a merged compaction's figures to the metrics, and logs it. REQUIRES: the state lock.
-fn record_merge(st: &mut DbState, m: &MergeRecord) {
+fn record_merge(st: &mut TreeState, m: &MergeRecord) {
     let out = &m.output;
     st.compaction_metrics.record(m.input_bytes, &out.profile);
     st.compaction_metrics.filter_removed += out.stats.filter_removed;
@@ -414,13 +419,13 @@ fn record_merge(st: &mut DbState, m: &MergeRecord) {
     );
 }
 
-impl ManualEnv for DbInner {
+impl ManualEnv for Tree {
     fn current_version(&self) -> Arc<Version> {
         Arc::clone(self.state.lock().versions.current())
     }
 
     fn exec(&self, request: Request) -> ExecOptions {
-        DbInner::exec(self, request)
+        Tree::exec(self, request)
     }
 
     fn run(&self, c: &Compaction, exec: ExecOptions, control: Arc<JobControl>) -> Result<()> {
@@ -428,7 +433,7 @@ impl ManualEnv for DbInner {
     }
 
     fn delete_obsolete_files(&self) {
-        DbInner::delete_obsolete_files(self);
+        Tree::delete_obsolete_files(self);
     }
 
     fn rewrites_everything(&self) -> bool {

@@ -12,20 +12,26 @@
 //! Background failures are sticky: once a flush or compaction fails, `state.bg_error` is set and
 //! every later write fails with `Error::Background` until the database is reopened.
 //!
-//! **Keyspaces.** Each keyspace other than the default one is a `DbInner` of its own (its
-//! *tree*: memtables, version set, MANIFEST, in `keyspaces/<id>/`), flushed and compacted by
-//! the database's background threads (`background.rs`). Its writes go through the database's
-//! commit queue and WAL (its *journal owner*): a batch spanning keyspaces is one WAL record. All trees share the sequence numbers, the visible
-//! sequence number and the snapshot list, so a snapshot is one point in time across them.
-//! A tree's locks come before the journal owner's WAL and MANIFEST in the order above, and
-//! no thread holds two trees' state locks at once.
+//! **Journal and trees.** An open database is one [`journal::Journal`] (the WAL, group commit,
+//! visible sequence, snapshots, keyspace registry, lock) and one [`Tree`] per keyspace, the
+//! default one included (memtables, version set, MANIFEST, table cache, placement, options;
+//! a keyspace's in `keyspaces/<id>/`), all flushed and compacted by the database's background
+//! threads (`background.rs`). Every write goes through the journal's commit queue and WAL, so
+//! a batch spanning keyspaces is one WAL record; every tree shares the sequence numbers, the
+//! visible sequence number and the snapshot list, so a snapshot is one point in time across
+//! them. The journal owns the trees and no tree points back at it: a handle ([`Db`],
+//! [`crate::Keyspace`]) holds both. A tree's `range_map_lock` and `state` come before the
+//! journal's commit queue, WAL and the default tree's MANIFEST in the order above, and no
+//! thread holds two trees' state locks at once.
 
 mod admin;
 pub(crate) mod background;
 pub(crate) mod checkpoint;
 mod commit;
+mod ingest;
 mod install;
 mod jobs;
+pub(crate) mod journal;
 pub(crate) mod open;
 pub(crate) mod open_id;
 pub(crate) mod open_tree;
@@ -33,16 +39,17 @@ mod partition;
 mod read;
 pub mod records;
 pub(crate) mod recover;
+mod registry;
 mod stats_dump;
 mod write;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex};
 
 use crate::Result;
 use crate::memtable::MemTable;
@@ -52,7 +59,6 @@ use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table_cache::TableCache;
 use crate::version::manifest::ManifestWriter;
 use crate::version::set::VersionSet;
-use crate::wal::LogWriter;
 
 pub use admin::{CheckReport, FileChecksumReport};
 pub use checkpoint::CheckpointReport;
@@ -63,15 +69,19 @@ pub use recover::RecoveryReport;
 /// An open database. Cheap to share across threads (`&Db` is enough; wrap it in an `Arc` to
 /// move it into threads).
 pub struct Db {
-    pub(crate) inner: Arc<DbInner>,
+    /// The database-wide half: WAL, group commit, snapshots, keyspaces, lock.
+    pub(crate) journal: Arc<journal::Journal>,
+    /// The tree this handle reads and writes: the default keyspace's (`journal.default`), or in
+    /// a keyspace's view that keyspace's.
+    pub(crate) tree: Arc<Tree>,
     background: Mutex<Vec<JoinHandle<()>>>,
     /// A keyspace's view of its tree ([`crate::Keyspace`]): dropping it stops nothing, as the
-    /// database owns the tree's threads.
+    /// database owns the threads.
     view: bool,
 }
 
 /// Everything guarded by the state mutex.
-pub(crate) struct DbState {
+pub(crate) struct TreeState {
     /// The memtable receiving writes.
     pub mem: Arc<MemTable>,
     /// Frozen memtables waiting for flush, oldest first.
@@ -151,19 +161,19 @@ impl WriteCounters {
     }
 }
 
-/// State shared by the handle and the background threads.
-pub(crate) struct DbInner {
+/// One keyspace's tree: its memtables and version set, MANIFEST, table cache, placement and
+/// options, shared by its handles and the background threads. What the keyspaces share lives
+/// in the [`journal::Journal`]; the few pieces a tree's own work needs of it (the visible
+/// sequence, snapshots, open and work signal) it holds as clones of the journal's.
+pub(crate) struct Tree {
     pub dir: PathBuf,
     pub options: Options,
-    pub state: Mutex<DbState>,
+    pub state: Mutex<TreeState>,
     /// Signalled (with `state`) whenever background work finishes or fails.
     pub bg_done: Condvar,
-    /// Notified when there may be background work to do, in this tree or another: one per
-    /// database, shared by its trees, whose background threads serve them all.
+    /// Notified when there may be background work to do, in this tree or another: the
+    /// journal's, whose background threads serve every tree.
     pub bg_work: Arc<background::WorkSignal>,
-    pub commit: commit::CommitQueue,
-    /// The active WAL. Only the group-commit leader locks it. `None` when open read-only.
-    pub wal: Mutex<Option<LogWriter>>,
     /// The MANIFEST writer; see the lock order above. `None` when open read-only.
     pub manifest: Mutex<Option<ManifestWriter>>,
     /// Highest sequence number visible to readers. Published after the memtable insert.
@@ -193,25 +203,11 @@ pub(crate) struct DbInner {
     pub recovery: Mutex<RecoveryReport>,
     /// Opened with [`Db::open_read_only`]: `wal` and `manifest` are `None`.
     pub read_only: bool,
-    /// The keyspace this tree holds: [`crate::batch::DEFAULT_KEYSPACE_ID`] for the database.
+    /// The keyspace this tree holds: [`crate::batch::DEFAULT_KEYSPACE_ID`] for the default one.
     pub keyspace_id: u32,
-    /// A keyspace's tree: the database whose commit queue and WAL its writes go through
-    /// (`wal` is then always `None`). `None` for the database itself.
-    pub journal_owner: Option<Weak<DbInner>>,
-    /// The database's other keyspaces, by id (empty in a keyspace's tree).
-    pub keyspaces: RwLock<BTreeMap<u32, Arc<crate::keyspace::KeyspaceTree>>>,
-    /// Serializes creating and dropping keyspaces.
-    pub keyspace_admin: Mutex<()>,
-    /// The number of the WAL being written (0 in a keyspace's tree). Set only by the commit
-    /// leader; read without locks to bound which WALs may still be needed.
-    pub current_wal: AtomicU64,
     /// The keyspace was dropped: its handles fail, its files are gone.
     pub dropped: AtomicBool,
-    /// Held for the lifetime of the database so two processes cannot open it at once (shared
-    /// when open read-only; `None` for a read-only open of a directory without a LOCK file).
-    /// Released at close, even while a [`crate::Keyspace`] handle still holds this state.
-    lock_file: Mutex<Option<Box<dyn sluice_sst::fs::FileLock>>>,
-    /// Closed (or, for a keyspace's tree, stopped): handles that outlive it fail.
+    /// Stopped by close (or a drop): handles that outlive it fail.
     pub closed: AtomicBool,
 }
 
@@ -219,18 +215,21 @@ impl Db {
     /// Opens (or creates, with `create_if_missing`) the database in `path`, recovering from
     /// the MANIFEST and replaying the WAL.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let (inner, trees) = open::open_inner(path.as_ref(), options, open::Access::ReadWrite)?;
-        let inner = Arc::new(inner);
-        crate::keyspace::attach_trees(&inner, trees)?;
-        records::opened(&inner);
-        let background = background::start(&inner)?;
+        let journal = Arc::new(open::open_journal(
+            path.as_ref(),
+            options,
+            open::Access::ReadWrite,
+        )?);
+        records::opened(&journal);
+        let background = background::start(&journal)?;
         let db = Db {
-            inner,
+            tree: Arc::clone(&journal.default),
+            journal,
             background: Mutex::new(background),
             view: false,
         };
         // Only with `create_missing_keyspaces`: the open refused unknown names otherwise.
-        for (name, options) in &db.inner.options.keyspaces {
+        for (name, options) in &db.tree.options.keyspaces {
             if db.keyspace(name).is_none() {
                 db.create_keyspace(name, options)?;
             }
@@ -246,20 +245,20 @@ impl Db {
     /// The LOCK file is taken shared: several read-only opens may run at once, but not beside
     /// a process that has the database open for writing (its files would change underneath).
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let (inner, trees) = open::open_inner(path.as_ref(), options, open::Access::ReadOnly)?;
-        let inner = Arc::new(inner);
-        crate::keyspace::attach_trees(&inner, trees)?;
+        let journal = open::open_journal(path.as_ref(), options, open::Access::ReadOnly)?;
         Ok(Db {
-            inner,
+            tree: Arc::clone(&journal.default),
+            journal: Arc::new(journal),
             background: Mutex::new(Vec::new()),
             view: false,
         })
     }
 
-    /// A handle on a keyspace's tree that stops nothing when dropped.
-    pub(crate) fn view_of(inner: Arc<DbInner>) -> Db {
+    /// A handle on one of the database's trees that stops nothing when dropped.
+    pub(crate) fn view_of(journal: &Arc<journal::Journal>, tree: Arc<Tree>) -> Db {
         Db {
-            inner,
+            journal: Arc::clone(journal),
+            tree,
             background: Mutex::new(Vec::new()),
             view: true,
         }
@@ -267,47 +266,47 @@ impl Db {
 
     /// What opening the database read from its MANIFEST and WALs, and what it dropped.
     pub fn recovery_report(&self) -> RecoveryReport {
-        self.inner.recovery.lock().clone()
+        self.tree.recovery.lock().clone()
     }
 
     /// True if the database was opened with [`Db::open_read_only`].
     pub fn is_read_only(&self) -> bool {
-        self.inner.is_read_only()
+        self.tree.is_read_only()
     }
 
     /// The options the database was opened with.
     pub fn options(&self) -> &Options {
-        &self.inner.options
+        &self.tree.options
     }
 
     /// The database directory.
     pub fn path(&self) -> &Path {
-        &self.inner.dir
+        &self.tree.dir
     }
 
     /// Pins the current state; reads through the snapshot see exactly it.
     pub fn snapshot(&self) -> Snapshot {
-        self.inner
+        self.tree
             .snapshots
-            .acquire_current(&self.inner.visible_seq, &self.inner.open_id)
+            .acquire_current(&self.tree.visible_seq, &self.tree.open_id)
     }
 
     /// Freezes the memtable (if it holds anything) and waits until every frozen memtable is
     /// written to L0.
     pub fn flush(&self) -> Result<()> {
-        self.inner.flush_and_wait()
+        self.tree.flush_and_wait(&self.journal)
     }
 
     /// Waits until no flush or compaction is pending or running, in any keyspace (at once
     /// when read-only: nothing runs).
     pub fn wait_for_background_work(&self) -> Result<()> {
-        if self.inner.is_read_only() {
+        if self.tree.is_read_only() {
             return Ok(());
         }
-        for tree in self.inner.trees() {
-            tree.inner.wait_for_quiet()?;
+        for tree in self.journal.trees() {
+            tree.tree.wait_for_quiet()?;
         }
-        self.inner.wait_for_quiet()
+        self.journal.default.wait_for_quiet()
     }
 
     /// Stops background work and closes the database. The WAL is synced and its length
@@ -321,43 +320,38 @@ impl Db {
         if self.view {
             return Ok(());
         }
+        let journal = &self.journal;
         // `close` and then the drop both get here; the session's record is written once.
-        let first_close = !self.inner.closed.load(std::sync::atomic::Ordering::Acquire);
-        // The keyspaces' flushes advance the WAL floor through this database: they stop first.
-        let trees = self.inner.trees();
-        for tree in &trees {
-            tree.stop();
+        let first_close = !journal.default.closed.load(Ordering::Acquire);
+        // The keyspaces' flushes advance the WAL floor through the default tree, which
+        // `all_trees` lists first: it stops last. The threads exit once it is stopped.
+        let trees = journal.all_trees();
+        for tree in trees.iter().rev() {
+            tree.stop_background_work();
         }
-        self.inner.stop_threads(&self.background);
+        for handle in self.background.lock().drain(..) {
+            let _ = handle.join();
+        }
         // Files that a reader's older version held at the last install are collected now,
         // not at the next open: disk use after close is the live version's.
-        for inner in trees.iter().map(|t| &t.inner).chain([&self.inner]) {
-            inner.delete_obsolete_files();
+        for tree in &trees {
+            tree.delete_obsolete_files();
         }
         if first_close {
-            records::closing(&self.inner, &self.metrics());
+            records::closing(journal, &self.metrics());
         }
-        let closed = self.inner.close_wal();
+        let closed = journal.close_wal();
         // Another process may open the database now, whatever handles are still around.
-        self.inner.lock_file.lock().take();
+        journal.lock_file.lock().take();
         closed
     }
 }
 
-impl DbInner {
-    /// Tells the background threads to exit, and waits for `threads`.
-    pub(crate) fn stop_threads(&self, threads: &Mutex<Vec<JoinHandle<()>>>) {
-        self.stop_background_work();
-        for handle in threads.lock().drain(..) {
-            let _ = handle.join();
-        }
-    }
-
+impl Tree {
     /// Closes this tree to background work and waits until none of it runs: the database's
     /// threads take nothing more of it (a keyspace's tree, stopped before the database).
     pub(crate) fn stop_background_work(&self) {
-        self.closed
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.closed.store(true, Ordering::Release);
         let mut st = self.state.lock();
         st.closing = true;
         self.bg_work.notify_all();

@@ -10,28 +10,31 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Weak};
 
 use parking_lot::{Condvar, Mutex};
 use sluice_sst::cache::BlockCache;
 use sluice_sst::fs::{FileLock, FileSystem, LockMode};
 use sluice_sst::key::SeqNo;
 
+use super::background::WorkSignal;
+use super::journal::Journal;
 use super::open_id::OpenId;
 use super::open_tree::{RecoveringTree, remove_tree};
 use super::recover::{
     RecoveryReport, ReplayTarget, check_tables_exist, raise_next_file_number, replay_wals,
     wals_to_replay,
 };
-use super::{DbInner, DbState, WriteCounters, commit::CommitQueue};
+use super::registry::TreeParts;
+use super::{Tree, TreeState, WriteCounters, commit::CommitQueue};
 use crate::batch::DEFAULT_KEYSPACE_ID;
 use crate::filename::{
     create_dir_all_durably, current_file_name, lock_file_name, log_file_name, manifest_file_name,
     sync_dir,
 };
+use crate::keyspace::DEFAULT_KEYSPACE;
 use crate::keyspace::options::{KEYSPACES_DIR, keyspace_dir, parse_keyspace_dir};
-use crate::keyspace::{DEFAULT_KEYSPACE, TreeParts};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::partition::RangeMap;
@@ -53,11 +56,8 @@ pub(crate) enum Access {
     ReadOnly,
 }
 
-pub(super) fn open_inner(
-    dir: &Path,
-    options: Options,
-    access: Access,
-) -> Result<(DbInner, Vec<TreeParts>)> {
+/// Opens the database in `dir`: its journal, with every keyspace's tree.
+pub(super) fn open_journal(dir: &Path, options: Options, access: Access) -> Result<Journal> {
     options.validate()?;
     let read_only = access == Access::ReadOnly;
     let fs = &*options.fs;
@@ -223,8 +223,9 @@ pub(super) fn open_inner(
             .collect();
         let mut parts = parts_of(&mut own);
         parts.report = report;
-        let inner = new_inner(dir, own.options, own.table_cache, lock_file, parts)?;
-        return Ok((inner, trees));
+        let journal = new_journal(dir, own.options, own.table_cache, lock_file, parts)?;
+        journal.attach_trees(trees)?;
+        return Ok(journal);
     }
 
     // Start a new WAL, then give every keyspace a new MANIFEST recording its replayed tables
@@ -265,16 +266,17 @@ pub(super) fn open_inner(
         manifest: Some(manifest),
         report,
     };
-    let inner = new_inner(dir, own.options, own.table_cache, lock_file, parts)?;
-    let deleted = inner.delete_obsolete_files();
+    let journal = new_journal(dir, own.options, own.table_cache, lock_file, parts)?;
+    let deleted = journal.default.delete_obsolete_files();
     if deleted > 0 {
         tracing::info!(
             files = deleted,
             "deleted table and temporary files no version references"
         );
     }
-    inner.recovery.lock().orphans_deleted = deleted;
-    Ok((inner, trees))
+    journal.default.recovery.lock().orphans_deleted = deleted;
+    journal.attach_trees(trees)?;
+    Ok(journal)
 }
 
 /// The tree of keyspace `id` among those being recovered.
@@ -408,11 +410,9 @@ pub(crate) struct Parts {
     pub report: RecoveryReport,
 }
 
-/// How a keyspace's tree shares its database's state.
+/// What a tree shares with its database's journal.
 pub(crate) struct TreeLink {
     pub id: u32,
-    /// The database, whose commit queue and WAL the tree writes through.
-    pub owner: Weak<DbInner>,
     pub visible_seq: Arc<AtomicU64>,
     pub snapshots: Arc<SnapshotList>,
     pub open_id: OpenId,
@@ -422,43 +422,58 @@ pub(crate) struct TreeLink {
     pub read_only: bool,
 }
 
-/// The handle state of the database itself.
-fn new_inner(
+/// The journal of the database in `dir`, around its default keyspace's tree (`parts`, whose
+/// `wal` is the journal's; `None` when read-only). The keyspaces' trees are attached after.
+fn new_journal(
     dir: &Path,
     options: Options,
     table_cache: Arc<TableCache>,
     lock_file: Option<Box<dyn FileLock>>,
-    parts: Parts,
-) -> Result<DbInner> {
+    mut parts: Parts,
+) -> Result<Journal> {
+    let wal = parts.wal.take();
     // Workers are started only for a database that compacts: not when open read-only.
-    let remote = match (&options.offload, parts.wal.is_some()) {
+    let remote = match (&options.offload, wal.is_some()) {
         (Some(offload), true) => Some(offload.start()?),
         _ => None,
     };
+    let visible_seq = Arc::new(AtomicU64::new(parts.last_seq));
+    let snapshots = Arc::new(SnapshotList::default());
+    let open_id = OpenId::new(dir);
+    let bg_work = Arc::new(WorkSignal::default());
     let link = TreeLink {
         id: DEFAULT_KEYSPACE_ID,
-        owner: Weak::new(),
-        visible_seq: Arc::new(AtomicU64::new(parts.last_seq)),
-        snapshots: Arc::new(SnapshotList::default()),
-        open_id: OpenId::new(dir),
-        bg_work: Arc::default(),
+        visible_seq: Arc::clone(&visible_seq),
+        snapshots: Arc::clone(&snapshots),
+        open_id: open_id.clone(),
+        bg_work: Arc::clone(&bg_work),
         remote,
-        read_only: parts.wal.is_none(),
+        read_only: wal.is_none(),
     };
-    new_tree_inner(dir, options, table_cache, lock_file, parts, link, false)
+    let default = Arc::new(new_tree(dir, options, table_cache, parts, link)?);
+    Ok(Journal {
+        default,
+        keyspaces: Default::default(),
+        keyspace_admin: Mutex::new(()),
+        commit: CommitQueue::default(),
+        current_wal: AtomicU64::new(wal.as_ref().and_then(|w| w.log_number()).unwrap_or(0)),
+        wal: Mutex::new(wal),
+        visible_seq,
+        snapshots,
+        open_id,
+        bg_work,
+        lock_file: Mutex::new(lock_file),
+    })
 }
 
-/// The handle state of a tree: the database's own (`linked` false: `link` only carries its
-/// fresh shared state), or a keyspace's.
-pub(crate) fn new_tree_inner(
+/// A keyspace's tree (the default one's too) from what recovery made of it.
+pub(crate) fn new_tree(
     dir: &Path,
     options: Options,
     table_cache: Arc<TableCache>,
-    lock_file: Option<Box<dyn FileLock>>,
     parts: Parts,
     link: TreeLink,
-    linked: bool,
-) -> Result<DbInner> {
+) -> Result<Tree> {
     let remote = link.remote;
     let remote_workers = options
         .offload
@@ -469,12 +484,12 @@ pub(crate) fn new_tree_inner(
         Some(p) => Box::new(ByRange::new(p.clone())),
         None => Box::new(Unpartitioned),
     };
-    Ok(DbInner {
+    Ok(Tree {
         remote,
         remote_workers,
         placement,
         dir: dir.to_path_buf(),
-        state: Mutex::new(DbState {
+        state: Mutex::new(TreeState {
             mem: Arc::new(parts.mem),
             imm: parts.imm,
             versions: parts.versions,
@@ -497,18 +512,12 @@ pub(crate) fn new_tree_inner(
         }),
         bg_done: Condvar::new(),
         bg_work: link.bg_work,
-        commit: CommitQueue::default(),
         read_only: link.read_only,
-        current_wal: AtomicU64::new(parts.wal.as_ref().and_then(|w| w.log_number()).unwrap_or(0)),
-        wal: Mutex::new(parts.wal),
         manifest: Mutex::new(parts.manifest),
         visible_seq: link.visible_seq,
         snapshots: link.snapshots,
         open_id: link.open_id,
         keyspace_id: link.id,
-        journal_owner: linked.then_some(link.owner),
-        keyspaces: Default::default(),
-        keyspace_admin: Mutex::new(()),
         dropped: AtomicBool::new(false),
         table_cache,
         counters: WriteCounters::default(),
@@ -517,7 +526,6 @@ pub(crate) fn new_tree_inner(
         range_map_lock: Mutex::new(()),
         recovery: Mutex::new(parts.report),
         options,
-        lock_file: Mutex::new(lock_file),
         closed: AtomicBool::new(false),
     })
 }

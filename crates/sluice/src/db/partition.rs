@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Db, DbInner, DbState};
+use super::{Db, Tree, TreeState};
 use crate::compaction::in_progress::JobId;
 use crate::partition::balance::{plan_move, plan_split};
 use crate::partition::split::{choose_split_key, split_tables, tables_crossing};
@@ -24,7 +24,7 @@ struct ReservedSplit {
 impl Db {
     /// The current range map, or `None` when the database is not partitioned.
     pub fn range_map(&self) -> Option<Arc<RangeMap>> {
-        self.inner
+        self.tree
             .state
             .lock()
             .versions
@@ -36,7 +36,7 @@ impl Db {
     /// Per range and per owner: bytes, tables, pending compaction bytes and moves in progress;
     /// `None` when the database is not partitioned.
     pub fn partition_stats(&self) -> Option<PartitionStats> {
-        self.inner.partition_stats()
+        self.tree.partition_stats()
     }
 
     /// Moves range `range` to owner `to`: from the next flush on its data goes to `to`'s
@@ -44,8 +44,8 @@ impl Db {
     /// is, reachable through a forwarding entry, until compaction rewrites it into `to`'s
     /// directory (the MStore paper).
     pub fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
-        self.inner.check_writable()?;
-        self.inner.move_range(range, to)
+        self.tree.check_writable()?;
+        self.tree.move_range(range, to)
     }
 
     /// Cuts range `range` in two at user key `at`, which must lie strictly inside it: `[start,
@@ -54,8 +54,8 @@ impl Db {
     /// level and in their directory, in the edit that changes the map. Waits for running
     /// compactions that could write such a table.
     pub fn split_range(&self, range: usize, at: &[u8]) -> Result<()> {
-        self.inner.check_writable()?;
-        self.inner.split_range(range, at, true).map(|_| ())
+        self.tree.check_writable()?;
+        self.tree.split_range(range, at, true).map(|_| ())
     }
 }
 
@@ -64,7 +64,7 @@ impl Db {
 /// being changed (`db/background.rs`) and would otherwise sleep through the end of it.
 struct RangeMapChange<'a> {
     lock: Option<parking_lot::MutexGuard<'a, ()>>,
-    tree: &'a DbInner,
+    tree: &'a Tree,
 }
 
 impl Drop for RangeMapChange<'_> {
@@ -74,7 +74,7 @@ impl Drop for RangeMapChange<'_> {
     }
 }
 
-impl DbInner {
+impl Tree {
     /// Takes the range map for a change (see [`RangeMapChange`]).
     fn change_range_map(&self) -> RangeMapChange<'_> {
         RangeMapChange {
@@ -201,7 +201,7 @@ impl DbInner {
     /// Registers a split of `range` at `at` as a running job, if nothing running stands in
     /// its way (`None` otherwise).
     fn try_reserve_split(
-        st: &mut DbState,
+        st: &mut TreeState,
         range: usize,
         at: &[u8],
     ) -> Result<Option<ReservedSplit>> {

@@ -60,12 +60,12 @@ impl Db {
     /// of this one).
     fn read_view(&self, opts: &ReadOptions<'_>) -> Result<ReadView> {
         let snapshot_seq = match opts.snapshot {
-            Some(s) => Some(s.sequence_in(&self.inner.open_id)?),
+            Some(s) => Some(s.sequence_in(&self.tree.open_id)?),
             None => None,
         };
-        let st = self.inner.state.lock();
+        let st = self.tree.state.lock();
         let mut view = ReadView {
-            seq: snapshot_seq.unwrap_or_else(|| self.inner.latest_seq()),
+            seq: snapshot_seq.unwrap_or_else(|| self.tree.latest_seq()),
             mem: Arc::clone(&st.mem),
             imm: st.imm.iter().rev().cloned().collect(),
             version: Arc::clone(st.versions.current()),
@@ -73,7 +73,7 @@ impl Db {
                 verify_checksums: opts.verify_checksums,
                 fill_cache: opts.fill_cache,
             },
-            expiry: self.inner.options.ttl_secs().map(|ttl_secs| Expiry {
+            expiry: self.tree.options.ttl_secs().map(|ttl_secs| Expiry {
                 ttl_secs,
                 now: now_secs(),
             }),
@@ -135,7 +135,7 @@ impl Db {
         };
         let live = expiry
             .live(stored)
-            .map_err(|why| Error::corruption(&self.inner.dir, 0, why))?;
+            .map_err(|why| Error::corruption(&self.tree.dir, 0, why))?;
         Ok(live.map(<[u8]>::to_vec))
     }
 
@@ -151,7 +151,7 @@ impl Db {
         }
         let lookup = seek_key(key, seq);
         for file in view.version.files_for_get(key) {
-            let table = self.inner.table_cache.get(file)?;
+            let table = self.tree.table_cache.get(file)?;
             let Some((ikey, value)) = table.get_with(&lookup, view.reads)? else {
                 continue;
             };
@@ -162,7 +162,7 @@ impl Db {
                 continue;
             }
             let resolve = |encoded: &[u8]| {
-                let tables = &self.inner.table_cache;
+                let tables = &self.tree.table_cache;
                 crate::blob::resolve(tables, &view.version, key, encoded, table.path())
             };
             let found = match parsed.kind {
@@ -197,7 +197,7 @@ impl Db {
             return Ok(base);
         }
         let oldest_first: Vec<&[u8]> = operands.iter().rev().map(Vec::as_slice).collect();
-        let operator = self.inner.options.merge_operator.as_deref();
+        let operator = self.tree.options.merge_operator.as_deref();
         Ok(Some(merge_operator::resolve(
             operator,
             key,
@@ -226,7 +226,7 @@ impl Db {
         prefix: Option<&[u8]>,
     ) -> Result<DbIterator> {
         let view = self.read_view(opts)?;
-        let cache = Arc::clone(&self.inner.table_cache);
+        let cache = Arc::clone(&self.tree.table_cache);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.mem.iter()));
         for m in &view.imm {
@@ -237,7 +237,7 @@ impl Db {
         // One child per L0 sublevel, not per file: each sublevel is a run of disjoint files.
         for mut run in runs {
             if let (Some(prefix), Some(extractor)) =
-                (prefix, self.inner.options.table.prefix_extractor.as_ref())
+                (prefix, self.tree.options.table.prefix_extractor.as_ref())
             {
                 run = self.tables_with_prefix(run, extractor, prefix, &lower, &upper)?;
             }
@@ -250,10 +250,10 @@ impl Db {
             }
         }
         let rules = ValueRules {
-            merge_operator: self.inner.options.merge_operator.clone(),
+            merge_operator: self.tree.options.merge_operator.clone(),
             expiry: view.expiry,
             tombstones: view.tombstones,
-            tables: Arc::clone(&self.inner.table_cache),
+            tables: Arc::clone(&self.tree.table_cache),
         };
         Ok(DbIterator::new(
             MergingIterator::new(children),
@@ -318,7 +318,7 @@ impl Db {
         let prefix = prefix.as_ref();
         let upper = prefix_end(prefix);
         let filter_prefix = self
-            .inner
+            .tree
             .options
             .table
             .prefix_extractor
@@ -350,14 +350,14 @@ impl Db {
                 continue;
             }
             if self
-                .inner
+                .tree
                 .table_cache
                 .get(&file)?
                 .may_contain_prefix(extractor, prefix)
             {
                 kept.push(file);
             } else {
-                self.inner
+                self.tree
                     .counters
                     .prefix_skips
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);

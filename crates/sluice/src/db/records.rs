@@ -9,12 +9,11 @@
 //! writes none.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sluice_sst::fs::{FileSystem, IoMode};
 
-use super::DbInner;
+use super::journal::Journal;
 use crate::Metrics;
 use crate::info_log::{InfoLog, timestamp};
 
@@ -24,7 +23,8 @@ pub const OPTIONS_FILE: &str = "OPTIONS";
 pub const STATS_FILE: &str = "STATS";
 
 /// After a read-write open: starts the `LOG` (for every tree) and writes `OPTIONS`.
-pub(super) fn opened(inner: &Arc<DbInner>) {
+pub(super) fn opened(journal: &Journal) {
+    let inner = &*journal.default;
     let options = &inner.options;
     if let Some(log) = InfoLog::open(options.fs.clone(), &inner.dir, &options.info_log) {
         let r = inner.recovery.lock().clone();
@@ -35,8 +35,8 @@ pub(super) fn opened(inner: &Arc<DbInner>) {
             r.wal_records,
             r.dropped.iter().map(|d| d.bytes).sum::<u64>()
         ));
-        for tree in inner.trees() {
-            tree.inner.events.set_log(log.clone());
+        for tree in journal.trees() {
+            tree.tree.events.set_log(log.clone());
         }
         inner.events.set_log(log);
     }
@@ -51,7 +51,8 @@ pub(super) fn opened(inner: &Arc<DbInner>) {
 }
 
 /// Before the close releases the directory: writes `STATS` from `metrics` and logs the close.
-pub(super) fn closing(inner: &DbInner, metrics: &Metrics) {
+pub(super) fn closing(journal: &Journal, metrics: &Metrics) {
+    let inner = &*journal.default;
     if inner.read_only {
         return;
     }

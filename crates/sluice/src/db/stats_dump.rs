@@ -9,12 +9,13 @@
 
 use std::time::{Duration, Instant};
 
-use super::DbInner;
+use super::journal::Journal;
 use crate::Metrics;
 
 /// The body of the `sluice-stats` thread: a `stats:` line every period until the database
 /// closes. Started only when the database writes a `LOG` and the period is not zero.
-pub(super) fn stats_dump_loop(inner: &std::sync::Arc<DbInner>) {
+pub(super) fn stats_dump_loop(journal: &Journal) {
+    let inner = &*journal.default;
     let period = inner.options.info_log.stats_dump_period;
     let opened = Instant::now();
     let mut last = inner.metrics();

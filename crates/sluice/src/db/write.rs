@@ -10,18 +10,15 @@ use sluice_sst::key::{MAX_SEQ, SeqNo, ValueKind};
 use sluice_sst::ttl::{now_secs, with_write_time};
 
 use super::commit::{Group, Turn};
-use super::{Db, DbInner, StallCause};
+use super::journal::{Journal, TreeRef};
+use super::{Db, StallCause, Tree};
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 
 use crate::batch::{DEFAULT_KEYSPACE_ID, WriteBatch};
 use crate::events::StallCondition;
-use crate::filename::log_file_name;
-use crate::keyspace::journal::TreeRef;
 use crate::memtable::MemTable;
 use crate::options::WriteOptions;
-use crate::version::edit::VersionEdit;
-use crate::wal::LogWriter;
 use crate::{Error, Result};
 
 /// The memtables one group writes, by keyspace id (usually one).
@@ -47,16 +44,27 @@ impl Db {
     /// Sets `key` to `value` with explicit write options.
     pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
         // Checked before the batch is built: the batch format cannot hold 4 GiB fields.
-        self.inner.check_sizes(key, value)?;
-        if self.inner.options.ttl.is_some() {
+        self.tree.check_sizes(key, value)?;
+        if self.tree.options.ttl.is_some() {
             let stored = with_write_time(value, now_secs());
             let user_bytes = key.len() + value.len();
-            return self
-                .inner
-                .write_one(opts, ValueKind::Value, key, &stored, user_bytes);
+            return self.journal.write_one(
+                &self.tree,
+                opts,
+                ValueKind::Value,
+                key,
+                &stored,
+                user_bytes,
+            );
         }
-        self.inner
-            .write_one(opts, ValueKind::Value, key, value, key.len() + value.len())
+        self.journal.write_one(
+            &self.tree,
+            opts,
+            ValueKind::Value,
+            key,
+            value,
+            key.len() + value.len(),
+        )
     }
 
     /// Deletes `key` (a no-op if absent).
@@ -66,9 +74,9 @@ impl Db {
 
     /// Deletes `key` with explicit write options.
     pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
-        self.inner.check_sizes(key, b"")?;
-        self.inner
-            .write_one(opts, ValueKind::Deletion, key, b"", key.len())
+        self.tree.check_sizes(key, b"")?;
+        self.journal
+            .write_one(&self.tree, opts, ValueKind::Deletion, key, b"", key.len())
     }
 
     /// Adds `operand` to `key`'s merge operands: the next read of `key` returns what the
@@ -98,9 +106,10 @@ impl Db {
 
     /// [`Db::merge`] with explicit write options.
     pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
-        self.inner.check_sizes(key, operand)?;
-        self.inner.check_merge_operator()?;
-        self.inner.write_one(
+        self.tree.check_sizes(key, operand)?;
+        self.tree.check_merge_operator()?;
+        self.journal.write_one(
+            &self.tree,
             opts,
             ValueKind::Merge,
             key,
@@ -129,8 +138,9 @@ impl Db {
 
     /// [`Db::delete_range`] with explicit write options.
     pub fn delete_range_opt(&self, opts: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
-        self.inner.check_range(start, end)?;
-        self.inner.write_one(
+        self.tree.check_range(start, end)?;
+        self.journal.write_one(
+            &self.tree,
             opts,
             ValueKind::RangeDeletion,
             start,
@@ -141,11 +151,11 @@ impl Db {
 
     /// Applies `batch` atomically: after a crash either all of it or none of it is present.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.inner.write(opts, batch)
+        self.journal.write(&self.tree, opts, batch)
     }
 }
 
-impl DbInner {
+impl Tree {
     /// The sequence number reads see by default.
     pub(crate) fn latest_seq(&self) -> SeqNo {
         self.visible_seq.load(Ordering::Acquire)
@@ -167,36 +177,6 @@ impl DbInner {
     /// What a change refused by a read-only open returns.
     pub(crate) fn read_only_error(&self) -> Error {
         Error::ReadOnly(self.dir.clone())
-    }
-
-    /// At close, after the background threads stopped: syncs the WAL and records its length
-    /// in the MANIFEST, so the next open knows every byte of it was synced and fails, rather
-    /// than drops them, if any of them are then damaged or missing. After a background error
-    /// the WAL is only flushed: the MANIFEST takes no more edits.
-    pub(super) fn close_wal(&self) -> Result<()> {
-        let (number, synced) = {
-            let mut wal = self.wal.lock();
-            let Some(wal) = wal.as_mut() else {
-                return Ok(());
-            };
-            if self.state.lock().bg_error.is_some() {
-                return Ok(wal.flush()?);
-            }
-            wal.finish()?;
-            (wal.log_number(), wal.synced_len())
-        };
-        let Some(number) = number else {
-            return Ok(());
-        };
-        let recorded = self.state.lock().versions.wals.get(&number).copied();
-        if recorded == Some(synced) {
-            return Ok(());
-        }
-        self.log_and_apply(crate::version::edit::VersionEdit {
-            wals: vec![(number, synced)],
-            ..Default::default()
-        })
-        .map(|_| ())
     }
 
     /// Rejects a key or value over the configured limits.
@@ -242,7 +222,9 @@ impl DbInner {
         }
         Ok(())
     }
+}
 
+impl Journal {
     /// Checks every entry against its keyspace's limits. Returns the batch's key and value
     /// bytes, and whether any entry is a value of a keyspace with a TTL (it then needs its
     /// write time).
@@ -282,8 +264,9 @@ impl DbInner {
         Ok((user_bytes, needs_write_times))
     }
 
-    pub(crate) fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.check_writable()?;
+    /// Applies `batch`, written through the handle of `tree` (whose metrics count its bytes).
+    pub(crate) fn write(&self, tree: &Tree, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        tree.check_writable()?;
         batch.check_handles(&self.open_id)?;
         if batch.is_empty() {
             return Ok(());
@@ -293,7 +276,7 @@ impl DbInner {
             true => self.with_write_times(&batch)?,
             false => batch,
         };
-        self.commit(opts, batch, user_bytes).0
+        self.commit(tree, opts, batch, user_bytes).0
     }
 
     /// `batch` with the write time (now) after every value of a keyspace with a TTL.
@@ -315,21 +298,22 @@ impl DbInner {
         Ok(stamped)
     }
 
-    /// A write of one entry of this tree's keyspace, encoded into this thread's reusable
-    /// batch, whose sizes the caller checked. `user_bytes`: its key and value bytes.
-    fn write_one(
+    /// A write of one entry of `tree`'s keyspace, encoded into this thread's reusable batch,
+    /// whose sizes the caller checked. `user_bytes`: its key and value bytes.
+    pub(crate) fn write_one(
         &self,
+        tree: &Tree,
         opts: &WriteOptions,
         kind: ValueKind,
         key: &[u8],
         value: &[u8],
         user_bytes: usize,
     ) -> Result<()> {
-        self.check_writable()?;
+        tree.check_writable()?;
         let mut batch = PUT_BUFFER.take().unwrap_or_default();
         batch.clear();
-        batch.add(self.keyspace_id, kind, key, value);
-        let (outcome, batch) = self.commit(opts, batch, user_bytes as u64);
+        batch.add(tree.keyspace_id, kind, key, value);
+        let (outcome, batch) = self.commit(tree, opts, batch, user_bytes as u64);
         if batch.capacity() <= MAX_KEPT_PUT_BUFFER_BYTES {
             PUT_BUFFER.set(Some(batch));
         }
@@ -337,27 +321,24 @@ impl DbInner {
     }
 
     /// Commits a validated, non-empty batch through the group-commit queue; returns the
-    /// outcome and the batch, for reuse.
+    /// outcome and the batch, for reuse. `tree`'s metrics count `user_bytes`.
     fn commit(
         &self,
+        tree: &Tree,
         opts: &WriteOptions,
         batch: WriteBatch,
         user_bytes: u64,
     ) -> (Result<()>, WriteBatch) {
-        let journal = match self.journal() {
-            Ok(journal) => journal,
-            Err(e) => return (Err(e), batch),
-        };
-        let (outcome, batch) = match journal.commit.join(batch, opts.sync) {
+        let (outcome, batch) = match self.commit.join(batch, opts.sync) {
             Turn::Done(outcome, batch) => (outcome, batch),
             Turn::Lead(mut group) => {
-                let outcome = journal.commit_group(&mut group);
-                let batch = journal.commit.finish(group, &outcome);
+                let outcome = self.commit_group(&mut group);
+                let batch = self.commit.finish(group, &outcome);
                 (outcome, batch)
             }
         };
         if outcome.is_ok() {
-            self.counters
+            tree.counters
                 .user_bytes
                 .fetch_add(user_bytes, Ordering::Relaxed);
         }
@@ -397,20 +378,24 @@ impl DbInner {
             // group; if it dies before, none of it was acknowledged.
             let logged = wal.add_record(combined.data()).and_then(|()| {
                 if group.sync {
-                    self.counters.wal_syncs.fetch_add(1, Ordering::Relaxed);
+                    self.default
+                        .counters
+                        .wal_syncs
+                        .fetch_add(1, Ordering::Relaxed);
                     wal.sync()
                 } else {
                     wal.flush()
                 }
             });
             let logged = logged.map_err(Error::from);
-            self.counters
+            self.default
+                .counters
                 .wal_bytes
                 .fetch_add(wal.len().saturating_sub(before), Ordering::Relaxed);
             if let Err(e) = logged {
                 // A WAL we failed to write may hold a partial record: refuse further writes.
-                let mut st = self.state.lock();
-                self.set_bg_error(&mut st, &e);
+                let mut st = self.default.state.lock();
+                self.default.set_bg_error(&mut st, &e);
                 return Err(e);
             }
         }
@@ -433,7 +418,7 @@ impl DbInner {
     }
 
     /// The memtables a group's batch goes to, by keyspace id, each with room made for it (see
-    /// [`DbInner::make_room_for_write`]). A database without keyspaces writes only its own.
+    /// [`Tree::make_room_for_write`]). A database without keyspaces writes only its own.
     fn memtables_for(&self, batch: &WriteBatch) -> Result<KeyspaceMemtables> {
         let mut ids: SmallVec<[u32; 2]> = SmallVec::new();
         if self.keyspaces.read().is_empty() {
@@ -449,15 +434,22 @@ impl DbInner {
         let mut mems = SmallVec::new();
         for id in ids {
             if let Some(tree) = self.tree(id) {
-                mems.push((id, tree.make_room_for_write(false)?));
+                mems.push((id, tree.make_room_for_write(self, false)?));
             }
         }
         Ok(mems)
     }
+}
 
+impl Tree {
     /// Returns the memtable to write into, first waiting or switching memtables as needed.
     /// `force` freezes the current memtable even if it has room (used by `flush`).
-    pub(crate) fn make_room_for_write(&self, mut force: bool) -> Result<Arc<MemTable>> {
+    /// Only the commit leader of `journal` (or the holder of its barrier) calls this.
+    pub(crate) fn make_room_for_write(
+        &self,
+        journal: &Journal,
+        mut force: bool,
+    ) -> Result<Arc<MemTable>> {
         let mut slowed = false;
         let mut st = self.state.lock();
         loop {
@@ -523,7 +515,7 @@ impl DbInner {
             // the group-commit leader gets here, and nobody else touches the WAL, so the file
             // work happens without the state lock.
             drop(st);
-            let switched = self.journal().and_then(|journal| journal.rotate_wal());
+            let switched = journal.rotate_wal();
             st = self.state.lock();
             let log_number = match switched {
                 Ok(number) => number,
@@ -545,36 +537,6 @@ impl DbInner {
         }
     }
 
-    /// Closes the active WAL and makes `log_number` the new one. In this order, each step
-    /// durable before the next:
-    /// 1. the old WAL is synced whole and cut to its length (its file was reserved ahead), so a
-    ///    WAL with a newer non-empty one after it was synced entirely and ends at its last
-    ///    record (recovery treats any damage in it, zeros included, as lost data);
-    /// 2. the new WAL is created and its directory entry synced, so a synced write to it cannot
-    ///    lose the whole file;
-    /// 3. the MANIFEST records the old WAL's synced length and the new WAL's existence, so that
-    ///    recovery fails if either later goes missing or shrinks, instead of quietly replaying
-    ///    less;
-    /// 4. only then do writes go to the new WAL.
-    pub(crate) fn switch_wal(&self, log_number: u64) -> Result<()> {
-        let (old_number, old_synced) = {
-            let mut wal = self.wal.lock();
-            let wal = wal.as_mut().ok_or(Error::Closed)?;
-            wal.finish()?;
-            (wal.log_number(), wal.synced_len())
-        };
-        let path = log_file_name(&self.dir, log_number);
-        let new_wal = LogWriter::create_wal(&*self.options.fs, path, log_number)?;
-        crate::filename::sync_dir(&*self.options.fs, &self.dir)?;
-        let mut edit = VersionEdit::default();
-        edit.wals.extend(old_number.map(|n| (n, old_synced)));
-        edit.wals.push((log_number, 0));
-        self.log_and_apply(edit)?;
-        *self.wal.lock() = Some(new_wal);
-        self.current_wal.store(log_number, Ordering::Release);
-        Ok(())
-    }
-
     fn note_stall(&self, cause: StallCause, start: Instant) {
         let micros = start.elapsed().as_micros() as u64;
         let (count, total) = &self.counters.stalls[cause as usize];
@@ -583,12 +545,11 @@ impl DbInner {
     }
 
     /// Freezes the memtable and waits for all frozen memtables to reach L0.
-    pub(crate) fn flush_and_wait(&self) -> Result<()> {
+    pub(crate) fn flush_and_wait(&self, journal: &Journal) -> Result<()> {
         self.check_writable()?;
         // Lead an empty group so no leader is mid-insert into the memtable we freeze.
-        let journal = self.journal()?;
         let group = journal.commit.join_barrier();
-        let outcome = self.make_room_for_write(true).map(|_| ());
+        let outcome = self.make_room_for_write(journal, true).map(|_| ());
         journal.commit.finish(group, &outcome);
         outcome?;
         self.wait_for_frozen_memtables()
@@ -596,8 +557,8 @@ impl DbInner {
 
     /// As the commit leader (or holding its barrier): freezes the memtable and waits until
     /// every frozen memtable is in L0, so that no write made so far is left outside a table.
-    pub(crate) fn flush_as_leader(&self) -> Result<()> {
-        self.make_room_for_write(true)?;
+    pub(crate) fn flush_as_leader(&self, journal: &Journal) -> Result<()> {
+        self.make_room_for_write(journal, true)?;
         self.wait_for_frozen_memtables()
     }
 

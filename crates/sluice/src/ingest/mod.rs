@@ -23,6 +23,11 @@
 //!
 //! Files of one ingest must not overlap each other. Partitioned databases do not take
 //! ingests: which owner's directory would hold a file depends on its key range.
+//!
+//! This module is the job: it reads and checks the files ([`inspect`]), plans their levels
+//! ([`plan`]) and writes them into the tree's directory ([`write_tables`]), returning an edit.
+//! `db/ingest.rs` holds writes and compactions off, installs the edit and publishes the
+//! sequence number, as `db/` does for every job.
 
 mod writer;
 
@@ -38,16 +43,15 @@ use sluice_sst::table::{Table, TableBuilder, TableReadOptions};
 
 pub use writer::{ExternalFile, SstFileWriter};
 
-use crate::compaction::env::FileNumbers;
-use crate::db::{Db, DbInner};
-use crate::filename::table_file_name;
+use crate::compaction::env::JobEnv;
 use crate::memtable::MemTable;
+use crate::options::Options;
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, NUM_LEVELS, VersionEdit};
 use crate::version::version::file_overlaps;
 use crate::{Error, IoContext, Result};
 
-/// How [`Db::ingest`] takes the files.
+/// How [`crate::Db::ingest`] takes the files.
 #[derive(Clone, Debug, Default)]
 pub struct IngestOptions {
     /// Hard-link each file into the database (when it needs no rewrite) and delete the
@@ -56,7 +60,7 @@ pub struct IngestOptions {
     pub move_files: bool,
 }
 
-/// One file [`Db::ingest`] placed.
+/// One file [`crate::Db::ingest`] placed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IngestedFile {
     /// The file given.
@@ -71,7 +75,7 @@ pub struct IngestedFile {
     pub entries: u64,
 }
 
-/// What [`Db::ingest`] did.
+/// What [`crate::Db::ingest`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IngestReport {
     /// The files, in key order.
@@ -81,115 +85,25 @@ pub struct IngestReport {
 }
 
 /// An external table, read and checked.
-struct External {
-    path: PathBuf,
+pub(crate) struct External {
+    /// The file given.
+    pub path: PathBuf,
     /// Its entries as they will be placed without a rewrite (sequence number 0).
     meta: FileMetaData,
 }
 
 impl External {
-    fn smallest_user(&self) -> &[u8] {
+    pub(crate) fn smallest_user(&self) -> &[u8] {
         user_key(&self.meta.smallest)
     }
-    fn largest_user(&self) -> &[u8] {
+    pub(crate) fn largest_user(&self) -> &[u8] {
         user_key(&self.meta.largest)
     }
 }
 
-/// Why one attempt to place the files did not happen.
-enum Attempt {
-    Placed(IngestReport),
-    /// A write reached the files' key range after the flush: flush again.
-    MemtableOverlaps,
-    /// The files need a sequence number and a memtable holds writes: every write must be in a
-    /// table first (see [`place`]).
-    MemtablesNotEmpty,
-}
-
-impl Db {
-    /// Ingests tables written by [`SstFileWriter`] (see the module docs of `ingest`): checks
-    /// every block and entry of each, then places them into the tree atomically: a reader
-    /// sees all of them or none. Writes wait while the files are placed.
-    pub fn ingest(&self, files: &[impl AsRef<Path>], opts: &IngestOptions) -> Result<IngestReport> {
-        let inner = &*self.inner;
-        inner.check_writable()?;
-        if inner.options.partitions.is_some() {
-            return Err(Error::InvalidArgument(
-                "ingest: a partitioned database does not take external tables".into(),
-            ));
-        }
-        if inner.options.ttl.is_some() {
-            return Err(Error::InvalidArgument(
-                "ingest: a database with a ttl stores write times with its values, and \
-                 external tables have none"
-                    .into(),
-            ));
-        }
-        let mut externals = files
-            .iter()
-            .map(|p| inspect(inner, p.as_ref()))
-            .collect::<Result<Vec<_>>>()?;
-        if externals.is_empty() {
-            return Ok(IngestReport::default());
-        }
-        externals.sort_by(|a, b| a.smallest_user().cmp(b.smallest_user()));
-        for pair in externals.windows(2) {
-            if pair[0].largest_user() >= pair[1].smallest_user() {
-                return Err(Error::InvalidArgument(format!(
-                    "ingest: {} and {} overlap; the files of one ingest must not",
-                    pair[0].path.display(),
-                    pair[1].path.display()
-                )));
-            }
-        }
-        // Writes may keep landing in the range between the flush and the barrier; a few
-        // rounds settle any realistic load.
-        let mut flush_all = false;
-        for _ in 0..8 {
-            if memtables_overlap(inner, &externals) {
-                inner.flush_and_wait()?;
-            }
-            // Leader of an empty group: no write runs until `finish`. Flushing everything
-            // happens here, under the barrier, so no write can follow it before the files are
-            // placed. The compaction slot is taken last: compactions and flushes finish
-            // without writes, so waiting for it cannot deadlock with a writer stalled on L0.
-            // A keyspace's writes go through the database's commit queue: its barrier.
-            let journal = inner.journal()?;
-            let group = journal.commit.join_barrier();
-            let attempt = (if flush_all {
-                inner.flush_as_leader()
-            } else {
-                Ok(())
-            })
-            .and_then(|()| inner.acquire_compaction_slot())
-            .and_then(|()| {
-                let attempt = place(inner, &externals, opts);
-                inner.release_compaction_slot();
-                attempt
-            });
-            journal.commit.finish(group, &Ok(()));
-            match attempt? {
-                Attempt::Placed(report) => {
-                    if opts.move_files {
-                        for e in &externals {
-                            inner.options.fs.remove(&e.path).with_path(&e.path)?;
-                        }
-                    }
-                    return Ok(report);
-                }
-                Attempt::MemtableOverlaps => continue,
-                Attempt::MemtablesNotEmpty => flush_all = true,
-            }
-        }
-        Err(Error::Busy(
-            "ingest: writes kept landing in the ingested key range; retry".into(),
-        ))
-    }
-}
-
 /// Opens `path` as a table, verifies every block and entry, and describes it.
-fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
-    let storage = Storage::new(Arc::clone(&inner.options.fs), IoMode::Buffered);
+pub(crate) fn inspect(options: &Options, path: &Path) -> Result<External> {
+    let storage = Storage::new(Arc::clone(&options.fs), IoMode::Buffered);
     let table = Table::open(
         path,
         0,
@@ -226,12 +140,11 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
         if last_user.as_deref().is_some_and(|l| l >= parsed.user_key) {
             return Err(bad("a key appears twice".into()));
         }
-        if parsed.user_key.len() > inner.options.max_key_size
-            || it.value().len() > inner.options.max_value_size
+        if parsed.user_key.len() > options.max_key_size || it.value().len() > options.max_value_size
         {
             return Err(bad(format!(
                 "an entry exceeds max_key_size ({}) or max_value_size ({})",
-                inner.options.max_key_size, inner.options.max_value_size
+                options.max_key_size, options.max_value_size
             )));
         }
         if meta.num_entries == 0 {
@@ -243,7 +156,7 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
         match parsed.kind {
             ValueKind::Deletion => meta.num_deletions += 1,
             ValueKind::Value => meta.raw_value_bytes += it.value().len() as u64,
-            ValueKind::Merge if inner.options.merge_operator.is_none() => {
+            ValueKind::Merge if options.merge_operator.is_none() => {
                 return Err(bad(
                     "it holds merge operands and the database has no merge operator".into(),
                 ));
@@ -273,12 +186,8 @@ fn inspect(inner: &DbInner, path: &Path) -> Result<External> {
     })
 }
 
-/// True if a memtable holds a key in one of the files' ranges.
-fn memtables_overlap(inner: &DbInner, externals: &[External]) -> bool {
-    let mems: Vec<Arc<MemTable>> = {
-        let st = inner.state.lock();
-        std::iter::once(&st.mem).chain(&st.imm).cloned().collect()
-    };
+/// True if one of `mems` holds a key in one of the files' ranges.
+pub(crate) fn memtables_overlap(mems: &[Arc<MemTable>], externals: &[External]) -> bool {
     mems.iter().any(|mem| {
         externals.iter().any(|e| {
             // A range tombstone there must reach the version first: it may cover the range.
@@ -296,25 +205,16 @@ fn memtables_overlap(inner: &DbInner, externals: &[External]) -> bool {
     })
 }
 
-/// Places the files. REQUIRES: the commit barrier and the compaction slot are held.
-///
-/// Files that take a sequence number need every earlier write in a table first: a memtable
-/// holding writes from before it and after it (or a WAL replay at open that puts both in one
-/// memtable) would be flushed into an L0 file whose sequence numbers straddle the ingested
-/// file's, which L0's ordering by sequence number cannot place.
-fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Result<Attempt> {
-    if memtables_overlap(inner, externals) {
-        return Ok(Attempt::MemtableOverlaps);
-    }
-    let (version, snapshots_live, latest, memtables_empty): (Arc<Version>, bool, u64, bool) = {
-        let st = inner.state.lock();
-        (
-            Arc::clone(st.versions.current()),
-            inner.snapshots.oldest().is_some(),
-            inner.latest_seq(),
-            st.mem.is_empty() && st.imm.is_empty(),
-        )
-    };
+/// Where each file goes and whether the files need a sequence number (see the module docs).
+pub(crate) struct Plan {
+    /// The files take the next sequence number and are rewritten with it.
+    pub needs_sequence: bool,
+    /// The level of each file, in the order of the files.
+    pub levels: Vec<usize>,
+}
+
+/// Plans the files' places in `version`, with `snapshots_live` whether any snapshot is held.
+pub(crate) fn plan(version: &Version, externals: &[External], snapshots_live: bool) -> Plan {
     let overlaps = |e: &External, level: usize| {
         version
             .files(level)
@@ -329,75 +229,78 @@ fn place(inner: &DbInner, externals: &[External], opts: &IngestOptions) -> Resul
             .iter()
             .any(|t| t.overlaps(e.smallest_user(), e.largest_user()))
     };
-    let needs_seq = snapshots_live
+    let needs_sequence = snapshots_live
         || externals
             .iter()
             .any(|e| under_tombstone(e) || (0..NUM_LEVELS).any(|level| overlaps(e, level)));
-    if needs_seq && !memtables_empty {
-        return Ok(Attempt::MemtablesNotEmpty);
+    let levels = externals
+        .iter()
+        .map(|e| match needs_sequence {
+            false => NUM_LEVELS - 1,
+            true => (0..NUM_LEVELS)
+                .take_while(|&level| !overlaps(e, level))
+                .last()
+                .unwrap_or(0),
+        })
+        .collect();
+    Plan {
+        needs_sequence,
+        levels,
     }
-    let seq = needs_seq.then_some(latest + 1);
-    let numbers = inner.reserve(externals.len() as u64);
-    let placed = (|| -> Result<IngestReport> {
-        let mut edit = VersionEdit {
-            last_sequence: seq,
-            ..VersionEdit::default()
+}
+
+/// The ingest's job: puts each file into the tree's directory under a number reserved in
+/// `env` (linked or copied as it is without `seq`, rewritten with `seq` otherwise) and returns
+/// the edit that installs them at `plan`'s levels. Only `db/` installs it, and it must keep
+/// `env` until then.
+pub(crate) fn write_tables(
+    env: &JobEnv<'_>,
+    externals: &[External],
+    plan: &Plan,
+    seq: Option<u64>,
+    opts: &IngestOptions,
+) -> Result<(VersionEdit, IngestReport)> {
+    let fs = &*env.options.fs;
+    let numbers = env.reserve_numbers(externals.len() as u64);
+    let mut edit = VersionEdit {
+        last_sequence: seq,
+        ..VersionEdit::default()
+    };
+    let mut report = IngestReport {
+        files: Vec::new(),
+        sequence: seq,
+    };
+    for ((e, number), &level) in externals.iter().zip(numbers).zip(&plan.levels) {
+        let dest = env.table_cache.table_path(0, number);
+        let meta = match seq {
+            None => {
+                let placed = if opts.move_files {
+                    link_or_copy(fs, &e.path, &dest)
+                } else {
+                    copy_file(fs, &e.path, &dest, None).map(sluice_sst::fs::Placed::Copied)
+                };
+                placed.with_path(&dest)?;
+                pinned_copy(env.options, e, &dest, number)?
+            }
+            Some(seq) => rewrite(env.options, e, &dest, number, seq)?,
         };
-        let mut report = IngestReport {
-            files: Vec::new(),
-            sequence: seq,
-        };
-        for (e, number) in externals.iter().zip(numbers.clone()) {
-            let level = match seq {
-                None => NUM_LEVELS - 1,
-                Some(_) => (0..NUM_LEVELS)
-                    .take_while(|&level| !overlaps(e, level))
-                    .last()
-                    .unwrap_or(0),
-            };
-            let dest = table_file_name(&inner.dir, number);
-            let meta = match seq {
-                None => {
-                    let placed = if opts.move_files {
-                        link_or_copy(&*inner.options.fs, &e.path, &dest)
-                    } else {
-                        copy_file(&*inner.options.fs, &e.path, &dest, None)
-                            .map(sluice_sst::fs::Placed::Copied)
-                    };
-                    placed.with_path(&dest)?;
-                    pinned_copy(inner, e, &dest, number)?
-                }
-                Some(seq) => rewrite(inner, e, &dest, number, seq)?,
-            };
-            report.files.push(IngestedFile {
-                source: e.path.clone(),
-                number,
-                level,
-                rewritten: seq.is_some(),
-                entries: meta.num_entries,
-            });
-            edit.new_files.push((level, meta));
-        }
-        inner.log_and_apply(edit)?;
-        Ok(report)
-    })();
-    inner.release(&numbers.clone().collect::<Vec<_>>());
-    let report = placed?;
-    if let Some(seq) = seq {
-        // Installed: readers from now on read at `seq` or later and see the files; snapshots
-        // taken before read below it and do not.
-        inner
-            .visible_seq
-            .store(seq, std::sync::atomic::Ordering::Release);
+        report.files.push(IngestedFile {
+            source: e.path.clone(),
+            number,
+            level,
+            rewritten: seq.is_some(),
+            entries: meta.num_entries,
+        });
+        edit.new_files.push((level, meta));
     }
-    Ok(Attempt::Placed(report))
+    Ok((edit, report))
 }
 
 /// `e`'s description for its copy (or link) at `dest`, numbered `number`, with the checksum
 /// of the bytes `dest` holds. The copy must be the table `inspect` read (size and identity):
 /// a source changed in between is refused rather than installed unchecked.
-fn pinned_copy(inner: &DbInner, e: &External, dest: &Path, number: u64) -> Result<FileMetaData> {
-    let storage = Storage::new(Arc::clone(&inner.options.fs), IoMode::Buffered);
+fn pinned_copy(options: &Options, e: &External, dest: &Path, number: u64) -> Result<FileMetaData> {
+    let storage = Storage::new(Arc::clone(&options.fs), IoMode::Buffered);
     let opts = TableReadOptions {
         cache: None,
         storage,
@@ -422,13 +325,13 @@ fn pinned_copy(inner: &DbInner, e: &External, dest: &Path, number: u64) -> Resul
 /// Writes `e`'s entries into `dest` with sequence number `seq`, in the database's table
 /// format, and describes the result.
 fn rewrite(
-    inner: &DbInner,
+    options: &Options,
     e: &External,
     dest: &Path,
     number: u64,
     seq: u64,
 ) -> Result<FileMetaData> {
-    let storage = Storage::new(Arc::clone(&inner.options.fs), IoMode::Buffered);
+    let storage = Storage::new(Arc::clone(&options.fs), IoMode::Buffered);
     let source = Table::open(
         &e.path,
         0,
@@ -440,7 +343,7 @@ fn rewrite(
             ..TableReadOptions::default()
         },
     )?;
-    let mut builder = TableBuilder::create_in(&storage, dest, &inner.options.table)?;
+    let mut builder = TableBuilder::create_in(&storage, dest, &options.table)?;
     let mut it = source.iter();
     it.seek_to_first()?;
     let mut key = Vec::new();

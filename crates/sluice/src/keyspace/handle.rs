@@ -48,11 +48,11 @@ impl std::fmt::Debug for Keyspace {
 }
 
 impl Keyspace {
-    fn new(tree: &KeyspaceTree) -> Keyspace {
+    fn new(db: &Db, tree: &KeyspaceTree) -> Keyspace {
         Keyspace {
             id: tree.id,
             name: Arc::from(tree.name.as_str()),
-            view: Arc::new(Db::view_of(Arc::clone(&tree.inner))),
+            view: Arc::new(Db::view_of(&db.journal, Arc::clone(&tree.tree))),
         }
     }
 
@@ -61,7 +61,7 @@ impl Keyspace {
         Keyspace {
             id: crate::batch::DEFAULT_KEYSPACE_ID,
             name: Arc::from(DEFAULT_KEYSPACE),
-            view: Arc::new(Db::view_of(Arc::clone(&db.inner))),
+            view: Arc::new(Db::view_of(&db.journal, Arc::clone(&db.journal.default))),
         }
     }
 
@@ -78,18 +78,18 @@ impl Keyspace {
 
     /// The database open the handle belongs to.
     pub(crate) fn open_id(&self) -> &crate::db::open_id::OpenId {
-        &self.view.inner.open_id
+        &self.view.tree.open_id
     }
 
     /// The tree, unless the keyspace was dropped or its database closed.
     fn db(&self) -> Result<&Db> {
-        if self.view.inner.dropped.load(Ordering::Acquire) {
+        if self.view.tree.dropped.load(Ordering::Acquire) {
             return Err(Error::InvalidArgument(format!(
                 "keyspace {:?} was dropped",
                 self.name
             )));
         }
-        if self.view.inner.closed.load(Ordering::Acquire) {
+        if self.view.tree.closed.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         Ok(&self.view)
@@ -218,7 +218,7 @@ impl Keyspace {
 
     /// The options its tree runs with.
     pub fn options(&self) -> &crate::Options {
-        &self.view.inner.options
+        &self.view.tree.options
     }
 }
 
@@ -230,9 +230,9 @@ impl Db {
     /// [`Error::InvalidArgument`] if it exists, the name is empty, longer than
     /// [`super::MAX_KEYSPACE_NAME_BYTES`] or `"default"`, or the options are invalid.
     pub fn create_keyspace(&self, name: &str, options: &KeyspaceOptions) -> Result<Keyspace> {
-        self.inner
+        self.journal
             .create_keyspace(name, options)
-            .map(|tree| Keyspace::new(&tree))
+            .map(|tree| Keyspace::new(self, &tree))
     }
 
     /// The keyspace `name`, or `None` if the database has none of that name. `"default"` is
@@ -241,8 +241,8 @@ impl Db {
         if name == DEFAULT_KEYSPACE {
             return Some(Keyspace::default_of(self));
         }
-        let tree = self.inner.trees().into_iter().find(|t| t.name == name)?;
-        Some(Keyspace::new(&tree))
+        let tree = self.journal.trees().into_iter().find(|t| t.name == name)?;
+        Some(Keyspace::new(self, &tree))
     }
 
     /// The names of the keyspaces of the database in `path`, `"default"` first, read from its
@@ -265,7 +265,7 @@ impl Db {
     /// The names of the database's keyspaces, `"default"` first.
     pub fn keyspace_names(&self) -> Vec<String> {
         let mut names = vec![DEFAULT_KEYSPACE.to_string()];
-        names.extend(self.inner.trees().iter().map(|t| t.name.clone()));
+        names.extend(self.journal.trees().iter().map(|t| t.name.clone()));
         names
     }
 
@@ -275,6 +275,6 @@ impl Db {
     /// # Errors
     /// [`Error::InvalidArgument`] if there is no such keyspace.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
-        self.inner.drop_keyspace(name)
+        self.journal.drop_keyspace(name)
     }
 }

@@ -8,7 +8,7 @@
 //! which keyspaces exist (`keyspace` and `drop_keyspace` records) and the WALs stay in the
 //! database directory. Each tree records in its own MANIFEST the WAL from which its writes are
 //! not yet in tables, so replay gives each keyspace exactly the entries it lacks
-//! ([`journal`] has the rules that keep WALs until no keyspace needs them).
+//! (`db/journal.rs` has the rules that keep WALs until no keyspace needs them).
 //!
 //! Creating one: the tree's directory and MANIFEST are made durable first, then the database's
 //! MANIFEST names it; a crash in between leaves a directory no MANIFEST names, which the next
@@ -16,17 +16,14 @@
 //! go; WAL entries of a dropped keyspace are skipped on replay (ids are never reused).
 
 pub(crate) mod handle;
-pub(crate) mod journal;
 pub mod options;
-pub(crate) mod registry;
 
 use std::sync::Arc;
 
-use crate::db::DbInner;
+use crate::db::Tree;
 
 pub use handle::Keyspace;
 pub use options::KeyspaceOptions;
-pub(crate) use registry::{TreeParts, attach_trees};
 
 /// The name of the default keyspace: the database's own tree.
 pub const DEFAULT_KEYSPACE: &str = "default";
@@ -34,25 +31,12 @@ pub const DEFAULT_KEYSPACE: &str = "default";
 /// Longest keyspace name, in bytes.
 pub const MAX_KEYSPACE_NAME_BYTES: usize = 255;
 
-/// One open keyspace: its tree (flushed and compacted by the database's background threads).
+/// One open keyspace other than the default one: its name and tree (flushed and compacted by
+/// the database's background threads).
 pub(crate) struct KeyspaceTree {
     pub id: u32,
     pub name: String,
-    pub inner: Arc<DbInner>,
-}
-
-impl KeyspaceTree {
-    /// Closes the tree to background work and waits until none of it runs.
-    pub fn stop(&self) {
-        self.inner.stop_background_work();
-    }
-}
-
-impl DbInner {
-    /// The open keyspaces other than the default one, by id.
-    pub(crate) fn trees(&self) -> Vec<Arc<KeyspaceTree>> {
-        self.keyspaces.read().values().cloned().collect()
-    }
+    pub tree: Arc<Tree>,
 }
 
 /// Checks a name given to [`crate::Db::create_keyspace`] or in [`crate::Options::keyspaces`].

@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::options::keyspace_dir;
-use super::{KeyspaceOptions, KeyspaceTree, check_name};
-use crate::db::DbInner;
-use crate::db::open::{Parts, TreeLink, check_value_format, new_tree_inner, reconcile_partitions};
-use crate::db::open_tree::{RecoveringTree, remove_tree};
-use crate::db::recover::RecoveryReport;
+use super::journal::Journal;
+use super::open::{Parts, TreeLink, check_value_format, new_tree, reconcile_partitions};
+use super::open_tree::{RecoveringTree, remove_tree};
+use super::recover::RecoveryReport;
 use crate::filename::create_dir_all_durably;
+use crate::keyspace::options::keyspace_dir;
+use crate::keyspace::{DEFAULT_KEYSPACE, KeyspaceOptions, KeyspaceTree, check_name};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table_cache::TableCache;
@@ -42,82 +42,76 @@ impl TreeParts {
     }
 }
 
-/// Builds each keyspace's tree around `owner`, served by the database's background threads.
-pub(crate) fn attach_trees(owner: &Arc<DbInner>, trees: Vec<TreeParts>) -> Result<()> {
-    for tree in trees {
-        let (id, name) = (tree.id, tree.name.clone());
-        let attached = attach(owner, tree)?;
-        // What the open found of a crash's leftovers, in every keyspace.
-        owner.recovery.lock().orphans_deleted += attached.orphans_deleted;
-        tracing::debug!(keyspace = name, id, "opened keyspace");
-        owner.keyspaces.write().insert(id, attached.tree);
+impl Journal {
+    /// Builds each keyspace's tree into the journal, served by the database's background
+    /// threads.
+    pub(crate) fn attach_trees(&self, trees: Vec<TreeParts>) -> Result<()> {
+        for tree in trees {
+            let (id, name) = (tree.id, tree.name.clone());
+            let attached = self.attach(tree)?;
+            // What the open found of a crash's leftovers, in every keyspace.
+            self.default.recovery.lock().orphans_deleted += attached.orphans_deleted;
+            tracing::debug!(keyspace = name, id, "opened keyspace");
+            self.keyspaces.write().insert(id, attached.tree);
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-fn attach(owner: &Arc<DbInner>, tree: TreeParts) -> Result<Attached> {
-    let link = TreeLink {
-        id: tree.id,
-        owner: Arc::downgrade(owner),
-        visible_seq: Arc::clone(&owner.visible_seq),
-        snapshots: Arc::clone(&owner.snapshots),
-        open_id: owner.open_id.clone(),
-        bg_work: Arc::clone(&owner.bg_work),
-        remote: owner.remote.clone(),
-        read_only: owner.read_only,
-    };
-    let inner = Arc::new(new_tree_inner(
-        &tree.dir,
-        tree.options,
-        tree.table_cache,
-        None,
-        tree.parts,
-        link,
-        true,
-    )?);
-    let orphans_deleted = match inner.read_only {
-        true => 0,
-        false => inner.delete_obsolete_files(),
-    };
-    // It may have work already (frozen memtables, a deep L0).
-    inner.bg_work.notify_all();
-    Ok(Attached {
-        tree: Arc::new(KeyspaceTree {
+    fn attach(&self, tree: TreeParts) -> Result<Attached> {
+        let db = &self.default;
+        let link = TreeLink {
             id: tree.id,
-            name: tree.name,
-            inner,
-        }),
-        orphans_deleted,
-    })
-}
+            visible_seq: Arc::clone(&self.visible_seq),
+            snapshots: Arc::clone(&self.snapshots),
+            open_id: self.open_id.clone(),
+            bg_work: Arc::clone(&self.bg_work),
+            remote: db.remote.clone(),
+            read_only: db.read_only,
+        };
+        let inner = Arc::new(new_tree(
+            &tree.dir,
+            tree.options,
+            tree.table_cache,
+            tree.parts,
+            link,
+        )?);
+        let orphans_deleted = match inner.read_only {
+            true => 0,
+            false => inner.delete_obsolete_files(),
+        };
+        // It may have work already (frozen memtables, a deep L0).
+        self.bg_work.notify_all();
+        Ok(Attached {
+            tree: Arc::new(KeyspaceTree {
+                id: tree.id,
+                name: tree.name,
+                tree: inner,
+            }),
+            orphans_deleted,
+        })
+    }
 
-/// A tree just built, and the orphan files its first collection deleted.
-struct Attached {
-    tree: Arc<KeyspaceTree>,
-    orphans_deleted: usize,
-}
-
-impl DbInner {
     /// Creates keyspace `name` (see the module docs of [`crate::keyspace`] for the order of
     /// the durable steps) and returns its tree.
     pub(crate) fn create_keyspace(
-        self: &Arc<Self>,
+        &self,
         name: &str,
         options: &KeyspaceOptions,
     ) -> Result<Arc<KeyspaceTree>> {
         check_name(name)?;
-        self.check_writable()?;
+        let db = &*self.default;
+        db.check_writable()?;
         let _admin = self.keyspace_admin.lock();
         if self.trees().iter().any(|t| t.name == name) {
             return Err(Error::InvalidArgument(format!(
                 "keyspace {name:?} already exists"
             )));
         }
-        let id = self.state.lock().versions.next_keyspace_id;
-        let tree_options = options.tree_options(&self.options, id);
+        let id = db.state.lock().versions.next_keyspace_id;
+        let tree_options = options.tree_options(&db.options, id);
         tree_options.validate()?;
-        let fs = &*self.options.fs;
-        let dir = keyspace_dir(&self.dir, id);
+        let fs = &*db.options.fs;
+        let dir = keyspace_dir(&db.dir, id);
         // Leftovers of a create that crashed before the MANIFEST named it.
         for d in tree_options.table_dirs(&dir) {
             remove_tree(fs, &d)?;
@@ -139,7 +133,7 @@ impl DbInner {
         versions.manifest_number = manifest_number;
         let manifest =
             ManifestWriter::create(fs, &dir, manifest_number, &versions.snapshot_edit())?;
-        self.log_and_apply(VersionEdit {
+        db.log_and_apply(VersionEdit {
             keyspaces_created: vec![(id, name.to_string())],
             // Its MANIFEST's boundary: recovery holds it to one from now on.
             keyspace_log_numbers: vec![(id, 0)],
@@ -151,7 +145,7 @@ impl DbInner {
         let table_cache = Arc::new(TableCache::new(
             tree_options.table_dirs(&dir),
             &tree_options,
-            self.table_cache.block_cache().cloned(),
+            db.table_cache.block_cache().cloned(),
             id,
         ));
         let parts = Parts {
@@ -163,20 +157,18 @@ impl DbInner {
             manifest: Some(manifest),
             report: RecoveryReport::default(),
         };
-        let tree = attach(
-            self,
-            TreeParts {
+        let tree = self
+            .attach(TreeParts {
                 id,
                 name: name.to_string(),
                 dir,
                 options: tree_options,
                 table_cache,
                 parts,
-            },
-        )?
-        .tree;
-        if let Some(log) = self.events.log() {
-            tree.inner.events.set_log(log);
+            })?
+            .tree;
+        if let Some(log) = db.events.log() {
+            tree.tree.events.set_log(log);
         }
         self.keyspaces.write().insert(id, Arc::clone(&tree));
         tracing::info!(keyspace = name, id, "created keyspace");
@@ -185,8 +177,8 @@ impl DbInner {
 
     /// Drops keyspace `name`: the database's MANIFEST records it, then its files are deleted.
     pub(crate) fn drop_keyspace(&self, name: &str) -> Result<()> {
-        self.check_writable()?;
-        if name == super::DEFAULT_KEYSPACE {
+        self.default.check_writable()?;
+        if name == DEFAULT_KEYSPACE {
             return Err(Error::InvalidArgument(format!(
                 "{name:?} is the database's own keyspace: it cannot be dropped"
             )));
@@ -202,14 +194,14 @@ impl DbInner {
         let group = self.commit.join_barrier();
         self.keyspaces.write().remove(&tree.id);
         self.commit.finish(group, &Ok(()));
-        tree.inner.dropped.store(true, Ordering::Release);
-        tree.stop();
-        self.log_and_apply(VersionEdit {
+        tree.tree.dropped.store(true, Ordering::Release);
+        tree.tree.stop_background_work();
+        self.default.log_and_apply(VersionEdit {
             keyspaces_dropped: vec![tree.id],
             ..VersionEdit::default()
         })?;
-        for d in tree.inner.table_cache.dirs() {
-            if let Err(e) = remove_tree(&*self.options.fs, d) {
+        for d in tree.tree.table_cache.dirs() {
+            if let Err(e) = remove_tree(&*self.default.options.fs, d) {
                 // Garbage, deleted by the next open.
                 tracing::warn!(error = %e, "could not delete a dropped keyspace's files");
             }
@@ -217,4 +209,10 @@ impl DbInner {
         tracing::info!(keyspace = name, id = tree.id, "dropped keyspace");
         self.advance_wal_floor()
     }
+}
+
+/// A tree just built, and the orphan files its first collection deleted.
+struct Attached {
+    tree: Arc<KeyspaceTree>,
+    orphans_deleted: usize,
 }
