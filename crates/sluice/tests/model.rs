@@ -647,9 +647,18 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             }
             Op::MoveRange(r, o) => {
                 if partitioned {
-                    let ranges = d.range_map().unwrap().len();
-                    d.move_range(usize::from(r) % ranges, u32::from(o % OWNERS))
-                        .unwrap();
+                    let map = d.range_map().unwrap();
+                    let range = usize::from(r) % map.len();
+                    d.move_range(range, u32::from(o % OWNERS)).unwrap();
+                    // Every keyspace's map is cut at the moved range's ends (the balancer
+                    // may move its ranges later, but never joins two).
+                    let (start, end) = map.bounds(range);
+                    for ks in &keyspaces {
+                        let map = ks.range_map().unwrap().unwrap();
+                        for at in std::iter::once(start).chain(end) {
+                            prop_assert_eq!(map.range_of(at).start.as_slice(), at);
+                        }
+                    }
                 } else {
                     prop_assert!(d.move_range(0, 0).is_err());
                 }
@@ -661,7 +670,11 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                     let range = before.index_of(&at);
                     match d.split_range(range, &at) {
                         Ok(()) => {
-                            prop_assert_eq!(d.range_map().unwrap().range_of(&at).start.clone(), at)
+                            let maps = keyspaces.iter().map(|ks| ks.range_map().unwrap());
+                            for map in std::iter::once(d.range_map()).chain(maps) {
+                                let map = map.unwrap();
+                                prop_assert_eq!(&map.range_of(&at).start, &at);
+                            }
                         }
                         // Refused: `at` already starts a range, or the storage balancer (on
                         // the flush thread) changed the map between reading the index and
@@ -690,14 +703,20 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
         d.wait_for_background_work().unwrap();
         // Every table is counted with exactly one owner and one range, and a range's bytes
         // outside its owner are exactly those its forwarding entries point to.
-        let stats = d.partition_stats().unwrap();
-        // Tables only: blob files are counted apart from ranges and owners.
-        let m = d.metrics();
-        let total = m.total_size_bytes() - m.blob.bytes;
-        prop_assert_eq!(stats.owners.iter().map(|o| o.bytes).sum::<u64>(), total);
-        prop_assert_eq!(stats.ranges.iter().map(|r| r.bytes).sum::<u64>(), total);
-        for r in &stats.ranges {
-            prop_assert_eq!(r.forwarded_from.is_empty(), r.forwarded_bytes == 0);
+        let trees = std::iter::once((d.partition_stats(), d.metrics())).chain(
+            keyspaces
+                .iter()
+                .map(|ks| (ks.partition_stats().unwrap(), ks.metrics().unwrap())),
+        );
+        for (stats, m) in trees {
+            let stats = stats.unwrap();
+            // Tables only: blob files are counted apart from ranges and owners.
+            let total = m.total_size_bytes() - m.blob.bytes;
+            prop_assert_eq!(stats.owners.iter().map(|o| o.bytes).sum::<u64>(), total);
+            prop_assert_eq!(stats.ranges.iter().map(|r| r.bytes).sum::<u64>(), total);
+            for r in &stats.ranges {
+                prop_assert_eq!(r.forwarded_from.is_empty(), r.forwarded_bytes == 0);
+            }
         }
     }
     let got: Vec<_> = d

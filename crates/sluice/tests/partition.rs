@@ -235,6 +235,114 @@ fn a_moved_range_is_relocated_and_stays_readable() {
     assert_eq!(contents(&db), *model);
 }
 
+#[test]
+fn moves_and_splits_reach_every_keyspace_whatever_its_map() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("db");
+    let open = || {
+        let mut opts = options(partitions(root.path(), 2, 4, None));
+        opts.keyspaces
+            .insert("ks".into(), sluice::KeyspaceOptions::of_default(&opts));
+        opts.create_missing_keyspaces = true;
+        Db::open(&dir, opts).unwrap()
+    };
+    let db = open();
+    let ks = db.keyspace("ks").unwrap();
+    let model = fill_once(&db);
+    for (k, v) in &model {
+        ks.put(k, v).unwrap();
+    }
+    ks.flush().unwrap();
+    db.wait_for_background_work().unwrap();
+
+    // The keyspace's map is cut inside the default keyspace's range 1 only.
+    let at = key(KEYS * 7 / 20);
+    let index = ks.range_map().unwrap().unwrap().index_of(&at);
+    ks.split_range(index, &at).unwrap();
+    let ks_map = ks.range_map().unwrap().unwrap();
+    assert_eq!(ks_map.len(), 5);
+    assert_eq!(
+        db.range_map().unwrap().len(),
+        4,
+        "the default keyspace's map is its own"
+    );
+
+    // Range 1 of the database moves: both of the keyspace's pieces of it move.
+    let (start, end) = {
+        let map = db.range_map().unwrap();
+        let (s, e) = map.bounds(1);
+        (s.to_vec(), e.unwrap().to_vec())
+    };
+    let from = db.range_map().unwrap().ranges()[1].owner;
+    let to = 1 - from;
+    let untouched: Vec<_> = ks_map
+        .ranges()
+        .iter()
+        .filter(|r| r.start < start || r.start >= end)
+        .map(|r| (r.start.clone(), r.owner))
+        .collect();
+    db.move_range(1, to).unwrap();
+    assert_eq!(db.range_map().unwrap().ranges()[1].owner, to);
+    let ks_map = ks.range_map().unwrap().unwrap();
+    for (i, r) in ks_map.ranges().iter().enumerate() {
+        let inside = r.start >= start && ks_map.bounds(i).1.is_some_and(|e| e <= end.as_slice());
+        if inside {
+            assert_eq!(
+                r.owner, to,
+                "the keyspace's range {i} of the moved keys moved"
+            );
+        }
+    }
+    let still: Vec<_> = ks_map
+        .ranges()
+        .iter()
+        .filter(|r| r.start < start || r.start >= end)
+        .map(|r| (r.start.clone(), r.owner))
+        .collect();
+    assert_eq!(still, untouched, "the keyspace's other ranges stay");
+    assert_eq!(ks.metrics().unwrap().range_moves, 2);
+
+    // A split of the database cuts the keyspace's map too; one where the keyspace is already
+    // cut changes only the default keyspace's.
+    db.split_range(2, &key(KEYS * 3 / 5)).unwrap();
+    assert_eq!(ks.range_map().unwrap().unwrap().len(), 6);
+    db.split_range(1, &at).unwrap();
+    assert_eq!(db.range_map().unwrap().len(), 6);
+    assert_eq!(ks.range_map().unwrap().unwrap().len(), 6);
+
+    // Relocation runs in every keyspace: the moved keys' tables end with their new owner.
+    db.wait_for_background_work().unwrap();
+    for stats in [
+        db.partition_stats().unwrap(),
+        ks.partition_stats().unwrap().unwrap(),
+    ] {
+        for r in stats
+            .ranges
+            .iter()
+            .filter(|r| r.start >= start && r.start < end)
+        {
+            assert_eq!(r.owner, to);
+            assert!(r.forwarded_from.is_empty(), "relocated: {r:?}");
+            assert!(r.bytes > 0);
+        }
+    }
+    db.check().unwrap();
+    assert_eq!(contents(&db), model);
+    let maps = (db.range_map(), ks.range_map().unwrap());
+    drop(ks);
+    db.close().unwrap();
+
+    let db = open();
+    let ks = db.keyspace("ks").unwrap();
+    assert_eq!((db.range_map(), ks.range_map().unwrap()), maps);
+    let got: BTreeMap<_, _> = ks
+        .range::<&[u8], _>(..)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(got, model);
+}
+
 /// The user keys whose values blob files in `dir` hold, read record by record.
 fn keys_in_blob_files(dir: &Path) -> std::collections::BTreeSet<Vec<u8>> {
     let mut keys = std::collections::BTreeSet::new();

@@ -39,23 +39,41 @@ impl Db {
         self.tree.partition_stats()
     }
 
-    /// Moves range `range` to owner `to`: from the next flush on its data goes to `to`'s
-    /// directory and its compactions run on `to`. Data already with the old owner stays where it
-    /// is, reachable through a forwarding entry, until compaction rewrites it into `to`'s
-    /// directory (the MStore paper).
+    /// Moves range `range` (of [`Db::range_map`]) to owner `to`: from the next flush on its
+    /// data goes to `to`'s directory and its compactions run on `to`. Data already with the
+    /// old owner stays where it is, reachable through a forwarding entry, until compaction
+    /// rewrites it into `to`'s directory (the MStore paper).
+    ///
+    /// Every keyspace's data of the range's keys moves: each keyspace has a range map of its
+    /// own (the storage balancer acts on each alone), so another keyspace's map is first cut
+    /// at the range's ends where they fall inside one of its ranges, and then each of its
+    /// ranges between them moves. The keyspaces move one after another, the default one
+    /// first; each change is durable when made, so a crash may leave some moved and others
+    /// not, each with a valid map.
     pub fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
         self.tree.check_writable()?;
-        self.tree.move_range(range, to)
+        let (start, end) = self.journal.default.range_span(range, to)?;
+        for tree in self.journal.all_trees() {
+            tree.move_span(&start, end.as_deref(), to)?;
+        }
+        Ok(())
     }
 
-    /// Cuts range `range` in two at user key `at`, which must lie strictly inside it: `[start,
-    /// at)` keeps the range's index and `[at, end)` becomes range `range + 1`, both with the
-    /// same owner. Tables holding keys on both sides of `at` are rewritten in two, at their
-    /// level and in their directory, in the edit that changes the map. Waits for running
-    /// compactions that could write such a table.
+    /// Cuts range `range` (of [`Db::range_map`]) in two at user key `at`, which must lie
+    /// strictly inside it: `[start, at)` keeps the range's index and `[at, end)` becomes range
+    /// `range + 1`, both with the same owner. Tables holding keys on both sides of `at` are
+    /// rewritten in two, at their level and in their directory, in the edit that changes the
+    /// map. Waits for running compactions that could write such a table.
+    ///
+    /// Every keyspace's map is cut at `at` too, unless a range of it already starts there
+    /// (each keyspace has a map of its own; see [`Db::move_range`]).
     pub fn split_range(&self, range: usize, at: &[u8]) -> Result<()> {
         self.tree.check_writable()?;
-        self.tree.split_range(range, at, true).map(|_| ())
+        self.journal.default.split_range(range, at, true)?;
+        for keyspace in self.journal.trees() {
+            keyspace.tree.split_at(at)?;
+        }
+        Ok(())
     }
 }
 
@@ -89,7 +107,15 @@ impl Tree {
         partition_stats(&version, &self.options, owners)
     }
 
-    pub(crate) fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
+    /// The current range map. REQUIRES: partitioned mode (checked by `what`'s caller).
+    fn current_map(&self, what: &str) -> Result<Arc<RangeMap>> {
+        let map = self.state.lock().versions.current().range_map().cloned();
+        map.ok_or_else(|| Error::InvalidArgument(format!("{what}: the database has no range map")))
+    }
+
+    /// The keys of range `range`, `[start, end)` (`end` `None`: unbounded), after checking
+    /// that the tree is partitioned, the range exists and `to` is an owner.
+    fn range_span(&self, range: usize, to: OwnerId) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
         let Some(partitions) = &self.options.partitions else {
             return Err(Error::InvalidArgument(
                 "move_range: the database is not partitioned".into(),
@@ -101,35 +127,77 @@ impl Tree {
                 partitions.owners.len()
             )));
         }
-        // Moves are read-modify-write of the map: one change at a time. Other edits only
-        // settle forwarding entries, which `log_and_apply` recomputes from the tables anyway.
-        let _moving = self.change_range_map();
-        let map = self.state.lock().versions.current().range_map().cloned();
-        let Some(map) = map else {
-            return Err(Error::InvalidArgument(
-                "move_range: the database has no range map".into(),
-            ));
-        };
+        let map = self.current_map("move_range")?;
         if range >= map.len() {
             return Err(Error::InvalidArgument(format!(
                 "move_range: range {range} is not one of the {} ranges",
                 map.len()
             )));
         }
-        let from = map.ranges()[range].owner;
-        if from == to {
+        let (start, end) = map.bounds(range);
+        Ok((start.to_vec(), end.map(<[u8]>::to_vec)))
+    }
+
+    /// Moves range `range` to owner `to` (checked by the caller) in one edit.
+    pub(crate) fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
+        let (start, end) = self.range_span(range, to)?;
+        self.move_span(&start, end.as_deref(), to)
+    }
+
+    /// Moves every range of this tree within `[start, end)` to owner `to`, first cutting the
+    /// map at `start` and `end` where they fall inside a range; the moves are one edit.
+    fn move_span(&self, start: &[u8], end: Option<&[u8]>, to: OwnerId) -> Result<()> {
+        self.split_at(start)?;
+        if let Some(end) = end {
+            self.split_at(end)?;
+        }
+        // Moves are read-modify-write of the map: one change at a time. Other edits only
+        // settle forwarding entries, which `log_and_apply` recomputes from the tables anyway.
+        let _moving = self.change_range_map();
+        let map = self.current_map("move_range")?;
+        let mut moved = RangeMap::clone(&map);
+        let mut count = 0;
+        for (i, range) in map.ranges().iter().enumerate() {
+            // The map is cut at `start` and `end`: a range is inside or outside whole.
+            let inside = match (map.bounds(i), end) {
+                ((from, _), None) => from >= start,
+                ((from, Some(until)), Some(end)) => from >= start && until <= end,
+                ((_, None), Some(_)) => false,
+            };
+            if inside && range.owner != to {
+                tracing::info!(range = i, from = range.owner, to, "moving a key range");
+                moved = moved.with_move(i, to);
+                count += 1;
+            }
+        }
+        if count == 0 {
             return Ok(());
         }
-        tracing::info!(range, from, to, "moving a key range");
         self.log_and_apply(VersionEdit {
-            range_map: Some(map.with_move(range, to)),
+            range_map: Some(moved),
             ..VersionEdit::default()
         })?;
         let mut st = self.state.lock();
-        st.range_moves += 1;
+        st.range_moves += count;
         // The old owner's tables of the range now wait for relocation.
         self.bg_work.notify_all();
         Ok(())
+    }
+
+    /// Cuts the map at `at` unless a range already starts there, trying again when the
+    /// storage balancer changed the map between reading it and the split.
+    fn split_at(&self, at: &[u8]) -> Result<()> {
+        loop {
+            let map = self.current_map("split_range")?;
+            let range = map.index_of(at);
+            if map.bounds(range).0 == at {
+                return Ok(());
+            }
+            match self.split_range(range, at, true) {
+                Err(Error::InvalidArgument(_)) if self.current_map("split_range")? != map => {}
+                outcome => return outcome.map(|_| ()),
+            }
+        }
     }
 
     /// See [`Db::split_range`]. With `wait` false, gives up (returning `Ok(false)`) instead of

@@ -216,6 +216,34 @@ impl Keyspace {
         Ok(self.db()?.metrics())
     }
 
+    /// Its range map in partitioned mode (see [`Db::range_map`]), or `None`. Each keyspace
+    /// has its own: the storage balancer splits and moves each keyspace's ranges by its own
+    /// figures.
+    pub fn range_map(&self) -> Result<Option<Arc<crate::partition::RangeMap>>> {
+        Ok(self.db()?.range_map())
+    }
+
+    /// As [`Db::partition_stats`], for this keyspace's map and tables.
+    pub fn partition_stats(&self) -> Result<Option<crate::partition::stats::PartitionStats>> {
+        Ok(self.db()?.partition_stats())
+    }
+
+    /// Moves range `range` of this keyspace's map to owner `to`, in this keyspace only
+    /// ([`Db::move_range`] moves a range's keys in every keyspace).
+    pub fn move_range(&self, range: usize, to: crate::partition::OwnerId) -> Result<()> {
+        let db = self.db()?;
+        db.tree.check_writable()?;
+        db.tree.move_range(range, to)
+    }
+
+    /// Cuts range `range` of this keyspace's map in two at `at`, in this keyspace only
+    /// ([`Db::split_range`] cuts every keyspace's map).
+    pub fn split_range(&self, range: usize, at: &[u8]) -> Result<()> {
+        let db = self.db()?;
+        db.tree.check_writable()?;
+        db.tree.split_range(range, at, true).map(|_| ())
+    }
+
     /// The options its tree runs with.
     pub fn options(&self) -> &crate::Options {
         &self.view.tree.options
