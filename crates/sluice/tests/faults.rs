@@ -341,6 +341,10 @@ fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_ackno
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let fs = FaultInjectingFs::new(os_fs());
     let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    let ks = db
+        .create_keyspace("ks", &sluice::KeyspaceOptions::default())
+        .unwrap();
+    ks.put(b"ks-before", b"failure").unwrap();
     let sync = sluice::WriteOptions { sync: true };
     let mut model = Model::new();
     for i in 0..500u32 {
@@ -354,11 +358,17 @@ fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_ackno
         err.to_string().contains(".log"),
         "the error names the WAL: {err}"
     );
-    // After a failed fsync the WAL's tail is unknown: nothing more may be appended to it.
+    // After a failed fsync the WAL's tail is unknown: nothing more may be appended to it,
+    // whichever keyspace writes.
     fs.clear();
     assert!(db.put(b"after", b"failure").is_err());
+    let err = ks.put(b"ks-after", b"failure").unwrap_err();
+    assert!(err.to_string().contains(".log"), "the WAL's failure: {err}");
+    let mut batch = sluice::WriteBatch::new();
+    batch.put_in(&ks, b"ks-after", b"failure");
+    assert!(db.write(&sluice::WriteOptions::default(), batch).is_err());
     assert_eq!(db.get(b"key000042").unwrap(), Some(value(0, 42)));
-    drop(db);
+    drop((ks, db));
 
     let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
     let got: Model = db
@@ -373,6 +383,55 @@ fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_ackno
         got == model || got == with_unsure,
         "acknowledged writes lost or changed"
     );
+    let ks = db.keyspace("ks").unwrap();
+    assert_eq!(ks.get(b"ks-before").unwrap(), Some(b"failure".to_vec()));
+    assert_eq!(
+        ks.get(b"ks-after").unwrap(),
+        None,
+        "nothing followed the failure"
+    );
+    db.check().unwrap();
+}
+
+#[test]
+fn a_failed_wal_switch_stops_the_writes_of_every_keyspace() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let fs = FaultInjectingFs::new(os_fs());
+    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    let ks = db
+        .create_keyspace("ks", &sluice::KeyspaceOptions::default())
+        .unwrap();
+    ks.put(b"ks-before", b"failure").unwrap();
+    // The default keyspace fills its memtable: the switch to a new WAL cannot create it.
+    fs.inject(Fault::fail(FaultOp::Create).on_paths_containing(".log"));
+    let mut model = Model::new();
+    let err = (0..100_000u32)
+        .find_map(|i| {
+            let (k, v) = (format!("key{i:06}").into_bytes(), value(0, i));
+            let outcome = db.put(&k, &v);
+            if outcome.is_ok() {
+                model.insert(k, v);
+            }
+            outcome.err()
+        })
+        .expect("a memtable switch within 100,000 writes");
+    fs.clear();
+    // The WAL the journal still holds was closed for the switch: no keyspace may write on.
+    let ks_err = ks.put(b"ks-after", b"failure").unwrap_err();
+    assert_eq!(ks_err.kind(), err.kind(), "{ks_err} vs {err}");
+    assert!(db.put(b"after", b"failure").is_err());
+    drop((ks, db));
+
+    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
+    let got: Model = db
+        .scan(None, None)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(got, model, "every acknowledged write, and nothing else");
+    let ks = db.keyspace("ks").unwrap();
+    assert_eq!(ks.get(b"ks-before").unwrap(), Some(b"failure".to_vec()));
+    assert_eq!(ks.get(b"ks-after").unwrap(), None);
     db.check().unwrap();
 }
 

@@ -24,9 +24,9 @@ enum Attempt {
 
 impl Db {
     /// Ingests tables written by [`crate::ingest::SstFileWriter`] (see the module docs of
-    /// [`crate::ingest`]): checks
-    /// every block and entry of each, then places them into the tree atomically: a reader
-    /// sees all of them or none. Writes wait while the files are placed.
+    /// [`crate::ingest`]): checks every block and entry of each, then places them into the
+    /// tree atomically: a reader sees all of them or none. Writes wait while the files are
+    /// placed.
     pub fn ingest(&self, files: &[impl AsRef<Path>], opts: &IngestOptions) -> Result<IngestReport> {
         let inner = &*self.tree;
         inner.check_writable()?;

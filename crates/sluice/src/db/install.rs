@@ -133,7 +133,7 @@ impl Tree {
             // Files numbered from here on may be created by jobs that start after this
             // snapshot of `pending` and before the directory listing below: never touch them.
             let first_unsafe = st.versions.next_file_number;
-            // Durable: no keyspace needs a WAL below it (see `keyspace::journal`), and the
+            // Durable: no keyspace needs a WAL below it (see `db::journal`), and the
             // memtables all began at or above it.
             let log_number = st.versions.log_number;
             (

@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 use std::ops::Deref;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::{Mutex, RwLock};
 use sluice_sst::fs::FileLock;
@@ -52,6 +52,10 @@ pub(crate) struct Journal {
     /// The number of the WAL being written. Set only by the commit leader; read without locks
     /// to bound which WALs may still be needed.
     pub current_wal: AtomicU64,
+    /// A WAL write or switch failed: the WAL may end in a partial record, so nothing more may
+    /// be appended, whichever keyspace writes. The cause is the default tree's background
+    /// error.
+    pub wal_failed: AtomicBool,
     /// Highest sequence number visible to readers, published after the memtable inserts.
     /// Every tree holds it too: reads and compactions of any keyspace see one sequence.
     pub visible_seq: Arc<AtomicU64>,
@@ -87,9 +91,22 @@ impl Deref for TreeRef<'_> {
 }
 
 impl Journal {
-    /// True when opened read-only.
-    pub(crate) fn is_read_only(&self) -> bool {
-        self.default.read_only
+    /// Makes `err`, a failed WAL write or switch, the database's background error: no write
+    /// goes to the WAL from now on (see [`Journal::check_wal`]).
+    pub(crate) fn fail_wal(&self, err: &Error) {
+        let mut st = self.default.state.lock();
+        self.default.set_bg_error(&mut st, err);
+        self.wal_failed.store(true, Ordering::Release);
+    }
+
+    /// Fails once a WAL write or switch has failed, with its error.
+    pub(crate) fn check_wal(&self) -> Result<()> {
+        if !self.wal_failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        // `fail_wal` set the error first, and background errors are never cleared.
+        Tree::check_bg_error(&self.default.state.lock())?;
+        Err(Error::Closed)
     }
 
     /// The open keyspaces other than the default one, by id.
@@ -146,7 +163,7 @@ impl Journal {
     /// Records a higher floor, once a keyspace's flush (or a drop) released old WALs, and
     /// deletes them. A no-op when the floor did not move.
     pub(crate) fn advance_wal_floor(&self) -> Result<()> {
-        if self.is_read_only() {
+        if self.default.is_read_only() {
             return Ok(());
         }
         let own = Tree::unflushed_wal(&self.default.state.lock());
@@ -167,8 +184,7 @@ impl Journal {
         match self.switch_wal(number) {
             Ok(()) => Ok(number),
             Err(e) => {
-                let mut st = self.default.state.lock();
-                self.default.set_bg_error(&mut st, &e);
+                self.fail_wal(&e);
                 Err(e)
             }
         }

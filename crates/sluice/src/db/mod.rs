@@ -20,9 +20,10 @@
 //! a batch spanning keyspaces is one WAL record; every tree shares the sequence numbers, the
 //! visible sequence number and the snapshot list, so a snapshot is one point in time across
 //! them. The journal owns the trees and no tree points back at it: a handle ([`Db`],
-//! [`crate::Keyspace`]) holds both. A tree's `range_map_lock` and `state` come before the
-//! journal's commit queue, WAL and the default tree's MANIFEST in the order above, and no
-//! thread holds two trees' state locks at once.
+//! [`crate::Keyspace`]) holds both. The order above holds across them: a tree's
+//! `range_map_lock`, then the journal's commit queue and WAL, then a tree's MANIFEST (the
+//! default tree's for the journal's own records) and state; no thread holds two trees' state
+//! locks at once.
 
 mod admin;
 pub(crate) mod background;
@@ -201,7 +202,7 @@ pub(crate) struct Tree {
     pub remote_workers: Vec<String>,
     /// What the open read and dropped.
     pub recovery: Mutex<RecoveryReport>,
-    /// Opened with [`Db::open_read_only`]: `wal` and `manifest` are `None`.
+    /// Opened with [`Db::open_read_only`]: `manifest` is `None` (and the journal's WAL).
     pub read_only: bool,
     /// The keyspace this tree holds: [`crate::batch::DEFAULT_KEYSPACE_ID`] for the default one.
     pub keyspace_id: u32,
@@ -341,6 +342,8 @@ impl Db {
             records::closing(journal, &self.metrics());
         }
         let closed = journal.close_wal();
+        // A keyspace handle may keep the journal alive: it keeps no open WAL.
+        journal.wal.lock().take();
         // Another process may open the database now, whatever handles are still around.
         journal.lock_file.lock().take();
         closed

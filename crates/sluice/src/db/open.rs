@@ -458,6 +458,7 @@ fn new_journal(
         commit: CommitQueue::default(),
         current_wal: AtomicU64::new(wal.as_ref().and_then(|w| w.log_number()).unwrap_or(0)),
         wal: Mutex::new(wal),
+        wal_failed: Default::default(),
         visible_seq,
         snapshots,
         open_id,

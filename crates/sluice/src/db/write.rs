@@ -349,6 +349,7 @@ impl Journal {
     /// A group of one batch is logged as it is; several are combined in the group's reusable
     /// buffer, so the WAL record is the same either way.
     fn commit_group(&self, group: &mut Group) -> Result<()> {
+        self.check_wal()?;
         let first_seq = self.visible_seq.load(Ordering::Acquire) + 1;
         let combined = match group.members.as_mut_slice() {
             [only] => &mut only.batch,
@@ -394,8 +395,7 @@ impl Journal {
                 .fetch_add(wal.len().saturating_sub(before), Ordering::Relaxed);
             if let Err(e) = logged {
                 // A WAL we failed to write may hold a partial record: refuse further writes.
-                let mut st = self.default.state.lock();
-                self.default.set_bg_error(&mut st, &e);
+                self.fail_wal(&e);
                 return Err(e);
             }
         }
