@@ -651,9 +651,13 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                     let range = usize::from(r) % map.len();
                     d.move_range(range, u32::from(o % OWNERS)).unwrap();
                     // Every keyspace's map is cut at the moved range's ends (the balancer
-                    // may move its ranges later, but never joins two).
+                    // may move its ranges later, but never joins two), unless the balancer
+                    // changed the default keyspace's map before the move: the range at that
+                    // index is then another one.
                     let (start, end) = map.bounds(range);
-                    for ks in &keyspaces {
+                    let now = d.range_map().unwrap();
+                    let moved_as_read = now.bounds(range) == (start, end);
+                    for ks in keyspaces.iter().filter(|_| moved_as_read) {
                         let map = ks.range_map().unwrap().unwrap();
                         for at in std::iter::once(start).chain(end) {
                             prop_assert_eq!(map.range_of(at).start.as_slice(), at);

@@ -255,60 +255,87 @@ fn moves_and_splits_reach_every_keyspace_whatever_its_map() {
     ks.flush().unwrap();
     db.wait_for_background_work().unwrap();
 
-    // The keyspace's map is cut inside the default keyspace's range 1 only.
+    // The maps drift apart: the keyspace's is cut inside the default's range 1
+    // ([KEYS/4, KEYS/2)), the default's (through its own handle) inside range 2.
     let at = key(KEYS * 7 / 20);
     let index = ks.range_map().unwrap().unwrap().index_of(&at);
     ks.split_range(index, &at).unwrap();
-    let ks_map = ks.range_map().unwrap().unwrap();
-    assert_eq!(ks_map.len(), 5);
+    let default = db.keyspace("default").unwrap();
+    default.split_range(2, &key(KEYS * 11 / 20)).unwrap();
+    let (db_map, ks_map) = (db.range_map().unwrap(), ks.range_map().unwrap().unwrap());
     assert_eq!(
-        db.range_map().unwrap().len(),
-        4,
-        "the default keyspace's map is its own"
+        (db_map.len(), ks_map.len()),
+        (5, 5),
+        "each keyspace has a map of its own"
     );
 
-    // Range 1 of the database moves: both of the keyspace's pieces of it move.
-    let (start, end) = {
-        let map = db.range_map().unwrap();
-        let (s, e) = map.bounds(1);
-        (s.to_vec(), e.unwrap().to_vec())
+    // The default's range 3 ([11/20, 3/4)) moves: the keyspace's map is cut at its start first.
+    let span = |map: &sluice::partition::RangeMap, i: usize| {
+        let (s, e) = map.bounds(i);
+        (s.to_vec(), e.map(<[u8]>::to_vec))
     };
-    let from = db.range_map().unwrap().ranges()[1].owner;
-    let to = 1 - from;
+    let (start3, end3) = span(&db_map, 3);
+    let to3 = 1 - db_map.ranges()[3].owner;
     let untouched: Vec<_> = ks_map
         .ranges()
         .iter()
-        .filter(|r| r.start < start || r.start >= end)
+        .filter(|r| r.start.as_slice() < start3.as_slice())
         .map(|r| (r.start.clone(), r.owner))
         .collect();
-    db.move_range(1, to).unwrap();
-    assert_eq!(db.range_map().unwrap().ranges()[1].owner, to);
+    db.move_range(3, to3).unwrap();
+    assert_eq!(db.range_map().unwrap().ranges()[3].owner, to3);
     let ks_map = ks.range_map().unwrap().unwrap();
-    for (i, r) in ks_map.ranges().iter().enumerate() {
-        let inside = r.start >= start && ks_map.bounds(i).1.is_some_and(|e| e <= end.as_slice());
-        if inside {
-            assert_eq!(
-                r.owner, to,
-                "the keyspace's range {i} of the moved keys moved"
-            );
-        }
-    }
-    let still: Vec<_> = ks_map
+    assert_eq!(
+        ks_map.range_of(&start3).start,
+        start3,
+        "cut at the span's start"
+    );
+    assert_eq!(ks_map.range_of(&start3).owner, to3);
+    let before: Vec<_> = ks_map
         .ranges()
         .iter()
-        .filter(|r| r.start < start || r.start >= end)
+        .filter(|r| r.start.as_slice() < start3.as_slice())
         .map(|r| (r.start.clone(), r.owner))
         .collect();
-    assert_eq!(still, untouched, "the keyspace's other ranges stay");
-    assert_eq!(ks.metrics().unwrap().range_moves, 2);
+    assert_eq!(
+        before, untouched,
+        "the keyspace's ranges before the span stay"
+    );
+
+    // The default's range 1 moves: both of the keyspace's pieces of it move.
+    let (start1, end1) = span(&db.range_map().unwrap(), 1);
+    let to1 = 1 - db.range_map().unwrap().ranges()[1].owner;
+    db.move_range(1, to1).unwrap();
+    let ks_map = ks.range_map().unwrap().unwrap();
+    let pieces: Vec<_> = (0..ks_map.len())
+        .filter(|&i| {
+            let (s, e) = span(&ks_map, i);
+            s >= start1 && e.is_some() && e <= end1
+        })
+        .map(|i| ks_map.ranges()[i].owner)
+        .collect();
+    assert_eq!(pieces, vec![to1, to1]);
+    assert_eq!(ks.metrics().unwrap().range_moves, 3);
+
+    // A move to the owner every key of the span already has cuts and moves nothing.
+    default.split_range(0, &key(KEYS / 8)).unwrap();
+    let owner0 = db.range_map().unwrap().ranges()[0].owner;
+    let ks_before = ks.range_map().unwrap();
+    db.move_range(0, owner0).unwrap();
+    assert_eq!(ks.range_map().unwrap(), ks_before);
 
     // A split of the database cuts the keyspace's map too; one where the keyspace is already
     // cut changes only the default keyspace's.
-    db.split_range(2, &key(KEYS * 3 / 5)).unwrap();
-    assert_eq!(ks.range_map().unwrap().unwrap().len(), 6);
-    db.split_range(1, &at).unwrap();
-    assert_eq!(db.range_map().unwrap().len(), 6);
-    assert_eq!(ks.range_map().unwrap().unwrap().len(), 6);
+    let ks_len = ks.range_map().unwrap().unwrap().len();
+    let db_map = db.range_map().unwrap();
+    db.split_range(db_map.index_of(&key(KEYS * 9 / 10)), &key(KEYS * 9 / 10))
+        .unwrap();
+    assert_eq!(ks.range_map().unwrap().unwrap().len(), ks_len + 1);
+    let db_len = db.range_map().unwrap().len();
+    db.split_range(db.range_map().unwrap().index_of(&at), &at)
+        .unwrap();
+    assert_eq!(db.range_map().unwrap().len(), db_len + 1);
+    assert_eq!(ks.range_map().unwrap().unwrap().len(), ks_len + 1);
 
     // Relocation runs in every keyspace: the moved keys' tables end with their new owner.
     db.wait_for_background_work().unwrap();
@@ -316,20 +343,23 @@ fn moves_and_splits_reach_every_keyspace_whatever_its_map() {
         db.partition_stats().unwrap(),
         ks.partition_stats().unwrap().unwrap(),
     ] {
-        for r in stats
-            .ranges
-            .iter()
-            .filter(|r| r.start >= start && r.start < end)
-        {
-            assert_eq!(r.owner, to);
-            assert!(r.forwarded_from.is_empty(), "relocated: {r:?}");
-            assert!(r.bytes > 0);
+        for (start, end, to) in [(&start1, &end1, to1), (&start3, &end3, to3)] {
+            let end = end.as_deref().unwrap_or(&[0xff; 16]);
+            for r in stats
+                .ranges
+                .iter()
+                .filter(|r| r.start >= *start && r.start.as_slice() < end)
+            {
+                assert_eq!(r.owner, to);
+                assert!(r.forwarded_from.is_empty(), "relocated: {r:?}");
+                assert!(r.bytes > 0);
+            }
         }
     }
     db.check().unwrap();
     assert_eq!(contents(&db), model);
     let maps = (db.range_map(), ks.range_map().unwrap());
-    drop(ks);
+    drop((ks, default));
     db.close().unwrap();
 
     let db = open();

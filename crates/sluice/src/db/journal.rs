@@ -44,7 +44,8 @@ pub(crate) struct Journal {
     pub default: Arc<Tree>,
     /// The other keyspaces' trees, by id.
     pub keyspaces: RwLock<BTreeMap<u32, Arc<KeyspaceTree>>>,
-    /// Serializes creating and dropping keyspaces.
+    /// Serializes creating and dropping keyspaces, and the changes made to every keyspace in
+    /// turn (range moves and splits), so that each sees one set of keyspaces.
     pub keyspace_admin: Mutex<()>,
     pub commit: CommitQueue,
     /// The active WAL. Only the group-commit leader locks it. `None` when open read-only.

@@ -1,6 +1,8 @@
 //! The database handle and the state shared by foreground and background threads.
 //!
 //! Locks, in the order they may be taken (never the reverse):
+//! 0. the journal's `keyspace_admin`: creating and dropping keyspaces, and range moves and
+//!    splits made in every keyspace;
 //! 0. `range_map_lock`: changes of the range map, and flushes (partitioned mode);
 //! 1. `commit.queue`: the group-commit queue (held only briefly, never across I/O);
 //! 2. `wal`: the active WAL writer, touched only by the group-commit leader;

@@ -52,6 +52,9 @@ impl Db {
     /// not, each with a valid map.
     pub fn move_range(&self, range: usize, to: OwnerId) -> Result<()> {
         self.tree.check_writable()?;
+        // One change visiting every keyspace at a time, and no keyspace created or dropped
+        // meanwhile: two concurrent moves could otherwise leave keyspaces on different owners.
+        let _every_keyspace = self.journal.keyspace_admin.lock();
         let (start, end) = self.journal.default.range_span(range, to)?;
         for tree in self.journal.all_trees() {
             tree.move_span(&start, end.as_deref(), to)?;
@@ -69,6 +72,7 @@ impl Db {
     /// (each keyspace has a map of its own; see [`Db::move_range`]).
     pub fn split_range(&self, range: usize, at: &[u8]) -> Result<()> {
         self.tree.check_writable()?;
+        let _every_keyspace = self.journal.keyspace_admin.lock();
         self.journal.default.split_range(range, at, true)?;
         for keyspace in self.journal.trees() {
             keyspace.tree.split_at(at)?;
@@ -145,8 +149,17 @@ impl Tree {
     }
 
     /// Moves every range of this tree within `[start, end)` to owner `to`, first cutting the
-    /// map at `start` and `end` where they fall inside a range; the moves are one edit.
+    /// map at `start` and `end` where they fall inside a range; the moves are one edit. Does
+    /// nothing (and cuts nothing) when `to` owns every key of the span already.
     fn move_span(&self, start: &[u8], end: Option<&[u8]>, to: OwnerId) -> Result<()> {
+        let map = self.current_map("move_range")?;
+        let overlapping = |i: usize| {
+            let (from, until) = map.bounds(i);
+            end.is_none_or(|end| from < end) && until.is_none_or(|until| until > start)
+        };
+        if (0..map.len()).all(|i| !overlapping(i) || map.ranges()[i].owner == to) {
+            return Ok(());
+        }
         self.split_at(start)?;
         if let Some(end) = end {
             self.split_at(end)?;
@@ -154,6 +167,9 @@ impl Tree {
         // Moves are read-modify-write of the map: one change at a time. Other edits only
         // settle forwarding entries, which `log_and_apply` recomputes from the tables anyway.
         let _moving = self.change_range_map();
+        if self.state.lock().closing {
+            return Err(Error::Closed);
+        }
         let map = self.current_map("move_range")?;
         let mut moved = RangeMap::clone(&map);
         let mut count = 0;

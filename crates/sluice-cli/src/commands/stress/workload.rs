@@ -437,8 +437,8 @@ impl Thread<'_> {
         }
     }
 
-    /// Partitioned only: moves a range of the default keyspace to another owner, or splits
-    /// one at a random key.
+    /// Partitioned only: moves a range of the default keyspace's map to another owner, or
+    /// splits one at a random key, in every keyspace.
     fn reshape_ranges(&mut self) {
         let Some(map) = self.w.db.range_map() else {
             return;
