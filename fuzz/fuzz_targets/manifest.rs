@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use sluice::version::Version;
-use sluice::version::edit::VersionEdit;
-use sluice::version::manifest::read_manifest;
+use sluice::internals::version::Version;
+use sluice::internals::version::edit::VersionEdit;
+use sluice::internals::version::manifest::read_manifest;
 
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();

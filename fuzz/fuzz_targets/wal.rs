@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use sluice::WriteBatch;
-use sluice::wal::{LogReader, WalRecoveryMode};
+use sluice::internals::wal::{LogReader, WalRecoveryMode};
 
 fn scratch() -> &'static PathBuf {
     static DIR: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();

@@ -23,7 +23,7 @@ use super::task::task_nonce;
 use super::verify::{ShareBounds, check_drop_counts, verify_outputs};
 use super::{Offloader, ShareReport};
 use sluice::compaction::env::JobEnv;
-use sluice::filename::{table_file_name, temp_file_name};
+use sluice::internals::filename::{table_file_name, temp_file_name};
 use sluice_sst::Result;
 
 /// What every part of one offloaded compaction shares.

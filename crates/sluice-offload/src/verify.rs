@@ -29,7 +29,7 @@
 //! Known gap: the link and inode checks look at the name, and the table is then opened by
 //! name. A file swapped in between is the one read and pinned, so it must pass every check
 //! above itself; one swapped in after them is refused at its next open (size, identity,
-//! symbolic link) and by `check` (`sluice::version::pin`), unless it matches the identity.
+//! symbolic link) and by `check` (`sluice::internals::version::pin`), unless it matches the identity.
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
@@ -45,7 +45,7 @@ use sluice_sst::fs::Storage;
 use sluice_sst::key::{compare_internal, user_key};
 use sluice_sst::table::{Table, TableReadOptions, TableSummary};
 
-use sluice::filename::table_file_name;
+use sluice::internals::filename::table_file_name;
 
 /// What a share may produce.
 pub struct ShareBounds<'a> {

@@ -30,13 +30,12 @@ pub mod compaction;
 mod db;
 pub mod error;
 pub mod events;
-pub mod filename;
 mod flush;
 pub mod info_log;
 pub mod ingest;
+pub mod internals;
 pub mod iter;
 pub mod keyspace;
-pub mod memtable;
 pub mod metrics;
 pub mod options;
 pub mod partition;
@@ -45,8 +44,9 @@ pub mod rate_limiter;
 pub mod repair;
 pub mod snapshot;
 mod table_cache;
-pub mod version;
-pub mod wal;
+
+// The insides keep their short paths within the crate.
+pub(crate) use internals::{filename, memtable, version, wal};
 
 pub use batch::WriteBatch;
 pub use blob::BlobOptions;

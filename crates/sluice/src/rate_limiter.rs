@@ -8,7 +8,7 @@
 //! pieces. The rate can be changed while writes wait; a waiting write notices within a
 //! millisecond-scale wait and continues at the new rate. Zero means unlimited.
 //!
-//! The limiter sits in the storage layer ([`RateLimitedFs`]) under the tables flushes and
+//! The limiter sits in the storage layer (`RateLimitedFs`) under the tables flushes and
 //! compactions write, so every executor's S7 is limited without knowing it.
 
 use std::fmt;
@@ -180,7 +180,7 @@ impl RateLimiter {
 }
 
 /// A file system whose files' appends first take tokens from a [`RateLimiter`].
-pub struct RateLimitedFs {
+pub(crate) struct RateLimitedFs {
     inner: Arc<dyn FileSystem>,
     limiter: Arc<RateLimiter>,
 }

@@ -13,7 +13,7 @@ use crate::db::open_id::OpenId;
 ///
 /// Compaction asks for the list so it keeps every version some snapshot can still see.
 #[derive(Debug, Default)]
-pub struct SnapshotList {
+pub(crate) struct SnapshotList {
     /// Sequence number -> number of live handles pinning it.
     live: Mutex<BTreeMap<SeqNo, usize>>,
 }

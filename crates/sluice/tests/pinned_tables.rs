@@ -1,4 +1,4 @@
-//! A table is pinned to what was installed (`sluice::version::pin`): a valid table renamed
+//! A table is pinned to what was installed (`sluice::internals::version::pin`): a valid table renamed
 //! over a live one, of another size or of the same size, or a symbolic link put in its place,
 //! is `Corruption` naming the file at the next open of the table and in `check`, never read
 //! as valid; whole-file checksums catch any changed byte; backups refuse to copy a changed

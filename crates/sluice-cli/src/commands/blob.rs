@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use sluice::filename::{FileType, parse_file_name};
+use sluice::internals::filename::{FileType, parse_file_name};
 use sluice_sst::blob::{BlobFile, BlobRecord, RECORD_HEADER_LEN};
 use sluice_sst::fs::Storage;
 

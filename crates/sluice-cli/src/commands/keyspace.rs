@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::Path;
 
 use clap::{Args, Subcommand};
-use sluice::filename::current_file_name;
+use sluice::internals::filename::current_file_name;
 use sluice::keyspace::DEFAULT_KEYSPACE;
 use sluice::{Db, Keyspace, KeyspaceOptions, Options};
 

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 use sluice::Error;
-use sluice::filename::read_current_file;
+use sluice::internals::filename::read_current_file;
+use sluice::internals::version::Version;
+use sluice::internals::version::edit::{FileMetaData, VersionEdit};
+use sluice::internals::version::manifest::read_manifest;
 use sluice::options::NUM_LEVELS;
-use sluice::version::Version;
-use sluice::version::edit::{FileMetaData, VersionEdit};
-use sluice::version::manifest::read_manifest;
 
 use super::DbArg;
 use crate::escape::{internal_key, internal_key_json};

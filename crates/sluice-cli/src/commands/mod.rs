@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::Args;
-use sluice::filename::current_file_name;
+use sluice::internals::filename::current_file_name;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::{CompactionOptions, Db, KeyspaceOptions, Options};
 

@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use serde_json::json;
 use sluice::WriteBatch;
-use sluice::filename::{FileType, parse_file_name};
-use sluice::wal::{LogReader, WalRecoveryMode};
+use sluice::internals::filename::{FileType, parse_file_name};
+use sluice::internals::wal::{LogReader, WalRecoveryMode};
 use sluice_sst::fs::IoMode;
 
 use super::kv::Encoding;

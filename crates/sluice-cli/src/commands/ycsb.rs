@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
-use sluice::filename::current_file_name;
+use sluice::internals::filename::current_file_name;
 use sluice::{Db, IoContext, Options};
 use sluice_bench::charts::write_ycsb_charts;
 use sluice_bench::ycsb::report::phase_table;

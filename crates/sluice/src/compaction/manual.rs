@@ -3,7 +3,7 @@
 //! Level by level from the top, as LevelDB and Pebble's `manualCompact` do: each level's
 //! files in the range are compacted with the overlapping files of the next level, and the next
 //! level starts only when that is installed. Files with nothing to merge with move down by a
-//! version edit instead of being rewritten ([`super::manual_pick`]). With [`CompactOptions::parallel`] each level's
+//! version edit instead of being rewritten (`compaction::manual_pick`). With [`CompactOptions::parallel`] each level's
 //! compaction is cut into sub-tasks by its data (the planner's key ranges of about
 //! `sub_task_bytes`, not the gaps between files, so even an L0 of overlapping random-key files
 //! splits evenly) and run by the parallel executor, with a compute thread per core unless

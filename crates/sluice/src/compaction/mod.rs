@@ -1,6 +1,6 @@
 //! Compaction: deciding what to compact, running it, and handing back the result.
 //!
-//! - [`picker`] returns a [`Compaction`] value (what to merge, and why);
+//! - `picker` returns a [`Compaction`] value (what to merge, and why);
 //! - `choose` decides who runs it: a local executor of the `sluice-exec` crate (re-exported
 //!   as [`executor`]) or, with `Options::offload`, the host and its workers ([`remote`]);
 //! - `job` runs it through the chosen [`executor::Executor`] inside a narrow `env::JobEnv`
@@ -11,14 +11,14 @@
 pub use sluice_exec as executor;
 
 pub(crate) mod choose;
-pub mod debt;
+pub(crate) mod debt;
 pub mod env;
-pub mod in_progress;
+pub(crate) mod in_progress;
 pub(crate) mod job;
-pub mod l0_inputs;
+pub(crate) mod l0_inputs;
 pub mod manual;
-pub mod manual_pick;
-pub mod picker;
+pub(crate) mod manual_pick;
+pub(crate) mod picker;
 pub mod remote;
 
 use std::sync::Arc;
@@ -51,7 +51,7 @@ pub enum Reason {
     /// `bottommost_level_compaction = kIfHaveCompactionFilter`).
     ManualInPlace,
     /// A table referencing blob files garbage collection collects is rewritten at its level,
-    /// moving their live values out ([`crate::blob::gc`]).
+    /// moving their live values out (`blob::gc`).
     BlobGarbage,
 }
 
@@ -152,7 +152,7 @@ impl Compaction {
     /// A single input file with nothing to merge against, and little grandparent overlap: it
     /// can move down a level by editing the MANIFEST only. A manual compaction's file moves
     /// too, unless it would keep tombstones at the bottom that a rewrite drops
-    /// ([`manual_pick::must_rewrite`]).
+    /// (`manual_pick::must_rewrite`).
     pub fn is_trivial_move(&self, max_grandparent_overlap_bytes: u64) -> bool {
         let [file] = self.inputs[0].as_slice() else {
             return false;

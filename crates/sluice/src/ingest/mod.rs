@@ -24,8 +24,8 @@
 //! Files of one ingest must not overlap each other. Partitioned databases do not take
 //! ingests: which owner's directory would hold a file depends on its key range.
 //!
-//! This module is the job: it reads and checks the files ([`inspect`]), plans their levels
-//! ([`plan`]) and writes them into the tree's directory ([`write_tables`]), returning an edit.
+//! This module is the job: it reads and checks the files (`inspect`), plans their levels
+//! (`plan`) and writes them into the tree's directory (`write_tables`), returning an edit.
 //! `db/ingest.rs` holds writes and compactions off, installs the edit and publishes the
 //! sequence number, as `db/` does for every job.
 

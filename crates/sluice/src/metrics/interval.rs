@@ -17,8 +17,10 @@ fn f(later: f64, earlier: f64) -> f64 {
 }
 
 impl Metrics {
-    /// What the database did between `earlier` and this report (see the
-    /// [module documentation](self)).
+    /// What the database did between `earlier` and this report: counters are the
+    /// difference (saturating, should the two reports come from different opens); gauges
+    /// (sizes, file counts, scores, cache usage, jobs running, debt), the recovery figures and
+    /// the offload report are the later report's.
     pub fn since(&self, earlier: &Metrics) -> Metrics {
         let e = earlier;
         let levels = self

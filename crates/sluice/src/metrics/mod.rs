@@ -87,7 +87,7 @@ pub struct Metrics {
     /// The stalls of `write_slowdowns` and `write_stall_micros`, by cause.
     pub stalls: StallMetrics,
     /// Estimated bytes compactions must read and write before every level is within its
-    /// target (Pebble's `estimated debt`; see [`crate::compaction::debt`]).
+    /// target (Pebble's `estimated debt`; see `compaction::debt`).
     pub compaction_debt_bytes: u64,
     /// Bytes in the active and immutable memtables.
     pub memtable_bytes: u64,

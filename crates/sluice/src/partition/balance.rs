@@ -14,7 +14,7 @@
 //! (so the move evens them out best) wins. A move must shrink the gap to at most half: a range
 //! of more than three quarters of the gap would swap the owners' roles with a gap nearly as
 //! wide, and the next plan would move it back. When every range of the fullest owner is that
-//! big, the balancer splits one ([`plan_split`], [`super::split`]) and moves the piece.
+//! big, the balancer splits one (`plan_split`, `partition::split`) and moves the piece.
 //!
 //! Ranges and owners are measured by their bytes below L0. L0 is a write buffer that
 //! compaction drains into L1 (where overwritten versions drop out), and a hot range's L0
@@ -50,7 +50,7 @@ impl Default for BalanceOptions {
 
 /// How good a candidate move is; lower is better. See the module docs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Priority {
+pub(crate) enum Priority {
     /// The destination's span does not grow over another owner's range.
     NoWiderOverlap = 1,
     /// The span grows, but reads of the range need no extra owner.
@@ -61,7 +61,7 @@ pub enum Priority {
 
 /// A planned move and why.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Move {
+pub(crate) struct Move {
     /// The range that moves.
     pub range: usize,
     /// Its owner now (the fullest owner).
@@ -161,7 +161,7 @@ fn settled(r: &RangeStats) -> u64 {
 }
 
 /// The move to make now, if the owners are uneven enough.
-pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Move> {
+pub(crate) fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Move> {
     let u = Uneven::find(stats, options)?;
     let gap = u.gap();
     stats
@@ -195,7 +195,7 @@ pub fn plan_move(stats: &PartitionStats, options: &BalanceOptions) -> Option<Mov
 
 /// A planned split: cut `range` so that the piece on `side` can move from `from` to `to`.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SplitPlan {
+pub(crate) struct SplitPlan {
     /// The range to cut, owned by `from`.
     pub range: usize,
     /// The fullest owner.
@@ -240,7 +240,7 @@ pub const MAX_RANGES_PER_OWNER: usize = 64;
 /// The split to make when the owners are uneven but [`plan_move`] finds no range small enough
 /// to move: the range of the fullest owner whose piece would move with the best priority, the
 /// biggest among those. `None` once the map has [`MAX_RANGES_PER_OWNER`] ranges per owner.
-pub fn plan_split(stats: &PartitionStats, options: &BalanceOptions) -> Option<SplitPlan> {
+pub(crate) fn plan_split(stats: &PartitionStats, options: &BalanceOptions) -> Option<SplitPlan> {
     if stats.ranges.len() >= MAX_RANGES_PER_OWNER * stats.owners.len() {
         return None;
     }

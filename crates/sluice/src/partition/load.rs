@@ -37,7 +37,7 @@ pub const MAX_HELPER_COMPACTIONS: usize = 1;
 /// none when `running` is too short to have an entry for `o`)
 /// whose backlog is at most `1 / backlog_ratio` of `owner`'s, when `owner`'s backlog is at
 /// least `backlog_ratio` times the others' average. Just `[owner]` otherwise.
-pub fn sharing_owners(
+pub(crate) fn sharing_owners(
     owner: OwnerId,
     input_bytes: u64,
     stats: &PartitionStats,

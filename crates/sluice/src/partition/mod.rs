@@ -12,8 +12,9 @@
 //! - **The range map** ([`RangeMap`]) is versioned with the tree and recorded in the MANIFEST.
 //!   A table outside its range owner's directory is allowed only where the range has a
 //!   forwarding entry to that directory's owner (a range that moved, whose old data has not
-//!   been rewritten yet). [`check_tables`] checks both after every edit. Ranges move whole
-//!   ([`balance`]); one too big to move is first cut in two ([`split`]), rewriting the few
+//!   been rewritten yet). `version::range_checks::check_tables` checks both after every
+//!   edit. Ranges move whole ([`balance`]); one too big to move is first cut in two (`split`),
+//!   rewriting the few
 //!   tables that cross the cut so the invariant holds in the edit that changes the map.
 //! - **Reads** need nothing new: a lookup consults the tables whose key range holds the key,
 //!   and those live exactly in the directories of the key's range owner and its forwarding
@@ -23,10 +24,9 @@ pub mod balance;
 pub mod load;
 pub mod options;
 pub(crate) mod placement;
-pub mod split;
+pub(crate) mod split;
 pub mod stats;
 
 pub use options::{PartitionOptions, PartitionOwner};
 // The range map is data the version carries; this module is the policy that acts on it.
-pub use crate::version::range_checks::{check_tables, settle_forwarding};
 pub use crate::version::range_map::{KeyRange, OwnerId, RangeMap, owner_dir_index, owner_of_dir};

@@ -33,7 +33,7 @@ pub struct RangeStats {
     /// Bytes of the range's tables still in a former owner's directory.
     pub forwarded_bytes: u64,
     /// Estimated input bytes the range's compactions still have to process (see
-    /// [`pending_compaction_bytes`]).
+    /// `partition::stats::pending_compaction_bytes`).
     pub pending_compaction_bytes: u64,
 }
 
@@ -98,7 +98,11 @@ fn level_excess_fraction(version: &Version, options: &Options, level: usize) -> 
 /// Pending compaction bytes of each range of `map` in `version`: all of a range's L0 once the
 /// range holds `l0_compaction_trigger` L0 files, plus its share of every deeper level's
 /// excess.
-pub fn pending_compaction_bytes(version: &Version, options: &Options, map: &RangeMap) -> Vec<u64> {
+pub(crate) fn pending_compaction_bytes(
+    version: &Version,
+    options: &Options,
+    map: &RangeMap,
+) -> Vec<u64> {
     let mut pending = vec![0f64; map.len()];
     let mut l0_files = vec![0usize; map.len()];
     for f in version.files(0) {
@@ -131,7 +135,7 @@ pub fn pending_compaction_bytes(version: &Version, options: &Options, map: &Rang
 }
 
 /// The figures of `version`'s range map for `owners` owners; `None` when not partitioned.
-pub fn partition_stats(
+pub(crate) fn partition_stats(
     version: &Version,
     options: &Options,
     owners: usize,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sluice::filename::current_file_name;
+use sluice::internals::filename::current_file_name;
 use sluice::{Db, IoContext, Options};
 use sluice_bench::charts::write_bench_charts;
 use sluice_bench::report::{json_line, table_header, table_row};

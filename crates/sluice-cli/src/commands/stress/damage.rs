@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use rand::Rng;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use sluice::filename::{parse_file_name, table_file_name};
+use sluice::internals::filename::{parse_file_name, table_file_name};
 use sluice::keyspace::options::KEYSPACES_DIR;
 use sluice::{Db, Error};
 

@@ -311,7 +311,7 @@ fn stress(
         deadline: Instant::now() + Duration::from_secs_f64(args.duration),
     };
     // A database left by an earlier run is verified before anything else touches it.
-    if sluice::filename::current_file_name(&run.paths.db).exists() {
+    if sluice::internals::filename::current_file_name(&run.paths.db).exists() {
         rounds::verify(&run, 0, "verify at start");
     }
     let mut round = 0u64;

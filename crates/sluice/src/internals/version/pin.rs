@@ -11,7 +11,7 @@
 //!
 //! | check | when | cost |
 //! |---|---|---|
-//! | not a symbolic link | every open of a table ([`crate::table_cache::TableCache`]) | one `lstat` |
+//! | not a symbolic link | every open of a table (`TableCache`) | one `lstat` |
 //! | size and identity | every open of a table | none: the open reads both anyway |
 //! | whole-file CRC32C | `Db::check`, `Db::verify_file_checksums`, backups | a read of the file |
 //!
