@@ -47,22 +47,13 @@ pub fn estimated_debt(version: &Version, options: &Options) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use sluice_sst::key::{ValueKind, make_internal_key};
 
     use super::*;
     use crate::options::CompactionOptions;
     use crate::version::edit::{FileMetaData, VersionEdit};
 
     fn table(number: u64, lo: &str, hi: &str, size: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
-            smallest_seq: number,
-            largest_seq: number,
-            ..FileMetaData::default()
-        }
+        crate::version::testing::table(number, lo, hi, size, number)
     }
 
     /// Level 1's target is 100 bytes, level 2's 1000, L0 compacts at 2 files.

@@ -73,8 +73,6 @@ pub fn l0_inputs(
 
 #[cfg(test)]
 mod tests {
-    use sluice_sst::key::{ValueKind, make_internal_key};
-
     use super::*;
     use crate::compaction::picker::expand;
     use crate::compaction::{Compaction, Reason};
@@ -82,16 +80,10 @@ mod tests {
 
     fn meta(number: u64, lo: &str, hi: &str) -> (usize, FileMetaData) {
         // Sequence numbers follow file numbers: a higher number is newer.
-        let f = FileMetaData {
-            number,
-            file_size: 10,
-            smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
-            smallest_seq: number,
-            largest_seq: number,
-            ..FileMetaData::default()
-        };
-        (0, f)
+        (
+            0,
+            crate::version::testing::table(number, lo, hi, 10, number),
+        )
     }
 
     fn version(files: Vec<(usize, FileMetaData)>) -> Arc<Version> {

@@ -176,13 +176,14 @@ fn overlapping_clusters(files: Vec<Arc<FileMetaData>>) -> Vec<Vec<Arc<FileMetaDa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::picker::tests::{meta, version};
+    use crate::compaction::picker::tests::version;
+    use crate::version::testing::table;
 
     /// A 1000-byte file of `[lo, hi]` at sequence number `number`, holding `deletions`.
     fn file(number: u64, lo: &str, hi: &str, deletions: u64) -> FileMetaData {
         FileMetaData {
             num_deletions: deletions,
-            ..meta(number, lo, hi, 1000, number)
+            ..table(number, lo, hi, 1000, number)
         }
     }
 

@@ -249,17 +249,7 @@ pub(super) mod tests {
     use crate::version::edit::VersionEdit;
     use sluice_sst::key::{ValueKind, make_internal_key};
 
-    pub(crate) fn meta(number: u64, lo: &str, hi: &str, size: u64, seq: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            ..FileMetaData::default()
-        }
-    }
+    use crate::version::testing::table;
 
     pub(crate) fn version(files: Vec<(usize, FileMetaData)>) -> Arc<Version> {
         let edit = VersionEdit {
@@ -280,12 +270,12 @@ pub(super) mod tests {
             ..Options::default()
         };
         let v = version(vec![
-            (0, meta(1, "a", "c", 10, 1)),
-            (0, meta(2, "b", "d", 10, 2)),
-            (0, meta(3, "c", "e", 10, 3)),
-            (0, meta(4, "x", "y", 10, 4)),
-            (1, meta(5, "a", "b", 10, 0)),
-            (1, meta(6, "m", "n", 10, 0)),
+            (0, table(1, "a", "c", 10, 1)),
+            (0, table(2, "b", "d", 10, 2)),
+            (0, table(3, "c", "e", 10, 3)),
+            (0, table(4, "x", "y", 10, 4)),
+            (1, table(5, "a", "b", 10, 0)),
+            (1, table(6, "m", "n", 10, 0)),
         ]);
         let c = pick(&v, &opts, &Default::default(), &InProgress::default()).unwrap();
         assert_eq!(c.level, 0);
@@ -306,7 +296,7 @@ pub(super) mod tests {
         let opts = Options::default(); // trigger 4
         let map = RangeMap::new(&[b"m".to_vec()], &[0, 1]).unwrap();
         let in_range = |number, lo, hi, seq, owner| {
-            let f = meta(number, lo, hi, 10, seq);
+            let f = table(number, lo, hi, 10, seq);
             FileMetaData {
                 dir_index: owner_dir_index(owner),
                 ..f
@@ -348,7 +338,7 @@ pub(super) mod tests {
             .map(|n| {
                 let lo = format!("{n:02}a");
                 let hi = format!("{n:02}z");
-                (0, meta(n, &lo, &hi, 10, n))
+                (0, table(n, &lo, &hi, 10, n))
             })
             .collect();
         let v = version(files);
@@ -372,7 +362,7 @@ pub(super) mod tests {
     #[test]
     fn nothing_to_do_below_the_triggers() {
         let opts = Options::default();
-        let v = version(vec![(0, meta(1, "a", "c", 10, 1))]);
+        let v = version(vec![(0, table(1, "a", "c", 10, 1))]);
         assert!(pick(&v, &opts, &Default::default(), &InProgress::default()).is_none());
         assert!(!needs_compaction(&v, &opts));
     }
@@ -388,9 +378,9 @@ pub(super) mod tests {
             ..Options::default()
         };
         let v = version(vec![
-            (1, meta(1, "a", "b", 1 << 20, 1)),
-            (1, meta(2, "c", "d", 1 << 20, 1)),
-            (3, meta(3, "c", "c", 10, 0)),
+            (1, table(1, "a", "b", 1 << 20, 1)),
+            (1, table(2, "c", "d", 1 << 20, 1)),
+            (3, table(3, "c", "c", 10, 0)),
         ]);
         let mut pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
         pointers[1] = make_internal_key(b"b", 1, ValueKind::Value);
@@ -412,14 +402,14 @@ pub(super) mod tests {
         };
         // L0 over its trigger and L1 over its target, with L2 below both.
         let v = version(vec![
-            (0, meta(1, "a", "c", 10, 9)),
-            (0, meta(2, "b", "d", 10, 8)),
-            (0, meta(3, "b", "c", 10, 7)),
-            (0, meta(4, "a", "b", 10, 6)),
-            (1, meta(5, "a", "e", 1 << 20, 1)),
-            (1, meta(6, "m", "n", 1 << 20, 1)),
-            (1, meta(7, "p", "q", 1 << 20, 1)),
-            (2, meta(8, "m", "n", 10, 0)),
+            (0, table(1, "a", "c", 10, 9)),
+            (0, table(2, "b", "d", 10, 8)),
+            (0, table(3, "b", "c", 10, 7)),
+            (0, table(4, "a", "b", 10, 6)),
+            (1, table(5, "a", "e", 1 << 20, 1)),
+            (1, table(6, "m", "n", 1 << 20, 1)),
+            (1, table(7, "p", "q", 1 << 20, 1)),
+            (2, table(8, "m", "n", 10, 0)),
         ]);
         let mut running = InProgress::default();
         let picked = |running: &InProgress| {
@@ -448,9 +438,9 @@ pub(super) mod tests {
     fn a_busy_l1_turns_an_l0_compaction_into_an_intra_l0_one() {
         let opts = Options::default();
         let mut files: Vec<(usize, FileMetaData)> =
-            (1..=5).map(|n| (0, meta(n, "a", "z", 10, n))).collect();
-        files.push((1, meta(10, "a", "z", 10, 0)));
-        files.push((2, meta(11, "a", "z", 10, 0)));
+            (1..=5).map(|n| (0, table(n, "a", "z", 10, n))).collect();
+        files.push((1, table(10, "a", "z", 10, 0)));
+        files.push((2, table(11, "a", "z", 10, 0)));
         let v = version(files);
         // An L1 -> L2 compaction holds the only L1 file.
         let mut running = InProgress::default();

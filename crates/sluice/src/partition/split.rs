@@ -166,7 +166,6 @@ pub(crate) fn split_tables(
 
 #[cfg(test)]
 mod tests {
-    use sluice_sst::key::{ValueKind, make_internal_key};
 
     use super::*;
     use crate::partition::RangeMap;
@@ -174,14 +173,8 @@ mod tests {
 
     fn table(number: u64, lo: &str, hi: &str, size: u64) -> FileMetaData {
         FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), number, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), number, ValueKind::Value),
-            smallest_seq: number,
-            largest_seq: number,
             dir_index: 1,
-            ..FileMetaData::default()
+            ..crate::version::testing::table(number, lo, hi, size, number)
         }
     }
 

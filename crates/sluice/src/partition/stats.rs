@@ -193,7 +193,6 @@ pub(crate) fn partition_stats(
 
 #[cfg(test)]
 mod tests {
-    use sluice_sst::key::{ValueKind, make_internal_key};
 
     use super::*;
     use crate::options::CompactionOptions;
@@ -201,14 +200,8 @@ mod tests {
 
     fn table(number: u64, lo: &str, hi: &str, size: u64, dir_index: u32) -> FileMetaData {
         FileMetaData {
-            number,
-            file_size: size,
-            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
-            smallest_seq: 1,
-            largest_seq: 1,
             dir_index,
-            ..FileMetaData::default()
+            ..crate::version::testing::table(number, lo, hi, size, 1)
         }
     }
 

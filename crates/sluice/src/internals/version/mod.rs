@@ -10,6 +10,8 @@ pub mod pin;
 pub mod range_checks;
 pub mod range_map;
 pub mod set;
+#[cfg(test)]
+pub(crate) mod testing;
 #[expect(
     clippy::module_inception,
     reason = "the type is a Version; the module holds it"

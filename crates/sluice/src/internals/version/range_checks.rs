@@ -62,20 +62,13 @@ pub fn settle_forwarding(version: &Version) -> Option<RangeMap> {
 
 #[cfg(test)]
 mod tests {
-    use sluice_sst::key::{ValueKind, make_internal_key};
 
     use super::*;
 
     fn table(number: u64, lo: &str, hi: &str, dir_index: u32) -> FileMetaData {
         FileMetaData {
-            number,
-            file_size: 1,
-            smallest: make_internal_key(lo.as_bytes(), 1, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), 1, ValueKind::Value),
-            smallest_seq: 1,
-            largest_seq: 1,
             dir_index,
-            ..FileMetaData::default()
+            ..crate::version::testing::table(number, lo, hi, 1, 1)
         }
     }
 

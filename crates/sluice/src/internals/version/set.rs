@@ -350,18 +350,9 @@ fn manifest_number_of(name: &str) -> Option<u64> {
 mod tests {
     use super::*;
     use crate::version::edit::FileMetaData;
-    use sluice_sst::key::{ValueKind, make_internal_key};
 
     fn file(number: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: 10,
-            smallest: make_internal_key(b"a", 1, ValueKind::Value),
-            largest: make_internal_key(b"b", 1, ValueKind::Value),
-            smallest_seq: 1,
-            largest_seq: 1,
-            ..FileMetaData::default()
-        }
+        crate::version::testing::table(number, "a", "b", 10, 1)
     }
 
     #[test]

@@ -347,18 +347,9 @@ pub fn user_ranges_overlap(a: &FileMetaData, b: &FileMetaData) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_sst::key::{ValueKind, make_internal_key};
 
-    pub(crate) fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMetaData {
-        FileMetaData {
-            number,
-            file_size: 100,
-            smallest: make_internal_key(lo.as_bytes(), seq, ValueKind::Value),
-            largest: make_internal_key(hi.as_bytes(), seq, ValueKind::Value),
-            smallest_seq: seq,
-            largest_seq: seq,
-            ..FileMetaData::default()
-        }
+    fn meta(number: u64, lo: &str, hi: &str, seq: u64) -> FileMetaData {
+        crate::version::testing::table(number, lo, hi, 100, seq)
     }
 
     fn version_with(files: Vec<(usize, FileMetaData)>) -> Version {
