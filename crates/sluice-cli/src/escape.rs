@@ -56,12 +56,8 @@ pub fn kind_name(kind: ValueKind) -> &'static str {
     }
 }
 
-/// An internal key as `'user key' @ seq kind`; keys that do not parse are shown raw.
-pub fn internal_key(ikey: &[u8]) -> String {
-    internal_key_with(ikey, escape)
-}
-
-/// As [`internal_key`], the bytes written by `encode` (`--hex` passes hexadecimal).
+/// An internal key as `'user key' @ seq kind`, its bytes written by `encode` (`--hex` passes
+/// hexadecimal); keys that do not parse are shown raw.
 pub fn internal_key_with(ikey: &[u8], encode: impl Fn(&[u8]) -> String) -> String {
     match parse_internal_key(ikey) {
         Some(k) => format!("'{}' @ {} {}", encode(k.user_key), k.seq, kind_name(k.kind)),
@@ -113,9 +109,9 @@ mod tests {
     #[test]
     fn internal_keys_show_seq_and_kind() {
         let k = make_internal_key(b"k\x01", 42, ValueKind::Deletion);
-        assert_eq!(internal_key(&k), "'k\\x01' @ 42 delete");
+        assert_eq!(internal_key_with(&k, escape), "'k\\x01' @ 42 delete");
         assert_eq!(internal_key_json(&k)["seq"], 42);
-        assert!(internal_key(b"short").starts_with("<invalid"));
+        assert!(internal_key_with(b"short", escape).starts_with("<invalid"));
         assert_eq!(internal_key_json(b"x")["raw"], "x");
     }
 }

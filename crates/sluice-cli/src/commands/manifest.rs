@@ -15,7 +15,7 @@ use sluice::internals::version::manifest::read_manifest;
 use sluice::options::NUM_LEVELS;
 
 use super::DbArg;
-use crate::escape::{internal_key, internal_key_json};
+use crate::escape::internal_key_json;
 use crate::failure::CmdResult;
 use crate::units::size;
 
@@ -86,30 +86,6 @@ fn replay(path: &Path, edits: &[VersionEdit]) -> sluice::Result<Version> {
     Ok(version)
 }
 
-fn file_text(f: &FileMetaData) -> String {
-    let mut text = format!(
-        "#{:06} size {} [{} .. {}] seq {}..={} entries {} deletions {} raw value bytes {} dir {}",
-        f.number,
-        f.file_size,
-        internal_key(&f.smallest),
-        internal_key(&f.largest),
-        f.smallest_seq,
-        f.largest_seq,
-        f.num_entries,
-        f.num_deletions,
-        f.raw_value_bytes,
-        f.dir_index
-    );
-    // What the table is pinned to (absent for tables of older builds).
-    if let Some(crc) = f.file_checksum {
-        text.push_str(&format!(" crc32c {crc:08x}"));
-    }
-    if let Some(identity) = f.identity {
-        text.push_str(&format!(" identity {identity}"));
-    }
-    text
-}
-
 fn write_text(
     path: &Path,
     edits: &[VersionEdit],
@@ -120,30 +96,9 @@ fn write_text(
     for (i, e) in edits.iter().enumerate() {
         writeln!(out)?;
         writeln!(out, "edit {i}:")?;
-        if let Some(c) = &e.comparator {
-            writeln!(out, "  comparator: {c}")?;
-        }
-        let scalars = [
-            ("log_number", e.log_number),
-            ("next_file_number", e.next_file_number),
-            ("last_sequence", e.last_sequence),
-        ];
-        for (name, value) in scalars {
-            if let Some(v) = value {
-                writeln!(out, "  {name}: {v}")?;
-            }
-        }
-        for (level, key) in &e.compact_pointers {
-            writeln!(out, "  compact_pointer L{level}: {}", internal_key(key))?;
-        }
-        for (level, number) in &e.deleted_files {
-            writeln!(out, "  delete L{level} #{number:06}")?;
-        }
-        for (level, f) in &e.new_files {
-            writeln!(out, "  add L{level} {}", file_text(f))?;
-        }
-        for (number, synced) in &e.wals {
-            writeln!(out, "  wal #{number:06} synced {synced} bytes")?;
+        // The engine's description of an edit, one line per field.
+        for line in e.to_string().lines() {
+            writeln!(out, "  {line}")?;
         }
     }
     writeln!(out)?;
@@ -157,7 +112,7 @@ fn write_text(
             size(version.level_bytes(level))
         )?;
         for f in files {
-            writeln!(out, "  {}", file_text(f))?;
+            writeln!(out, "  {f}")?;
         }
     }
     Ok(())
