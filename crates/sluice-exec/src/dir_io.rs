@@ -4,8 +4,9 @@
 //! - Reading: [`read_by_dir`] runs one reader per directory holding inputs. Each reads its
 //!   share of every sub-task ([`read_sub_task_part`]) in plan order; a gather thread zips the
 //!   shares back into whole sub-tasks ([`assemble_sub_task`]) for the compute stage.
-//! - Writing: [`DirWriters`] is a [`FileSystem`] whose files hand their appends and syncs to
-//!   the writer thread of the file's directory. The single writer stage still decides every
+//! - Writing: [`DirWriters`] wraps the writers of a file system's new files
+//!   ([`WrapWrites`]) so that their appends and syncs go to the writer thread of the file's
+//!   directory. The single writer stage still decides every
 //!   file cut; only the I/O moves, so the files are the same bytes.
 
 use std::collections::HashMap;
@@ -20,7 +21,9 @@ use parking_lot::Mutex;
 use sluice_sst::compact::plan::CompactionPlan;
 use sluice_sst::compact::subtask::{PartialRead, assemble_sub_task, read_sub_task_part};
 use sluice_sst::compact::{CompactionSpec, StepTimes};
-use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
+#[cfg(doc)]
+use sluice_sst::fs::WrapWrites;
+use sluice_sst::fs::{WriteFile, WriteWrapper};
 use sluice_sst::profile::thread_cpu_time;
 
 use super::Shared;
@@ -128,10 +131,9 @@ struct WriterReport {
     cpu_nanos: u64,
 }
 
-/// A file system whose files are written by one thread per directory; see the module docs.
+/// Hands the writes of each new file to one thread per directory; see the module docs.
 /// [`DirWriters::finish`] (or dropping it) waits for every queued write.
 pub(super) struct DirWriters {
-    inner: Arc<dyn FileSystem>,
     writers: Mutex<HashMap<PathBuf, Writer>>,
     reports: Arc<Mutex<Vec<WriterReport>>>,
 }
@@ -139,17 +141,15 @@ pub(super) struct DirWriters {
 impl std::fmt::Debug for DirWriters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DirWriters")
-            .field("inner", &self.inner)
             .field("dirs", &self.writers.lock().len())
             .finish()
     }
 }
 
 impl DirWriters {
-    /// Writes through `inner`.
-    pub fn new(inner: Arc<dyn FileSystem>) -> Self {
+    /// No writer threads yet: each starts with the first file of its directory.
+    pub fn new() -> Self {
         DirWriters {
-            inner,
             writers: Mutex::new(HashMap::new()),
             reports: Arc::default(),
         }
@@ -209,59 +209,14 @@ impl Drop for DirWriters {
     }
 }
 
-impl FileSystem for DirWriters {
-    fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
-        self.inner.open_read(path, mode)
-    }
-
-    fn is_remote(&self, path: &Path) -> bool {
-        self.inner.is_remote(path)
-    }
-
-    fn store_requests(&self) -> Option<sluice_sst::fs::StoreRequests> {
-        self.inner.store_requests()
-    }
-
-    fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
+impl WriteWrapper for DirWriters {
+    fn wrap(&self, path: &Path, file: Box<dyn WriteFile>) -> io::Result<Box<dyn WriteFile>> {
         let queue = self.queue_for(path.parent().unwrap_or(Path::new("")))?;
-        let file = self.inner.create(path, mode)?;
         Ok(Box::new(ThreadedFile {
             state: Arc::new(Mutex::new(FileState { file, error: None })),
             queue,
             pending: Vec::with_capacity(HANDOFF_BYTES),
         }))
-    }
-
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
-        self.inner.list_dir(dir)
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-
-    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
-        self.inner.metadata(path)
-    }
-
-    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path, mode)
     }
 }
 

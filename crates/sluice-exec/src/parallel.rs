@@ -22,7 +22,7 @@ use sluice_sst::compact::subtask::{
 };
 use sluice_sst::compact::writer::OutputWriter;
 use sluice_sst::compact::{CompactionSpec, StepTimes};
-use sluice_sst::fs::{IoMode, Storage};
+use sluice_sst::fs::{IoMode, Storage, WrapWrites};
 use sluice_sst::table::{EncodedBlock, RawBlock, SealedBlock};
 
 use super::dir_io::{DirWriters, input_dirs, read_by_dir};
@@ -66,7 +66,10 @@ pub(super) fn run_stages(
     if exec.table_dirs <= 1 {
         return stages(spec, plan, exec.queue_depth, threads, shared, new_output);
     }
-    let writers = Arc::new(DirWriters::new(Arc::clone(&spec.storage.fs)));
+    let writers = Arc::new(WrapWrites::new(
+        Arc::clone(&spec.storage.fs),
+        DirWriters::new(),
+    ));
     let spread = CompactionSpec {
         storage: Storage::new(writers.clone(), spec.storage.mode),
         ..spec.clone()
@@ -74,7 +77,7 @@ pub(super) fn run_stages(
     let result = stages(&spread, plan, exec.queue_depth, threads, shared, new_output);
     // Every output file is finished or abandoned: the writer threads can drain and stop.
     drop(spread);
-    writers.finish(shared);
+    writers.wrapper().finish(shared);
     result
 }
 

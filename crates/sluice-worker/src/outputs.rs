@@ -95,12 +95,8 @@ impl OutputSet {
             roots,
             block,
             state: Mutex::default(),
-            objects: objects.map(|inner| {
-                Arc::new(RecordingFs {
-                    inner,
-                    uploaded: Uploaded::default(),
-                })
-            }),
+            objects: objects
+                .map(|inner| Arc::new(RecordingFs::new(inner, RecordUploads::default()))),
         }
     }
 
@@ -220,8 +216,8 @@ impl OutputSet {
         st.abandoned = true;
         st.closed = true;
         if let Some(fs) = &self.objects {
-            for path in take_all(&fs.uploaded) {
-                remove_object_quietly(fs.inner.as_ref(), &path);
+            for path in take_all(&fs.wrapper().uploaded) {
+                remove_object_quietly(fs.as_ref(), &path);
             }
             return;
         }
@@ -259,7 +255,7 @@ fn sync_dir(dir: &Path) -> Result<()> {
 
 mod uploads;
 
-use uploads::{RecordingFs, Uploaded, take_all};
+use uploads::{RecordUploads, RecordingFs, take_all};
 
 #[cfg(test)]
 mod tests;

@@ -18,7 +18,7 @@ pub use sluice_sst::prefix::PrefixExtractor;
 pub use sluice_sst::table::TableOptions;
 
 pub use crate::partition::{PartitionOptions, PartitionOwner};
-use crate::rate_limiter::{RateLimitedFs, RateLimiter};
+use crate::rate_limiter::{RateLimiter, rate_limited};
 use crate::snapshot::Snapshot;
 
 /// Number of levels in the tree (L0..L6).
@@ -477,10 +477,7 @@ impl Options {
             IoMode::Buffered
         };
         let fs: Arc<dyn FileSystem> = match &self.rate_limiter {
-            Some(limiter) => Arc::new(RateLimitedFs::new(
-                Arc::clone(&self.fs),
-                Arc::clone(limiter),
-            )),
+            Some(limiter) => Arc::new(rate_limited(Arc::clone(&self.fs), Arc::clone(limiter))),
             None => Arc::clone(&self.fs),
         };
         Storage::new(fs, mode)

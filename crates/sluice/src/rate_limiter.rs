@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use sluice_sst::fs::{FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, WriteFile};
+use sluice_sst::fs::{FileSystem, WrapWrites, WriteFile, WriteWrapper};
 
 /// How much time's worth of tokens the bucket holds.
 pub const REFILL_PERIOD: Duration = Duration::from_millis(100);
@@ -180,77 +180,23 @@ impl RateLimiter {
 }
 
 /// A file system whose files' appends first take tokens from a [`RateLimiter`].
-pub(crate) struct RateLimitedFs {
-    inner: Arc<dyn FileSystem>,
-    limiter: Arc<RateLimiter>,
+pub(crate) type RateLimitedFs = WrapWrites<LimitWrites>;
+
+/// Builds a [`RateLimitedFs`]: `inner`, with writes limited by `limiter`.
+pub(crate) fn rate_limited(inner: Arc<dyn FileSystem>, limiter: Arc<RateLimiter>) -> RateLimitedFs {
+    WrapWrites::new(inner, LimitWrites(limiter))
 }
 
-impl RateLimitedFs {
-    /// Limits writes through `inner` with `limiter`.
-    pub fn new(inner: Arc<dyn FileSystem>, limiter: Arc<RateLimiter>) -> Self {
-        RateLimitedFs { inner, limiter }
-    }
-}
+/// Wraps each new file's writer so that its appends take tokens from the limiter first.
+#[derive(Debug)]
+pub(crate) struct LimitWrites(Arc<RateLimiter>);
 
-impl fmt::Debug for RateLimitedFs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RateLimitedFs")
-            .field("inner", &self.inner)
-            .field("limiter", &self.limiter)
-            .finish()
-    }
-}
-
-impl FileSystem for RateLimitedFs {
-    fn store_requests(&self) -> Option<sluice_sst::fs::StoreRequests> {
-        self.inner.store_requests()
-    }
-
-    fn is_remote(&self, path: &Path) -> bool {
-        self.inner.is_remote(path)
-    }
-
-    fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
-        self.inner.open_read(path, mode)
-    }
-
-    fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
+impl WriteWrapper for LimitWrites {
+    fn wrap(&self, _path: &Path, file: Box<dyn WriteFile>) -> io::Result<Box<dyn WriteFile>> {
         Ok(Box::new(RateLimitedFile {
-            inner: self.inner.create(path, mode)?,
-            limiter: Arc::clone(&self.limiter),
+            inner: file,
+            limiter: Arc::clone(&self.0),
         }))
-    }
-
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)
-    }
-
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
-        self.inner.list_dir(dir)
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-
-    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
-        self.inner.metadata(path)
-    }
-
-    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path, mode)
     }
 }
 

@@ -25,6 +25,7 @@ mod mapped;
 mod mem;
 mod os;
 mod os_lock;
+mod wrap;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -45,6 +46,7 @@ pub use copy::{
 pub use fault::{Fault, FaultAction, FaultInjectingFs, FaultOp};
 pub use mem::MemFs;
 pub use os::OsFileSystem;
+pub use wrap::{WrapWrites, WriteWrapper};
 
 /// How a file's bytes travel between the process and the device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

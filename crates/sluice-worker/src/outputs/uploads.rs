@@ -4,15 +4,12 @@
 //! conditional upload failed, because something else is there) is never deleted by it.
 
 use std::collections::BTreeSet;
-use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use sluice_sst::fs::{
-    FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
-};
+use sluice_sst::fs::{WrapWrites, WriteFile, WriteWrapper};
 
 /// The paths uploaded and not deleted since, shared by the file system and its files.
 pub(crate) type Uploaded = Arc<Mutex<BTreeSet<PathBuf>>>;
@@ -22,76 +19,30 @@ pub(crate) fn take_all(uploaded: &Uploaded) -> BTreeSet<PathBuf> {
     std::mem::take(&mut *uploaded.lock().unwrap_or_else(PoisonError::into_inner))
 }
 
-/// `inner` with every acknowledged upload recorded in `uploaded` (see the module docs).
-pub(crate) struct RecordingFs {
-    pub inner: Arc<dyn FileSystem>,
+/// A file system with every acknowledged upload recorded (see the module docs).
+pub(crate) type RecordingFs = WrapWrites<RecordUploads>;
+
+/// Records each new file's path once its upload (a sync) is acknowledged, and forgets it once
+/// it is removed.
+#[derive(Debug, Default)]
+pub(crate) struct RecordUploads {
     pub uploaded: Uploaded,
 }
 
-impl fmt::Debug for RecordingFs {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RecordingFs")
-            .field("inner", &self.inner)
-            .finish()
-    }
-}
-
-impl FileSystem for RecordingFs {
-    fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
-        self.inner.open_read(path, mode)
-    }
-
-    fn create(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn WriteFile>> {
+impl WriteWrapper for RecordUploads {
+    fn wrap(&self, path: &Path, file: Box<dyn WriteFile>) -> io::Result<Box<dyn WriteFile>> {
         Ok(Box::new(RecordingFile {
-            inner: self.inner.create(path, mode)?,
+            inner: file,
             path: path.to_path_buf(),
             uploaded: Arc::clone(&self.uploaded),
         }))
     }
 
-    fn remove(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove(path)?;
+    fn removed(&self, path: &Path) {
         self.uploaded
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .remove(path);
-        Ok(())
-    }
-
-    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.remove_dir(dir)
-    }
-
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-
-    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
-        self.inner.list_dir(dir)
-    }
-
-    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(dir)
-    }
-
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        self.inner.sync_dir(dir)
-    }
-
-    fn metadata(&self, path: &Path) -> io::Result<FileMetadata> {
-        self.inner.metadata(path)
-    }
-
-    fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path, mode)
-    }
-
-    fn is_remote(&self, path: &Path) -> bool {
-        self.inner.is_remote(path)
-    }
-
-    fn store_requests(&self) -> Option<StoreRequests> {
-        self.inner.store_requests()
     }
 }
 
@@ -147,17 +98,19 @@ impl WriteFile for RecordingFile {
 
 #[cfg(test)]
 mod tests {
-    use sluice_sst::fs::MemFs;
+    use sluice_sst::fs::{FileSystem, IoMode, MemFs};
 
     use super::*;
 
     #[test]
     fn only_acknowledged_uploads_are_recorded_and_deletions_forget_them() {
         let uploaded = Uploaded::default();
-        let fs = RecordingFs {
-            inner: Arc::new(MemFs::new()),
-            uploaded: Arc::clone(&uploaded),
-        };
+        let fs = RecordingFs::new(
+            Arc::new(MemFs::new()),
+            RecordUploads {
+                uploaded: Arc::clone(&uploaded),
+            },
+        );
         let (a, b) = (Path::new("/a.sst"), Path::new("/b.sst"));
         let mut fa = fs.create(a, IoMode::Buffered).unwrap();
         fa.append(b"x").unwrap();

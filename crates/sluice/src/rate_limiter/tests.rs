@@ -1,6 +1,7 @@
 use std::sync::mpsc;
 
 use super::*;
+use sluice_sst::fs::IoMode;
 
 /// A clock that only moves when the limiter waits: a wait of `d` advances it by `d`, so tests
 /// see exactly how long a write would have waited without spending that time.
@@ -98,7 +99,7 @@ fn raising_the_rate_releases_a_waiting_writer() {
 fn limited_files_take_tokens_for_every_append() {
     let dir = tempfile::tempdir().unwrap();
     let (limiter, now) = manual(1_000_000);
-    let fs = RateLimitedFs::new(sluice_sst::fs::os_fs(), Arc::clone(&limiter));
+    let fs = rate_limited(sluice_sst::fs::os_fs(), Arc::clone(&limiter));
     let mut f = fs.create(&dir.path().join("t"), IoMode::Buffered).unwrap();
     for _ in 0..11 {
         f.append(&[0u8; 100_000]).unwrap();
