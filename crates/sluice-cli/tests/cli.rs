@@ -552,7 +552,7 @@ fn sst_and_manifest_dumps_agree() {
     assert!(text.contains("files per level:"), "{text}");
     assert!(text.contains(&format!("#{number:06}")), "{text}");
     assert!(
-        text.contains(&format!("crc32c {crc:08x} identity ")),
+        text.contains(&format!("crc32c={crc:08x} identity=")),
         "{text}"
     );
 }
