@@ -5,7 +5,8 @@
 //!    [`sluice_exec::auto::choose`] picks from the step times measured so far, unless its
 //!    measured bandwidth is below SCP's; for a parallel
 //!    manual compaction, the parallel executor with the threads it asks for (one per core by
-//!    default).
+//!    default). The jobs that rewrite tables without the picker ask here too: repair's merge
+//!    of what it salvaged, and a range split's halves.
 //! 2. **Which sides** ([`executor_for`]): this thread alone, or (with `Options::offload`) the
 //!    host and its workers ([`super::remote`]), as partitioned mode's placement or the
 //!    workers' own split say. The host's parts run with the executor of step 1, unless the
@@ -33,6 +34,13 @@ pub(crate) enum Request {
     /// Split by data and run on the parallel executor (`CompactOptions::parallel`) with
     /// `threads` compute threads; 0: one per core.
     Parallel { threads: usize },
+    /// Repair's merge of every table it salvaged: the options' executor, but `auto` runs
+    /// sequentially, since it decides from this database's measured compactions and repair
+    /// has none.
+    Repair,
+    /// A range split's rewrite of a table into its two halves: sequential, on the thread that
+    /// holds the range map (each half is one table's worth, and the split waits for it).
+    RangeSplit,
 }
 
 /// What the database has measured of its compactions: what `auto` decides from.
@@ -60,10 +68,18 @@ impl History {
 pub(crate) fn local_exec(options: &Options, history: &History, request: Request) -> ExecOptions {
     let mut exec = options.exec_options();
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    if let Request::Parallel { threads } = request {
-        exec.mode = CompactionMode::Parallel;
-        exec.compute_threads = if threads == 0 { cores } else { threads };
-        return exec;
+    match request {
+        Request::Configured => {}
+        Request::Parallel { threads } => {
+            exec.mode = CompactionMode::Parallel;
+            exec.compute_threads = if threads == 0 { cores } else { threads };
+            return exec;
+        }
+        Request::Repair if exec.mode != CompactionMode::Auto => return exec,
+        Request::Repair | Request::RangeSplit => {
+            exec.mode = CompactionMode::Sequential;
+            return exec;
+        }
     }
     if exec.mode == CompactionMode::Auto {
         let h = &history.steps;
@@ -178,6 +194,30 @@ mod tests {
             .insert("pipelined".to_string(), totals(300 << 20, 4.0));
         assert_eq!(
             local_exec(&options, &history, Request::Configured).mode,
+            CompactionMode::Sequential
+        );
+    }
+
+    #[test]
+    fn repair_keeps_a_named_executor_and_splits_run_sequentially() {
+        let with = |mode| Options {
+            compaction: CompactionOptions {
+                mode,
+                ..CompactionOptions::default()
+            },
+            ..Options::default()
+        };
+        let none = History::default();
+        for mode in [CompactionMode::Pipelined, CompactionMode::Parallel] {
+            assert_eq!(local_exec(&with(mode), &none, Request::Repair).mode, mode);
+            assert_eq!(
+                local_exec(&with(mode), &none, Request::RangeSplit).mode,
+                CompactionMode::Sequential
+            );
+        }
+        // Nothing measured to decide `auto` from.
+        assert_eq!(
+            local_exec(&with(CompactionMode::Auto), &none, Request::Repair).mode,
             CompactionMode::Sequential
         );
     }

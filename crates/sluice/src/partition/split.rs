@@ -16,10 +16,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sluice_exec::{CompactionMode, ExecOptions, Executor};
+use sluice_exec::Executor;
 use sluice_sst::compact::CompactionSpec;
 
 use crate::Result;
+use crate::compaction::choose::{History, Request, local_exec};
 use crate::compaction::env::JobEnv;
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, NUM_LEVELS};
@@ -124,10 +125,7 @@ pub(crate) fn split_tables(
     at: &[u8],
     env: &JobEnv<'_>,
 ) -> Result<Vec<(usize, FileMetaData)>> {
-    let executor = ExecOptions {
-        mode: CompactionMode::Sequential,
-        ..env.options.exec_options()
-    };
+    let executor = local_exec(env.options, &History::default(), Request::RangeSplit);
     let mut new_files = Vec::new();
     for (level, f) in crossing {
         let table = env.table_cache.get_for_compaction(f)?;

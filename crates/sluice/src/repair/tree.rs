@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_exec::{CompactionMode, execute_with};
+use sluice_exec::execute_with;
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::fs::FileSystem;
 use sluice_sst::key::SeqNo;
@@ -16,6 +16,7 @@ use sluice_sst::table::Table;
 use super::lost_ranges::{self, LostRange};
 use super::salvage::{TableSalvage, salvage_table};
 use super::{RepairOptions, RepairReport};
+use crate::compaction::choose::{History, Request, local_exec};
 use crate::db::open::check_value_format;
 use crate::db::recover::numbered_files;
 use crate::filename::{FileType, create_dir_all_durably, manifest_file_name, sync_dir};
@@ -346,10 +347,7 @@ impl TreeRepair {
             task_nonce: None,
             log_drops: false,
         };
-        let mut exec = options.exec_options();
-        if exec.mode == CompactionMode::Auto {
-            exec.mode = CompactionMode::Sequential;
-        }
+        let exec = local_exec(options, &History::default(), Request::Repair);
         let table_cache = &self.table_cache;
         let mut next = self.next_number;
         let mut new_output = || -> sluice_sst::Result<(u64, PathBuf)> {
