@@ -3,23 +3,11 @@
 //! The backslash itself is written `\x5c`, so the output is unambiguous and reversible, and a
 //! tab or newline inside a key can never be mistaken for the separators of `scan` output.
 
-use std::fmt::Write as _;
-
 use sluice_sst::key::{ValueKind, parse_internal_key};
 
-/// `bytes` with every byte outside `' '..='~'`, and `\`, written as `\xNN`.
-pub fn escape(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if (b' '..=b'~').contains(&b) && b != b'\\' {
-            out.push(char::from(b));
-        } else {
-            // Writing to a String cannot fail.
-            let _ = write!(out, "\\x{b:02x}");
-        }
-    }
-    out
-}
+/// `bytes` with every byte outside `' '..='~'`, and `\`, written as `\xNN` (the engine's
+/// form, which its own descriptions of keys use too).
+pub use sluice_sst::key::escape_bytes as escape;
 
 /// The bytes [`escape`] wrote: `\xNN` back to its byte, everything else as is. Any other
 /// backslash sequence is an error, so that no input means two things.
@@ -47,23 +35,12 @@ pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
 
 /// The lower-case name of an entry kind, as dumps print it.
 pub fn kind_name(kind: ValueKind) -> &'static str {
-    match kind {
-        ValueKind::Value => "value",
-        ValueKind::Merge => "merge",
-        ValueKind::RangeDeletion => "range-delete",
-        ValueKind::Deletion => "delete",
-        ValueKind::BlobIndex => "blob-ref",
-    }
+    kind.name()
 }
 
 /// An internal key as `'user key' @ seq kind`, its bytes written by `encode` (`--hex` passes
 /// hexadecimal); keys that do not parse are shown raw.
-pub fn internal_key_with(ikey: &[u8], encode: impl Fn(&[u8]) -> String) -> String {
-    match parse_internal_key(ikey) {
-        Some(k) => format!("'{}' @ {} {}", encode(k.user_key), k.seq, kind_name(k.kind)),
-        None => format!("<invalid internal key '{}'>", encode(ikey)),
-    }
-}
+pub use sluice_sst::key::describe_internal_key as internal_key_with;
 
 /// An internal key as a JSON object `{key, seq, kind}` (or `{raw}` if it does not parse).
 pub fn internal_key_json(ikey: &[u8]) -> serde_json::Value {

@@ -64,6 +64,43 @@ impl ValueKind {
             _ => None,
         }
     }
+
+    /// The lower-case name dumps and logs print.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueKind::Value => "value",
+            ValueKind::Merge => "merge",
+            ValueKind::RangeDeletion => "range-delete",
+            ValueKind::Deletion => "delete",
+            ValueKind::BlobIndex => "blob-ref",
+        }
+    }
+}
+
+/// `bytes` with every byte outside `' '..='~'`, and `\` itself, written as `\xNN`: the
+/// form every dump shows keys in, unambiguous and reversible (the CLI takes keys back in it),
+/// and a tab or newline in a key can never pass for a separator.
+pub fn escape_bytes(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if (b' '..=b'~').contains(&b) && b != b'\\' {
+            out.push(char::from(b));
+        } else {
+            // Writing to a String cannot fail.
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// An internal key as `'user key' @ seq kind`, the user key's bytes written by `encode`
+/// (usually [`escape_bytes`]); a key that does not parse is shown raw.
+pub fn describe_internal_key(ikey: &[u8], encode: impl Fn(&[u8]) -> String) -> String {
+    match parse_internal_key(ikey) {
+        Some(k) => format!("'{}' @ {} {}", encode(k.user_key), k.seq, k.kind.name()),
+        None => format!("<invalid internal key '{}'>", encode(ikey)),
+    }
 }
 
 /// Packs a sequence number and kind into a trailer.

@@ -25,7 +25,7 @@ use sluice_sst::fs::{FileSystem, WrapWrites, WriteFile, WriteWrapper};
 pub const REFILL_PERIOD: Duration = Duration::from_millis(100);
 
 /// Where the limiter gets time from: the real clock, or a test's.
-pub trait Clock: Send + Sync {
+pub(crate) trait Clock: Send + Sync {
     /// Time since an arbitrary fixed start.
     fn now(&self) -> Duration;
     /// Waits on `cond` (with `guard` locked) for at most `timeout`.
@@ -59,7 +59,7 @@ impl Clock for SystemClock {
 
 /// The bucket's state.
 #[derive(Debug)]
-pub struct Bucket {
+pub(crate) struct Bucket {
     bytes_per_second: u64,
     tokens: f64,
     /// When `tokens` was last brought up to date.
@@ -108,7 +108,7 @@ impl RateLimiter {
     }
 
     /// A limiter reading time from `clock` (tests drive time by hand).
-    pub fn with_clock(bytes_per_second: u64, clock: Box<dyn Clock>) -> Arc<Self> {
+    pub(crate) fn with_clock(bytes_per_second: u64, clock: Box<dyn Clock>) -> Arc<Self> {
         let now = clock.now();
         let mut bucket = Bucket {
             bytes_per_second,

@@ -15,7 +15,7 @@ use sluice::internals::version::manifest::read_manifest;
 use sluice::options::NUM_LEVELS;
 
 use super::DbArg;
-use crate::escape::internal_key_json;
+use crate::escape::{escape, internal_key_json};
 use crate::failure::CmdResult;
 use crate::units::size;
 
@@ -132,6 +132,9 @@ fn file_json(f: &FileMetaData) -> Value {
         "dir_index": f.dir_index,
         "file_checksum": f.file_checksum,
         "identity": f.identity.map(|i| i.to_string()),
+        "blob_refs": f.blob_refs.iter()
+            .map(|(blob, t)| json!({ "blob": blob, "refs": t.refs, "bytes": t.bytes }))
+            .collect::<Vec<_>>(),
     })
 }
 
@@ -157,6 +160,36 @@ fn edit_json(e: &VersionEdit) -> Value {
         "wals": e.wals.iter()
             .map(|(number, synced)| json!({ "number": number, "synced_bytes": synced }))
             .collect::<Vec<_>>(),
+        "value_format": e.value_format,
+        "default_log_number": e.default_log_number,
+        "next_keyspace_id": e.next_keyspace_id,
+        "range_tombstones": e.range_tombstones.iter()
+            .map(|t| json!({ "seq": t.seq, "start": escape(&t.start), "end": escape(&t.end) }))
+            .collect::<Vec<_>>(),
+        "dropped_tombstones": e.dropped_tombstones,
+        "keyspaces_created": e.keyspaces_created.iter()
+            .map(|(id, name)| json!({ "id": id, "name": name }))
+            .collect::<Vec<_>>(),
+        "keyspaces_dropped": e.keyspaces_dropped,
+        "keyspace_log_numbers": e.keyspace_log_numbers.iter()
+            .map(|(id, n)| json!({ "id": id, "log_number": n }))
+            .collect::<Vec<_>>(),
+        "new_blob_files": e.new_blob_files.iter()
+            .map(|b| json!({
+                "number": b.number,
+                "dir_index": b.dir_index,
+                "file_size": b.file_size,
+                "records": b.records,
+                "value_bytes": b.value_bytes,
+            }))
+            .collect::<Vec<_>>(),
+        "range_map": e.range_map.as_ref().map(|m| m.ranges().iter()
+            .map(|r| json!({
+                "start": escape(&r.start),
+                "owner": r.owner,
+                "forwarded_from": r.forwarded_from,
+            }))
+            .collect::<Vec<_>>()),
     })
 }
 

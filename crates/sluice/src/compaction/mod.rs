@@ -1,6 +1,6 @@
 //! Compaction: deciding what to compact, running it, and handing back the result.
 //!
-//! - `picker` returns a [`Compaction`] value (what to merge, and why);
+//! - `picker` returns a `Compaction` value (what to merge, and why);
 //! - `choose` decides who runs it: a local executor of the `sluice-exec` crate (re-exported
 //!   as [`executor`]) or, with `Options::offload`, the host and its workers ([`remote`]);
 //! - `job` runs it through the chosen [`executor::Executor`] inside a narrow `env::JobEnv`
@@ -28,7 +28,7 @@ use crate::version::edit::FileMetaData;
 
 /// Why a compaction was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// L0 has too many files.
     L0FileCount,
     /// A level holds more bytes than its target.
@@ -75,7 +75,7 @@ impl Reason {
 /// [`Reason::IntraL0`], [`Reason::Relocate`] and [`Reason::ManualInPlace`], inputs and outputs
 /// in `level`).
 #[derive(Clone, Debug)]
-pub struct Compaction {
+pub(crate) struct Compaction {
     /// The upper input level.
     pub level: usize,
     /// `inputs[0]` from `level`, `inputs[1]` from `level + 1`.

@@ -64,7 +64,7 @@ use sluice_sst::coding::{
     get_length_prefixed, get_varint32, get_varint64, put_length_prefixed, put_varint32,
     put_varint64,
 };
-use sluice_sst::key::{SeqNo, parse_internal_key};
+use sluice_sst::key::{SeqNo, describe_internal_key, escape_bytes, parse_internal_key};
 use sluice_sst::range_del::RangeTombstone;
 use sluice_sst::table::TableIdentity;
 use sluice_sst::{Error, Result};
@@ -640,16 +640,13 @@ fn decode_file(body: &[u8]) -> std::result::Result<FileMetaData, (usize, String)
     Ok(meta)
 }
 
-/// Shows an internal key as `'user key'@seq:Kind`, escaping non-printable bytes.
+/// Shows an internal key as `'user key' @ seq kind`, as every dump does
+/// ([`describe_internal_key`]).
 struct KeyDisplay<'a>(&'a [u8]);
 
 impl fmt::Display for KeyDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let escaped = |bytes: &[u8]| bytes.escape_ascii().to_string();
-        match parse_internal_key(self.0) {
-            Some(k) => write!(f, "'{}'@{}:{:?}", escaped(k.user_key), k.seq, k.kind),
-            None => write!(f, "<invalid internal key '{}'>", escaped(self.0)),
-        }
+        f.write_str(&describe_internal_key(self.0, escape_bytes))
     }
 }
 
@@ -691,7 +688,7 @@ impl fmt::Display for FileMetaData {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "#{:06} size={} [{} .. {}] seq={}..{} entries={} deletions={} raw_value_bytes={} dir={}",
+            "#{:06} size={} [{} .. {}] seq={}..={} entries={} deletions={} raw_value_bytes={} dir={}",
             self.number,
             self.file_size,
             KeyDisplay(&self.smallest),
@@ -763,8 +760,8 @@ impl fmt::Display for VersionEdit {
                 f,
                 "range tombstone @{}: [{}, {})",
                 t.seq,
-                t.start.escape_ascii(),
-                t.end.escape_ascii()
+                escape_bytes(&t.start),
+                escape_bytes(&t.end)
             )?;
         }
         for seq in &self.dropped_tombstones {

@@ -248,12 +248,15 @@ fn display_is_readable() {
         "{text}"
     );
     assert!(text.contains("log_number: 12\n"));
-    assert!(text.contains("compact_pointer L2: 'm'@5:Value\n"));
+    assert!(
+        text.contains("compact_pointer L2: 'm' @ 5 value\n"),
+        "{text}"
+    );
     assert!(text.contains("delete L1 #000017\n"));
     assert!(text.contains("wal #000011 synced=70000\n"), "{text}");
     assert!(
         text.contains(
-            "add L6 #000019 size=77824 ['apple'@10:Value .. 'zebra\\x00'@3:Deletion] seq=3..10"
+            "add L6 #000019 size=77824 ['apple' @ 10 value .. 'zebra\\x00' @ 3 delete] seq=3..=10"
         ),
         "{text}"
     );
@@ -266,7 +269,7 @@ fn display_is_readable() {
         "{text}"
     );
     let debug = format!("{:?}", full_edit());
-    assert!(debug.contains("'apple'@10:Value"), "{debug}");
+    assert!(debug.contains("'apple' @ 10 value"), "{debug}");
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
