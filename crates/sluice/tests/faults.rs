@@ -336,8 +336,13 @@ fn log_options(fs: &Arc<FaultInjectingFs>, dir: &Path) -> Options {
     opts
 }
 
-#[test]
-fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_acknowledged() {
+/// A database with the options above and a keyspace `ks` holding `ks-before`.
+fn open_with_a_keyspace() -> (
+    tempfile::TempDir,
+    Arc<FaultInjectingFs>,
+    Db,
+    sluice::Keyspace,
+) {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let fs = FaultInjectingFs::new(os_fs());
     let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
@@ -345,6 +350,12 @@ fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_ackno
         .create_keyspace("ks", &sluice::KeyspaceOptions::default())
         .unwrap();
     ks.put(b"ks-before", b"failure").unwrap();
+    (dir, fs, db, ks)
+}
+
+#[test]
+fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_acknowledged() {
+    let (dir, fs, db, ks) = open_with_a_keyspace();
     let sync = sluice::WriteOptions { sync: true };
     let mut model = Model::new();
     for i in 0..500u32 {
@@ -395,13 +406,7 @@ fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_ackno
 
 #[test]
 fn a_failed_wal_switch_stops_the_writes_of_every_keyspace() {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let fs = FaultInjectingFs::new(os_fs());
-    let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
-    let ks = db
-        .create_keyspace("ks", &sluice::KeyspaceOptions::default())
-        .unwrap();
-    ks.put(b"ks-before", b"failure").unwrap();
+    let (dir, fs, db, ks) = open_with_a_keyspace();
     // The default keyspace fills its memtable: the switch to a new WAL cannot create it.
     fs.inject(Fault::fail(FaultOp::Create).on_paths_containing(".log"));
     let mut model = Model::new();
