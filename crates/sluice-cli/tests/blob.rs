@@ -60,7 +60,7 @@ fn blob_db(dir: &Path) -> (String, PathBuf) {
     };
     let opened = Db::open(&db, options).unwrap();
     for (key, len) in ENTRIES {
-        opened.put(key, &value(key, len)).unwrap();
+        opened.put(key, value(key, len)).unwrap();
     }
     opened.flush().unwrap();
     opened.close().unwrap();

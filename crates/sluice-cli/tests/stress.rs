@@ -175,7 +175,7 @@ fn a_key_lost_behind_its_back_is_a_failure() {
 /// number.
 fn delete_first_key(db: &Path) -> u32 {
     let d = Db::open(db, Options::default()).unwrap();
-    let (key, _) = d.scan(None, None).unwrap().next().unwrap().unwrap();
+    let (key, _) = d.iter().next().unwrap().unwrap();
     d.delete(&key).unwrap();
     d.close().unwrap();
     std::str::from_utf8(&key[3..]).unwrap().parse().unwrap()

@@ -275,7 +275,7 @@ mod tests {
         db.compact_range(None, None).unwrap();
         let keys = KeyFormat::new(16, 12_000).unwrap();
         for n in [0, 5_999, 11_999] {
-            assert_eq!(db.get(&keys.key(n)).unwrap().map(|v| v.len()), Some(100));
+            assert_eq!(db.get(keys.key(n)).unwrap().map(|v| v.len()), Some(100));
         }
         let after = db.metrics();
         assert_eq!(after.levels[0].files, 0);

@@ -68,7 +68,7 @@ fn a_database_keeps_its_tables_in_the_bucket() {
         db.flush().unwrap();
     }
     db.compact_range(None, None).unwrap();
-    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let scanned: BTreeMap<_, _> = db.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     // Every upload, read and deletion went to the store, and the metrics count them.
     let m = db.metrics();
@@ -114,7 +114,7 @@ fn a_database_keeps_its_tables_in_the_bucket() {
 
     // Reopened, the data is read back from the bucket; check reads every object.
     let db = Db::open(dir.path(), options(&fs)).unwrap();
-    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let scanned: BTreeMap<_, _> = db.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     let report = db.check().unwrap();
     assert_eq!(report.files, objects.len());
@@ -155,7 +155,7 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
-    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let scanned: BTreeMap<_, _> = db.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     db.close().unwrap();
     // The tables this host uploaded were read back from the cache, never downloaded.
@@ -167,7 +167,7 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     // A new process's cache (the same directory) serves a reopen and a check.
     let fs = cached(64 << 20);
     let db = Db::open(dir.path(), options(&fs)).unwrap();
-    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let scanned: BTreeMap<_, _> = db.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     db.check().unwrap();
     let counted = db.metrics().object_store.unwrap();
@@ -184,7 +184,7 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     let tiny_dir = tempfile::tempdir().unwrap();
     let tiny = cached_in(tiny_dir.path(), 1024);
     let db = Db::open(dir.path(), options(&tiny)).unwrap();
-    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let scanned: BTreeMap<_, _> = db.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     db.close().unwrap();
     assert_eq!(tiny.cache_stats().unwrap().entries, 0);
@@ -345,7 +345,7 @@ fn a_checkpoint_or_backup_of_a_database_in_a_bucket_is_a_local_database() {
         },
     )
     .unwrap();
-    let scanned: BTreeMap<_, _> = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let scanned: BTreeMap<_, _> = db.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     db.close().unwrap();
     let local = Db::open(
@@ -356,11 +356,7 @@ fn a_checkpoint_or_backup_of_a_database_in_a_bucket_is_a_local_database() {
         },
     )
     .unwrap();
-    let scanned: BTreeMap<_, _> = local
-        .scan(None, None)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .collect();
+    let scanned: BTreeMap<_, _> = local.iter().map(|e| e.unwrap()).collect();
     assert_eq!(scanned, model);
     local.check().unwrap();
     local.close().unwrap();

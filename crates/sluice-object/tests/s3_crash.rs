@@ -132,9 +132,9 @@ fn s3_crash_child() {
     let mut out = std::io::stdout().lock();
     for i in 0..MAX_WRITES {
         if is_delete(i) {
-            db.delete_opt(&sync, &key(i)).unwrap();
+            db.delete_opt(&sync, key(i)).unwrap();
         } else {
-            db.put_opt(&sync, &key(i), &value(round, i)).unwrap();
+            db.put_opt(&sync, key(i), value(round, i)).unwrap();
         }
         writeln!(out, "ack {i}").unwrap();
         out.flush().unwrap();
@@ -166,11 +166,7 @@ fn verify(
         report.files,
         "the bucket holds exactly the live tables after recovery: {objects:?}"
     );
-    let got: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().collect::<Result<_, _>>().unwrap();
     db.close().unwrap();
     if &got == model {
         return got;

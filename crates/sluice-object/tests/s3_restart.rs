@@ -58,7 +58,7 @@ fn fill(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
 }
 
 fn scan(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None).unwrap().map(|e| e.unwrap()).collect()
+    db.iter().map(|e| e.unwrap()).collect()
 }
 
 /// Reopens with default retries: every write is there, every object checks, and no object

@@ -155,7 +155,7 @@ fn inverted(dir: &Path) -> Model {
 }
 
 fn contents(db: &Db) -> Model {
-    db.scan(None, None).unwrap().map(|e| e.unwrap()).collect()
+    db.iter().map(|e| e.unwrap()).collect()
 }
 
 /// Table and temporary files in `dir`.

@@ -160,7 +160,7 @@ impl Cluster {
 }
 
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None).unwrap().map(|e| e.unwrap()).collect()
+    db.iter().map(|e| e.unwrap()).collect()
 }
 
 #[test]
@@ -170,7 +170,7 @@ fn owners_compact_on_their_workers_and_moves_relocate_there() {
     let mut model = BTreeMap::new();
     for round in 0..2 {
         for i in 0..KEYS {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             model.insert(key(i), value(i, round));
         }
     }
@@ -211,7 +211,7 @@ fn a_worker_killed_mid_run_costs_retries_not_keys() {
     let mut model = BTreeMap::new();
     for round in 0..3 {
         for i in 0..KEYS {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             model.insert(key(i), value(i, round));
             if round == 1 && i == KEYS / 2 {
                 // Owner 1's worker dies while compactions of both owners are under way.
@@ -261,7 +261,7 @@ fn an_idle_owner_takes_shares_of_a_backlogged_owners_compactions() {
     let mut model = BTreeMap::new();
     for round in 0..4 {
         for i in 0..KEYS / 2 {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             model.insert(key(i), value(i, round));
         }
     }

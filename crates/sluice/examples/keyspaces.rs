@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             // One WAL record: after a crash, both writes are there or neither is.
             let mut batch = WriteBatch::new();
             batch.put_in(&orders, order.as_bytes(), customer.as_bytes());
-            batch.merge_in(&counters, customer.as_bytes(), &1u64.to_le_bytes());
+            batch.merge_in(&counters, customer.as_bytes(), 1u64.to_le_bytes());
             db.write(&WriteOptions::default(), batch)?;
         }
         let ada = counters.get(b"ada")?.expect("ada ordered");
@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = Db::open(dir.path(), options())?;
     println!("keyspaces: {:?}", db.keyspace_names());
     let orders = db.keyspace("orders").expect("created above");
-    for entry in orders.range::<&[u8], _>(..)? {
+    for entry in orders.range(..) {
         let (order, customer) = entry?;
         println!(
             "{} -> {}",

@@ -56,12 +56,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         },
     )?;
     for page in ["home", "about", "home", "home"] {
-        counters.merge(page.as_bytes(), &1u64.to_le_bytes())?;
+        counters.merge(page.as_bytes(), 1u64.to_le_bytes())?;
     }
     // A put sets the base; later operands add to it. A batch may mix both.
     let mut batch = WriteBatch::new();
-    batch.put(b"about", &100u64.to_le_bytes());
-    batch.merge(b"about", &5u64.to_le_bytes());
+    batch.put(b"about", 100u64.to_le_bytes());
+    batch.merge(b"about", 5u64.to_le_bytes());
     counters.write(&WriteOptions::default(), batch)?;
     println!(
         "home: {}, about: {}",
@@ -98,10 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Iterators resolve operands too, in both directions.
     high_scores.merge(b"bob", b"0100")?;
-    let newest_first: Vec<_> = high_scores
-        .range::<&[u8], _>(..)?
-        .rev()
-        .collect::<Result<_, _>>()?;
+    let newest_first: Vec<_> = high_scores.range(..).rev().collect::<Result<_, _>>()?;
     assert_eq!(newest_first[0], (b"bob".to_vec(), b"0100".to_vec()));
     high_scores.close()?;
 

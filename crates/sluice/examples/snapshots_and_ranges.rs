@@ -41,24 +41,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     assert_eq!(db.get(b"user:2")?.as_deref(), Some(&b"bea"[..]));
     let then: Vec<_> = db
-        .range_opt(&at_snapshot, &b"user:"[..]..)?
+        .range_opt(&at_snapshot, &b"user:"[..]..)
         .collect::<sluice::Result<_>>()?;
     println!("at the snapshot: {:?}", show(&then));
     drop(snapshot); // releases what it pinned: compactions may drop the old versions now
 
     // Ranges take any Rust range of keys, and run from either end (`DoubleEndedIterator`).
     let forward: Vec<_> = db
-        .range(&b"user:1"[..]..=&b"user:2"[..])?
+        .range(&b"user:1"[..]..=&b"user:2"[..])
         .collect::<sluice::Result<_>>()?;
-    let backward: Vec<_> = db
-        .range::<&[u8], _>(..)?
-        .rev()
-        .collect::<sluice::Result<_>>()?;
+    let backward: Vec<_> = db.range(..).rev().collect::<sluice::Result<_>>()?;
     println!("user:1..=user:2: {:?}", show(&forward));
     println!("everything, last first: {:?}", show(&backward));
 
     // Every key starting with a prefix.
-    let users: Vec<_> = db.prefix("user:")?.collect::<sluice::Result<_>>()?;
+    let users: Vec<_> = db.prefix("user:").collect::<sluice::Result<_>>()?;
     println!("prefix user:: {:?}", show(&users));
 
     // Several point reads at one consistent moment; each key has its own result.
@@ -76,12 +73,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let total = db.range_opt::<&[u8], _>(&one_off, ..)?.count();
+    let total = db.range_opt(&one_off, ..).count();
     println!("one-off scan saw {total} keys");
 
     // The cursor underneath: seek to a key, step either way. Moves return a Result because
     // they may read from disk; `key()`/`value()` are only valid while `valid()` is true.
-    let mut it = db.iter(&ReadOptions::default())?;
+    let mut it = db.raw_iter(&ReadOptions::default())?;
     it.seek(b"user:15")?; // first key >= "user:15"
     assert!(it.valid() && it.key() == b"user:2");
     it.prev()?;
@@ -99,7 +96,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         upper_bound: Some(b"zone:"),
         ..ReadOptions::default()
     };
-    let mut it = db.iter(&bounded)?;
+    let mut it = db.raw_iter(&bounded)?;
     it.seek_to_first()?;
     while it.valid() {
         println!("bounded cursor: {}", String::from_utf8_lossy(it.key()));

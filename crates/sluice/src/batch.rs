@@ -94,8 +94,13 @@ impl WriteBatch {
     /// If `key` or `value` is 4 GiB or longer (lengths are varint32 on disk), or the batch
     /// already holds `u32::MAX` entries. The database rejects such sizes before building a
     /// batch; this check only guarantees an oversized entry can never be encoded wrongly.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Value, key, value);
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.add(
+            DEFAULT_KEYSPACE_ID,
+            ValueKind::Value,
+            key.as_ref(),
+            value.as_ref(),
+        );
     }
 
     /// Adds `key -> value` in `keyspace` (a [`crate::Keyspace`] of the database the batch is
@@ -103,16 +108,21 @@ impl WriteBatch {
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn put_in(&mut self, keyspace: &crate::Keyspace, key: &[u8], value: &[u8]) {
-        self.add_in(keyspace, ValueKind::Value, key, value);
+    pub fn put_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) {
+        self.add_in(keyspace, ValueKind::Value, key.as_ref(), value.as_ref());
     }
 
     /// Adds a deletion of `key` in `keyspace`.
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn delete_in(&mut self, keyspace: &crate::Keyspace, key: &[u8]) {
-        self.add_in(keyspace, ValueKind::Deletion, key, b"");
+    pub fn delete_in(&mut self, keyspace: &crate::Keyspace, key: impl AsRef<[u8]>) {
+        self.add_in(keyspace, ValueKind::Deletion, key.as_ref(), b"");
     }
 
     /// Adds merge operand `operand` for `key` in `keyspace`, combined by that keyspace's
@@ -120,16 +130,31 @@ impl WriteBatch {
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn merge_in(&mut self, keyspace: &crate::Keyspace, key: &[u8], operand: &[u8]) {
-        self.add_in(keyspace, ValueKind::Merge, key, operand);
+    pub fn merge_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) {
+        self.add_in(keyspace, ValueKind::Merge, key.as_ref(), operand.as_ref());
     }
 
     /// Adds a deletion of every key in `[start, end)` of `keyspace`.
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn delete_range_in(&mut self, keyspace: &crate::Keyspace, start: &[u8], end: &[u8]) {
-        self.add_in(keyspace, ValueKind::RangeDeletion, start, end);
+    pub fn delete_range_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) {
+        self.add_in(
+            keyspace,
+            ValueKind::RangeDeletion,
+            start.as_ref(),
+            end.as_ref(),
+        );
     }
 
     /// Appends an entry of `kind` in `keyspace`, remembering which database the handle is of.
@@ -183,8 +208,13 @@ impl WriteBatch {
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
-        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Merge, key, operand);
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) {
+        self.add(
+            DEFAULT_KEYSPACE_ID,
+            ValueKind::Merge,
+            key.as_ref(),
+            operand.as_ref(),
+        );
     }
 
     /// Adds a deletion of every key in `[start, end)` (a range tombstone): one entry, however
@@ -192,16 +222,21 @@ impl WriteBatch {
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
-        self.add(DEFAULT_KEYSPACE_ID, ValueKind::RangeDeletion, start, end);
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        self.add(
+            DEFAULT_KEYSPACE_ID,
+            ValueKind::RangeDeletion,
+            start.as_ref(),
+            end.as_ref(),
+        );
     }
 
     /// Adds a deletion of `key`.
     ///
     /// # Panics
     /// As [`put`](Self::put).
-    pub fn delete(&mut self, key: &[u8]) {
-        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Deletion, key, b"");
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) {
+        self.add(DEFAULT_KEYSPACE_ID, ValueKind::Deletion, key.as_ref(), b"");
     }
 
     /// Number of entries.
@@ -518,7 +553,7 @@ mod tests {
     #[test]
     fn from_wal_record_round_trips() {
         let mut b = WriteBatch::new();
-        b.put(b"key", &[7; 300]);
+        b.put(b"key", [7; 300]);
         b.delete(b"gone");
         b.set_sequence(12345);
         let decoded = WriteBatch::from_wal_record(b.data().to_vec(), &wal_path(), 0).unwrap();

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// Watches the engine's background work; see the [module documentation](self).
-pub trait EventListener: Send + Sync + std::fmt::Debug {
+pub trait EventListener: Send + Sync {
     /// A memtable flush starts.
     fn on_flush_begin(&self, _info: &FlushInfo) {}
     /// A memtable flush's tables are installed.
@@ -40,6 +40,13 @@ pub trait EventListener: Send + Sync + std::fmt::Debug {
     fn on_stall_conditions_changed(&self, _info: &StallInfo) {}
     /// A background job failed; the database accepts no more writes until reopened.
     fn on_background_error(&self, _info: &BackgroundErrorInfo) {}
+}
+
+/// Options that hold listeners print; the trait asks no `Debug` of an application's type.
+impl std::fmt::Debug for dyn EventListener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventListener")
+    }
 }
 
 /// One flush.

@@ -304,7 +304,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
         for i in 0..20_000u32 {
-            db.put(format!("key{i:08}").as_bytes(), &[b'v'; 100])
+            db.put(format!("key{i:08}").as_bytes(), [b'v'; 100])
                 .unwrap();
         }
         db.flush().unwrap();

@@ -56,7 +56,7 @@ pub use db::{CheckReport, CheckpointReport, Db, DbIterator, FileChecksumReport, 
 pub use error::{Error, ErrorKind, IoContext, Result};
 pub use events::EventListener;
 pub use ingest::{IngestOptions, SstFileWriter};
-pub use iter::Range;
+pub use iter::{KeyBounds, Range};
 pub use keyspace::{Keyspace, KeyspaceOptions};
 pub use metrics::Metrics;
 pub use options::{

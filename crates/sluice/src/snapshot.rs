@@ -6,8 +6,12 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use sluice_sst::key::SeqNo;
 
-use crate::Result;
+#[cfg(doc)]
+use crate::Db;
 use crate::db::open_id::OpenId;
+use crate::iter::{KeyBounds, Range};
+use crate::options::ReadOptions;
+use crate::{Keyspace, Result};
 
 /// The set of live snapshots, shared between the database and its `Snapshot` handles.
 ///
@@ -28,12 +32,12 @@ impl SnapshotList {
         self: &Arc<Self>,
         current: &std::sync::atomic::AtomicU64,
         of: &OpenId,
-    ) -> Snapshot {
+    ) -> PinnedSeq {
         let mut live = self.live.lock();
         let seq = current.load(std::sync::atomic::Ordering::Acquire);
         *live.entry(seq).or_insert(0) += 1;
         drop(live);
-        Snapshot {
+        PinnedSeq {
             seq,
             list: Arc::clone(self),
             of: of.clone(),
@@ -61,12 +65,10 @@ impl SnapshotList {
     }
 }
 
-/// A consistent, read-only view of the database as of one sequence number.
-///
-/// Reads through a snapshot see exactly the writes acknowledged before it was taken. Holding a
-/// snapshot keeps compaction from discarding the versions it sees, so drop it when done.
+/// A sequence number pinned in a [`SnapshotList`] until dropped: compaction keeps every
+/// version it sees.
 #[derive(Debug)]
-pub struct Snapshot {
+pub(crate) struct PinnedSeq {
     seq: SeqNo,
     list: Arc<SnapshotList>,
     /// The database open it pins: another database may not have published `seq`, and does
@@ -74,14 +76,9 @@ pub struct Snapshot {
     of: OpenId,
 }
 
-impl Snapshot {
-    /// The sequence number this snapshot reads at.
-    pub fn sequence(&self) -> SeqNo {
-        self.seq
-    }
-
-    /// The sequence number to read at in the database open `open`: this snapshot's, if it
-    /// is a snapshot of that open.
+impl PinnedSeq {
+    /// The sequence number to read at in the database open `open`: this pin's, if it is of
+    /// that open.
     ///
     /// # Errors
     /// [`crate::Error::InvalidArgument`] naming both databases if it is another's.
@@ -94,9 +91,93 @@ impl Snapshot {
     }
 }
 
-impl Drop for Snapshot {
+impl Drop for PinnedSeq {
     fn drop(&mut self) {
         self.list.release(self.seq);
+    }
+}
+
+/// A consistent, read-only view of the database as of one sequence number.
+///
+/// Reads through a snapshot see exactly the writes acknowledged before it was taken. Holding a
+/// snapshot keeps compaction from discarding the versions it sees, so drop it when done.
+///
+/// Its own reads ([`get`](Self::get), [`iter`](Self::iter), [`range`](Self::range),
+/// [`prefix`](Self::prefix)) go to the keyspace it was taken from ([`Db::snapshot`] for the
+/// default one, [`Keyspace::snapshot`]). The sequence number is the whole database's, so
+/// [`ReadOptions::snapshot`] reads any other keyspace at the same point in time.
+///
+/// ```no_run
+/// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+/// db.put("k", "old")?;
+/// let snapshot = db.snapshot();
+/// db.put("k", "new")?;
+/// assert_eq!(snapshot.get("k")?, Some(b"old".to_vec()));
+/// for entry in snapshot.range("a".."z") {
+///     let (key, value) = entry?;
+/// }
+/// # Ok::<(), sluice::Error>(())
+/// ```
+pub struct Snapshot {
+    pin: PinnedSeq,
+    /// The keyspace its own reads go to.
+    keyspace: Keyspace,
+}
+
+impl std::fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("sequence", &self.pin.seq)
+            .field("keyspace", &self.keyspace.name())
+            .finish()
+    }
+}
+
+impl Snapshot {
+    /// A snapshot pinned by `pin` whose own reads go to `keyspace`.
+    pub(crate) fn new(pin: PinnedSeq, keyspace: Keyspace) -> Snapshot {
+        Snapshot { pin, keyspace }
+    }
+
+    /// The sequence number this snapshot reads at.
+    pub fn sequence(&self) -> SeqNo {
+        self.pin.seq
+    }
+
+    /// The sequence number to read at in the database open `open`.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming both databases if it is another's.
+    pub(crate) fn sequence_in(&self, open: &OpenId) -> Result<SeqNo> {
+        self.pin.sequence_in(open)
+    }
+
+    /// Read options that read at this snapshot.
+    pub fn read_options(&self) -> ReadOptions<'_> {
+        ReadOptions {
+            snapshot: Some(self),
+            ..ReadOptions::default()
+        }
+    }
+
+    /// The value `key` had when the snapshot was taken, as [`Db::get`].
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.keyspace.get_opt(&self.read_options(), key)
+    }
+
+    /// Every `(key, value)` as of the snapshot, as [`Db::iter`].
+    pub fn iter(&self) -> Range {
+        self.range(..)
+    }
+
+    /// The pairs in `range` as of the snapshot, as [`Db::range`].
+    pub fn range(&self, range: impl KeyBounds) -> Range {
+        self.keyspace.range_opt(&self.read_options(), range)
+    }
+
+    /// The pairs whose keys start with `prefix` as of the snapshot, as [`Db::prefix`].
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Range {
+        self.keyspace.prefix_opt(&self.read_options(), prefix)
     }
 }
 
@@ -121,7 +202,7 @@ mod tests {
         assert_eq!(list.oldest(), Some(5));
         drop(b);
         assert_eq!(list.sequences(), vec![9]);
-        assert_eq!(c.sequence(), 9);
+        assert_eq!(c.seq, 9);
         drop(c);
         assert_eq!(list.oldest(), None);
     }

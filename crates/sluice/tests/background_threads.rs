@@ -70,7 +70,7 @@ fn a_database_with_twenty_keyspaces_runs_as_many_background_threads_as_one_witho
         for i in 0..2000u32 {
             let mut batch = WriteBatch::new();
             for ks in &keyspaces {
-                batch.put_in(ks, &key(i), format!("{round}-{i}").as_bytes());
+                batch.put_in(ks, key(i), format!("{round}-{i}").as_bytes());
             }
             db.write(&WriteOptions::default(), batch).unwrap();
         }
@@ -80,7 +80,7 @@ fn a_database_with_twenty_keyspaces_runs_as_many_background_threads_as_one_witho
         let m = ks.metrics().unwrap();
         assert!(m.flush.count > 0, "{}: never flushed", ks.name());
         assert!(m.compaction.count > 0, "{}: never compacted", ks.name());
-        assert_eq!(ks.get(&key(1999)).unwrap(), Some(b"5-1999".to_vec()));
+        assert_eq!(ks.get(key(1999)).unwrap(), Some(b"5-1999".to_vec()));
     }
     assert_eq!(sluice_threads_settled(before + alone) - before, alone);
     db.close().unwrap();

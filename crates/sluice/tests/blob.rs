@@ -59,7 +59,7 @@ fn fill(db: &Db, version: u32, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
             1500 + (i as usize % 7) * 300
         };
         let v = value(i, version, len);
-        db.put(&key(i), &v).unwrap();
+        db.put(key(i), &v).unwrap();
         model.insert(key(i), v);
     }
 }
@@ -119,7 +119,7 @@ fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
 
     let snapshot = db.snapshot();
     for i in (0..600).step_by(5) {
-        db.put(&key(i), &value(i, 2, 5000)).unwrap();
+        db.put(key(i), value(i, 2, 5000)).unwrap();
     }
     db.flush().unwrap();
     // The snapshot still reads version 1 from the first blob file.
@@ -128,19 +128,14 @@ fn large_values_are_kept_in_blob_files_and_read_back_every_way() {
         ..ReadOptions::default()
     };
     for i in (0..600).step_by(5) {
-        let got = db.get_opt(&at_snapshot, &key(i)).unwrap();
+        let got = db.get_opt(&at_snapshot, key(i)).unwrap();
         assert_eq!(got.as_deref(), Some(&model[&key(i)][..]), "key {i}");
         model.insert(key(i), value(i, 2, 5000));
     }
     drop(snapshot);
 
     assert_eq!(contents(&db), model, "forward scan");
-    let backward: Vec<_> = db
-        .scan(None, None)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let backward: Vec<_> = db.iter().rev().map(Result::unwrap).collect();
     let forward: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert!(backward.into_iter().rev().eq(forward), "backward scan");
     let keys: Vec<_> = (0..600).step_by(7).map(key).collect();
@@ -213,12 +208,7 @@ fn merge_operands_apply_to_values_in_blob_files() {
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&expected[..]));
     let scanned = contents(&db);
     assert_eq!(scanned.get(&b"k"[..]), Some(&expected));
-    let backward: Vec<_> = db
-        .scan(None, None)
-        .unwrap()
-        .rev()
-        .map(Result::unwrap)
-        .collect();
+    let backward: Vec<_> = db.iter().rev().map(Result::unwrap).collect();
     assert_eq!(backward, vec![(b"k".to_vec(), expected.clone())]);
     drop(db);
     let db = Db::open(dir.path(), options).unwrap();
@@ -229,7 +219,7 @@ fn merge_operands_apply_to_values_in_blob_files() {
 /// path this returns.
 fn one_blob_value(dir: &Path) -> PathBuf {
     let db = Db::open(dir, blob_options()).unwrap();
-    db.put(b"k", &value(1, 1, 4000)).unwrap();
+    db.put(b"k", value(1, 1, 4000)).unwrap();
     db.flush().unwrap();
     db.close().unwrap();
     files_with(dir, "blob").pop().unwrap()
@@ -251,7 +241,7 @@ fn a_damaged_blob_record_is_corruption_naming_the_blob_file_and_offset() {
         }
         other => panic!("expected corruption, got {other:?}"),
     }
-    let scanned: Result<Vec<_>, _> = db.scan(None, None).unwrap().collect();
+    let scanned: Result<Vec<_>, _> = db.iter().collect();
     assert!(
         matches!(scanned, Err(Error::Corruption { .. })),
         "{scanned:?}"
@@ -322,8 +312,8 @@ fn keyspaces_separate_values_by_their_own_options() {
     };
     let ks = db.create_keyspace("large", &ks_options).unwrap();
     for i in 0..100 {
-        db.put(&key(i), &value(i, 1, 3000)).unwrap();
-        ks.put(&key(i), &value(i, 2, 3000)).unwrap();
+        db.put(key(i), value(i, 1, 3000)).unwrap();
+        ks.put(key(i), value(i, 2, 3000)).unwrap();
     }
     db.flush().unwrap();
     ks.flush().unwrap();
@@ -343,8 +333,8 @@ fn keyspaces_separate_values_by_their_own_options() {
     let db = Db::open(dir.path(), options).unwrap();
     let ks = db.keyspace("large").unwrap();
     for i in 0..100 {
-        assert_eq!(ks.get(&key(i)).unwrap(), Some(value(i, 2, 3000)));
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 1, 3000)));
+        assert_eq!(ks.get(key(i)).unwrap(), Some(value(i, 2, 3000)));
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 1, 3000)));
     }
 }
 
@@ -400,7 +390,7 @@ fn write_keys(
 ) {
     for i in range {
         let v = value(i, version, 1000);
-        db.put(&key(i), &v).unwrap();
+        db.put(key(i), &v).unwrap();
         model.insert(key(i), v);
     }
 }
@@ -559,7 +549,7 @@ fn checkpoints_and_backups_hold_the_blob_files() {
         files_with(&checkpoint, "blob").len()
     );
     for i in [1u32, 2, 599] {
-        let v = at_checkpoint.get(&key(i)).unwrap().unwrap();
+        let v = at_checkpoint.get(key(i)).unwrap().unwrap();
         assert!(
             v.starts_with(format!("{i}:1:").as_bytes()),
             "version 1 at the checkpoint"
@@ -578,7 +568,7 @@ fn files_an_iterator_held_are_deleted_by_close() {
     let dir = tempfile::tempdir().unwrap();
     let (db, mut model) = filled(dir.path());
     let first = files_with(dir.path(), "blob");
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.raw_iter(&ReadOptions::default()).unwrap();
     it.seek_to_first().unwrap();
     fill(&db, 2, &mut model);
     db.flush().unwrap();

@@ -65,12 +65,12 @@ fn every_mode_filters_live_values_and_spares_snapshots() {
         };
         let db = Db::open(dir.path(), options).unwrap();
         for i in 0..4000 {
-            db.put(&key(i), &value(i)).unwrap();
+            db.put(key(i), value(i)).unwrap();
         }
         // Written after the snapshot: the filter may see these (key 4001 is "shout:").
         let snap = db.snapshot();
         for i in 4000..4004 {
-            db.put(&key(i), &value(i)).unwrap();
+            db.put(key(i), value(i)).unwrap();
         }
         db.compact_range(None, None).unwrap();
         assert!(filter.seen.load(Ordering::Relaxed) > 0, "{mode}");
@@ -81,7 +81,7 @@ fn every_mode_filters_live_values_and_spares_snapshots() {
         };
         for i in (0..4000).step_by(97) {
             assert_eq!(
-                db.get_opt(&at_snap, &key(i)).unwrap(),
+                db.get_opt(&at_snap, key(i)).unwrap(),
                 Some(value(i)),
                 "{mode} {i}"
             );
@@ -94,7 +94,7 @@ fn every_mode_filters_live_values_and_spares_snapshots() {
                 1 => Some(value(i).to_ascii_uppercase()),
                 _ => Some(value(i)),
             };
-            assert_eq!(db.get(&key(i)).unwrap(), expected, "{mode} key {i}");
+            assert_eq!(db.get(key(i)).unwrap(), expected, "{mode} key {i}");
         }
         let m = db.metrics();
         assert_eq!(m.compaction.filter_removed, 1001, "{mode}");
@@ -122,8 +122,8 @@ fn compact_range_filters_the_last_level_in_place() {
     let report = db.ingest(&[&file], &Default::default()).unwrap();
     assert_eq!(report.files[0].level, 6);
     db.compact_range(None, None).unwrap();
-    assert_eq!(db.get(&key(0)).unwrap(), None);
-    assert_eq!(db.get(&key(1)).unwrap(), Some(b"SHOUT:1".to_vec()));
+    assert_eq!(db.get(key(0)).unwrap(), None);
+    assert_eq!(db.get(key(1)).unwrap(), Some(b"SHOUT:1".to_vec()));
     assert_eq!(db.metrics().compaction.filter_removed, 25);
     db.check().unwrap();
 }

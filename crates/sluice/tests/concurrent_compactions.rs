@@ -66,14 +66,12 @@ fn compactions_run_side_by_side_and_keep_the_tree_valid() {
         );
         assert!(m.compaction.count > 10, "{mode}: too few compactions ran");
         assert_eq!(m.compactions_running, 0);
-        let got: BTreeMap<Vec<u8>, Vec<u8>> =
-            db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+        let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|e| e.unwrap()).collect();
         assert!(got == model, "{mode}: database differs from the model");
         db.check().unwrap();
         db.close().unwrap();
         let db = Db::open(dir.path(), options(mode)).unwrap();
-        let got: BTreeMap<Vec<u8>, Vec<u8>> =
-            db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+        let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|e| e.unwrap()).collect();
         assert!(
             got == model,
             "{mode}: differs from the model after reopening"

@@ -26,7 +26,7 @@ fn key(i: u32) -> Vec<u8> {
 fn db_with_tables(dir: &Path) {
     let db = Db::open(dir, options()).unwrap();
     for i in 0..5000 {
-        db.put(&key(i), format!("value-{i}-{}", "x".repeat(50)).as_bytes())
+        db.put(key(i), format!("value-{i}-{}", "x".repeat(50)).as_bytes())
             .unwrap();
     }
     db.compact_range(None, None).unwrap();
@@ -65,9 +65,9 @@ fn footer(path: &Path) -> Footer {
 fn read_all(dir: &Path) -> Result<(), Error> {
     let db = Db::open(dir, options())?;
     for i in (0..5000).step_by(7) {
-        db.get(&key(i))?;
+        db.get(key(i))?;
     }
-    for entry in db.scan(None, None)? {
+    for entry in db.iter() {
         entry?;
     }
     db.check()?;
@@ -164,7 +164,7 @@ fn db_with_wal(dir: &Path, n: u32, crash: bool) -> PathBuf {
     let live = tempfile::tempdir().unwrap();
     let db = Db::open(live.path(), options()).unwrap();
     for i in 0..n {
-        db.put(&key(i), &[b'v'; 300]).unwrap();
+        db.put(key(i), [b'v'; 300]).unwrap();
     }
     if crash {
         crash_image(live.path(), dir);
@@ -196,7 +196,7 @@ fn the_zeros_a_crash_leaves_after_the_last_record_lose_nothing() {
     }
     let db = Db::open(dir.path(), options()).unwrap();
     for i in 0..1000 {
-        assert!(db.get(&key(i)).unwrap().is_some(), "key {i}");
+        assert!(db.get(key(i)).unwrap().is_some(), "key {i}");
     }
     let report = db.recovery_report();
     assert!(report.dropped.is_empty(), "{report:?}");
@@ -211,7 +211,7 @@ fn torn_wal_tail_recovers_every_complete_record() {
     drop(f);
     let db = Db::open(dir.path(), options()).unwrap();
     let present: Vec<bool> = (0..1000)
-        .map(|i| db.get(&key(i)).unwrap().is_some())
+        .map(|i| db.get(key(i)).unwrap().is_some())
         .collect();
     let recovered = present.iter().take_while(|p| **p).count();
     assert_eq!(recovered, 999, "all but the torn last write survive");
@@ -264,8 +264,8 @@ fn flipped_byte_in_unsynced_wal_records_is_dropped_only_at_a_point_in_time() {
     let err = Db::open(dir.path(), strict).err().expect("open must fail");
     assert_corruption_in(err, &wal);
     let db = Db::open(dir.path(), options()).unwrap();
-    assert!(db.get(&key(0)).unwrap().is_some());
-    assert!(db.get(&key(999)).unwrap().is_none());
+    assert!(db.get(key(0)).unwrap().is_some());
+    assert!(db.get(key(999)).unwrap().is_none());
     let report = db.recovery_report();
     assert_eq!(report.dropped.len(), 1);
     assert!(report.dropped[0].offset <= 1000, "{report:?}");
@@ -304,11 +304,11 @@ fn oversized_keys_and_values_are_rejected_and_lose_nothing() {
     let db = Db::open(dir.path(), opts).unwrap();
     db.put(b"ok", b"v").unwrap();
     assert!(matches!(
-        db.put(&[b'k'; 101], b"v"),
+        db.put([b'k'; 101], b"v"),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        db.put(b"k", &[0; 1001]),
+        db.put(b"k", [0; 1001]),
         Err(Error::InvalidArgument(_))
     ));
     assert_eq!(db.get(b"ok").unwrap().as_deref(), Some(&b"v"[..]));
@@ -337,7 +337,7 @@ fn unwritten_page_in_the_newest_wal_recovers_to_the_point_before_it() {
         db.put_opt(&sluice::WriteOptions { sync: true }, b"synced", b"1")
             .unwrap();
         for i in 0..80u32 {
-            db.put(&key(i), &[b'x'; 2000]).unwrap();
+            db.put(key(i), [b'x'; 2000]).unwrap();
         }
         crash_image(live.path(), dir.path());
         files_with_ext(dir.path(), "log").pop().unwrap()
@@ -347,9 +347,7 @@ fn unwritten_page_in_the_newest_wal_recovers_to_the_point_before_it() {
     std::fs::write(&wal, &bytes).unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
     assert_eq!(db.get(b"synced").unwrap().as_deref(), Some(&b"1"[..]));
-    let present: Vec<bool> = (0..80)
-        .map(|i| db.get(&key(i)).unwrap().is_some())
-        .collect();
+    let present: Vec<bool> = (0..80).map(|i| db.get(key(i)).unwrap().is_some()).collect();
     let kept = present.iter().take_while(|p| **p).count();
     assert!(kept > 0 && kept < 80, "recovered a prefix: {kept}");
     assert!(present[kept..].iter().all(|p| !p), "nothing after the gap");
@@ -386,7 +384,7 @@ fn a_corruption_a_background_compaction_finds_stays_a_corruption_for_later_calls
     let mut seen = None;
     'rounds: for round in 0..2 {
         for i in (0..5000).step_by(50) {
-            if let Err(e) = db.put(&key(i), format!("round-{round}").as_bytes()) {
+            if let Err(e) = db.put(key(i), format!("round-{round}").as_bytes()) {
                 seen = Some(e);
                 break 'rounds;
             }

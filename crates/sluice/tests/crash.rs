@@ -104,9 +104,9 @@ fn crash_child() {
     let mut out = std::io::stdout().lock();
     for i in 0.. {
         if is_delete(i) {
-            db.delete_opt(&sync, &key(i)).unwrap();
+            db.delete_opt(&sync, key(i)).unwrap();
         } else {
-            db.put_opt(&sync, &key(i), &value(round, i)).unwrap();
+            db.put_opt(&sync, key(i), value(round, i)).unwrap();
         }
         writeln!(out, "ack {i}").unwrap();
         out.flush().unwrap();
@@ -145,11 +145,7 @@ fn verify(
 ) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let db = Db::open(dir, options(dir, partitioned)).expect("reopen after crash");
     db.check().expect("every checksum verifies after a crash");
-    let got: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().collect::<Result<_, _>>().unwrap();
     if &got == model {
         return got;
     }

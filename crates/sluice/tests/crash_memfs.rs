@@ -281,16 +281,12 @@ fn verify(crashed: &MemFs, round: usize, ops: &[Op], lo: usize, hi: usize, point
 /// Every key and value, those of other keyspaces prefixed with the keyspace's name and `/`
 /// (a keyspace whose creation the crash undid holds nothing).
 fn everything(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut all: BTreeMap<Vec<u8>, Vec<u8>> = db
-        .scan(None, None)
-        .unwrap()
-        .map(|entry| entry.unwrap())
-        .collect();
+    let mut all: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|entry| entry.unwrap()).collect();
     for name in KEYSPACES {
         let Some(ks) = db.keyspace(name) else {
             continue;
         };
-        for entry in ks.range::<&[u8], _>(..).unwrap() {
+        for entry in ks.range(..) {
             let (k, v) = entry.unwrap();
             all.insert([format!("{name}/").as_bytes(), &k].concat(), v);
         }

@@ -46,7 +46,7 @@ fn copy_dir(from: &Path, to: &Path) {
 fn contents(dir: &Path) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, Error> {
     let db = Db::open_read_only(dir, Options::default())?;
     let mut all = BTreeMap::new();
-    for entry in db.scan(None, None)? {
+    for entry in db.iter() {
         let (k, v) = entry?;
         all.insert(k, v);
     }
@@ -96,7 +96,7 @@ fn fillseq_synced(dir: &Path, keys: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let db = Db::open(dir, Options::default()).unwrap();
     let mut expected = BTreeMap::new();
     for i in 0..keys {
-        db.put_opt(&WriteOptions { sync: true }, &key(i), &value(i, 0))
+        db.put_opt(&WriteOptions { sync: true }, key(i), value(i, 0))
             .unwrap();
         expected.insert(key(i), value(i, 0));
     }
@@ -146,7 +146,7 @@ fn a_zeroed_page_of_a_crashed_synced_wal_is_corruption_unless_it_holds_the_last_
     let db = Db::open(live.path(), Options::default()).unwrap();
     let mut expected = BTreeMap::new();
     for i in 0..3000 {
-        db.put_opt(&WriteOptions { sync: true }, &key(i), &value(i, 0))
+        db.put_opt(&WriteOptions { sync: true }, key(i), value(i, 0))
             .unwrap();
         expected.insert(key(i), value(i, 0));
     }
@@ -201,7 +201,7 @@ fn two_fillrandom_runs(dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let i = (rng >> 33) as u32 % 9000;
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             expected.insert(key(i), value(i, round));
         }
         db.close().unwrap();
@@ -290,7 +290,7 @@ fn orphan_tables_are_swept_at_open_whatever_their_number_and_directory() {
     };
     let db = Db::open(dir.path(), options()).unwrap();
     for i in 0..100 {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
@@ -318,7 +318,7 @@ fn orphan_tables_are_swept_at_open_whatever_their_number_and_directory() {
     assert_eq!(db.recovery_report().orphans_deleted, orphans.len());
     assert_eq!(db.metrics().orphans_deleted_at_open, orphans.len() as u64);
     for i in 0..100 {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)));
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)));
     }
 }
 
@@ -354,11 +354,11 @@ fn a_read_only_open_leaves_every_file_byte_identical() {
     )
     .unwrap();
     for i in 0..2000 {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.flush().unwrap();
     for i in 0..500 {
-        db.put(&key(i), &value(i, 1)).unwrap();
+        db.put(key(i), value(i, 1)).unwrap();
     }
     // A copy is a crash image only with no flush or compaction writing meanwhile: a table
     // copied half-written, then a MANIFEST copied after it was installed, is no state a
@@ -380,9 +380,9 @@ fn a_read_only_open_leaves_every_file_byte_identical() {
     for _ in 0..2 {
         let db = Db::open_read_only(dir.path(), Options::default()).unwrap();
         assert!(db.is_read_only());
-        assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 1)));
-        assert_eq!(db.get(&key(1500)).unwrap(), Some(value(1500, 0)));
-        assert_eq!(db.scan(None, None).unwrap().count(), 2000);
+        assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 1)));
+        assert_eq!(db.get(key(1500)).unwrap(), Some(value(1500, 0)));
+        assert_eq!(db.iter().count(), 2000);
         let report = db.check().unwrap();
         assert!(report.files > 0);
         assert!(report.recovery.wal_records > 0);
@@ -411,7 +411,7 @@ fn a_read_only_open_leaves_every_file_byte_identical() {
     }
     // A read-write open then applies the same data.
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    assert_eq!(db.get(&key(7)).unwrap(), Some(value(7, 1)));
+    assert_eq!(db.get(key(7)).unwrap(), Some(value(7, 1)));
 }
 
 #[test]
@@ -462,7 +462,7 @@ fn a_missing_or_shortened_wal_is_corruption() {
     };
     let db = Db::open(dir.path(), options()).unwrap();
     for i in 0..300 {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.close().unwrap();
     let wal = files_named(dir.path(), |n| n.ends_with(".log"))
@@ -480,5 +480,5 @@ fn a_missing_or_shortened_wal_is_corruption() {
     assert!(err.is_corruption(), "{err}");
     std::fs::write(&wal, &bytes).unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    assert_eq!(db.get(&key(299)).unwrap(), Some(value(299, 0)));
+    assert_eq!(db.get(key(299)).unwrap(), Some(value(299, 0)));
 }

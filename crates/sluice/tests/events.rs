@@ -92,7 +92,7 @@ fn options(listener: Arc<Recorder>) -> Options {
 
 fn fill(db: &Db, round: u32) {
     for i in 0..300u32 {
-        db.put(format!("key{i:05}").as_bytes(), &[round as u8; 100])
+        db.put(format!("key{i:05}").as_bytes(), [round as u8; 100])
             .unwrap();
     }
     db.flush().unwrap();
@@ -198,7 +198,7 @@ fn writers_waiting_for_a_slow_flush_are_a_stall_and_its_end() {
     let db = Db::open(dir.path(), options(recorder.clone())).unwrap();
     // Each memtable holds about 600 of these; two are allowed, the flush takes 100 ms.
     for i in 0..3000u32 {
-        db.put(format!("key{i:05}").as_bytes(), &[7; 100]).unwrap();
+        db.put(format!("key{i:05}").as_bytes(), [7; 100]).unwrap();
     }
     let stalls: Vec<(StallCondition, StallCondition)> = recorder
         .take()
@@ -242,7 +242,7 @@ fn a_failed_flush_is_a_background_error() {
     recorder.take();
     fs.inject(Fault::fail(FaultOp::Sync).on_paths_containing(".sst"));
     for i in 0..300u32 {
-        db.put(format!("key{i:05}").as_bytes(), &[1; 100]).unwrap();
+        db.put(format!("key{i:05}").as_bytes(), [1; 100]).unwrap();
     }
     assert!(db.flush().is_err());
     let events = recorder.take();

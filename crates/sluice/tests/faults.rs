@@ -110,7 +110,7 @@ fn shape(db: &Db) -> Vec<(usize, u64)> {
 }
 
 fn assert_contents(db: &Db, model: &Model) {
-    let got: Model = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let got: Model = db.iter().map(|e| e.unwrap()).collect();
     assert!(got == *model, "database differs from the model");
 }
 
@@ -382,11 +382,7 @@ fn a_failed_wal_sync_fails_the_write_and_every_later_one_and_loses_nothing_ackno
     drop((ks, db));
 
     let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
-    let got: Model = db
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: Model = db.iter().collect::<Result<_, _>>().unwrap();
     // The write whose sync failed reached the OS and may have survived; nothing else differs.
     let mut with_unsure = model.clone();
     with_unsure.insert(b"key999999".to_vec(), b"unsure".to_vec());
@@ -428,11 +424,7 @@ fn a_failed_wal_switch_stops_the_writes_of_every_keyspace() {
     drop((ks, db));
 
     let db = Db::open(dir.path(), log_options(&fs, dir.path())).unwrap();
-    let got: Model = db
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: Model = db.iter().collect::<Result<_, _>>().unwrap();
     assert_eq!(got, model, "every acknowledged write, and nothing else");
     let ks = db.keyspace("ks").unwrap();
     assert_eq!(ks.get(b"ks-before").unwrap(), Some(b"failure".to_vec()));

@@ -26,6 +26,13 @@ fn invalid_argument<T>(result: sluice::Result<T>) -> String {
     }
 }
 
+/// The message of a range that failed to open, whose only item is the error.
+fn failed_range(mut range: sluice::Range) -> String {
+    let message = invalid_argument(range.next().expect("a failed range yields its error"));
+    assert!(range.next().is_none(), "nothing after the error");
+    message
+}
+
 /// A keyspace's entries, in order.
 type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -35,7 +42,7 @@ fn everything(db: &Db) -> BTreeMap<String, Entries> {
         .into_iter()
         .map(|name| {
             let ks = db.keyspace(&name).unwrap();
-            let all = ks.range::<&[u8], _>(..).unwrap().map(Result::unwrap);
+            let all = ks.range(..).map(Result::unwrap);
             (name, all.collect())
         })
         .collect()
@@ -137,7 +144,7 @@ fn a_snapshot_of_another_database_is_refused_by_every_read() {
     let db1 = Db::open(d1.path(), small()).unwrap();
     let db2 = Db::open(d2.path(), small()).unwrap();
     for i in 0..50u32 {
-        db2.put(&i.to_be_bytes(), b"v").unwrap();
+        db2.put(i.to_be_bytes(), b"v").unwrap();
     }
     db1.put(b"k", b"v").unwrap();
     // d2's snapshot is at a sequence number d1 never published.
@@ -154,8 +161,8 @@ fn a_snapshot_of_another_database_is_refused_by_every_read() {
             && message.contains(&d1.path().display().to_string()),
         "{message}"
     );
-    invalid_argument(db1.iter(&opts));
-    invalid_argument(db1.range_opt::<&[u8], _>(&opts, ..));
+    invalid_argument(db1.raw_iter(&opts));
+    failed_range(db1.range_opt(&opts, ..));
     let all = db1.multi_get(&opts, [b"k", b"x"]);
     assert!(
         all.iter()
@@ -163,8 +170,8 @@ fn a_snapshot_of_another_database_is_refused_by_every_read() {
     );
     let orders = db1.create_keyspace("orders", &ks_options()).unwrap();
     invalid_argument(orders.get_opt(&opts, b"k"));
-    invalid_argument(orders.iter(&opts));
-    invalid_argument(orders.range_opt::<&[u8], _>(&opts, ..));
+    invalid_argument(orders.raw_iter(&opts));
+    failed_range(orders.range_opt(&opts, ..));
     assert!(matches!(
         &orders.multi_get(&opts, [b"k"])[..],
         [Err(Error::InvalidArgument(_))]
@@ -251,8 +258,8 @@ fn unknown_names_in_options_keyspaces_fail_the_open() {
     let db = Db::open(dir.path(), create.clone()).unwrap();
     assert_eq!(db.keyspace_names(), ["default", "users", "counters"]);
     let c = db.keyspace("counters").unwrap();
-    c.merge(b"hits", &2u64.to_le_bytes()).unwrap();
-    c.merge(b"hits", &3u64.to_le_bytes()).unwrap();
+    c.merge(b"hits", 2u64.to_le_bytes()).unwrap();
+    c.merge(b"hits", 3u64.to_le_bytes()).unwrap();
     assert_eq!(c.get(b"hits").unwrap(), Some(5u64.to_le_bytes().to_vec()));
     db.close().unwrap();
     // Created once: the next open finds it.

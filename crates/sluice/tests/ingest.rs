@@ -63,13 +63,13 @@ fn an_overlapping_file_is_newer_than_everything_it_overlaps() {
     let db = Db::open(&db_dir, small()).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3000 {
-        db.put(&key(i), b"old").unwrap();
+        db.put(key(i), b"old").unwrap();
         model.insert(key(i), b"old".to_vec());
     }
     db.wait_for_background_work().unwrap();
     // Some of the range is still in the memtable: it must be flushed, not shadow the file.
     for i in 1000..1010 {
-        db.put(&key(i), b"memtable").unwrap();
+        db.put(key(i), b"memtable").unwrap();
     }
     let mut entries = Vec::new();
     for i in (500..1500).step_by(3) {
@@ -87,14 +87,13 @@ fn an_overlapping_file_is_newer_than_everything_it_overlaps() {
     }
     let before = db.snapshot();
     let old_view: BTreeMap<_, _> = db
-        .range_opt::<&[u8], _>(
+        .range_opt(
             &ReadOptions {
                 snapshot: Some(&before),
                 ..ReadOptions::default()
             },
             ..,
         )
-        .unwrap()
         .map(Result::unwrap)
         .collect();
     let file = external(&dir.path().join("update.sst"), &entries);
@@ -110,15 +109,11 @@ fn an_overlapping_file_is_newer_than_everything_it_overlaps() {
         snapshot: Some(&before),
         ..ReadOptions::default()
     };
-    let again: BTreeMap<_, _> = db
-        .range_opt::<&[u8], _>(&opts, ..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let again: BTreeMap<_, _> = db.range_opt(&opts, ..).map(Result::unwrap).collect();
     assert_eq!(again, old_view);
     drop(before);
     // Later writes are newer than the ingested entries.
-    db.put(&key(501), b"after").unwrap();
+    db.put(key(501), b"after").unwrap();
     model.insert(key(501), b"after".to_vec());
     assert_eq!(contents(&db), model);
     db.check().unwrap();
@@ -142,8 +137,8 @@ fn a_live_snapshot_gets_the_files_a_sequence_number_even_without_overlap() {
         snapshot: Some(&snap),
         ..ReadOptions::default()
     };
-    assert_eq!(db.get_opt(&opts, &key(3)).unwrap(), None);
-    assert_eq!(db.get(&key(3)).unwrap().as_deref(), Some(&b"x-3"[..]));
+    assert_eq!(db.get_opt(&opts, key(3)).unwrap(), None);
+    assert_eq!(db.get(key(3)).unwrap().as_deref(), Some(&b"x-3"[..]));
 }
 
 #[test]
@@ -219,15 +214,15 @@ fn writes_around_an_ingest_reopen_without_a_flush() {
     let dir = tempfile::tempdir().unwrap();
     let db_dir = dir.path().join("db");
     let db = Db::open(&db_dir, small()).unwrap();
-    db.put(&key(10), b"old").unwrap();
+    db.put(key(10), b"old").unwrap();
     db.flush().unwrap();
     // In the memtable, outside the file's range: no flush is needed for overlap.
-    db.put(&key(900), b"before").unwrap();
+    db.put(key(900), b"before").unwrap();
     let file = external(&dir.path().join("x.sst"), &puts(5..20, "x"));
     let report = db.ingest(&[&file], &IngestOptions::default()).unwrap();
     assert_eq!(report.files[0].level, 0, "{report:?}");
-    db.put(&key(15), b"after").unwrap();
-    db.put(&key(901), b"after").unwrap();
+    db.put(key(15), b"after").unwrap();
+    db.put(key(901), b"after").unwrap();
     let expected = contents(&db);
     assert_eq!(expected.get(&key(10)), Some(&b"x-10".to_vec()));
     assert_eq!(expected.get(&key(15)), Some(&b"after".to_vec()));

@@ -31,7 +31,7 @@ fn write_synced(db: &Db, from: u32, to: u32) {
     let ks = db.keyspace("ks").unwrap();
     for i in from..to {
         let mut batch = WriteBatch::new();
-        batch.put_in(&ks, &key(i), format!("value {i}").as_bytes());
+        batch.put_in(&ks, key(i), format!("value {i}").as_bytes());
         db.write(&WriteOptions { sync: true }, batch).unwrap();
     }
 }
@@ -39,11 +39,7 @@ fn write_synced(db: &Db, from: u32, to: u32) {
 /// Panics unless keyspace `ks` of `db` holds exactly keys `0..n`.
 fn assert_holds(db: &Db, n: u32, at: &str) {
     let ks = db.keyspace("ks").unwrap();
-    let found: Vec<_> = ks
-        .range::<&[u8], _>(..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let found: Vec<_> = ks.range(..).map(Result::unwrap).collect();
     let want: Vec<_> = (0..n)
         .map(|i| (key(i), format!("value {i}").into_bytes()))
         .collect();

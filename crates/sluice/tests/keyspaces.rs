@@ -18,10 +18,7 @@ fn ks_options() -> KeyspaceOptions {
 }
 
 fn contents_of(ks: &Keyspace) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    ks.range::<&[u8], _>(..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    ks.range(..).map(Result::unwrap).collect()
 }
 
 fn wal_files(dir: &Path) -> usize {
@@ -142,7 +139,7 @@ fn each_keyspace_flushes_and_compacts_on_its_own_and_old_wals_go() {
     idle.put(b"kept", b"in the WAL, then a table").unwrap();
     // Keys in a scattered order, so that flushes overlap and compactions merge them.
     for i in 0..20_000 {
-        busy.put(&key(i * 7_919 % 20_000), &[b'v'; 100]).unwrap();
+        busy.put(key(i * 7_919 % 20_000), [b'v'; 100]).unwrap();
     }
     db.wait_for_background_work().unwrap();
     let metrics = busy.metrics().unwrap();
@@ -153,7 +150,7 @@ fn each_keyspace_flushes_and_compacts_on_its_own_and_old_wals_go() {
     idle.flush().unwrap();
     db.flush().unwrap();
     for i in 0..2_000 {
-        busy.put(&key(i), &[b'w'; 100]).unwrap();
+        busy.put(key(i), [b'w'; 100]).unwrap();
     }
     busy.flush().unwrap();
     assert!(
@@ -166,10 +163,10 @@ fn each_keyspace_flushes_and_compacts_on_its_own_and_old_wals_go() {
     let db = Db::open(dir.path(), small()).unwrap();
     let busy = db.keyspace("busy").unwrap();
     assert_eq!(contents_of(&busy).len(), 20_000);
-    assert_eq!(busy.get(&key(1)).unwrap().unwrap(), vec![b'w'; 100]);
-    assert_eq!(busy.get(&key(19_999)).unwrap().unwrap(), vec![b'v'; 100]);
+    assert_eq!(busy.get(key(1)).unwrap().unwrap(), vec![b'w'; 100]);
+    assert_eq!(busy.get(key(19_999)).unwrap().unwrap(), vec![b'v'; 100]);
     assert!(db.keyspace("idle").unwrap().get(b"kept").unwrap().is_some());
-    assert!(db.get(&key(1)).unwrap().is_none());
+    assert!(db.get(key(1)).unwrap().is_none());
 }
 
 #[test]
@@ -179,7 +176,7 @@ fn a_dropped_keyspace_is_gone_for_good() {
         let db = Db::open(dir.path(), small()).unwrap();
         let doomed = db.create_keyspace("doomed", &ks_options()).unwrap();
         for i in 0..5_000 {
-            doomed.put(&key(i), b"x").unwrap();
+            doomed.put(key(i), b"x").unwrap();
         }
         doomed.flush().unwrap();
         doomed.put(b"in-wal", b"x").unwrap();
@@ -231,10 +228,10 @@ fn keyspaces_have_their_own_options() {
         let db = Db::open(dir.path(), small()).unwrap();
         let c = db.create_keyspace("counters", &counters).unwrap();
         let e = db.create_keyspace("expiring", &expiring).unwrap();
-        c.merge(b"hits", &2u64.to_le_bytes()).unwrap();
-        c.merge(b"hits", &3u64.to_le_bytes()).unwrap();
+        c.merge(b"hits", 2u64.to_le_bytes()).unwrap();
+        c.merge(b"hits", 3u64.to_le_bytes()).unwrap();
         assert!(
-            db.merge(b"hits", &1u64.to_le_bytes()).is_err(),
+            db.merge(b"hits", 1u64.to_le_bytes()).is_err(),
             "default has none"
         );
         e.put(b"session", b"abc").unwrap();
@@ -249,7 +246,7 @@ fn keyspaces_have_their_own_options() {
     let db = Db::open(dir.path(), reopen_options()).unwrap();
     let c = db.keyspace("counters").unwrap();
     c.flush().unwrap();
-    c.merge(b"hits", &5u64.to_le_bytes()).unwrap();
+    c.merge(b"hits", 5u64.to_le_bytes()).unwrap();
     assert_eq!(c.get(b"hits").unwrap(), Some(10u64.to_le_bytes().to_vec()));
     let e = db.keyspace("expiring").unwrap();
     assert_eq!(e.get(b"session").unwrap().as_deref(), Some(&b"abc"[..]));
@@ -263,7 +260,7 @@ fn a_read_only_open_sees_every_keyspace_and_changes_nothing() {
         let db = Db::open(dir.path(), small()).unwrap();
         let ks = db.create_keyspace("ks", &ks_options()).unwrap();
         for i in 0..3_000 {
-            ks.put(&key(i), b"v").unwrap();
+            ks.put(key(i), b"v").unwrap();
         }
         ks.flush().unwrap();
         ks.put(b"unflushed", b"1").unwrap();
@@ -316,12 +313,12 @@ fn checkpoints_and_backups_hold_every_keyspace() {
     let a = db.create_keyspace("a", &ks_options()).unwrap();
     let b = db.create_keyspace("b", &ks_options()).unwrap();
     for i in 0..4_000 {
-        a.put(&key(i * 31 % 4_000), b"in a table").unwrap();
-        db.put(&key(i), b"default").unwrap();
+        a.put(key(i * 31 % 4_000), b"in a table").unwrap();
+        db.put(key(i), b"default").unwrap();
     }
     a.flush().unwrap();
     b.put(b"only in the WAL", b"b").unwrap();
-    a.delete_range(&key(100), &key(200)).unwrap();
+    a.delete_range(key(100), key(200)).unwrap();
     let expected = every_keyspace(&db);
     assert_eq!(expected["a"].len(), 3_900);
 
@@ -355,8 +352,8 @@ fn an_ingested_table_lands_in_its_keyspace_only() {
     let scratch = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small()).unwrap();
     let ks = db.create_keyspace("bulk", &ks_options()).unwrap();
-    ks.put(&key(5), b"older").unwrap();
-    db.put(&key(5), b"default").unwrap();
+    ks.put(key(5), b"older").unwrap();
+    db.put(key(5), b"default").unwrap();
     let before = db.snapshot();
     let path = scratch.path().join("bulk.sst");
     let mut writer = sluice::SstFileWriter::create(&path, &Default::default()).unwrap();
@@ -366,25 +363,25 @@ fn an_ingested_table_lands_in_its_keyspace_only() {
     writer.finish().unwrap();
     ks.ingest(&[&path], &sluice::IngestOptions { move_files: true })
         .unwrap();
-    assert_eq!(ks.get(&key(5)).unwrap().as_deref(), Some(&b"ingested"[..]));
-    assert_eq!(db.get(&key(5)).unwrap().as_deref(), Some(&b"default"[..]));
+    assert_eq!(ks.get(key(5)).unwrap().as_deref(), Some(&b"ingested"[..]));
+    assert_eq!(db.get(key(5)).unwrap().as_deref(), Some(&b"default"[..]));
     let then = ReadOptions {
         snapshot: Some(&before),
         ..ReadOptions::default()
     };
     assert_eq!(
-        ks.get_opt(&then, &key(5)).unwrap().as_deref(),
+        ks.get_opt(&then, key(5)).unwrap().as_deref(),
         Some(&b"older"[..])
     );
     // Later writes take later sequence numbers in every keyspace.
-    ks.put(&key(6), b"after").unwrap();
+    ks.put(key(6), b"after").unwrap();
     drop((ks, before));
     db.close().unwrap();
     let db = Db::open(dir.path(), small()).unwrap();
     let ks = db.keyspace("bulk").unwrap();
     assert_eq!(contents_of(&ks).len(), 1_000);
-    assert_eq!(ks.get(&key(6)).unwrap().as_deref(), Some(&b"after"[..]));
-    assert_eq!(ks.get(&key(7)).unwrap().as_deref(), Some(&b"ingested"[..]));
+    assert_eq!(ks.get(key(6)).unwrap().as_deref(), Some(&b"after"[..]));
+    assert_eq!(ks.get(key(7)).unwrap().as_deref(), Some(&b"ingested"[..]));
 }
 
 #[test]

@@ -34,8 +34,7 @@ fn write_random(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>, x: &mut u64, n:
 }
 
 fn assert_matches(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    let got: BTreeMap<Vec<u8>, Vec<u8>> =
-        db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+    let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|e| e.unwrap()).collect();
     assert!(&got == model, "database differs from the model");
     for (k, v) in model.iter().step_by(97) {
         assert_eq!(db.get(k).unwrap().as_deref(), Some(&v[..]));

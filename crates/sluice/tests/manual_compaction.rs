@@ -56,7 +56,7 @@ fn inverted(dir: &Path) -> (Db, Model) {
 }
 
 fn contents(db: &Db) -> Model {
-    db.scan(None, None).unwrap().map(|e| e.unwrap()).collect()
+    db.iter().map(|e| e.unwrap()).collect()
 }
 
 fn shape(db: &Db) -> Vec<usize> {
@@ -224,8 +224,7 @@ fn a_cancelled_compaction_leaves_a_consistent_tree() {
 /// Writes `keys` (with `deleted` of them then deleted) and flushes them into one L0 table.
 fn l0_table(db: &Db, keys: std::ops::Range<u32>, deleted: std::ops::Range<u32>) {
     for i in keys {
-        db.put(format!("key{i:08}").as_bytes(), &[b'v'; 64])
-            .unwrap();
+        db.put(format!("key{i:08}").as_bytes(), [b'v'; 64]).unwrap();
     }
     for i in deleted {
         db.delete(format!("key{i:08}").as_bytes()).unwrap();
@@ -266,7 +265,7 @@ fn files_with_nothing_under_them_move_instead_of_being_rewritten() {
         after.get(&b"key00000000"[..]),
         before.get(&b"key00000000"[..])
     );
-    assert_eq!(db.scan(None, None).unwrap().count(), 2500);
+    assert_eq!(db.iter().count(), 2500);
     db.check().unwrap();
 }
 
@@ -289,7 +288,7 @@ fn tombstones_bound_for_the_bottom_are_dropped_not_moved() {
         before,
         "no tombstone moved to the bottom"
     );
-    assert_eq!(db.scan(None, None).unwrap().count(), 500);
+    assert_eq!(db.iter().count(), 500);
     let (entries, deletions) = table_entries(dir.path());
     assert_eq!((entries, deletions), (500, 0), "every tombstone dropped");
 }

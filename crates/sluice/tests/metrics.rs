@@ -26,7 +26,7 @@ fn options() -> Options {
 /// Writes keys `0..n` (even numbers only) with value bytes `round`, then flushes.
 fn fill(db: &Db, n: u32, round: u8) {
     for i in (0..n).step_by(2) {
-        db.put(format!("key{i:06}").as_bytes(), &[round; 100])
+        db.put(format!("key{i:06}").as_bytes(), [round; 100])
             .unwrap();
     }
     db.flush().unwrap();

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::Path;
 
 use proptest::prelude::*;
@@ -332,28 +333,24 @@ fn keyspaces_of(db: &Db) -> Vec<Keyspace> {
 fn write_to(batch: &mut WriteBatch, keyspaces: &[Keyspace], ks: usize, k: u16, write: &Write) {
     let Some(ks) = ks.checked_sub(1).map(|i| &keyspaces[i]) else {
         match write {
-            Write::Put(v) => batch.put(&key(k), v),
-            Write::Delete => batch.delete(&key(k)),
-            Write::Merge(v) => batch.merge(&key(k), v),
-            Write::DeleteRange(span) => batch.delete_range(&key(k), &key(k + span)),
+            Write::Put(v) => batch.put(key(k), v),
+            Write::Delete => batch.delete(key(k)),
+            Write::Merge(v) => batch.merge(key(k), v),
+            Write::DeleteRange(span) => batch.delete_range(key(k), key(k + span)),
         }
         return;
     };
     match write {
-        Write::Put(v) => batch.put_in(ks, &key(k), v),
-        Write::Delete => batch.delete_in(ks, &key(k)),
-        Write::Merge(v) => batch.merge_in(ks, &key(k), v),
-        Write::DeleteRange(span) => batch.delete_range_in(ks, &key(k), &key(k + span)),
+        Write::Put(v) => batch.put_in(ks, key(k), v),
+        Write::Delete => batch.delete_in(ks, key(k)),
+        Write::Merge(v) => batch.merge_in(ks, key(k), v),
+        Write::DeleteRange(span) => batch.delete_range_in(ks, key(k), key(k + span)),
     }
 }
 
 /// Every key and value of `ks`, read at `opts`.
 fn contents_of(ks: &Keyspace, opts: &ReadOptions<'_>) -> Vec<Entry> {
-    ks.iter(opts)
-        .unwrap()
-        .entries()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    ks.range_opt(opts, ..).collect::<Result<_, _>>().unwrap()
 }
 
 /// What `Db::range` must yield for the bounds `lo` and `hi` (key, inclusive), taking from
@@ -432,19 +429,19 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
         let d = db.as_ref().unwrap();
         match op {
             Op::Put(k, v) => {
-                d.put(&key(k), &v).unwrap();
+                d.put(key(k), &v).unwrap();
                 model.insert(key(k), v);
             }
             Op::Delete(k) => {
-                d.delete(&key(k)).unwrap();
+                d.delete(key(k)).unwrap();
                 model.remove(&key(k));
             }
             Op::Merge(k, operand) => {
-                d.merge(&key(k), &operand).unwrap();
+                d.merge(key(k), &operand).unwrap();
                 apply(&mut model, k, Write::Merge(operand));
             }
             Op::DeleteRange(a, b) => {
-                d.delete_range(&key(a), &key(b)).unwrap();
+                d.delete_range(key(a), key(b)).unwrap();
                 apply(&mut model, a, Write::DeleteRange(b - a));
             }
             Op::Batch(entries) => {
@@ -464,11 +461,11 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 if let Some(i) = (spaces > 1).then_some(usize::from(ks) % 2) {
                     let target = &keyspaces[i];
                     match &write {
-                        Write::Put(v) => target.put(&key(k), v).unwrap(),
-                        Write::Delete => target.delete(&key(k)).unwrap(),
-                        Write::Merge(v) => target.merge(&key(k), v).unwrap(),
+                        Write::Put(v) => target.put(key(k), v).unwrap(),
+                        Write::Delete => target.delete(key(k)).unwrap(),
+                        Write::Merge(v) => target.merge(key(k), v).unwrap(),
                         Write::DeleteRange(span) => {
-                            target.delete_range(&key(k), &key(k + span)).unwrap()
+                            target.delete_range(key(k), key(k + span)).unwrap()
                         }
                     }
                     apply(&mut ks_models[i], k, write);
@@ -478,7 +475,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 if let Some(i) = (spaces > 1).then_some(usize::from(ks) % 2) {
                     let target = &keyspaces[i];
                     prop_assert_eq!(
-                        target.get(&key(k)).unwrap(),
+                        target.get(key(k)).unwrap(),
                         ks_models[i].get(&key(k)).cloned()
                     );
                     let all = contents_of(target, &ReadOptions::default());
@@ -494,7 +491,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 }
             }
             Op::Get(k) => {
-                prop_assert_eq!(d.get(&key(k)).unwrap(), model.get(&key(k)).cloned());
+                prop_assert_eq!(d.get(key(k)).unwrap(), model.get(&key(k)).cloned());
             }
             Op::TakeSnapshot => {
                 snapshots.push((d.snapshot(), model.clone(), ks_models.clone()));
@@ -515,31 +512,37 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                         prop_assert_eq!(contents_of(ks, &opts), scan_model(old, None, None));
                     }
                     let got: Vec<_> = d
-                        .iter(&opts)
+                        .raw_iter(&opts)
                         .unwrap()
                         .entries()
                         .collect::<Result<_, _>>()
                         .unwrap();
-                    prop_assert_eq!(got, scan_model(old, None, None));
+                    prop_assert_eq!(&got, &scan_model(old, None, None));
+                    // The snapshot's own reads see the same.
+                    let own: Vec<_> = snap.iter().collect::<Result<_, _>>().unwrap();
+                    prop_assert_eq!(own, got);
                     for k in (0..300).step_by(37) {
                         prop_assert_eq!(
-                            d.get_opt(&opts, &key(k)).unwrap(),
+                            d.get_opt(&opts, key(k)).unwrap(),
                             old.get(&key(k)).cloned()
                         );
+                        prop_assert_eq!(snap.get(key(k)).unwrap(), old.get(&key(k)).cloned());
                     }
                 }
             }
             Op::Scan(a, b) => {
                 let (lo, hi) = (a.map(key), b.map(key));
                 let got: Vec<_> = d
-                    .scan(lo.as_deref(), hi.as_deref())
-                    .unwrap()
+                    .range((
+                        lo.as_deref().map_or(Bound::Unbounded, Bound::Included),
+                        hi.as_deref().map_or(Bound::Unbounded, Bound::Excluded),
+                    ))
                     .collect::<Result<_, _>>()
                     .unwrap();
                 prop_assert_eq!(got, scan_model(&model, lo.as_deref(), hi.as_deref()));
             }
             Op::ScanReverse => {
-                let mut it = d.iter(&ReadOptions::default()).unwrap();
+                let mut it = d.raw_iter(&ReadOptions::default()).unwrap();
                 it.seek_to_last().unwrap();
                 let mut got = Vec::new();
                 while it.valid() {
@@ -559,7 +562,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                     snapshot: snap,
                     ..ReadOptions::default()
                 };
-                let mut range = d.range_opt(&opts, (bound(lo), bound(hi))).unwrap();
+                let mut range = d.range_opt(&opts, (bound(lo), bound(hi)));
                 for (back, expected) in range_model(expected_model, lo, hi, ends) {
                     let got = if back {
                         range.next_back()
@@ -571,7 +574,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             }
             Op::Prefix(k) => {
                 let prefix = &key(k)[..7];
-                let got: Vec<_> = d.prefix(prefix).unwrap().map(Result::unwrap).collect();
+                let got: Vec<_> = d.prefix(prefix).map(Result::unwrap).collect();
                 let expected: Vec<_> = model
                     .iter()
                     .filter(|(k, _)| k.starts_with(prefix))
@@ -631,8 +634,8 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             Op::StaleHandle(ks, k) => {
                 if let Some(old) = stale.0.get(usize::from(ks) % stale.0.len().max(1)) {
                     let mut batch = WriteBatch::new();
-                    batch.put(&key(k), b"this open's");
-                    batch.put_in(old, &key(k), b"the last open's");
+                    batch.put(key(k), b"this open's");
+                    batch.put_in(old, key(k), b"the last open's");
                     let written = d.write(&WriteOptions::default(), batch);
                     prop_assert!(matches!(written, Err(sluice::Error::InvalidArgument(_))));
                 }
@@ -641,7 +644,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                         snapshot: Some(snapshot),
                         ..ReadOptions::default()
                     };
-                    let read = d.get_opt(&opts, &key(k));
+                    let read = d.get_opt(&opts, key(k));
                     prop_assert!(matches!(read, Err(sluice::Error::InvalidArgument(_))));
                 }
             }
@@ -754,11 +757,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
             }
         }
     }
-    let got: Vec<_> = d
-        .scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: Vec<_> = d.iter().collect::<Result<_, _>>().unwrap();
     prop_assert_eq!(got, scan_model(&model, None, None));
     for (ks, model) in keyspaces.iter().zip(&ks_models) {
         prop_assert_eq!(
@@ -816,7 +815,7 @@ fn iterator_direction_switches_match_the_model() {
         }
     }
     let keys: Vec<_> = model.keys().cloned().collect();
-    let mut it = db.iter(&ReadOptions::default()).unwrap();
+    let mut it = db.raw_iter(&ReadOptions::default()).unwrap();
     it.seek(&key(250)).unwrap();
     let mut pos = keys.partition_point(|k| k.as_slice() < key(250).as_slice());
     for step in 0..300 {

@@ -63,10 +63,7 @@ fn options(partitions: PartitionOptions) -> Options {
 
 /// Every key and value of `db`, in key order.
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap()
+    db.iter().collect::<Result<_, _>>().unwrap()
 }
 
 /// Table files in `dir`.
@@ -102,7 +99,7 @@ fn tables_follow_the_range_map_across_reopen() {
     let p = || partitions(root.path(), 2, 4, None);
     let db = Db::open(&db_dir, options(p())).unwrap();
     for i in 0..KEYS {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
@@ -133,7 +130,7 @@ fn tables_follow_the_range_map_across_reopen() {
     let db = Db::open(&db_dir, options(changed)).unwrap();
     assert_eq!(db.range_map().unwrap().len(), 4);
     for i in (0..KEYS).step_by(101) {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 0)));
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)));
     }
     db.close().unwrap();
 
@@ -169,7 +166,7 @@ fn tables_follow_the_range_map_across_reopen() {
 fn fill_once(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut model = BTreeMap::new();
     for i in 0..KEYS {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
         model.insert(key(i), value(i, 0));
     }
     db.flush().unwrap();
@@ -365,11 +362,7 @@ fn moves_and_splits_reach_every_keyspace_whatever_its_map() {
     let db = open();
     let ks = db.keyspace("ks").unwrap();
     assert_eq!((db.range_map(), ks.range_map().unwrap()), maps);
-    let got: BTreeMap<_, _> = ks
-        .range::<&[u8], _>(..)
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let got: BTreeMap<_, _> = ks.range(..).collect::<Result<_, _>>().unwrap();
     assert_eq!(got, model);
 }
 
@@ -454,7 +447,7 @@ fn skewed_writes(root: &Path, ranges: u32) -> Db {
     .unwrap();
     for round in 0..3 {
         for i in 0..KEYS / 2 {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
         }
     }
     db.flush().unwrap();
@@ -480,7 +473,7 @@ fn assert_within_skew(stats: &PartitionStats, bound: f64) {
 /// Every 53rd key of [`skewed_writes`] has its last value, and every table verifies.
 fn assert_last_round_reads_back(db: &Db) {
     for i in (0..KEYS / 2).step_by(53) {
-        assert_eq!(db.get(&key(i)).unwrap(), Some(value(i, 2)));
+        assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 2)));
     }
     db.check().unwrap();
 }
@@ -509,7 +502,7 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
     let p = || partitions(root.path(), 2, 2, None);
     let db = Db::open(&db_dir, options(p())).unwrap();
     for i in 0..KEYS {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
     }
     db.compact_range(None, None).unwrap();
     // An older view that the rewrite must keep, and an L0 table across the whole range.
@@ -519,7 +512,7 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
         let round = u32::from(i % 3 == 0 && i < KEYS / 2);
         model.insert(key(i), value(i, round));
         if round == 1 {
-            db.put(&key(i), &value(i, 1)).unwrap();
+            db.put(key(i), value(i, 1)).unwrap();
         }
     }
     db.flush().unwrap();
@@ -547,7 +540,7 @@ fn a_split_rewrites_the_tables_across_its_key_and_survives_reopen() {
     };
     for i in (0..KEYS).step_by(13) {
         assert_eq!(
-            db.get_opt(&at_snapshot, &key(i)).unwrap(),
+            db.get_opt(&at_snapshot, key(i)).unwrap(),
             Some(value(i, 0)),
             "the snapshot still sees key {i}"
         );
@@ -604,7 +597,7 @@ fn a_split_that_fails_midway_changes_nothing_and_leaves_no_tables_behind() {
     .unwrap();
     let mut model = BTreeMap::new();
     for i in 0..KEYS {
-        db.put(&key(i), &value(i, 0)).unwrap();
+        db.put(key(i), value(i, 0)).unwrap();
         model.insert(key(i), value(i, 0));
     }
     db.compact_range(None, None).unwrap();
@@ -650,7 +643,7 @@ fn splits_and_manual_compactions_at_once_lose_nothing() {
     let mut model = BTreeMap::new();
     for round in 0..2 {
         for i in 0..KEYS {
-            db.put(&key(i), &value(i, round)).unwrap();
+            db.put(key(i), value(i, round)).unwrap();
             model.insert(key(i), value(i, round));
         }
     }
@@ -683,7 +676,7 @@ fn wrong_owner_directories_are_named() {
     let p = partitions(root.path(), 2, 4, None);
     let db = Db::open(root.path(), options(p.clone())).unwrap();
     for i in 0..KEYS {
-        db.put(&key(i), &[b'v'; 100]).unwrap();
+        db.put(key(i), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     db.wait_for_background_work().unwrap();

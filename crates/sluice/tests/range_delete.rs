@@ -28,10 +28,7 @@ fn options(mode: CompactionMode) -> Options {
 }
 
 fn keys(db: &Db, opts: &ReadOptions<'_>) -> Vec<Vec<u8>> {
-    db.range_opt::<&[u8], _>(opts, ..)
-        .unwrap()
-        .map(|e| e.unwrap().0)
-        .collect()
+    db.range_opt(opts, ..).map(|e| e.unwrap().0).collect()
 }
 
 #[test]
@@ -40,27 +37,22 @@ fn a_range_delete_hides_its_keys_and_compaction_then_drops_them_and_itself() {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), options(mode)).unwrap();
         for i in 0..20_000 {
-            db.put(&key(i), &[b'v'; 64]).unwrap();
+            db.put(key(i), [b'v'; 64]).unwrap();
         }
         db.flush().unwrap();
         let before = db.snapshot();
-        db.delete_range(&key(5_000), &key(15_000)).unwrap();
+        db.delete_range(key(5_000), key(15_000)).unwrap();
         // Written after the tombstone: not covered.
-        db.put(&key(10_000), b"new").unwrap();
+        db.put(key(10_000), b"new").unwrap();
 
-        assert_eq!(db.get(&key(4_999)).unwrap().map(|v| v.len()), Some(64));
-        assert_eq!(db.get(&key(5_000)).unwrap(), None, "{mode}");
-        assert_eq!(db.get(&key(14_999)).unwrap(), None);
-        assert_eq!(db.get(&key(10_000)).unwrap(), Some(b"new".to_vec()));
-        assert_eq!(db.get(&key(15_000)).unwrap().map(|v| v.len()), Some(64));
+        assert_eq!(db.get(key(4_999)).unwrap().map(|v| v.len()), Some(64));
+        assert_eq!(db.get(key(5_000)).unwrap(), None, "{mode}");
+        assert_eq!(db.get(key(14_999)).unwrap(), None);
+        assert_eq!(db.get(key(10_000)).unwrap(), Some(b"new".to_vec()));
+        assert_eq!(db.get(key(15_000)).unwrap().map(|v| v.len()), Some(64));
         let now = keys(&db, &ReadOptions::default());
         assert_eq!(now.len(), 10_001, "{mode}");
-        let mut back: Vec<_> = db
-            .range::<&[u8], _>(..)
-            .unwrap()
-            .rev()
-            .map(|e| e.unwrap().0)
-            .collect();
+        let mut back: Vec<_> = db.range(..).rev().map(|e| e.unwrap().0).collect();
         back.reverse();
         assert_eq!(back, now, "{mode}: backward");
         let at_snapshot = ReadOptions {
@@ -72,7 +64,7 @@ fn a_range_delete_hides_its_keys_and_compaction_then_drops_them_and_itself() {
             20_000,
             "{mode}: the snapshot"
         );
-        assert!(db.get_opt(&at_snapshot, &key(7_000)).unwrap().is_some());
+        assert!(db.get_opt(&at_snapshot, key(7_000)).unwrap().is_some());
 
         // A snapshot keeps the covered versions through compaction.
         db.compact_range(None, None).unwrap();
@@ -105,14 +97,14 @@ fn tombstones_survive_reopening_from_the_wal_and_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(CompactionMode::Sequential)).unwrap();
     for i in 0..1_000 {
-        db.put(&key(i), b"v").unwrap();
+        db.put(key(i), b"v").unwrap();
     }
     db.flush().unwrap();
     let mut batch = WriteBatch::new();
-    batch.delete_range(&key(100), &key(200));
-    batch.put(&key(150), b"kept");
+    batch.delete_range(key(100), key(200));
+    batch.put(key(150), b"kept");
     db.write(&Default::default(), batch).unwrap();
-    db.delete_range(&key(900), &key(2_000)).unwrap();
+    db.delete_range(key(900), key(2_000)).unwrap();
     // Still in the memtable and the WAL: a crash (no close) replays them. Nothing may be
     // writing tables while the crash image is copied.
     db.wait_for_background_work().unwrap();
@@ -121,8 +113,8 @@ fn tombstones_survive_reopening_from_the_wal_and_the_manifest() {
         let db = Db::open(dir, options(CompactionMode::Sequential)).unwrap();
         let got = keys(&db, &ReadOptions::default());
         assert_eq!(got.len(), 1_000 - 100 + 1 - 100);
-        assert_eq!(db.get(&key(150)).unwrap(), Some(b"kept".to_vec()));
-        assert_eq!(db.get(&key(950)).unwrap(), None);
+        assert_eq!(db.get(key(150)).unwrap(), Some(b"kept".to_vec()));
+        assert_eq!(db.get(key(950)).unwrap(), None);
         db
     };
     // The lock of the forgotten handle is this process's: reopen in a copy.
@@ -162,13 +154,13 @@ fn repair_applies_the_tombstones_it_can_read() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options(CompactionMode::Sequential)).unwrap();
     for i in 0..1_000 {
-        db.put(&key(i), b"v").unwrap();
+        db.put(key(i), b"v").unwrap();
     }
     db.flush().unwrap();
     // One tombstone in the MANIFEST, one in the WAL only.
-    db.delete_range(&key(0), &key(100)).unwrap();
+    db.delete_range(key(0), key(100)).unwrap();
     db.flush().unwrap();
-    db.delete_range(&key(900), &key(1_000)).unwrap();
+    db.delete_range(key(900), key(1_000)).unwrap();
     db.close().unwrap();
     let report = sluice::repair(dir.path(), options(CompactionMode::Sequential)).unwrap();
     assert!(report.manifest_readable);

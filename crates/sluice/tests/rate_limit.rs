@@ -34,8 +34,7 @@ fn every_background_byte_passes_the_limiter() {
             }
             // Scattered keys, so that tables overlap and compactions merge rather than move.
             let k = i.wrapping_mul(2_654_435_761) % 30_000;
-            db.put(format!("key{k:08}").as_bytes(), &[b'v'; 60])
-                .unwrap();
+            db.put(format!("key{k:08}").as_bytes(), [b'v'; 60]).unwrap();
         }
         db.compact_range(None, None).unwrap();
         let m = db.metrics();

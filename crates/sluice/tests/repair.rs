@@ -45,23 +45,23 @@ fn layered_database(dir: &Path) -> Model {
     let db = Db::open(dir, options()).unwrap();
     let mut model = Model::new();
     for i in 0..3000 {
-        db.put(&key(i), &value(i, 1)).unwrap();
+        db.put(key(i), value(i, 1)).unwrap();
         model.insert(key(i), value(i, 1));
     }
     db.compact_range(None, None).unwrap();
     for i in (0..3000).step_by(3) {
-        db.put(&key(i), &value(i, 2)).unwrap();
+        db.put(key(i), value(i, 2)).unwrap();
         model.insert(key(i), value(i, 2));
     }
     db.flush().unwrap();
     db.wait_for_background_work().unwrap();
     for i in (0..3000).step_by(7) {
-        db.delete(&key(i)).unwrap();
+        db.delete(key(i)).unwrap();
         model.remove(&key(i));
     }
     db.flush().unwrap();
     for i in (1..3000).step_by(11) {
-        db.put(&key(i), &value(i, 3)).unwrap();
+        db.put(key(i), value(i, 3)).unwrap();
         model.insert(key(i), value(i, 3));
     }
     db.close().unwrap();
@@ -70,11 +70,7 @@ fn layered_database(dir: &Path) -> Model {
 
 fn read_all(dir: &Path) -> Model {
     let db = Db::open(dir, options()).unwrap();
-    let all = db
-        .scan(None, None)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .collect::<Model>();
+    let all = db.iter().map(|e| e.unwrap()).collect::<Model>();
     db.check().unwrap();
     all
 }
@@ -189,7 +185,7 @@ fn a_damaged_wal_keeps_every_record_around_the_damage() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
     for i in 0..200 {
-        db.put(&key(i), &value(i, 1)).unwrap();
+        db.put(key(i), value(i, 1)).unwrap();
     }
     db.close().unwrap();
     let wal = files(dir.path(), ".log").pop().unwrap();
@@ -264,12 +260,12 @@ fn rewritten_every(dir: &Path, n: u32, step: usize) -> PathBuf {
     opts.compaction.disable_auto_compactions = true;
     let db = Db::open(dir, opts).unwrap();
     for i in 0..n {
-        db.put(&key(i), &value(i, 1)).unwrap();
+        db.put(key(i), value(i, 1)).unwrap();
     }
     db.compact_range(None, None).unwrap();
     let before = files(dir, ".sst");
     for i in (0..n).step_by(step) {
-        db.put(&key(i), &value(i, 2)).unwrap();
+        db.put(key(i), value(i, 2)).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
@@ -410,10 +406,7 @@ fn with_keyspaces() -> Options {
 /// Every key and value of keyspace `name` (the default one for `"default"`).
 fn keyspace_contents(db: &Db, name: &str) -> Model {
     let ks = db.keyspace(name).unwrap();
-    ks.range::<&[u8], _>(..)
-        .unwrap()
-        .map(|e| e.unwrap())
-        .collect()
+    ks.range(..).map(|e| e.unwrap()).collect()
 }
 
 /// A database with three keyspaces besides the default one: in each, tables in the bottom
@@ -426,17 +419,17 @@ fn keyspaced_database(dir: &Path) -> BTreeMap<String, Model> {
         let mut model = Model::new();
         let offset = n as u32 * 10_000;
         for i in 0..1500 {
-            ks.put(&key(offset + i), &value(i, 1)).unwrap();
+            ks.put(key(offset + i), value(i, 1)).unwrap();
             model.insert(key(offset + i), value(i, 1));
         }
         ks.compact_range(None, None).unwrap();
         for i in (0..1500).step_by(3) {
-            ks.put(&key(offset + i), &value(i, 2)).unwrap();
+            ks.put(key(offset + i), value(i, 2)).unwrap();
             model.insert(key(offset + i), value(i, 2));
         }
         ks.flush().unwrap();
         for i in (0..1500).step_by(7) {
-            ks.delete(&key(offset + i)).unwrap();
+            ks.delete(key(offset + i)).unwrap();
             model.remove(&key(offset + i));
         }
         models.insert(name.to_string(), model);
@@ -535,7 +528,7 @@ fn a_keyspaces_value_format_and_a_lost_keyspace_directory() {
         let db = Db::open(dir.path(), o).unwrap();
         let t = db.keyspace("t").unwrap();
         for i in 0..200 {
-            t.put(&key(i), &value(i, 1)).unwrap();
+            t.put(key(i), value(i, 1)).unwrap();
         }
         t.flush().unwrap();
         t.put(b"in-the-wal", b"v").unwrap();
@@ -553,7 +546,7 @@ fn a_keyspaces_value_format_and_a_lost_keyspace_directory() {
     assert_eq!(report.keyspaces, [(1, "keyspace-1".to_string())]);
     let db = Db::open(dir.path(), o.clone()).unwrap();
     let t = db.keyspace("keyspace-1").unwrap();
-    assert_eq!(t.get(&key(7)).unwrap(), Some(value(7, 1)));
+    assert_eq!(t.get(key(7)).unwrap(), Some(value(7, 1)));
     assert_eq!(t.get(b"in-the-wal").unwrap(), Some(b"v".to_vec()));
     db.close().unwrap();
 
@@ -573,7 +566,7 @@ fn a_keyspaces_value_format_and_a_lost_keyspace_directory() {
     let t = db.keyspace("keyspace-1").unwrap();
     assert_eq!(t.get(b"later").unwrap(), Some(b"w".to_vec()));
     assert_eq!(
-        t.get(&key(7)).unwrap(),
+        t.get(key(7)).unwrap(),
         None,
         "its tables went with the directory"
     );

@@ -263,7 +263,7 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
             snapshot,
             ..ReadOptions::default()
         };
-        let range = tree.range_opt::<&[u8], _>(&opts, ..).unwrap();
+        let range = tree.range_opt(&opts, ..);
         let entries: Vec<_> = if back {
             range.rev().map(Result::unwrap).collect()
         } else {
@@ -280,11 +280,11 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
             .get(at)
             .unwrap_or_else(|| panic!("no keyspace {at}: {line}"));
         match f[0] {
-            "put" => tree.put_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
-            "delete" => tree.delete_opt(&wo, &unhex(f[1])).unwrap(),
-            "merge" => tree.merge_opt(&wo, &unhex(f[1]), &unhex(f[2])).unwrap(),
+            "put" => tree.put_opt(&wo, unhex(f[1]), unhex(f[2])).unwrap(),
+            "delete" => tree.delete_opt(&wo, unhex(f[1])).unwrap(),
+            "merge" => tree.merge_opt(&wo, unhex(f[1]), unhex(f[2])).unwrap(),
             "delete_range" => tree
-                .delete_range_opt(&wo, &unhex(f[1]), &unhex(f[2]))
+                .delete_range_opt(&wo, unhex(f[1]), unhex(f[2]))
                 .unwrap(),
             "batch" => {
                 let mut batch = WriteBatch::new();
@@ -295,10 +295,10 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
                         .get(at)
                         .unwrap_or_else(|| panic!("no keyspace {at}: {entry}"));
                     match e[0] {
-                        "put" => batch.put_in(ks, &unhex(e[1]), &unhex(e[2])),
-                        "delete" => batch.delete_in(ks, &unhex(e[1])),
-                        "merge" => batch.merge_in(ks, &unhex(e[1]), &unhex(e[2])),
-                        "delete_range" => batch.delete_range_in(ks, &unhex(e[1]), &unhex(e[2])),
+                        "put" => batch.put_in(ks, unhex(e[1]), unhex(e[2])),
+                        "delete" => batch.delete_in(ks, unhex(e[1])),
+                        "merge" => batch.merge_in(ks, unhex(e[1]), unhex(e[2])),
+                        "delete_range" => batch.delete_range_in(ks, unhex(e[1]), unhex(e[2])),
                         other => panic!("{other} in a batch"),
                     }
                 }
@@ -317,7 +317,7 @@ fn run_sluice(dir: &Path, op: Operator, script: &str) -> String {
                     snapshot,
                     ..ReadOptions::default()
                 };
-                let v = tree.get_opt(&opts, &unhex(f[1])).unwrap();
+                let v = tree.get_opt(&opts, unhex(f[1])).unwrap();
                 let shown = v.as_deref().map_or_else(|| "none".to_string(), hex);
                 writeln!(out, "get {} {shown}", f[1]).unwrap();
             }

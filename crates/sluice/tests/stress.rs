@@ -122,9 +122,9 @@ fn run(mode: CompactionMode) {
                     let n = versions.started[k as usize].load(Ordering::Relaxed) + 1;
                     versions.started[k as usize].store(n, Ordering::Relaxed);
                     if is_delete(n) {
-                        db.delete(&key(k)).unwrap();
+                        db.delete(key(k)).unwrap();
                     } else {
-                        db.put(&key(k), &value(k, n)).unwrap();
+                        db.put(key(k), value(k, n)).unwrap();
                     }
                     versions.acked[k as usize].store(n, Ordering::Release);
                 }
@@ -140,7 +140,7 @@ fn run(mode: CompactionMode) {
                         .wrapping_add(1442695040888963407);
                     let k = (x >> 33) % KEYS;
                     let low = versions.acked[k as usize].load(Ordering::Acquire);
-                    let got = db.get(&key(k)).unwrap();
+                    let got = db.get(key(k)).unwrap();
                     let high = versions.started[k as usize].load(Ordering::Relaxed);
                     versions.check(k, got.as_deref(), low, high);
                     reads.fetch_add(1, Ordering::Relaxed);
@@ -159,7 +159,7 @@ fn run(mode: CompactionMode) {
                         ..ReadOptions::default()
                     };
                     let scan = || -> Vec<(Vec<u8>, Vec<u8>)> {
-                        db.iter(&opts)
+                        db.raw_iter(&opts)
                             .unwrap()
                             .entries()
                             .collect::<Result<_, _>>()
@@ -215,7 +215,7 @@ fn run(mode: CompactionMode) {
     let check_final = |db: &Db| {
         for k in 0..KEYS {
             let n = versions.acked[k as usize].load(Ordering::Acquire);
-            versions.check(k, db.get(&key(k)).unwrap().as_deref(), n, n);
+            versions.check(k, db.get(key(k)).unwrap().as_deref(), n, n);
         }
         db.check().unwrap();
     };

@@ -39,7 +39,7 @@ fn wait_past(secs: u64) {
 }
 
 fn scan(db: &Db) -> Vec<(Vec<u8>, Vec<u8>)> {
-    db.scan(None, None).unwrap().map(Result::unwrap).collect()
+    db.iter().map(Result::unwrap).collect()
 }
 
 #[test]
@@ -74,7 +74,7 @@ fn expired_values_vanish_from_reads_and_then_from_the_files() {
         db.write(&WriteOptions::default(), batch).unwrap();
         assert_eq!(db.get(b"old0007").unwrap(), None, "{mode}");
         assert_eq!(scan(&db), [(b"new".to_vec(), b"fresh".to_vec())], "{mode}");
-        let mut back = db.range::<&[u8], _>(..).unwrap();
+        let mut back = db.range(..);
         assert_eq!(back.next_back().transpose().unwrap().unwrap().0, b"new");
         assert!(back.next_back().is_none());
         // A snapshot is a read too: values expire for it as well.

@@ -72,13 +72,13 @@ fn puts_and_deletes_allocate_only_arena_chunks() {
     let value = [b'v'; 100];
     let mut buf = [0u8; 16];
     for i in 0..1_000 {
-        db.put(key(i * 7_919 % 20_000, &mut buf), &value).unwrap();
+        db.put(key(i * 7_919 % 20_000, &mut buf), value).unwrap();
         db.delete(key(i, &mut buf)).unwrap();
     }
     let writes = 20_000;
     let before = CALLS.with(Cell::get);
     for i in 0..writes / 2 {
-        db.put(key(i * 7_919 % 20_000, &mut buf), &value).unwrap();
+        db.put(key(i * 7_919 % 20_000, &mut buf), value).unwrap();
         db.delete(key(i, &mut buf)).unwrap();
     }
     let calls = CALLS.with(Cell::get) - before;

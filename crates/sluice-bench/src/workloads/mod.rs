@@ -270,7 +270,7 @@ pub fn deleted_range(num: u64) -> std::ops::Range<u64> {
 fn delete_range(db: &Db, keys: &KeyFormat, num: u64, bench_start: Instant) -> Result<Tally> {
     let range = deleted_range(num);
     let start = Instant::now();
-    db.delete_range(&keys.key(range.start), &keys.key(range.end))?;
+    db.delete_range(keys.key(range.start), keys.key(range.end))?;
     Ok(Tally::one_op(start, bench_start))
 }
 

@@ -123,10 +123,7 @@ fn same_seed_writes_the_same_data() {
             ..config(&[Benchmark::FillRandom], 500, 1)
         };
         run_benchmarks(&c, &db, &mut |_| {}).unwrap();
-        db.scan(None, None)
-            .unwrap()
-            .collect::<Result<Vec<_>>>()
-            .unwrap()
+        db.iter().collect::<Result<Vec<_>>>().unwrap()
     };
     assert_eq!(run(5), run(5));
     assert_ne!(run(5), run(6));
@@ -169,7 +166,7 @@ fn run_with(c: &BenchConfig, w: &WorkloadOptions, db: &Db) -> Result<Vec<BenchRe
 
 /// Every key and value of `db`.
 fn contents(db: &Db) -> std::collections::BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None).unwrap().collect::<Result<_>>().unwrap()
+    db.iter().collect::<Result<_>>().unwrap()
 }
 
 #[test]
@@ -376,9 +373,9 @@ fn keys_spread_over_keyspaces_are_written_and_found_round_robin() {
     let keys = KeyFormat::new(c.key_size, c.num).unwrap();
     for (i, name) in ["default", "bench-1", "bench-2"].into_iter().enumerate() {
         let ks = db.keyspace(name).unwrap();
-        let held = ks.range::<&[u8], _>(..).unwrap().count();
+        let held = ks.range(..).count();
         assert_eq!(held, 1000, "{name}");
-        assert!(ks.get(&keys.key(i as u64)).unwrap().is_some(), "{name}");
+        assert!(ks.get(keys.key(i as u64)).unwrap().is_some(), "{name}");
     }
     let seek = BenchConfig {
         benchmarks: vec![SeekRandom],

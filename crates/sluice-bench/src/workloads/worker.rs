@@ -244,7 +244,7 @@ impl<'a> Worker<'a> {
             upper_bound: upper.as_deref(),
             ..ReadOptions::default()
         };
-        let mut it = self.db.iter(&opts)?;
+        let mut it = self.db.raw_iter(&opts)?;
         let mut start = Instant::now();
         it.seek_to_first()?;
         while it.valid() && self.tally.ops < limit && !self.stopped() {
@@ -262,7 +262,7 @@ impl<'a> Worker<'a> {
     fn seek_random(&mut self) -> Result<()> {
         let (first, end) = share(self.config.reads, self.config.threads, self.index);
         let nexts = self.shared.workload.seek_nexts;
-        let mut it = self.db.iter(&ReadOptions::default())?;
+        let mut it = self.db.raw_iter(&ReadOptions::default())?;
         for _ in first..end {
             if self.next_random_key().is_none() {
                 break;
@@ -354,7 +354,7 @@ mod tests {
         let db = Db::open(dir.path(), small_options()).unwrap();
         let keys = KeyFormat::new(16, 1_000_000).unwrap();
         for n in [200265, 681718, 426965, 265444, 238721] {
-            db.put(&keys.key(n), b"v").unwrap();
+            db.put(keys.key(n), b"v").unwrap();
         }
         let config = BenchConfig {
             // compact takes position 0 and draws nothing.
@@ -385,7 +385,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), small_options()).unwrap();
         for n in readers.iter().flatten() {
-            db.put(&keys.key(*n), b"v").unwrap();
+            db.put(keys.key(*n), b"v").unwrap();
         }
         let config = BenchConfig {
             benchmarks: vec![Benchmark::ReadWhileWriting],
@@ -434,8 +434,7 @@ mod tests {
         };
         let results = run_benchmarks(&config, &db, &mut |_| {}).unwrap();
         assert_eq!(results[1].found, Some(expected_found));
-        let contents: BTreeMap<Vec<u8>, Vec<u8>> =
-            db.scan(None, None).unwrap().collect::<Result<_>>().unwrap();
+        let contents: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().collect::<Result<_>>().unwrap();
         assert_eq!(contents.len(), model.len());
         assert!(
             contents == model,

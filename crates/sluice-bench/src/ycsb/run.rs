@@ -275,7 +275,7 @@ impl<'a> Client<'a> {
     /// Reads up to `len` entries from key `start` with a fresh iterator, as a YCSB scan does.
     fn scan(&mut self, start: u64, len: u64) -> Result<()> {
         self.shared.keys.write(start, &mut self.key);
-        let mut it = self.shared.db.iter(&ReadOptions::default())?;
+        let mut it = self.shared.db.raw_iter(&ReadOptions::default())?;
         it.seek(&self.key)?;
         let mut read = 0;
         while it.valid() && read < len {

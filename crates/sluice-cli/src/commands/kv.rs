@@ -257,7 +257,7 @@ pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
         ..ReadOptions::default()
     };
     let limit = args.limit.unwrap_or(u64::MAX);
-    let mut it = db.iter(&opts)?;
+    let mut it = db.raw_iter(&opts)?;
     it.seek_to_first()?;
     let mut printed = 0u64;
     while it.valid() && printed < limit {

@@ -157,11 +157,19 @@ pub enum FilterDecision {
 /// It runs on compaction threads, concurrently with itself, so it must be cheap and must not
 /// call back into the database. Its name identifies it: a compaction worker can only run a
 /// filter it knows by that name.
-pub trait CompactionFilter: Send + Sync + std::fmt::Debug {
+pub trait CompactionFilter: Send + Sync {
     /// A stable name, for logs and for matching the filter a worker runs.
     fn name(&self) -> &str;
     /// The decision about `value`, the newest value of user key `key`.
     fn filter(&self, key: &[u8], value: &[u8]) -> FilterDecision;
+}
+
+/// Shows the filter's name: options that hold one print, and the trait asks no `Debug` of an
+/// application's type.
+impl std::fmt::Debug for dyn CompactionFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CompactionFilter({:?})", self.name())
+    }
 }
 
 /// The file name used in corruption errors raised by this iterator, which does not know which

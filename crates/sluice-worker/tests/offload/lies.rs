@@ -152,11 +152,7 @@ fn digest_alone_misses_a_drop_decision_bug() {
         snapshot: Some(&snapshot),
         ..sluice::ReadOptions::default()
     };
-    let seen: Model = db
-        .range_opt::<&[u8], _>(&opts, ..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let seen: Model = db.range_opt(&opts, ..).map(Result::unwrap).collect();
     assert_ne!(
         seen, before,
         "the snapshot kept its versions: the lie did nothing"
@@ -313,7 +309,7 @@ fn a_table_swapped_after_the_reply_is_refused_at_the_next_open_and_by_check() {
         std::thread::sleep(Duration::from_millis(800));
         drop(worker);
         let db = Db::open(dir.path(), base_options()).unwrap();
-        let scan: Result<Model, sluice::Error> = db.scan(None, None).unwrap().collect();
+        let scan: Result<Model, sluice::Error> = db.iter().collect();
         match db.check() {
             Err(sluice::Error::Corruption { file, reason, .. }) => {
                 eprintln!("{lie}: refused at the next open: {reason}");
@@ -397,8 +393,7 @@ fn drop_decision_bugs_are_caught_at_the_default_level() {
                 snapshot,
                 ..sluice::ReadOptions::default()
             };
-            db.range_opt::<&[u8], _>(&opts, ..)
-                .unwrap()
+            db.range_opt(&opts, ..)
                 .map(Result::unwrap)
                 .collect::<Model>()
         };

@@ -51,10 +51,10 @@ fn counters(dir: &Path, operator: &Arc<dyn MergeOperator>) -> Model {
                 db.delete(&k).unwrap();
                 model.remove(&k);
             } else if i % 11 == 0 {
-                db.put(&k, &round.to_le_bytes()).unwrap();
+                db.put(&k, round.to_le_bytes()).unwrap();
                 model.insert(k, round);
             } else {
-                db.merge(&k, &(x % 100).to_le_bytes()).unwrap();
+                db.merge(&k, (x % 100).to_le_bytes()).unwrap();
                 *model.entry(k).or_default() += x % 100;
             }
         }

@@ -106,10 +106,7 @@ fn scan_keyspace(ks: &Keyspace, snapshot: Option<&sluice::Snapshot>) -> Model {
         snapshot,
         ..ReadOptions::default()
     };
-    ks.range_opt::<&[u8], _>(&opts, ..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    ks.range_opt(&opts, ..).map(Result::unwrap).collect()
 }
 
 fn scan(db: &Db, snapshot: Option<&sluice::Snapshot>) -> Model {
@@ -117,10 +114,7 @@ fn scan(db: &Db, snapshot: Option<&sluice::Snapshot>) -> Model {
         snapshot,
         ..ReadOptions::default()
     };
-    db.range_opt::<&[u8], _>(&opts, ..)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
+    db.range_opt(&opts, ..).map(Result::unwrap).collect()
 }
 
 fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
@@ -135,15 +129,15 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
         let (d, ks) = db.as_ref().unwrap();
         match op {
             Op::Put(k, v) => {
-                d.put(&key(k), &v).unwrap();
+                d.put(key(k), &v).unwrap();
                 model.insert(key(k), v);
             }
             Op::Delete(k) => {
-                d.delete(&key(k)).unwrap();
+                d.delete(key(k)).unwrap();
                 model.remove(&key(k));
             }
             Op::Merge(k, v) => {
-                d.merge(&key(k), &v).unwrap();
+                d.merge(key(k), &v).unwrap();
                 merge(&mut model, key(k), &v);
             }
             Op::DeleteRange(k, n) => {
@@ -153,20 +147,20 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
             }
             Op::Batch(k, v) => {
                 let mut batch = WriteBatch::new();
-                batch.put(&key(k), b"base");
-                batch.merge(&key(k), &v);
-                batch.put_in(ks, &key(k), &v);
+                batch.put(key(k), b"base");
+                batch.merge(key(k), &v);
+                batch.put_in(ks, key(k), &v);
                 d.write(&Default::default(), batch).unwrap();
                 model.insert(key(k), b"base".to_vec());
                 merge(&mut model, key(k), &v);
                 ks_model.insert(key(k), v);
             }
             Op::KeyspaceWrite(k, v, true) => {
-                ks.merge(&key(k), &v).unwrap();
+                ks.merge(key(k), &v).unwrap();
                 merge(&mut ks_model, key(k), &v);
             }
             Op::KeyspaceWrite(k, v, false) => {
-                ks.put(&key(k), &v).unwrap();
+                ks.put(key(k), &v).unwrap();
                 ks_model.insert(key(k), v);
             }
             Op::KeyspaceCompact => {
@@ -190,7 +184,7 @@ fn run(ops: Vec<Op>, mode: CompactionMode) -> Result<(), TestCaseError> {
                 d.close().unwrap();
                 db = Some(open(dir.path(), mode, &worker));
             }
-            Op::Get(k) => prop_assert_eq!(d.get(&key(k)).unwrap(), model.get(&key(k)).cloned()),
+            Op::Get(k) => prop_assert_eq!(d.get(key(k)).unwrap(), model.get(&key(k)).cloned()),
         }
     }
     let (d, ks) = db.take().unwrap();
@@ -234,7 +228,7 @@ fn the_worker_takes_its_share_of_the_model_runs_compactions() {
     let (db, ks) = open(dir.path(), CompactionMode::Sequential, &worker);
     for op in ops {
         match op {
-            Op::Put(k, v) => db.put(&key(k), &v).unwrap(),
+            Op::Put(k, v) => db.put(key(k), &v).unwrap(),
             Op::Flush => db.flush().unwrap(),
             Op::Compact => db.compact_range(None, None).unwrap(),
             _ => unreachable!(),
@@ -245,7 +239,7 @@ fn the_worker_takes_its_share_of_the_model_runs_compactions() {
     // A keyspace's compactions go to the same worker, reading its own directory.
     let before = m.sides[1].input_bytes;
     for i in 0..3000u16 {
-        ks.put(&key(i % 200), &[i as u8; 20]).unwrap();
+        ks.put(key(i % 200), [i as u8; 20]).unwrap();
     }
     ks.flush().unwrap();
     ks.compact_range(None, None).unwrap();

@@ -21,12 +21,12 @@ fn a_worker_removes_expired_values_with_the_hosts_cutoff() {
     };
     let db = Db::open(dir.path(), ttl(base_options())).unwrap();
     for i in 0..40_000u32 {
-        db.put(format!("key{i:08}").as_bytes(), &[7; 100]).unwrap();
+        db.put(format!("key{i:08}").as_bytes(), [7; 100]).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     for i in (0..40_000u32).step_by(3) {
-        db.put(format!("key{i:08}").as_bytes(), &[8; 100]).unwrap();
+        db.put(format!("key{i:08}").as_bytes(), [8; 100]).unwrap();
     }
     db.close().unwrap();
     // Every value was written by now: once the clock is past the next second, all expired.

@@ -194,7 +194,7 @@ pub fn compact_through(fs: &ObjectFs, dir: &Path, worker: &str, mut model: Model
         .unwrap();
         // New L0 tables over the whole tree, so that each split has a compaction to share.
         for i in 0..16_000u32 {
-            db.put(&key(i), &value(&split, i)).unwrap();
+            db.put(key(i), value(&split, i)).unwrap();
             if i % 4000 == 3999 {
                 db.flush().unwrap();
             }
@@ -214,7 +214,7 @@ pub fn compact_through(fs: &ObjectFs, dir: &Path, worker: &str, mut model: Model
         for i in 0..16_000u32 {
             model.insert(key(i), value(&split, i));
         }
-        let got: Model = db.scan(None, None).unwrap().map(|e| e.unwrap()).collect();
+        let got: Model = db.iter().map(|e| e.unwrap()).collect();
         assert_eq!(
             got, model,
             "{split}: the offloaded compaction changed the data"

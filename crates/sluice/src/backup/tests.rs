@@ -26,12 +26,12 @@ fn small() -> Options {
 }
 
 fn contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    db.scan(None, None).unwrap().map(Result::unwrap).collect()
+    db.iter().map(Result::unwrap).collect()
 }
 
 fn fill(db: &Db, keys: std::ops::Range<u32>, round: u8) {
     for i in keys {
-        db.put(&key(i), &[round; 80]).unwrap();
+        db.put(key(i), [round; 80]).unwrap();
     }
 }
 

@@ -287,11 +287,14 @@ impl Db {
         &self.tree.dir
     }
 
-    /// Pins the current state; reads through the snapshot see exactly it.
+    /// Pins the current state; reads through the snapshot see exactly it. Its own reads go
+    /// to the default keyspace.
     pub fn snapshot(&self) -> Snapshot {
-        self.tree
+        let pin = self
+            .tree
             .snapshots
-            .acquire_current(&self.tree.visible_seq, &self.tree.open_id)
+            .acquire_current(&self.tree.visible_seq, &self.tree.open_id);
+        Snapshot::new(pin, crate::Keyspace::default_of(self))
     }
 
     /// Freezes the memtable (if it holds anything) and waits until every frozen memtable is

@@ -1,6 +1,5 @@
 //! The read path: point lookups and iterators over memtables and every level.
 
-use std::ops::{Bound, RangeBounds};
 use std::sync::Arc;
 
 use sluice_sst::iter::InternalIterator;
@@ -15,6 +14,7 @@ use sluice_sst::ttl::{Expiry, now_secs};
 use super::Db;
 pub use crate::iter::DbIterator;
 use crate::iter::Range;
+use crate::iter::bounds::{KeyBounds, lower_bound, prefix_end, tighter, upper_bound};
 use crate::iter::db_iter::ValueRules;
 use crate::iter::level::LevelIter;
 use crate::memtable::{Lookup, MemTable};
@@ -90,14 +90,18 @@ impl Db {
     }
 
     /// The value of `key`, or `None` if it is absent or deleted.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(&ReadOptions::default(), key)
     }
 
     /// The value of `key` with explicit read options (snapshot, checksum verification, cache
     /// filling).
-    pub fn get_opt(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_in(&self.read_view(opts)?, key)
+    pub fn get_opt(
+        &self,
+        opts: &ReadOptions<'_>,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
+        self.get_in(&self.read_view(opts)?, key.as_ref())
     }
 
     /// The values of `keys`, in their order, all read at one sequence number (the snapshot in
@@ -206,8 +210,11 @@ impl Db {
         )?))
     }
 
-    /// An iterator over the latest state (or the snapshot in `opts`), unpositioned.
-    pub fn iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
+    /// A cursor over the latest state (or the snapshot in `opts`), unpositioned, within the
+    /// bounds in `opts` (RocksDB's `Iterator`, rust-rocksdb's `raw_iterator`): seek, step
+    /// either way, read the key and value in place. [`Db::iter`] and [`Db::range`] are the
+    /// Rust iterators over it.
+    pub fn raw_iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
         self.iter_within(
             opts,
             opts.lower_bound.map(<[u8]>::to_vec),
@@ -264,49 +271,50 @@ impl Db {
         ))
     }
 
-    /// Every `(key, value)` with `lower <= key < upper` (bounds optional), in key order.
-    pub fn scan(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Result<Range> {
-        let bounds = (
-            lower.map_or(Bound::Unbounded, Bound::Included),
-            upper.map_or(Bound::Unbounded, Bound::Excluded),
-        );
-        self.range::<&[u8], _>(bounds)
+    /// Every `(key, value)` of the latest state, in key order from either end (fjall's
+    /// `iter`). As for [`Db::range`], a failure is the iterator's item.
+    ///
+    /// ```no_run
+    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+    /// for entry in db.iter() {
+    ///     let (key, value) = entry?;
+    /// }
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn iter(&self) -> Range {
+        self.range(..)
     }
 
     /// The `(key, value)` pairs whose keys fall in `range`, in key order from either end, as
     /// `BTreeMap::range` gives them (an empty or inverted range yields nothing). Reads the
-    /// latest state as of the call.
+    /// latest state as of the call. A failure, opening or reading, is the iterator's item.
     ///
     /// ```no_run
     /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
-    /// for entry in db.range(&b"a"[..]..=&b"m"[..])? {
+    /// for entry in db.range("a"..="m") {
     ///     let (key, value) = entry?;
     /// }
-    /// let last = db.range::<&[u8], _>(..)?.next_back().transpose()?;
+    /// let last = db.range(..).next_back().transpose()?;
     /// # Ok::<(), sluice::Error>(())
     /// ```
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
+    pub fn range(&self, range: impl KeyBounds) -> Range {
         self.range_opt(&ReadOptions::default(), range)
     }
 
     /// [`Db::range`] with read options: a snapshot, checksums, cache filling. Bounds in `opts`
     /// narrow the range further.
-    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        opts: &ReadOptions<'_>,
-        range: R,
-    ) -> Result<Range> {
+    pub fn range_opt(&self, opts: &ReadOptions<'_>, range: impl KeyBounds) -> Range {
         let lower = tighter(
-            lower_bound(range.start_bound()),
+            lower_bound(range.start()),
             opts.lower_bound.map(<[u8]>::to_vec),
             std::cmp::max,
         );
         let upper = tighter(
-            upper_bound(range.end_bound()),
+            upper_bound(range.end()),
             opts.upper_bound.map(<[u8]>::to_vec),
             std::cmp::min,
         );
-        Ok(Range::new(self.iter_within(opts, lower, upper, None)?))
+        Range::new(self.iter_within(opts, lower, upper, None))
     }
 
     /// Every `(key, value)` whose key starts with `prefix`, in key order from either end.
@@ -314,9 +322,13 @@ impl Db {
     /// With a [`TableOptions::prefix_extractor`](crate::TableOptions::prefix_extractor) whose
     /// prefix length `prefix` reaches, tables whose bloom filter shows they hold no key with
     /// that prefix are not read at all ([`crate::Metrics::prefix_filter_skips`] counts them).
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Range {
+        self.prefix_opt(&ReadOptions::default(), prefix)
+    }
+
+    /// [`Db::prefix`] with read options. Bounds in `opts` narrow the range further.
+    pub fn prefix_opt(&self, opts: &ReadOptions<'_>, prefix: impl AsRef<[u8]>) -> Range {
         let prefix = prefix.as_ref();
-        let upper = prefix_end(prefix);
         let filter_prefix = self
             .tree
             .options
@@ -324,12 +336,17 @@ impl Db {
             .prefix_extractor
             .and_then(|e| e.scan_prefix(prefix).map(<[u8]>::len))
             .map(|n| &prefix[..n]);
-        Ok(Range::new(self.iter_within(
-            &ReadOptions::default(),
+        let lower = tighter(
             Some(prefix.to_vec()),
-            upper,
-            filter_prefix,
-        )?))
+            opts.lower_bound.map(<[u8]>::to_vec),
+            std::cmp::max,
+        );
+        let upper = tighter(
+            prefix_end(prefix),
+            opts.upper_bound.map(<[u8]>::to_vec),
+            std::cmp::min,
+        );
+        Range::new(self.iter_within(opts, lower, upper, filter_prefix))
     }
 
     /// The files of `run` that overlap `[lower, upper)` and whose filter may hold `prefix`.
@@ -404,79 +421,4 @@ fn table_versions(
 /// The error for a range tombstone among a table's point entries, which only damage puts there.
 fn range_deletion_in(table: &Table) -> Error {
     Error::corruption(table.path(), 0, "a range tombstone among point entries")
-}
-
-/// The inclusive lower bound of `bound` as a key: the smallest key above an excluded one is
-/// the key followed by a zero byte.
-fn lower_bound<K: AsRef<[u8]>>(bound: Bound<&K>) -> Option<Vec<u8>> {
-    match bound {
-        Bound::Included(k) => Some(k.as_ref().to_vec()),
-        Bound::Excluded(k) => Some(successor(k.as_ref())),
-        Bound::Unbounded => None,
-    }
-}
-
-/// The exclusive upper bound of `bound` as a key.
-fn upper_bound<K: AsRef<[u8]>>(bound: Bound<&K>) -> Option<Vec<u8>> {
-    match bound {
-        Bound::Included(k) => Some(successor(k.as_ref())),
-        Bound::Excluded(k) => Some(k.as_ref().to_vec()),
-        Bound::Unbounded => None,
-    }
-}
-
-/// The smallest key greater than `key`.
-fn successor(key: &[u8]) -> Vec<u8> {
-    let mut next = Vec::with_capacity(key.len() + 1);
-    next.extend_from_slice(key);
-    next.push(0);
-    next
-}
-
-/// The smallest key greater than every key starting with `prefix`; `None` when there is none
-/// (the prefix is empty or all `0xff`).
-fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let last = prefix.iter().rposition(|&b| b != 0xff)?;
-    let mut end = prefix[..=last].to_vec();
-    end[last] += 1;
-    Some(end)
-}
-
-fn tighter(
-    a: Option<Vec<u8>>,
-    b: Option<Vec<u8>>,
-    pick: fn(Vec<u8>, Vec<u8>) -> Vec<u8>,
-) -> Option<Vec<u8>> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(pick(a, b)),
-        (a, b) => a.or(b),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prefix_ends_skip_trailing_ff_bytes() {
-        assert_eq!(prefix_end(b"ab"), Some(b"ac".to_vec()));
-        assert_eq!(prefix_end(b"a\xff\xff"), Some(b"b".to_vec()));
-        assert_eq!(prefix_end(b"\xff"), None);
-        assert_eq!(prefix_end(b""), None);
-    }
-
-    #[test]
-    fn bounds_become_inclusive_lower_and_exclusive_upper_keys() {
-        let k: &[u8] = b"k";
-        assert_eq!(lower_bound(Bound::Excluded(&k)), Some(b"k\0".to_vec()));
-        assert_eq!(upper_bound(Bound::Included(&k)), Some(b"k\0".to_vec()));
-        assert_eq!(upper_bound(Bound::Excluded(&k)), Some(b"k".to_vec()));
-        assert_eq!(lower_bound::<&[u8]>(Bound::Unbounded), None);
-        let pick = tighter(Some(b"a".to_vec()), Some(b"b".to_vec()), std::cmp::max);
-        assert_eq!(pick, Some(b"b".to_vec()));
-        assert_eq!(
-            tighter(None, Some(b"b".to_vec()), std::cmp::min),
-            Some(b"b".to_vec())
-        );
-    }
 }

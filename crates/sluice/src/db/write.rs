@@ -37,12 +37,18 @@ thread_local! {
 
 impl Db {
     /// Sets `key` to `value`.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.put_opt(&WriteOptions::default(), key, value)
     }
 
     /// Sets `key` to `value` with explicit write options.
-    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put_opt(
+        &self,
+        opts: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (key, value) = (key.as_ref(), value.as_ref());
         // Checked before the batch is built: the batch format cannot hold 4 GiB fields.
         self.tree.check_sizes(key, value)?;
         if self.tree.options.ttl.is_some() {
@@ -68,12 +74,13 @@ impl Db {
     }
 
     /// Deletes `key` (a no-op if absent).
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.delete_opt(&WriteOptions::default(), key)
     }
 
     /// Deletes `key` with explicit write options.
-    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+    pub fn delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
+        let key = key.as_ref();
         self.tree.check_sizes(key, b"")?;
         self.journal
             .write_one(&self.tree, opts, ValueKind::Deletion, key, b"", key.len())
@@ -100,12 +107,18 @@ impl Db {
     /// # Errors
     /// [`Error::InvalidArgument`] when the database has no merge operator: nothing could
     /// ever read the operand back.
-    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         self.merge_opt(&WriteOptions::default(), key, operand)
     }
 
     /// [`Db::merge`] with explicit write options.
-    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge_opt(
+        &self,
+        opts: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (key, operand) = (key.as_ref(), operand.as_ref());
         self.tree.check_sizes(key, operand)?;
         self.tree.check_merge_operator()?;
         self.journal.write_one(
@@ -132,12 +145,18 @@ impl Db {
     /// # Errors
     /// [`Error::InvalidArgument`] when `end` sorts before `start`, or a key is over
     /// [`crate::Options::max_key_size`].
-    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         self.delete_range_opt(&WriteOptions::default(), start, end)
     }
 
     /// [`Db::delete_range`] with explicit write options.
-    pub fn delete_range_opt(&self, opts: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range_opt(
+        &self,
+        opts: &WriteOptions,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let (start, end) = (start.as_ref(), end.as_ref());
         self.tree.check_range(start, end)?;
         self.journal.write_one(
             &self.tree,

@@ -512,6 +512,6 @@ impl DbIterator {
     /// Consumes the cursor into a Rust iterator of `(key, value)` pairs within its bounds,
     /// from either end.
     pub fn entries(self) -> Range {
-        Range::new(self)
+        Range::new(Ok(self))
     }
 }

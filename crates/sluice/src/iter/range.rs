@@ -8,7 +8,7 @@
 //! step would yield a key the other end already yielded.
 
 use super::DbIterator;
-use crate::Result;
+use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
@@ -18,7 +18,15 @@ enum End {
 }
 
 /// Owned `(key, value)` pairs in key order, from either end; see [`crate::Db::range`].
+///
+/// A range whose cursor could not be opened (a dropped keyspace, a closed database, a
+/// snapshot of another database) yields that error as its only item.
 pub struct Range {
+    walk: std::result::Result<Walk, Option<Error>>,
+}
+
+/// The walk of an open cursor from both ends.
+struct Walk {
     it: DbIterator,
     /// The last key yielded from the front (meaningful when `front_started`).
     front: Vec<u8>,
@@ -33,9 +41,27 @@ pub struct Range {
 }
 
 impl Range {
-    /// Yields the entries of `it` (unpositioned) within its bounds.
-    pub fn new(it: DbIterator) -> Self {
-        Range {
+    /// Yields the entries of `it` (unpositioned) within its bounds, or the error that kept it
+    /// from opening.
+    pub(crate) fn new(it: Result<DbIterator>) -> Self {
+        let walk = match it {
+            Ok(it) => Ok(Walk::new(it)),
+            Err(e) => Err(Some(e)),
+        };
+        Range { walk }
+    }
+
+    fn yield_step(&mut self, front: bool) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        match &mut self.walk {
+            Ok(walk) => walk.yield_step(front),
+            Err(failure) => failure.take().map(Err),
+        }
+    }
+}
+
+impl Walk {
+    fn new(it: DbIterator) -> Self {
+        Walk {
             it,
             front: Vec::new(),
             front_started: false,

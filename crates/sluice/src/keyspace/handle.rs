@@ -1,14 +1,13 @@
 //! [`Keyspace`]: the handle an application reads and writes one keyspace through, and the
 //! [`Db`] methods that create, find and drop keyspaces.
 
-use std::ops::RangeBounds;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{DEFAULT_KEYSPACE, KeyspaceOptions, KeyspaceTree};
-use crate::iter::Range;
+use crate::iter::{KeyBounds, Range};
 use crate::options::{ReadOptions, WriteOptions};
-use crate::{CompactOptions, Db, DbIterator, Error, Metrics, Result};
+use crate::{CompactOptions, Db, DbIterator, Error, Metrics, Result, Snapshot};
 
 /// One keyspace of a database (RocksDB's `ColumnFamilyHandle`, fjall's `PartitionHandle`):
 /// reads and writes through it see only its keys. Cheap to clone; `Send + Sync`. The handle of
@@ -57,7 +56,7 @@ impl Keyspace {
     }
 
     /// The default keyspace of `db`: the database itself.
-    fn default_of(db: &Db) -> Keyspace {
+    pub(crate) fn default_of(db: &Db) -> Keyspace {
         Keyspace {
             id: crate::batch::DEFAULT_KEYSPACE_ID,
             name: Arc::from(DEFAULT_KEYSPACE),
@@ -96,53 +95,72 @@ impl Keyspace {
     }
 
     /// As [`Db::put`], in this keyspace.
-    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
         self.db()?.put(key, value)
     }
 
     /// As [`Db::put_opt`], in this keyspace.
-    pub fn put_opt(&self, opts: &WriteOptions, key: &[u8], value: &[u8]) -> Result<()> {
+    pub fn put_opt(
+        &self,
+        opts: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
         self.db()?.put_opt(opts, key, value)
     }
 
     /// As [`Db::delete`], in this keyspace.
-    pub fn delete(&self, key: &[u8]) -> Result<()> {
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
         self.db()?.delete(key)
     }
 
     /// As [`Db::delete_opt`], in this keyspace.
-    pub fn delete_opt(&self, opts: &WriteOptions, key: &[u8]) -> Result<()> {
+    pub fn delete_opt(&self, opts: &WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
         self.db()?.delete_opt(opts, key)
     }
 
     /// As [`Db::merge`], in this keyspace, with its merge operator.
-    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
         self.db()?.merge(key, operand)
     }
 
     /// As [`Db::merge_opt`], in this keyspace.
-    pub fn merge_opt(&self, opts: &WriteOptions, key: &[u8], operand: &[u8]) -> Result<()> {
+    pub fn merge_opt(
+        &self,
+        opts: &WriteOptions,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<()> {
         self.db()?.merge_opt(opts, key, operand)
     }
 
     /// As [`Db::delete_range`], in this keyspace.
-    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         self.db()?.delete_range(start, end)
     }
 
     /// As [`Db::delete_range_opt`], in this keyspace.
-    pub fn delete_range_opt(&self, opts: &WriteOptions, start: &[u8], end: &[u8]) -> Result<()> {
+    pub fn delete_range_opt(
+        &self,
+        opts: &WriteOptions,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<()> {
         self.db()?.delete_range_opt(opts, start, end)
     }
 
     /// As [`Db::get`], in this keyspace.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.db()?.get(key)
     }
 
     /// As [`Db::get_opt`], in this keyspace. A snapshot from [`Db::snapshot`] (or from any
     /// keyspace) is one point in time across all keyspaces.
-    pub fn get_opt(&self, opts: &ReadOptions<'_>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get_opt(
+        &self,
+        opts: &ReadOptions<'_>,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         self.db()?.get_opt(opts, key)
     }
 
@@ -158,28 +176,50 @@ impl Keyspace {
         }
     }
 
+    /// Pins the current state of the whole database, as [`Db::snapshot`]; the snapshot's own
+    /// reads go to this keyspace.
+    pub fn snapshot(&self) -> Snapshot {
+        let tree = &self.view.tree;
+        let pin = tree
+            .snapshots
+            .acquire_current(&tree.visible_seq, &tree.open_id);
+        Snapshot::new(pin, self.clone())
+    }
+
+    /// As [`Db::raw_iter`], in this keyspace.
+    pub fn raw_iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
+        self.db()?.raw_iter(opts)
+    }
+
     /// As [`Db::iter`], in this keyspace.
-    pub fn iter(&self, opts: &ReadOptions<'_>) -> Result<DbIterator> {
-        self.db()?.iter(opts)
+    pub fn iter(&self) -> Range {
+        self.range(..)
     }
 
     /// As [`Db::range`], in this keyspace.
-    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<Range> {
-        self.db()?.range(range)
+    pub fn range(&self, range: impl KeyBounds) -> Range {
+        self.range_opt(&ReadOptions::default(), range)
     }
 
     /// As [`Db::range_opt`], in this keyspace.
-    pub fn range_opt<K: AsRef<[u8]>, R: RangeBounds<K>>(
-        &self,
-        opts: &ReadOptions<'_>,
-        range: R,
-    ) -> Result<Range> {
-        self.db()?.range_opt(opts, range)
+    pub fn range_opt(&self, opts: &ReadOptions<'_>, range: impl KeyBounds) -> Range {
+        match self.db() {
+            Ok(db) => db.range_opt(opts, range),
+            Err(e) => Range::new(Err(e)),
+        }
     }
 
     /// As [`Db::prefix`], in this keyspace (with its prefix extractor).
-    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Result<Range> {
-        self.db()?.prefix(prefix)
+    pub fn prefix(&self, prefix: impl AsRef<[u8]>) -> Range {
+        self.prefix_opt(&ReadOptions::default(), prefix)
+    }
+
+    /// As [`Db::prefix_opt`], in this keyspace.
+    pub fn prefix_opt(&self, opts: &ReadOptions<'_>, prefix: impl AsRef<[u8]>) -> Range {
+        match self.db() {
+            Ok(db) => db.prefix_opt(opts, prefix),
+            Err(e) => Range::new(Err(e)),
+        }
     }
 
     /// As [`Db::flush`]: freezes this keyspace's memtable and waits until it is in L0.

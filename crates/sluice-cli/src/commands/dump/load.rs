@@ -208,13 +208,18 @@ mod tests {
         let mut written = Vec::new();
         let mut input: Box<dyn BufRead> = Box::new(std::io::Cursor::new(text.to_string()));
         let encoding = read_header(&mut *input, expect).map_err(|e| format!("{e:?}"))?;
-        load_entries(input, encoding, WriteBatch::put, |batch| {
-            for entry in batch.iter() {
-                let entry = entry?;
-                written.push((entry.key.to_vec(), entry.value.to_vec()));
-            }
-            Ok(())
-        })
+        load_entries(
+            input,
+            encoding,
+            |b, k, v| b.put(k, v),
+            |batch| {
+                for entry in batch.iter() {
+                    let entry = entry?;
+                    written.push((entry.key.to_vec(), entry.value.to_vec()));
+                }
+                Ok(())
+            },
+        )
         .map_err(|e| format!("{e:?}"))?;
         Ok(written)
     }
@@ -341,10 +346,15 @@ mod tests {
         let mut batches = 0;
         let input: Box<dyn BufRead> = Box::new(std::io::Cursor::new(text));
         assert!(
-            load_entries(input, DumpEncoding::Escaped, WriteBatch::put, |_| {
-                batches += 1;
-                Ok(())
-            })
+            load_entries(
+                input,
+                DumpEncoding::Escaped,
+                |b, k, v| b.put(k, v),
+                |_| {
+                    batches += 1;
+                    Ok(())
+                }
+            )
             .is_err()
         );
         assert_eq!(batches, 0, "the small last batch waits for the end line");
@@ -360,10 +370,15 @@ mod tests {
         text.push_str("no tab\n");
         let mut batches = Vec::new();
         let input: Box<dyn BufRead> = Box::new(std::io::Cursor::new(text));
-        let err = load_entries(input, DumpEncoding::Escaped, WriteBatch::put, |batch| {
-            batches.push(batch.count());
-            Ok(())
-        })
+        let err = load_entries(
+            input,
+            DumpEncoding::Escaped,
+            |b, k, v| b.put(k, v),
+            |batch| {
+                batches.push(batch.count());
+                Ok(())
+            },
+        )
         .unwrap_err();
         assert_eq!(batches, [4], "one batch of four MiB");
         let message = format!("{err:?}");

@@ -131,7 +131,7 @@ pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CmdResult {
         upper_bound: to.as_deref(),
         ..ReadOptions::default()
     };
-    let mut it = db.iter(&opts)?;
+    let mut it = db.raw_iter(&opts)?;
     it.seek_to_first()?;
     let mut keys = 0u64;
     while it.valid() {

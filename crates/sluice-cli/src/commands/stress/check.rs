@@ -92,7 +92,7 @@ pub fn check_range(
 /// Every entry of keyspace `ks` with a key in `[lo, hi)`, in ascending key order.
 pub fn scan(ks: &Keyspace, lo: u32, hi: u32) -> sluice::Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let (lo, hi) = (super::value::key(lo), super::value::key(hi));
-    ks.range(lo..hi)?.collect()
+    ks.range(lo..hi).collect()
 }
 
 #[cfg(test)]

@@ -77,7 +77,7 @@ fn compare_keyspace(
     for (k, slot) in slots.iter().enumerate() {
         let k = k as u32;
         let value = match handle {
-            Some(handle) => handle.get(&key(k)).map_err(VerifyError::Db)?,
+            Some(handle) => handle.get(key(k)).map_err(VerifyError::Db)?,
             None => None,
         };
         let got = found(ks, k, value.as_deref()).map_err(VerifyError::Mismatch)?;

@@ -193,9 +193,9 @@ impl Thread<'_> {
             let (start, end) = one_key_range(k);
             keyspace.delete_range_opt(&opts, &start, &end)
         } else if delete {
-            keyspace.delete_opt(&opts, &key(k))
+            keyspace.delete_opt(&opts, key(k))
         } else {
-            keyspace.put_opt(&opts, &key(k), &encode(ks, k, version))
+            keyspace.put_opt(&opts, key(k), encode(ks, k, version))
         };
         match result {
             Ok(()) => {
@@ -233,9 +233,9 @@ impl Thread<'_> {
                 let (start, end) = one_key_range(k);
                 batch.delete_range_in(keyspace, &start, &end);
             } else if delete {
-                batch.delete_in(keyspace, &key(k));
+                batch.delete_in(keyspace, key(k));
             } else {
-                batch.put_in(keyspace, &key(k), &encode(ks, k, version));
+                batch.put_in(keyspace, key(k), encode(ks, k, version));
             }
         }
         let opts = self.write_options();
@@ -253,7 +253,7 @@ impl Thread<'_> {
     fn get(&mut self, ks: usize) {
         let i = self.rng.gen_range(0..self.own[ks].len());
         let k = self.key_of(i);
-        match self.w.keyspaces[ks].get(&key(k)) {
+        match self.w.keyspaces[ks].get(key(k)) {
             Ok(v) => self.checked(
                 ks,
                 found(ks, k, v.as_deref()).and_then(|got| {
@@ -309,7 +309,7 @@ impl Thread<'_> {
             upper_bound: Some(&hi_key),
             ..ReadOptions::default()
         };
-        let mut it = self.w.keyspaces[ks].iter(&opts)?;
+        let mut it = self.w.keyspaces[ks].raw_iter(&opts)?;
         let mut entries = Vec::new();
         if self.rng.r#gen() {
             it.seek_to_first()?;
@@ -379,7 +379,7 @@ impl Thread<'_> {
                 snapshot: Some(&snap),
                 ..ReadOptions::default()
             };
-            match self.w.keyspaces[ks].get_opt(&opts, &key(k)) {
+            match self.w.keyspaces[ks].get_opt(&opts, key(k)) {
                 Ok(v) => self.checked(
                     ks,
                     found(ks, k, v.as_deref()).and_then(|got| {
