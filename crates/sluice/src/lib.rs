@@ -44,6 +44,7 @@ pub mod rate_limiter;
 pub mod repair;
 pub mod snapshot;
 mod table_cache;
+pub mod txn;
 
 // The insides keep their short paths within the crate.
 pub(crate) use internals::{filename, memtable, version, wal};
@@ -71,3 +72,4 @@ pub use sluice_sst::fs;
 /// Merge operators: the trait, the built-in `u64_add` and `append`, and lookup by name.
 pub use sluice_sst::merge_operator;
 pub use snapshot::Snapshot;
+pub use txn::{Concurrency, Transaction, TransactionOptions, TxnRange};

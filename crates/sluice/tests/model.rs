@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use sluice::compaction::executor::CompactionMode;
 use sluice::{
     BlobOptions, CompactionOptions, Db, Keyspace, KeyspaceOptions, MemtableOptions, Options,
-    ReadOptions, TableOptions, WriteBatch, WriteOptions,
+    ReadOptions, TableOptions, TransactionOptions, WriteBatch, WriteOptions,
 };
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -33,6 +33,9 @@ enum Op {
     /// Writes to keyspace `.0 % 3` (0: the default one; the others only in runs with
     /// keyspaces), atomically.
     Batch(Vec<(u8, u16, Write)>),
+    /// The writes of a `Batch` through a transaction (pessimistic when `.1`), each read back
+    /// in it before the commit. Transactions have no range deletes: those delete the key.
+    Transaction(Vec<(u8, u16, Write)>, bool),
     /// Runs with keyspaces: a write to keyspace `1 + .0 % 2`.
     KeyspaceWrite(u8, u16, Write),
     /// Runs with keyspaces: a read of keyspace `1 + .0 % 2`: the key, then a full scan.
@@ -141,6 +144,11 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => (k.clone(), 0u16..60).prop_map(|(a, span)| Op::DeleteRange(a, a + span)),
         4 => proptest::collection::vec((any::<u8>(), k.clone(), write_strategy()), 1..20)
             .prop_map(Op::Batch),
+        2 => (
+            proptest::collection::vec((any::<u8>(), k.clone(), write_strategy()), 1..12),
+            any::<bool>()
+        )
+            .prop_map(|(writes, pessimistic)| Op::Transaction(writes, pessimistic)),
         6 => (any::<u8>(), k.clone(), write_strategy())
             .prop_map(|(ks, k, w)| Op::KeyspaceWrite(ks, k, w)),
         3 => (any::<u8>(), k.clone()).prop_map(|(ks, k)| Op::KeyspaceRead(ks, k)),
@@ -456,6 +464,42 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                         i => apply(&mut ks_models[i - 1], k, write),
                     }
                 }
+            }
+            Op::Transaction(entries, pessimistic) => {
+                let mut txn = d.transaction_with(match pessimistic {
+                    true => TransactionOptions::pessimistic(),
+                    false => TransactionOptions::default(),
+                });
+                let (mut after, mut ks_after) = (model.clone(), ks_models.clone());
+                for (ks, k, write) in entries {
+                    let write = match write {
+                        Write::DeleteRange(_) => Write::Delete,
+                        write => write,
+                    };
+                    let i = usize::from(ks) % spaces;
+                    let target = i.checked_sub(1).map(|i| &keyspaces[i]);
+                    match (&write, target) {
+                        (Write::Put(v), None) => txn.put(key(k), v),
+                        (Write::Put(v), Some(ks)) => txn.put_in(ks, key(k), v),
+                        (Write::Merge(v), None) => txn.merge(key(k), v),
+                        (Write::Merge(v), Some(ks)) => txn.merge_in(ks, key(k), v),
+                        (_, None) => txn.delete(key(k)),
+                        (_, Some(ks)) => txn.delete_in(ks, key(k)),
+                    }
+                    .unwrap();
+                    let expected = match i {
+                        0 => &mut after,
+                        i => &mut ks_after[i - 1],
+                    };
+                    apply(expected, k, write);
+                    let seen = match target {
+                        None => txn.get(key(k)),
+                        Some(ks) => txn.get_in(ks, key(k)),
+                    };
+                    prop_assert_eq!(seen.unwrap(), expected.get(&key(k)).cloned());
+                }
+                txn.commit().unwrap();
+                (model, ks_models) = (after, ks_after);
             }
             Op::KeyspaceWrite(ks, k, write) => {
                 if let Some(i) = (spaces > 1).then_some(usize::from(ks) % 2) {

@@ -12,6 +12,11 @@
 //! memtable's skiplist relies on it (its writer lock is then never contended), and so does the
 //! WAL switch in `make_room_for_write`.
 //!
+//! **Checked writes lead alone.** A write with a precondition (a transaction's commit, whose
+//! reads must still hold) is never taken into another's group and takes nobody into its own:
+//! when it leads, every earlier group is applied and visible, and no other write lands
+//! between its check and its own append (RocksDB's `WriteCallback` without batching).
+//!
 //! **No allocation per write.** Batches travel by value and come back to their writers
 //! ([`Turn::Done`] hands a follower its batch, [`CommitQueue::finish`] the leader's), so a
 //! writer can reuse one buffer for all its writes; the group's member list and the buffer that
@@ -35,6 +40,8 @@ pub(crate) struct Pending {
     /// The writer's batch; the leader sets its sequence number when it commits it alone.
     pub batch: WriteBatch,
     sync: bool,
+    /// Leads a group of its own (see the module docs).
+    alone: bool,
 }
 
 #[derive(Default)]
@@ -79,7 +86,8 @@ pub(crate) struct CommitQueue {
 
 impl CommitQueue {
     /// Enqueues `batch` and blocks until this writer either becomes leader or has been served.
-    pub fn join(&self, batch: WriteBatch, sync: bool) -> Turn {
+    /// With `alone`, its group holds only it (see the module docs).
+    pub fn join(&self, batch: WriteBatch, sync: bool, alone: bool) -> Turn {
         let mut q = self.queue.lock();
         let ticket = q.next_ticket;
         q.next_ticket += 1;
@@ -87,6 +95,7 @@ impl CommitQueue {
             ticket,
             batch,
             sync,
+            alone,
         });
         loop {
             if let Some((outcome, batch)) = q.results.remove(&ticket) {
@@ -106,7 +115,7 @@ impl CommitQueue {
     /// act on the memtable knowing no leader is inserting into it. Call [`CommitQueue::finish`]
     /// afterwards.
     pub fn join_barrier(&self) -> Group {
-        match self.join(WriteBatch::new(), false) {
+        match self.join(WriteBatch::new(), false, false) {
             Turn::Lead(group) => group,
             // Nobody takes an empty batch into their group (see `take_group`).
             Turn::Done(..) => Group {
@@ -128,10 +137,10 @@ impl CommitQueue {
         let mut bytes = 0;
         while let Some(front) = q.waiting.front() {
             let leader = group.members.is_empty();
-            // A barrier (empty batch) leads alone and is never taken as a follower.
-            if !leader
-                && (front.batch.is_empty() || group.members.iter().all(|m| m.batch.is_empty()))
-            {
+            // A barrier (empty batch) or a checked write leads alone and is never taken as a
+            // follower.
+            let alone = |p: &Pending| p.batch.is_empty() || p.alone;
+            if !leader && (alone(front) || group.members.iter().any(alone)) {
                 break;
             }
             // A non-syncing leader must not take a writer that wants a sync: it would skip the
@@ -181,7 +190,7 @@ mod tests {
         let q = CommitQueue::default();
         let mut b = WriteBatch::new();
         b.put(b"k", b"v");
-        match q.join(b, false) {
+        match q.join(b, false, false) {
             Turn::Lead(g) => {
                 assert_eq!(g.members.len(), 1);
                 let back = q.finish(g, &Ok(()));
@@ -200,7 +209,7 @@ mod tests {
                 std::thread::spawn(move || {
                     let mut b = WriteBatch::new();
                     b.put(format!("k{i}").as_bytes(), b"v");
-                    match q.join(b, i % 2 == 0) {
+                    match q.join(b, i % 2 == 0, false) {
                         Turn::Lead(g) => {
                             std::thread::sleep(std::time::Duration::from_millis(5));
                             let n = g.members.len();
@@ -220,5 +229,52 @@ mod tests {
         let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
         let committed: usize = results.iter().map(|r| r.1).sum();
         assert_eq!(committed, 8, "every write committed exactly once");
+    }
+
+    #[test]
+    fn a_checked_write_leads_alone_and_is_never_a_follower() {
+        let q = Arc::new(CommitQueue::default());
+        let batch = |k: &str| {
+            let mut b = WriteBatch::new();
+            b.put(k, "v");
+            b
+        };
+        // Hold leadership so that the others queue up behind it.
+        let Turn::Lead(first) = q.join(batch("first"), false, false) else {
+            panic!("a lone writer must lead")
+        };
+        let spawn = |k: &'static str, alone: bool| {
+            let q = Arc::clone(&q);
+            std::thread::spawn(move || match q.join(batch(k), false, alone) {
+                Turn::Lead(g) => {
+                    let n = g.members.len();
+                    q.finish(g, &Ok(()));
+                    Some(n)
+                }
+                Turn::Done(r, _) => {
+                    r.unwrap();
+                    None
+                }
+            })
+        };
+        let queued = |n| {
+            while q.queue.lock().waiting.len() < n {
+                std::thread::yield_now();
+            }
+        };
+        let plain = spawn("plain", false);
+        queued(1);
+        let checked = spawn("checked", true);
+        queued(2);
+        let after = spawn("after", false);
+        queued(3);
+        q.finish(first, &Ok(()));
+        assert_eq!(
+            plain.join().unwrap(),
+            Some(1),
+            "the checked write is not its follower"
+        );
+        assert_eq!(checked.join().unwrap(), Some(1), "it leads a group of one");
+        assert_eq!(after.join().unwrap(), Some(1), "and takes nobody into it");
     }
 }

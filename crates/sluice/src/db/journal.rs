@@ -70,6 +70,8 @@ pub(crate) struct Journal {
     /// when open read-only; `None` for a read-only open of a directory without a LOCK file).
     /// Released at close, even while a [`crate::Keyspace`] handle still holds the journal.
     pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
+    /// The key locks of pessimistic transactions, across keyspaces.
+    pub txn_locks: crate::txn::locks::LockTable,
 }
 
 /// A tree reached through the journal: the default one, borrowed, or a keyspace's, held. Batches

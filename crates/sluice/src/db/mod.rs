@@ -31,6 +31,7 @@ mod admin;
 pub(crate) mod background;
 pub(crate) mod checkpoint;
 mod commit;
+mod conflict;
 mod ingest;
 mod install;
 mod jobs;

@@ -464,6 +464,7 @@ fn new_journal(
         open_id,
         bg_work,
         lock_file: Mutex::new(lock_file),
+        txn_locks: Default::default(),
     })
 }
 

@@ -199,7 +199,7 @@ impl Tree {
     }
 
     /// Rejects a key or value over the configured limits.
-    fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    pub(crate) fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
         if key.len() > self.options.max_key_size {
             return Err(Error::InvalidArgument(format!(
                 "key of {} bytes exceeds max_key_size ({})",
@@ -233,7 +233,7 @@ impl Tree {
     }
 
     /// Merge operands need an operator to ever be read back.
-    fn check_merge_operator(&self) -> Result<()> {
+    pub(crate) fn check_merge_operator(&self) -> Result<()> {
         if self.options.merge_operator.is_none() {
             return Err(Error::InvalidArgument(
                 "merge needs a merge operator (Options::merge_operator)".into(),
@@ -285,6 +285,19 @@ impl Journal {
 
     /// Applies `batch`, written through the handle of `tree` (whose metrics count its bytes).
     pub(crate) fn write(&self, tree: &Tree, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.write_checked(tree, opts, batch, None)
+    }
+
+    /// [`Journal::write`], and with `check` a precondition run by the commit leader just
+    /// before the append, with every earlier write visible and no other landing in between:
+    /// an `Err` from it is the write's outcome, and nothing is written.
+    pub(crate) fn write_checked(
+        &self,
+        tree: &Tree,
+        opts: &WriteOptions,
+        batch: WriteBatch,
+        check: Option<&dyn Fn() -> Result<()>>,
+    ) -> Result<()> {
         tree.check_writable()?;
         batch.check_handles(&self.open_id)?;
         if batch.is_empty() {
@@ -295,7 +308,17 @@ impl Journal {
             true => self.with_write_times(&batch)?,
             false => batch,
         };
-        self.commit(tree, opts, batch, user_bytes).0
+        self.commit(tree, opts, batch, user_bytes, check).0
+    }
+
+    /// Runs `check` as the commit leader of an empty group, with every earlier write visible
+    /// and none landing meanwhile; returns the last visible sequence number it ran at.
+    pub(crate) fn check_alone(&self, check: &dyn Fn() -> Result<()>) -> Result<SeqNo> {
+        let group = self.commit.join_barrier();
+        let seq = self.visible_seq.load(Ordering::Acquire);
+        let outcome = check();
+        self.commit.finish(group, &outcome);
+        outcome.map(|()| seq)
     }
 
     /// `batch` with the write time (now) after every value of a keyspace with a TTL.
@@ -332,7 +355,7 @@ impl Journal {
         let mut batch = PUT_BUFFER.take().unwrap_or_default();
         batch.clear();
         batch.add(tree.keyspace_id, kind, key, value);
-        let (outcome, batch) = self.commit(tree, opts, batch, user_bytes as u64);
+        let (outcome, batch) = self.commit(tree, opts, batch, user_bytes as u64, None);
         if batch.capacity() <= MAX_KEPT_PUT_BUFFER_BYTES {
             PUT_BUFFER.set(Some(batch));
         }
@@ -340,18 +363,23 @@ impl Journal {
     }
 
     /// Commits a validated, non-empty batch through the group-commit queue; returns the
-    /// outcome and the batch, for reuse. `tree`'s metrics count `user_bytes`.
+    /// outcome and the batch, for reuse. `tree`'s metrics count `user_bytes`. A batch with a
+    /// `check` leads a group of its own, and the check runs first.
     fn commit(
         &self,
         tree: &Tree,
         opts: &WriteOptions,
         batch: WriteBatch,
         user_bytes: u64,
+        check: Option<&dyn Fn() -> Result<()>>,
     ) -> (Result<()>, WriteBatch) {
-        let (outcome, batch) = match self.commit.join(batch, opts.sync) {
+        let (outcome, batch) = match self.commit.join(batch, opts.sync, check.is_some()) {
             Turn::Done(outcome, batch) => (outcome, batch),
             Turn::Lead(mut group) => {
-                let outcome = self.commit_group(&mut group);
+                let outcome = match check {
+                    Some(check) => check().and_then(|()| self.commit_group(&mut group)),
+                    None => self.commit_group(&mut group),
+                };
                 let batch = self.commit.finish(group, &outcome);
                 (outcome, batch)
             }

@@ -81,7 +81,7 @@ impl Keyspace {
     }
 
     /// The tree, unless the keyspace was dropped or its database closed.
-    fn db(&self) -> Result<&Db> {
+    pub(crate) fn db(&self) -> Result<&Db> {
         if self.view.tree.dropped.load(Ordering::Acquire) {
             return Err(Error::InvalidArgument(format!(
                 "keyspace {:?} was dropped",

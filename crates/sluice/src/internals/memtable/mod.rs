@@ -199,6 +199,20 @@ impl MemTable {
         None
     }
 
+    /// The sequence number of the newest entry of `user_key` (of any kind), or `None` when
+    /// this memtable holds none.
+    pub fn newest_seq(&self, user_key: &[u8]) -> Option<SeqNo> {
+        if let Some(filter) = &self.filter
+            && !filter.may_contain(key_hash(user_key))
+        {
+            return None;
+        }
+        let seek = internal_key(user_key, key::MAX_SEQ, key::KIND_FOR_SEEK);
+        let (ikey, _) = self.list.entry(self.list.seek_ge(&seek)?);
+        let parsed = key::parse_internal_key(ikey)?;
+        (parsed.user_key == user_key).then_some(parsed.seq)
+    }
+
     /// Bytes the entries use: the arenas' bytes handed out, counting each node's links,
     /// lengths, value pointer, key and padding, the values, and the unused tails of full arena
     /// chunks.
