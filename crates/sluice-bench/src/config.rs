@@ -7,7 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sluice::{Error, Result};
+use sluice::{Concurrency, Error, Result};
 
 use crate::keys::KeyFormat;
 
@@ -48,16 +48,23 @@ pub enum Benchmark {
     /// `num` deletes of uniformly random keys from `[0, num)` (with repeats). Not in the
     /// default suite.
     DeleteRandom,
+    /// `reads` transactions, each reading two uniformly random keys for update and writing
+    /// both with new values, then committing; a commit that fails with `Busy` runs again and
+    /// counts in `conflicts` (db_bench's `randomtransaction` with two transaction sets).
+    /// [`WorkloadOptions::transaction`] picks optimistic or pessimistic. Also accepted as
+    /// `txn`. Not in the default suite.
+    RandomTransaction,
 }
 
 impl Benchmark {
     /// Benchmarks a run may name that the default suite leaves out.
-    pub const EXTRA: [Benchmark; 5] = [
+    pub const EXTRA: [Benchmark; 6] = [
         Benchmark::DeleteRange,
         Benchmark::ReadWhileWriting,
         Benchmark::UpdateRandom,
         Benchmark::ReadRandomWriteRandom,
         Benchmark::DeleteRandom,
+        Benchmark::RandomTransaction,
     ];
 
     /// Every benchmark, in the order of the default suite.
@@ -86,6 +93,7 @@ impl Benchmark {
             Benchmark::UpdateRandom => "updaterandom",
             Benchmark::ReadRandomWriteRandom => "readrandomwriterandom",
             Benchmark::DeleteRandom => "deleterandom",
+            Benchmark::RandomTransaction => "randomtransaction",
         }
     }
 
@@ -111,6 +119,7 @@ impl Benchmark {
                 | Benchmark::ReadWhileWriting
                 | Benchmark::UpdateRandom
                 | Benchmark::ReadRandomWriteRandom
+                | Benchmark::RandomTransaction
         )
     }
 
@@ -121,6 +130,7 @@ impl Benchmark {
             Benchmark::ReadWhileWriting
                 | Benchmark::UpdateRandom
                 | Benchmark::ReadRandomWriteRandom
+                | Benchmark::RandomTransaction
         )
     }
 }
@@ -136,6 +146,9 @@ impl FromStr for Benchmark {
 
     fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
         let every = Benchmark::ALL.into_iter().chain(Benchmark::EXTRA);
+        if s.trim() == "txn" {
+            return Ok(Benchmark::RandomTransaction);
+        }
         every.clone().find(|b| b.name() == s.trim()).ok_or_else(|| {
             let names: Vec<&str> = every.map(|b| b.name()).collect();
             format!(
@@ -215,6 +228,9 @@ pub struct WorkloadOptions {
     /// as one keyspace, written round-robin. Only the fill benchmarks, overwrite and
     /// readrandom take more than 1.
     pub keyspaces: usize,
+    /// randomtransaction's transactions: optimistic (db_bench's
+    /// `--optimistic_transaction_db`, the default) or pessimistic (`--transaction_db`).
+    pub transaction: Concurrency,
 }
 
 impl Default for WorkloadOptions {
@@ -224,6 +240,7 @@ impl Default for WorkloadOptions {
             read_write_percent: 90,
             duration: None,
             keyspaces: 1,
+            transaction: Concurrency::Optimistic,
         }
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! { "name", "ops", "threads", "seconds", "wait_seconds", "micros_per_op", "ops_per_sec", "bytes",
-//!   "mb_per_sec", "found"?, "writes"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
+//!   "mb_per_sec", "found"?, "writes"?, "conflicts"?, "stopped": bool, "latency_us": { "p50", "p99", "p999", "max", "mean" },
 //!   "per_second": [u64, ...],                       // ops completed in each second
 //!   "user_bytes", "disk_bytes_written", "wal_bytes_written",
 //!   "write_amp": f64 | null,                        // table bytes written / user bytes
@@ -160,6 +160,9 @@ pub struct BenchResult {
     /// `ops`, `bytes` and the latency leave out (as db_bench's report does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub writes: Option<u64>,
+    /// randomtransaction: commits that failed with `Busy` and ran again (db_bench's aborts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<u64>,
     /// True when Ctrl-C ended the benchmark early: every figure covers the part that ran.
     pub stopped: bool,
     /// Per-operation latency percentiles in microseconds.
@@ -359,6 +362,9 @@ fn notes(r: &BenchResult) -> String {
         (None, Some(writes)) => notes.push(format!("{writes} writes")),
         (None, None) => {}
     }
+    if let Some(conflicts) = r.conflicts {
+        notes.push(format!("{conflicts} conflicts retried"));
+    }
     let e = &r.engine;
     if let Some(w) = e.write_amp {
         notes.push(format!("w-amp {w:.2} (table bytes / user bytes)"));
@@ -429,6 +435,7 @@ mod tests {
             mb_per_sec: 0.232,
             found: Some(900),
             writes: None,
+            conflicts: None,
             stopped: false,
             latency_us: LatencySummary {
                 p50: 1.5,

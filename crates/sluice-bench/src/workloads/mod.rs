@@ -144,7 +144,8 @@ fn run_one(
         | Benchmark::SeekRandom
         | Benchmark::ReadWhileWriting
         | Benchmark::UpdateRandom
-        | Benchmark::ReadRandomWriteRandom => Some(config.reads),
+        | Benchmark::ReadRandomWriteRandom
+        | Benchmark::RandomTransaction => Some(config.reads),
         Benchmark::ReadSeq => Some(config.reads.min(config.num)),
         Benchmark::Compact => None,
         Benchmark::DeleteRange => Some(1),
@@ -235,6 +236,7 @@ fn run_one(
         mb_per_sec: per_second(bytes as f64) / 1e6,
         found: bench.counts_found().then_some(tally.found),
         writes: bench.counts_writes().then_some(tally.writes),
+        conflicts: (bench == Benchmark::RandomTransaction).then_some(tally.conflicts),
         stopped,
         latency_us: tally.hist.summary(),
         per_second: tally.per_second.into_counts(),

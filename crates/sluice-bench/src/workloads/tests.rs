@@ -234,6 +234,47 @@ fn updaterandom_rewrites_the_keys_it_reads() {
 }
 
 #[test]
+fn randomtransaction_moves_pairs_of_keys_atomically_in_both_modes() {
+    use Benchmark::*;
+    for transaction in [
+        sluice::Concurrency::Optimistic,
+        sluice::Concurrency::Pessimistic,
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), small_options()).unwrap();
+        let num = 500;
+        let workload = WorkloadOptions {
+            transaction,
+            ..WorkloadOptions::default()
+        };
+        let c = BenchConfig {
+            reads: 2000,
+            ..config(&[FillSeq, RandomTransaction], num, 2)
+        };
+        let results = run_with(&c, &workload, &db).unwrap();
+        let txn = &results[1];
+        assert_eq!(txn.name, "randomtransaction");
+        assert_eq!(txn.ops, 2000);
+        assert_eq!(
+            (txn.found, txn.writes),
+            (Some(4000), Some(4000)),
+            "{transaction:?}"
+        );
+        assert!(txn.conflicts.is_some());
+        // Each transaction reads two entries and writes two (116 bytes each), however often
+        // it ran again.
+        assert_eq!(txn.bytes, 2000 * 4 * 116);
+        assert_eq!(
+            txn.engine.user_bytes,
+            2000 * 2 * 116,
+            "a conflict wrote nothing"
+        );
+        assert_eq!(contents(&db).len(), num as usize, "no key made or lost");
+    }
+    assert_eq!("txn".parse::<Benchmark>(), Ok(RandomTransaction));
+}
+
+#[test]
 fn readrandomwriterandom_reads_its_percent_and_writes_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), small_options()).unwrap();
@@ -373,7 +414,7 @@ fn keys_spread_over_keyspaces_are_written_and_found_round_robin() {
     let keys = KeyFormat::new(c.key_size, c.num).unwrap();
     for (i, name) in ["default", "bench-1", "bench-2"].into_iter().enumerate() {
         let ks = db.keyspace(name).unwrap();
-        let held = ks.range(..).count();
+        let held = ks.range(..).map(Result::unwrap).count();
         assert_eq!(held, 1000, "{name}");
         assert!(ks.get(keys.key(i as u64)).unwrap().is_some(), "{name}");
     }

@@ -39,6 +39,8 @@ pub(crate) struct Tally {
     pub found: u64,
     /// Puts of the benchmarks that mix reads and writes (see [`crate::BenchResult::writes`]).
     pub writes: u64,
+    /// randomtransaction's commits that failed with `Busy` and ran again.
+    pub conflicts: u64,
     /// Latency of every operation.
     pub hist: LatencyHistogram,
     /// Operations completed in each second since the benchmark began.
@@ -52,6 +54,7 @@ impl Tally {
         self.bytes += other.bytes;
         self.found += other.found;
         self.writes += other.writes;
+        self.conflicts += other.conflicts;
         self.hist.merge(&other.hist);
         self.per_second.merge(&other.per_second);
     }
@@ -161,6 +164,7 @@ impl<'a> Worker<'a> {
             Benchmark::UpdateRandom => self.update_random(),
             Benchmark::ReadRandomWriteRandom => self.read_random_write_random(),
             Benchmark::DeleteRandom => self.delete_random(),
+            Benchmark::RandomTransaction => self.random_transaction(),
             // Compaction and the range delete are one call each, run without client threads.
             Benchmark::Compact | Benchmark::DeleteRange => Ok(()),
         }

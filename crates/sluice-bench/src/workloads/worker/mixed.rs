@@ -10,7 +10,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use sluice::Result;
+use sluice::{Result, TransactionOptions};
 
 use super::Worker;
 use crate::values::ValueGenerator;
@@ -104,6 +104,60 @@ impl Worker<'_> {
                 (start, self.key.len() + value.len())
             };
             self.done(start, bytes);
+        }
+        Ok(())
+    }
+
+    /// randomtransaction: this thread's share of `reads` transactions, each drawing two
+    /// uniform keys, reading both for update, writing a new value to each and committing,
+    /// timed as one operation with its retries. A commit that fails with `Busy` runs again
+    /// with the same keys and values, and counts in `conflicts`. Bytes count the values read
+    /// and the entries written.
+    pub(super) fn random_transaction(&mut self) -> Result<()> {
+        let (first, end) = share(self.config.reads, self.config.threads, self.index);
+        let value_size = self.config.value_size;
+        let mut values = ValueGenerator::from_stream(&mut self.stream, value_size);
+        let options = TransactionOptions {
+            concurrency: self.shared.workload.transaction,
+            write: self.write_options(),
+            ..TransactionOptions::default()
+        };
+        let mut second = self.key.clone();
+        for _ in first..end {
+            if self.next_random_key().is_none() {
+                break;
+            }
+            std::mem::swap(&mut self.key, &mut second);
+            if self.next_random_key().is_none() {
+                break;
+            }
+            let a = values.generate(value_size).to_vec();
+            let b = values.generate(value_size);
+            let start = Instant::now();
+            let (read, found) = loop {
+                let mut txn = self.db.transaction_with(options.clone());
+                let attempt = (|| {
+                    let old = [txn.get_for_update(&second)?, txn.get_for_update(&self.key)?];
+                    txn.put(&second, &a)?;
+                    txn.put(&self.key, b)?;
+                    Ok(old)
+                })();
+                match attempt.and_then(|old| txn.commit().map(|_| old)) {
+                    Ok(old) => {
+                        let found = old.iter().flatten();
+                        let read: usize = found.clone().map(|v| self.key.len() + v.len()).sum();
+                        break (read, found.count());
+                    }
+                    Err(sluice::Error::Busy(_)) => self.tally.conflicts += 1,
+                    Err(e) => return Err(e),
+                }
+            };
+            self.tally.found += found as u64;
+            self.tally.writes += 2;
+            self.done(
+                start,
+                read + second.len() + self.key.len() + a.len() + b.len(),
+            );
         }
         Ok(())
     }

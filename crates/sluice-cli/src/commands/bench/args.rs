@@ -96,6 +96,10 @@ pub struct BenchArgs {
     /// written round-robin. fillseq, fillrandom, overwrite, readrandom and compact only.
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value = "1", conflicts_with = "experiment")]
     pub keyspaces: usize,
+    /// randomtransaction's transactions: optimistic (conflicts fail the commit, which runs
+    /// again) or pessimistic (keys are locked as they are read).
+    #[arg(long, value_name = "MODE", value_parser = parse_concurrency, default_value = "optimistic", conflicts_with = "experiment")]
+    pub transaction_db: sluice::Concurrency,
     /// Print one JSON object per benchmark (one per line) instead of a table; with
     /// --experiment, the experiment's whole JSON document.
     #[arg(long)]
@@ -234,6 +238,15 @@ impl BenchArgs {
             }
         };
         Ok(Some(command))
+    }
+}
+
+/// `optimistic` or `pessimistic`.
+fn parse_concurrency(s: &str) -> Result<sluice::Concurrency, String> {
+    match s {
+        "optimistic" => Ok(sluice::Concurrency::Optimistic),
+        "pessimistic" => Ok(sluice::Concurrency::Pessimistic),
+        other => Err(format!("expected optimistic or pessimistic, got {other:?}")),
     }
 }
 

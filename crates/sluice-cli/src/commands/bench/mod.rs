@@ -71,6 +71,7 @@ fn workload(args: &BenchArgs) -> WorkloadOptions {
         read_write_percent: args.read_write_percent,
         duration: (args.duration > 0).then(|| Duration::from_secs(args.duration)),
         keyspaces: args.keyspaces,
+        transaction: args.transaction_db,
     }
 }
 
@@ -251,6 +252,9 @@ fn write_header(
     }
     if named(sluice_bench::Benchmark::ReadRandomWriteRandom) {
         writeln!(out, "read/write percent: {}", w.read_write_percent)?;
+    }
+    if named(sluice_bench::Benchmark::RandomTransaction) {
+        writeln!(out, "transactions: {:?}", w.transaction)?;
     }
     if w.keyspaces > 1 {
         writeln!(out, "keyspaces: {} (keys spread round-robin)", w.keyspaces)?;

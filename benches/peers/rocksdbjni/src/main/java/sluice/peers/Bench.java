@@ -10,6 +10,8 @@ import org.rocksdb.CompactRangeOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.Status;
+import org.rocksdb.Transaction;
 import org.rocksdb.TickerType;
 
 /**
@@ -109,7 +111,8 @@ final class Bench {
         double seconds;
         long bytes;
         long userBytes = 0;
-        long writes = -1; // readwhilewriting's puts
+        long writes = -1; // readwhilewriting's and randomtransaction's puts
+        long conflicts = -1; // randomtransaction's retries
         int threads = 1;
         int measured = 1; // the threads whose operations t counts
         switch (name) {
@@ -144,6 +147,15 @@ final class Bench {
                 seconds = (System.nanoTime() - start) / 1e9;
                 bytes = t.bytes;
             }
+            case "randomtransaction" -> {
+                long[] txn = randomTransaction(position, t);
+                seconds = (System.nanoTime() - start) / 1e9;
+                bytes = t.bytes;
+                writes = txn[0];
+                conflicts = txn[1];
+                userBytes = txn[2];
+                threads = measured = c.threads;
+            }
             case "deleterange" -> {
                 // The middle tenth of the key space, [0.45 num, 0.55 num), as sluice bench.
                 byte[] from = new byte[c.keySize];
@@ -169,11 +181,15 @@ final class Bench {
                 .put("micros_per_op", t.ops > 0 ? seconds * measured * 1e6 / t.ops : 0.0)
                 .put("ops_per_sec", seconds > 0 ? t.ops / seconds : 0.0)
                 .put("bytes", bytes).put("mb_per_sec", seconds > 0 ? bytes / seconds / 1e6 : 0.0);
-        if (name.equals("readrandom") || name.equals("seekrandom") || name.equals("readwhilewriting")) {
+        if (name.equals("readrandom") || name.equals("seekrandom") || name.equals("readwhilewriting")
+                || name.equals("randomtransaction")) {
             out.put("found", t.found);
         }
         if (writes >= 0) {
             out.put("writes", writes);
+        }
+        if (conflicts >= 0) {
+            out.put("conflicts", conflicts);
         }
         out.put("latency_us", t.latency()).put("user_bytes", userBytes);
         if (userBytes > 0) {
@@ -326,6 +342,99 @@ final class Bench {
             t.merge(tallies.get(r));
         }
         return new long[] {puts, written};
+    }
+
+    /** randomtransaction, as {@code sluice bench}'s (../STREAM.md section 9): --threads
+     * threads, thread i on stream i doing its share of --reads transactions; each builds its
+     * value buffer, then per transaction draws two keys and two values, reads both keys with
+     * GetForUpdate, puts both and commits, timed as one operation with its retries. A Busy,
+     * TryAgain or TimedOut failure rolls back and runs the same transaction again. Returns the
+     * puts, the retries and the bytes put. */
+    private long[] randomTransaction(int position, Tally t) throws RocksDBException {
+        List<Tally> tallies = new ArrayList<>();
+        long[][] counts = new long[c.threads][3];
+        RocksDBException[] failures = new RocksDBException[c.threads];
+        List<Thread> workers = new ArrayList<>();
+        for (int w = 0; w < c.threads; w++) {
+            Tally tally = new Tally();
+            tallies.add(tally);
+            long[] share = Stream.share(c.reads(), c.threads, w);
+            Stream.SplitMix64 g = Stream.SplitMix64.forBenchmark(c.seed, position, w);
+            int index = w;
+            Thread worker = new Thread(() -> {
+                try {
+                    transactions(g, share[1] - share[0], tally, counts[index]);
+                } catch (RocksDBException ex) {
+                    failures[index] = ex;
+                }
+            }, "txn-" + w);
+            workers.add(worker);
+            worker.start();
+        }
+        long[] total = new long[3];
+        for (int w = 0; w < c.threads; w++) {
+            try {
+                workers.get(w).join();
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the workers", ex);
+            }
+            if (failures[w] != null) {
+                throw failures[w];
+            }
+            t.merge(tallies.get(w));
+            for (int k = 0; k < 3; k++) {
+                total[k] += counts[w][k];
+            }
+        }
+        return total;
+    }
+
+    /** One thread of randomtransaction: {@code n} transactions on keys and values from g;
+     * counts[0] puts, counts[1] retries, counts[2] bytes put. */
+    private void transactions(Stream.SplitMix64 g, long n, Tally t, long[] counts) throws RocksDBException {
+        Stream.ValueGenerator values = new Stream.ValueGenerator(g, c.valueSize);
+        for (long i = 0; i < n; i++) {
+            byte[] first = new byte[c.keySize];
+            byte[] second = new byte[c.keySize];
+            keys.write(g.below(c.num), first);
+            keys.write(g.below(c.num), second);
+            int len = values.next(c.valueSize);
+            byte[] a = Arrays.copyOfRange(values.data(), values.offset(), values.offset() + len);
+            len = values.next(c.valueSize);
+            byte[] b = Arrays.copyOfRange(values.data(), values.offset(), values.offset() + len);
+            long start = System.nanoTime();
+            long moved;
+            long found;
+            while (true) {
+                try (Transaction txn = e.begin()) {
+                    try {
+                        byte[] oldFirst = txn.getForUpdate(e.readOptions, first, true);
+                        byte[] oldSecond = txn.getForUpdate(e.readOptions, second, true);
+                        txn.put(first, a);
+                        txn.put(second, b);
+                        txn.commit();
+                        found = (oldFirst != null ? 1 : 0) + (oldSecond != null ? 1 : 0);
+                        moved = (oldFirst != null ? first.length + oldFirst.length : 0)
+                                + (oldSecond != null ? second.length + oldSecond.length : 0);
+                        break;
+                    } catch (RocksDBException ex) {
+                        Status.Code code = ex.getStatus() == null ? null : ex.getStatus().getCode();
+                        if (code != Status.Code.Busy && code != Status.Code.TryAgain
+                                && code != Status.Code.TimedOut) {
+                            throw ex;
+                        }
+                        txn.rollback();
+                        counts[1]++;
+                    }
+                }
+            }
+            long put = first.length + a.length + second.length + b.length;
+            t.found += found;
+            t.done(start, moved + put);
+            counts[0] += 2;
+            counts[2] += put;
+        }
     }
 
     /** Looks up {@code n} uniform keys drawn from g, into one reused value array. */

@@ -17,16 +17,18 @@ final class Config {
      * deleterange deletes the middle tenth of the key space with one range tombstone, and
      * readseq scans forward (up to --reads entries), seekrandom seeks to --reads uniform keys,
      * readwhilewriting runs --threads readers sharing --reads lookups while one more thread
-     * overwrites uniform keys until they are done. */
+     * overwrites uniform keys until they are done, and randomtransaction runs --reads
+     * transactions on --threads threads (each reads two uniform keys for update and writes
+     * both) on a database opened as --transaction-db optimistic or pessimistic. */
     static final List<String> EXTRA_BENCHMARKS =
-            List.of("deleterange", "readseq", "seekrandom", "readwhilewriting");
+            List.of("deleterange", "readseq", "seekrandom", "readwhilewriting", "randomtransaction");
 
     /** The flags that take a value (the others are booleans). */
     private static final List<String> VALUE_FLAGS = List.of("db", "benchmarks", "num", "reads",
             "key-size", "value-size", "seed", "compression", "block-size", "bloom-bits",
             "write-buffer-size", "target-file-size", "cache-size", "compaction-threads", "threads",
             "subcompactions", "dump-keys", "ycsb", "records", "operations", "dump-ycsb-ops",
-            "min-blob-size", "blob-file-size");
+            "min-blob-size", "blob-file-size", "transaction-db");
 
     String db = "";
     List<String> benchmarks = new ArrayList<>(BENCHMARKS);
@@ -50,6 +52,9 @@ final class Config {
     // --blob-file-size: values of at least minBlobSize bytes go to blob files; 0 = off.
     long minBlobSize;
     long blobFileSize = 256L << 20;
+    // randomtransaction: "optimistic" opens an OptimisticTransactionDB, "pessimistic" a
+    // TransactionDB; "" a plain RocksDB.
+    String transactionDb = "";
     int dumpKeys;
     boolean selfTest;
     // YCSB (--ycsb WORKLOAD): the load and run phases of ../STREAM.md section 8.
@@ -138,11 +143,20 @@ final class Config {
             case "dump-ycsb-ops" -> dumpYcsbOps = number(name, v);
             case "min-blob-size" -> minBlobSize = number(name, v);
             case "blob-file-size" -> blobFileSize = number(name, v);
+            case "transaction-db" -> {
+                if (!List.of("optimistic", "pessimistic").contains(v)) {
+                    throw new IllegalArgumentException("--transaction-db takes optimistic or pessimistic, got \"" + v + "\"");
+                }
+                transactionDb = v;
+            }
             default -> throw new IllegalArgumentException("unknown flag --" + name);
         }
     }
 
     private void validate() {
+        if (benchmarks.contains("randomtransaction") && transactionDb.isEmpty()) {
+            throw new IllegalArgumentException("randomtransaction needs --transaction-db optimistic or pessimistic");
+        }
         if (valueSize > 64 << 20) {
             throw new IllegalArgumentException("value-size must be at most 64 MiB");
         }

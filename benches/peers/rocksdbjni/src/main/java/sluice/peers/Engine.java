@@ -20,8 +20,13 @@ import org.rocksdb.Options;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
+import org.rocksdb.OptimisticTransactionDB;
 import org.rocksdb.Statistics;
 import org.rocksdb.TickerType;
+import org.rocksdb.Transaction;
+import org.rocksdb.TransactionDB;
+import org.rocksdb.TransactionDBOptions;
+import org.rocksdb.TransactionOptions;
 import org.rocksdb.WriteOptions;
 
 /**
@@ -50,6 +55,9 @@ final class Engine implements AutoCloseable {
     private final LRUCache cache;
     private final BloomFilter filter;
     private final Statistics stats;
+    private final TransactionDBOptions transactionDbOptions = new TransactionDBOptions();
+    private final TransactionOptions transactionOptions =
+            new TransactionOptions().setLockTimeout(1000).setDeadlockDetect(true);
 
     /** Opens (creates, unless --use-existing-db) the database at c.db. */
     Engine(Config c) throws RocksDBException {
@@ -100,7 +108,23 @@ final class Engine implements AutoCloseable {
                     .setLevel0StopWritesTrigger(NO_STALL);
         }
         describeDifferences(table);
-        db = RocksDB.open(options, c.db);
+        db = switch (c.transactionDb) {
+            case "optimistic" -> OptimisticTransactionDB.open(options, c.db);
+            case "pessimistic" -> TransactionDB.open(options, transactionDbOptions, c.db);
+            default -> RocksDB.open(options, c.db);
+        };
+    }
+
+    /** A transaction of the --transaction-db database: optimistic, or pessimistic with a lock
+     * timeout of 1 s and deadlock detection on (Sluice's TransactionOptions defaults). */
+    Transaction begin() {
+        if (db instanceof OptimisticTransactionDB o) {
+            return o.beginTransaction(writeOptions);
+        }
+        if (db instanceof TransactionDB t) {
+            return t.beginTransaction(writeOptions, transactionOptions);
+        }
+        throw new IllegalStateException("randomtransaction needs --transaction-db");
     }
 
     private void note(String s) {
@@ -172,6 +196,14 @@ final class Engine implements AutoCloseable {
                 + "num_subcompactions): RocksDB gives each subcompaction at least a target file's "
                 + "worth of input, so a compaction of less than two target files runs one");
         note("latency percentiles are exact (sorted samples), not an HDR histogram");
+        if (!c.transactionDb.isEmpty()) {
+            note("randomtransaction: " + (c.transactionDb.equals("optimistic")
+                    ? "OptimisticTransactionDB (validation at commit, in the write thread)"
+                    : "TransactionDB with lock_timeout 1000 ms and deadlock_detect on (RocksDB's "
+                    + "default is off; Sluice's is on)") + "; each transaction reads two keys with "
+                    + "GetForUpdate, puts both and commits; a commit or lock that fails with Busy, "
+                    + "TryAgain or TimedOut is rolled back and run again (conflicts)");
+        }
     }
 
     long ticker(TickerType t) {
