@@ -51,7 +51,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let db = Db::open(&path, Options::default())?;
     assert_eq!(db.get(b"cherry")?.as_deref(), Some(&b"dark red"[..]));
     assert_eq!(db.get(b"apple")?, None);
-    println!("reopened: {} keys", db.range(..).count());
+    let keys = db.iter().collect::<sluice::Result<Vec<_>>>()?.len();
+    println!("reopened: {keys} keys");
     db.close()?;
     Ok(())
 }

@@ -78,7 +78,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         m.compaction.filter_removed, m.compaction.filter_changed
     );
     assert_eq!(m.compaction.filter_removed, 1000);
-    assert_eq!(db.iter().count(), 9000);
+    assert_eq!(db.iter().collect::<sluice::Result<Vec<_>>>()?.len(), 9000);
     db.close()?;
     Ok(())
 }

@@ -73,7 +73,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         fill_cache: false,
         ..ReadOptions::default()
     };
-    let total = db.range_opt(&one_off, ..).count();
+    let total = db
+        .range_opt(&one_off, ..)
+        .collect::<sluice::Result<Vec<_>>>()?
+        .len();
     println!("one-off scan saw {total} keys");
 
     // The cursor underneath: seek to a key, step either way. Moves return a Result because

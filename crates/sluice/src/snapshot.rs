@@ -77,6 +77,11 @@ pub(crate) struct PinnedSeq {
 }
 
 impl PinnedSeq {
+    /// The pinned sequence number.
+    pub(crate) fn sequence(&self) -> SeqNo {
+        self.seq
+    }
+
     /// The sequence number to read at in the database open `open`: this pin's, if it is of
     /// that open.
     ///

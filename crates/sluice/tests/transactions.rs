@@ -115,7 +115,7 @@ fn a_rolled_back_or_dropped_transaction_writes_nothing() {
     assert_eq!(entries(db.iter()), vec![]);
     // The dropped pessimistic transaction released its lock.
     let mut again = db.transaction_with(TransactionOptions {
-        lock_timeout: None,
+        lock_timeout: Duration::ZERO,
         ..TransactionOptions::pessimistic()
     });
     again.put("b", "3").unwrap();
@@ -255,6 +255,54 @@ fn conflicts_are_found_in_flushed_and_compacted_tables() {
 }
 
 #[test]
+fn a_delete_after_the_read_is_a_conflict_even_once_compacted_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    for pessimistic in [false, true] {
+        let mut txn = db.transaction_with(match pessimistic {
+            true => TransactionOptions::pessimistic(),
+            false => TransactionOptions::default(),
+        });
+        // Tracked above the transaction's start: the value and the delete after it fall in
+        // one stripe unless the tracked number is pinned too.
+        db.put("k", n(10)).unwrap();
+        assert_eq!(txn.get_for_update("k").unwrap(), Some(n(10).to_vec()));
+        txn.put("k", n(11)).unwrap();
+        db.delete("k").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        busy(txn.commit());
+        assert_eq!(db.get("k").unwrap(), None, "the delete stands");
+    }
+}
+
+#[test]
+fn a_pessimistic_snapshot_transaction_fails_at_the_lock_not_at_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(&dir);
+    db.put("k", n(0)).unwrap();
+    let options = TransactionOptions {
+        snapshot: true,
+        ..TransactionOptions::pessimistic()
+    };
+    let mut late = db.transaction_with(options.clone());
+    let mut first = db.transaction_with(options);
+    first.put("k", n(1)).unwrap();
+    first.commit().unwrap();
+    // `late` started before `first` committed: the key changed after its snapshot.
+    let message = busy(late.get_for_update("k"));
+    assert!(message.contains("key k "), "{message}");
+    // The refused transaction still holds the lock until it ends, and then releases it.
+    drop(late);
+    let mut next = db.transaction_with(TransactionOptions {
+        lock_timeout: Duration::ZERO,
+        ..TransactionOptions::pessimistic()
+    });
+    next.put("k", n(2)).unwrap();
+    next.commit().unwrap();
+}
+
+#[test]
 fn a_transaction_spans_keyspaces_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir);
@@ -322,7 +370,7 @@ fn a_pessimistic_transaction_waits_for_a_lock_and_never_conflicts_with_another()
     std::thread::scope(|s| {
         let waiter = s.spawn(|| {
             let mut txn = db.transaction_with(TransactionOptions {
-                lock_timeout: Some(Duration::from_secs(30)),
+                lock_timeout: Duration::from_secs(30),
                 ..TransactionOptions::pessimistic()
             });
             let seen = txn.get_for_update("k").unwrap();
@@ -350,7 +398,7 @@ fn a_pessimistic_transaction_waits_for_a_lock_and_never_conflicts_with_another()
     let mut holder = db.transaction_with(TransactionOptions::pessimistic());
     holder.put("k", n(3)).unwrap();
     let mut impatient = db.transaction_with(TransactionOptions {
-        lock_timeout: Some(Duration::from_millis(20)),
+        lock_timeout: Duration::from_millis(20),
         ..TransactionOptions::pessimistic()
     });
     assert!(busy(impatient.put("k", n(4))).contains("timed out"));
@@ -366,7 +414,7 @@ fn a_deadlock_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(&dir);
     let long = TransactionOptions {
-        lock_timeout: Some(Duration::from_secs(30)),
+        lock_timeout: Duration::from_secs(30),
         ..TransactionOptions::pessimistic()
     };
     let mut a = db.transaction_with(long.clone());

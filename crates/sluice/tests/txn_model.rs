@@ -340,7 +340,7 @@ fn one_seed(seed: u64) {
                                 _ => Concurrency::Pessimistic,
                             },
                             snapshot: rng.below(3) != 0,
-                            lock_timeout: Some(Duration::from_millis(50)),
+                            lock_timeout: Duration::from_millis(50),
                             ..TransactionOptions::default()
                         };
                         let steps: Vec<Step> = (0..1 + rng.below(6)).map(|_| rng.step()).collect();

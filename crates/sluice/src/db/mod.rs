@@ -82,6 +82,8 @@ pub struct Db {
     /// A keyspace's view of its tree ([`crate::Keyspace`]): dropping it stops nothing, as the
     /// database owns the threads.
     view: bool,
+    /// The default keyspace's handle, made once: snapshots and transactions each hold one.
+    default_keyspace: std::sync::OnceLock<crate::Keyspace>,
 }
 
 /// Everything guarded by the state mutex.
@@ -231,6 +233,7 @@ impl Db {
             journal,
             background: Mutex::new(background),
             view: false,
+            default_keyspace: Default::default(),
         };
         // Only with `create_missing_keyspaces`: the open refused unknown names otherwise.
         for (name, options) in &db.tree.options.keyspaces {
@@ -255,6 +258,7 @@ impl Db {
             journal: Arc::new(journal),
             background: Mutex::new(Vec::new()),
             view: false,
+            default_keyspace: Default::default(),
         })
     }
 
@@ -265,7 +269,14 @@ impl Db {
             tree,
             background: Mutex::new(Vec::new()),
             view: true,
+            default_keyspace: Default::default(),
         }
+    }
+
+    /// The default keyspace's handle (a cheap clone of one made at the first call).
+    pub(crate) fn default_keyspace(&self) -> &crate::Keyspace {
+        self.default_keyspace
+            .get_or_init(|| crate::Keyspace::default_of(self))
     }
 
     /// What opening the database read from its MANIFEST and WALs, and what it dropped.
@@ -295,7 +306,7 @@ impl Db {
             .tree
             .snapshots
             .acquire_current(&self.tree.visible_seq, &self.tree.open_id);
-        Snapshot::new(pin, crate::Keyspace::default_of(self))
+        Snapshot::new(pin, self.default_keyspace().clone())
     }
 
     /// Freezes the memtable (if it holds anything) and waits until every frozen memtable is

@@ -307,7 +307,7 @@ impl Db {
     /// the database itself: its handle reads and writes what calls on the `Db` do.
     pub fn keyspace(&self, name: &str) -> Option<Keyspace> {
         if name == DEFAULT_KEYSPACE {
-            return Some(Keyspace::default_of(self));
+            return Some(self.default_keyspace().clone());
         }
         let tree = self.journal.trees().into_iter().find(|t| t.name == name)?;
         Some(Keyspace::new(self, &tree))

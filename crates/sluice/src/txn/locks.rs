@@ -47,8 +47,8 @@ impl LockTable {
         self.next_txn.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Locks `key` of `keyspace` for `txn`, waiting up to `timeout` for its holder (`None`:
-    /// fail at once if it is held). Locking a key `txn` holds already succeeds.
+    /// Locks `key` of `keyspace` for `txn`, waiting up to `timeout` for its holder (zero: fail
+    /// at once if it is held). Locking a key `txn` holds already succeeds.
     ///
     /// # Errors
     /// [`Error::Busy`] on a timeout, or when waiting would close a cycle of waiters (a
@@ -58,10 +58,10 @@ impl LockTable {
         txn: TxnId,
         keyspace: u32,
         key: &[u8],
-        timeout: Option<Duration>,
+        timeout: Duration,
         detect_deadlocks: bool,
     ) -> Result<()> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        let deadline = Instant::now() + timeout;
         let wanted = (keyspace, key.to_vec());
         let mut table = self.table.lock();
         loop {
@@ -83,16 +83,14 @@ impl LockTable {
                 )));
             }
             table.waits_for.insert(txn, holder);
-            let timed_out = match deadline {
-                Some(deadline) => self.released.wait_until(&mut table, deadline).timed_out(),
-                None => true,
-            };
+            let timed_out =
+                timeout.is_zero() || self.released.wait_until(&mut table, deadline).timed_out();
             if timed_out && table.holders.get(&wanted).is_some_and(|&h| h != txn) {
                 table.waits_for.remove(&txn);
                 return Err(Error::Busy(format!(
                     "timed out after {:?} waiting for the lock on key {} of keyspace \
                      {keyspace}",
-                    timeout.unwrap_or_default(),
+                    timeout,
                     sluice_sst::key::escape_bytes(key)
                 )));
             }
@@ -146,19 +144,20 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    const LONG: Option<Duration> = Some(Duration::from_secs(30));
+    const LONG: Duration = Duration::from_secs(30);
+    const NOW: Duration = Duration::ZERO;
 
     #[test]
     fn a_lock_is_exclusive_until_released() {
         let locks = LockTable::default();
         let (a, b) = (locks.new_txn(), locks.new_txn());
-        locks.lock(a, 0, b"k", None, true).unwrap();
-        locks.lock(a, 0, b"k", None, true).unwrap();
-        locks.lock(b, 1, b"k", None, true).unwrap();
-        let busy = locks.lock(b, 0, b"k", Some(Duration::from_millis(20)), true);
+        locks.lock(a, 0, b"k", NOW, true).unwrap();
+        locks.lock(a, 0, b"k", NOW, true).unwrap();
+        locks.lock(b, 1, b"k", NOW, true).unwrap();
+        let busy = locks.lock(b, 0, b"k", Duration::from_millis(20), true);
         assert!(matches!(busy, Err(Error::Busy(m)) if m.contains("timed out")));
         locks.unlock(a, [(0, &b"k"[..])]);
-        locks.lock(b, 0, b"k", None, true).unwrap();
+        locks.lock(b, 0, b"k", NOW, true).unwrap();
         assert_eq!(locks.locked(), 2);
     }
 
@@ -166,7 +165,7 @@ mod tests {
     fn a_waiter_gets_the_lock_when_it_is_released() {
         let locks = Arc::new(LockTable::default());
         let (a, b) = (locks.new_txn(), locks.new_txn());
-        locks.lock(a, 0, b"k", None, true).unwrap();
+        locks.lock(a, 0, b"k", NOW, true).unwrap();
         let waiter = {
             let locks = Arc::clone(&locks);
             std::thread::spawn(move || locks.lock(b, 0, b"k", LONG, true))
@@ -183,7 +182,7 @@ mod tests {
         let locks = Arc::new(LockTable::default());
         let (a, b, c) = (locks.new_txn(), locks.new_txn(), locks.new_txn());
         for (txn, key) in [(a, b"1"), (b, b"2"), (c, b"3")] {
-            locks.lock(txn, 0, key, None, true).unwrap();
+            locks.lock(txn, 0, key, NOW, true).unwrap();
         }
         // a waits for b, b waits for c; c asking for a's key would close the cycle.
         let spawn = |txn, key: &'static [u8]| {
@@ -211,8 +210,8 @@ mod tests {
     fn without_detection_a_deadlock_ends_in_a_timeout() {
         let locks = Arc::new(LockTable::default());
         let (a, b) = (locks.new_txn(), locks.new_txn());
-        locks.lock(a, 0, b"1", None, false).unwrap();
-        locks.lock(b, 0, b"2", None, false).unwrap();
+        locks.lock(a, 0, b"1", NOW, false).unwrap();
+        locks.lock(b, 0, b"2", NOW, false).unwrap();
         let a_waits = {
             let locks = Arc::clone(&locks);
             std::thread::spawn(move || locks.lock(a, 0, b"2", LONG, false))
@@ -220,7 +219,7 @@ mod tests {
         while !locks.table.lock().waits_for.contains_key(&a) {
             std::thread::yield_now();
         }
-        let short = Some(Duration::from_millis(30));
+        let short = Duration::from_millis(30);
         let refused = locks.lock(b, 0, b"1", short, false);
         assert!(matches!(refused, Err(Error::Busy(m)) if m.contains("timed out")));
         locks.unlock(b, [(0, &b"2"[..])]);

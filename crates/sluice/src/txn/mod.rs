@@ -9,9 +9,12 @@
 //! **What is protected.** A transaction *tracks* every key it writes and every key it reads
 //! with [`Transaction::get_for_update`] (not those read with `get`, as in RocksDB), with the
 //! sequence number from which another's write counts as a conflict: the one it read at (the
-//! transaction's start with [`TransactionOptions::snapshot`]). The commit succeeds only if no
-//! tracked key was written since by anyone else, transaction or not, and fails with
-//! [`crate::Error::Busy`] otherwise, writing nothing: retry the whole transaction. The check
+//! transaction's start with [`TransactionOptions::snapshot`]), which it keeps pinned as a
+//! snapshot so that compaction cannot make a later write vanish. The commit succeeds only if
+//! no tracked key shows a write since by anyone else, transaction or not, and fails with
+//! [`crate::Error::Busy`] otherwise, writing nothing: retry the whole transaction. (A key that
+//! was absent, then put and deleted again by others, may show nothing once compaction has
+//! dropped both: the transaction then read what is there now, which is serializable.) The check
 //! and the write are one step of the group-commit queue (a checked write leads alone, see
 //! `db/commit.rs`), so no write lands between them.
 //!
@@ -20,6 +23,8 @@
 //! and holds the lock until it ends, so two pessimistic transactions never conflict at commit:
 //! the second waits at `put` or `get_for_update`, up to [`TransactionOptions::lock_timeout`],
 //! and a wait that would close a cycle fails at once ([`TransactionOptions::deadlock_detect`]).
+//! With a snapshot, a key another wrote after the start fails the lock that finds it, not the
+//! commit (RocksDB's `ValidateSnapshot`).
 //! Writes made outside transactions take no locks; a pessimistic commit still checks its keys,
 //! so such a write makes it fail with `Busy` rather than be lost.
 //!
@@ -65,8 +70,8 @@ pub struct TransactionOptions {
     /// committed state.
     pub snapshot: bool,
     /// Pessimistic: how long to wait for a key another transaction holds before failing with
-    /// [`crate::Error::Busy`] (RocksDB's `lock_timeout`, 1 s by default); `None` fails at once.
-    pub lock_timeout: Option<Duration>,
+    /// [`crate::Error::Busy`] (RocksDB's `lock_timeout`, 1 s by default); zero fails at once.
+    pub lock_timeout: Duration,
     /// Pessimistic: fail at once, with [`crate::Error::Busy`], a wait that would close a cycle
     /// of transactions each waiting for the next (RocksDB's `deadlock_detect`; on by default
     /// here, as it costs a walk of the waiters only when a key is held).
@@ -80,7 +85,7 @@ impl Default for TransactionOptions {
         TransactionOptions {
             concurrency: Concurrency::Optimistic,
             snapshot: false,
-            lock_timeout: Some(Duration::from_secs(1)),
+            lock_timeout: Duration::from_secs(1),
             deadlock_detect: true,
             write: WriteOptions::default(),
         }

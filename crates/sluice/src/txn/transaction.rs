@@ -10,6 +10,7 @@ use super::write_set::{Base, WriteSet};
 use super::{Concurrency, TransactionOptions};
 use crate::iter::bounds::{KeyBounds, lower_bound, prefix_end, upper_bound};
 use crate::options::ReadOptions;
+use crate::snapshot::PinnedSeq;
 use crate::{Db, Error, Keyspace, Result, Snapshot};
 
 /// One transaction; see the [module docs](super). Made by [`Db::transaction`] or
@@ -50,6 +51,11 @@ pub struct Transaction<'db> {
     /// Each key written or read for update, with the sequence number after which another's
     /// write to it is a conflict. Pessimistic: the keys this transaction has locked.
     tracked: HashMap<(u32, Vec<u8>), SeqNo>,
+    /// Without `options.snapshot`: a pin at each of those sequence numbers above the start.
+    /// A compaction keeps a version newer than a pinned number unless a newer one, also above
+    /// it, shadows it; without the pin it could drop a value and the tombstone over it
+    /// together, and the write would vanish from the conflict check.
+    pins: Vec<PinnedSeq>,
     /// Pessimistic: this transaction in the database's lock table.
     lock_owner: Option<TxnId>,
 }
@@ -78,10 +84,11 @@ impl Db {
         Transaction {
             db: self,
             start: self.snapshot(),
-            default: Keyspace::default_of(self),
+            default: self.default_keyspace().clone(),
             options,
             writes: WriteSet::default(),
             tracked: HashMap::new(),
+            pins: Vec::new(),
             lock_owner,
         }
     }
@@ -132,10 +139,28 @@ impl Transaction<'_> {
         // Read before the value is: a write between the two is a conflict, never missed.
         let since = match self.options.snapshot {
             true => self.start.sequence(),
-            false => self.db.tree.latest_seq(),
+            false => self.pin_latest(),
         };
+        // Tracked (so released at the end) before anything else can fail.
         self.tracked.insert(wanted, since);
+        // Pessimistic with a snapshot: a write since the start fails the lock, not the commit.
+        if self.lock_owner.is_some() && self.options.snapshot {
+            self.check_key(keyspace, key, since)?;
+        }
         Ok(())
+    }
+
+    /// Pins the latest sequence number (once per number) and returns it.
+    fn pin_latest(&mut self) -> SeqNo {
+        let tree = &self.db.tree;
+        let pin = tree
+            .snapshots
+            .acquire_current(&tree.visible_seq, &tree.open_id);
+        let seq = pin.sequence();
+        if self.pins.last().is_none_or(|last| last.sequence() != seq) {
+            self.pins.push(pin);
+        }
+        seq
     }
 
     /// The value of `key` as the transaction sees it: its own write, or the database's.
@@ -372,19 +397,25 @@ impl Transaction<'_> {
     /// as the commit leader, with every earlier write visible.
     fn check_conflicts(&self) -> Result<()> {
         for ((keyspace, key), &since) in &self.tracked {
-            let tree = self.db.journal.tree(*keyspace).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "keyspace id {keyspace} was dropped during the transaction"
-                ))
-            })?;
-            if tree.written_since(key, since)? {
-                return Err(Error::Busy(format!(
-                    "transaction conflict: key {} of keyspace id {keyspace} was written by \
-                     another after sequence {since}, when this transaction first read or wrote \
-                     it; nothing was written, run the transaction again",
-                    escape_bytes(key)
-                )));
-            }
+            self.check_key(*keyspace, key, since)?;
+        }
+        Ok(())
+    }
+
+    /// Fails with [`Error::Busy`] if another wrote `key` of `keyspace` after `since`.
+    fn check_key(&self, keyspace: u32, key: &[u8], since: SeqNo) -> Result<()> {
+        let tree = self.db.journal.tree(keyspace).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "keyspace id {keyspace} was dropped during the transaction"
+            ))
+        })?;
+        if tree.written_since(key, since)? {
+            return Err(Error::Busy(format!(
+                "transaction conflict: key {} of keyspace id {keyspace} was written by another \
+                 after sequence {since}, when this transaction first read or wrote it; nothing \
+                 was written, run the transaction again",
+                escape_bytes(key)
+            )));
         }
         Ok(())
     }
