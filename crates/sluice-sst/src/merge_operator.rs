@@ -51,6 +51,14 @@ pub trait MergeOperator: Send + Sync {
         let _ = (key, older, newer);
         None
     }
+
+    /// Whether `operand` can ever be applied: checked when it is written (`merge`, a batch, a
+    /// transaction), so that an `Err` refuses the write, with its words, instead of every
+    /// later read of `key` failing. Accepts everything by default.
+    fn validate_operand(&self, key: &[u8], operand: &[u8]) -> Result<(), MergeFailure> {
+        let _ = (key, operand);
+        Ok(())
+    }
 }
 
 /// Shows the operator's name: options that hold one print, and the trait asks no `Debug` of
@@ -105,6 +113,10 @@ impl MergeOperator for U64Add {
             .ok()?
             .wrapping_add(Self::decode("operand", newer).ok()?);
         Some(sum.to_le_bytes().to_vec())
+    }
+
+    fn validate_operand(&self, _key: &[u8], operand: &[u8]) -> Result<(), MergeFailure> {
+        Self::decode("operand", operand).map(|_| ())
     }
 }
 

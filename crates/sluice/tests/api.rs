@@ -183,3 +183,35 @@ fn user_traits_need_no_debug() {
     db.compact_range(None, None).unwrap();
     assert_eq!(db.get("k").unwrap(), Some(b"ab".to_vec()));
 }
+
+#[test]
+fn an_operand_the_operator_refuses_is_refused_at_write_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        merge_operator: Some(Arc::new(sluice::merge_operator::U64Add)),
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    db.merge("n", 1u64.to_le_bytes()).unwrap();
+    let refused = |result: sluice::Result<()>| match result {
+        Err(Error::InvalidArgument(m)) => {
+            assert!(m.contains("u64_add") && m.contains("key n"), "{m}")
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    };
+    refused(db.merge("n", "seven"));
+    let mut batch = WriteBatch::new();
+    batch.put("other", "x");
+    batch.merge("n", [1u8, 2]);
+    refused(db.write(&Default::default(), batch));
+    let mut txn = db.transaction();
+    refused(txn.merge("n", ""));
+    txn.merge("n", 2u64.to_le_bytes()).unwrap();
+    txn.commit().unwrap();
+    assert_eq!(
+        db.get("other").unwrap(),
+        None,
+        "the refused batch wrote nothing"
+    );
+    assert_eq!(db.get("n").unwrap(), Some(3u64.to_le_bytes().to_vec()));
+}

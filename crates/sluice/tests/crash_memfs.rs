@@ -428,6 +428,35 @@ fn a_later_sync_makes_earlier_writes_durable() {
     assert!(db.get(b"a").unwrap().is_some() && db.get(b"b").unwrap().is_some());
 }
 
+/// `sync_wal` makes unsynced writes of every keyspace durable; `flush_wal(false)` does not.
+#[test]
+fn sync_wal_makes_earlier_writes_durable() {
+    let fs = MemFs::new();
+    let db = Db::open(DB, options(&fs, 0)).unwrap();
+    let users = db
+        .create_keyspace("users", &sluice::KeyspaceOptions::default())
+        .unwrap();
+    db.put("a", "v").unwrap();
+    users.put("u", "v").unwrap();
+    db.flush_wal(false).unwrap();
+    let flushed_only = fs.crash_clone();
+    db.sync_wal().unwrap();
+    let synced = fs.crash_clone();
+    drop(db);
+    let db = Db::open(DB, options(&flushed_only, 0)).unwrap();
+    assert_eq!(db.get("a").unwrap(), None, "handed to the OS, not synced");
+    drop(db);
+    let db = Db::open(DB, options(&synced, 0)).unwrap();
+    let users = db.keyspace("users").unwrap();
+    assert!(db.get("a").unwrap().is_some() && users.get("u").unwrap().is_some());
+    drop(db);
+    let read_only = Db::open_read_only(DB, options(&synced, 0)).unwrap();
+    assert!(matches!(
+        read_only.sync_wal(),
+        Err(sluice::Error::ReadOnly(_))
+    ));
+}
+
 /// The LOCK is taken through the file system: a second writer in this process is refused,
 /// and readers share.
 #[test]

@@ -48,7 +48,8 @@ pub(crate) struct Journal {
     /// turn (range moves and splits), so that each sees one set of keyspaces.
     pub keyspace_admin: Mutex<()>,
     pub commit: CommitQueue,
-    /// The active WAL. Only the group-commit leader locks it. `None` when open read-only.
+    /// The active WAL. Only the group-commit leader appends to it (and `Db::flush_wal` syncs
+    /// it, under this lock). `None` when open read-only.
     pub wal: Mutex<Option<LogWriter>>,
     /// The number of the WAL being written. Set only by the commit leader; read without locks
     /// to bound which WALs may still be needed.

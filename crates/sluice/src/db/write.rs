@@ -120,7 +120,7 @@ impl Db {
     ) -> Result<()> {
         let (key, operand) = (key.as_ref(), operand.as_ref());
         self.tree.check_sizes(key, operand)?;
-        self.tree.check_merge_operator()?;
+        self.tree.check_merge(key, operand)?;
         self.journal.write_one(
             &self.tree,
             opts,
@@ -171,6 +171,46 @@ impl Db {
     /// Applies `batch` atomically: after a crash either all of it or none of it is present.
     pub fn write(&self, opts: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.journal.write(&self.tree, opts, batch)
+    }
+
+    /// Makes every write acknowledged so far durable, in every keyspace: syncs the WAL
+    /// (RocksDB's `SyncWAL`, `FlushWAL(true)`). Writes made with `sync: false` since the
+    /// last sync survive a process crash already; this makes them survive a power failure.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`] when opened read-only; the WAL's failure otherwise, which, as a
+    /// failed write, stops further writes.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.flush_wal(true)
+    }
+
+    /// Hands the WAL's buffered bytes to the operating system, and with `sync` makes them
+    /// durable (RocksDB's `FlushWAL`). Each commit already hands its record over, so without
+    /// `sync` this only checks that the WAL is healthy.
+    ///
+    /// # Errors
+    /// As [`Db::sync_wal`].
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        self.tree.check_writable()?;
+        self.journal.check_wal()?;
+        let mut wal = self.journal.wal.lock();
+        let wal = wal.as_mut().ok_or(Error::Closed)?;
+        let done = match sync {
+            true => wal.sync(),
+            false => wal.flush(),
+        };
+        if let Err(e) = done.map_err(Error::from) {
+            self.journal.fail_wal(&e);
+            return Err(e);
+        }
+        if sync {
+            self.journal
+                .default
+                .counters
+                .wal_syncs
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
     }
 }
 
@@ -232,14 +272,23 @@ impl Tree {
         Ok(())
     }
 
-    /// Merge operands need an operator to ever be read back.
-    pub(crate) fn check_merge_operator(&self) -> Result<()> {
-        if self.options.merge_operator.is_none() {
+    /// A merge operand needs an operator to ever be read back, and one it accepts
+    /// ([`MergeOperator::validate_operand`]): refused now, it cannot fail every later read.
+    ///
+    /// [`MergeOperator::validate_operand`]: sluice_sst::merge_operator::MergeOperator::validate_operand
+    pub(crate) fn check_merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let Some(operator) = &self.options.merge_operator else {
             return Err(Error::InvalidArgument(
                 "merge needs a merge operator (Options::merge_operator)".into(),
             ));
-        }
-        Ok(())
+        };
+        operator.validate_operand(key, operand).map_err(|why| {
+            Error::InvalidArgument(format!(
+                "merge operator {:?} refuses the operand for key {}: {why}",
+                operator.name(),
+                sluice_sst::key::escape_bytes(key)
+            ))
+        })
     }
 }
 
@@ -270,7 +319,7 @@ impl Journal {
                 ValueKind::RangeDeletion => tree.check_range(entry.key, entry.value)?,
                 ValueKind::Merge => {
                     tree.check_sizes(entry.key, entry.value)?;
-                    tree.check_merge_operator()?;
+                    tree.check_merge(entry.key, entry.value)?;
                 }
                 // Decoding refuses blob references in a batch.
                 ValueKind::Value | ValueKind::Deletion | ValueKind::BlobIndex => {

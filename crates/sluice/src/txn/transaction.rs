@@ -265,7 +265,7 @@ impl Transaction<'_> {
         db.tree.check_writable()?;
         db.tree.check_sizes(key, value)?;
         if kind == ValueKind::Merge {
-            db.tree.check_merge_operator()?;
+            db.tree.check_merge(key, value)?;
         }
         self.track(keyspace.id(), key)?;
         self.writes.add(keyspace.id(), kind, key, value);
