@@ -4,6 +4,14 @@
 //! blocks, filters and tables, merges iterators, and provides the seven compaction step functions
 //! (S1 read .. S7 write) that every executor schedules in its own way.
 
+// File locks, direct I/O, fsync of directories and the worker's sandbox use Unix APIs; say so
+// once instead of failing in each of them.
+#[cfg(not(unix))]
+compile_error!(
+    "Sluice supports Unix-like systems only (it is built and tested on Linux): its file \
+     locks, direct I/O and directory fsyncs use Unix APIs"
+);
+
 pub mod blob;
 pub mod block;
 pub mod cache;

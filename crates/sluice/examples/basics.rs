@@ -1,7 +1,7 @@
 //! The basics: open a database, put, get and delete single keys, apply several changes
 //! atomically (and durably) with a `WriteBatch`, then close and reopen.
 //!
-//! Run it with `cargo run -p sluice --example basics`. It works in a fresh temporary
+//! Run it with `cargo run -p sluicedb --example basics`. It works in a fresh temporary
 //! directory, deleted at the end.
 
 use sluice::{Db, Options, WriteBatch, WriteOptions};

@@ -2,7 +2,7 @@
 //! `SstFileWriter`, place it into the tree with `Db::ingest` (no write path, no WAL), then let
 //! a `CompactionFilter` expire and rewrite values as compaction passes over them.
 //!
-//! Run it with `cargo run -p sluice --example bulk_load_and_filters`. It works in a fresh
+//! Run it with `cargo run -p sluicedb --example bulk_load_and_filters`. It works in a fresh
 //! temporary directory, deleted at the end.
 
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! Copies of a live database: a checkpoint (an openable copy, tables hard-linked) and
 //! incremental backups with `BackupEngine` (create, list, verify, restore, purge).
 //!
-//! Run it with `cargo run -p sluice --example checkpoint_and_backup`. It works in a fresh
+//! Run it with `cargo run -p sluicedb --example checkpoint_and_backup`. It works in a fresh
 //! temporary directory, deleted at the end.
 
 use sluice::backup::BackupEngine;

@@ -1,7 +1,7 @@
 //! Compaction: choosing the executor (`options.compaction.mode`), compacting a key range by
 //! hand, in parallel pieces with progress reports, and reading what it did from `metrics()`.
 //!
-//! Run it with `cargo run --release -p sluice --example compaction`. It works in a fresh
+//! Run it with `cargo run --release -p sluicedb --example compaction`. It works in a fresh
 //! temporary directory, deleted at the end.
 
 use std::sync::Arc;

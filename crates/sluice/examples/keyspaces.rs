@@ -4,7 +4,7 @@
 //! batch records an order and bumps its customer's counter, and a snapshot sees both or
 //! neither.
 //!
-//! Run it with `cargo run -p sluice --example keyspaces`. It works in a fresh temporary
+//! Run it with `cargo run -p sluicedb --example keyspaces`. It works in a fresh temporary
 //! directory, deleted at the end.
 
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! `Options::merge_operator`. This shows the built-in `u64_add` and a custom operator that
 //! keeps the largest value seen.
 //!
-//! Run it with `cargo run -p sluice --example merge_operators`. It works in a fresh temporary
+//! Run it with `cargo run -p sluicedb --example merge_operators`. It works in a fresh temporary
 //! directory, deleted at the end.
 
 use std::sync::Arc;

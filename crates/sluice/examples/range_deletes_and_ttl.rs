@@ -2,7 +2,7 @@
 //! and `Options::ttl` lets values expire by themselves. Also prefix filters, which make a
 //! scan over one key prefix skip the tables that hold none of it.
 //!
-//! Run it with `cargo run -p sluice --example range_deletes_and_ttl`. It works in fresh
+//! Run it with `cargo run -p sluicedb --example range_deletes_and_ttl`. It works in fresh
 //! temporary directories, deleted at the end.
 
 use std::time::Duration;

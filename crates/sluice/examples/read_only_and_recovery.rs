@@ -2,7 +2,7 @@
 //! checksum (`check`), inspecting a database without changing it (`Db::open_read_only`), and
 //! rebuilding one whose MANIFEST is damaged (`sluice::repair`).
 //!
-//! Run it with `cargo run -p sluice --example read_only_and_recovery`. It works in a fresh
+//! Run it with `cargo run -p sluicedb --example read_only_and_recovery`. It works in a fresh
 //! temporary directory, deleted at the end.
 
 use sluice::{Db, ErrorKind, Options};

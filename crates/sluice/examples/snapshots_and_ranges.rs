@@ -1,7 +1,7 @@
 //! Reading: snapshots, ranges in both directions, prefixes, several keys at once, a scan
 //! that leaves the block cache alone, and the low-level cursor (`DbIterator`).
 //!
-//! Run it with `cargo run -p sluice --example snapshots_and_ranges`. It works in a fresh
+//! Run it with `cargo run -p sluicedb --example snapshots_and_ranges`. It works in a fresh
 //! temporary directory, deleted at the end.
 
 use sluice::{Db, Options, ReadOptions};

@@ -18,7 +18,7 @@
 //!
 //! ```sh
 //! SLUICE_ROCKSDB_JAR=target/peers/rocksdbjni/rocksdbjni-bench.jar \
-//!     cargo test -p sluice --test rocksdb_differential -- --ignored --nocapture
+//!     cargo test -p sluicedb --test rocksdb_differential -- --ignored --nocapture
 //! ```
 //!
 //! `SLUICE_DIFF_SEEDS` sets how many scripts per operator and set (default 20).

@@ -1,6 +1,6 @@
 //! Tests of the experiment as a whole: the configuration, the JSON shape, and real runs
 //! (host only, and offload to a stand-in worker that never answers, so every share is re-run
-//! on the host). Runs with real `sluice worker` processes are in `sluice-cli`'s tests.
+//! on the host). Runs with real `sluice worker` processes are in `sluicedb-cli`'s tests (crates/sluice-cli).
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! Tests of the experiment's parts and of whole runs against stand-in workers that never
 //! answer (every share is re-run on the host, so the balancers, the reader and the sampler all
-//! run for real). Runs with real `sluice worker` processes are in `sluice-cli`'s tests.
+//! run for real). Runs with real `sluice worker` processes are in `sluicedb-cli`'s tests (crates/sluice-cli).
 
 use sluice_bench::keys::KeyFormat;
 use sluice_bench::stream::SplitMix64;
