@@ -144,6 +144,13 @@ fn backups_are_incremental_verified_and_restore_as_a_user_would_try_them() {
     let listed: Value =
         serde_json::from_str(&ok(&["backup", "list", "--backup-dir", &backups, "--json"])).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    // The table gives the creation time as a UTC date, not seconds since 1970.
+    let table = ok(&["backup", "list", "--backup-dir", &backups]);
+    let line = table.lines().nth(1).unwrap_or_default().to_string();
+    assert!(
+        table.contains("created (UTC)") && line.contains("/") && line.contains("-"),
+        "{table}"
+    );
     assert!(ok(&["backup", "verify", "--backup-dir", &backups]).contains("backup 2: ok"));
 
     let r1 = dir.path().join("r1").display().to_string();

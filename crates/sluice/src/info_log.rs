@@ -148,8 +148,9 @@ fn rotate(fs: &dyn FileSystem, dir: &Path, keep: usize) -> std::io::Result<Box<d
     fs.create(&log, IoMode::Buffered)
 }
 
-/// `2026/11/26-19:20:01.123456`, in UTC (RocksDB's layout).
-pub(crate) fn timestamp(t: SystemTime) -> String {
+/// `2026/11/26-19:20:01.123456`, in UTC (RocksDB's layout): the `LOG`'s stamps, and the times
+/// the command line prints.
+pub fn timestamp(t: SystemTime) -> String {
     let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, day_secs) = (secs / 86_400, secs % 86_400);

@@ -73,3 +73,8 @@ pub use sluice_sst::fs;
 pub use sluice_sst::merge_operator;
 pub use snapshot::Snapshot;
 pub use txn::{Concurrency, Transaction, TransactionOptions, TxnRange};
+
+/// The examples of `docs/getting-started.md`, compiled as doctests so that the guide stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/getting-started.md")]
+pub struct GettingStartedGuide;

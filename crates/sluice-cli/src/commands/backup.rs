@@ -147,15 +147,18 @@ fn list(args: &DirArgs, out: &mut dyn Write) -> CmdResult {
     }
     writeln!(
         out,
-        "{:>6} {:>12} {:>14} {:>7} {:>10}",
-        "id", "created", "sequence", "files", "size"
+        "{:>6} {:>19} {:>14} {:>7} {:>10}",
+        "id", "created (UTC)", "sequence", "files", "size"
     )?;
     for m in &backups {
+        let created = std::time::UNIX_EPOCH + std::time::Duration::from_secs(m.created_unix_secs);
+        // Seconds are enough: the stamp's microseconds are always zero here.
+        let created = sluice::info_log::timestamp(created);
         writeln!(
             out,
-            "{:>6} {:>12} {:>14} {:>7} {:>10}",
+            "{:>6} {:>19} {:>14} {:>7} {:>10}",
             m.id,
-            m.created_unix_secs,
+            created.split('.').next().unwrap_or_default(),
             m.sequence,
             m.files.len(),
             size(m.size())

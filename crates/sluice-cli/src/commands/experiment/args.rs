@@ -29,13 +29,13 @@ pub enum ExperimentCommand {
     /// owner directory and `sluice worker` per --workers, zipfian writes hot in owner 0's
     /// ranges, a reader checking a reference set throughout.
     Mstore(MstoreArgs),
-    /// Cost as work grows (issue 21, item 7): at each of --sizes keys, fillrandom with automatic
+    /// Cost as work grows: at each of --sizes keys, fillrandom with automatic
     /// compactions (2 at once) until they are done, and one full manual compaction of an
     /// inverted LSM (the same fill with automatic compactions off, every table in L0),
     /// sequential and parallel: seconds, CPU seconds and MB/s per size, and how each grows.
     Scale(ScaleArgs),
-    /// How far compaction offloaded to workers that share only the bucket scales (issue 37,
-    /// item 5): one compaction of an inverted LSM by the host alone and by 1 and 2 workers
+    /// How far compaction offloaded to workers that share only the bucket scales: one
+    /// compaction of an inverted LSM by the host alone and by 1 and 2 workers
     /// (started here), measured, then a model calibrated from them predicting
     /// 1 to 64 workers, with the bucket's request limits, the network and the host's checks.
     /// Tables go to --object-store (credentials from AWS_*), else to a local-backend bucket in
