@@ -112,7 +112,10 @@ pub(crate) fn write_level0_tables(
     let start = Instant::now();
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
-    let (table, storage) = (options.table.clone(), options.background_storage());
+    let (table, storage) = (
+        options.table_for_level(0, false),
+        options.background_storage(),
+    );
     let mut metas = Vec::new();
     // One blob file (or one series, past `blob_file_size`) per table directory, whatever the
     // pieces: a flush cut at L1's files would otherwise write a small blob file per piece.

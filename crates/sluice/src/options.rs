@@ -222,6 +222,16 @@ pub struct CompactionOptions {
     /// pipelined executors overlap with computation. Every table directory must be on a file
     /// system that supports it (checked at open).
     pub use_direct_io_for_flush_and_compaction: bool,
+    /// Compression of the tables written into each level, from L0 (RocksDB's
+    /// `compression_per_level`): a level past the end takes the last entry, and an empty list
+    /// leaves every level to `table.compression`. Cheap or no compression near the top, where
+    /// data is rewritten soon, and strong compression below is the usual choice. A table moved
+    /// down whole (a trivial move) keeps the compression it was written with, as in RocksDB.
+    pub compression_per_level: Vec<CompressionType>,
+    /// Compression of the tables of the bottommost compactions, whatever their level
+    /// (RocksDB's `bottommost_compression`): most data ends there and is read for longest.
+    /// `None`: as the level's.
+    pub bottommost_compression: Option<CompressionType>,
 }
 
 impl Default for CompactionOptions {
@@ -243,6 +253,8 @@ impl Default for CompactionOptions {
             max_concurrent_compactions: std::thread::available_parallelism().map_or(1, usize::from),
             compaction_queue_depth: ExecOptions::DEFAULT_QUEUE_DEPTH,
             use_direct_io_for_flush_and_compaction: false,
+            compression_per_level: Vec::new(),
+            bottommost_compression: None,
         }
     }
 }
@@ -469,6 +481,25 @@ impl Options {
         Storage::new(Arc::clone(&self.fs), IoMode::Buffered)
     }
 
+    /// How tables written into `level` are built: `table`, with the compression that
+    /// [`CompactionOptions::compression_per_level`] and, for a bottommost compaction,
+    /// [`CompactionOptions::bottommost_compression`] give that level.
+    pub fn table_for_level(&self, level: usize, bottommost: bool) -> TableOptions {
+        let per_level = &self.compaction.compression_per_level;
+        let compression = match (bottommost, self.compaction.bottommost_compression) {
+            (true, Some(bottom)) => bottom,
+            _ => per_level
+                .get(level)
+                .or(per_level.last())
+                .copied()
+                .unwrap_or(self.table.compression),
+        };
+        TableOptions {
+            compression,
+            ..self.table.clone()
+        }
+    }
+
     /// How flushes and compactions read and write tables: through the rate limiter, if any.
     pub fn background_storage(&self) -> Storage {
         let mode = if self.compaction.use_direct_io_for_flush_and_compaction {
@@ -590,6 +621,8 @@ mod tests {
                     .map_or(1, usize::from),
                 compaction_queue_depth: ExecOptions::DEFAULT_QUEUE_DEPTH,
                 use_direct_io_for_flush_and_compaction: false,
+                compression_per_level: Vec::new(),
+                bottommost_compression: None,
             }
         );
         assert_eq!(o.block_cache_bytes, 64 << 20);
@@ -600,6 +633,27 @@ mod tests {
         assert_eq!(o.wal_recovery_mode, WalRecoveryMode::default());
         assert!(o.data_dirs.is_empty());
         assert!(o.rate_limiter.is_none() && o.offload.is_none() && o.partitions.is_none());
+    }
+
+    #[test]
+    fn each_level_takes_its_compression_and_the_bottom_its_own() {
+        use CompressionType::{Lz4, None as Plain, Zstd};
+        let mut o = Options::default();
+        assert_eq!(
+            o.table_for_level(3, true).compression,
+            Lz4,
+            "nothing set: table's"
+        );
+        o.compaction.compression_per_level = vec![Plain, Plain, Lz4];
+        let at = |o: &Options, level, bottom| o.table_for_level(level, bottom).compression;
+        assert_eq!(at(&o, 0, false), Plain);
+        assert_eq!(at(&o, 2, false), Lz4);
+        assert_eq!(at(&o, 6, false), Lz4, "past the list: its last entry");
+        assert_eq!(at(&o, 1, true), Plain, "no bottommost setting: the level's");
+        o.compaction.bottommost_compression = Some(Zstd);
+        assert_eq!(at(&o, 1, true), Zstd);
+        assert_eq!(at(&o, 1, false), Plain);
+        assert_eq!(o.table_for_level(1, true).block_size, o.table.block_size);
     }
 
     #[test]

@@ -237,7 +237,7 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         inputs,
         snapshots: env.snapshots.clone(),
         bottommost: c.bottommost,
-        table: options.table.clone(),
+        table: options.table_for_level(c.output_level(), c.bottommost),
         storage: options.background_storage(),
         filter: options.compaction_filter_at(sluice_sst::ttl::now_secs()),
         merge_operator: options.merge_operator.clone(),

@@ -134,7 +134,7 @@ pub(crate) fn split_tables(
                 inputs: vec![vec![Arc::clone(&table)]],
                 snapshots: env.snapshots.clone(),
                 bottommost: false,
-                table: env.options.table.clone(),
+                table: env.options.table_for_level(*level, false),
                 storage: env.options.background_storage(),
                 target_file_size: u64::MAX,
                 grandparents: Vec::new(),

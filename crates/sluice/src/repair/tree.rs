@@ -333,7 +333,7 @@ impl TreeRepair {
                 .collect(),
             snapshots: Vec::new(),
             bottommost: true,
-            table: options.table.clone(),
+            table: options.table_for_level(NUM_LEVELS - 1, true),
             storage: options.background_storage(),
             target_file_size: options.compaction.target_file_size_base,
             grandparents: Vec::new(),
