@@ -365,3 +365,22 @@ fn a_checkpoint_or_backup_of_a_database_in_a_bucket_is_a_local_database() {
         "the checkpoint holds its tables itself"
     );
 }
+
+#[test]
+fn destroy_removes_the_tables_in_the_bucket_too() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("db");
+    std::fs::create_dir(&dir).unwrap();
+    let fs = ObjectFs::new(os_fs(), server.store(), &dir, "gone").unwrap();
+    let db = Db::open(&dir, options(&fs)).unwrap();
+    for i in 0..5000u32 {
+        db.put(format!("key{i:06}"), "value").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    assert!(!list_objects(&fs).unwrap().is_empty());
+    Db::destroy(&dir, &options(&fs)).unwrap();
+    assert_eq!(list_objects(&fs).unwrap(), Vec::<String>::new());
+    assert!(!dir.exists());
+}

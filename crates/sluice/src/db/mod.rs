@@ -32,6 +32,7 @@ pub(crate) mod background;
 pub(crate) mod checkpoint;
 mod commit;
 mod conflict;
+mod destroy;
 mod ingest;
 mod install;
 mod jobs;
