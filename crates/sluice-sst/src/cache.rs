@@ -6,16 +6,17 @@
 //! kept with the key it was written under, which a hit checks as a read from the file would,
 //! so a reference that names another key's record is caught either way.
 //!
-//! Keys are `(namespace, file number, block offset)`: file numbers are never reused within a
-//! namespace (one per keyspace of a database, which number their files apart), so a cached
-//! block can never be confused with a block of a newer file, and blocks of deleted files simply
-//! age out.
+//! Keys are `(namespace, file number, block offset)`: each tree that uses the cache (a keyspace
+//! of an open database; several databases may share one cache) takes a namespace of its own
+//! from it ([`BlockCache::new_namespace`]), and file numbers are never reused within a tree, so
+//! a cached block can never be confused with another tree's or a newer file's, and blocks of
+//! deleted files simply age out.
 //! Eviction is quick_cache's scan-resistant S3-FIFO policy, weighted by each block's memory
 //! (a compaction or long scan does not flush the hot blocks). Thread-safe:
 //! the cache is sharded internally and the counters are relaxed atomics (statistics only).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -65,6 +66,8 @@ pub struct BlockCache {
     misses: AtomicU64,
     value_hits: AtomicU64,
     value_misses: AtomicU64,
+    /// The next namespace [`BlockCache::new_namespace`] gives.
+    next_namespace: AtomicU32,
 }
 
 impl std::fmt::Debug for BlockCache {
@@ -89,7 +92,13 @@ impl BlockCache {
             misses: AtomicU64::new(0),
             value_hits: AtomicU64::new(0),
             value_misses: AtomicU64::new(0),
+            next_namespace: AtomicU32::new(0),
         }
+    }
+
+    /// A namespace no other user of this cache has: a tree's blocks are cached under its own.
+    pub fn new_namespace(&self) -> u32 {
+        self.next_namespace.fetch_add(1, Ordering::Relaxed)
     }
 
     /// The cached block at `block_offset` of file `file_number` in `namespace`, counting a hit

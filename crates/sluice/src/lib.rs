@@ -67,6 +67,7 @@ pub use options::{
 };
 pub use rate_limiter::RateLimiter;
 pub use repair::{LostRange, RepairOptions, RepairReport, repair, repair_with};
+pub use sluice_sst::cache::BlockCache;
 /// The storage layer tables are read and written through ([`Options::fs`]).
 pub use sluice_sst::fs;
 /// Merge operators: the trait, the built-in `u64_add` and `append`, and lookup by name.

@@ -46,6 +46,12 @@ pub struct Options {
     pub blob: crate::BlobOptions,
     /// Capacity of the block cache in bytes (0 disables it).
     pub block_cache_bytes: usize,
+    /// A block cache to share with other databases (RocksDB's shared `Cache`): made with
+    /// [`BlockCache::new`](crate::BlockCache::new), wrapped in an `Arc`, and given to each.
+    /// Each keyspace of each database caches under a namespace of its own, and the cache's
+    /// figures in [`crate::Metrics`] are then the shared cache's. `None` (the default): a
+    /// cache of `block_cache_bytes` of this database's own.
+    pub block_cache: Option<Arc<crate::BlockCache>>,
     /// Tables kept open in the table cache.
     pub max_open_files: usize,
     /// Largest key accepted, in bytes.
@@ -328,6 +334,7 @@ impl Default for Options {
             table: TableOptions::default(),
             compaction: CompactionOptions::default(),
             block_cache_bytes: 64 << 20,
+            block_cache: None,
             max_open_files: 1000,
             max_key_size: 64 << 10,
             max_value_size: 32 << 20,

@@ -49,14 +49,14 @@ pub struct TableCache {
 
 impl TableCache {
     /// A cache for tables living in `dirs` (index 0 is the database directory), opened as
-    /// `options` say, whose blocks go to `block_cache` under `cache_namespace` (the keyspace's
-    /// id: keyspaces number their files apart and may share one block cache).
+    /// `options` say, whose blocks go to `block_cache` under a namespace of their own (trees
+    /// number their files apart, and several trees and databases may share one block cache).
     pub fn new(
         dirs: Vec<PathBuf>,
         options: &Options,
         block_cache: Option<Arc<BlockCache>>,
-        cache_namespace: u32,
     ) -> Self {
+        let cache_namespace = block_cache.as_ref().map_or(0, |c| c.new_namespace());
         TableCache {
             dirs,
             tables: quick_cache::sync::Cache::new(options.max_open_files),
@@ -296,7 +296,7 @@ mod tests {
     #[test]
     fn an_unknown_directory_index_never_resolves_to_another_directory() {
         let dirs = vec![PathBuf::from("/db"), PathBuf::from("/data1")];
-        let cache = TableCache::new(dirs, &Options::default(), None, 0);
+        let cache = TableCache::new(dirs, &Options::default(), None);
         assert_eq!(
             cache.table_path(1, 7),
             table_file_name(std::path::Path::new("/data1"), 7)

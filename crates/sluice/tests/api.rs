@@ -215,3 +215,42 @@ fn an_operand_the_operator_refuses_is_refused_at_write_time() {
     );
     assert_eq!(db.get("n").unwrap(), Some(3u64.to_le_bytes().to_vec()));
 }
+
+#[test]
+fn databases_share_one_block_cache_without_mixing_their_blocks() {
+    let cache = Arc::new(sluice::BlockCache::new(8 << 20));
+    let options = Options {
+        block_cache: Some(Arc::clone(&cache)),
+        ..Options::default()
+    };
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    // The same keys, file numbers and block offsets in both: only the values differ.
+    let dbs: Vec<Db> = dirs
+        .iter()
+        .enumerate()
+        .map(|(n, dir)| {
+            let db = Db::open(dir.path(), options.clone()).unwrap();
+            for i in 0..2000u32 {
+                db.put(format!("key{i:05}"), format!("db{n}-{i:0100}"))
+                    .unwrap();
+            }
+            db.flush().unwrap();
+            db
+        })
+        .collect();
+    for _ in 0..2 {
+        for (n, db) in dbs.iter().enumerate() {
+            for i in (0..2000u32).step_by(7) {
+                let want = format!("db{n}-{i:0100}").into_bytes();
+                assert_eq!(db.get(format!("key{i:05}")).unwrap(), Some(want));
+            }
+        }
+    }
+    assert!(cache.hits() > 0 && cache.usage_bytes() > 0);
+    let m = dbs[0].metrics();
+    assert_eq!(
+        m.block_cache_bytes,
+        cache.usage_bytes() as u64,
+        "the shared cache's figure"
+    );
+}

@@ -127,8 +127,11 @@ pub(super) fn open_journal(dir: &Path, options: Options, access: Access) -> Resu
             "partitioning a database needs a read-write open".into(),
         ));
     }
-    let block_cache = (options.block_cache_bytes > 0)
-        .then(|| Arc::new(BlockCache::new(options.block_cache_bytes)));
+    let block_cache = match &options.block_cache {
+        Some(shared) => Some(Arc::clone(shared)),
+        None => (options.block_cache_bytes > 0)
+            .then(|| Arc::new(BlockCache::new(options.block_cache_bytes))),
+    };
     if options.compaction.use_direct_io_for_flush_and_compaction && !read_only {
         for d in &dirs {
             sluice_sst::fs::probe_direct_io(&*options.fs, d).map_err(|e| {
@@ -139,7 +142,7 @@ pub(super) fn open_journal(dir: &Path, options: Options, access: Access) -> Resu
             })?;
         }
     }
-    let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache.clone(), 0));
+    let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache.clone()));
     // A torn MANIFEST record may be dropped only if nothing it made obsolete was deleted:
     // these two checks fail if a later, acknowledged edit was acted on.
     let wals = check_tables_exist(&versions, &table_cache, &options)

@@ -113,7 +113,7 @@ impl RecoveringTree {
         }
         super::open::check_value_format(&mut versions, true, &options, &dir)?;
         raise_next_file_number(fs, &mut versions, &dirs)?;
-        let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache, id));
+        let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache));
         check_tables_exist(&versions, &table_cache, &options).map_err(|e| match e {
             Error::Corruption { .. } if !dropped.is_empty() => {
                 lost(format!("the state before it is not on disk ({e})"))

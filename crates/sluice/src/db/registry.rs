@@ -146,7 +146,6 @@ impl Journal {
             tree_options.table_dirs(&dir),
             &tree_options,
             db.table_cache.block_cache().cloned(),
-            id,
         ));
         let parts = Parts {
             mem: MemTable::for_write_buffer(current_wal, tree_options.memtable.write_buffer_size),

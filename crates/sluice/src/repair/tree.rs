@@ -73,7 +73,7 @@ impl TreeRepair {
     ) -> Result<TreeRepair> {
         let fs = &*options.fs;
         let dirs = options.table_dirs(&dir);
-        let table_cache = TableCache::new(dirs.clone(), &options, None, id);
+        let table_cache = TableCache::new(dirs.clone(), &options, None);
         let mut recovered = match VersionSet::recover(fs, &dir) {
             Ok((versions, _, _)) => Some(versions),
             Err(e) => {
