@@ -56,6 +56,9 @@ struct QueueState {
     waiting: VecDeque<Pending>,
     /// True while a leader is committing a group (see the module docs).
     leader_active: bool,
+    /// The group being committed syncs the WAL: it takes milliseconds, not microseconds, so
+    /// waiters sleep at once.
+    group_syncs: bool,
     /// Outcomes for followers whose group has been committed, with their batches, by ticket.
     results: HashMap<u64, (std::result::Result<(), Error>, WriteBatch)>,
     /// An empty member list with capacity, lent to each group (an unallocated one while lent).
@@ -113,15 +116,21 @@ impl CommitQueue {
             let at_front = q.waiting.front().is_some_and(|p| p.ticket == ticket);
             if at_front && !q.leader_active {
                 q.leader_active = true;
-                return Turn::Lead(Self::take_group(&mut q));
+                let group = Self::take_group(&mut q);
+                q.group_syncs = group.sync;
+                return Turn::Lead(group);
             }
-            // A group takes a few microseconds; waking from a sleep takes longer. So first
-            // watch for the group to finish, yielding the core, for a bounded time (RocksDB's
-            // WriteThread::AwaitState), and sleep only if it has not.
-            // The count changes only under the queue lock, so rechecking it under the lock
-            // before sleeping misses no finish.
+            // A group takes a few microseconds; waking from a sleep takes longer. So a writer
+            // whose turn comes when this group finishes (it is in the group, or next in line)
+            // first watches for that, yielding the core, for a bounded time (RocksDB's
+            // WriteThread::AwaitState), and sleeps only if it has not; the others, and every
+            // writer behind a group that syncs, sleep at once. The count changes only under
+            // the queue lock, so rechecking it under the lock before sleeping misses no finish.
+            let place = q.waiting.iter().position(|p| p.ticket == ticket);
             let seen = self.finished.load(Ordering::Acquire);
-            MutexGuard::unlocked(&mut q, || self.watch_for_finish(seen));
+            if place.is_none_or(|at| at == 0) && !q.group_syncs {
+                MutexGuard::unlocked(&mut q, || self.watch_for_finish(seen));
+            }
             if self.finished.load(Ordering::Acquire) == seen {
                 self.cv.wait(&mut q);
             }
@@ -208,6 +217,7 @@ impl CommitQueue {
             q.spare_combined = group.combined;
         }
         q.leader_active = false;
+        q.group_syncs = false;
         self.finished.fetch_add(1, Ordering::Release);
         self.cv.notify_all();
         drop(q);

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::Tree;
+use super::{Tree, TreeState};
 use crate::compaction::env::FileNumbers;
 use crate::events::{FileKind, TableFileInfo};
 use crate::filename::{FileType, parse_file_name, sync_dir};
@@ -21,7 +21,19 @@ impl Tree {
     /// The MANIFEST append and its fsync happen with the state lock released (readers and
     /// writers keep going); the manifest lock serializes installs so the version the edit was
     /// computed against is still current when it is installed.
-    pub(crate) fn log_and_apply(&self, mut edit: VersionEdit) -> Result<Arc<Version>> {
+    pub(crate) fn log_and_apply(&self, edit: VersionEdit) -> Result<Arc<Version>> {
+        self.log_and_apply_with(edit, |_| {})
+    }
+
+    /// [`Tree::log_and_apply`], running `installed` on the state under the same lock as the
+    /// install: a reader then sees the new version and whatever `installed` changes together,
+    /// or neither (a flush pops the memtable it wrote, so that no read sees its entries both
+    /// in the memtable and in the new table, where merge operands would count twice).
+    pub(crate) fn log_and_apply_with(
+        &self,
+        mut edit: VersionEdit,
+        installed: impl FnOnce(&mut TreeState),
+    ) -> Result<Arc<Version>> {
         if self.options.paranoid_checks || cfg!(debug_assertions) {
             // Invariant: every file a version names exists on disk.
             for (_, f) in &edit.new_files {
@@ -98,6 +110,7 @@ impl Tree {
         // The edit is durable: if we crash from here on, recovery rebuilds this version.
         st.versions.manifest_number = manifest.number();
         st.versions.install(version, &edit);
+        installed(&mut st);
         let current = Arc::clone(st.versions.current());
         drop(st);
         drop(manifest_guard);

@@ -83,8 +83,11 @@ impl Tree {
                 o.edit.keyspace_log_numbers = floor.keyspace_log_numbers;
             }
             // On failure the tables stay: the edit may have reached the MANIFEST before the
-            // error, so only the next open can tell whether they are garbage.
-            self.log_and_apply(o.edit)?;
+            // error, so only the next open can tell whether they are garbage. The memtable
+            // leaves with the install: never both it and its tables in one read's view.
+            self.log_and_apply_with(o.edit, |st| {
+                st.imm.pop_front();
+            })?;
             Ok((o.tables, o.profile))
         });
         drop(env);
@@ -94,7 +97,6 @@ impl Tree {
         profile.cpu_nanos = cpu_used.as_nanos() as u64;
         let bytes: u64 = tables.iter().map(|m| m.file_size).sum();
         let mut st = self.state.lock();
-        st.imm.pop_front();
         st.flush_metrics
             .record(imm.approximate_bytes() as u64, &profile);
         st.level_counters.record(

@@ -10,7 +10,6 @@ use super::write_set::{Base, WriteSet};
 use super::{Concurrency, TransactionOptions};
 use crate::iter::bounds::{KeyBounds, lower_bound, prefix_end, upper_bound};
 use crate::options::ReadOptions;
-use crate::snapshot::PinnedSeq;
 use crate::{Db, Error, Keyspace, Result, Snapshot};
 
 /// One transaction; see the [module docs](super). Made by [`Db::transaction`] or
@@ -51,11 +50,13 @@ pub struct Transaction<'db> {
     /// Each key written or read for update, with the sequence number after which another's
     /// write to it is a conflict. Pessimistic: the keys this transaction has locked.
     tracked: HashMap<(u32, Vec<u8>), SeqNo>,
-    /// Without `options.snapshot`: a pin at each of those sequence numbers above the start.
-    /// A compaction keeps a version newer than a pinned number unless a newer one, also above
-    /// it, shadows it; without the pin it could drop a value and the tombstone over it
-    /// together, and the write would vanish from the conflict check.
-    pins: Vec<PinnedSeq>,
+    /// Without `options.snapshot`: a snapshot at each of those sequence numbers, ascending,
+    /// and `get_for_update` reads at its key's. A compaction keeps a version newer than a
+    /// pinned number unless a newer one, also above it, shadows it; so whatever another
+    /// writes after the state the transaction read leaves a trace above the pin, where the
+    /// conflict check finds it. (Reading later than the pin would let a put and a delete of
+    /// the key, both after the pin, vanish together with what was read.)
+    pins: Vec<Snapshot>,
     /// Pessimistic: this transaction in the database's lock table.
     lock_owner: Option<TxnId>,
 }
@@ -158,9 +159,22 @@ impl Transaction<'_> {
             .acquire_current(&tree.visible_seq, &tree.open_id);
         let seq = pin.sequence();
         if self.pins.last().is_none_or(|last| last.sequence() != seq) {
-            self.pins.push(pin);
+            self.pins.push(Snapshot::new(pin, self.default.clone()));
         }
         seq
+    }
+
+    /// The read options of a read at `since`, a tracked key's sequence number.
+    fn read_options_at(&self, since: SeqNo) -> ReadOptions<'_> {
+        match self.options.snapshot {
+            true => self.start.read_options(),
+            false => self
+                .pins
+                .iter()
+                .rev()
+                .find(|pin| pin.sequence() == since)
+                .map_or_else(ReadOptions::default, Snapshot::read_options),
+        }
     }
 
     /// The value of `key` as the transaction sees it: its own write, or the database's.
@@ -170,12 +184,21 @@ impl Transaction<'_> {
 
     /// [`Transaction::get`] in `keyspace`.
     pub fn get_in(&self, keyspace: &Keyspace, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        let key = key.as_ref();
+        self.get_with(&self.read_options(), keyspace, key.as_ref())
+    }
+
+    /// `key` as the transaction sees it, the database read with `opts`.
+    fn get_with(
+        &self,
+        opts: &ReadOptions<'_>,
+        keyspace: &Keyspace,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
         let db = self.tree_of(keyspace)?;
         let pending = self.writes.pending(keyspace.id(), key);
         let database = match &pending {
             Some(p) if p.base != Base::Database => None,
-            _ => db.get_opt(&self.read_options(), key)?,
+            _ => db.get_opt(opts, key)?,
         };
         let Some(pending) = pending else {
             return Ok(database);
@@ -191,7 +214,9 @@ impl Transaction<'_> {
     }
 
     /// Reads `key` and protects it: the commit fails if anyone else writes it after this read
-    /// (optimistic), or nobody else's transaction can until this one ends (pessimistic).
+    /// (optimistic), or nobody else's transaction can until this one ends (pessimistic). The
+    /// read is at the sequence number the key is protected from: the first time the
+    /// transaction read or wrote it, or its start with a snapshot.
     pub fn get_for_update(&mut self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let default = self.default.clone();
         self.get_for_update_in(&default, key)
@@ -206,7 +231,9 @@ impl Transaction<'_> {
         let key = key.as_ref();
         self.tree_of(keyspace)?;
         self.track(keyspace.id(), key)?;
-        self.get_in(keyspace, key)
+        let since = self.tracked.get(&(keyspace.id(), key.to_vec())).copied();
+        let opts = since.map_or_else(ReadOptions::default, |s| self.read_options_at(s));
+        self.get_with(&opts, keyspace, key)
     }
 
     /// Sets `key` to `value` at commit.
@@ -432,4 +459,29 @@ impl Drop for Transaction<'_> {
 
 fn no_savepoint() -> Error {
     Error::InvalidArgument("the transaction has no savepoint".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A write between a key's pin and its read for update, then a delete, both compacted
+    /// away at the bottom: the read saw the state at the pin, which is the state at commit.
+    #[test]
+    fn a_read_for_update_sees_the_state_its_key_is_protected_from() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), crate::Options::default()).unwrap();
+        let mut txn = db.transaction();
+        // What get_for_update does first; the put below lands before its read.
+        txn.track(crate::batch::DEFAULT_KEYSPACE_ID, b"k").unwrap();
+        db.put("k", "v").unwrap();
+        assert_eq!(txn.get_for_update("k").unwrap(), None, "read at the pin");
+        db.delete("k").unwrap();
+        db.flush().unwrap();
+        db.compact_range(None, None).unwrap();
+        txn.put("k", "mine").unwrap();
+        // Read absent, absent at commit: serializable, so it commits.
+        txn.commit().unwrap();
+        assert_eq!(db.get("k").unwrap(), Some(b"mine".to_vec()));
+    }
 }
