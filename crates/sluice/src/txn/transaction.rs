@@ -26,6 +26,9 @@ use crate::{Db, Error, Keyspace, Result, Snapshot};
 ///     let mut txn = db.transaction();
 ///     let a = balance(txn.get_for_update("a")?);
 ///     let b = balance(txn.get_for_update("b")?);
+///     if a < 10 {
+///         break; // dropped: nothing written
+///     }
 ///     txn.put("a", (a - 10).to_string())?;
 ///     txn.put("b", (b + 10).to_string())?;
 ///     match txn.commit() {
