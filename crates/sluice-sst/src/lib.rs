@@ -8,8 +8,8 @@
 // once instead of failing in each of them.
 #[cfg(not(unix))]
 compile_error!(
-    "Sluice supports Unix-like systems only (it is built and tested on Linux): its file \
-     locks, direct I/O and directory fsyncs use Unix APIs"
+    "Sluice supports Linux only, the one system it is built and tested on: its file locks, \
+     direct I/O and directory fsyncs use Unix APIs"
 );
 
 pub mod blob;
