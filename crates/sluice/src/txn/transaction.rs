@@ -337,10 +337,11 @@ impl Transaction<'_> {
         lower: Option<Vec<u8>>,
         upper: Option<Vec<u8>>,
     ) -> TxnRange {
-        let operator = keyspace
-            .db()
-            .ok()
-            .and_then(|db| db.tree.options.merge_operator.clone());
+        let db = match self.tree_of(keyspace) {
+            Ok(db) => db,
+            // The failure is the range's only item.
+            Err(e) => return TxnRange::new(crate::Range::new(Err(e)), Vec::new(), None),
+        };
         let own = self
             .writes
             .in_range(keyspace.id(), lower.as_deref(), upper.as_deref())
@@ -351,11 +352,8 @@ impl Transaction<'_> {
             lower.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Included),
             upper.map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded),
         );
-        let database = match self.tree_of(keyspace) {
-            Ok(_) => keyspace.range_opt(&self.read_options(), bounds),
-            Err(e) => crate::Range::new(Err(e)),
-        };
-        TxnRange::new(database, own, operator)
+        let database = db.range_opt(&self.read_options(), bounds);
+        TxnRange::new(database, own, db.tree.options.merge_operator.clone())
     }
 
     /// Marks the transaction's current writes; [`rollback_to_savepoint`] returns to them.
