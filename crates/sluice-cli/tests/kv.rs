@@ -232,3 +232,52 @@ fn wal_dump_lists_every_batch_of_a_log() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("is not a WAL file"), "{}", stderr(&o));
 }
+
+/// Beside a process writing the database (this one, holding its lock), the read commands
+/// read it as a secondary instance and say so; those that need the writer gone still refuse.
+#[test]
+fn read_commands_work_beside_a_running_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    let writer = sluice::Db::open(dir.path().join("db"), sluice::Options::default()).unwrap();
+    writer.put("a", "1").unwrap();
+    writer.flush().unwrap();
+    writer.put("b", "2").unwrap();
+    writer
+        .create_keyspace("users", &sluice::KeyspaceOptions::default())
+        .unwrap()
+        .put("alice", "x")
+        .unwrap();
+    let note = |o: &std::process::Output| {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+        assert!(
+            stderr(o).contains("read as a secondary instance"),
+            "{}",
+            stderr(o)
+        );
+        common::stdout(o)
+    };
+    assert_eq!(note(&sluice(&["get", "--db", &db, "b"])), "2\n");
+    assert_eq!(note(&sluice(&["scan", "--db", &db])), "a\t1\nb\t2\n");
+    assert_eq!(
+        note(&sluice(&["scan", "--db", &db, "--keyspace", "users"])),
+        "alice\tx\n"
+    );
+    assert_eq!(
+        note(&sluice(&["keyspace", "list", "--db", &db])),
+        "default\nusers\n"
+    );
+    let stats = note(&sluice(&["stats", "--db", &db, "--json"]));
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert!(stats["levels"].is_array(), "{stats}");
+    let dumped = note(&sluice(&["dump", "--db", &db]));
+    assert!(dumped.contains('a') && dumped.contains('b'), "{dumped}");
+    // The writer moves on; the next command sees it.
+    writer.put("c", "3").unwrap();
+    assert_eq!(note(&sluice(&["get", "--db", &db, "c"])), "3\n");
+    // Checking the files needs them to hold still: still refused, with the reason.
+    let o = sluice(&["check", "--db", &db]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("open for writing"), "{}", stderr(&o));
+    drop(writer);
+}

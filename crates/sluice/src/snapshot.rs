@@ -34,11 +34,12 @@ impl SnapshotList {
         of: &OpenId,
     ) -> PinnedSeq {
         let mut live = self.live.lock();
-        let seq = current.load(std::sync::atomic::Ordering::Acquire);
+        let (seq, generation) = of.read_at(current);
         *live.entry(seq).or_insert(0) += 1;
         drop(live);
         PinnedSeq {
             seq,
+            generation,
             list: Arc::clone(self),
             of: of.clone(),
         }
@@ -70,6 +71,8 @@ impl SnapshotList {
 #[derive(Debug)]
 pub(crate) struct PinnedSeq {
     seq: SeqNo,
+    /// The secondary instance's generation it was taken in ([`OpenId::read_at`]).
+    generation: u64,
     list: Arc<SnapshotList>,
     /// The database open it pins: another database may not have published `seq`, and does
     /// not keep what it sees.
@@ -86,12 +89,14 @@ impl PinnedSeq {
     /// that open.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidArgument`] naming both databases if it is another's.
+    /// [`crate::Error::InvalidArgument`] naming both databases if it is another's, or if a
+    /// secondary instance caught up past what it sees ([`OpenId::check_generation`]).
     pub(crate) fn sequence_in(&self, open: &OpenId) -> Result<SeqNo> {
         open.check(
             &self.of,
             format_args!("a snapshot (at sequence {})", self.seq),
         )?;
+        open.check_generation(self.generation, self.seq)?;
         Ok(self.seq)
     }
 }

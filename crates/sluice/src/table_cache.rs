@@ -45,6 +45,18 @@ pub struct TableCache {
     misses: AtomicU64,
     /// The bloom filter figures of every table this cache opens.
     bloom: Arc<BloomCounters>,
+    /// A secondary instance's readers of every file a version it may still read lists
+    /// ([`TableCache::hold_files`]); `None` for a database that deletes its own files.
+    held: Option<parking_lot::Mutex<HeldFiles>>,
+}
+
+/// Open readers kept whatever the cache's bound, so that a file another process deletes
+/// stays readable through them (POSIX keeps an unlinked file's data while a descriptor is
+/// open): RocksDB's secondary instances keep every file open for the same reason.
+#[derive(Default)]
+struct HeldFiles {
+    tables: std::collections::HashMap<u64, Arc<Table>>,
+    blob_files: std::collections::HashMap<u64, Arc<BlobFile>>,
 }
 
 impl TableCache {
@@ -71,7 +83,68 @@ impl TableCache {
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             bloom: Arc::default(),
+            held: None,
         }
+    }
+
+    /// A cache that keeps open every file it is asked to hold (a secondary instance's: see
+    /// [`TableCache::hold`]).
+    pub fn holding_files(mut self) -> Self {
+        self.held = Some(Default::default());
+        self
+    }
+
+    /// Opens every table and blob file `version` lists, now, and keeps them open until
+    /// [`TableCache::release_all_but`] lets them go: whatever deletes them afterwards, reads
+    /// of `version` still find them. Fails as the first open fails (an [`Error::Io`] of kind
+    /// `NotFound` when a file is already gone). A no-op unless made by
+    /// [`TableCache::holding_files`].
+    pub fn hold(&self, version: &crate::version::Version) -> Result<()> {
+        let Some(held) = &self.held else {
+            return Ok(());
+        };
+        // Opened with the lock released: `get` looks in it.
+        let missing: Vec<_> = {
+            let held = held.lock();
+            version
+                .live_files()
+                .filter(|f| !held.tables.contains_key(&f.number))
+                .cloned()
+                .collect()
+        };
+        for file in missing {
+            let table = self.get(&file)?;
+            held.lock().tables.insert(file.number, table);
+        }
+        let missing: Vec<_> = {
+            let held = held.lock();
+            version
+                .blob_files()
+                .values()
+                .filter(|b| !held.blob_files.contains_key(&b.meta.number))
+                .map(|b| Arc::clone(&b.meta))
+                .collect()
+        };
+        for meta in missing {
+            let file = self.blob_file(&meta)?;
+            held.lock().blob_files.insert(meta.number, file);
+        }
+        Ok(())
+    }
+
+    /// Lets go of every held file not in `live` (the numbers of every version something may
+    /// still read).
+    pub fn release_all_but(&self, live: &std::collections::BTreeSet<u64>) {
+        if let Some(held) = &self.held {
+            let mut held = held.lock();
+            held.tables.retain(|n, _| live.contains(n));
+            held.blob_files.retain(|n, _| live.contains(n));
+        }
+    }
+
+    /// The held reader of table `number`, if any.
+    fn held_table(&self, number: u64) -> Option<Arc<Table>> {
+        self.held.as_ref()?.lock().tables.get(&number).cloned()
     }
 
     /// The data directory the next new table goes to: with `Options::data_dirs` set, tables
@@ -132,6 +205,10 @@ impl TableCache {
         if let Some(file) = self.blob_files.get(&meta.number) {
             return Ok(file);
         }
+        let held = self.held.as_ref();
+        if let Some(file) = held.and_then(|h| h.lock().blob_files.get(&meta.number).cloned()) {
+            return Ok(file);
+        }
         let path = self.blob_path(meta.dir_index, meta.number);
         let file = Arc::new(BlobFile::open(&self.storage, &path, meta.number)?);
         if file.size() != meta.file_size {
@@ -181,6 +258,10 @@ impl TableCache {
     /// The reader for `file`, opening it on first use.
     pub fn get(&self, file: &FileMetaData) -> Result<Arc<Table>> {
         if let Some(t) = self.tables.get(&file.number) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(t);
+        }
+        if let Some(t) = self.held_table(file.number) {
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(t);
         }

@@ -2,7 +2,8 @@
 //! snapshots, iterators, flushes, manual compactions and reopens. Any difference fails with
 //! the (shrunk) operation sequence. With keyspaces, two more keyspaces get their own writes,
 //! reads, flushes and compactions and a model each, and batches span all three. With blobs,
-//! most values live in blob files.
+//! most values live in blob files. A secondary instance follows the database through all of
+//! it, reopens included, and reads what the models hold at each catch-up.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -59,6 +60,9 @@ enum Op {
     Ingest(std::collections::BTreeMap<u16, Option<Vec<u8>>>),
     Flush,
     Compact(Option<u16>, Option<u16>),
+    /// The secondary instance (opened at the first) catches up and reads every keyspace
+    /// whole.
+    Follow,
     Reopen,
     /// After a reopen: a batch with a write through a keyspace handle of the earlier open
     /// (the default one or `.0`'s) is refused whole, and so is a read at its last snapshot.
@@ -178,6 +182,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         2 => Just(Op::Flush),
         1 => (proptest::option::of(k.clone()), proptest::option::of(k.clone()))
             .prop_map(|(a, b)| Op::Compact(a, b)),
+        1 => Just(Op::Follow),
         1 => Just(Op::Reopen),
         1 => (any::<u8>(), k).prop_map(|(ks, k)| Op::StaleHandle(ks, k)),
         2 => (any::<u8>(), any::<u8>()).prop_map(|(r, o)| Op::MoveRange(r, o)),
@@ -285,6 +290,11 @@ struct Setup {
 const KEYSPACES: [&str; 2] = ["ks1", "ks2"];
 
 fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
+    Db::open(dir, options(dir, mode, setup)).expect("open")
+}
+
+/// The options of a run's database in `dir`.
+fn options(dir: &Path, mode: CompactionMode, setup: Setup) -> Options {
     let Setup {
         direct,
         partitioned,
@@ -319,7 +329,7 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
         ..small
     };
     if !keyspaces {
-        return Db::open(dir, options).expect("open");
+        return options;
     }
     // The second keyspace flushes at another size, so the keyspaces' WALs interleave.
     let mut second = KeyspaceOptions::of_default(&options);
@@ -329,7 +339,7 @@ fn open(dir: &Path, mode: CompactionMode, setup: Setup) -> Db {
         options.keyspaces.insert(name.to_string(), s);
     }
     options.create_missing_keyspaces = true;
-    Db::open(dir, options).expect("open")
+    options
 }
 
 /// The run's extra keyspaces, in `KEYSPACES` order (none without keyspaces).
@@ -422,6 +432,9 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
     // Where external tables are written before they are ingested.
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut db = Some(open(dir.path(), mode, setup));
+    // A secondary instance, from the first `Follow` on, and its scratch directory.
+    let mut follower: Option<Db> = None;
+    let follower_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut model = Model::new();
     // The extra keyspaces and their models.
     let mut keyspaces = keyspaces_of(db.as_ref().unwrap());
@@ -665,6 +678,32 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 };
                 let (lo, hi) = (a.map(key), b.map(key));
                 d.compact_range(lo.as_deref(), hi.as_deref()).unwrap();
+            }
+            Op::Follow => {
+                let follower = match &mut follower {
+                    Some(follower) => {
+                        follower.try_catch_up().unwrap();
+                        follower
+                    }
+                    none => none.insert(
+                        Db::open_secondary(
+                            dir.path(),
+                            follower_dir.path(),
+                            options(dir.path(), mode, setup),
+                        )
+                        .unwrap(),
+                    ),
+                };
+                let all = ReadOptions::default();
+                prop_assert_eq!(
+                    contents_of(&follower.keyspace("default").unwrap(), &all),
+                    scan_model(&model, None, None)
+                );
+                let names = KEYSPACES.iter().take(keyspaces.len());
+                for (name, ks_model) in names.zip(&ks_models) {
+                    let ks = follower.keyspace(name).unwrap();
+                    prop_assert_eq!(contents_of(&ks, &all), scan_model(ks_model, None, None));
+                }
             }
             Op::Reopen => {
                 let default = d.keyspace("default").unwrap();

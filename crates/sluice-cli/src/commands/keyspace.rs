@@ -199,7 +199,7 @@ pub fn run(command: &KeyspaceCommand, out: &mut dyn Write) -> CmdResult {
 }
 
 fn list(args: &KeyspaceListArgs, out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::ReadOnly)?;
+    let db = open(&args.db, Access::Read)?;
     let names = db.keyspace_names();
     db.close()?;
     for name in names {

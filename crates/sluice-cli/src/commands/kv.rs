@@ -228,7 +228,7 @@ pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
 
 pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
     let key = args.encoding.decode("key", &args.key)?;
-    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
+    let db = args.keyspace.open(&args.db, Access::Read)?;
     let value = db.get(&key)?;
     db.close()?;
     match value {
@@ -250,7 +250,7 @@ pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
 
 pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
     let (from, to) = args.range.bounds(args.encoding)?;
-    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
+    let db = args.keyspace.open(&args.db, Access::Read)?;
     let opts = ReadOptions {
         lower_bound: from.as_deref(),
         upper_bound: to.as_deref(),

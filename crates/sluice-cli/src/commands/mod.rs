@@ -178,6 +178,10 @@ enum Access {
     /// Reads an existing database without changing a byte of it ([`Db::open_read_only`]): the
     /// WAL's records are served from memory.
     ReadOnly,
+    /// As `ReadOnly`, and beside a process that has the database open for writing, as a
+    /// secondary instance of it ([`Db::open_secondary`]), with a note on stderr: what the
+    /// writer had written when the command started.
+    Read,
 }
 
 /// `Ok` if `dir` holds a database: the error every command that needs one gives when it does
@@ -248,6 +252,7 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
     }
     let opened = match access {
         Access::ReadOnly => Db::open_read_only(dir, options),
+        Access::Read => open_beside_writer(dir, options),
         Access::Create | Access::Existing => Db::open(dir, options),
     };
     opened.map_err(|e| match e {
@@ -258,6 +263,30 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         }
         other => other,
     })
+}
+
+/// Opens `dir` read-only, or, if a process has it open for writing, as a secondary instance
+/// that has caught up with that process once.
+fn open_beside_writer(dir: &Path, options: Options) -> sluice::Result<Db> {
+    match Db::open_read_only(dir, options.clone()) {
+        Err(sluice::Error::Busy(_)) => {}
+        other => return other,
+    }
+    // The secondary's directory holds only its LOG, which the CLI does not write.
+    let scratch = tempfile::Builder::new()
+        .prefix("sluice-secondary")
+        .tempdir()
+        .map_err(|e| sluice::Error::io(std::env::temp_dir(), e))?;
+    let mut options = options;
+    options.info_log.enabled = false;
+    let db = Db::open_secondary(dir, scratch.path(), options)?;
+    eprintln!(
+        "note: another process has {} open for writing; read as a secondary instance, at \
+         sequence number {}",
+        dir.display(),
+        db.snapshot().sequence()
+    );
+    Ok(db)
 }
 
 /// A fresh temporary directory named `prefix...`, for a command's database or scratch files.

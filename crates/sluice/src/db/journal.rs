@@ -73,6 +73,9 @@ pub(crate) struct Journal {
     pub lock_file: Mutex<Option<Box<dyn FileLock>>>,
     /// The key locks of pessimistic transactions, across keyspaces.
     pub txn_locks: crate::txn::locks::LockTable,
+    /// A secondary instance's follower of its primary ([`super::secondary`]); `None` for
+    /// every other open.
+    pub follower: Option<super::secondary::Follower>,
 }
 
 /// A tree reached through the journal: the default one, borrowed, or a keyspace's, held. Batches

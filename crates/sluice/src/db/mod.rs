@@ -45,6 +45,7 @@ mod read;
 pub mod records;
 pub(crate) mod recover;
 mod registry;
+mod secondary;
 mod stats_dump;
 mod write;
 
@@ -263,6 +264,65 @@ impl Db {
         })
     }
 
+    /// Opens a secondary instance of the database in `primary`: a read-only open that follows
+    /// the process (or handle) writing it, as RocksDB's `OpenAsSecondary` does. It takes no
+    /// lock and writes nothing in `primary`; its `LOG` goes to `scratch`, a directory of its
+    /// own (created if missing). The open reads the primary's state once; each
+    /// [`Db::try_catch_up`] reads what the primary wrote since. Reads see the primary's state
+    /// as of one sequence number, every keyspace included.
+    ///
+    /// The secondary holds open every table and blob file its readers may still read, so the
+    /// primary deleting one after a compaction costs it nothing: like RocksDB's, it needs file
+    /// descriptors for every live file (`max_open_files` does not bound them), and a file
+    /// system that keeps an open file readable after it is deleted (POSIX does; a read of an
+    /// object store table the primary deleted fails with an I/O error naming it).
+    ///
+    /// Writes fail with [`crate::Error::ReadOnly`]. A snapshot stays readable until a
+    /// catch-up installs a compaction, which may have dropped what it sees; then its reads
+    /// fail with [`crate::Error::InvalidArgument`]. Iterators read the state they were made
+    /// with to their end.
+    ///
+    /// ```no_run
+    /// # use sluice::{Db, Options};
+    /// let follower = Db::open_secondary("/var/lib/app/db", "/tmp/app-follower", Options::default())?;
+    /// let seq = follower.try_catch_up()?;
+    /// let value = follower.get("key")?;
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    pub fn open_secondary(
+        primary: impl AsRef<Path>,
+        scratch: impl AsRef<Path>,
+        options: Options,
+    ) -> Result<Db> {
+        let journal = secondary::open_secondary(primary.as_ref(), scratch.as_ref(), options)?;
+        Ok(Db {
+            tree: Arc::clone(&journal.default),
+            journal: Arc::new(journal),
+            background: Mutex::new(Vec::new()),
+            view: false,
+            default_keyspace: Default::default(),
+        })
+    }
+
+    /// Catches a secondary instance ([`Db::open_secondary`]) up with its primary: reads what
+    /// the primary appended to its MANIFESTs and WALs since the last catch-up, and makes it
+    /// visible to reads at once. Returns the sequence number reads now see. Call it as often
+    /// as fresh data is wanted; it is cheap when nothing changed.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] unless the database is open as a secondary;
+    /// [`crate::Error::Busy`] when the primary changed its files under every one of many
+    /// attempts (the state is then unchanged; try again); [`crate::Error::Corruption`] naming
+    /// the file when one the primary's latest MANIFEST lists is missing or damaged.
+    pub fn try_catch_up(&self) -> Result<sluice_sst::key::SeqNo> {
+        self.journal.catch_up()
+    }
+
+    /// True if the database was opened with [`Db::open_secondary`].
+    pub fn is_secondary(&self) -> bool {
+        self.journal.follower.is_some()
+    }
+
     /// A handle on one of the database's trees that stops nothing when dropped.
     pub(crate) fn view_of(journal: &Arc<journal::Journal>, tree: Arc<Tree>) -> Db {
         Db {
@@ -285,7 +345,8 @@ impl Db {
         self.tree.recovery.lock().clone()
     }
 
-    /// True if the database was opened with [`Db::open_read_only`].
+    /// True if the database was opened with [`Db::open_read_only`] or
+    /// [`Db::open_secondary`].
     pub fn is_read_only(&self) -> bool {
         self.tree.is_read_only()
     }
@@ -302,6 +363,9 @@ impl Db {
 
     /// Pins the current state; reads through the snapshot see exactly it. Its own reads go
     /// to the default keyspace.
+    ///
+    /// On a secondary instance the snapshot can be read until a catch-up installs one of the
+    /// primary's compactions ([`Db::open_secondary`]).
     pub fn snapshot(&self) -> Snapshot {
         let pin = self
             .tree

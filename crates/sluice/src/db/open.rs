@@ -432,6 +432,42 @@ fn new_journal(
     options: Options,
     table_cache: Arc<TableCache>,
     lock_file: Option<Box<dyn FileLock>>,
+    parts: Parts,
+) -> Result<Journal> {
+    new_journal_of(
+        OpenId::new(dir),
+        dir,
+        options,
+        table_cache,
+        lock_file,
+        parts,
+    )
+}
+
+/// The journal of a secondary instance of the database in `dir`, which takes no lock; its
+/// follower is set by the caller.
+pub(super) fn new_secondary_journal(
+    dir: &Path,
+    options: Options,
+    table_cache: Arc<TableCache>,
+    parts: Parts,
+) -> Result<Journal> {
+    new_journal_of(
+        OpenId::secondary(dir),
+        dir,
+        options,
+        table_cache,
+        None,
+        parts,
+    )
+}
+
+fn new_journal_of(
+    open_id: OpenId,
+    dir: &Path,
+    options: Options,
+    table_cache: Arc<TableCache>,
+    lock_file: Option<Box<dyn FileLock>>,
     mut parts: Parts,
 ) -> Result<Journal> {
     let wal = parts.wal.take();
@@ -442,7 +478,6 @@ fn new_journal(
     };
     let visible_seq = Arc::new(AtomicU64::new(parts.last_seq));
     let snapshots = Arc::new(SnapshotList::default());
-    let open_id = OpenId::new(dir);
     let bg_work = Arc::new(WorkSignal::default());
     let link = TreeLink {
         id: DEFAULT_KEYSPACE_ID,
@@ -468,6 +503,7 @@ fn new_journal(
         bg_work,
         lock_file: Mutex::new(lock_file),
         txn_locks: Default::default(),
+        follower: None,
     })
 }
 

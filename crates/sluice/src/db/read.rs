@@ -59,11 +59,13 @@ impl Db {
     /// [`crate::Error::InvalidArgument`] for a snapshot of another database (or another open
     /// of this one).
     fn read_view(&self, opts: &ReadOptions<'_>) -> Result<ReadView> {
+        let st = self.tree.state.lock();
+        // Checked under the state lock: a secondary's catch-up changes the version and
+        // refuses older snapshots under it, so the check holds for the version taken here.
         let snapshot_seq = match opts.snapshot {
             Some(s) => Some(s.sequence_in(&self.tree.open_id)?),
             None => None,
         };
-        let st = self.tree.state.lock();
         let mut view = ReadView {
             seq: snapshot_seq.unwrap_or_else(|| self.tree.latest_seq()),
             mem: Arc::clone(&st.mem),

@@ -57,6 +57,29 @@ impl Journal {
         Ok(())
     }
 
+    /// Builds the tree of keyspace `(id, name)`, which a secondary instance's follower found
+    /// (`parts` holds what it read), into the journal.
+    pub(crate) fn attach_followed(
+        &self,
+        (id, name): (u32, &str),
+        dir: PathBuf,
+        options: Options,
+        table_cache: Arc<TableCache>,
+        parts: Parts,
+    ) -> Result<()> {
+        let attached = self.attach(TreeParts {
+            id,
+            name: name.to_string(),
+            dir,
+            options,
+            table_cache,
+            parts,
+        })?;
+        tracing::debug!(keyspace = name, id, "following keyspace");
+        self.keyspaces.write().insert(id, attached.tree);
+        Ok(())
+    }
+
     fn attach(&self, tree: TreeParts) -> Result<Attached> {
         let db = &self.default;
         let link = TreeLink {

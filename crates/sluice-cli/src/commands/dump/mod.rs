@@ -108,7 +108,7 @@ pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CmdResult {
         true => DumpEncoding::Hex,
         false => DumpEncoding::Escaped,
     };
-    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
+    let db = args.keyspace.open(&args.db, Access::Read)?;
     let mut file;
     let mut stdout;
     let sink: &mut dyn Write = match args.output.as_deref() {

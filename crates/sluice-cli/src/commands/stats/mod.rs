@@ -46,7 +46,7 @@ pub fn run(args: &StatsArgs, out: &mut dyn Write) -> CmdResult {
     if args.last_session {
         return last_session_table(args, out);
     }
-    let db = args.keyspace.open(&args.db, Access::ReadOnly)?;
+    let db = args.keyspace.open(&args.db, Access::Read)?;
     let m = db.metrics()?;
     let last = last_session(&args.db.at.db);
     let keyspace = db.name().to_string();

@@ -141,6 +141,9 @@ pub struct ManifestContents {
     pub edits: Vec<VersionEdit>,
     /// A torn last record, if one was dropped.
     pub dropped: Vec<DroppedRange>,
+    /// The offset just past the last complete edit: where a reader following the MANIFEST
+    /// as it grows resumes ([`read_manifest_from`]).
+    pub valid_len: u64,
 }
 
 /// Reads every edit of the manifest at `path`, in order.
@@ -154,7 +157,32 @@ pub struct ManifestContents {
 /// before `CURRENT` can name the file. The file is read through `fs`.
 pub fn read_manifest(fs: &dyn FileSystem, path: &Path) -> Result<ManifestContents> {
     let file = fs.open_read(path, IoMode::Buffered).with_path(path)?;
-    let mut reader = LogReader::manifest(file, PathBuf::from(path));
+    let contents = read_edits(LogReader::manifest(file, PathBuf::from(path)), path)?;
+    if contents.edits.is_empty() {
+        return Err(Error::corruption(
+            path,
+            0,
+            "manifest holds no complete edit",
+        ));
+    }
+    Ok(contents)
+}
+
+/// Reads the edits of the manifest at `path` from offset `from` on: the end of an edit an
+/// earlier read returned ([`ManifestContents::valid_len`]), or 0. A secondary instance follows
+/// a primary's MANIFEST this way while the primary appends to it: a last record cut short is
+/// an append still under way, dropped now and read whole by the next call. Damage is judged
+/// as by [`read_manifest`], and none of the edits may be missing: an empty answer is a
+/// MANIFEST that did not grow.
+pub fn read_manifest_from(fs: &dyn FileSystem, path: &Path, from: u64) -> Result<ManifestContents> {
+    let file = fs.open_read(path, IoMode::Buffered).with_path(path)?;
+    let reader = LogReader::manifest(file, PathBuf::from(path))
+        .following()
+        .resume_at(from)?;
+    read_edits(reader, path)
+}
+
+fn read_edits(mut reader: LogReader, path: &Path) -> Result<ManifestContents> {
     let mut edits = Vec::new();
     while let Some(record) = reader.read_record()? {
         edits.push(VersionEdit::decode(
@@ -163,16 +191,10 @@ pub fn read_manifest(fs: &dyn FileSystem, path: &Path) -> Result<ManifestContent
             reader.last_record_offset(),
         )?);
     }
-    if edits.is_empty() {
-        return Err(Error::corruption(
-            path,
-            0,
-            "manifest holds no complete edit",
-        ));
-    }
     Ok(ManifestContents {
         edits,
         dropped: reader.dropped().to_vec(),
+        valid_len: reader.valid_len(),
     })
 }
 

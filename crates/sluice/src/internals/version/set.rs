@@ -86,56 +86,95 @@ impl VersionSet {
         let manifest_name = read_current_file(fs, dir)?;
         let manifest_path: PathBuf = dir.join(&manifest_name);
         let contents = read_manifest(fs, &manifest_path)?;
-        let edits = contents.edits;
+        let set = Self::from_manifest(&contents.edits, &manifest_path)?;
+        Ok((set, contents.edits.len(), contents.dropped))
+    }
+
+    /// The version set the `edits` of the MANIFEST at `manifest_path` (all of them, from its
+    /// first) describe.
+    pub fn from_manifest(edits: &[VersionEdit], manifest_path: &Path) -> Result<Self> {
         let mut set = VersionSet::new_empty();
-        let mut version = Version::default();
-        let mut saw_next_file = false;
-        for edit in &edits {
-            if let Some(name) = &edit.comparator
-                && name != COMPARATOR_NAME
-            {
-                return Err(Error::InvalidArgument(format!(
-                    "database was written with comparator {name}, this build uses {COMPARATOR_NAME}"
-                )));
-            }
-            version = version.apply(edit).map_err(|e| match e {
-                Error::Corruption { offset, reason, .. } => Error::Corruption {
-                    file: manifest_path.clone(),
-                    offset,
-                    reason,
-                },
-                other => other,
-            })?;
-            set.absorb_counters(edit);
-            if edit.value_format.is_some() {
-                set.value_format.clone_from(&edit.value_format);
-            }
-            saw_next_file |= edit.next_file_number.is_some();
-            for (level, key) in &edit.compact_pointers {
-                set.compact_pointers[*level] = key.clone();
-            }
+        for edit in edits {
+            set.replay(edit, manifest_path)?;
         }
-        if !saw_next_file {
+        if !edits.iter().any(|e| e.next_file_number.is_some()) {
             return Err(Error::corruption(
-                &manifest_path,
+                manifest_path,
                 0,
                 "MANIFEST records no next file number",
             ));
         }
-        let max_file = version.live_files().map(|f| f.number).max().unwrap_or(0);
-        set.manifest_number = manifest_number_of(&manifest_name).unwrap_or(0);
+        let max_file = set
+            .current
+            .live_files()
+            .map(|f| f.number)
+            .max()
+            .unwrap_or(0);
+        let name = manifest_path.file_name().and_then(|n| n.to_str());
+        set.manifest_number = name.and_then(manifest_number_of).unwrap_or(0);
         let highest = max_file.max(set.manifest_number).max(set.next_file_number);
         if highest >= sluice_sst::key::MAX_SEQ {
             return Err(Error::corruption(
-                &manifest_path,
+                manifest_path,
                 0,
                 format!("file number {highest} is out of range"),
             ));
         }
         set.next_file_number = set.next_file_number.max(max_file + 1);
         set.next_file_number = set.next_file_number.max(set.manifest_number + 1);
-        set.current = Arc::new(version);
-        Ok((set, edits.len(), contents.dropped))
+        Ok(set)
+    }
+
+    /// Applies one more edit read from the MANIFEST at `manifest_path`, as recovery does: to
+    /// rebuild the set, and for a secondary instance to follow its primary's appends.
+    pub fn replay(&mut self, edit: &VersionEdit, manifest_path: &Path) -> Result<()> {
+        if let Some(name) = &edit.comparator
+            && name != COMPARATOR_NAME
+        {
+            return Err(Error::InvalidArgument(format!(
+                "database was written with comparator {name}, this build uses {COMPARATOR_NAME}"
+            )));
+        }
+        let version = self.current.apply(edit).map_err(|e| match e {
+            Error::Corruption { offset, reason, .. } => Error::Corruption {
+                file: manifest_path.to_path_buf(),
+                offset,
+                reason,
+            },
+            other => other,
+        })?;
+        self.current = Arc::new(version);
+        self.absorb_counters(edit);
+        if edit.value_format.is_some() {
+            self.value_format.clone_from(&edit.value_format);
+        }
+        for (level, key) in &edit.compact_pointers {
+            self.compact_pointers[*level] = key.clone();
+        }
+        Ok(())
+    }
+
+    /// Takes `other`'s current version and counters (a secondary instance's readers move to
+    /// the state its follower rebuilt), keeping the replaced version's files live while
+    /// something still reads it.
+    pub fn adopt(&mut self, other: &VersionSet) {
+        let old = std::mem::replace(&mut self.current, Arc::clone(&other.current));
+        self.older.retain(|w| w.strong_count() > 0);
+        if !Arc::ptr_eq(&old, &self.current) && Arc::strong_count(&old) > 1 {
+            self.older.push(Arc::downgrade(&old));
+        }
+        self.next_file_number = other.next_file_number;
+        self.last_sequence = other.last_sequence;
+        self.log_number = other.log_number;
+        self.manifest_number = other.manifest_number;
+        self.compact_pointers.clone_from(&other.compact_pointers);
+        self.wals.clone_from(&other.wals);
+        self.value_format.clone_from(&other.value_format);
+        self.default_log_number = other.default_log_number;
+        self.keyspaces.clone_from(&other.keyspaces);
+        self.next_keyspace_id = other.next_keyspace_id;
+        self.keyspace_log_numbers
+            .clone_from(&other.keyspace_log_numbers);
     }
 
     /// Takes the counters an edit records. They only move forward: numbers handed out while

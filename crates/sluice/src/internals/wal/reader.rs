@@ -38,6 +38,10 @@ use super::format::{
 use super::recovery::{DroppedRange, WalRecoveryMode};
 use super::tail::{read_block, scan_tail};
 
+/// How many times a follower reads a record again that looked damaged while the log's
+/// writer may have been writing it ([`LogReader::following`]).
+const MAX_REREADS: u32 = 3;
+
 /// Which rules the log is read by.
 #[derive(Clone, Copy, Debug)]
 enum Rule {
@@ -73,6 +77,11 @@ pub struct LogReader {
     valid_len: u64,
     records: u64,
     dropped: Vec<DroppedRange>,
+    /// The log is still being appended to ([`LogReader::following`]): a torn tail is a write
+    /// under way, not a loss, and is not logged.
+    following: bool,
+    /// Times the current record was read again, while following.
+    rereads: u32,
     state: State,
 }
 
@@ -176,6 +185,8 @@ impl LogReader {
             valid_len: 0,
             records: 0,
             dropped: Vec::new(),
+            following: false,
+            rereads: 0,
             state: State::Reading,
         }
     }
@@ -191,6 +202,30 @@ impl LogReader {
     /// before its successor is created): any damage lost acknowledged writes.
     pub fn whole_file_synced(mut self) -> Self {
         self.whole_file_synced = true;
+        self
+    }
+
+    /// Starts reading at file offset `offset`, where an earlier reader of this log stopped
+    /// ([`LogReader::valid_len`]: the end of a complete record, or 0). Following a log that
+    /// is still being appended to reads each record once: a record the last reader found cut
+    /// short is read again, whole, from its start.
+    pub fn resume_at(mut self, offset: u64) -> Result<Self> {
+        if offset > 0 {
+            self.seek(offset)?;
+        }
+        self.valid_len = offset;
+        self.last_record_offset = offset;
+        Ok(self)
+    }
+
+    /// The log is being followed while its writer appends to it (a secondary instance): a
+    /// torn tail is an append still under way, which the next reader (from
+    /// [`LogReader::valid_len`]) reads whole. It is still reported in [`LogReader::dropped`],
+    /// but not logged as lost. A zero header where a record would start ends the read without
+    /// scanning the (reserved) rest of the file, and damage with a valid record after it is
+    /// read again a few times before it is judged: the writer may have been writing it.
+    pub fn following(mut self) -> Self {
+        self.following = true;
         self
     }
 
@@ -358,6 +393,7 @@ impl LogReader {
     }
 
     fn finish(&mut self, record: Vec<u8>, start: u64) -> Vec<u8> {
+        self.rereads = 0;
         self.last_record_offset = start;
         self.valid_len = self.file_offset();
         record
@@ -426,6 +462,15 @@ impl LogReader {
         if let (Damage::Misordered { what, .. }, false) = (&damage, skip) {
             return corrupt(what.clone());
         }
+        // A follower at the end of what was written so far: the space after it (reserved
+        // ahead, in a WAL) is zeros. The next reader starts here; the rest of the file need
+        // not be scanned.
+        if self.following
+            && pending.is_none()
+            && matches!(damage, Damage::Bad(BadFragment::ZeroHeader))
+        {
+            return Ok(After::End);
+        }
         // Salvage needs only the next valid fragment; judging needs the sync marks too.
         let marks_of = match self.rule {
             Rule::Wal { log_number, .. } if !skip => Some(log_number),
@@ -440,6 +485,14 @@ impl LogReader {
             let until = resume.unwrap_or(tail.file_len).max(start);
             self.drop_range(start, until - start, format!("skipped: {damage}"));
             return Ok(resume.map_or(After::End, After::ResumeAt));
+        }
+        // Following a log being appended to, the block may have been read while the writer
+        // was filling it: a valid fragment after the damage may be that write landing. Read
+        // the record again, a few times, before judging it.
+        if self.following && self.rereads < MAX_REREADS && tail.next_valid.is_some() {
+            self.rereads += 1;
+            std::thread::sleep(std::time::Duration::from_micros(100));
+            return Ok(After::ResumeAt(start));
         }
         let synced_through = self.synced_through.max(tail.max_mark);
         if self.whole_file_synced {
@@ -497,6 +550,15 @@ impl LogReader {
     }
 
     fn drop_range(&mut self, offset: u64, bytes: u64, reason: String) {
+        if self.following {
+            self.dropped.push(DroppedRange {
+                file: self.path.clone(),
+                offset,
+                bytes,
+                reason,
+            });
+            return;
+        }
         tracing::warn!(
             file = %self.path.display(),
             offset,

@@ -76,21 +76,33 @@ pub(super) fn scan_tail(
 
 /// Reads up to one block at `start` into `buf` (appended to it); returns the bytes read, fewer
 /// than a block only at the end of the file.
+///
+/// A file may shrink between taking its size and reading: the WAL a follower reads is cut to
+/// its length when its writer moves to the next one (its space was reserved ahead). The read
+/// then takes the size again, a few times.
 pub(super) fn read_block(
     file: &dyn ReadFile,
     start: u64,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<usize> {
-    let available = file.size()?.saturating_sub(start);
-    // At most a block, so the conversion cannot fail.
-    let n = usize::try_from(available.min(BLOCK_SIZE as u64)).unwrap_or(BLOCK_SIZE);
     let old_len = buf.len();
-    buf.resize(old_len + n, 0);
-    if let Err(e) = file.read_exact_at(&mut buf[old_len..], start) {
-        buf.truncate(old_len);
-        return Err(e);
+    let mut attempts = 0;
+    loop {
+        let available = file.size()?.saturating_sub(start);
+        // At most a block, so the conversion cannot fail.
+        let n = usize::try_from(available.min(BLOCK_SIZE as u64)).unwrap_or(BLOCK_SIZE);
+        buf.resize(old_len + n, 0);
+        match file.read_exact_at(&mut buf[old_len..], start) {
+            Ok(()) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && attempts < 3 => {
+                attempts += 1;
+            }
+            Err(e) => {
+                buf.truncate(old_len);
+                return Err(e);
+            }
+        }
     }
-    Ok(n)
 }
 
 /// The synced length of a valid sync mark of log `log_number` at `block[at..]`. Checks the

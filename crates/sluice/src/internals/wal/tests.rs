@@ -406,6 +406,40 @@ proptest! {
         }
     }
 
+    /// A follower (a secondary instance) reads a log while it grows into space reserved
+    /// ahead (zeros): each reader resumes where the last one stopped, and together they read
+    /// every record once, in order, even when a read stops inside a record or inside a
+    /// block's trailer.
+    #[test]
+    fn a_follower_resuming_at_valid_len_reads_each_record_once(
+        records in records_strategy(),
+        cuts in proptest::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = write_log(dir.path(), &records);
+        let whole = std::fs::read(&path).unwrap();
+        let mut cuts: Vec<usize> = cuts.iter().map(|c| c.index(whole.len() + 1)).collect();
+        cuts.sort_unstable();
+        cuts.push(whole.len());
+        let growing = dir.path().join("000008.log");
+        let (mut read, mut at) = (Vec::new(), 0);
+        for cut in cuts {
+            let mut bytes = whole[..cut].to_vec();
+            bytes.resize(cut + 1000, 0);
+            std::fs::write(&growing, &bytes).unwrap();
+            let mut r = LogReader::wal(open(&growing), growing.clone(), TOLERATE, 7)
+                .following()
+                .resume_at(at)
+                .unwrap();
+            while let Some(record) = r.read_record().unwrap() {
+                read.push(record);
+            }
+            prop_assert!(r.valid_len() >= at && r.valid_len() <= cut as u64);
+            at = r.valid_len();
+        }
+        prop_assert!(read == records);
+    }
+
     #[test]
     fn random_bytes_never_panic_the_reader(bytes in proptest::collection::vec(any::<u8>(), 0..3 * BLOCK_SIZE)) {
         let dir = tempfile::tempdir().unwrap();
