@@ -256,15 +256,24 @@ fn merge_adds_counters_and_appends_with_the_named_operator() {
         ok(&[&["get", "--db", &db, "hits"][..], &add].concat()),
         forty_two
     );
-    // Reading operands without the operator is an error that says what is missing.
-    let o = sluice(&["get", "--db", &db, "hits"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no merge operator"), "{}", stderr(&o));
-    // A compaction to the last level turns them into a plain value anyone can read.
-    ok(&[&["compact", "--db", &db][..], &add].concat());
+    // The database records its operator: later commands use it without being told.
     assert_eq!(ok(&["get", "--db", &db, "hits"]), forty_two);
-    // Merging without one is refused before anything is written.
-    let o = sluice(&["merge", "--db", &db, "hits", "1"]);
+    ok(&["merge", "--db", &db, "hits", "1", "--u64"]);
+    ok(&["compact", "--db", &db]);
+    let forty_three = "+\\x00\\x00\\x00\\x00\\x00\\x00\\x00\n";
+    assert_eq!(ok(&["get", "--db", &db, "hits"]), forty_three);
+    // Another operator would read the operands by another rule: refused, naming both.
+    let o = sluice(&["get", "--db", &db, "hits", "--merge-operator", "append"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("written with merge operator \"u64_add\", not \"append\""),
+        "{}",
+        stderr(&o)
+    );
+    // Merging into a database without an operator is refused before anything is written.
+    let plain = db_arg(&dir.path().join("plain"));
+    ok(&["put", "--db", &plain, "k", "v"]);
+    let o = sluice(&["merge", "--db", &plain, "hits", "1"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("merge operator"), "{}", stderr(&o));
     let o = sluice(&["merge", "--db", &db, "k", "1", "--merge-operator", "max"]);
@@ -275,16 +284,15 @@ fn merge_adds_counters_and_appends_with_the_named_operator() {
         stderr(&o)
     );
 
+    // One operator per database: lists go to another one.
+    let lists = db_arg(&dir.path().join("lists"));
     let comma = ["--merge-operator", "append(2c)"];
     for part in ["x", "y", "z"] {
-        ok(&[&["merge", "--db", &db, "list", part][..], &comma].concat());
+        ok(&[&["merge", "--db", &lists, "list", part][..], &comma].concat());
     }
+    assert_eq!(ok(&["get", "--db", &lists, "list"]), "x,y,z\n");
     assert_eq!(
-        ok(&[&["get", "--db", &db, "list"][..], &comma].concat()),
-        "x,y,z\n"
-    );
-    assert_eq!(
-        ok(&[&["scan", "--db", &db, "--from", "l"][..], &comma].concat()),
+        ok(&["scan", "--db", &lists, "--from", "l"]),
         "list\tx,y,z\n"
     );
 }

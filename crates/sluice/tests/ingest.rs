@@ -235,3 +235,37 @@ fn writes_around_an_ingest_reopen_without_a_flush() {
     assert_eq!(contents(&db), expected);
     db.check().unwrap();
 }
+
+/// A merge operand the database's operator refuses is refused at ingest, as it is at a write,
+/// rather than failing every later read of its key.
+#[test]
+fn a_merge_operand_the_operator_refuses_is_refused_at_ingest() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        merge_operator: Some(std::sync::Arc::new(sluice::merge_operator::U64Add)),
+        ..small()
+    };
+    let db = Db::open(dir.path().join("db"), options).unwrap();
+    let path = dir.path().join("bad.sst");
+    let mut w = SstFileWriter::create(&path, &TableOptions::default()).unwrap();
+    w.merge(b"hits", &5u64.to_le_bytes()).unwrap();
+    w.merge(b"misses", b"five").unwrap();
+    w.finish().unwrap();
+    let e = db.ingest(&[&path], &IngestOptions::default()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{e}");
+    let text = e.to_string();
+    assert!(text.contains("refuses the operand of key misses"), "{text}");
+    assert_eq!(
+        db.get("hits").unwrap(),
+        None,
+        "nothing of the file was ingested"
+    );
+    // Operands the operator takes are combined with what the database holds.
+    db.merge("hits", 2u64.to_le_bytes()).unwrap();
+    let good = dir.path().join("good.sst");
+    let mut w = SstFileWriter::create(&good, &TableOptions::default()).unwrap();
+    w.merge(b"hits", &5u64.to_le_bytes()).unwrap();
+    w.finish().unwrap();
+    db.ingest(&[&good], &IngestOptions::default()).unwrap();
+    assert_eq!(db.get("hits").unwrap(), Some(7u64.to_le_bytes().to_vec()));
+}

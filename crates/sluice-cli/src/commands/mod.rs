@@ -206,7 +206,8 @@ fn open(target: &OpenArgs, access: Access) -> sluice::Result<Db> {
 ///
 /// Keyspaces' options are not stored (as RocksDB's column family options are not), so every
 /// keyspace the database has opens with the same settings as the default one: the engine
-/// flags (compression, merge operator, TTL, sizes) apply to all of them.
+/// flags (compression, TTL, sizes) apply to all of them. The merge operator each one was
+/// written for is recorded, and a built-in one is used without `--merge-operator`.
 fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result<Db> {
     let base = target.at.with_object_store(base)?;
     let DbArg {
@@ -241,14 +242,24 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         },
         ..base
     };
+    // Without --merge-operator, each keyspace gets the built-in operator its MANIFEST names
+    // (no database, or none readable, lists none: opening it then says what is wrong).
+    let recorded = Db::list_merge_operators(dir, &*options.fs).unwrap_or_default();
+    let flag = options.merge_operator.is_some();
+    let operator_of = |name: &Option<String>| match flag {
+        true => None,
+        false => name.as_deref().and_then(sluice::merge_operator::builtin),
+    };
+    if let Some(operator) = recorded.first().and_then(|(_, name)| operator_of(name)) {
+        options.merge_operator = Some(operator);
+    }
     let keyspace = KeyspaceOptions::of_default(&options);
-    // No database (or none readable) lists none: opening it then says what is wrong.
-    let names = Db::list_keyspaces(dir, &*options.fs).unwrap_or_default();
-    for name in names.into_iter().skip(1) {
-        options
-            .keyspaces
-            .entry(name)
-            .or_insert_with(|| keyspace.clone());
+    for (name, operator) in recorded.iter().skip(1) {
+        let mut settings = keyspace.clone();
+        if let Some(operator) = operator_of(operator) {
+            settings.merge_operator = Some(operator);
+        }
+        options.keyspaces.entry(name.clone()).or_insert(settings);
     }
     let opened = match access {
         Access::ReadOnly => Db::open_read_only(dir, options),

@@ -119,6 +119,7 @@ pub(super) fn open_journal(dir: &Path, options: Options, access: Access) -> Resu
         VersionSet::new_empty()
     };
     check_value_format(&mut versions, exists, &options, dir)?;
+    check_merge_operator(&mut versions, &options, dir, !read_only)?;
     raise_next_file_number(fs, &mut versions, &dirs)?;
 
     let new_range_map = reconcile_partitions(&versions, &options)?;
@@ -633,6 +634,45 @@ pub(crate) fn lock_directory(
             }
         ))),
         Err(e) => Err(Error::io(&path, e)),
+    }
+}
+
+/// Holds `options.merge_operator` to the operator the tree's operands were written for (the
+/// MANIFEST records its name): another one would combine them differently, and without one
+/// they cannot be read. A tree without a record takes the options' operator, which `record`
+/// (a read-write open, whose new MANIFEST starts with the state) writes down.
+pub(crate) fn check_merge_operator(
+    versions: &mut VersionSet,
+    options: &Options,
+    dir: &Path,
+    record: bool,
+) -> Result<()> {
+    let given = options
+        .merge_operator
+        .as_ref()
+        .map(|m| m.name().to_string());
+    match (&versions.merge_operator, given) {
+        (Some(written), Some(given)) if *written != given => Err(Error::InvalidArgument(format!(
+            "{} was written with merge operator {written:?}, not {given:?}: its operands \
+                 would be combined by another rule",
+            dir.display()
+        ))),
+        (Some(written), None) => {
+            let how = match sluice_sst::merge_operator::builtin(written) {
+                Some(_) => format!("sluice::merge_operator::builtin({written:?})"),
+                None => "the application's operator of that name".to_string(),
+            };
+            Err(Error::InvalidArgument(format!(
+                "{} was written with merge operator {written:?}: open it with \
+                 Options::merge_operator ({how})",
+                dir.display()
+            )))
+        }
+        (None, Some(given)) if record => {
+            versions.merge_operator = Some(given);
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::journal::Journal;
-use super::open::{Parts, TreeLink, check_value_format, new_tree, reconcile_partitions};
+use super::open::{
+    Parts, TreeLink, check_merge_operator, check_value_format, new_tree, reconcile_partitions,
+};
 use super::open_tree::{RecoveringTree, remove_tree};
 use super::recover::RecoveryReport;
 use crate::filename::create_dir_all_durably;
@@ -142,6 +144,7 @@ impl Journal {
         }
         let mut versions = VersionSet::new_empty();
         check_value_format(&mut versions, false, &tree_options, &dir)?;
+        check_merge_operator(&mut versions, &tree_options, &dir, true)?;
         // Partitioned mode: the tree starts with the options' range map, as a new database
         // does.
         if let Some(map) = reconcile_partitions(&versions, &tree_options)? {

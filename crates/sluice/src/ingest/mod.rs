@@ -156,12 +156,22 @@ pub(crate) fn inspect(options: &Options, path: &Path) -> Result<External> {
         match parsed.kind {
             ValueKind::Deletion => meta.num_deletions += 1,
             ValueKind::Value => meta.raw_value_bytes += it.value().len() as u64,
-            ValueKind::Merge if options.merge_operator.is_none() => {
-                return Err(bad(
-                    "it holds merge operands and the database has no merge operator".into(),
-                ));
+            ValueKind::Merge => {
+                let Some(operator) = &options.merge_operator else {
+                    return Err(bad(
+                        "it holds merge operands and the database has no merge operator".into(),
+                    ));
+                };
+                // Refused now, a bad operand cannot fail every later read of its key.
+                if let Err(why) = operator.validate_operand(parsed.user_key, it.value()) {
+                    return Err(bad(format!(
+                        "merge operator {:?} refuses the operand of key {}: {why}",
+                        operator.name(),
+                        sluice_sst::key::escape_bytes(parsed.user_key)
+                    )));
+                }
+                meta.raw_value_bytes += it.value().len() as u64;
             }
-            ValueKind::Merge => meta.raw_value_bytes += it.value().len() as u64,
             ValueKind::RangeDeletion => {
                 return Err(bad("it holds a range tombstone among its entries".into()));
             }

@@ -84,6 +84,14 @@ impl SstFileWriter {
         self.add(key, &[], ValueKind::Deletion)
     }
 
+    /// Adds a merge operand for `key`, which the database's merge operator combines with the
+    /// versions of `key` it already has when the file is ingested (RocksDB's
+    /// `SstFileWriter::Merge`). `key` must sort after every key added before. The ingest
+    /// refuses the file if the database has no operator or its operator refuses the operand.
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) -> Result<()> {
+        self.add(key, operand, ValueKind::Merge)
+    }
+
     fn add(&mut self, key: &[u8], value: &[u8], kind: ValueKind) -> Result<()> {
         if self.entries > 0 && key <= self.last_key.as_slice() {
             return Err(Error::InvalidArgument(format!(

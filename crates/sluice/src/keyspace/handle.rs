@@ -330,6 +330,30 @@ impl Db {
         Ok(names)
     }
 
+    /// Each keyspace of the database in `path`, `"default"` first, with the name of the merge
+    /// operator its operands were written for (`None`: none recorded), read from the
+    /// MANIFESTs through `fs` without opening the database: what [`crate::Options::merge_operator`]
+    /// and each [`crate::KeyspaceOptions::merge_operator`] must be ([`Db::open`] refuses
+    /// another).
+    ///
+    /// # Errors
+    /// As [`Db::list_keyspaces`].
+    pub fn list_merge_operators(
+        path: impl AsRef<std::path::Path>,
+        fs: &dyn crate::fs::FileSystem,
+    ) -> Result<Vec<(String, Option<String>)>> {
+        use crate::version::set::VersionSet;
+        let path = path.as_ref();
+        let (versions, _, _) = VersionSet::recover(fs, path)?;
+        let mut operators = vec![(DEFAULT_KEYSPACE.to_string(), versions.merge_operator)];
+        for (&id, name) in &versions.keyspaces {
+            let dir = crate::keyspace::options::keyspace_dir(path, id);
+            let (tree, _, _) = VersionSet::recover(fs, &dir)?;
+            operators.push((name.clone(), tree.merge_operator));
+        }
+        Ok(operators)
+    }
+
     /// The names of the database's keyspaces, `"default"` first.
     pub fn keyspace_names(&self) -> Vec<String> {
         let mut names = vec![DEFAULT_KEYSPACE.to_string()];

@@ -17,7 +17,7 @@ use super::lost_ranges::{self, LostRange};
 use super::salvage::{TableSalvage, salvage_table};
 use super::{RepairOptions, RepairReport};
 use crate::compaction::choose::{History, Request, local_exec};
-use crate::db::open::check_value_format;
+use crate::db::open::{check_merge_operator, check_value_format};
 use crate::db::recover::numbered_files;
 use crate::filename::{FileType, create_dir_all_durably, manifest_file_name, sync_dir};
 use crate::flush::{flush_pieces, write_level0_tables};
@@ -85,6 +85,7 @@ impl TreeRepair {
         // MANIFEST are refused, as an open refuses them.
         if let Some(v) = recovered.as_mut() {
             check_value_format(v, true, &options, &dir)?;
+            check_merge_operator(v, &options, &dir, false)?;
         }
         // A tree the MANIFEST names whose directory is gone still gets its WAL entries.
         for d in &dirs {
@@ -294,6 +295,11 @@ impl TreeRepair {
                 .options
                 .ttl
                 .map(|_| crate::version::edit::VALUE_FORMAT_TTL.to_string()),
+            merge_operator: self
+                .options
+                .merge_operator
+                .as_ref()
+                .map(|m| m.name().to_string()),
             keyspaces_created: extra.keyspaces_created,
             next_keyspace_id: extra.next_keyspace_id,
             keyspace_log_numbers: extra.keyspace_log_numbers,

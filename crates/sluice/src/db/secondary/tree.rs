@@ -83,6 +83,7 @@ impl FollowedTree {
         }
         let mut versions = VersionSet::from_manifest(&contents.edits, &path)?;
         crate::db::open::check_value_format(&mut versions, true, &self.options, &self.dir)?;
+        crate::db::open::check_merge_operator(&mut versions, &self.options, &self.dir, false)?;
         if crate::db::open::reconcile_partitions(&versions, &self.options)?.is_some() {
             return Err(Error::InvalidArgument(
                 "partitioning a database needs a read-write open".into(),

@@ -35,6 +35,9 @@
 //!   31 keyspace_log_number id: varint32, log number: varint64 -- keyspace id's own MANIFEST
 //!                        recorded that its entries in WALs below this are in its tables,
 //!                        durably, before the database gave up older WALs
+//!   32 merge_operator    length-prefixed UTF-8 name of the merge operator the tree's merge
+//!                        operands are written for; an open with another operator (or none)
+//!                        is refused
 //!
 //! file fields = (field_tag: varint32, value: length-prefixed bytes)*
 //!   1 number (varint64)          2 file_size (varint64)
@@ -95,6 +98,7 @@ const TAG_DROP_KEYSPACE: u32 = 28;
 const TAG_NEXT_KEYSPACE_ID: u32 = 29;
 const TAG_NEW_BLOB_FILE: u32 = 30;
 const TAG_KEYSPACE_LOG_NUMBER: u32 = 31;
+const TAG_MERGE_OPERATOR: u32 = 32;
 
 // New-file field tags. Frozen: never renumber.
 const FIELD_NUMBER: u32 = 1;
@@ -187,6 +191,10 @@ pub struct VersionEdit {
     /// How values are stored, when not as the user gave them: [`VALUE_FORMAT_TTL`]. Set in
     /// the edit that creates a database and in every MANIFEST's first edit after it.
     pub value_format: Option<String>,
+    /// The name of the merge operator ([`sluice_sst::merge_operator::MergeOperator::name`])
+    /// the tree's merge operands are written for. Set by the first open with an operator and
+    /// in every MANIFEST's first edit after it.
+    pub merge_operator: Option<String>,
     /// Range tombstones added: by a flush (those of its memtable), or in a MANIFEST's first
     /// edit (all of them).
     pub range_tombstones: Vec<RangeTombstone>,
@@ -300,6 +308,10 @@ impl VersionEdit {
         if let Some(format) = &self.value_format {
             put_varint32(dst, TAG_VALUE_FORMAT);
             put_length_prefixed(dst, format.as_bytes());
+        }
+        if let Some(name) = &self.merge_operator {
+            put_varint32(dst, TAG_MERGE_OPERATOR);
+            put_length_prefixed(dst, name.as_bytes());
         }
         for t in &self.range_tombstones {
             put_varint32(dst, TAG_RANGE_TOMBSTONE);
@@ -466,6 +478,13 @@ impl VersionEdit {
                     let name = String::from_utf8(d.bytes("value format")?.to_vec())
                         .map_err(|_| d.error_at(at, "value format is not UTF-8"))?;
                     if edit.value_format.replace(name).is_some() {
+                        return Err(d.error_at(at, format!("tag {tag} appears twice")));
+                    }
+                }
+                TAG_MERGE_OPERATOR => {
+                    let name = String::from_utf8(d.bytes("merge operator")?.to_vec())
+                        .map_err(|_| d.error_at(at, "merge operator name is not UTF-8"))?;
+                    if edit.merge_operator.replace(name).is_some() {
                         return Err(d.error_at(at, format!("tag {tag} appears twice")));
                     }
                 }
@@ -728,6 +747,9 @@ impl fmt::Display for VersionEdit {
         if let Some(format) = &self.value_format {
             writeln!(f, "value_format: {format}")?;
         }
+        if let Some(name) = &self.merge_operator {
+            writeln!(f, "merge_operator: {}", name.escape_default())?;
+        }
         let scalars = [
             ("log_number", self.log_number),
             ("default_log_number", self.default_log_number),
@@ -801,6 +823,7 @@ impl fmt::Debug for VersionEdit {
             .field("range_map", &self.range_map)
             .field("wals", &self.wals)
             .field("value_format", &self.value_format)
+            .field("merge_operator", &self.merge_operator)
             .field("range_tombstones", &self.range_tombstones)
             .field("dropped_tombstones", &self.dropped_tombstones)
             .field("default_log_number", &self.default_log_number)

@@ -44,6 +44,8 @@ pub struct VersionSet {
     pub wals: BTreeMap<u64, u64>,
     /// How values are stored ([`VersionEdit::value_format`]); `None`: as the user gave them.
     pub value_format: Option<String>,
+    /// The merge operator the tree's operands are written for ([`VersionEdit::merge_operator`]).
+    pub merge_operator: Option<String>,
     /// The default keyspace's entries in WALs below this are in tables (at least
     /// `log_number`, which is the oldest WAL any keyspace needs).
     pub default_log_number: u64,
@@ -71,6 +73,7 @@ impl VersionSet {
             compact_pointers: Default::default(),
             wals: BTreeMap::new(),
             value_format: None,
+            merge_operator: None,
             default_log_number: 0,
             keyspaces: BTreeMap::new(),
             next_keyspace_id: 1,
@@ -148,6 +151,9 @@ impl VersionSet {
         if edit.value_format.is_some() {
             self.value_format.clone_from(&edit.value_format);
         }
+        if edit.merge_operator.is_some() {
+            self.merge_operator.clone_from(&edit.merge_operator);
+        }
         for (level, key) in &edit.compact_pointers {
             self.compact_pointers[*level] = key.clone();
         }
@@ -170,6 +176,7 @@ impl VersionSet {
         self.compact_pointers.clone_from(&other.compact_pointers);
         self.wals.clone_from(&other.wals);
         self.value_format.clone_from(&other.value_format);
+        self.merge_operator.clone_from(&other.merge_operator);
         self.default_log_number = other.default_log_number;
         self.keyspaces.clone_from(&other.keyspaces);
         self.next_keyspace_id = other.next_keyspace_id;
@@ -284,6 +291,7 @@ impl VersionSet {
         let mut snapshot = VersionEdit {
             comparator: Some(COMPARATOR_NAME.to_string()),
             value_format: self.value_format.clone(),
+            merge_operator: self.merge_operator.clone(),
             range_tombstones: version.range_tombstones().to_vec(),
             log_number: Some(edit.log_number.unwrap_or(self.log_number)),
             next_file_number: Some(edit.next_file_number.unwrap_or(self.next_file_number)),

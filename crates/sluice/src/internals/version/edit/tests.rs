@@ -376,6 +376,7 @@ fn edit_strategy() -> impl Strategy<Value = VersionEdit> {
                     next_keyspace_id,
                     keyspace_log_numbers,
                     value_format: comparator.as_ref().map(|_| "ttl".to_string()),
+                    merge_operator: next_file_number.map(|n| format!("op-{n}")),
                     range_tombstones: Vec::new(),
                     dropped_tombstones: Vec::new(),
                     comparator,
