@@ -14,7 +14,7 @@ use crate::commands::dump::{DumpArgs, LoadArgs};
 use crate::commands::experiment::ExperimentCommand;
 use crate::commands::ingest::IngestArgs;
 use crate::commands::keyspace::KeyspaceCommand;
-use crate::commands::kv::{DeleteRangeArgs, KeyArgs, MergeArgs, PutArgs, ScanArgs};
+use crate::commands::kv::{DeleteRangeArgs, GetArgs, KeyArgs, MergeArgs, PutArgs, ScanArgs};
 use crate::commands::manifest::ManifestCommand;
 use crate::commands::range::RangeCommand;
 use crate::commands::repair::RepairArgs;
@@ -57,7 +57,7 @@ pub enum Command {
     /// with its value when it is read (`--merge-operator u64_add --u64 5` adds 5).
     Merge(MergeArgs),
     /// Print the value of KEY; exit 1 if it has none.
-    Get(KeyArgs),
+    Get(GetArgs),
     /// Delete KEY (a no-op if it is absent).
     Delete(KeyArgs),
     /// Delete every key in [--from, --to) with one range tombstone, however many there are.

@@ -281,3 +281,30 @@ fn read_commands_work_beside_a_running_writer() {
     assert!(stderr(&o).contains("open for writing"), "{}", stderr(&o));
     drop(writer);
 }
+
+/// `--key-hex` and `--value-hex` (ldb's `--key_hex`, `--value_hex`) take one side in hex, and
+/// `get --raw` prints a value's bytes as they are.
+#[test]
+fn keys_and_values_are_hex_apart_and_get_prints_raw_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db_arg(dir.path());
+    ok(&["put", "--db", &db, "--value-hex", "name", "00ff0a"]);
+    assert_eq!(ok(&["get", "--db", &db, "--value-hex", "name"]), "00ff0a\n");
+    assert_eq!(
+        ok(&["get", "--db", &db, "--key-hex", "6e616d65"]),
+        "\\x00\\xff\\x0a\n"
+    );
+    let raw = sluice(&["get", "--db", &db, "--raw", "name"]);
+    assert_eq!(raw.status.code(), Some(0));
+    assert_eq!(raw.stdout, vec![0x00, 0xff, 0x0a], "the bytes, no newline");
+    assert_eq!(ok(&["scan", "--db", &db, "--value-hex"]), "name\t00ff0a\n");
+    let o = sluice(&["get", "--db", &db, "--raw", "--hex", "6e616d65"]);
+    assert_eq!(o.status.code(), Some(2), "--raw and --hex conflict");
+    // A command's own flags come before the engine's in its help.
+    let help = ok(&["scan", "--help"]);
+    let (own, engine) = (
+        help.find("--value-hex").unwrap(),
+        help.find("Engine options").unwrap(),
+    );
+    assert!(own < engine, "{help}");
+}

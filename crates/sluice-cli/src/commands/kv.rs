@@ -2,8 +2,9 @@
 //! (`--keyspace`, default `default`).
 //!
 //! Keys and values are text on the command line and printed escaped (`\xNN` for bytes outside
-//! printable ASCII); with `--hex` both ways are hexadecimal, which is how binary keys are
-//! reached. `put` may create the database (as RocksDB's `ldb put --create_if_missing`
+//! printable ASCII); with `--hex` both ways are hexadecimal (`--key-hex`, `--value-hex`: one
+//! of them), which is how binary keys are reached; `get --raw` prints a value's bytes as they
+//! are. `put` may create the database (as RocksDB's `ldb put --create_if_missing`
 //! would); `delete` and `delete-range` need one to exist.
 
 use std::io::{Read, Write};
@@ -26,23 +27,47 @@ pub struct Encoding {
     /// accepted): the way to name keys that are not text.
     #[arg(long)]
     pub hex: bool,
+    /// Keys only are hexadecimal (ldb's --key_hex).
+    #[arg(long, conflicts_with = "hex")]
+    pub key_hex: bool,
+    /// Values only are hexadecimal (ldb's --value_hex).
+    #[arg(long, conflicts_with = "hex")]
+    pub value_hex: bool,
 }
 
 impl Encoding {
-    /// The bytes `text`, the `what` (for the error) given on the command line, stands for.
-    pub fn decode(self, what: &str, text: &str) -> Result<Vec<u8>, Failure> {
-        match self.hex {
-            true => hex::decode(text).map_err(|e| Failure::Error(format!("{what}: {e}"))),
-            false => Ok(text.as_bytes().to_vec()),
-        }
+    /// The key `text`, the `what` (for the error) given on the command line, stands for.
+    pub fn decode_key(self, what: &str, text: &str) -> Result<Vec<u8>, Failure> {
+        decode(self.hex || self.key_hex, what, text)
     }
 
-    /// How `bytes` are printed.
-    pub fn encode(self, bytes: &[u8]) -> String {
-        match self.hex {
-            true => hex::encode(bytes),
-            false => escape(bytes),
-        }
+    /// The value (or operand) `text`, the `what` given on the command line, stands for.
+    pub fn decode_value(self, what: &str, text: &str) -> Result<Vec<u8>, Failure> {
+        decode(self.hex || self.value_hex, what, text)
+    }
+
+    /// How the key `bytes` are printed.
+    pub fn key(self, bytes: &[u8]) -> String {
+        encode(self.hex || self.key_hex, bytes)
+    }
+
+    /// How the value `bytes` are printed.
+    pub fn value(self, bytes: &[u8]) -> String {
+        encode(self.hex || self.value_hex, bytes)
+    }
+}
+
+fn decode(hex: bool, what: &str, text: &str) -> Result<Vec<u8>, Failure> {
+    match hex {
+        true => hex::decode(text).map_err(|e| Failure::Error(format!("{what}: {e}"))),
+        false => Ok(text.as_bytes().to_vec()),
+    }
+}
+
+fn encode(hex: bool, bytes: &[u8]) -> String {
+    match hex {
+        true => hex::encode(bytes),
+        false => escape(bytes),
     }
 }
 
@@ -73,7 +98,7 @@ impl PutArgs {
     /// The value: the argument, or the file's (stdin's) bytes.
     fn value(&self) -> Result<Vec<u8>, Failure> {
         match (&self.value, &self.value_file) {
-            (Some(value), _) => self.encoding.decode("value", value),
+            (Some(value), _) => self.encoding.decode_value("value", value),
             (None, Some(path)) if path.as_os_str() == "-" => {
                 let mut value = Vec::new();
                 std::io::stdin()
@@ -131,7 +156,7 @@ pub struct DeleteRangeArgs {
     pub sync: bool,
 }
 
-/// `sluice get` and `sluice delete`.
+/// `sluice delete`, and the key of `sluice get`.
 #[derive(Debug, Args)]
 pub struct KeyArgs {
     #[command(flatten)]
@@ -142,6 +167,17 @@ pub struct KeyArgs {
     pub encoding: Encoding,
     /// The key.
     pub key: String,
+}
+
+/// `sluice get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    #[command(flatten)]
+    pub key: KeyArgs,
+    /// Print the value's bytes as they are, without escaping or a newline (to redirect a
+    /// binary value into a file).
+    #[arg(long, conflicts_with_all = ["hex", "value_hex"])]
+    pub raw: bool,
 }
 
 /// A range's lower and upper bound as bytes; `None` is unbounded.
@@ -163,7 +199,7 @@ impl KeyRange {
     pub fn bounds(&self, encoding: Encoding) -> Result<Bounds, Failure> {
         let bound = |what, text: &Option<String>| {
             text.as_deref()
-                .map(|t| encoding.decode(what, t))
+                .map(|t| encoding.decode_key(what, t))
                 .transpose()
         };
         Ok((bound("--from", &self.from)?, bound("--to", &self.to)?))
@@ -187,7 +223,7 @@ pub struct ScanArgs {
 }
 
 pub fn put(args: &PutArgs, _out: &mut dyn Write) -> CmdResult {
-    let key = args.encoding.decode("key", &args.key)?;
+    let key = args.encoding.decode_key("key", &args.key)?;
     let value = args.value()?;
     let db = args.keyspace.open(&args.db)?;
     let opts = WriteOptions { sync: args.sync };
@@ -206,9 +242,9 @@ pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
         })?;
         n.to_le_bytes().to_vec()
     } else {
-        args.encoding.decode("operand", &args.operand)?
+        args.encoding.decode_value("operand", &args.operand)?
     };
-    let key = args.encoding.decode("key", &args.key)?;
+    let key = args.encoding.decode_key("key", &args.key)?;
     let db = args.keyspace.open(&args.db)?;
     let opts = WriteOptions { sync: args.sync };
     db.merge_opt(&opts, &key, &operand)?;
@@ -217,8 +253,8 @@ pub fn merge(args: &MergeArgs, _out: &mut dyn Write) -> CmdResult {
 }
 
 pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
-    let from = args.encoding.decode("--from", &args.from)?;
-    let to = args.encoding.decode("--to", &args.to)?;
+    let from = args.encoding.decode_key("--from", &args.from)?;
+    let to = args.encoding.decode_key("--to", &args.to)?;
     let db = args.keyspace.open(&args.db, Access::Existing)?;
     let opts = WriteOptions { sync: args.sync };
     db.delete_range_opt(&opts, &from, &to)?;
@@ -226,22 +262,24 @@ pub fn delete_range(args: &DeleteRangeArgs, _out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
-pub fn get(args: &KeyArgs, out: &mut dyn Write) -> CmdResult {
-    let key = args.encoding.decode("key", &args.key)?;
-    let db = args.keyspace.open(&args.db, Access::Read)?;
+pub fn get(args: &GetArgs, out: &mut dyn Write) -> CmdResult {
+    let args_key = &args.key;
+    let key = args_key.encoding.decode_key("key", &args_key.key)?;
+    let db = args_key.keyspace.open(&args_key.db, Access::Read)?;
     let value = db.get(&key)?;
     db.close()?;
     match value {
-        Some(v) => Ok(writeln!(out, "{}", args.encoding.encode(&v))?),
+        Some(v) if args.raw => Ok(out.write_all(&v)?),
+        Some(v) => Ok(writeln!(out, "{}", args_key.encoding.value(&v))?),
         None => Err(Failure::Negative(format!(
             "not found: {}",
-            args.encoding.encode(&key)
+            args_key.encoding.key(&key)
         ))),
     }
 }
 
 pub fn delete(args: &KeyArgs, _out: &mut dyn Write) -> CmdResult {
-    let key = args.encoding.decode("key", &args.key)?;
+    let key = args.encoding.decode_key("key", &args.key)?;
     let db = args.keyspace.open(&args.db, Access::Existing)?;
     db.delete_opt(&WriteOptions::default(), &key)?;
     db.close()?;
@@ -261,10 +299,7 @@ pub fn scan(args: &ScanArgs, out: &mut dyn Write) -> CmdResult {
     it.seek_to_first()?;
     let mut printed = 0u64;
     while it.valid() && printed < limit {
-        let (key, value) = (
-            args.encoding.encode(it.key()),
-            args.encoding.encode(it.value()),
-        );
+        let (key, value) = (args.encoding.key(it.key()), args.encoding.value(it.value()));
         writeln!(out, "{key}\t{value}")?;
         printed += 1;
         it.next()?;

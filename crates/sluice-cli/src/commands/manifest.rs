@@ -1,18 +1,20 @@
-//! `manifest dump`: every version edit of the MANIFEST named by `CURRENT`, then the files per
-//! level that replaying them produces. Reads the files directly, without opening (or locking)
+//! `manifest dump`: every version edit of the MANIFEST named by `CURRENT`, then the state that
+//! replaying them produces: counters, keyspaces, the merge operator, files per level, range
+//! tombstones and blob files. Reads the files directly, without opening (or locking)
 //! the database, so it also works on a database another process has open.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
-use sluice::Error;
 use sluice::internals::filename::read_current_file;
 use sluice::internals::version::Version;
 use sluice::internals::version::edit::{FileMetaData, VersionEdit};
 use sluice::internals::version::manifest::read_manifest;
+use sluice::internals::version::set::VersionSet;
 use sluice::options::NUM_LEVELS;
+use sluice_sst::range_del::RangeTombstone;
 
 use super::DbArg;
 use crate::escape::{escape, internal_key_json};
@@ -49,19 +51,32 @@ fn dump(args: &ManifestDumpArgs, out: &mut dyn Write) -> CmdResult {
     let path = dir.join(read_current_file(&*fs, dir)?);
     let contents = read_manifest(&*fs, &path)?;
     let edits = &contents.edits;
-    let version = replay(&path, edits)?;
+    let set = VersionSet::from_manifest(edits, &path)?;
+    let version = set.current();
     if args.json {
         let v = json!({
             "manifest": path.display().to_string(),
             "edits": edits.iter().map(edit_json).collect::<Vec<_>>(),
-            "levels": (0..NUM_LEVELS).map(|l| level_json(&version, l)).collect::<Vec<_>>(),
+            "state": state_json(&set),
+            "levels": (0..NUM_LEVELS).map(|l| level_json(version, l)).collect::<Vec<_>>(),
+            "range_tombstones": version.range_tombstones().iter().map(tombstone_json)
+                .collect::<Vec<_>>(),
+            "blob_files": version.blob_files().values().map(|b| json!({
+                "number": b.meta.number,
+                "dir_index": b.meta.dir_index,
+                "file_size": b.meta.file_size,
+                "records": b.meta.records,
+                "value_bytes": b.meta.value_bytes,
+                "live_refs": b.live.refs,
+                "live_bytes": b.live.bytes,
+            })).collect::<Vec<_>>(),
             "dropped": contents.dropped.iter().map(|d| json!({
                 "offset": d.offset, "bytes": d.bytes, "reason": d.reason,
             })).collect::<Vec<_>>(),
         });
         writeln!(out, "{v}")?;
     } else {
-        write_text(&path, edits, &version, out)?;
+        write_text(&path, edits, &set, out)?;
         for d in &contents.dropped {
             writeln!(out)?;
             writeln!(out, "torn last record not applied: {d}")?;
@@ -70,26 +85,10 @@ fn dump(args: &ManifestDumpArgs, out: &mut dyn Write) -> CmdResult {
     Ok(())
 }
 
-/// The version the edits build, with errors naming the manifest file.
-fn replay(path: &Path, edits: &[VersionEdit]) -> sluice::Result<Version> {
-    let mut version = Version::default();
-    for edit in edits {
-        version = version.apply(edit).map_err(|e| match e {
-            Error::Corruption { offset, reason, .. } => Error::Corruption {
-                file: PathBuf::from(path),
-                offset,
-                reason,
-            },
-            other => other,
-        })?;
-    }
-    Ok(version)
-}
-
 fn write_text(
     path: &Path,
     edits: &[VersionEdit],
-    version: &Version,
+    set: &VersionSet,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     writeln!(out, "manifest: {} ({} edits)", path.display(), edits.len())?;
@@ -101,6 +100,24 @@ fn write_text(
             writeln!(out, "  {line}")?;
         }
     }
+    writeln!(out)?;
+    writeln!(out, "state:")?;
+    writeln!(
+        out,
+        "  last_sequence: {}, log_number: {}, next_file_number: {}",
+        set.last_sequence, set.log_number, set.next_file_number
+    )?;
+    let named = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+    writeln!(out, "  merge_operator: {}", named(&set.merge_operator))?;
+    writeln!(out, "  value_format: {}", named(&set.value_format))?;
+    for (id, name) in &set.keyspaces {
+        writeln!(
+            out,
+            "  keyspace {id}: {} (keyspaces/{id}/)",
+            name.escape_default()
+        )?;
+    }
+    let version = set.current();
     writeln!(out)?;
     writeln!(out, "files per level:")?;
     for level in 0..NUM_LEVELS {
@@ -115,7 +132,48 @@ fn write_text(
             writeln!(out, "  {f}")?;
         }
     }
+    let tombstones = version.range_tombstones();
+    writeln!(out)?;
+    writeln!(out, "range tombstones: {}", tombstones.len())?;
+    for t in tombstones {
+        writeln!(
+            out,
+            "  @{}: [{}, {})",
+            t.seq,
+            escape(&t.start),
+            escape(&t.end)
+        )?;
+    }
+    let blobs = version.blob_files();
+    writeln!(out)?;
+    writeln!(out, "blob files: {}", blobs.len())?;
+    for b in blobs.values() {
+        writeln!(
+            out,
+            "  {} live: {} refs, {}",
+            b.meta,
+            b.live.refs,
+            size(b.live.bytes)
+        )?;
+    }
     Ok(())
+}
+
+fn state_json(set: &VersionSet) -> Value {
+    json!({
+        "last_sequence": set.last_sequence,
+        "log_number": set.log_number,
+        "next_file_number": set.next_file_number,
+        "merge_operator": set.merge_operator,
+        "value_format": set.value_format,
+        "keyspaces": set.keyspaces.iter()
+            .map(|(id, name)| json!({ "id": id, "name": name }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+fn tombstone_json(t: &RangeTombstone) -> Value {
+    json!({ "seq": t.seq, "start": escape(&t.start), "end": escape(&t.end) })
 }
 
 fn file_json(f: &FileMetaData) -> Value {
@@ -161,11 +219,10 @@ fn edit_json(e: &VersionEdit) -> Value {
             .map(|(number, synced)| json!({ "number": number, "synced_bytes": synced }))
             .collect::<Vec<_>>(),
         "value_format": e.value_format,
+        "merge_operator": e.merge_operator,
         "default_log_number": e.default_log_number,
         "next_keyspace_id": e.next_keyspace_id,
-        "range_tombstones": e.range_tombstones.iter()
-            .map(|t| json!({ "seq": t.seq, "start": escape(&t.start), "end": escape(&t.end) }))
-            .collect::<Vec<_>>(),
+        "range_tombstones": e.range_tombstones.iter().map(tombstone_json).collect::<Vec<_>>(),
         "dropped_tombstones": e.dropped_tombstones,
         "keyspaces_created": e.keyspaces_created.iter()
             .map(|(id, name)| json!({ "id": id, "name": name }))

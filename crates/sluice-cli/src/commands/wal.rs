@@ -75,8 +75,8 @@ fn dump(args: &WalDumpArgs, out: &mut dyn Write) -> CmdResult {
                     json!({
                         "kind": kind_name(e.kind),
                         "keyspace": e.keyspace,
-                        "key": args.encoding.encode(e.key),
-                        "value": args.encoding.encode(e.value),
+                        "key": args.encoding.key(e.key),
+                        "value": args.encoding.value(e.value),
                     })
                 })
                 .collect();
@@ -104,8 +104,8 @@ fn dump(args: &WalDumpArgs, out: &mut dyn Write) -> CmdResult {
                 out,
                 "  {}{keyspace} {} => {}",
                 kind_name(e.kind),
-                args.encoding.encode(e.key),
-                args.encoding.encode(e.value)
+                args.encoding.key(e.key),
+                args.encoding.value(e.value)
             )?;
         }
     }

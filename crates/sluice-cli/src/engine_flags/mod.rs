@@ -47,7 +47,8 @@ pub struct EngineArgs {
     pub direct_io: bool,
     /// The merge operator that combines `sluice merge`'s operands with values: `u64_add`
     /// (little-endian u64 counters), `append`, or `append(HEX)` (with the delimiter's bytes in
-    /// hex, `append(2c)` for a comma). A database holding operands needs it to be read.
+    /// hex, `append(2c)` for a comma). The database records the operator it was written with
+    /// and later commands use it without this flag; another one is refused.
     #[arg(long, value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
     /// Values expire this many seconds after they are written (Options::ttl), in every
@@ -84,7 +85,15 @@ pub struct EngineArgs {
     pub blob_gc_force_threshold: f64,
     #[command(flatten)]
     pub tuning: TuningArgs,
+    #[command(flatten)]
+    pub own_flags_follow: OwnFlagsFollow,
 }
+
+/// Ends a group of flags' help section: the flags a command declares after it are its own,
+/// listed under "Options" with `--db`, not among the engine's.
+#[derive(Clone, Copy, Debug, Args)]
+#[command(next_help_heading = None)]
+pub struct OwnFlagsFollow {}
 
 /// A prefix extractor's name, `fixed:N` or `capped:N`.
 fn parse_prefix_extractor(name: &str) -> Result<PrefixExtractor, String> {

@@ -42,9 +42,9 @@ pub struct DumpArgs {
     #[command(flatten)]
     pub db: OpenArgs,
     /// Keys and values in hexadecimal instead of text with `\xNN` escapes (the header says
-    /// which, so `load` needs no flag).
-    #[command(flatten)]
-    pub encoding: Encoding,
+    /// which, so `load` needs no flag); `--from` and `--to` are then hexadecimal too.
+    #[arg(long)]
+    pub hex: bool,
     #[command(flatten)]
     pub range: KeyRange,
     /// Write the dump to FILE instead of stdout (`-`: stdout).
@@ -103,8 +103,13 @@ impl DumpEncoding {
 /// keyspace's entries in [--from, --to) from one iterator, so from one snapshot, to --output or
 /// `out`, one line at a time: the dump's size is not held in memory.
 pub fn dump(args: &DumpArgs, out: &mut dyn Write) -> CmdResult {
-    let (from, to) = args.range.bounds(args.encoding)?;
-    let encoding = match args.encoding.hex {
+    let bounds = Encoding {
+        hex: args.hex,
+        key_hex: false,
+        value_hex: false,
+    };
+    let (from, to) = args.range.bounds(bounds)?;
+    let encoding = match args.hex {
         true => DumpEncoding::Hex,
         false => DumpEncoding::Escaped,
     };

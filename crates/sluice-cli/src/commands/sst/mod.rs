@@ -188,7 +188,7 @@ fn handle_text(h: &BlockHandle) -> String {
 
 /// The text summary; `encoding` writes the user keys in it.
 fn write_summary(t: &Table, encoding: Encoding, out: &mut dyn Write) -> std::io::Result<()> {
-    let internal_key = |ikey: &[u8]| internal_key_with(ikey, |b| encoding.encode(b));
+    let internal_key = |ikey: &[u8]| internal_key_with(ikey, |b| encoding.key(b));
     let p = t.properties();
     let f = t.footer();
     let index = t.index_entries();
@@ -232,6 +232,21 @@ fn write_summary(t: &Table, encoding: Encoding, out: &mut dyn Write) -> std::io:
         p.compression,
         compression_ratio(p)
     )?;
+    let hex = |v: Option<u64>| v.map_or_else(|| "none".to_string(), |v| format!("{v:016x}"));
+    writeln!(out, "  entry digest: {}", hex(p.entry_digest))?;
+    writeln!(
+        out,
+        "  prefix extractor: {}",
+        p.prefix_extractor.as_deref().unwrap_or("none (whole keys)")
+    )?;
+    writeln!(out, "  task nonce: {}", hex(p.task_nonce))?;
+    for (blob, tally) in p.blob_refs.iter() {
+        writeln!(
+            out,
+            "  blob references: #{blob:06}: {} refs, {} bytes",
+            tally.refs, tally.bytes
+        )?;
+    }
     writeln!(out, "  value sizes:")?;
     for (i, &count) in p.value_size_histogram.iter().enumerate() {
         if count > 0 {
@@ -258,7 +273,7 @@ fn handle_json(h: &BlockHandle) -> Value {
 
 /// The JSON summary; `encoding` writes the user keys in it.
 fn summary_json(t: &Table, encoding: Encoding) -> Value {
-    let internal_key_json = |ikey: &[u8]| internal_key_json_with(ikey, |b| encoding.encode(b));
+    let internal_key_json = |ikey: &[u8]| internal_key_json_with(ikey, |b| encoding.key(b));
     let p = t.properties();
     let f = t.footer();
     let index = t.index_entries();
@@ -294,6 +309,12 @@ fn summary_json(t: &Table, encoding: Encoding) -> Value {
             "largest_seq": p.largest_seq,
             "compression": p.compression.name(),
             "compression_ratio": compression_ratio(p),
+            "entry_digest": p.entry_digest.map(|d| format!("{d:016x}")),
+            "prefix_extractor": p.prefix_extractor,
+            "task_nonce": p.task_nonce.map(|n| format!("{n:016x}")),
+            "blob_refs": p.blob_refs.iter()
+                .map(|(blob, t)| json!({ "blob": blob, "refs": t.refs, "bytes": t.bytes }))
+                .collect::<Vec<_>>(),
             "value_size_histogram": histogram,
         },
         "index": {
@@ -340,13 +361,13 @@ fn write_entries(t: &Arc<Table>, filter: &EntryFilter, out: &mut dyn Write) -> C
     // closed pipe is a quiet success) rather than as a table error.
     let mut write_error = None;
     let walked = for_each_entry(t, filter, |key, seq, kind, value| {
-        let key = filter.encoding.encode(key);
+        let key = filter.encoding.key(key);
         let written = match filter.values {
             true => writeln!(
                 out,
                 "  '{key}' @ {seq} {kind} value_len={} value='{}'",
                 value.len(),
-                filter.encoding.encode(value)
+                filter.encoding.value(value)
             ),
             false => writeln!(out, "  '{key}' @ {seq} {kind} value_len={}", value.len()),
         };
@@ -365,13 +386,13 @@ fn entries_json(t: &Arc<Table>, filter: &EntryFilter) -> Result<Vec<Value>> {
     let mut entries = Vec::new();
     for_each_entry(t, filter, |key, seq, kind, value| {
         let mut entry = json!({
-            "key": filter.encoding.encode(key),
+            "key": filter.encoding.key(key),
             "seq": seq,
             "kind": kind,
             "value_len": value.len(),
         });
         if filter.values {
-            entry["value"] = json!(filter.encoding.encode(value));
+            entry["value"] = json!(filter.encoding.value(value));
         }
         entries.push(entry);
         Ok(())
