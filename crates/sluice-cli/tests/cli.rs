@@ -284,9 +284,39 @@ fn merge_adds_counters_and_appends_with_the_named_operator() {
         stderr(&o)
     );
 
-    // One operator per database: lists go to another one.
-    let lists = db_arg(&dir.path().join("lists"));
+    // The flag is for the keyspace a command acts on: a keyspace of its own may have
+    // another operator, and trees without one get none recorded.
+    ok(&["keyspace", "create", "--db", &db, "plain"]);
+    ok(&["put", "--db", &db, "--keyspace", "plain", "k", "v"]);
+    let fs = sluice::fs::os_fs();
+    let recorded = sluice::Db::list_merge_operators(dir.path().join("db"), &*fs).unwrap();
+    assert_eq!(recorded[1], ("plain".to_string(), None), "{recorded:?}");
     let comma = ["--merge-operator", "append(2c)"];
+    for part in ["a", "b"] {
+        let args = [
+            "merge",
+            "--db",
+            &db,
+            "--keyspace",
+            "tags",
+            "t",
+            part,
+            "--create-keyspace",
+        ];
+        ok(&[&args[..], &comma].concat());
+    }
+    assert_eq!(
+        ok(&["get", "--db", &db, "--keyspace", "tags", "t"]),
+        "a,b\n"
+    );
+    assert_eq!(ok(&["get", "--db", &db, "hits"]), forty_three);
+    // A tree's recorded custom operator cannot come from the command line's built-ins: the
+    // open says which one to give.
+    let o = sluice(&["get", "--db", &db, "--keyspace", "plain", "k"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // Lists go to another database.
+    let lists = db_arg(&dir.path().join("lists"));
     for part in ["x", "y", "z"] {
         ok(&[&["merge", "--db", &lists, "list", part][..], &comma].concat());
     }

@@ -49,9 +49,14 @@ fn an_open_must_name_the_operator_the_operands_were_written_for() {
     let db = Db::open(&path, with(Some(Arc::new(U64Add)))).unwrap();
     assert_eq!(db.get("hits").unwrap(), Some(5u64.to_le_bytes().to_vec()));
     db.close().unwrap();
-    // The record survives a repair, which writes a new MANIFEST.
+    // The record survives a repair, which writes a new MANIFEST; repair combines no operands,
+    // so it needs no operator, but refuses another one.
     sluice::repair(&path, with(Some(Arc::new(U64Add)))).unwrap();
     assert!(refusal(Db::open(&path, with(None))).contains("u64_add"));
+    sluice::repair(&path, with(None)).unwrap();
+    assert!(refusal(Db::open(&path, with(None))).contains("u64_add"));
+    let e = sluice::repair(&path, with(Some(Arc::new(Append::new())))).unwrap_err();
+    assert!(e.to_string().contains(r#"not "append""#), "{e}");
 }
 
 #[test]
@@ -99,7 +104,10 @@ fn each_keyspace_records_its_own_operator() {
         .keyspaces
         .insert("counters".into(), KeyspaceOptions::default());
     let m = refusal(Db::open(&path, options.clone()));
-    assert!(m.contains("u64_add") && m.contains("keyspaces"), "{m}");
+    assert!(
+        m.contains(r#"keyspace "counters""#) && m.contains("KeyspaceOptions::merge_operator"),
+        "{m}"
+    );
     options.keyspaces.insert("counters".into(), counters);
     let db = Db::open(&path, options).unwrap();
     let n = db.keyspace("counters").unwrap().get("n").unwrap();

@@ -123,11 +123,16 @@ fn open_keyspace(
         // Not a new database made only to say that it lacks the keyspace.
         return Err(missing(name, dir, &[], create_hint(create)));
     }
-    let db = open_with(target, access, base)?;
+    let flag = base.merge_operator.clone();
+    let db = open_with(target, access, base, name)?;
     let keyspace = match db.keyspace(name) {
         Some(keyspace) => keyspace,
         None if creating => {
-            let options = KeyspaceOptions::of_default(db.options());
+            // The engine flags', with the merge operator --merge-operator gives this keyspace.
+            let options = KeyspaceOptions {
+                merge_operator: flag,
+                ..KeyspaceOptions::of_default(db.options())
+            };
             db.create_keyspace(name, &options)?
         }
         None => {
@@ -209,8 +214,14 @@ fn list(args: &KeyspaceListArgs, out: &mut dyn Write) -> CmdResult {
 }
 
 fn create(args: &KeyspaceNameArgs, _out: &mut dyn Write) -> CmdResult {
-    let db = open(&args.db, Access::Create)?;
-    let options = KeyspaceOptions::of_default(db.options());
+    let base = args.db.engine.options();
+    let flag = base.merge_operator.clone();
+    // --merge-operator is the new keyspace's, not the database's.
+    let db = open_with(&args.db, Access::Create, base, &args.name)?;
+    let options = KeyspaceOptions {
+        merge_operator: flag,
+        ..KeyspaceOptions::of_default(db.options())
+    };
     db.create_keyspace(&args.name, &options)?;
     db.close()?;
     Ok(())

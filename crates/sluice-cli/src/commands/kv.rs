@@ -87,7 +87,7 @@ pub struct PutArgs {
     pub value: Option<String>,
     /// Take the value from FILE, byte for byte (`-`: standard input), never as hexadecimal:
     /// for values too large for an argument (Linux caps one at 128 KiB) or not text.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "value_hex")]
     pub value_file: Option<PathBuf>,
     /// Sync the write-ahead log before returning.
     #[arg(long)]
@@ -129,7 +129,7 @@ pub struct MergeArgs {
     pub operand: String,
     /// The operand is a decimal number, written as the 8-byte little-endian u64 that `u64_add`
     /// adds.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "value_hex")]
     pub u64: bool,
     /// Sync the write-ahead log before returning.
     #[arg(long)]

@@ -24,7 +24,8 @@ use crate::units::size;
 /// `sluice manifest`.
 #[derive(Debug, Subcommand)]
 pub enum ManifestCommand {
-    /// Print every version edit of the current MANIFEST, then the files per level they produce.
+    /// Print every version edit of the current MANIFEST, then the state they build: counters,
+    /// merge operator, keyspaces, files per level, range tombstones and blob files.
     Dump(ManifestDumpArgs),
 }
 

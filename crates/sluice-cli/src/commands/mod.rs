@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use sluice::internals::filename::current_file_name;
+use sluice::keyspace::DEFAULT_KEYSPACE;
 use sluice::options::{PartitionOptions, PartitionOwner};
 use sluice::{CompactionOptions, Db, KeyspaceOptions, Options};
 
@@ -198,17 +199,23 @@ fn require_database(dir: &std::path::Path) -> sluice::Result<()> {
 
 /// Opens the database `target` names with its engine flags, adjusted for `access`.
 fn open(target: &OpenArgs, access: Access) -> sluice::Result<Db> {
-    open_with(target, access, target.engine.options())
+    open_with(target, access, target.engine.options(), DEFAULT_KEYSPACE)
 }
 
 /// Opens the database `target` names with `base` options adjusted for `access` and, with
-/// `--owner-dir`, for its partitions. The CLI never balances: it inspects or edits the data.
+/// `--owner-dir`, for its partitions, for a command acting on `keyspace` (the one
+/// `--merge-operator` is for). The CLI never balances: it inspects or edits the data.
 ///
 /// Keyspaces' options are not stored (as RocksDB's column family options are not), so every
 /// keyspace the database has opens with the same settings as the default one: the engine
 /// flags (compression, TTL, sizes) apply to all of them. The merge operator each one was
-/// written for is recorded, and a built-in one is used without `--merge-operator`.
-fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result<Db> {
+/// written for is recorded, and a recorded built-in one is used ([`set_merge_operators`]).
+fn open_with(
+    target: &OpenArgs,
+    access: Access,
+    base: Options,
+    keyspace: &str,
+) -> sluice::Result<Db> {
     let base = target.at.with_object_store(base)?;
     let DbArg {
         db: dir,
@@ -242,25 +249,7 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
         },
         ..base
     };
-    // Without --merge-operator, each keyspace gets the built-in operator its MANIFEST names
-    // (no database, or none readable, lists none: opening it then says what is wrong).
-    let recorded = Db::list_merge_operators(dir, &*options.fs).unwrap_or_default();
-    let flag = options.merge_operator.is_some();
-    let operator_of = |name: &Option<String>| match flag {
-        true => None,
-        false => name.as_deref().and_then(sluice::merge_operator::builtin),
-    };
-    if let Some(operator) = recorded.first().and_then(|(_, name)| operator_of(name)) {
-        options.merge_operator = Some(operator);
-    }
-    let keyspace = KeyspaceOptions::of_default(&options);
-    for (name, operator) in recorded.iter().skip(1) {
-        let mut settings = keyspace.clone();
-        if let Some(operator) = operator_of(operator) {
-            settings.merge_operator = Some(operator);
-        }
-        options.keyspaces.entry(name.clone()).or_insert(settings);
-    }
+    let unread = set_merge_operators(&mut options, dir, keyspace);
     let opened = match access {
         Access::ReadOnly => Db::open_read_only(dir, options),
         Access::Read => open_beside_writer(dir, options),
@@ -272,8 +261,48 @@ fn open_with(target: &OpenArgs, access: Access, base: Options) -> sluice::Result
                 "{m} (pass its owner directories with --owner-dir, in owner order)"
             ))
         }
+        sluice::Error::InvalidArgument(m) if m.contains("written with merge operator") => {
+            let unread = unread.map(|e| format!("; its MANIFESTs could not all be read: {e}"));
+            sluice::Error::InvalidArgument(format!(
+                "{m} (--merge-operator NAME on the command line){}",
+                unread.unwrap_or_default()
+            ))
+        }
         other => other,
     })
+}
+
+/// Gives each tree of the database in `dir` its merge operator: the keyspace the command acts
+/// on (`target`) the `--merge-operator` in `options` if one was given, and every other tree
+/// (and `target` without the flag) the built-in operator its MANIFEST records. A recorded
+/// operator that is not a built-in gives none, and the open then names it. Returns why the
+/// records could not be read, if they could not.
+fn set_merge_operators(options: &mut Options, dir: &Path, target: &str) -> Option<sluice::Error> {
+    let flag = options.merge_operator.take();
+    let (recorded, unread) = match Db::list_merge_operators(dir, &*options.fs) {
+        Ok(recorded) => (recorded, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    let for_tree = |name: &str, recorded: &Option<String>| match (name == target, &flag) {
+        (true, Some(flag)) => Some(Arc::clone(flag)),
+        _ => recorded
+            .as_deref()
+            .and_then(sluice::merge_operator::builtin),
+    };
+    options.merge_operator = match recorded.first() {
+        Some((name, written)) => for_tree(name, written),
+        // A database not created yet, or not readable.
+        None => flag.clone().filter(|_| target == DEFAULT_KEYSPACE),
+    };
+    let keyspace = KeyspaceOptions::of_default(options);
+    for (name, written) in recorded.iter().skip(1) {
+        let settings = KeyspaceOptions {
+            merge_operator: for_tree(name, written),
+            ..keyspace.clone()
+        };
+        options.keyspaces.entry(name.clone()).or_insert(settings);
+    }
+    unread
 }
 
 /// Opens `dir` read-only, or, if a process has it open for writing, as a secondary instance

@@ -47,8 +47,9 @@ pub struct EngineArgs {
     pub direct_io: bool,
     /// The merge operator that combines `sluice merge`'s operands with values: `u64_add`
     /// (little-endian u64 counters), `append`, or `append(HEX)` (with the delimiter's bytes in
-    /// hex, `append(2c)` for a comma). The database records the operator it was written with
-    /// and later commands use it without this flag; another one is refused.
+    /// hex, `append(2c)` for a comma), for the keyspace the command acts on. Each keyspace
+    /// records the operator it was written with, and commands that open an existing database
+    /// use a recorded built-in one without this flag; another one is refused.
     #[arg(long, value_name = "NAME", value_parser = parse_merge_operator)]
     pub merge_operator: Option<String>,
     /// Values expire this many seconds after they are written (Options::ttl), in every
@@ -93,6 +94,7 @@ pub struct EngineArgs {
 /// listed under "Options" with `--db`, not among the engine's.
 #[derive(Clone, Copy, Debug, Args)]
 #[command(next_help_heading = None)]
+#[group(skip)]
 pub struct OwnFlagsFollow {}
 
 /// A prefix extractor's name, `fixed:N` or `capped:N`.

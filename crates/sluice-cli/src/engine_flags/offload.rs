@@ -51,8 +51,6 @@ pub struct OffloadArgs {
     /// (`sluice worker --root NAME=DIR`); by default the workers' unnamed roots.
     #[arg(long, value_name = "NAME", default_value = "", requires = "workers")]
     pub worker_database: String,
-    #[command(flatten)]
-    pub own_flags_follow: super::OwnFlagsFollow,
 }
 
 fn parse_side_mode(s: &str) -> Result<SideMode, String> {

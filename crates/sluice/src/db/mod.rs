@@ -255,13 +255,18 @@ impl Db {
     /// a process that has the database open for writing (its files would change underneath).
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let journal = open::open_journal(path.as_ref(), options, open::Access::ReadOnly)?;
-        Ok(Db {
+        Ok(Db::without_background(journal))
+    }
+
+    /// The handle of a database that runs no background work (read-only or secondary).
+    fn without_background(journal: journal::Journal) -> Db {
+        Db {
             tree: Arc::clone(&journal.default),
             journal: Arc::new(journal),
             background: Mutex::new(Vec::new()),
             view: false,
             default_keyspace: Default::default(),
-        })
+        }
     }
 
     /// Opens a secondary instance of the database in `primary`: a read-only open that follows
@@ -295,13 +300,7 @@ impl Db {
         options: Options,
     ) -> Result<Db> {
         let journal = secondary::open_secondary(primary.as_ref(), scratch.as_ref(), options)?;
-        Ok(Db {
-            tree: Arc::clone(&journal.default),
-            journal: Arc::new(journal),
-            background: Mutex::new(Vec::new()),
-            view: false,
-            default_keyspace: Default::default(),
-        })
+        Ok(Db::without_background(journal))
     }
 
     /// Catches a secondary instance ([`Db::open_secondary`]) up with its primary: reads what

@@ -119,7 +119,7 @@ pub(super) fn open_journal(dir: &Path, options: Options, access: Access) -> Resu
         VersionSet::new_empty()
     };
     check_value_format(&mut versions, exists, &options, dir)?;
-    check_merge_operator(&mut versions, &options, dir, !read_only)?;
+    check_merge_operator(&mut versions, &options, (dir, None), !read_only)?;
     raise_next_file_number(fs, &mut versions, &dirs)?;
 
     let new_range_map = reconcile_partitions(&versions, &options)?;
@@ -414,6 +414,21 @@ pub(crate) struct Parts {
     pub report: RecoveryReport,
 }
 
+impl Parts {
+    /// A tree with nothing in it yet, read-only: what a secondary instance's follower fills.
+    pub(crate) fn empty() -> Parts {
+        Parts {
+            mem: MemTable::for_write_buffer(0, 0),
+            imm: VecDeque::new(),
+            versions: VersionSet::new_empty(),
+            last_seq: 0,
+            wal: None,
+            manifest: None,
+            report: RecoveryReport::default(),
+        }
+    }
+}
+
 /// What a tree shares with its database's journal.
 pub(crate) struct TreeLink {
     pub id: u32,
@@ -640,22 +655,29 @@ pub(crate) fn lock_directory(
 /// Holds `options.merge_operator` to the operator the tree's operands were written for (the
 /// MANIFEST records its name): another one would combine them differently, and without one
 /// they cannot be read. A tree without a record takes the options' operator, which `record`
-/// (a read-write open, whose new MANIFEST starts with the state) writes down.
+/// (a read-write open, whose new MANIFEST starts with the state) writes down. `keyspace`
+/// names a keyspace's tree (`None`: the database's own), for the message.
 pub(crate) fn check_merge_operator(
     versions: &mut VersionSet,
     options: &Options,
-    dir: &Path,
+    (dir, keyspace): (&Path, Option<&str>),
     record: bool,
 ) -> Result<()> {
     let given = options
         .merge_operator
         .as_ref()
         .map(|m| m.name().to_string());
+    let (tree, field) = match keyspace {
+        Some(name) => (
+            format!("keyspace {name:?} ({})", dir.display()),
+            "its KeyspaceOptions::merge_operator",
+        ),
+        None => (dir.display().to_string(), "Options::merge_operator"),
+    };
     match (&versions.merge_operator, given) {
         (Some(written), Some(given)) if *written != given => Err(Error::InvalidArgument(format!(
-            "{} was written with merge operator {written:?}, not {given:?}: its operands \
-                 would be combined by another rule",
-            dir.display()
+            "{tree} was written with merge operator {written:?}, not {given:?}: its operands \
+             would be combined by another rule"
         ))),
         (Some(written), None) => {
             let how = match sluice_sst::merge_operator::builtin(written) {
@@ -663,9 +685,8 @@ pub(crate) fn check_merge_operator(
                 None => "the application's operator of that name".to_string(),
             };
             Err(Error::InvalidArgument(format!(
-                "{} was written with merge operator {written:?}: open it with \
-                 Options::merge_operator ({how})",
-                dir.display()
+                "{tree} was written with merge operator {written:?}: open it with {field} \
+                 ({how})"
             )))
         }
         (None, Some(given)) if record => {

@@ -112,7 +112,7 @@ impl RecoveringTree {
             _ => {}
         }
         super::open::check_value_format(&mut versions, true, &options, &dir)?;
-        super::open::check_merge_operator(&mut versions, &options, &dir, !read_only)?;
+        super::open::check_merge_operator(&mut versions, &options, (&dir, Some(name)), !read_only)?;
         raise_next_file_number(fs, &mut versions, &dirs)?;
         let table_cache = Arc::new(TableCache::new(dirs, &options, block_cache));
         check_tables_exist(&versions, &table_cache, &options).map_err(|e| match e {

@@ -144,7 +144,7 @@ impl Journal {
         }
         let mut versions = VersionSet::new_empty();
         check_value_format(&mut versions, false, &tree_options, &dir)?;
-        check_merge_operator(&mut versions, &tree_options, &dir, true)?;
+        check_merge_operator(&mut versions, &tree_options, (&dir, Some(name)), true)?;
         // Partitioned mode: the tree starts with the options' range map, as a new database
         // does.
         if let Some(map) = reconcile_partitions(&versions, &tree_options)? {

@@ -85,7 +85,11 @@ impl TreeRepair {
         // MANIFEST are refused, as an open refuses them.
         if let Some(v) = recovered.as_mut() {
             check_value_format(v, true, &options, &dir)?;
-            check_merge_operator(v, &options, &dir, false)?;
+            // Repair combines no operands, so it needs no operator; one given must be the
+            // recorded one, which the new MANIFEST keeps either way.
+            if options.merge_operator.is_some() {
+                check_merge_operator(v, &options, (&dir, None), false)?;
+            }
         }
         // A tree the MANIFEST names whose directory is gone still gets its WAL entries.
         for d in &dirs {
@@ -295,11 +299,15 @@ impl TreeRepair {
                 .options
                 .ttl
                 .map(|_| crate::version::edit::VALUE_FORMAT_TTL.to_string()),
+            // The recorded operator; without a readable MANIFEST, the options'.
             merge_operator: self
-                .options
-                .merge_operator
+                .recovered
                 .as_ref()
-                .map(|m| m.name().to_string()),
+                .and_then(|v| v.merge_operator.clone())
+                .or_else(|| {
+                    let operator = self.options.merge_operator.as_ref();
+                    operator.map(|m| m.name().to_string())
+                }),
             keyspaces_created: extra.keyspaces_created,
             next_keyspace_id: extra.next_keyspace_id,
             keyspace_log_numbers: extra.keyspace_log_numbers,

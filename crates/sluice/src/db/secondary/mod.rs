@@ -43,17 +43,15 @@ use sluice_sst::key::SeqNo;
 use self::tree::FollowedTree;
 use super::journal::Journal;
 use super::open::Parts;
-use super::recover::{RecoveryReport, numbered_files};
+use super::recover::numbered_files;
 use crate::batch::DEFAULT_KEYSPACE_ID;
 use crate::filename::current_file_name;
 use crate::info_log::InfoLog;
 use crate::keyspace::DEFAULT_KEYSPACE;
-use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table_cache::TableCache;
 use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
-use crate::version::set::VersionSet;
 use crate::{Error, IoContext, Result};
 
 /// Rounds a catch-up tries before it gives up with `Busy` (see the module docs).
@@ -130,15 +128,7 @@ pub(super) fn open_secondary(dir: &Path, scratch: &Path, options: Options) -> Re
         options.clone(),
         Arc::clone(&table_cache),
     );
-    let parts = Parts {
-        mem: MemTable::for_write_buffer(0, 0),
-        imm: Default::default(),
-        versions: VersionSet::new_empty(),
-        last_seq: 0,
-        wal: None,
-        manifest: None,
-        report: RecoveryReport::default(),
-    };
+    let parts = Parts::empty();
     let log = InfoLog::open(options.fs.clone(), scratch, &options.info_log);
     let mut journal = super::open::new_secondary_journal(dir, options, table_cache, parts)?;
     if let Some(log) = &log {
@@ -255,21 +245,12 @@ impl Journal {
             if self.keyspaces.read().contains_key(&id) {
                 continue;
             }
-            let parts = Parts {
-                mem: MemTable::for_write_buffer(0, 0),
-                imm: Default::default(),
-                versions: VersionSet::new_empty(),
-                last_seq: 0,
-                wal: None,
-                manifest: None,
-                report: RecoveryReport::default(),
-            };
             self.attach_followed(
                 (id, &followed.name),
                 followed.dir.clone(),
                 followed.options.clone(),
                 Arc::clone(&followed.table_cache),
-                parts,
+                Parts::empty(),
             )?;
         }
         Ok(())

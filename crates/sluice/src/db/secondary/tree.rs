@@ -83,7 +83,10 @@ impl FollowedTree {
         }
         let mut versions = VersionSet::from_manifest(&contents.edits, &path)?;
         crate::db::open::check_value_format(&mut versions, true, &self.options, &self.dir)?;
-        crate::db::open::check_merge_operator(&mut versions, &self.options, &self.dir, false)?;
+        let keyspace =
+            (self.name != crate::keyspace::DEFAULT_KEYSPACE).then_some(self.name.as_str());
+        let tree = (self.dir.as_path(), keyspace);
+        crate::db::open::check_merge_operator(&mut versions, &self.options, tree, false)?;
         if crate::db::open::reconcile_partitions(&versions, &self.options)?.is_some() {
             return Err(Error::InvalidArgument(
                 "partitioning a database needs a read-write open".into(),
