@@ -25,6 +25,9 @@ use crate::snapshot::Snapshot;
 pub use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
+/// The options [`crate::Db::set_options`] changes on a live database.
+pub use crate::db::set_options::MUTABLE_OPTIONS;
+
 /// Options for [`crate::Db::open`].
 ///
 /// The fields here are database-wide; the settings of the tree itself are grouped in

@@ -63,6 +63,9 @@ enum Op {
     /// The secondary instance (opened at the first) catches up and reads every keyspace
     /// whole.
     Follow,
+    /// `set_options`: the write buffer at 64 KiB or 128 KiB, automatic compactions off (`.1`)
+    /// or on. A reopen takes the options again.
+    SetOptions(bool, bool),
     Reopen,
     /// After a reopen: a batch with a write through a keyspace handle of the earlier open
     /// (the default one or `.0`'s) is refused whole, and so is a read at its last snapshot.
@@ -183,6 +186,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => (proptest::option::of(k.clone()), proptest::option::of(k.clone()))
             .prop_map(|(a, b)| Op::Compact(a, b)),
         1 => Just(Op::Follow),
+        1 => (any::<bool>(), any::<bool>()).prop_map(|(b, off)| Op::SetOptions(b, off)),
         1 => Just(Op::Reopen),
         1 => (any::<u8>(), k).prop_map(|(ks, k)| Op::StaleHandle(ks, k)),
         2 => (any::<u8>(), any::<u8>()).prop_map(|(r, o)| Op::MoveRange(r, o)),
@@ -703,6 +707,19 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
                 for (name, ks_model) in names.zip(&ks_models) {
                     let ks = follower.keyspace(name).unwrap();
                     prop_assert_eq!(contents_of(&ks, &all), scan_model(ks_model, None, None));
+                }
+            }
+            Op::SetOptions(bigger, off) => {
+                let size = if bigger { "131072" } else { "65536" };
+                let off = if off { "true" } else { "false" };
+                d.set_options(&[
+                    ("write_buffer_size", size),
+                    ("disable_auto_compactions", off),
+                ])
+                .unwrap();
+                for ks in &keyspaces {
+                    ks.set_options(&[("disable_auto_compactions", off)])
+                        .unwrap();
                 }
             }
             Op::Reopen => {

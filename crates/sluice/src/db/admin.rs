@@ -45,6 +45,38 @@ pub struct CheckReport {
 }
 
 impl Db {
+    /// Changes options of the open database (RocksDB's `SetOptions`): `changes` are
+    /// `(name, value)` pairs by RocksDB's names, applied together or not at all (the result
+    /// must pass [`crate::Options::validate`]). The options a live database can change are
+    /// [`crate::options::MUTABLE_OPTIONS`]: the memtable's size and count, the L0 triggers,
+    /// the level sizes, the target file size and `disable_auto_compactions`. Writes, the
+    /// compaction picker and each new compaction use them from the call on; `OPTIONS` is
+    /// rewritten. They last until the database is closed: the next open takes its options
+    /// again. Each keyspace has its own ([`crate::Keyspace::set_options`]).
+    ///
+    /// ```no_run
+    /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
+    /// db.set_options(&[("disable_auto_compactions", "true"), ("write_buffer_size", "8388608")])?;
+    /// # Ok::<(), sluice::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidArgument`] naming an option that cannot change or a bad value
+    /// (nothing is changed then); [`crate::Error::ReadOnly`] on a read-only open.
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        self.tree.set_options(changes)?;
+        if self.tree.keyspace_id == crate::batch::DEFAULT_KEYSPACE_ID {
+            super::records::write_options(&self.tree.dir, &self.tree.live_options());
+        }
+        Ok(())
+    }
+
+    /// The options the database runs with now: those it was opened with ([`Db::options`])
+    /// and what [`Db::set_options`] changed since.
+    pub fn current_options(&self) -> std::sync::Arc<crate::Options> {
+        self.tree.live_options()
+    }
+
     /// Compacts every key in `[start, end]` (`None` = unbounded) down the tree, so that the
     /// range ends up in a single level with shadowed versions and deletions removed.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
@@ -193,7 +225,7 @@ impl Tree {
             write_slowdowns: stalls.l0_slowdown.count,
             write_stall_micros: stalls.micros(),
             stalls,
-            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &self.options),
+            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &self.live_options()),
             memtable_bytes: (st.mem.approximate_bytes()
                 + st.imm.iter().map(|m| m.approximate_bytes()).sum::<usize>())
                 as u64,

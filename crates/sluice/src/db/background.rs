@@ -232,12 +232,13 @@ impl Ord for Urgency {
 fn urgency(tree: &Tree) -> Option<Urgency> {
     let st = tree.state.lock();
     may_start(tree, &st).then(|| {
+        let options = tree.live_options();
         let version = st.versions.current();
         let l0 = version.files(0).len();
         Urgency {
-            stalling: l0 >= tree.options.compaction.l0_slowdown_writes_trigger,
+            stalling: l0 >= options.compaction.l0_slowdown_writes_trigger,
             score: (0..NUM_LEVELS)
-                .map(|level| picker::level_score(version, &tree.options, level))
+                .map(|level| picker::level_score(version, &options, level))
                 .fold(0.0, f64::max),
         }
     })
@@ -251,7 +252,7 @@ fn compact_one(tree: &Tree) -> bool {
     }
     let picked = picker::pick(
         st.versions.current(),
-        &tree.options,
+        &tree.live_options(),
         &st.versions.compact_pointers,
         &st.compactions,
     );

@@ -143,7 +143,8 @@ impl Tree {
         let seq = plan
             .needs_sequence
             .then(|| journal.visible_seq.load(Ordering::Acquire) + 1);
-        let env = self.job_env();
+        let options = self.live_options();
+        let env = self.job_env(&options);
         let (edit, report) = ingest::write_tables(&env, externals, &plan, seq, opts)?;
         self.log_and_apply(edit)?;
         drop(env);

@@ -23,20 +23,17 @@ use crate::compaction::env::JobEnv;
 use crate::compaction::job::{self, JobOutcome, JobRecord, MergeRecord};
 use crate::compaction::manual::{self, CompactOptions, ManualEnv};
 use crate::events::{BackgroundErrorInfo, CompactionInfo, FileKind, FlushInfo, TableFileInfo};
+use crate::options::Options;
 use crate::partition::placement::{PlaceContext, Placed};
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, VersionEdit};
 use crate::{Error, Result};
 
 impl Tree {
-    /// A job's view of the database, as of now (its snapshots are the live ones).
-    pub(crate) fn job_env(&self) -> JobEnv<'_> {
-        let env = JobEnv::new(
-            &self.options,
-            &self.table_cache,
-            self.snapshots.sequences(),
-            self,
-        );
+    /// A job's view of the database, as of now (its snapshots are the live ones), with
+    /// `options` the tree's current ones ([`Tree::live_options`]).
+    pub(crate) fn job_env<'a>(&'a self, options: &'a Options) -> JobEnv<'a> {
+        let env = JobEnv::new(options, &self.table_cache, self.snapshots.sequences(), self);
         env.with_remote(self.remote.as_deref())
             .in_keyspace(self.keyspace_id)
     }
@@ -73,7 +70,8 @@ impl Tree {
                 ..FlushInfo::default()
             })
         });
-        let env = self.job_env();
+        let options = self.live_options();
+        let env = self.job_env(&options);
         let flushed = crate::flush::run(&imm, &version, next_log_number, &env).and_then(|mut o| {
             if self.keyspace_id == DEFAULT_KEYSPACE_ID && !journal.keyspaces.read().is_empty() {
                 // Other keyspaces may still need older WALs (see `db::journal`).
@@ -148,7 +146,8 @@ impl Tree {
         exec: ExecOptions,
         control: Arc<JobControl>,
     ) -> Result<()> {
-        let env = self.job_env();
+        let options = self.live_options();
+        let env = self.job_env(&options);
         let started = std::time::Instant::now();
         let trivial = job::trivial_move(c, &env);
         let mut info = (!self.events.is_empty()).then(|| CompactionInfo {
@@ -356,8 +355,9 @@ impl Tree {
 
     /// True when automatic compaction has work. REQUIRES: the state lock.
     pub(crate) fn needs_compaction(&self, st: &TreeState) -> bool {
-        !self.options.compaction.disable_auto_compactions
-            && crate::compaction::picker::needs_compaction(st.versions.current(), &self.options)
+        let options = self.live_options();
+        !options.compaction.disable_auto_compactions
+            && crate::compaction::picker::needs_compaction(st.versions.current(), &options)
     }
 
     /// Fails with the sticky background error, if any. REQUIRES: the state lock.

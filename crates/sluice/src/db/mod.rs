@@ -46,6 +46,7 @@ pub mod records;
 pub(crate) mod recover;
 mod registry;
 mod secondary;
+pub(crate) mod set_options;
 mod stats_dump;
 mod write;
 
@@ -175,7 +176,11 @@ impl WriteCounters {
 /// sequence, snapshots, open and work signal) it holds as clones of the journal's.
 pub(crate) struct Tree {
     pub dir: PathBuf,
+    /// The options the tree was opened with.
     pub options: Options,
+    /// The options now: `options` with what [`Db::set_options`] changed since
+    /// ([`set_options`]). Read afresh by the write path, the picker and each compaction.
+    pub live: parking_lot::RwLock<Arc<Options>>,
     pub state: Mutex<TreeState>,
     /// Signalled (with `state`) whenever background work finishes or fails.
     pub bg_done: Condvar,

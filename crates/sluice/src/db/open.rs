@@ -582,6 +582,7 @@ pub(crate) fn new_tree(
         obsolete_files_lock: Mutex::new(()),
         range_map_lock: Mutex::new(()),
         recovery: Mutex::new(parts.report),
+        live: parking_lot::RwLock::new(Arc::new(options.clone())),
         options,
         closed: AtomicBool::new(false),
     })

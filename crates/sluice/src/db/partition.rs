@@ -251,7 +251,8 @@ impl Tree {
                 None => return Ok(false),
             }
         };
-        let env = self.job_env();
+        let options = self.live_options();
+        let env = self.job_env(&options);
         let result = split_tables(&crossing, at, &env).and_then(|new_files| {
             let mut edit = VersionEdit {
                 range_map: Some(map),

@@ -40,14 +40,19 @@ pub(super) fn opened(journal: &Journal) {
         }
         inner.events.set_log(log);
     }
+    write_options(&inner.dir, options);
+}
+
+/// Writes `OPTIONS` in `dir` with `options`: at open, and after `Db::set_options`.
+pub(super) fn write_options(dir: &Path, options: &crate::Options) {
     let text = format!(
-        "# The options this database was last opened with, by sluice {} at {} UTC.\n\
-         # Written at every open for the operator; the engine does not read it.\n{:#?}\n",
+        "# The options this database runs with, by sluice {} at {} UTC.\n\
+         # Written at every open and set_options for the operator; the engine does not read it.\n{:#?}\n",
         env!("CARGO_PKG_VERSION"),
         timestamp(SystemTime::now()),
         options
     );
-    write_atomically(&*options.fs, &inner.dir, OPTIONS_FILE, text.as_bytes());
+    write_atomically(&*options.fs, dir, OPTIONS_FILE, text.as_bytes());
 }
 
 /// Before the close releases the directory: writes `STATS` from `metrics` and logs the close.

@@ -553,12 +553,11 @@ impl Tree {
             if st.closing {
                 return Err(Error::Closed);
             }
+            // Read each time round: a stalled writer wakes to options set meanwhile.
+            let options = self.live_options();
             let l0_files = st.versions.current().l0_depth();
-            let l0_stalls = !self.options.compaction.disable_auto_compactions;
-            if l0_stalls
-                && !slowed
-                && l0_files >= self.options.compaction.l0_slowdown_writes_trigger
-            {
+            let l0_stalls = !options.compaction.disable_auto_compactions;
+            if l0_stalls && !slowed && l0_files >= options.compaction.l0_slowdown_writes_trigger {
                 // Delay this write by a millisecond rather than stopping later for seconds:
                 // it hands the CPU to compaction and spreads the delay over many writes.
                 let start = Instant::now();
@@ -569,20 +568,20 @@ impl Tree {
                 st = self.state.lock();
                 continue;
             }
-            let full = st.mem.approximate_bytes() >= self.options.memtable.write_buffer_size;
+            let full = st.mem.approximate_bytes() >= options.memtable.write_buffer_size;
             if (!force && !full) || (force && st.mem.is_empty()) {
                 let mem = Arc::clone(&st.mem);
                 drop(st);
                 let delayed =
-                    l0_stalls && l0_files >= self.options.compaction.l0_slowdown_writes_trigger;
+                    l0_stalls && l0_files >= options.compaction.l0_slowdown_writes_trigger;
                 self.events.stall_condition(match delayed {
                     true => StallCondition::Delayed,
                     false => StallCondition::Normal,
                 });
                 return Ok(mem);
             }
-            let memtables_full = st.imm.len() + 1 >= self.options.memtable.max_write_buffer_number;
-            let l0_full = l0_stalls && l0_files >= self.options.compaction.l0_stop_writes_trigger;
+            let memtables_full = st.imm.len() + 1 >= options.memtable.max_write_buffer_number;
+            let l0_full = l0_stalls && l0_files >= options.compaction.l0_stop_writes_trigger;
             if (memtables_full || l0_full) && self.events.stall_changes_to(StallCondition::Stopped)
             {
                 // Told without the lock; then every condition is checked again, since the
@@ -624,7 +623,7 @@ impl Tree {
                 &mut st.mem,
                 Arc::new(MemTable::for_write_buffer(
                     log_number,
-                    self.options.memtable.write_buffer_size,
+                    options.memtable.write_buffer_size,
                 )),
             );
             st.imm.push_back(frozen);

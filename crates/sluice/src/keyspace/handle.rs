@@ -227,6 +227,16 @@ impl Keyspace {
         self.db()?.flush()
     }
 
+    /// As [`Db::set_options`], for this keyspace's options.
+    pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
+        self.db()?.set_options(changes)
+    }
+
+    /// As [`Db::current_options`], this keyspace's.
+    pub fn current_options(&self) -> Result<std::sync::Arc<crate::Options>> {
+        Ok(self.db()?.current_options())
+    }
+
     /// As [`Db::compact_range`], in this keyspace.
     pub fn compact_range(&self, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.db()?.compact_range(start, end)
