@@ -98,6 +98,22 @@ fn bad_changes_are_refused_whole() {
             "{changes:?} changed something"
         );
     }
+    // RocksDB's bulk-load step, L0 triggers too high to reach, in one call: the stall
+    // triggers and the file threshold of intra-L0 compactions may not be below the trigger.
+    let alone = db.set_options(&[("level0_file_num_compaction_trigger", "1000")]);
+    assert!(
+        alone
+            .unwrap_err()
+            .to_string()
+            .contains("l0_slowdown_writes_trigger")
+    );
+    db.set_options(&[
+        ("level0_file_num_compaction_trigger", "1000"),
+        ("level0_slowdown_writes_trigger", "1000"),
+        ("level0_stop_writes_trigger", "1000"),
+        ("l0_compaction_file_threshold", "1000"),
+    ])
+    .unwrap();
     db.close().unwrap();
     let ro = Db::open_read_only(dir.path(), small()).unwrap();
     let e = ro

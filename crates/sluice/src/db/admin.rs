@@ -49,9 +49,10 @@ impl Db {
     /// `(name, value)` pairs by RocksDB's names, applied together or not at all (the result
     /// must pass [`crate::Options::validate`]). The options a live database can change are
     /// [`crate::options::MUTABLE_OPTIONS`]: the memtable's size and count, the L0 triggers,
-    /// the level sizes, the target file size and `disable_auto_compactions`. Writes, the
-    /// compaction picker and each new compaction use them from the call on; `OPTIONS` is
-    /// rewritten. They last until the database is closed: the next open takes its options
+    /// the level sizes, the target file size and `disable_auto_compactions` (and
+    /// `l0_compaction_file_threshold`, which must not be below the L0 trigger). Writes, the
+    /// compaction picker and each new compaction use them from the call on; the default
+    /// keyspace's are written to `OPTIONS`. They last until the database is closed: the next open takes its options
     /// again. Each keyspace has its own ([`crate::Keyspace::set_options`]).
     ///
     /// ```no_run
@@ -66,7 +67,10 @@ impl Db {
     pub fn set_options(&self, changes: &[(&str, &str)]) -> Result<()> {
         self.tree.set_options(changes)?;
         if self.tree.keyspace_id == crate::batch::DEFAULT_KEYSPACE_ID {
-            super::records::write_options(&self.tree.dir, &self.tree.live_options());
+            // Under the read lock, so that of two calls the later one's options are written
+            // last.
+            let live = self.tree.live.read();
+            super::records::write_options(&self.tree.dir, &live);
         }
         Ok(())
     }
@@ -172,6 +176,7 @@ impl Db {
 impl Tree {
     /// [`Db::metrics`], for the threads that hold only the shared state.
     pub(crate) fn metrics(&self) -> Metrics {
+        let live = self.live_options();
         let st = self.state.lock();
         let v = st.versions.current();
         let c = &st.level_counters;
@@ -182,7 +187,7 @@ impl Tree {
                 level,
                 files: v.num_files(level),
                 size_bytes: v.level_bytes(level),
-                score: level_score(v, &self.options, level),
+                score: level_score(v, &live, level),
                 bytes_in: c.bytes_in[level],
                 bytes_read: c.bytes_read[level],
                 bytes_written: c.bytes_written[level],
@@ -225,7 +230,7 @@ impl Tree {
             write_slowdowns: stalls.l0_slowdown.count,
             write_stall_micros: stalls.micros(),
             stalls,
-            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &self.live_options()),
+            compaction_debt_bytes: crate::compaction::debt::estimated_debt(v, &live),
             memtable_bytes: (st.mem.approximate_bytes()
                 + st.imm.iter().map(|m| m.approximate_bytes()).sum::<usize>())
                 as u64,
@@ -246,9 +251,11 @@ impl Tree {
             // Lock order: the state lock, then the offloader's (which never takes the state
             // lock while it holds its own).
             offload: self.remote.as_ref().map(|r| r.metrics()),
-            partitions: self.options.partitions.as_ref().and_then(|p| {
-                crate::partition::stats::partition_stats(v, &self.options, p.owners.len())
-            }),
+            partitions: self
+                .options
+                .partitions
+                .as_ref()
+                .and_then(|p| crate::partition::stats::partition_stats(v, &live, p.owners.len())),
             blob: crate::metrics::BlobMetrics {
                 cache_hits: cache.map_or(0, |c| c.value_hits()),
                 cache_misses: cache.map_or(0, |c| c.value_misses()),

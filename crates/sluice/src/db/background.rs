@@ -29,6 +29,7 @@ use parking_lot::{Condvar, Mutex};
 use super::journal::Journal;
 use super::{Tree, TreeState};
 use crate::compaction::picker;
+use crate::options::Options;
 use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
@@ -197,13 +198,13 @@ fn compaction_loop(journal: &Journal) {
 }
 
 /// True if `tree` may start an automatic compaction now. REQUIRES: its state lock.
-fn may_start(tree: &Tree, st: &TreeState) -> bool {
+fn may_start(tree: &Tree, st: &TreeState, options: &Options) -> bool {
     !st.closing
         && st.bg_error.is_none()
         && st.manual_waiting == 0
         && !st.manual_running
         && st.compactions.len() < tree.options.compaction.max_concurrent_compactions
-        && tree.needs_compaction(st)
+        && tree.needs_compaction(st, options)
 }
 
 /// How urgently a tree needs a compaction: whether L0 slows its writers, then its highest
@@ -231,8 +232,9 @@ impl Ord for Urgency {
 /// `tree`'s [`Urgency`], if it may start an automatic compaction now.
 fn urgency(tree: &Tree) -> Option<Urgency> {
     let st = tree.state.lock();
-    may_start(tree, &st).then(|| {
-        let options = tree.live_options();
+    // One reading of the options for the whole decision.
+    let options = tree.live_options();
+    may_start(tree, &st, &options).then(|| {
         let version = st.versions.current();
         let l0 = version.files(0).len();
         Urgency {
@@ -246,13 +248,14 @@ fn urgency(tree: &Tree) -> Option<Urgency> {
 
 /// Picks, registers and runs one automatic compaction of `tree`; false if it has none to run.
 fn compact_one(tree: &Tree) -> bool {
+    let options = tree.live_options();
     let mut st = tree.state.lock();
-    if !may_start(tree, &st) {
+    if !may_start(tree, &st, &options) {
         return false;
     }
     let picked = picker::pick(
         st.versions.current(),
-        &tree.live_options(),
+        &options,
         &st.versions.compact_pointers,
         &st.compactions,
     );

@@ -166,7 +166,7 @@ impl Tree {
             Some(moved) => Ok(moved),
             None => {
                 // The owners the placement occupies stay busy until the outputs are installed.
-                let placed = self.place(c);
+                let placed = self.place(c, &options);
                 let (executor, accounting) =
                     choose::executor_for(c, &env, exec, placed.sides, placed.output_dir);
                 job::merge(c, &env, &*executor, accounting, placed.output_dir, control)
@@ -200,12 +200,12 @@ impl Tree {
         installed
     }
 
-    /// Where the placement policy puts `c`.
-    fn place(&self, c: &Compaction) -> Placed<'_> {
+    /// Where the placement policy puts `c`, judged by `options` (the current ones).
+    fn place(&self, c: &Compaction, options: &Options) -> Placed<'_> {
         self.placement.place(
             c,
             &PlaceContext {
-                options: &self.options,
+                options,
                 table_cache: &self.table_cache,
                 remote: self
                     .remote
@@ -313,7 +313,7 @@ impl Tree {
                 || !st.compactions.is_empty()
                 || st.manual_running
                 || st.manual_waiting > 0
-                || self.needs_compaction(&st);
+                || self.needs_compaction(&st, &self.live_options());
             if !busy {
                 return Ok(());
             }
@@ -354,10 +354,9 @@ impl Tree {
     }
 
     /// True when automatic compaction has work. REQUIRES: the state lock.
-    pub(crate) fn needs_compaction(&self, st: &TreeState) -> bool {
-        let options = self.live_options();
+    pub(crate) fn needs_compaction(&self, st: &TreeState, options: &Options) -> bool {
         !options.compaction.disable_auto_compactions
-            && crate::compaction::picker::needs_compaction(st.versions.current(), &options)
+            && crate::compaction::picker::needs_compaction(st.versions.current(), options)
     }
 
     /// Fails with the sticky background error, if any. REQUIRES: the state lock.

@@ -9,7 +9,9 @@
 //! 3. `manifest`: the MANIFEST writer; held across the MANIFEST fsync so that installs are
 //!    serialized, while `state` is released;
 //! 4. `state`: memtables, version set, background flags and counters;
-//! 5. `bg_work`'s generation: held only to bump or read it, under any of the above.
+//! 5. `bg_work`'s generation: held only to bump or read it, under any of the above;
+//! 5. `live`: the current options, held only to copy out or replace the `Arc`, under any of
+//!    the above, never while another lock is taken.
 //!
 //! Background failures are sticky: once a flush or compaction fails, `state.bg_error` is set and
 //! every later write fails with `Error::Background` until the database is reopened.
@@ -355,7 +357,8 @@ impl Db {
         self.tree.is_read_only()
     }
 
-    /// The options the database was opened with.
+    /// The options the database was opened with ([`Db::current_options`]: with what
+    /// [`Db::set_options`] changed since).
     pub fn options(&self) -> &Options {
         &self.tree.options
     }

@@ -108,7 +108,7 @@ impl Tree {
     pub(crate) fn partition_stats(&self) -> Option<PartitionStats> {
         let owners = self.options.partitions.as_ref()?.owners.len();
         let version = Arc::clone(self.state.lock().versions.current());
-        partition_stats(&version, &self.options, owners)
+        partition_stats(&version, &self.live_options(), owners)
     }
 
     /// The current range map. REQUIRES: partitioned mode (checked by `what`'s caller).

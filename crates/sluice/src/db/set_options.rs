@@ -16,10 +16,11 @@ use crate::{Error, Result};
 
 /// The options `set_options` takes, by RocksDB's names (Sluice's own, where they differ, are
 /// accepted too).
-pub const MUTABLE_OPTIONS: [&str; 9] = [
+pub const MUTABLE_OPTIONS: [&str; 10] = [
     "write_buffer_size",
     "max_write_buffer_number",
     "level0_file_num_compaction_trigger",
+    "l0_compaction_file_threshold",
     "level0_slowdown_writes_trigger",
     "level0_stop_writes_trigger",
     "target_file_size_base",
@@ -47,6 +48,7 @@ fn set(options: &mut Options, name: &str, value: &str) -> Result<()> {
         "level0_file_num_compaction_trigger" | "l0_compaction_trigger" => {
             compaction.l0_compaction_trigger = size()?
         }
+        "l0_compaction_file_threshold" => compaction.l0_compaction_file_threshold = size()?,
         "level0_slowdown_writes_trigger" | "l0_slowdown_writes_trigger" => {
             compaction.l0_slowdown_writes_trigger = size()?
         }
@@ -94,6 +96,8 @@ impl Tree {
             set(&mut options, name, value)?;
         }
         options.validate()?;
+        *live = Arc::new(options);
+        drop(live);
         for (name, value) in changes {
             tracing::info!(
                 keyspace = self.keyspace_id,
@@ -102,8 +106,6 @@ impl Tree {
                 "option changed"
             );
         }
-        *live = Arc::new(options);
-        drop(live);
         self.bg_work.notify_all();
         let _st = self.state.lock();
         self.bg_done.notify_all();
@@ -122,6 +124,7 @@ mod tests {
             ("write_buffer_size", "1048576"),
             ("max_write_buffer_number", "3"),
             ("level0_file_num_compaction_trigger", "6"),
+            ("l0_compaction_file_threshold", "50"),
             ("level0_slowdown_writes_trigger", "30"),
             ("level0_stop_writes_trigger", "40"),
             ("target_file_size_base", "2097152"),
@@ -134,6 +137,7 @@ mod tests {
         assert_eq!(o.memtable.write_buffer_size, 1 << 20);
         assert_eq!(o.memtable.max_write_buffer_number, 3);
         assert_eq!(o.compaction.l0_compaction_trigger, 6);
+        assert_eq!(o.compaction.l0_compaction_file_threshold, 50);
         assert_eq!(o.compaction.l0_slowdown_writes_trigger, 30);
         assert_eq!(o.compaction.l0_stop_writes_trigger, 40);
         assert_eq!(o.compaction.target_file_size_base, 2 << 20);

@@ -294,7 +294,8 @@ impl Keyspace {
         db.tree.split_range(range, at, true).map(|_| ())
     }
 
-    /// The options its tree runs with.
+    /// The options its tree was opened with ([`Keyspace::current_options`]: with what
+    /// [`Keyspace::set_options`] changed since).
     pub fn options(&self) -> &crate::Options {
         &self.view.tree.options
     }
