@@ -550,22 +550,16 @@ impl LogReader {
     }
 
     fn drop_range(&mut self, offset: u64, bytes: u64, reason: String) {
-        if self.following {
-            self.dropped.push(DroppedRange {
-                file: self.path.clone(),
+        // A follower's torn tail is an append under way, not a loss.
+        if !self.following {
+            tracing::warn!(
+                file = %self.path.display(),
                 offset,
-                bytes,
+                dropped_bytes = bytes,
                 reason,
-            });
-            return;
+                "log recovery dropped bytes"
+            );
         }
-        tracing::warn!(
-            file = %self.path.display(),
-            offset,
-            dropped_bytes = bytes,
-            reason,
-            "log recovery dropped bytes"
-        );
         self.dropped.push(DroppedRange {
             file: self.path.clone(),
             offset,
