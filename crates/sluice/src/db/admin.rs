@@ -52,8 +52,9 @@ impl Db {
     /// the level sizes, the target file size and `disable_auto_compactions` (and
     /// `l0_compaction_file_threshold`, which must not be below the L0 trigger). Writes, the
     /// compaction picker and each new compaction use them from the call on; the default
-    /// keyspace's are written to `OPTIONS`. They last until the database is closed: the next open takes its options
-    /// again. Each keyspace has its own ([`crate::Keyspace::set_options`]).
+    /// keyspace's are written to `OPTIONS`. They last until the database is closed: the next
+    /// open takes its options again. Each keyspace has its own
+    /// ([`crate::Keyspace::set_options`]).
     ///
     /// ```no_run
     /// # let db = sluice::Db::open("/tmp/sluice-doc", sluice::Options::default())?;
