@@ -56,6 +56,15 @@ pub enum ShareError {
         /// What did not match.
         reason: String,
     },
+    /// A piece of a static share that was never sent: an earlier piece's call to the same
+    /// worker failed, and each would have waited out its own timeout.
+    #[error("worker {addr} was not sent this piece: an earlier one failed: {reason}")]
+    NotSent {
+        /// The worker.
+        addr: String,
+        /// How the earlier piece failed.
+        reason: String,
+    },
     /// The host's own check of the answer broke down (it panicked): a host bug, not the
     /// worker's, but the share is not installed either way.
     #[error("the host could not check the answer of worker {addr}: {reason}")]

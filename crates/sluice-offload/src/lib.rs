@@ -28,7 +28,8 @@
 //! - [`options`]: the settings, [`OffloadOptions`];
 //! - [`split`]: cutting sub-tasks into static shares; the measured bandwidths;
 //! - [`dispatch`]: the dynamic split's chunk queue;
-//! - `run`, `dynamic`, `share`: running a job with either split, and one part of it;
+//! - `run`, `static_split`, `dynamic`, `share`: running a job, with either split, and one part
+//!   of it;
 //! - [`task`]: the wire task for a share;
 //! - [`client`]: the gRPC client;
 //! - [`verify`]: the checks on reported files.
@@ -42,6 +43,7 @@ mod run;
 mod sample;
 mod share;
 pub mod split;
+mod static_split;
 pub mod task;
 pub mod verify;
 

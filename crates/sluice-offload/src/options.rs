@@ -185,6 +185,12 @@ pub struct OffloadOptions {
     /// taken regardless): smaller chunks balance the sides' finishing times more finely,
     /// at the cost of a round trip and a partial output file each.
     pub min_chunk_bytes: u64,
+    /// The static split sends a worker's share in pieces of about this many input bytes, one
+    /// after another, and checks each piece's outputs as soon as it is answered, while the
+    /// worker runs the next: the host's check then waits only for the last piece, not for the
+    /// whole share. Each piece costs a round trip and a partial output file. 0 sends every
+    /// share whole.
+    pub piece_bytes: u64,
     /// Who picks the executor of the host's shares.
     pub host_mode: SideMode,
     /// Who picks the executor a worker runs its shares with.
@@ -210,6 +216,7 @@ impl OffloadOptions {
             split: Split::default(),
             min_offload_bytes: 4 << 20,
             min_chunk_bytes: 4 << 20,
+            piece_bytes: 64 << 20,
             host_mode: SideMode::Decide,
             worker_mode: SideMode::Decide,
             task_timeout: Duration::from_secs(120),

@@ -1,7 +1,8 @@
 //! The static split's shares: a compaction's sub-tasks cut into one contiguous run per side (so
 //! each side's outputs cover one key range and the sides' files never overlap), sized by
-//! Co-KV's fixed ratio. Also each side's measured bandwidth, which sizes the dynamic split's
-//! chunks ([`super::dispatch`]).
+//! Co-KV's fixed ratio, and a worker's run cut again into pieces sent one after another. Also
+//! each side's measured bandwidth, which sizes the dynamic split's chunks
+//! ([`super::dispatch`]).
 
 use std::ops::Range;
 
@@ -43,6 +44,25 @@ pub fn cut(sizes: &[u64], weights: &[f64]) -> Vec<Range<usize>> {
         start = end;
     }
     ranges
+}
+
+/// Cuts `range` of sub-tasks (of `sizes` bytes) into contiguous pieces of about `piece_bytes`
+/// input bytes each, in order, none empty; their union is `range`. `piece_bytes == 0`, or a
+/// range that holds no more than one piece, stays whole. A piece is at least one sub-task.
+pub fn pieces(sizes: &[u64], range: Range<usize>, piece_bytes: u64) -> Vec<Range<usize>> {
+    let within = sizes.get(range.clone()).unwrap_or_default();
+    let bytes: u64 = within.iter().sum();
+    let count = match piece_bytes {
+        0 => 1,
+        _ => bytes
+            .div_ceil(piece_bytes)
+            .clamp(1, within.len().max(1) as u64) as usize,
+    };
+    cut(within, &vec![1.0; count])
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .map(|r| range.start + r.start..range.start + r.end)
+        .collect()
 }
 
 /// Each side's compaction bandwidth, as a moving average of its recent jobs (its share's, or
@@ -110,6 +130,18 @@ mod tests {
     }
 
     #[test]
+    fn pieces_of_a_share() {
+        // 100 bytes in sub-tasks 2..12: pieces of 25 bytes make four pieces.
+        assert_eq!(pieces(&[10; 20], 2..12, 25), vec![2..4, 4..7, 7..9, 9..12]);
+        assert_eq!(pieces(&[10; 20], 2..12, 0), vec![2..12]);
+        assert_eq!(pieces(&[10; 20], 2..12, 1000), vec![2..12]);
+        // Never more pieces than sub-tasks, never an empty one.
+        assert_eq!(pieces(&[10; 3], 0..3, 1), vec![0..1, 1..2, 2..3]);
+        assert_eq!(pieces(&[10; 3], 1..1, 1), Vec::<Range<usize>>::new());
+        assert_eq!(pieces(&[0; 3], 0..3, 1), vec![0..3]);
+    }
+
+    #[test]
     fn bandwidths_follow_measurements() {
         let mut b = Bandwidths::new(3);
         assert_eq!(b.priors(), vec![None, None, None]);
@@ -138,6 +170,25 @@ mod tests {
                 next = r.end;
             }
             prop_assert_eq!(next, sizes.len());
+        }
+
+        #[test]
+        fn pieces_tile_their_range(
+            sizes in proptest::collection::vec(0u64..1000, 0..40),
+            start in 0usize..40,
+            len in 0usize..40,
+            piece_bytes in 0u64..3000,
+        ) {
+            let start = start.min(sizes.len());
+            let range = start..(start + len).min(sizes.len());
+            let got = pieces(&sizes, range.clone(), piece_bytes);
+            let mut next = range.start;
+            for r in &got {
+                prop_assert_eq!(r.start, next);
+                prop_assert!(r.end > r.start);
+                next = r.end;
+            }
+            prop_assert_eq!(next, range.end);
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Compaction offload end to end, with real worker processes on 127.0.0.1 started and
 //! killed by the tests: the tree after an offloaded compaction holds exactly what a model says,
 //! and a worker that is down, killed, stalled or refused costs a retry on the host, never data,
-//! under the static split (one share per side) and the dynamic one (self-scheduled chunks).
+//! under the static split (one share per side, a worker's in pieces) and the dynamic one
+//! (self-scheduled chunks).
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -527,6 +528,127 @@ fn worker_killed_at_its_second_chunk() -> bool {
         "the chunk done before the kill is kept: {m:?}"
     );
     true
+}
+
+/// Static shares in pieces of `piece_bytes`: small enough that a worker's share of the test
+/// tree is several.
+fn in_pieces(addrs: Vec<String>, host_share: f64) -> OffloadOptions {
+    OffloadOptions {
+        split: Split::Static { host_share },
+        piece_bytes: 256 << 10,
+        ..offload(addrs, SECRET)
+    }
+}
+
+/// Copies of the inverted tree in `dir`'s subdirectories `names`, and what it holds.
+fn inverted_copies(dir: &Path, names: &[&str]) -> (Model, Vec<PathBuf>) {
+    let first = dir.join(names[0]);
+    let model = inverted(&first);
+    let mut copies = vec![first.clone()];
+    for name in &names[1..] {
+        let copy = dir.join(name);
+        std::fs::create_dir(&copy).unwrap();
+        for e in std::fs::read_dir(&first).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+        }
+        copies.push(copy);
+    }
+    (model, copies)
+}
+
+/// A worker logging its tasks to a thread that counts them: joined, the thread returns how
+/// many started, killing the worker with SIGKILL as it starts the `kill_at`-th.
+fn counted_worker(
+    root: &Path,
+    secret: &Path,
+    kill_at: Option<usize>,
+) -> (Worker, std::thread::JoinHandle<usize>) {
+    let (worker, log) = Worker::start_logged(root, secret, &[]);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap());
+    let counter = std::thread::spawn(move || {
+        let mut started = 0;
+        for line in BufReader::new(log).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("task started") {
+                started += 1;
+                if Some(started) == kill_at {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+        }
+        started
+    });
+    (worker, counter)
+}
+
+#[test]
+fn a_static_share_goes_out_in_pieces_and_holds_what_the_host_alone_writes() {
+    for host_share in [0.0, 0.5] {
+        let dir = tempfile::tempdir().unwrap();
+        let (model, copies) = inverted_copies(dir.path(), &["host", "offloaded"]);
+        let (host, offloaded) = (&copies[0], &copies[1]);
+        assert!(compact_checked(host, None, &model).is_none());
+        let secret = secret_file(dir.path(), SECRET);
+        let (mut worker, tasks) = counted_worker(offloaded, &secret, None);
+        let m = compact_and_check(
+            offloaded,
+            in_pieces(vec![worker.addr.clone()], host_share),
+            &model,
+        );
+        worker.kill();
+        // Each piece is a task of its own, answered and checked by itself; the side's
+        // figures are one report.
+        assert!(tasks.join().unwrap() >= 3, "{host_share}: {m:?}");
+        assert_eq!(m.retries, 0, "{host_share}: {m:?}");
+        let reported: Vec<&str> = m.last_shares.iter().map(|s| s.side.as_str()).collect();
+        match host_share > 0.0 {
+            true => assert_eq!(reported, ["host", worker.addr.as_str()]),
+            false => assert_eq!(reported, [worker.addr.as_str()]),
+        }
+        // Same entries, versions and tombstones as the host alone wrote; only the cuts differ.
+        let (want, got) = (entries(host), entries(offloaded));
+        assert!(!want.is_empty());
+        assert!(
+            want == got,
+            "{host_share}: the offloaded tree holds other entries"
+        );
+    }
+}
+
+#[test]
+fn a_worker_killed_at_its_second_piece_costs_the_pieces_from_there_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, copies) = inverted_copies(dir.path(), &["counted", "killed"]);
+    let secret = secret_file(dir.path(), SECRET);
+    // How many pieces the job has: the same tree, compacted with a worker that lives.
+    let (mut worker, tasks) = counted_worker(&copies[0], &secret, None);
+    compact_and_check(
+        &copies[0],
+        in_pieces(vec![worker.addr.clone()], 0.0),
+        &model,
+    );
+    worker.kill();
+    let pieces = tasks.join().unwrap() as u64;
+    assert!(pieces >= 3, "{pieces} pieces");
+    // SIGKILL the worker as it starts its second piece: the first one's answer is checked
+    // and kept; the second dies with the worker (partial outputs on disk), and the pieces
+    // after it are never sent (each would wait out its timeout). All of those run on the host.
+    let (mut worker, tasks) = counted_worker(&copies[1], &secret, Some(2));
+    let m = compact_and_check(
+        &copies[1],
+        in_pieces(vec![worker.addr.clone()], 0.0),
+        &model,
+    );
+    worker.kill();
+    assert_eq!(
+        tasks.join().unwrap(),
+        2,
+        "a piece after the kill was sent: {m:?}"
+    );
+    assert_eq!(m.retries, pieces - 1, "{m:?}");
+    assert_eq!(m.verify_failures, 0, "{m:?}");
+    assert!(m.last_shares.iter().all(|s| s.retried), "{m:?}");
 }
 
 #[cfg(feature = "test-lies")]

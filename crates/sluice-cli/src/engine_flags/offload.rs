@@ -38,6 +38,11 @@ pub struct OffloadArgs {
     /// Compactions with fewer input bytes stay on the host.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "4M")]
     pub offload_min_bytes: u64,
+    /// The static split sends a worker's share in pieces of about this many input bytes, one
+    /// after another, and checks each piece's outputs while the worker runs the next (0: each
+    /// share whole).
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value = "64M")]
+    pub offload_piece_bytes: u64,
     /// How far each worker's outputs are proven against the inputs before they are
     /// installed, beyond the host's read of every output byte (checksum, order, properties
     /// against the data) that always runs: `none`, `digest` (inputs = outputs + dropped, in
@@ -81,6 +86,7 @@ impl OffloadArgs {
             host_mode: self.host_mode,
             worker_mode: self.worker_mode,
             min_offload_bytes: self.offload_min_bytes,
+            piece_bytes: self.offload_piece_bytes,
             database: self.worker_database.clone(),
             verify_outputs: self.verify_outputs,
             ..OffloadOptions::new(self.workers.clone(), secret)
@@ -114,9 +120,12 @@ mod tests {
             "static:0.3",
             "--host-mode",
             "pipelined",
+            "--offload-piece-bytes",
+            "16M",
         ])
         .unwrap();
         assert_eq!(c.offload.workers.len(), 2);
+        assert_eq!(c.offload.offload_piece_bytes, 16 << 20);
         assert_eq!(c.offload.split, Split::Static { host_share: 0.3 });
         assert_eq!(
             c.offload.host_mode,

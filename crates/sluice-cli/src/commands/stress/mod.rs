@@ -379,6 +379,8 @@ fn offload_options(addresses: Vec<String>, secret_file: &Path) -> Result<Offload
     Ok(OffloadOptions {
         min_offload_bytes: engine::OFFLOAD_MIN_BYTES,
         min_chunk_bytes: engine::OFFLOAD_MIN_BYTES,
+        // Static shares go out in pieces, so kills land between and inside them too.
+        piece_bytes: 4 * engine::OFFLOAD_MIN_BYTES,
         task_timeout: Duration::from_secs(30),
         ..OffloadOptions::new(addresses, secret)
     })
