@@ -55,6 +55,14 @@ impl Job<'_> {
         new_output: &mut NewOutput<'_>,
     ) -> Result<JobParts> {
         let (off, spec) = (self.off, self.spec);
+        if weights.len() != off.clients.len() + 1 {
+            // A side without a worker would leave its key range unrun.
+            return Err(sluice_sst::Error::InvalidArgument(format!(
+                "a static split of {} sides for the host and {} worker(s)",
+                weights.len(),
+                off.clients.len()
+            )));
+        }
         let shares = plan_shares(spec, self.exec, weights, off.options.piece_bytes);
 
         // Every piece's numbers and task before any is sent: a task that cannot be built
@@ -113,20 +121,26 @@ impl Job<'_> {
                     Ok(())
                 }
                 Err(e) => {
-                let addr = off.clients[share.side - 1].addr();
-                tracing::warn!(worker = %addr, error = %e, "worker piece failed; re-running it on the host");
-                self.delete_share_outputs(numbers);
-                let mut m = off.metrics.lock();
-                m.retries += 1;
-                m.verify_failures += u64::from(e.is_verify_failure());
-                drop(m);
-                let (part, mut report) =
-                    self.run_share_on_host(spec, share, &self.control, new_output)?;
-                // The worker's piece, run on the host instead.
-                report.side = addr.to_string();
-                report.retried = true;
-                outputs.push((share.side, part, report));
-                Ok(())
+                    let addr = off.clients[share.side - 1].addr();
+                    tracing::warn!(
+                        worker = %addr,
+                        error = %e,
+                        "worker piece failed; re-running it on the host"
+                    );
+                    if !never_sent(&e) {
+                        self.delete_share_outputs(numbers);
+                    }
+                    let mut m = off.metrics.lock();
+                    m.retries += 1;
+                    m.verify_failures += u64::from(e.is_verify_failure());
+                    drop(m);
+                    let (part, mut report) =
+                        self.run_share_on_host(spec, share, &self.control, new_output)?;
+                    // The worker's piece, run on the host instead.
+                    report.side = addr.to_string();
+                    report.retried = true;
+                    outputs.push((share.side, part, report));
+                    Ok(())
                 }
             },
         });
@@ -179,6 +193,10 @@ impl Job<'_> {
         };
         let (done, outcomes) = std::sync::mpsc::channel();
         std::thread::scope(|scope| {
+            // A panic in `take` (the host's own share, a re-run) unwinds through here before
+            // the scope joins the check threads: stop the calls, so that joining does not
+            // wait for every piece still to come. Once all outcomes are in, it changes nothing.
+            let _stop_on_unwind = Defer(Some(abandon));
             for chain in sent {
                 let (gate, abandoned, done) = (&gate, &abandoned, done.clone());
                 scope.spawn(move || {
@@ -223,6 +241,7 @@ impl Job<'_> {
                     // The job failed: what the other pieces produced is not wanted.
                     Err(_) => match checked {
                         Ok((part, _)) => self.delete_parts(&[part]),
+                        Err(e) if never_sent(&e) => {}
                         Err(_) => self.delete_share_outputs(numbers),
                     },
                 }
@@ -339,6 +358,22 @@ async fn send_in_turn(
         };
         if answered.send(answer).is_err() {
             return;
+        }
+    }
+}
+
+/// Whether a piece failed before it was sent: it has written nothing to delete.
+fn never_sent(e: &ShareError) -> bool {
+    matches!(e, ShareError::NotSent { .. })
+}
+
+/// Runs its closure when dropped.
+struct Defer<F: FnOnce()>(Option<F>);
+
+impl<F: FnOnce()> Drop for Defer<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
         }
     }
 }

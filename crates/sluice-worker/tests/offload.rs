@@ -557,14 +557,16 @@ fn inverted_copies(dir: &Path, names: &[&str]) -> (Model, Vec<PathBuf>) {
     (model, copies)
 }
 
-/// A worker logging its tasks to a thread that counts them: joined, the thread returns how
-/// many started, killing the worker with SIGKILL as it starts the `kill_at`-th.
+/// A worker (with extra `args`) logging its tasks to a thread that counts them: joined, the
+/// thread returns how many started, killing the worker with SIGKILL as it starts the
+/// `kill_at`-th.
 fn counted_worker(
     root: &Path,
     secret: &Path,
+    args: &[&str],
     kill_at: Option<usize>,
 ) -> (Worker, std::thread::JoinHandle<usize>) {
-    let (worker, log) = Worker::start_logged(root, secret, &[]);
+    let (worker, log) = Worker::start_logged(root, secret, args);
     let pid = nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap());
     let counter = std::thread::spawn(move || {
         let mut started = 0;
@@ -590,7 +592,7 @@ fn a_static_share_goes_out_in_pieces_and_holds_what_the_host_alone_writes() {
         let (host, offloaded) = (&copies[0], &copies[1]);
         assert!(compact_checked(host, None, &model).is_none());
         let secret = secret_file(dir.path(), SECRET);
-        let (mut worker, tasks) = counted_worker(offloaded, &secret, None);
+        let (mut worker, tasks) = counted_worker(offloaded, &secret, &[], None);
         let m = compact_and_check(
             offloaded,
             in_pieces(vec![worker.addr.clone()], host_share),
@@ -622,7 +624,7 @@ fn a_worker_killed_at_its_second_piece_costs_the_pieces_from_there_on() {
     let (model, copies) = inverted_copies(dir.path(), &["counted", "killed"]);
     let secret = secret_file(dir.path(), SECRET);
     // How many pieces the job has: the same tree, compacted with a worker that lives.
-    let (mut worker, tasks) = counted_worker(&copies[0], &secret, None);
+    let (mut worker, tasks) = counted_worker(&copies[0], &secret, &[], None);
     compact_and_check(
         &copies[0],
         in_pieces(vec![worker.addr.clone()], 0.0),
@@ -634,7 +636,8 @@ fn a_worker_killed_at_its_second_piece_costs_the_pieces_from_there_on() {
     // SIGKILL the worker as it starts its second piece: the first one's answer is checked
     // and kept; the second dies with the worker (partial outputs on disk), and the pieces
     // after it are never sent (each would wait out its timeout). All of those run on the host.
-    let (mut worker, tasks) = counted_worker(&copies[1], &secret, Some(2));
+    // Throttled, each piece takes 20 times its CPU time, so the kill lands inside the second.
+    let (mut worker, tasks) = counted_worker(&copies[1], &secret, &["--throttle", "20"], Some(2));
     let m = compact_and_check(
         &copies[1],
         in_pieces(vec![worker.addr.clone()], 0.0),

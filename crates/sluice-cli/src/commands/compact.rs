@@ -307,7 +307,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
             )?;
         }
         if let Some(r) = summary.retries.filter(|r| *r > 0) {
-            writeln!(out, "  {r} worker share(s) re-run on the host")?;
+            writeln!(out, "  {r} worker task(s) re-run on the host")?;
         }
         if let Some(d) = summary.verify_failures.filter(|d| *d > 0) {
             writeln!(

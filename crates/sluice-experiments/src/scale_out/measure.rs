@@ -127,6 +127,9 @@ impl Setup<'_> {
                 OffloadOptions {
                     split: Split::Static { host_share: 0.0 },
                     min_offload_bytes: 0,
+                    // One task per worker: the model (docs/scale.md) is calibrated from a
+                    // share's call, its opens and its check, one after another.
+                    piece_bytes: 0,
                     ..OffloadOptions::new(addresses, self.secret.clone())
                 }
                 .into(),

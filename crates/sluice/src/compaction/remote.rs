@@ -83,9 +83,10 @@ pub struct ShareReport {
     pub side: String,
     /// Input bytes of the share (with the dynamic split: of all the side's chunks).
     pub input_bytes: u64,
-    /// Wall seconds from sending (or starting) the share to having its checked result; a
-    /// static share sent in pieces sums its pieces' (each its call and its check); with the
-    /// dynamic split, the side's busy time over its chunks (waits for work left out).
+    /// Wall seconds from sending (or starting) the share to having its checked result; for a
+    /// static share sent in pieces, its pieces' calls (one after another) and the last
+    /// piece's check; with the dynamic split, the side's busy time over its chunks (waits for
+    /// work left out).
     pub seconds: f64,
     /// `input_bytes / seconds`, in MB/s.
     pub bandwidth_mb_s: f64,
@@ -94,9 +95,9 @@ pub struct ShareReport {
     /// CPU seconds the side spent.
     pub cpu_seconds: f64,
     /// The host's seconds checking a worker's outputs before it installs them (0 for the
-    /// host's own share): part of `seconds` in the static split, though the check of a piece
-    /// runs while the worker runs the next; in the dynamic split, a check hidden behind the
-    /// worker's next chunk is not. The part of offloading that does not
+    /// host's own share). In the static split, every piece's check: only the last one's is
+    /// part of `seconds`, the others ran while the worker ran the next piece; in the dynamic
+    /// split, a check hidden behind the worker's next chunk is not part of `seconds` either. The part of offloading that does not
     /// shrink with more workers.
     pub check_seconds: f64,
     /// Bytes of the drop logs the worker sent with its outputs (0 for the host's share, and
@@ -160,7 +161,8 @@ impl SideTotals {
 pub struct OffloadMetrics {
     /// Compactions split between host and workers.
     pub jobs: u64,
-    /// Worker shares (or dynamic chunks) re-run elsewhere after a failure.
+    /// Worker tasks (a static share's pieces, dynamic chunks) re-run elsewhere after a
+    /// failure, including the pieces of a share never sent because an earlier one failed.
     pub retries: u64,
     /// Dynamic chunks a worker held that the host, out of other work, also ran because it
     /// expected to finish them sooner (the first copy to finish is kept).
