@@ -79,8 +79,8 @@ pub enum VerifyOutputs {
     /// wrong drop decision too, unless the worker forges its log and digest.
     #[default]
     Audit,
-    /// `Audit`, and for each worker part, this many user keys drawn from its inputs and its
-    /// outputs: their versions in the outputs must be exactly what merging the inputs gives.
+    /// `Audit`, and for each worker part (a static share's piece, a dynamic chunk), this many
+    /// user keys drawn from its inputs and its outputs: their versions in the outputs must be exactly what merging the inputs gives.
     /// Catches a forged dropped digest with a probability that grows with the keys sampled.
     Sample(u32),
     /// `Digest`, and every worker part merged again on the host: its files must be

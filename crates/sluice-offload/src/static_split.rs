@@ -67,9 +67,9 @@ impl Job<'_> {
 
         // Every piece's numbers and task before any is sent: a task that cannot be built
         // fails the job before a worker has written anything.
-        let mut chains = Vec::new();
+        let (mut chains, mut sent) = (Vec::new(), Vec::new());
         for (i, client) in off.clients.iter().enumerate() {
-            let mut chain = Vec::new();
+            let (mut tasks, mut answers): (Vec<_>, Vec<Sent<'_>>) = (Vec::new(), Vec::new());
             for share in shares.iter().filter(|s| s.side == i + 1) {
                 let numbers = self
                     .env
@@ -77,30 +77,23 @@ impl Job<'_> {
                 let task = self
                     .task(spec, &self.run_levels, share, numbers.clone())
                     .map_err(sluice_sst::Error::InvalidArgument)?;
-                chain.push((share, numbers, task));
-            }
-            if !chain.is_empty() {
-                chains.push((Arc::clone(client), chain));
-            }
-        }
-        let mut sent: Vec<Vec<Sent<'_>>> = Vec::new();
-        let mut calls = Vec::new();
-        for (client, chain) in chains {
-            let mut answers = Vec::new();
-            let mut tasks = Vec::new();
-            for (share, numbers, task) in chain {
                 let (answered, answer) = oneshot::channel();
                 tasks.push((task, answered));
                 answers.push((share, numbers, answer));
             }
-            let timeout = off.options.task_timeout;
-            calls.push(
-                off.runtime
-                    .spawn(send_in_turn(client, tasks, timeout))
-                    .abort_handle(),
-            );
-            sent.push(answers);
+            if !tasks.is_empty() {
+                chains.push((Arc::clone(client), tasks));
+                sent.push(answers);
+            }
         }
+        let timeout = off.options.task_timeout;
+        let calls: Vec<AbortHandle> = chains
+            .into_iter()
+            .map(|(client, tasks)| {
+                let call = off.runtime.spawn(send_in_turn(client, tasks, timeout));
+                call.abort_handle()
+            })
+            .collect();
         tracing::debug!(job = self.id, shares = shares.len(), "static pieces sent");
 
         let host_share = shares.iter().find(|s| s.side == 0);

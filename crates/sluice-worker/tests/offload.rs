@@ -254,6 +254,60 @@ fn dynamic(addrs: Vec<String>) -> OffloadOptions {
     }
 }
 
+/// Static shares in pieces of `piece_bytes`: small enough that a worker's share of the test
+/// tree is several.
+fn in_pieces(addrs: Vec<String>, host_share: f64) -> OffloadOptions {
+    OffloadOptions {
+        split: Split::Static { host_share },
+        piece_bytes: 256 << 10,
+        ..offload(addrs, SECRET)
+    }
+}
+
+/// Copies of the inverted tree in `dir`'s subdirectories `names`, and what it holds.
+fn inverted_copies(dir: &Path, names: &[&str]) -> (Model, Vec<PathBuf>) {
+    let first = dir.join(names[0]);
+    let model = inverted(&first);
+    let mut copies = vec![first.clone()];
+    for name in &names[1..] {
+        let copy = dir.join(name);
+        std::fs::create_dir(&copy).unwrap();
+        for e in std::fs::read_dir(&first).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+        }
+        copies.push(copy);
+    }
+    (model, copies)
+}
+
+/// A worker (with extra `args`) logging its tasks to a thread that counts them: joined, the
+/// thread returns how many started, killing the worker with SIGKILL as it starts the
+/// `kill_at`-th.
+fn counted_worker(
+    root: &Path,
+    secret: &Path,
+    args: &[&str],
+    kill_at: Option<usize>,
+) -> (Worker, std::thread::JoinHandle<usize>) {
+    let (worker, log) = Worker::start_logged(root, secret, args);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap());
+    let counter = std::thread::spawn(move || {
+        let mut started = 0;
+        for line in BufReader::new(log).lines() {
+            let Ok(line) = line else { break };
+            if line.contains("task started") {
+                started += 1;
+                if Some(started) == kill_at {
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+        }
+        started
+    });
+    (worker, counter)
+}
+
 #[test]
 fn offloaded_compaction_keeps_every_entry() {
     for (split, mode) in [
@@ -292,18 +346,13 @@ fn offloaded_compaction_keeps_every_entry() {
 #[test]
 fn dynamic_chunks_hold_what_a_host_only_compaction_holds() {
     let dir = tempfile::tempdir().unwrap();
-    let (host, offloaded) = (dir.path().join("host"), dir.path().join("offloaded"));
-    let model = inverted(&host);
-    std::fs::create_dir(&offloaded).unwrap();
-    for e in std::fs::read_dir(&host).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), offloaded.join(e.file_name())).unwrap();
-    }
-    assert!(compact_checked(&host, None, &model).is_none());
+    let (model, copies) = inverted_copies(dir.path(), &["host", "offloaded"]);
+    let (host, offloaded) = (&copies[0], &copies[1]);
+    assert!(compact_checked(host, None, &model).is_none());
 
     let secret = secret_file(dir.path(), SECRET);
-    let worker = Worker::start(&offloaded, &secret, &[]);
-    let m = compact_and_check(&offloaded, dynamic(vec![worker.addr.clone()]), &model);
+    let worker = Worker::start(offloaded, &secret, &[]);
+    let m = compact_and_check(offloaded, dynamic(vec![worker.addr.clone()]), &model);
     assert_eq!(m.retries, 0, "{m:?}");
     assert_every_side_took_part(&m);
     let last: Vec<&str> = m.last_shares.iter().map(|s| s.side.as_str()).collect();
@@ -315,7 +364,7 @@ fn dynamic_chunks_hold_what_a_host_only_compaction_holds() {
         .collect();
     assert_eq!(last, kept, "one report per side that kept work, host first");
     // Same entries, versions and tombstones as the host alone wrote; only the cuts differ.
-    let (want, got) = (entries(&host), entries(&offloaded));
+    let (want, got) = (entries(host), entries(offloaded));
     assert!(!want.is_empty());
     assert_eq!(want.len(), got.len());
     assert!(want == got, "the offloaded tree holds other entries");
@@ -499,27 +548,13 @@ fn worker_killed_at_its_second_chunk() -> bool {
     let dir = tempfile::tempdir().unwrap();
     let model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);
-    let (mut worker, log) = Worker::start_logged(dir.path(), &secret, &[]);
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap());
     // SIGKILL the worker as it starts its second chunk: the host sent that one only after
     // the first one's answer, whose files are then checked and kept, while the second dies
     // with the worker (partial outputs on disk) and goes back to the queue.
-    let killer = std::thread::spawn(move || {
-        let mut started = 0;
-        for line in BufReader::new(log).lines() {
-            let Ok(line) = line else { break };
-            if line.contains("task started") {
-                started += 1;
-                if started == 2 {
-                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-                }
-            }
-        }
-        started >= 2
-    });
+    let (mut worker, killer) = counted_worker(dir.path(), &secret, &[], Some(2));
     let m = compact_and_check(dir.path(), dynamic(vec![worker.addr.clone()]), &model);
     worker.kill();
-    if !killer.join().unwrap() {
+    if killer.join().unwrap() < 2 {
         return false;
     }
     assert!(m.retries >= 1, "{m:?}");
@@ -528,60 +563,6 @@ fn worker_killed_at_its_second_chunk() -> bool {
         "the chunk done before the kill is kept: {m:?}"
     );
     true
-}
-
-/// Static shares in pieces of `piece_bytes`: small enough that a worker's share of the test
-/// tree is several.
-fn in_pieces(addrs: Vec<String>, host_share: f64) -> OffloadOptions {
-    OffloadOptions {
-        split: Split::Static { host_share },
-        piece_bytes: 256 << 10,
-        ..offload(addrs, SECRET)
-    }
-}
-
-/// Copies of the inverted tree in `dir`'s subdirectories `names`, and what it holds.
-fn inverted_copies(dir: &Path, names: &[&str]) -> (Model, Vec<PathBuf>) {
-    let first = dir.join(names[0]);
-    let model = inverted(&first);
-    let mut copies = vec![first.clone()];
-    for name in &names[1..] {
-        let copy = dir.join(name);
-        std::fs::create_dir(&copy).unwrap();
-        for e in std::fs::read_dir(&first).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
-        }
-        copies.push(copy);
-    }
-    (model, copies)
-}
-
-/// A worker (with extra `args`) logging its tasks to a thread that counts them: joined, the
-/// thread returns how many started, killing the worker with SIGKILL as it starts the
-/// `kill_at`-th.
-fn counted_worker(
-    root: &Path,
-    secret: &Path,
-    args: &[&str],
-    kill_at: Option<usize>,
-) -> (Worker, std::thread::JoinHandle<usize>) {
-    let (worker, log) = Worker::start_logged(root, secret, args);
-    let pid = nix::unistd::Pid::from_raw(i32::try_from(worker.child.id()).unwrap());
-    let counter = std::thread::spawn(move || {
-        let mut started = 0;
-        for line in BufReader::new(log).lines() {
-            let Ok(line) = line else { break };
-            if line.contains("task started") {
-                started += 1;
-                if Some(started) == kill_at {
-                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
-                }
-            }
-        }
-        started
-    });
-    (worker, counter)
 }
 
 #[test]

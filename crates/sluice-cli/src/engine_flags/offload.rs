@@ -47,9 +47,10 @@ pub struct OffloadArgs {
     /// installed, beyond the host's read of every output byte (checksum, order, properties
     /// against the data) that always runs: `none`, `digest` (inputs = outputs + dropped, in
     /// counts and entry digests), `audit` (also every entry the worker dropped checked
-    /// against the snapshots, range tombstones and bottommost flag), `sample:K` (also K keys per worker share, drawn from its
-    /// inputs and outputs, re-merged on the host) or `full` (every worker share merged again
-    /// on the host and compared byte for byte).
+    /// against the snapshots, range tombstones and bottommost flag), `sample:K` (also K keys
+    /// per worker task, a static piece or a dynamic chunk, drawn from its inputs and outputs,
+    /// re-merged on the host) or `full` (every worker task merged again on the host and
+    /// compared byte for byte).
     #[arg(long, value_name = "LEVEL", default_value = "audit", value_parser = parse_verify)]
     pub verify_outputs: VerifyOutputs,
     /// This database's name on the workers, when one worker serves several databases

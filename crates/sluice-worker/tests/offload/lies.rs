@@ -95,11 +95,7 @@ fn every_lying_piece_of_a_static_share_is_caught_by_itself() {
     let model = inverted(dir.path());
     let secret = secret_file(dir.path(), SECRET);
     let worker = Worker::start(dir.path(), &secret, &["--lie", "drop-every:1000"]);
-    let off = OffloadOptions {
-        split: ALL_TO_THE_WORKER,
-        piece_bytes: 256 << 10,
-        ..offload(vec![worker.addr.clone()], SECRET)
-    };
+    let off = in_pieces(vec![worker.addr.clone()], 0.0);
     let m = compact_and_check(dir.path(), off, &model);
     assert!(m.verify_failures >= 2, "{m:?}");
     assert!(m.retries >= m.verify_failures, "{m:?}");
