@@ -111,3 +111,27 @@ fn commands_keep_tables_in_the_object_store() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains(&stored[0]), "{}", stderr(&o));
 }
+
+/// A prefix holds one database: a second one, in another directory, is refused before it
+/// writes there, and the first keeps its data.
+#[test]
+fn a_second_database_is_refused_on_a_prefix_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().join("bucket").display());
+    let (a, b) = (db_arg(&dir.path().join("a")), db_arg(&dir.path().join("b")));
+    let on = |db: &str, args: &[&str]| {
+        let store = ["--db", db, "--object-store", url.as_str()];
+        sluice(&[args, &store[..]].concat())
+    };
+    let o = on(&a, &["put", "k", "v"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = on(&b, &["put", "k", "other"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("SLUICE-OWNER") && stderr(&o).contains("another database"),
+        "{}",
+        stderr(&o)
+    );
+    let o = on(&a, &["get", "k"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "v\n", "{}", stderr(&o));
+}

@@ -38,9 +38,17 @@
 //! opened (none when this host uploaded it) and its reads are local. Every open makes a HEAD,
 //! which is what keeps a replaced or deleted object from being read out of the cache. `create`
 //! checks the name is free with a HEAD (the engine never reuses a number, so this is a guard,
-//! not a lock: two hosts must not share one prefix).
+//! not a lock).
+//!
+//! # One database per prefix
+//!
+//! A read-write open claims the prefix with a marker object (`SLUICE-OWNER`) created by a
+//! conditional PUT and naming the database by an id kept in its directory; another database
+//! opening on that prefix is refused before it writes or deletes anything there (`owner.rs`).
+//! Each open reads the marker: one GET.
 
 mod cache;
+mod owner;
 pub mod proxy;
 mod readahead;
 mod reader;
@@ -64,6 +72,10 @@ use sluice_sst::fs::{
 use tokio::task::JoinHandle;
 
 pub use cache::{CacheStats, ObjectCache};
+pub use owner::{LOCAL_ID, MARKER};
+
+/// The database's lock file, whose exclusive lock claims the prefix.
+const LOCK: &str = "LOCK";
 
 use reader::{ObjectReader, Source};
 use requests::{LIST_PAGE, Requests};
@@ -362,8 +374,13 @@ impl FileSystem for ObjectFs {
         )))
     }
 
+    /// Removing the database's own `LOCK` (the last step of `Db::destroy`) releases the
+    /// prefix first.
     fn remove(&self, path: &Path) -> io::Result<()> {
         let Some(location) = self.inner.object(path) else {
+            if path == self.inner.root.join(LOCK) {
+                self.inner.release()?;
+            }
             return self.inner.local.remove(path);
         };
         // S3 deletes a missing key without complaint; a missing file is NotFound here.
@@ -435,9 +452,12 @@ impl FileSystem for ObjectFs {
             })?;
             let pages = (listed.len() as u64).div_ceil(LIST_PAGE).max(1);
             Requests::count(&self.inner.requests.lists, pages);
+            // The owner marker is the prefix's, not a file of the database directory.
+            let marker = self.inner.prefix.clone().join(MARKER);
             names.extend(
                 listed
                     .iter()
+                    .filter(|o| o.location != marker)
                     .filter_map(|o| o.location.filename())
                     .map(OsString::from),
             );
@@ -465,8 +485,14 @@ impl FileSystem for ObjectFs {
         })
     }
 
+    /// Takes the lock on the local file; the database's own `LOCK` also claims the prefix
+    /// (exclusive) or checks that another database does not own it (shared): see `owner.rs`.
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
-        self.inner.local.lock(path, mode)
+        let lock = self.inner.local.lock(path, mode)?;
+        if path == self.inner.root.join(LOCK) {
+            self.inner.claim(mode == LockMode::Exclusive)?;
+        }
+        Ok(lock)
     }
 
     fn is_remote(&self, path: &Path) -> bool {
@@ -483,10 +509,11 @@ impl FileSystem for ObjectFs {
     }
 }
 
-/// Deletes every object under the prefix of `fs` (a database's tables and blob files, and
-/// anything else there); returns how many. For tools that remove a database they made.
+/// Deletes every object under the prefix of `fs` (a database's tables and blob files, its
+/// owner marker, and anything else there); returns how many. For tools that remove a
+/// database they made.
 pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
-    let names = list_objects(fs)?;
+    let names = list_all(fs)?;
     for name in &names {
         let (store, location) = (Arc::clone(&fs.inner.store), ObjectPath::from(name.as_str()));
         Requests::count(&fs.inner.requests.deletes, 1);
@@ -496,8 +523,17 @@ pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
     Ok(names.len())
 }
 
-/// Lists every object under `prefix` of `store` (for tests and tools).
+/// Lists the database's objects under the prefix of `fs`: every object but the owner marker
+/// (for tests and tools).
 pub fn list_objects(fs: &ObjectFs) -> io::Result<Vec<String>> {
+    let marker = fs.inner.prefix.clone().join(MARKER).to_string();
+    let mut names = list_all(fs)?;
+    names.retain(|n| *n != marker);
+    Ok(names)
+}
+
+/// Every object under the prefix of `fs`.
+fn list_all(fs: &ObjectFs) -> io::Result<Vec<String>> {
     let store = Arc::clone(&fs.inner.store);
     let prefix = fs.inner.prefix.clone();
     fs.inner.wait(async move {

@@ -174,7 +174,8 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     db.close().unwrap();
     let reopened = fs.cache_stats().unwrap();
     assert_eq!(counted.cache_hits, reopened.hits);
-    assert_eq!(counted.gets, 0, "every read was local: {counted:?}");
+    // The open's one GET is the prefix's owner marker (see `owner.rs`).
+    assert_eq!(counted.gets, 1, "every table read was local: {counted:?}");
     assert!(reopened.hits > 0, "{reopened:?}");
     assert_eq!(reopened.misses, 0, "{reopened:?}");
     drop(fs);
@@ -383,4 +384,125 @@ fn destroy_removes_the_tables_in_the_bucket_too() {
     Db::destroy(&dir, &options(&fs)).unwrap();
     assert_eq!(list_objects(&fs).unwrap(), Vec::<String>::new());
     assert!(!dir.exists());
+}
+
+/// The error of an open that must fail, as text.
+fn open_error(dir: &Path, fs: &ObjectFs) -> String {
+    match Db::open(dir, options(fs)) {
+        Ok(_) => panic!("{} opened on a prefix it does not own", dir.display()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Two databases in two directories never share a prefix: the first to open claims it with a
+/// marker, and the other is refused before it writes or deletes anything there. A database
+/// from before markers (a `CURRENT` and no marker) claims its own prefix; a new one never
+/// claims a prefix that holds objects; `destroy` releases it.
+#[test]
+fn a_prefix_belongs_to_one_database() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("c"),
+    );
+    let fs_of = |dir: &Path| {
+        std::fs::create_dir_all(dir).unwrap();
+        ObjectFs::new(os_fs(), server.store(), dir, "shared").unwrap()
+    };
+    let (fs_a, fs_b, fs_c) = (fs_of(&a), fs_of(&b), fs_of(&c));
+    let marker = format!("shared/{}", sluice_object::MARKER);
+    let db = Db::open(&a, options(&fs_a)).unwrap();
+    for i in 0..3000u32 {
+        db.put(format!("key{i:06}"), "a").unwrap();
+    }
+    db.flush().unwrap();
+    db.close().unwrap();
+    let a_id = std::fs::read_to_string(a.join(sluice_object::LOCAL_ID)).unwrap();
+    let marked = String::from_utf8(server.get(&marker)).unwrap();
+    assert!(marked.contains(a_id.lines().nth(1).unwrap()), "{marked}");
+    let objects = list_objects(&fs_a).unwrap();
+    assert!(!objects.is_empty());
+
+    // Another database on the prefix: refused, read-write, naming the marker; nothing moved.
+    let refused = open_error(&b, &fs_b);
+    assert!(
+        refused.contains(&marker) && refused.contains("another database"),
+        "{refused}"
+    );
+    assert_eq!(list_objects(&fs_b).unwrap(), objects);
+    assert!(!b.join(sluice_object::LOCAL_ID).exists());
+
+    // The owner reopens and reads its data.
+    let db = Db::open(&a, options(&fs_a)).unwrap();
+    assert_eq!(db.get("key002999").unwrap().as_deref(), Some(&b"a"[..]));
+    db.close().unwrap();
+
+    // A database from before markers, or whose marker was deleted, claims its prefix again.
+    server.delete(&marker);
+    std::fs::remove_file(a.join(sluice_object::LOCAL_ID)).unwrap();
+    let reclaimed = open_error(&c, &fs_c);
+    assert!(reclaimed.contains("holds objects"), "{reclaimed}");
+    assert!(
+        !server.exists(&marker),
+        "a refused new database claims nothing"
+    );
+    let db = Db::open(&a, options(&fs_a)).unwrap();
+    db.close().unwrap();
+    let new_id = std::fs::read_to_string(a.join(sluice_object::LOCAL_ID)).unwrap();
+    assert_ne!(new_id, a_id, "a fresh id for a fresh claim");
+    assert!(open_error(&b, &fs_b).contains("another database"));
+
+    // A marker that is not one is an error, not a claim.
+    let honest = server.get(&marker);
+    server.put(&marker, b"not a marker".to_vec());
+    let garbled = open_error(&a, &fs_a);
+    assert!(garbled.contains("not a prefix owner marker"), "{garbled}");
+    // Nor is one too large to be read: the honest marker padded to 8 KiB.
+    let mut padded = honest.clone();
+    padded.resize(8 << 10, b'x');
+    server.put(&marker, padded);
+    let oversized = open_error(&a, &fs_a);
+    assert!(
+        oversized.contains("not a prefix owner marker"),
+        "{oversized}"
+    );
+    server.put(&marker, honest);
+
+    // Destroying the owner releases the prefix, and another database may take it.
+    Db::destroy(&a, &options(&fs_a)).unwrap();
+    assert!(!server.exists(&marker));
+    assert!(!a.exists());
+    let db = Db::open(&b, options(&fs_b)).unwrap();
+    db.put("b", "b").unwrap();
+    db.close().unwrap();
+    assert!(open_error(&c, &fs_c).contains("another database"));
+}
+
+/// Two new databases opening one empty prefix at the same moment: the conditional PUT of the
+/// marker lets exactly one of them in.
+#[test]
+fn two_databases_claiming_one_prefix_at_once_get_one_owner() {
+    let server = S3Server::start();
+    let root = tempfile::tempdir().unwrap();
+    for round in 0..4 {
+        let prefix = format!("race{round}");
+        let opened: Vec<bool> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..2)
+                .map(|side| {
+                    let dir = root.path().join(format!("{prefix}-{side}"));
+                    std::fs::create_dir_all(&dir).unwrap();
+                    let fs = ObjectFs::new(os_fs(), server.store(), &dir, &prefix).unwrap();
+                    scope.spawn(move || Db::open(&dir, options(&fs)).is_ok())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(
+            opened.iter().filter(|&&o| o).count(),
+            1,
+            "round {round}: {opened:?}"
+        );
+    }
 }

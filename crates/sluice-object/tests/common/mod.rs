@@ -147,6 +147,24 @@ impl S3Server {
         })
     }
 
+    /// Whether object `key` of the test bucket exists.
+    pub fn exists(&self, key: &str) -> bool {
+        use object_store::ObjectStoreExt;
+        let (store, at) = (self.store(), object_store::path::Path::from(key));
+        match block_on(async move { store.head(&at).await }) {
+            Ok(_) => true,
+            Err(object_store::Error::NotFound { .. }) => false,
+            Err(e) => panic!("{key}: {e}"),
+        }
+    }
+
+    /// Deletes object `key` of the test bucket, behind any database's back.
+    pub fn delete(&self, key: &str) {
+        use object_store::ObjectStoreExt;
+        let (store, at) = (self.store(), object_store::path::Path::from(key));
+        block_on(async move { store.delete(&at).await.unwrap() });
+    }
+
     /// Writes `bytes` as object `key` of the test bucket, behind any database's back.
     pub fn put(&self, key: &str, bytes: Vec<u8>) {
         use object_store::ObjectStoreExt;

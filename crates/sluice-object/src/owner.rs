@@ -1,0 +1,283 @@
+//! One database per prefix. The marker object `PREFIX/SLUICE-OWNER` names the database whose
+//! tables live under the prefix, by a random id that the database also keeps in its own
+//! directory (`OBJECT-STORE-OWNER`). A database that opened for writing with another's marker
+//! in place would upload tables among the other's and, worse, delete the other's tables as
+//! obsolete (its orphan sweep lists the prefix): the local `LOCK` file cannot stop that when
+//! the two databases are on different machines, or in different directories of one.
+//!
+//! - Taking the database's `LOCK` exclusively (a read-write open, `repair`, `destroy`) claims
+//!   the prefix: with no marker, the database writes its id locally and then creates the
+//!   marker with a conditional PUT (`If-None-Match: *`), so of two hosts claiming one prefix at
+//!   once exactly one succeeds; with a marker, its id must be this database's.
+//! - A shared lock (a read-only open) only checks: a marker naming another database fails the
+//!   open, a missing one is left missing (read-only commands write nothing).
+//! - A new database (no `CURRENT` yet) never claims a prefix that already holds objects: they
+//!   belong to a database that predates markers, or to one whose marker was deleted. A
+//!   database that has a `CURRENT` and no marker claims the prefix it has been using.
+//! - Removing the `LOCK` file (the last step of `Db::destroy`) releases the prefix: the
+//!   marker, if it is this database's, and the local id go with it.
+//!
+//! A database moved to another directory keeps its id (it is a file of the directory). Two
+//! copies of one directory have one id: the marker keeps other databases out, not a copy of
+//! this one, which is the user's to avoid.
+
+use std::io;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use sluice_sst::fs::IoMode;
+
+use crate::Inner;
+use crate::requests::Requests;
+
+/// The marker's name under the prefix.
+pub const MARKER: &str = "SLUICE-OWNER";
+
+/// The file in the database directory that holds the database's id.
+pub const LOCAL_ID: &str = "OBJECT-STORE-OWNER";
+
+/// The most bytes a marker is read for: one written here is under 200 plus the path.
+const MAX_MARKER_BYTES: u64 = 4096;
+
+/// The first line of a marker and of the local id file.
+const HEADER: &str = "sluice prefix owner v1";
+
+/// A database's id: 128 random bits, as 32 hex digits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct OwnerId(String);
+
+impl OwnerId {
+    fn random() -> OwnerId {
+        OwnerId(format!("{:032x}", rand::random::<u128>()))
+    }
+
+    /// The id in `text` (a marker or the local file): the line `id HEX` after the header.
+    fn parse(text: &[u8]) -> Option<OwnerId> {
+        let text = std::str::from_utf8(text).ok()?;
+        let mut lines = text.lines();
+        (lines.next()? == HEADER).then_some(())?;
+        let id = lines.next()?.strip_prefix("id ")?;
+        let hex = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+        hex.then(|| OwnerId(id.to_ascii_lowercase()))
+    }
+}
+
+/// What a marker says: the owner's id, and where it was claimed from (for messages).
+struct Marker {
+    id: OwnerId,
+    text: String,
+}
+
+impl Inner {
+    fn marker_location(&self) -> ObjectPath {
+        self.prefix.clone().join(MARKER)
+    }
+
+    fn local_id_path(&self) -> PathBuf {
+        self.root.join(LOCAL_ID)
+    }
+
+    /// Where the marker is: its name in the store.
+    fn marker_name(&self) -> String {
+        format!("{} in {}", self.marker_location(), self.store)
+    }
+
+    /// Claims the prefix for this database (`exclusive`), or checks that it is not another's.
+    pub(crate) fn claim(&self, exclusive: bool) -> io::Result<()> {
+        let local = self.read_local_id()?;
+        let marker = self.read_marker()?;
+        match (marker, local) {
+            (Some(m), Some(id)) if m.id == id => Ok(()),
+            (Some(m), local) => Err(self.not_ours(&m, local.as_ref())),
+            (None, _) if !exclusive => Ok(()),
+            (None, local) => {
+                let id = match local {
+                    Some(id) => id,
+                    None => {
+                        self.refuse_if_taken()?;
+                        let id = OwnerId::random();
+                        self.write_local_id(&id)?;
+                        id
+                    }
+                };
+                self.create_marker(&id)
+            }
+        }
+    }
+
+    /// Releases the prefix: deletes the marker if it names this database, then the local id.
+    pub(crate) fn release(&self) -> io::Result<()> {
+        let Some(id) = self.read_local_id()? else {
+            return Ok(());
+        };
+        if self.read_marker()?.is_some_and(|m| m.id == id) {
+            Requests::count(&self.requests.deletes, 1);
+            let (store, location) = (Arc::clone(&self.store), self.marker_location());
+            self.wait(async move { store.delete(&location).await })?;
+        }
+        self.local.remove(&self.local_id_path())
+    }
+
+    fn not_ours(&self, marker: &Marker, local: Option<&OwnerId>) -> io::Error {
+        let this = match local {
+            Some(id) => format!("this database's id is {}", id.0),
+            None => "this database has no id yet".to_string(),
+        };
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} names another database ({}): its tables live under this prefix, and {this} \
+                 (give each database a prefix of its own; delete the marker only if that \
+                 database and its tables are gone)",
+                self.marker_name(),
+                marker.text.trim().replace('\n', "; ")
+            ),
+        )
+    }
+
+    /// A new database claims only an empty prefix; one that has a `CURRENT` has been using
+    /// the prefix before markers existed, or its marker was deleted.
+    fn refuse_if_taken(&self) -> io::Result<()> {
+        // The engine's `CURRENT` (this crate does not link the engine to name it).
+        if self.local.exists(&self.root.join("CURRENT"))? {
+            return Ok(());
+        }
+        Requests::count(&self.requests.lists, 1);
+        let (store, prefix) = (Arc::clone(&self.store), self.prefix.clone());
+        let first = self.wait(async move {
+            use futures::TryStreamExt;
+            let mut listing = store.list(Some(&prefix));
+            listing.try_next().await
+        })?;
+        match first {
+            None => Ok(()),
+            Some(object) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} holds objects ({} among them) and no owner marker: they belong to \
+                     another database; a new database needs a prefix of its own",
+                    self.prefix, object.location
+                ),
+            )),
+        }
+    }
+
+    fn read_local_id(&self) -> io::Result<Option<OwnerId>> {
+        let path = self.local_id_path();
+        match self.local.read_prefix(&path, 4096) {
+            Ok(text) => OwnerId::parse(&text).map(Some).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: not a prefix owner id", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Writes the id into the database directory, durably, before any marker names it: a
+    /// crash between the two leaves an id and no marker, which the next claim completes.
+    fn write_local_id(&self, id: &OwnerId) -> io::Result<()> {
+        let path = self.local_id_path();
+        let tmp = self.root.join(format!("{LOCAL_ID}.new"));
+        // Left by a crash during an earlier claim: it names nothing yet.
+        match self.local.remove(&tmp) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let mut file = self.local.create(&tmp, IoMode::Buffered)?;
+        file.append(format!("{HEADER}\nid {}\n", id.0).as_bytes())?;
+        file.sync()?;
+        drop(file);
+        self.local.rename(&tmp, &path)?;
+        self.local.sync_dir(&self.root)
+    }
+
+    fn read_marker(&self) -> io::Result<Option<Marker>> {
+        Requests::count(&self.requests.gets, 1);
+        let (store, location) = (Arc::clone(&self.store), self.marker_location());
+        let got = self.wait(async move {
+            match store.get(&location).await {
+                // Anyone with the bucket's keys can write the marker: what is read is bounded.
+                Ok(got) if got.meta.size > MAX_MARKER_BYTES => Ok(Some(Bytes::new())),
+                Ok(got) => got.bytes().await.map(Some),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        let Some(bytes) = got else {
+            return Ok(None);
+        };
+        Requests::count(&self.requests.bytes_downloaded, bytes.len() as u64);
+        let id = OwnerId::parse(&bytes).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a prefix owner marker", self.marker_name()),
+            )
+        })?;
+        Ok(Some(Marker {
+            id,
+            text: String::from_utf8_lossy(&bytes).into_owned(),
+        }))
+    }
+
+    /// Creates the marker for `id`, conditionally: if another claim got there first, the
+    /// marker it made decides.
+    fn create_marker(&self, id: &OwnerId) -> io::Result<()> {
+        let text = format!(
+            "{HEADER}\nid {}\nclaimed by {} for {}\n",
+            id.0,
+            host_name(),
+            self.root.display()
+        );
+        Requests::count(&self.requests.puts, 1);
+        let (store, location) = (Arc::clone(&self.store), self.marker_location());
+        let put = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let payload = PutPayload::from(Bytes::from(text));
+        match self.wait(async move { store.put_opts(&location, payload, put).await }) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.read_marker()? {
+                Some(m) if &m.id == id => Ok(()),
+                Some(m) => Err(self.not_ours(&m, Some(id))),
+                None => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// This machine's name, for the marker's reader.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "an unknown host".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_parse_from_what_is_written() {
+        let id = OwnerId::random();
+        let text = format!("{HEADER}\nid {}\nclaimed by h for /d\n", id.0);
+        assert_eq!(OwnerId::parse(text.as_bytes()), Some(id.clone()));
+        assert_ne!(OwnerId::random(), id);
+        for bad in [
+            "".to_string(),
+            format!("{HEADER}\n"),
+            format!("{HEADER}\nid 12\n"),
+            format!("{HEADER}\nid {}\n", "g".repeat(32)),
+            format!("other\nid {}\n", id.0),
+        ] {
+            assert_eq!(OwnerId::parse(bad.as_bytes()), None, "{bad:?}");
+        }
+    }
+}
