@@ -16,6 +16,8 @@
 
 #![allow(clippy::unwrap_used, reason = "benchmark set-up")]
 
+mod common;
+
 use std::cmp::Ordering;
 use std::hint::black_box;
 use std::path::Path;
@@ -23,13 +25,12 @@ use std::sync::Arc;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sluice_sst::block::Block;
-use sluice_sst::compact::plan::SubTask;
+use sluice_sst::compact::StepTimes;
 use sluice_sst::compact::subtask::merge_sub_task;
-use sluice_sst::compact::{CompactionSpec, StepTimes};
-use sluice_sst::compression::CompressionType;
-use sluice_sst::fs::Storage;
 use sluice_sst::key::{ValueKind, compare_internal, make_internal_key};
-use sluice_sst::table::{TableContentBuilder, TableOptions};
+use sluice_sst::table::TableContentBuilder;
+
+use common::{spec, table_options, value, whole};
 
 /// The `sluice` binary's allocator.
 #[global_allocator]
@@ -63,20 +64,6 @@ impl Run {
         let start = i.checked_sub(1).map_or(0, |p| self.ends[p].1);
         Some((&self.bytes[start..key_end], &self.bytes[key_end..end]))
     }
-}
-
-/// A value of `len` bytes that compresses to about half, as the benchmark's values do.
-fn value(n: u64, len: usize) -> Vec<u8> {
-    let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let half: Vec<u8> = (0..len / 2)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b' ' + (x % 95) as u8
-        })
-        .collect();
-    half.iter().cycle().take(len).copied().collect()
 }
 
 /// The entries dealt to `n` runs: key `i` (in key order) goes to a run chosen by a hash of
@@ -175,13 +162,6 @@ fn merge_floor(runs: &[Run], out: &mut Vec<u8>) -> u64 {
     merged
 }
 
-fn table_options() -> TableOptions {
-    TableOptions {
-        compression: CompressionType::Lz4,
-        ..TableOptions::default()
-    }
-}
-
 /// The same runs as S4's input: each one's data blocks, decoded.
 fn blocks(runs: &[Run]) -> Vec<Vec<Arc<Block>>> {
     let path: Arc<Path> = Arc::from(Path::new("bench"));
@@ -200,35 +180,9 @@ fn blocks(runs: &[Run]) -> Vec<Vec<Arc<Block>>> {
         .collect()
 }
 
-fn spec() -> CompactionSpec {
-    CompactionSpec {
-        inputs: Vec::new(),
-        snapshots: Vec::new(),
-        bottommost: true,
-        table: table_options(),
-        storage: Storage::default(),
-        target_file_size: u64::MAX,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: None,
-        blob_relocation: None,
-        task_nonce: None,
-        log_drops: false,
-    }
-}
-
 fn bench_floor(c: &mut Criterion) {
     let spec = spec();
-    let whole = SubTask {
-        index: 0,
-        lower: None,
-        upper: None,
-        blocks: Vec::new(),
-    };
+    let whole = whole();
     let mut group = c.benchmark_group("merge floor");
     group.throughput(Throughput::Elements(ENTRIES));
     group.sample_size(20);

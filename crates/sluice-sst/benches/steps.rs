@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, reason = "benchmark set-up")]
 
+mod common;
+
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
@@ -17,9 +19,10 @@ use sluice_sst::compact::subtask::merge_sub_task;
 use sluice_sst::compact::{CompactionSpec, StepTimes};
 use sluice_sst::compaction_iter::{CompactionFilter, FilterDecision};
 use sluice_sst::compression::{CompressionType, decompress};
-use sluice_sst::fs::Storage;
 use sluice_sst::key::{ValueKind, make_internal_key};
-use sluice_sst::table::{SealedBlock, TableContentBuilder, TableOptions};
+use sluice_sst::table::{SealedBlock, TableContentBuilder};
+
+use common::{spec, table_options, value, whole};
 
 /// Sorted runs, like L0 files flushed from random writes.
 const RUNS: usize = 11;
@@ -29,27 +32,6 @@ const ENTRIES_PER_RUN: u64 = 4000;
 /// glibc's arena locks.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-fn table_options() -> TableOptions {
-    TableOptions {
-        compression: CompressionType::Lz4,
-        ..TableOptions::default()
-    }
-}
-
-/// A value of `len` bytes that compresses to about half, as the benchmark's values do.
-fn value(n: u64, len: usize) -> Vec<u8> {
-    let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let half: Vec<u8> = (0..len / 2)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            b' ' + (x % 95) as u8
-        })
-        .collect();
-    half.iter().cycle().take(len).copied().collect()
-}
 
 /// Sealed data blocks of each run: 16-byte decimal keys spread over the whole key space.
 fn runs() -> Vec<Vec<SealedBlock>> {
@@ -83,27 +65,6 @@ fn decoded(runs: &[Vec<SealedBlock>]) -> Vec<Vec<Arc<Block>>> {
         .collect()
 }
 
-fn spec() -> CompactionSpec {
-    CompactionSpec {
-        inputs: Vec::new(),
-        snapshots: Vec::new(),
-        bottommost: true,
-        table: table_options(),
-        storage: Storage::default(),
-        target_file_size: u64::MAX,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: None,
-        blob_relocation: None,
-        task_nonce: None,
-        log_drops: false,
-    }
-}
-
 /// A compaction filter that decides nothing: what a filter costs before it does any work.
 #[derive(Debug)]
 struct KeepAll;
@@ -126,12 +87,7 @@ fn bench_steps(c: &mut Criterion) {
     let runs = runs();
     let blocks = decoded(&runs);
     let spec = spec();
-    let whole = SubTask {
-        index: 0,
-        lower: None,
-        upper: None,
-        blocks: Vec::new(),
-    };
+    let whole = whole();
     let mut group = c.benchmark_group("compute steps");
     group.throughput(Throughput::Bytes(raw_bytes(&runs)));
     group.bench_function("S4 merge 11 runs into blocks", |b| {
