@@ -125,6 +125,11 @@ fn a_second_database_is_refused_on_a_prefix_in_use() {
     };
     let o = on(&a, &["put", "k", "v"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = on(&a, &["compact"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let bucket = dir.path().join("bucket");
+    let stored = tables(&bucket);
+    assert!(!stored.is_empty(), "the value is in a table in the bucket");
     let o = on(&b, &["put", "k", "other"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -132,6 +137,33 @@ fn a_second_database_is_refused_on_a_prefix_in_use() {
         "{}",
         stderr(&o)
     );
+    assert_eq!(
+        tables(&bucket),
+        stored,
+        "the refused database touched no table"
+    );
     let o = on(&a, &["get", "k"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), "v\n", "{}", stderr(&o));
+}
+
+/// `sluice bench` on a temporary database leaves the prefix as it found it: a second run on
+/// the same bucket URL is not refused as another database.
+#[test]
+fn bench_runs_one_after_another_on_one_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = dir.path().join("bucket");
+    let url = format!("file://{}", bucket.display());
+    for _ in 0..2 {
+        let o = sluice(&[
+            "bench",
+            "--benchmarks",
+            "fillrandom",
+            "--num",
+            "2000",
+            "--object-store",
+            &url,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(tables(&bucket).is_empty(), "{:?}", tables(&bucket));
+    }
 }

@@ -45,7 +45,7 @@
 //! A read-write open claims the prefix with a marker object (`SLUICE-OWNER`) created by a
 //! conditional PUT and naming the database by an id kept in its directory; another database
 //! opening on that prefix is refused before it writes or deletes anything there (`owner.rs`).
-//! Each open reads the marker: one GET.
+//! Each open that takes the database's lock reads the marker: one GET.
 
 mod cache;
 mod owner;
@@ -379,6 +379,9 @@ impl FileSystem for ObjectFs {
     fn remove(&self, path: &Path) -> io::Result<()> {
         let Some(location) = self.inner.object(path) else {
             if path == self.inner.root.join(LOCK) {
+                // Under the lock again: an open that got in since the caller let it go keeps
+                // the prefix (this fails `WouldBlock`), and none gets in while it is released.
+                let _held = self.inner.local.lock(path, LockMode::Exclusive)?;
                 self.inner.release()?;
             }
             return self.inner.local.remove(path);
@@ -510,10 +513,16 @@ impl FileSystem for ObjectFs {
 }
 
 /// Deletes every object under the prefix of `fs` (a database's tables and blob files, its
-/// owner marker, and anything else there); returns how many. For tools that remove a
-/// database they made.
+/// owner marker, and anything else there, under nested prefixes too); returns how many. For
+/// tools that remove a database they made: it fails with
+/// [`io::ErrorKind::PermissionDenied`], deleting nothing, unless the prefix is empty or its
+/// owner marker names the database of `fs`.
 pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
     let names = list_all(fs)?;
+    if names.is_empty() {
+        return Ok(0);
+    }
+    fs.inner.check_owned()?;
     for name in &names {
         let (store, location) = (Arc::clone(&fs.inner.store), ObjectPath::from(name.as_str()));
         Requests::count(&fs.inner.requests.deletes, 1);

@@ -6,20 +6,21 @@
 //! the two databases are on different machines, or in different directories of one.
 //!
 //! - Taking the database's `LOCK` exclusively (a read-write open, `repair`, `destroy`) claims
-//!   the prefix: with no marker, the database writes its id locally and then creates the
-//!   marker with a conditional PUT (`If-None-Match: *`), so of two hosts claiming one prefix at
-//!   once exactly one succeeds; with a marker, its id must be this database's.
+//!   the prefix: with no marker, the database writes its id locally, creates the marker with a
+//!   conditional PUT (`If-None-Match: *`) and reads it back, so of two hosts claiming one
+//!   prefix at once one succeeds; with a marker, its id must be this database's.
 //! - A shared lock (a read-only open) only checks: a marker naming another database fails the
 //!   open, a missing one is left missing (read-only commands write nothing).
-//! - A new database (no `CURRENT` yet) never claims a prefix that already holds objects: they
-//!   belong to a database that predates markers, or to one whose marker was deleted. A
-//!   database that has a `CURRENT` and no marker claims the prefix it has been using.
-//! - Removing the `LOCK` file (the last step of `Db::destroy`) releases the prefix: the
-//!   marker, if it is this database's, and the local id go with it.
+//! - A database without a `CURRENT` (new, or one whose first claim a crash cut short) never
+//!   claims a prefix that already holds objects: they belong to a database that predates
+//!   markers, or to one whose marker was deleted. A database that has a `CURRENT` and no
+//!   marker claims the prefix it has been using.
+//! - Removing the `LOCK` file (the last step of `Db::destroy`) releases the prefix, under the
+//!   lock: the marker, if it is this database's, and the local id go with it.
 //!
 //! A database moved to another directory keeps its id (it is a file of the directory). Two
 //! copies of one directory have one id: the marker keeps other databases out, not a copy of
-//! this one, which is the user's to avoid.
+//! this one, which is the user's to avoid (design note 0017 lists what else it does not do).
 
 use std::io;
 use std::path::PathBuf;
@@ -65,10 +66,11 @@ impl OwnerId {
     }
 }
 
-/// What a marker says: the owner's id, and where it was claimed from (for messages).
+/// What a marker says: the owner's id, and where it was claimed from (for messages, escaped
+/// and cut short: anyone with the bucket's keys can write it).
 struct Marker {
     id: OwnerId,
-    text: String,
+    claimed_by: String,
 }
 
 impl Inner {
@@ -78,6 +80,10 @@ impl Inner {
 
     fn local_id_path(&self) -> PathBuf {
         self.root.join(LOCAL_ID)
+    }
+
+    fn local_id_tmp(&self) -> PathBuf {
+        self.root.join(format!("{LOCAL_ID}.new"))
     }
 
     /// Where the marker is: its name in the store.
@@ -94,10 +100,10 @@ impl Inner {
             (Some(m), local) => Err(self.not_ours(&m, local.as_ref())),
             (None, _) if !exclusive => Ok(()),
             (None, local) => {
+                self.refuse_if_taken()?;
                 let id = match local {
                     Some(id) => id,
                     None => {
-                        self.refuse_if_taken()?;
                         let id = OwnerId::random();
                         self.write_local_id(&id)?;
                         id
@@ -108,8 +114,27 @@ impl Inner {
         }
     }
 
-    /// Releases the prefix: deletes the marker if it names this database, then the local id.
+    /// Fails unless the marker names this database.
+    pub(crate) fn check_owned(&self) -> io::Result<()> {
+        let local = self.read_local_id()?;
+        match (self.read_marker()?, local) {
+            (Some(m), Some(id)) if m.id == id => Ok(()),
+            (Some(m), local) => Err(self.not_ours(&m, local.as_ref())),
+            (None, _) => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} is missing: nothing shows that the objects under the prefix are this \
+                     database's",
+                    self.marker_name()
+                ),
+            )),
+        }
+    }
+
+    /// Releases the prefix: deletes the marker if it names this database, then the local id
+    /// (and the temporary file of a claim a crash interrupted).
     pub(crate) fn release(&self) -> io::Result<()> {
+        remove_if_there(&*self.local, &self.local_id_tmp())?;
         let Some(id) = self.read_local_id()? else {
             return Ok(());
         };
@@ -129,17 +154,19 @@ impl Inner {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "{} names another database ({}): its tables live under this prefix, and {this} \
-                 (give each database a prefix of its own; delete the marker only if that \
-                 database and its tables are gone)",
+                "{} names another database, id {} ({}): its tables live under this prefix, and \
+                 {this} (give each database a prefix of its own; delete the marker only if \
+                 that database and its tables are gone)",
                 self.marker_name(),
-                marker.text.trim().replace('\n', "; ")
+                marker.id.0,
+                marker.claimed_by
             ),
         )
     }
 
-    /// A new database claims only an empty prefix; one that has a `CURRENT` has been using
-    /// the prefix before markers existed, or its marker was deleted.
+    /// A database without a `CURRENT` (new, or one whose claim a crash interrupted) claims
+    /// only an empty prefix; one that has a `CURRENT` has been using the prefix before markers
+    /// existed, or its marker was deleted.
     fn refuse_if_taken(&self) -> io::Result<()> {
         // The engine's `CURRENT` (this crate does not link the engine to name it).
         if self.local.exists(&self.root.join("CURRENT"))? {
@@ -183,12 +210,9 @@ impl Inner {
     /// crash between the two leaves an id and no marker, which the next claim completes.
     fn write_local_id(&self, id: &OwnerId) -> io::Result<()> {
         let path = self.local_id_path();
-        let tmp = self.root.join(format!("{LOCAL_ID}.new"));
+        let tmp = self.local_id_tmp();
         // Left by a crash during an earlier claim: it names nothing yet.
-        match self.local.remove(&tmp) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
+        remove_if_there(&*self.local, &tmp)?;
         let mut file = self.local.create(&tmp, IoMode::Buffered)?;
         file.append(format!("{HEADER}\nid {}\n", id.0).as_bytes())?;
         file.sync()?;
@@ -214,15 +238,24 @@ impl Inner {
         };
         Requests::count(&self.requests.bytes_downloaded, bytes.len() as u64);
         let id = OwnerId::parse(&bytes).ok_or_else(|| {
+            let why = match bytes.is_empty() {
+                true => format!(" (empty, or more than {MAX_MARKER_BYTES} bytes)"),
+                false => String::new(),
+            };
             io::Error::new(
                 io::ErrorKind::InvalidData,
-                format!("{} is not a prefix owner marker", self.marker_name()),
+                format!("{} is not a prefix owner marker{why}", self.marker_name()),
             )
         })?;
-        Ok(Some(Marker {
-            id,
-            text: String::from_utf8_lossy(&bytes).into_owned(),
-        }))
+        let text = String::from_utf8_lossy(&bytes);
+        let claimed_by: String = text
+            .lines()
+            .nth(2)
+            .unwrap_or("claimed by an unknown host")
+            .escape_debug()
+            .take(200)
+            .collect();
+        Ok(Some(Marker { id, claimed_by }))
     }
 
     /// Creates the marker for `id`, conditionally: if another claim got there first, the
@@ -241,15 +274,34 @@ impl Inner {
             ..PutOptions::default()
         };
         let payload = PutPayload::from(Bytes::from(text));
-        match self.wait(async move { store.put_opts(&location, payload, put).await }) {
-            Ok(_) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => match self.read_marker()? {
-                Some(m) if &m.id == id => Ok(()),
-                Some(m) => Err(self.not_ours(&m, Some(id))),
-                None => Err(e),
-            },
-            Err(e) => Err(e),
+        let put = self.wait(async move { store.put_opts(&location, payload, put).await });
+        let named = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.marker_name()));
+        match put {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(named(e)),
         }
+        // Read back whether the PUT succeeded or found a marker there: a store that ignores
+        // `If-None-Match` would otherwise let two claims both succeed.
+        match self.read_marker()? {
+            Some(m) if &m.id == id => Ok(()),
+            Some(m) => Err(self.not_ours(&m, Some(id))),
+            None => Err(named(io::Error::new(
+                io::ErrorKind::NotFound,
+                "the marker was created and is gone",
+            ))),
+        }
+    }
+}
+
+/// Removes `path` from `local` if it is there.
+fn remove_if_there(
+    local: &dyn sluice_sst::fs::FileSystem,
+    path: &std::path::Path,
+) -> io::Result<()> {
+    match local.remove(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 

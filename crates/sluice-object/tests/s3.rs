@@ -434,6 +434,13 @@ fn a_prefix_belongs_to_one_database() {
     assert_eq!(list_objects(&fs_b).unwrap(), objects);
     assert!(!b.join(sluice_object::LOCAL_ID).exists());
 
+    // Nor may it destroy the prefix's tables, or remove them as a tool would.
+    let refused = Db::destroy(&b, &options(&fs_b)).unwrap_err().to_string();
+    assert!(refused.contains("another database"), "{refused}");
+    let refused = sluice_object::remove_objects(&fs_b).unwrap_err();
+    assert_eq!(refused.kind(), std::io::ErrorKind::PermissionDenied);
+    assert_eq!(list_objects(&fs_b).unwrap(), objects);
+
     // The owner reopens and reads its data.
     let db = Db::open(&a, options(&fs_a)).unwrap();
     assert_eq!(db.get("key002999").unwrap().as_deref(), Some(&b"a"[..]));
@@ -470,13 +477,17 @@ fn a_prefix_belongs_to_one_database() {
     );
     server.put(&marker, honest);
 
-    // Destroying the owner releases the prefix, and another database may take it.
+    // Destroying the owner releases the prefix, and another database may take it, even one
+    // whose first claim a crash cut short (its temporary id file is still there).
     Db::destroy(&a, &options(&fs_a)).unwrap();
     assert!(!server.exists(&marker));
     assert!(!a.exists());
+    let stale = b.join(format!("{}.new", sluice_object::LOCAL_ID));
+    std::fs::write(&stale, "half a claim").unwrap();
     let db = Db::open(&b, options(&fs_b)).unwrap();
     db.put("b", "b").unwrap();
     db.close().unwrap();
+    assert!(!stale.exists());
     assert!(open_error(&c, &fs_c).contains("another database"));
 }
 

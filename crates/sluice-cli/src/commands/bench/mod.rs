@@ -98,17 +98,29 @@ pub fn run(args: &BenchArgs, out: &mut dyn Write) -> CmdResult {
         .object_cache_dir
         .as_deref()
         .map(|d| (d, args.object_cache_bytes));
-    let outcome = super::with_object_store(options, args.object_store.as_deref(), cache, &dir)
-        .map_err(Failure::from)
-        .and_then(|options| run_on(&dir, options, &config, args, out));
+    let stored = super::with_object_store(options, args.object_store.as_deref(), cache, &dir);
+    let outcome = match &stored {
+        Ok(options) => run_on(&dir, options.clone(), &config, args, out),
+        Err(_) => Ok(()),
+    };
     if let Some(temp) = temp {
         if args.keep_db {
             let kept: PathBuf = temp.keep();
             eprintln!("database kept in {}", kept.display());
-        } else if let Err(e) = temp.close() {
-            tracing::warn!(error = %e, "could not remove the temporary database");
+        } else {
+            // In a bucket, the tables and the prefix's owner marker go too, so that the next
+            // run may use the prefix.
+            if let (Some(_), Ok(options)) = (&args.object_store, &stored)
+                && let Err(e) = sluice::Db::destroy(&dir, options)
+            {
+                tracing::warn!(error = %e, "could not remove the temporary database's objects");
+            }
+            if let Err(e) = temp.close() {
+                tracing::warn!(error = %e, "could not remove the temporary database");
+            }
         }
     }
+    stored?;
     outcome
 }
 
