@@ -100,7 +100,7 @@ impl Inner {
             (Some(m), local) => Err(self.not_ours(&m, local.as_ref())),
             (None, _) if !exclusive => Ok(()),
             (None, local) => {
-                self.refuse_if_taken()?;
+                self.refuse_if_taken(local.as_ref())?;
                 let id = match local {
                     Some(id) => id,
                     None => {
@@ -166,8 +166,9 @@ impl Inner {
 
     /// A database without a `CURRENT` (new, or one whose claim a crash interrupted) claims
     /// only an empty prefix; one that has a `CURRENT` has been using the prefix before markers
-    /// existed, or its marker was deleted.
-    fn refuse_if_taken(&self) -> io::Result<()> {
+    /// existed, or its marker was deleted. If all the prefix holds is a marker, another claim
+    /// made it since this one looked: the marker decides, and names its owner.
+    fn refuse_if_taken(&self, local: Option<&OwnerId>) -> io::Result<()> {
         // The engine's `CURRENT` (this crate does not link the engine to name it).
         if self.local.exists(&self.root.join("CURRENT"))? {
             return Ok(());
@@ -181,6 +182,12 @@ impl Inner {
         })?;
         match first {
             None => Ok(()),
+            Some(object) if object.location == self.marker_location() => {
+                match self.read_marker()? {
+                    Some(m) => Err(self.not_ours(&m, local)),
+                    None => Ok(()),
+                }
+            }
             Some(object) => Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!(
