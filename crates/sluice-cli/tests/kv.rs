@@ -167,15 +167,16 @@ fn stats_on_a_closed_database_shows_its_last_session() {
         v["last_session"]["metrics"]["compaction"]["count"], 1,
         "{v}"
     );
-    // Its whole table: the compaction wrote into L1.
+    // Its whole table: the compaction wrote into L6, the base level of a small tree.
     let table = ok(&["stats", "--db", &db, "--last-session"]);
     assert!(table.starts_with("last session, closed 20"), "{table}");
-    let l1 = table
+    let l6 = table
         .lines()
-        .find(|l| l.starts_with("    1 |"))
+        .find(|l| l.starts_with("    6 |"))
         .unwrap_or_else(|| panic!("{table}"));
-    let comps = l1.split('|').nth(10).map(str::trim);
-    assert_eq!(comps, Some("1"), "one compaction into L1: {l1}");
+    let comps = l6.split('|').nth(11).map(str::trim);
+    assert_eq!(comps, Some("1"), "one compaction into L6: {l6}");
+    assert!(table.contains("L0 compacts into L6"), "{table}");
     assert!(table.contains("compaction:     1 jobs"), "{table}");
     let v: serde_json::Value =
         serde_json::from_str(&ok(&["stats", "--db", &db, "--last-session", "--json"])).unwrap();
@@ -194,7 +195,7 @@ fn stats_on_a_closed_database_shows_its_last_session() {
     );
     // The LOG and OPTIONS of those sessions are there too.
     let log = std::fs::read_to_string(dir.path().join("db/LOG")).unwrap();
-    assert!(log.contains("compaction: L0 -> L1"), "{log}");
+    assert!(log.contains("compaction: L0 -> L6"), "{log}");
     assert!(dir.path().join("db/OPTIONS").exists());
 }
 

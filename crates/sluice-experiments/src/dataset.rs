@@ -4,7 +4,8 @@
 //! memtable lands in L0 and L0 ends up holding all the data as many overlapping sorted runs
 //! (each run spans the whole key space, because keys are written in a shuffled order). A data
 //! point then copies the template into a fresh directory and times one
-//! `compact_range(None, None)`: a single L0 -> L1 compaction that reads every byte once.
+//! `compact_range(None, None)`: a single compaction of L0 into the base level (the last level,
+//! with nothing below L0) that reads every byte once.
 //! Copying rather than reloading is cheaper, and it gives every executor measured at one data
 //! set byte-identical input files, so their bandwidths differ only by scheduling.
 //!

@@ -39,7 +39,7 @@ fn serialize_mode<S: serde::Serializer>(
 pub struct Run {
     /// Bytes read from the L0 tables.
     pub input_bytes: u64,
-    /// Bytes written to L1 tables.
+    /// Bytes written to the output level's tables.
     pub output_bytes: u64,
     /// Wall seconds of the compaction job.
     pub seconds: f64,

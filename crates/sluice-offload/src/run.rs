@@ -56,8 +56,10 @@ impl Offloader {
 pub(crate) struct Offloaded<'a> {
     off: &'a Offloader,
     env: &'a JobEnv<'a>,
-    /// The compaction's upper level, and whether its last input run is from the level below.
+    /// The compaction's upper and output levels, and whether its last input run is from the
+    /// output level.
     level: usize,
+    output_level: usize,
     has_lower_run: bool,
     exec: ExecOptions,
     sharing: Option<Sharing>,
@@ -69,6 +71,7 @@ impl<'a> Offloaded<'a> {
             off,
             env: job.env,
             level: job.level,
+            output_level: job.output_level,
             has_lower_run: job.has_lower_run,
             exec: job.exec,
             sharing: job.sharing,
@@ -101,7 +104,10 @@ impl Executor for Offloaded<'_> {
             },
             spec,
             run_levels: (0..spec.inputs.len())
-                .map(|i| (self.level + usize::from(i >= lower_runs)) as u32)
+                .map(|i| match i >= lower_runs {
+                    true => self.output_level as u32,
+                    false => self.level as u32,
+                })
                 .collect(),
             exec,
             host_exec: off.host_exec(spec, exec),

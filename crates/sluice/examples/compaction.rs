@@ -100,7 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "  L{} -> L{}: level {}/{}, {} of {} bytes, {} pieces running",
                 p.level,
-                p.level + 1,
+                p.output_level,
                 p.levels_done,
                 p.levels,
                 p.bytes_done,

@@ -13,6 +13,7 @@ use sluice_sst::table::TableContentBuilder;
 use crate::Result;
 use crate::blob::BlobSeparator;
 use crate::compaction::env::JobEnv;
+use crate::compaction::level_targets::LevelTargets;
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::table_cache::TableCache;
@@ -66,19 +67,22 @@ pub(crate) fn flush_pieces<'a>(
     }
 }
 
-/// Where a flush cuts its L0 tables: at the first key of an L1 file, at most once per
-/// `options.compaction.l0_flush_split_bytes` of L1 (Pebble's flush split keys). L0 tables then line up
-/// with L1's files, so the L0 -> L1 compactions of different intervals take disjoint files of
-/// both levels and run at the same time ([`crate::compaction::l0_inputs`]), each rewriting
-/// only its own part of L1. Empty when splitting is off or L1 is too small to cut.
+/// Where a flush cuts its L0 tables: at the first key of a file of the base level (the one L0
+/// compacts into, L1 with static level sizing), at most once per
+/// `options.compaction.l0_flush_split_bytes` of it (Pebble's flush split keys). L0 tables then
+/// line up with the base level's files, so the L0 compactions of different intervals take
+/// disjoint files of both levels and run at the same time ([`crate::compaction::l0_inputs`]),
+/// each rewriting only its own part of the base level. Empty when splitting is off or the
+/// base level is too small to cut.
 pub(crate) fn flush_split_keys(version: &Version, options: &Options) -> Vec<Vec<u8>> {
     let split_bytes = options.compaction.l0_flush_split_bytes;
     let mut keys = Vec::new();
     if split_bytes == 0 {
         return keys;
     }
+    let base_level = LevelTargets::new(version, &options.compaction).base_level();
     let mut since_cut = 0u64;
-    for f in version.files(1) {
+    for f in version.files(base_level) {
         if since_cut >= split_bytes {
             keys.push(smallest_user_key(f).to_vec());
             since_cut = 0;
@@ -113,12 +117,13 @@ pub(crate) fn write_level0_tables(
     let cpu_start = thread_cpu_time();
     let times = StepTimes::default();
     let (table, storage) = (
-        options.table_for_level(0, false),
+        options.table_for_level(0, 0, false),
         options.background_storage(),
     );
     let mut metas = Vec::new();
     // One blob file (or one series, past `blob_file_size`) per table directory, whatever the
-    // pieces: a flush cut at L1's files would otherwise write a small blob file per piece.
+    // pieces: a flush cut at the base level's files would otherwise write a small blob file
+    // per piece.
     let mut separators: BTreeMap<u32, BlobSeparator<'_>> = BTreeMap::new();
     let abandon = |separators: BTreeMap<u32, BlobSeparator<'_>>, metas: &[FileMetaData]| {
         separators.into_values().for_each(BlobSeparator::abandon);

@@ -196,14 +196,25 @@ pub struct CompactionOptions {
     /// move down. Pebble's default is 500; ours is lower because a point read tests every L0
     /// file's key range.
     pub l0_compaction_file_threshold: usize,
-    /// A flush cuts its L0 tables at L1 file boundaries, at most once per this many bytes of
-    /// L1 (Pebble's `FlushSplitBytes`), so L0 -> L1 compactions of different key intervals
-    /// can run at once. 0 never cuts.
+    /// A flush cuts its L0 tables at the base level's file boundaries (the level L0 compacts
+    /// into), at most once per this many bytes of it (Pebble's `FlushSplitBytes`), so L0
+    /// compactions of different key intervals can run at once. 0 never cuts.
     pub l0_flush_split_bytes: u64,
     /// Target size of L1 in bytes; each deeper level is `max_bytes_for_level_multiplier` larger.
+    /// With dynamic level sizing: the most the base level holds before a level is added above
+    /// it, and the least any level's target is.
     pub max_bytes_for_level_base: u64,
     /// Growth factor between levels.
     pub max_bytes_for_level_multiplier: u64,
+    /// Size the levels from the bottom up (RocksDB's option of the same name, on by default
+    /// there since 8.4): the last level's target is the size of the largest level, each level
+    /// above it `max_bytes_for_level_multiplier` smaller, and L0 compacts into the first level
+    /// whose target reaches `max_bytes_for_level_base` (the base level); the levels above it
+    /// stay empty. Data reaches the last level in fewer rewrites, and most of it sits there.
+    /// Off, L1's target is `max_bytes_for_level_base` and L0 compacts into L1. Turned on for a
+    /// database that has data above its last level, the next read-write open moves the levels
+    /// down whole, by a MANIFEST edit (design note 0020).
+    pub level_compaction_dynamic_level_bytes: bool,
     /// Size at which compaction output files are cut.
     pub target_file_size_base: u64,
     /// A compaction output is cut when it overlaps more than this many target-size files' worth
@@ -233,7 +244,9 @@ pub struct CompactionOptions {
     pub use_direct_io_for_flush_and_compaction: bool,
     /// Compression of the tables written into each level, from L0 (RocksDB's
     /// `compression_per_level`): a level past the end takes the last entry, and an empty list
-    /// leaves every level to `table.compression`. Cheap or no compression near the top, where
+    /// leaves every level to `table.compression`. With dynamic level sizing the entries after
+    /// the first count from the base level, as in RocksDB: L0 takes the first, the base level
+    /// the second, the level below it the third. Cheap or no compression near the top, where
     /// data is rewritten soon, and strong compression below is the usual choice. A table moved
     /// down whole (a trivial move) keeps the compression it was written with, as in RocksDB.
     pub compression_per_level: Vec<CompressionType>,
@@ -253,6 +266,7 @@ impl Default for CompactionOptions {
             l0_flush_split_bytes: 32 << 20,
             max_bytes_for_level_base: 256 << 20,
             max_bytes_for_level_multiplier: 10,
+            level_compaction_dynamic_level_bytes: true,
             target_file_size_base: 64 << 20,
             max_grandparent_overlap_factor: 10,
             disable_auto_compactions: false,
@@ -314,7 +328,8 @@ impl CompactionOptions {
         Ok(())
     }
 
-    /// Target size in bytes of level `level` (L1 and deeper).
+    /// Target size in bytes of level `level` (L1 and deeper) under static level sizing; with
+    /// dynamic sizing the targets depend on the data (`Metrics::levels` shows them).
     pub fn max_bytes_for_level(&self, level: usize) -> u64 {
         let mut bytes = self.max_bytes_for_level_base;
         for _ in 1..level {
@@ -491,15 +506,25 @@ impl Options {
         Storage::new(Arc::clone(&self.fs), IoMode::Buffered)
     }
 
-    /// How tables written into `level` are built: `table`, with the compression that
+    /// How tables written into `level` of a tree whose base level (the one L0 compacts into)
+    /// is `base_level` are built: `table`, with the compression that
     /// [`CompactionOptions::compression_per_level`] and, for a bottommost compaction,
     /// [`CompactionOptions::bottommost_compression`] give that level.
-    pub fn table_for_level(&self, level: usize, bottommost: bool) -> TableOptions {
+    pub fn table_for_level(
+        &self,
+        level: usize,
+        base_level: usize,
+        bottommost: bool,
+    ) -> TableOptions {
         let per_level = &self.compaction.compression_per_level;
+        let index = match level {
+            0 => 0,
+            _ => level.saturating_sub(base_level) + 1,
+        };
         let compression = match (bottommost, self.compaction.bottommost_compression) {
             (true, Some(bottom)) => bottom,
             _ => per_level
-                .get(level)
+                .get(index)
                 .or(per_level.last())
                 .copied()
                 .unwrap_or(self.table.compression),
@@ -621,6 +646,7 @@ mod tests {
                 l0_flush_split_bytes: 32 << 20,
                 max_bytes_for_level_base: 256 << 20,
                 max_bytes_for_level_multiplier: 10,
+                level_compaction_dynamic_level_bytes: true,
                 target_file_size_base: 64 << 20,
                 max_grandparent_overlap_factor: 10,
                 disable_auto_compactions: false,
@@ -650,12 +676,12 @@ mod tests {
         use CompressionType::{Lz4, None as Plain, Zstd};
         let mut o = Options::default();
         assert_eq!(
-            o.table_for_level(3, true).compression,
+            o.table_for_level(3, 1, true).compression,
             Lz4,
             "nothing set: table's"
         );
         o.compaction.compression_per_level = vec![Plain, Plain, Lz4];
-        let at = |o: &Options, level, bottom| o.table_for_level(level, bottom).compression;
+        let at = |o: &Options, level, bottom| o.table_for_level(level, 1, bottom).compression;
         assert_eq!(at(&o, 0, false), Plain);
         assert_eq!(at(&o, 2, false), Lz4);
         assert_eq!(at(&o, 6, false), Lz4, "past the list: its last entry");
@@ -663,7 +689,15 @@ mod tests {
         o.compaction.bottommost_compression = Some(Zstd);
         assert_eq!(at(&o, 1, true), Zstd);
         assert_eq!(at(&o, 1, false), Plain);
-        assert_eq!(o.table_for_level(1, true).block_size, o.table.block_size);
+        assert_eq!(o.table_for_level(1, 1, true).block_size, o.table.block_size);
+        // Counted from the base level, as RocksDB counts them with dynamic level sizing.
+        o.compaction.bottommost_compression = None;
+        let from_base = |level| o.table_for_level(level, 5, false).compression;
+        assert_eq!(
+            [0, 5, 6].map(from_base),
+            [Plain, Plain, Lz4],
+            "L0, the base level, the one below"
+        );
     }
 
     #[test]

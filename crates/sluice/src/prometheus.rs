@@ -70,6 +70,12 @@ impl Metrics {
             levels(|l| l.size_bytes as f64),
         );
         e.labelled(
+            "level_target_bytes",
+            g,
+            "Most bytes each level should hold (0: L0, and levels above the base level).",
+            levels(|l| l.target_bytes as f64),
+        );
+        e.labelled(
             "level_score",
             g,
             "Compaction score per level (at least 1: due).",
@@ -171,7 +177,7 @@ impl Metrics {
                 .into_iter()
                 .map(|(step, s)| (format!("step=\"{step}\""), s)),
         );
-        let singles: [(&str, &str, &str, f64); 22] = [
+        let singles: [(&str, &str, &str, f64); 23] = [
             (
                 "compaction_debt_bytes",
                 g,
@@ -297,6 +303,12 @@ impl Metrics {
                 g,
                 "L0 sublevels a read may look at.",
                 self.l0_sublevels as f64,
+            ),
+            (
+                "base_level",
+                g,
+                "The level L0 compacts into.",
+                self.base_level as f64,
             ),
             ("snapshots", g, "Live snapshots.", self.snapshots as f64),
         ];

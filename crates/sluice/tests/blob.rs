@@ -468,9 +468,9 @@ fn a_blob_file_is_collected_only_once_it_is_garbage_enough() {
 }
 
 /// Version 1 of keys 0..8000: even keys, then odd ones (a flush, and so a blob file, each),
-/// merged into L1 tables that each reference both files. Needs uncompressed tables, so that
-/// the references fill several.
-fn interleaved_in_l1(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+/// merged into tables of the base level (L6 of this small tree) that each reference both
+/// files. Needs uncompressed tables, so that the references fill several.
+fn interleaved_below_l0(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
     for parity in 0..2 {
         for i in (parity..8000).step_by(2) {
             write_keys(db, i..i + 1, 1, model);
@@ -478,7 +478,8 @@ fn interleaved_in_l1(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
         db.flush().unwrap();
     }
     db.compact_range(None, None).unwrap();
-    assert!(db.metrics().levels[1].files >= 2);
+    let m = db.metrics();
+    assert!(m.levels[m.base_level].files >= 2);
 }
 
 #[test]
@@ -495,12 +496,12 @@ fn collected_files_past_the_force_threshold_are_emptied_without_other_compaction
         options.compaction.l0_stop_writes_trigger = 300;
         let mut model = BTreeMap::new();
         {
-            // Without collection: even keys, odd keys (a blob file each), merged into L1
+            // Without collection: even keys, odd keys (a blob file each), merged into L6
             // tables that each reference both files, then an overwrite of keys 0..3000.
             let mut setup = options.clone();
             setup.blob.garbage_collection = false;
             let db = Db::open(dir.path(), setup).unwrap();
-            interleaved_in_l1(&db, &mut model);
+            interleaved_below_l0(&db, &mut model);
             write_keys(&db, 0..3000, 2, &mut model);
             db.flush().unwrap();
         }
@@ -590,11 +591,11 @@ fn a_flush_cut_in_pieces_writes_one_blob_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = gc_options(0.25, 1.0);
     options.table.compression = sluice::CompressionType::None;
-    // Flushes are cut at every L1 file.
+    // Flushes are cut at every file of the base level.
     options.compaction.l0_flush_split_bytes = 1;
     let db = Db::open(dir.path(), options).unwrap();
     let mut model = BTreeMap::new();
-    interleaved_in_l1(&db, &mut model);
+    interleaved_below_l0(&db, &mut model);
     let before = files_with(dir.path(), "blob").len();
     write_keys(&db, 0..8000, 2, &mut model);
     db.flush().unwrap();

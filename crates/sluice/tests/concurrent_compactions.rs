@@ -1,6 +1,7 @@
-//! Several automatic compactions at once: under a write-heavy load that keeps L0 and L1 over
-//! their triggers, compactions of disjoint files and ranges run side by side, every edit keeps
-//! the tree's invariants (paranoid checks on), and the data equals the model.
+//! Several automatic compactions at once: under a write-heavy load that keeps L0 and the base
+//! level over their triggers, compactions of disjoint files and ranges run side by side, every
+//! edit keeps the tree's invariants (paranoid checks on), and the data equals the model, with
+//! levels sized dynamically (L0 compacting into a base level that moves up) and statically.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -8,7 +9,7 @@ use std::collections::BTreeMap;
 
 use sluice::{CompactionMode, CompactionOptions, Db, MemtableOptions, Options, TableOptions};
 
-fn options(mode: CompactionMode) -> Options {
+fn options(mode: CompactionMode, dynamic: bool) -> Options {
     Options {
         paranoid_checks: true,
         memtable: MemtableOptions {
@@ -21,12 +22,13 @@ fn options(mode: CompactionMode) -> Options {
         },
         compaction: CompactionOptions {
             mode,
+            level_compaction_dynamic_level_bytes: dynamic,
             max_concurrent_compactions: 4,
             target_file_size_base: 64 << 10,
             max_bytes_for_level_base: 256 << 10,
             max_bytes_for_level_multiplier: 4,
             l0_compaction_trigger: 2,
-            // Flushes cut at L1 boundaries: L0 compactions by interval.
+            // Flushes cut at the base level's boundaries: L0 compactions by interval.
             l0_flush_split_bytes: 64 << 10,
             ..CompactionOptions::default()
         },
@@ -36,9 +38,13 @@ fn options(mode: CompactionMode) -> Options {
 
 #[test]
 fn compactions_run_side_by_side_and_keep_the_tree_valid() {
-    for mode in [CompactionMode::Sequential, CompactionMode::Parallel] {
+    let runs = [
+        (CompactionMode::Sequential, true),
+        (CompactionMode::Parallel, false),
+    ];
+    for (mode, dynamic) in runs {
         let dir = tempfile::tempdir().unwrap();
-        let db = Db::open(dir.path(), options(mode)).unwrap();
+        let db = Db::open(dir.path(), options(mode, dynamic)).unwrap();
         let mut model = BTreeMap::new();
         let mut x = 11u64;
         for i in 0..150_000u64 {
@@ -58,7 +64,8 @@ fn compactions_run_side_by_side_and_keep_the_tree_valid() {
         db.wait_for_background_work().unwrap();
         let m = db.metrics();
         eprintln!(
-            "{mode}: {} compactions ({} intra-L0), at most {} at once, levels {:?}",
+            "{mode}, dynamic {dynamic}: {} compactions ({} intra-L0), at most {} at once, \
+             levels {:?}",
             m.compaction.count,
             m.intra_l0_compactions,
             m.compactions_running_peak,
@@ -70,7 +77,7 @@ fn compactions_run_side_by_side_and_keep_the_tree_valid() {
         assert!(got == model, "{mode}: database differs from the model");
         db.check().unwrap();
         db.close().unwrap();
-        let db = Db::open(dir.path(), options(mode)).unwrap();
+        let db = Db::open(dir.path(), options(mode, dynamic)).unwrap();
         let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().map(|e| e.unwrap()).collect();
         assert!(
             got == model,

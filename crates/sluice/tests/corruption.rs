@@ -377,8 +377,9 @@ fn a_corruption_a_background_compaction_finds_stays_a_corruption_for_later_calls
         opts
     })
     .unwrap();
-    // Two L0 tables over the damaged L1 start an automatic L0 -> L1 compaction, which reads
-    // the damaged block and fails in the background. A flush cut at L1 boundaries can make
+    // Two L0 tables over the damaged tables below start an automatic L0 compaction into the
+    // base level, which reads the damaged block and fails in the background. A flush cut at
+    // the base level's boundaries can make
     // the first round's flush two tables already: its compaction may fail while the second
     // round writes, which then sees the failure first.
     let mut seen = None;

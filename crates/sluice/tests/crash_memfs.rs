@@ -101,6 +101,8 @@ fn layout_options(fs: &MemFs, round: usize) -> Options {
             max_bytes_for_level_base: 256 << 10,
             l0_compaction_trigger: 2,
             max_concurrent_compactions: 2,
+            // Levels sized from the bottom up in four rounds of five.
+            level_compaction_dynamic_level_bytes: round % 5 != 4,
             mode: modes[round % modes.len()],
             sub_task_bytes: 16 << 10,
             ..CompactionOptions::default()

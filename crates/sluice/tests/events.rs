@@ -133,7 +133,8 @@ fn a_listener_sees_every_step_of_a_flush_and_a_compaction() {
             _ => None,
         })
         .unwrap_or_else(|| panic!("{events:#?}"));
-    assert_eq!((begin.level, begin.output_level), (0, 1));
+    // Into the last level: the base level of a tree with nothing below L0.
+    assert_eq!((begin.level, begin.output_level), (0, 6));
     assert_eq!(begin.reason, "manual");
     assert_eq!(begin.inputs.len(), 2);
     let done = events
@@ -156,7 +157,7 @@ fn a_listener_sees_every_step_of_a_flush_and_a_compaction() {
     assert!(
         done.outputs
             .iter()
-            .all(|t| t.level == Some(1) && t.path.exists())
+            .all(|t| t.level == Some(6) && t.path.exists())
     );
     // The inputs were deleted, and told as such, after the compaction completed.
     let deleted: Vec<u64> = events
@@ -288,8 +289,8 @@ fn the_directory_keeps_a_log_the_options_and_the_last_session_s_counters() {
     for (i, needle) in [
         "open: ",
         "flush: ",
-        "compaction begins: L0 -> L1 (manual)",
-        "compaction: L0 -> L1 wrote",
+        "compaction begins: L0 -> L6 (manual)",
+        "compaction: L0 -> L6 wrote",
         "deleted table #",
         "stats: interval ",
         "cumulative over ",

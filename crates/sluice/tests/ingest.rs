@@ -269,3 +269,26 @@ fn a_merge_operand_the_operator_refuses_is_refused_at_ingest() {
     db.ingest(&[&good], &IngestOptions::default()).unwrap();
     assert_eq!(db.get("hits").unwrap(), Some(7u64.to_le_bytes().to_vec()));
 }
+
+/// With levels sized dynamically the levels above the base level stay empty, ingests
+/// included: a file overlapping the base level goes to L0, as RocksDB places it, not into the
+/// empty level just above it.
+#[test]
+fn a_file_over_the_base_level_goes_to_l0() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("db");
+    let db = Db::open(&db_dir, small()).unwrap();
+    for i in 0..500 {
+        db.put(key(i), b"old").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let files = |db: &Db| -> Vec<usize> { db.metrics().levels.iter().map(|l| l.files).collect() };
+    assert_eq!(db.metrics().base_level, 6);
+    assert!(files(&db)[6] > 0 && files(&db)[..6].iter().all(|&n| n == 0));
+    let file = external(&dir.path().join("x.sst"), &puts(100..200, "x"));
+    let report = db.ingest(&[&file], &IngestOptions::default()).unwrap();
+    assert_eq!(report.files[0].level, 0, "{report:?}");
+    assert!(files(&db)[1..6].iter().all(|&n| n == 0), "{:?}", files(&db));
+    assert_eq!(db.get(key(150)).unwrap().as_deref(), Some(&b"x-150"[..]));
+    assert_eq!(db.get(key(300)).unwrap().as_deref(), Some(&b"old"[..]));
+}

@@ -1,7 +1,7 @@
-//! L0 cut into intervals, as Pebble organises it: flushes cut their tables where L1's files
-//! begin, the pieces of one flush share a sublevel, L0's depth counts sublevels rather than
-//! files, and the L0 -> L1 compactions of different intervals leave the data equal to the
-//! model.
+//! L0 cut into intervals, as Pebble organises it: flushes cut their tables where the base
+//! level's files begin, the pieces of one flush share a sublevel, L0's depth counts sublevels
+//! rather than files, and the L0 compactions of different intervals leave the data equal to
+//! the model.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -66,19 +66,25 @@ fn flushes_cut_at_l1_boundaries_stack_one_sublevel_each() {
     let db = Db::open(dir.path(), options.clone()).unwrap();
     let mut model = BTreeMap::new();
     let mut x = 5u64;
-    // One flush with an empty L1 has nowhere to cut.
+    // One flush into an empty tree has nowhere to cut.
     write_random(&db, &mut model, &mut x, 20_000);
     db.flush().unwrap();
     let m = db.metrics();
     assert_eq!((m.levels[0].files, m.l0_sublevels), (1, 1));
     // A second, overlapping flush, so that compact_range merges (a lone L0 table would move
-    // to L1 whole) and cuts L1 at the target file size.
+    // down whole) and cuts the base level (L6 while the tree is small) at the target file size.
     write_random(&db, &mut model, &mut x, 5_000);
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
-    let l1_files = db.metrics().levels[1].files;
-    assert!(l1_files >= 8, "L1 holds {l1_files} files");
-    // Now every flush is cut into pieces, about one per 128 KiB of L1, which share a layer.
+    let m = db.metrics();
+    let base_files = m.levels[m.base_level].files;
+    assert!(
+        base_files >= 8,
+        "L{} holds {base_files} files",
+        m.base_level
+    );
+    // Now every flush is cut into pieces, about one per 128 KiB of the base level, which
+    // share a layer.
     for flush in 1..=3 {
         write_random(&db, &mut model, &mut x, 5_000);
         db.flush().unwrap();

@@ -288,6 +288,17 @@ struct Setup {
     /// Values of 4 bytes or more in blob files (not with `filtered`, which separation
     /// refuses), in files of 4 KiB, so that runs make many and compactions drop some.
     blobs: bool,
+    /// How the levels are sized.
+    levels: LevelSizing,
+}
+
+/// `level_compaction_dynamic_level_bytes` in a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum LevelSizing {
+    Static,
+    Dynamic,
+    /// Static until the first reopen, then dynamic: the open moves the levels down.
+    TurnedOnAtReopen,
 }
 
 /// The names of the runs' extra keyspaces.
@@ -306,8 +317,10 @@ fn options(dir: &Path, mode: CompactionMode, setup: Setup) -> Options {
         prefixed,
         keyspaces,
         blobs,
+        levels,
     } = setup;
-    let small = small_options(mode, direct);
+    let mut small = small_options(mode, direct);
+    small.compaction.level_compaction_dynamic_level_bytes = levels == LevelSizing::Dynamic;
     let mut options = Options {
         table: TableOptions {
             prefix_extractor: prefixed.then_some(sluice::PrefixExtractor::Fixed(7)),
@@ -436,6 +449,13 @@ fn run(ops: Vec<Op>, mode: CompactionMode, setup: Setup) -> Result<(), TestCaseE
     // Where external tables are written before they are ingested.
     let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let mut db = Some(open(dir.path(), mode, setup));
+    let setup = match setup.levels {
+        LevelSizing::TurnedOnAtReopen => Setup {
+            levels: LevelSizing::Dynamic,
+            ..setup
+        },
+        _ => setup,
+    };
     // A secondary instance, from the first `Follow` on, and its scratch directory.
     let mut follower: Option<Db> = None;
     let follower_dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -881,8 +901,13 @@ proptest! {
         prefixed: bool,
         keyspaces: bool,
         blobs: bool,
+        levels in proptest::sample::select(vec![
+            LevelSizing::Static,
+            LevelSizing::Dynamic,
+            LevelSizing::TurnedOnAtReopen,
+        ]),
     ) {
-        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed, keyspaces, blobs })?;
+        run(ops, mode, Setup { direct: direct_io, partitioned, filtered, prefixed, keyspaces, blobs, levels })?;
     }
 }
 
@@ -897,6 +922,7 @@ fn iterator_direction_switches_match_the_model() {
         prefixed: false,
         keyspaces: false,
         blobs: false,
+        levels: LevelSizing::Static,
     };
     let db = open(dir.path(), CompactionMode::Sequential, setup);
     let mut model = Model::new();

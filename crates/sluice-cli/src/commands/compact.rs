@@ -51,8 +51,10 @@ pub struct CompactArgs {
 /// One level's compaction, as `compact --json` reports it.
 #[derive(Clone, Debug, Serialize)]
 struct LevelTiming {
-    /// The level compacted into the next.
+    /// The level compacted.
     level: usize,
+    /// The level it went into: the next one, or for L0 the base level.
+    output_level: usize,
     /// Its input bytes (the level's files in the range and the next level's overlapping ones).
     input_bytes: u64,
     /// Wall seconds it took.
@@ -174,6 +176,7 @@ impl Tracker {
         if p.levels_done > done.len() {
             done.push(LevelTiming {
                 level: p.level,
+                output_level: p.output_level,
                 input_bytes: p.bytes_total,
                 seconds: level_start.elapsed().as_secs_f64(),
             });
@@ -187,7 +190,7 @@ impl Tracker {
         self.bar.set_message(format!(
             "L{}->L{} ({}/{})",
             p.level,
-            p.level + 1,
+            p.output_level,
             p.levels_done.min(p.levels) + usize::from(p.levels_done < p.levels),
             p.levels
         ));
@@ -352,7 +355,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn Write) -> CmdResult {
                 out,
                 "  L{} -> L{}: {} in {:.3} s",
                 l.level,
-                l.level + 1,
+                l.output_level,
                 size(l.input_bytes),
                 l.seconds
             )?;

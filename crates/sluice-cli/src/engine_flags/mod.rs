@@ -121,7 +121,8 @@ pub struct TuningArgs {
     /// Memtable size.
     #[arg(long, value_name = "BYTES", value_parser = parse_usize, default_value_t = Options::default().memtable.write_buffer_size)]
     pub write_buffer_size: usize,
-    /// Size at which compaction outputs are cut (L1's target grows to at least this).
+    /// Size at which compaction outputs are cut (max_bytes_for_level_base grows to at least
+    /// this).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().compaction.target_file_size_base)]
     pub target_file_size: u64,
     /// Uncompressed data block size.
@@ -172,8 +173,14 @@ pub struct TuningArgs {
     /// L0CompactionFileThreshold).
     #[arg(long, value_name = "N", value_parser = parse_usize, default_value_t = Options::default().compaction.l0_compaction_file_threshold)]
     pub l0_compaction_file_threshold: usize,
-    /// Cut flushes at L1 file boundaries at most once per this many bytes of L1 (Pebble's
-    /// FlushSplitBytes; 0: never).
+    /// Size levels from the bottom up (RocksDB's level_compaction_dynamic_level_bytes): L0
+    /// compacts into the base level, the first whose target reaches max_bytes_for_level_base,
+    /// and an empty tree's base level is the last one. false: L1 holds max_bytes_for_level_base,
+    /// each level below ten times more.
+    #[arg(long, value_name = "BOOL", action = clap::ArgAction::Set, default_value_t = Options::default().compaction.level_compaction_dynamic_level_bytes)]
+    pub level_compaction_dynamic_level_bytes: bool,
+    /// Cut flushes at the base level's file boundaries at most once per this many bytes of it
+    /// (Pebble's FlushSplitBytes; 0: never).
     #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = Options::default().compaction.l0_flush_split_bytes)]
     pub l0_flush_split_bytes: u64,
     /// Extra data directories, one per storage device (S-PPCP), in order: new tables are dealt
@@ -218,7 +225,7 @@ impl EngineArgs {
             compaction: CompactionOptions {
                 use_direct_io_for_flush_and_compaction: self.direct_io,
                 target_file_size_base: t.target_file_size,
-                // L1 must hold at least one output file.
+                // The base level must hold at least one output file.
                 max_bytes_for_level_base: defaults
                     .compaction
                     .max_bytes_for_level_base
@@ -234,6 +241,7 @@ impl EngineArgs {
                 l0_stop_writes_trigger: t.l0_stop_writes_trigger,
                 l0_compaction_file_threshold: t.l0_compaction_file_threshold,
                 l0_flush_split_bytes: t.l0_flush_split_bytes,
+                level_compaction_dynamic_level_bytes: t.level_compaction_dynamic_level_bytes,
                 ..defaults.compaction
             },
             merge_operator: self

@@ -192,6 +192,9 @@ impl Runner<'_> {
                 ..TableOptions::default()
             },
             compaction: CompactionOptions {
+                // The paper's LSM-tree (RocksDB's sizing of its day): L0 into L1, and L1,
+                // at four memtables, into L2.
+                level_compaction_dynamic_level_bytes: false,
                 target_file_size_base: s.target_file_size,
                 max_bytes_for_level_base: s.max_bytes_for_level_base,
                 sub_task_bytes: s.sub_task_bytes,

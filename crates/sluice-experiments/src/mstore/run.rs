@@ -240,6 +240,8 @@ impl Runner<'_> {
                 ..TableOptions::default()
             },
             compaction: CompactionOptions {
+                // LevelDB's level sizing, as the paper's MStore: L0 into L1, and down.
+                level_compaction_dynamic_level_bytes: false,
                 target_file_size_base: s.target_file_size,
                 max_bytes_for_level_base: s.max_bytes_for_level_base,
                 sub_task_bytes: s.sub_task_bytes,

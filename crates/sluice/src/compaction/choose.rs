@@ -134,6 +134,7 @@ pub(crate) fn executor_for<'a>(
         remote.executor(RemoteJob {
             env,
             level: c.level,
+            output_level: c.output_level(),
             has_lower_run: !c.inputs[1].is_empty(),
             input_bytes: c.input_bytes(),
             single_output: c.reason == super::Reason::IntraL0,

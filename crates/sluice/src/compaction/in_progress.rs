@@ -5,7 +5,11 @@
 //! - no file is input to two of them: each deletes its inputs when it installs;
 //! - two compactions writing into the same level cover disjoint user-key ranges, or their
 //!   outputs would overlap in that level (possible even with disjoint inputs, when the output
-//!   level has a gap where both ranges meet).
+//!   level has a gap where both ranges meet). An L0 compaction into a base level below L1
+//!   counts as writing into every level it skips: those are empty when it is picked
+//!   ([`super::level_targets`]), and the picker's rules already keep them so in its range
+//!   until it installs; holding them here makes that a rule of this module too, so that no
+//!   output can land below newer data whatever the picker does.
 //!
 //! Everything else may run side by side. A compaction into level `n` beside one out of `n`
 //! works on disjoint files of `n`, and the one into `n` took every file of `n` overlapping its
@@ -30,8 +34,9 @@ struct Job {
     id: JobId,
     /// Numbers of every input file.
     files: Vec<u64>,
-    /// `None` for a range split, which conflicts in every level.
-    output_level: Option<usize>,
+    /// The levels it writes into or skips on the way there; `None` for a range split, which
+    /// conflicts in every level.
+    levels: Option<(usize, usize)>,
     /// The user-key range of the inputs, which bounds the outputs.
     lo: Vec<u8>,
     hi: Vec<u8>,
@@ -52,8 +57,10 @@ impl InProgress {
         let (lo, hi) = range_of(c);
         self.jobs.iter().any(|job| {
             c.all_inputs().any(|f| job.files.contains(&f.number))
-                || (job.output_level.is_none_or(|l| l == c.output_level())
-                    && lo.as_slice() <= job.hi.as_slice()
+                || (job.levels.is_none_or(|(top, bottom)| {
+                    let (c_top, c_bottom) = written_levels(c);
+                    c_top <= bottom && top <= c_bottom
+                }) && lo.as_slice() <= job.hi.as_slice()
                     && job.lo.as_slice() <= hi.as_slice())
         })
     }
@@ -68,7 +75,7 @@ impl InProgress {
         debug_assert!(!self.conflicts(c), "registering a conflicting compaction");
         let (lo, hi) = range_of(c);
         let files = c.all_inputs().map(|f| f.number).collect();
-        let id = self.push(files, Some(c.output_level()), lo, hi);
+        let id = self.push(files, Some(written_levels(c)), lo, hi);
         self.peak = self.peak.max(self.jobs.len());
         id
     }
@@ -92,7 +99,7 @@ impl InProgress {
     fn push(
         &mut self,
         files: Vec<u64>,
-        output_level: Option<usize>,
+        levels: Option<(usize, usize)>,
         lo: Vec<u8>,
         hi: Vec<u8>,
     ) -> JobId {
@@ -101,7 +108,7 @@ impl InProgress {
         self.jobs.push(Job {
             id,
             files,
-            output_level,
+            levels,
             lo,
             hi,
         });
@@ -127,6 +134,15 @@ impl InProgress {
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
+}
+
+/// The levels, top and bottom, that `c` writes into or skips on the way to its output level.
+fn written_levels(c: &Compaction) -> (usize, usize) {
+    let top = match c.stays_in_level() {
+        true => c.level,
+        false => c.level + 1,
+    };
+    (top, c.output_level())
 }
 
 /// The user-key range `c`'s outputs can cover.
@@ -164,8 +180,18 @@ mod tests {
         upper: Vec<Arc<FileMetaData>>,
         lower: Vec<Arc<FileMetaData>>,
     ) -> Compaction {
+        into(level, level + 1, upper, lower)
+    }
+
+    fn into(
+        level: usize,
+        output_level: usize,
+        upper: Vec<Arc<FileMetaData>>,
+        lower: Vec<Arc<FileMetaData>>,
+    ) -> Compaction {
         Compaction {
             level,
+            output_level,
             inputs: [upper, lower],
             grandparents: Vec::new(),
             bottommost: false,
@@ -196,6 +222,25 @@ mod tests {
         running.finish(id);
         assert!(running.is_empty());
         assert!(!running.conflicts(&a));
+    }
+
+    #[test]
+    fn a_compaction_past_empty_levels_holds_them_in_its_range() {
+        let mut running = InProgress::default();
+        // L0 into a base level of L4: L1 to L3 are skipped.
+        running.register(&into(
+            0,
+            4,
+            vec![file(1, "a", "c")],
+            vec![file(2, "a", "d")],
+        ));
+        // Into L3 or L4 across its range: no.
+        assert!(running.conflicts(&into(2, 3, vec![file(3, "b", "b")], vec![])));
+        assert!(running.conflicts(&into(0, 4, vec![file(4, "d", "e")], vec![])));
+        // Out of the output level (disjoint files), or outside its range: yes.
+        assert!(!running.conflicts(&into(4, 5, vec![file(5, "e", "f")], vec![])));
+        assert!(!running.conflicts(&into(4, 5, vec![file(6, "b", "b")], vec![])));
+        assert!(!running.conflicts(&into(2, 3, vec![file(7, "x", "y")], vec![])));
     }
 
     #[test]

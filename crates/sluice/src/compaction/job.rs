@@ -13,6 +13,7 @@ use sluice_sst::key::{MAX_SEQ, SeqNo, parse_internal_key, seek_key, user_key};
 use sluice_sst::table::{REMOTE_OPENS_AT_ONCE, Table, TableReadOptions, open_in_parallel};
 
 use super::env::JobEnv;
+use super::level_targets::LevelTargets;
 use super::{Compaction, Reason};
 use crate::blob::gc::BlobCollector;
 use crate::version::edit::{FileMetaData, VersionEdit};
@@ -61,8 +62,8 @@ pub enum Accounting {
     Trusted,
 }
 
-/// The edit that moves `c`'s single file down one level, if `c` is a trivial move: then it
-/// needs no executor, no placement and no file written.
+/// The edit that moves `c`'s single file down to its output level, if `c` is a trivial move:
+/// then it needs no executor, no placement and no file written.
 pub(crate) fn trivial_move(c: &Compaction, env: &JobEnv<'_>) -> Option<JobOutcome> {
     c.is_trivial_move(env.max_grandparent_overlap_bytes())
         .then(|| moved(c))
@@ -233,11 +234,12 @@ fn spec_of(c: &Compaction, env: &JobEnv<'_>) -> Result<CompactionSpec> {
         inputs.push(open_inputs(env, &c.inputs[1])?);
     }
     let options = env.options;
+    let base_level = LevelTargets::new(&c.version, &options.compaction).base_level();
     Ok(CompactionSpec {
         inputs,
         snapshots: env.snapshots.clone(),
         bottommost: c.bottommost,
-        table: options.table_for_level(c.output_level(), c.bottommost),
+        table: options.table_for_level(c.output_level(), base_level, c.bottommost),
         storage: options.background_storage(),
         filter: options.compaction_filter_at(sluice_sst::ttl::now_secs()),
         merge_operator: options.merge_operator.clone(),
@@ -275,9 +277,9 @@ fn edit_for_outputs(
     range_clean_seqs: &[SeqNo],
 ) -> VersionEdit {
     let mut edit = VersionEdit::default();
-    for (which, files) in c.inputs.iter().enumerate() {
+    for (level, files) in [c.level, c.output_level()].into_iter().zip(&c.inputs) {
         for f in files {
-            edit.deleted_files.insert((c.level + which, f.number));
+            edit.deleted_files.insert((level, f.number));
         }
     }
     for (f, &range_clean_seq) in out.files.iter().zip(range_clean_seqs) {
@@ -300,7 +302,7 @@ fn edit_for_outputs(
     edit
 }
 
-/// Moves `c`'s single file down one level by editing the MANIFEST only.
+/// Moves `c`'s single file down to its output level by editing the MANIFEST only.
 fn moved(c: &Compaction) -> JobOutcome {
     let mut edit = VersionEdit::default();
     for f in &c.inputs[0] {

@@ -1,16 +1,16 @@
-//! Which L0 files an L0 -> L1 compaction takes, as Pebble picks them by sublevel: the files
-//! under a seed, not every file the seed's range touches.
+//! Which L0 files an L0 compaction into the base level takes, as Pebble picks them by
+//! sublevel: the files under a seed, not every file the seed's range touches.
 //!
 //! The one rule: a version of a key may only move down past the versions older than it. L0
-//! is read before L1, so a file may stay in L0 above the compaction's outputs if it is newer
-//! than every input it overlaps. The inputs are therefore closed *downwards*: with a file,
+//! is read before the levels below, so a file may stay in L0 above the compaction's outputs
+//! if it is newer than every input it overlaps. The inputs are therefore closed *downwards*: with a file,
 //! every older L0 file overlapping it. Newer overlapping files may stay, so two compactions
 //! can take the bottom of two L0 intervals while the files stacked across both wait.
 //!
-//! Since the L1 files under the inputs' key range are rewritten anyway, the inputs then grow
-//! to the rectangle above those L1 files (Pebble's `extendCandidateToRectangle` and
+//! Since the base level's files under the inputs' key range are rewritten anyway, the inputs
+//! then grow to the rectangle above those files (Pebble's `extendCandidateToRectangle` and
 //! `extendL0ForBaseCompactionTo`): every L0 file inside their key range whose older
-//! overlapping files are all inputs joins, which costs no extra L1.
+//! overlapping files are all inputs joins, which costs no extra base-level bytes.
 
 use std::sync::Arc;
 
@@ -20,13 +20,14 @@ use crate::version::Version;
 use crate::version::edit::FileMetaData;
 use crate::version::version::{largest_user_key, smallest_user_key, user_ranges_overlap};
 
-/// The L0 inputs of a compaction into L1 seeded by `seed` (an L0 file of `version`), newest
-/// first as the version lists them. The rectangle never adds a file that a `running`
-/// compaction holds; if the downward closure needs one, the result conflicts with `running`
-/// and the caller tries another seed.
+/// The L0 inputs of a compaction into `output_level` (the base level) seeded by `seed` (an L0
+/// file of `version`), newest first as the version lists them. The rectangle never adds a
+/// file that a `running` compaction holds; if the downward closure needs one, the result
+/// conflicts with `running` and the caller tries another seed.
 pub fn l0_inputs(
     version: &Version,
     seed: &FileMetaData,
+    output_level: usize,
     running: &InProgress,
 ) -> Vec<Arc<FileMetaData>> {
     // Newest first: every file older than `files[i]` has a higher index.
@@ -54,9 +55,10 @@ pub fn l0_inputs(
             .collect()
     };
     let closure = chosen(&taken);
-    // The range the outputs cover: the closure's, widened to the L1 files it overlaps.
+    // The range the outputs cover: the closure's, widened to the files of the output level it
+    // overlaps.
     let (lo, hi) = key_range(&closure);
-    let mut covered = version.overlapping_files(1, Some(&lo), Some(&hi));
+    let mut covered = version.overlapping_files(output_level, Some(&lo), Some(&hi));
     covered.extend(closure);
     let (lo, hi) = key_range(&covered);
     // The rectangle, oldest first so that a file's older neighbours are decided before it.
@@ -102,7 +104,7 @@ mod tests {
 
     fn inputs(v: &Version, seed: u64, running: &InProgress) -> Vec<u64> {
         let seed = v.files(0).iter().find(|f| f.number == seed).unwrap();
-        numbers(&l0_inputs(v, seed, running))
+        numbers(&l0_inputs(v, seed, 1, running))
     }
 
     #[test]
@@ -138,6 +140,7 @@ mod tests {
         let busy = v.files(0).iter().find(|f| f.number == 2).unwrap().clone();
         running.register(&Compaction {
             level: 0,
+            output_level: 1,
             inputs: [vec![busy], Vec::new()],
             grandparents: Vec::new(),
             bottommost: false,
@@ -174,7 +177,8 @@ mod tests {
         let left = expand(
             &v,
             0,
-            l0_inputs(&v, &v.files(0)[5], &running),
+            1,
+            l0_inputs(&v, &v.files(0)[5], 1, &running),
             Reason::L0FileCount,
         );
         assert_eq!(numbers(&left.inputs[0]), vec![10, 12, 14]);
@@ -182,7 +186,8 @@ mod tests {
         let right = expand(
             &v,
             0,
-            l0_inputs(&v, &v.files(0)[4], &running),
+            1,
+            l0_inputs(&v, &v.files(0)[4], 1, &running),
             Reason::L0FileCount,
         );
         assert_eq!(numbers(&right.inputs[0]), vec![11, 13, 15]);
@@ -205,7 +210,7 @@ mod tests {
         }
         let v = version(files);
         for seed in v.files(0) {
-            let taken = l0_inputs(&v, seed, &InProgress::default());
+            let taken = l0_inputs(&v, seed, 1, &InProgress::default());
             assert!(taken.iter().any(|f| f.number == seed.number));
             for left in v.files(0).iter().filter(|f| !taken.contains(f)) {
                 for input in &taken {

@@ -32,8 +32,10 @@ const TICK: Duration = Duration::from_millis(100);
 /// Where a manual compaction is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactProgress {
-    /// The level being compacted into the next.
+    /// The level being compacted.
     pub level: usize,
+    /// The level it is compacted into: the next one, or for L0 the base level.
+    pub output_level: usize,
     /// Levels done so far, and to do in all (levels holding data in the range).
     pub levels_done: usize,
     /// Levels to compact.
@@ -112,6 +114,9 @@ pub(crate) trait ManualEnv {
     /// The current version, to pick from.
     fn current_version(&self) -> Arc<Version>;
 
+    /// The level L0 compacts into in `version` (`LevelTargets::base_level`).
+    fn base_level(&self, version: &Version) -> usize;
+
     /// The local executor for the levels' compactions.
     fn exec(&self, request: Request) -> ExecOptions;
 
@@ -127,8 +132,9 @@ pub(crate) trait ManualEnv {
 }
 
 /// Compacts every level holding data in `[start, end]` into the next, from L0 down, until the
-/// range lives in one level (the deepest that held it, or L1). The caller has flushed the
-/// memtable and holds the right to run alone.
+/// range lives in one level (the deepest that held it, or the base level). L0 goes into the
+/// base level, which with dynamic level sizing may be below L1: the levels above it are
+/// empty. The caller has flushed the memtable and holds the right to run alone.
 pub(crate) fn compact_levels(
     db: &dyn ManualEnv,
     start: Option<&[u8]>,
@@ -136,18 +142,24 @@ pub(crate) fn compact_levels(
     opts: &CompactOptions,
 ) -> Result<()> {
     let rewrite_all = db.rewrites_everything();
-    let (deepest, levels) = {
-        let v = db.current_version();
-        let deepest = (1..NUM_LEVELS)
-            .rev()
-            .find(|&l| !v.overlapping_files(l, start, end).is_empty())
-            .unwrap_or(1);
-        let levels = (0..deepest)
-            .filter(|&l| !v.overlapping_files(l, start, end).is_empty())
-            .count()
-            + usize::from(rewrite_all);
-        (deepest, levels)
-    };
+    let v = db.current_version();
+    let base = db.base_level(&v);
+    let deepest = (1..NUM_LEVELS)
+        .rev()
+        .find(|&l| !v.overlapping_files(l, start, end).is_empty())
+        .unwrap_or(base)
+        .max(base);
+    // (level, output level) of each step, L0 first.
+    let steps: Vec<(usize, usize)> = std::iter::once((0, base))
+        .chain((base..deepest).map(|l| (l, l + 1)))
+        .collect();
+    let levels = steps
+        .iter()
+        .filter(|&&(l, _)| !v.overlapping_files(l, start, end).is_empty())
+        .count()
+        + usize::from(rewrite_all);
+    // Each step picks from the version the one before it left.
+    drop(v);
     let exec = db.exec(if opts.parallel {
         Request::Parallel {
             threads: opts.threads,
@@ -164,22 +176,30 @@ pub(crate) fn compact_levels(
         pieces_running: pieces,
         ..CompactProgress::default()
     };
-    for level in 0..deepest {
+    for (level, output_level) in steps {
         // Moves and merges (see `manual_pick`), cut per range in partitioned mode.
-        let picked = pick_manual(&db.current_version(), level, start, end, rewrite_all);
-        run_level(db, level, picked, exec, opts, &mut progress)?;
+        let picked = pick_manual(
+            &db.current_version(),
+            level,
+            output_level,
+            start,
+            end,
+            rewrite_all,
+        );
+        run_level(db, (level, output_level), picked, exec, opts, &mut progress)?;
     }
     if rewrite_all {
         let picked = pick_in_place(&db.current_version(), deepest, start, end);
-        run_level(db, deepest, picked, exec, opts, &mut progress)?;
+        run_level(db, (deepest, deepest), picked, exec, opts, &mut progress)?;
     }
     Ok(())
 }
 
-/// Runs the compactions picked for `level`, reporting progress; nothing if none were picked.
+/// Runs the compactions picked for `(level, output level)`, reporting progress; nothing if none
+/// were picked.
 fn run_level(
     db: &dyn ManualEnv,
-    level: usize,
+    (level, output_level): (usize, usize),
     picked: Vec<Compaction>,
     exec: ExecOptions,
     opts: &CompactOptions,
@@ -192,6 +212,7 @@ fn run_level(
         return Ok(());
     }
     progress.level = level;
+    progress.output_level = output_level;
     progress.bytes_done = 0;
     progress.bytes_total = picked.iter().map(|c| c.input_bytes()).sum();
     // One control for the level: its byte count is the level's progress.

@@ -1,6 +1,7 @@
 //! What `compact_range` compacts at each level, and what it only moves.
 //!
-//! A manual compaction pushes every file of a level in the range into the next level. A file
+//! A manual compaction pushes every file of a level in the range into the next level (for L0,
+//! the base level: [`super::level_targets`]). A file
 //! that overlaps nothing there need not be rewritten to get there: it moves by a version edit,
 //! as RocksDB's and Pebble's manual compactions move it, and is counted as a trivial move. So
 //! the level's files are cut, in key order, into
@@ -26,13 +27,15 @@ use crate::version::Version;
 use crate::version::edit::{FileMetaData, NUM_LEVELS};
 use crate::version::version::{largest_user_key, smallest_user_key};
 
-/// The compactions `compact_range` runs for `level` over `[lo, hi]`, in key order: moves and
-/// merges as the module docs say, or none if the level has no file there. In partitioned mode
-/// they are cut per range too, so that each stays inside its range and runs on its owner.
-/// With `rewrite_all` (a compaction filter is set) nothing moves: every file is rewritten.
+/// The compactions `compact_range` runs for `level` into `output_level` over `[lo, hi]`, in
+/// key order: moves and merges as the module docs say, or none if the level has no file
+/// there. In partitioned mode they are cut per range too, so that each stays inside its range
+/// and runs on its owner. With `rewrite_all` (a compaction filter is set) nothing moves: every
+/// file is rewritten. REQUIRES: the levels between `level` and `output_level` are empty.
 pub fn pick_manual(
     version: &Arc<Version>,
     level: usize,
+    output_level: usize,
     lo: Option<&[u8]>,
     hi: Option<&[u8]>,
     rewrite_all: bool,
@@ -45,9 +48,9 @@ pub fn pick_manual(
         .into_iter()
         .flat_map(|files| match rewrite_all {
             true => vec![files],
-            false => cut_into_moves(version, level, files),
+            false => cut_into_moves(version, output_level, files),
         })
-        .map(|inputs0| expand(version, level, inputs0, reason))
+        .map(|inputs0| expand(version, level, output_level, inputs0, reason))
         .collect()
 }
 
@@ -66,6 +69,7 @@ pub fn pick_in_place(
             let (all_lo, all_hi) = super::picker::key_range(&inputs0);
             Compaction {
                 level,
+                output_level: level,
                 inputs: [inputs0, Vec::new()],
                 grandparents: Vec::new(),
                 bottommost: ((level + 1)..NUM_LEVELS).all(|l| {
@@ -107,19 +111,20 @@ fn files_per_range(
     }
 }
 
-/// True if moving `file` from `level` into `level + 1` would keep tombstones that a rewrite
-/// there drops: it holds some, and nothing below `level + 1` overlaps it.
-pub fn must_rewrite(version: &Version, level: usize, file: &FileMetaData) -> bool {
+/// True if moving `file` into `output_level` would keep tombstones that a rewrite there
+/// drops: it holds some, and nothing below `output_level` overlaps it.
+pub fn must_rewrite(version: &Version, output_level: usize, file: &FileMetaData) -> bool {
     let (lo, hi) = (smallest_user_key(file), largest_user_key(file));
     file.num_deletions > 0
-        && ((level + 2)..NUM_LEVELS)
+        && ((output_level + 1)..NUM_LEVELS)
             .all(|l| version.overlapping_files(l, Some(lo), Some(hi)).is_empty())
 }
 
-/// Cuts `files` (of `level`) into the input sets of moves and merges, in key order.
+/// Cuts `files` (of the level being compacted into `output_level`) into the input sets of
+/// moves and merges, in key order.
 fn cut_into_moves(
     version: &Version,
-    level: usize,
+    output_level: usize,
     mut files: Vec<Arc<FileMetaData>>,
 ) -> Vec<Vec<Arc<FileMetaData>>> {
     files.sort_by(|a, b| smallest_user_key(a).cmp(smallest_user_key(b)));
@@ -130,9 +135,9 @@ fn cut_into_moves(
             [file] => {
                 let (lo, hi) = (smallest_user_key(file), largest_user_key(file));
                 version
-                    .overlapping_files(level + 1, Some(lo), Some(hi))
+                    .overlapping_files(output_level, Some(lo), Some(hi))
                     .is_empty()
-                    && !must_rewrite(version, level, file)
+                    && !must_rewrite(version, output_level, file)
             }
             _ => false,
         };
@@ -189,7 +194,7 @@ mod tests {
 
     /// `(input file numbers of the upper level, of the lower level, is a move)` per compaction.
     fn picked(v: &Arc<Version>, level: usize) -> Vec<(Vec<u64>, Vec<u64>, bool)> {
-        pick_manual(v, level, None, None, false)
+        pick_manual(v, level, level + 1, None, None, false)
             .iter()
             .map(|c| {
                 let numbers = |i: usize| {

@@ -16,6 +16,7 @@ pub mod env;
 pub(crate) mod in_progress;
 pub(crate) mod job;
 pub(crate) mod l0_inputs;
+pub(crate) mod level_targets;
 pub mod manual;
 pub(crate) mod manual_pick;
 pub(crate) mod picker;
@@ -29,15 +30,15 @@ use crate::version::edit::FileMetaData;
 /// Why a compaction was chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Reason {
-    /// L0 has too many files.
+    /// L0 is due: too deep, too many files, or (dynamic level sizing) too many bytes.
     L0FileCount,
     /// A level holds more bytes than its target.
     LevelSize,
     /// `compact_range` asked for it.
     Manual,
-    /// L0 has too many files but L1 is busy: the newest L0 files are merged into one L0 file,
-    /// cutting L0's read amplification until an L0 -> L1 compaction can run (RocksDB's and
-    /// Pebble's intra-L0 compaction).
+    /// L0 is due but the base level is busy: the newest L0 files are merged into one L0 file,
+    /// cutting L0's read amplification until an L0 compaction into the base level can run
+    /// (RocksDB's and Pebble's intra-L0 compaction).
     IntraL0,
     /// Partitioned mode: a table of a range that moved, still in its former owner's
     /// directory, is rewritten at its level into the range owner's directory (the MStore paper:
@@ -71,16 +72,20 @@ impl Reason {
     }
 }
 
-/// One compaction: inputs from `level` and `level + 1`, outputs into `level + 1` (or, for
-/// [`Reason::IntraL0`], [`Reason::Relocate`] and [`Reason::ManualInPlace`], inputs and outputs
-/// in `level`).
+/// One compaction: inputs from `level` and `output_level`, outputs into `output_level`. That
+/// is `level + 1`, except for L0, which compacts into the base level
+/// ([`level_targets::LevelTargets::base_level`]; every level between is empty), and for
+/// [`Reason::IntraL0`], [`Reason::Relocate`], [`Reason::ManualInPlace`] and
+/// [`Reason::BlobGarbage`], whose inputs and outputs are in `level`.
 #[derive(Clone, Debug)]
 pub(crate) struct Compaction {
     /// The upper input level.
     pub level: usize,
-    /// `inputs[0]` from `level`, `inputs[1]` from `level + 1`.
+    /// The level the outputs go to.
+    pub output_level: usize,
+    /// `inputs[0]` from `level`, `inputs[1]` from `output_level`.
     pub inputs: [Vec<Arc<FileMetaData>>; 2],
-    /// Files of `level + 2` overlapping the output, used to cut outputs so that a later
+    /// Files of `output_level + 1` overlapping the output, used to cut outputs so that a later
     /// compaction of one output file does not rewrite too much of the grandparent level.
     pub grandparents: Vec<Arc<FileMetaData>>,
     /// No level below the output holds data in this compaction's key range, so tombstones that
@@ -104,6 +109,7 @@ impl Compaction {
     ) -> Compaction {
         Compaction {
             level,
+            output_level: level,
             inputs: [vec![Arc::clone(file)], Vec::new()],
             grandparents: Vec::new(),
             // Deeper levels (or older L0 tables) may hold older versions of its keys.
@@ -115,19 +121,12 @@ impl Compaction {
 
     /// The level outputs are written to.
     pub fn output_level(&self) -> usize {
-        if self.stays_in_level() {
-            self.level
-        } else {
-            self.level + 1
-        }
+        self.output_level
     }
 
     /// True for the compactions whose outputs stay in the input level.
     pub fn stays_in_level(&self) -> bool {
-        matches!(
-            self.reason,
-            Reason::IntraL0 | Reason::Relocate | Reason::ManualInPlace | Reason::BlobGarbage
-        )
+        self.output_level == self.level
     }
 
     /// All input files.
@@ -150,8 +149,8 @@ impl Compaction {
     }
 
     /// A single input file with nothing to merge against, and little grandparent overlap: it
-    /// can move down a level by editing the MANIFEST only. A manual compaction's file moves
-    /// too, unless it would keep tombstones at the bottom that a rewrite drops
+    /// can move down to the output level by editing the MANIFEST only. A manual compaction's
+    /// file moves too, unless it would keep tombstones at the bottom that a rewrite drops
     /// (`manual_pick::must_rewrite`).
     pub fn is_trivial_move(&self, max_grandparent_overlap_bytes: u64) -> bool {
         let [file] = self.inputs[0].as_slice() else {
@@ -162,7 +161,7 @@ impl Compaction {
             | Reason::ManualRewrite
             | Reason::ManualInPlace
             | Reason::BlobGarbage => true,
-            Reason::Manual => manual_pick::must_rewrite(&self.version, self.level, file),
+            Reason::Manual => manual_pick::must_rewrite(&self.version, self.output_level, file),
             _ => false,
         };
         !rewrite

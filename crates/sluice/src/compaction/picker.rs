@@ -2,11 +2,13 @@
 //!
 //! The picker only reads a version and returns a value; it never touches files. L0 is scored by
 //! its depth (sublevels) against `l0_compaction_trigger`, or by its file count against
-//! `l0_compaction_file_threshold` if that is higher; deeper levels by bytes against their
-//! target (10x per level). Levels with a score of at least 1 are tried most urgent first; in a level
-//! the candidates start after the level's compact pointer (so successive compactions sweep the
-//! key space; L0 starts at its oldest file), and the first one that does not conflict with the
-//! compactions already running ([`InProgress`]) is chosen.
+//! `l0_compaction_file_threshold` if that is higher (and, with dynamic level sizing, by its
+//! bytes); deeper levels by bytes against their target ([`LevelTargets`]). Levels with a score
+//! of at least 1 are tried most urgent first; in a level the candidates start after the
+//! level's compact pointer (so successive compactions sweep the key space; L0 starts at its
+//! oldest file), and the first one that does not conflict with the compactions already
+//! running ([`InProgress`]) is chosen. L0 compacts into the base level, every other level into
+//! the next.
 
 use std::sync::Arc;
 
@@ -14,30 +16,51 @@ use sluice_sst::key::{compare_internal, user_key};
 
 use super::in_progress::InProgress;
 use super::l0_inputs::l0_inputs;
+use super::level_targets::LevelTargets;
 use super::{Compaction, Reason};
 use crate::options::Options;
 use crate::version::Version;
 use crate::version::edit::{FileMetaData, NUM_LEVELS};
 use crate::version::version::{file_overlaps, smallest_user_key};
 
-/// The compaction score of `level`: at least 1 means it should be compacted.
-pub fn level_score(version: &Version, options: &Options, level: usize) -> f64 {
-    if level == 0 {
-        let depth = version.l0_depth() as f64 / options.compaction.l0_compaction_trigger as f64;
-        let files =
-            version.num_files(0) as f64 / options.compaction.l0_compaction_file_threshold as f64;
-        depth.max(files)
-    } else if level == NUM_LEVELS - 1 {
-        0.0 // the last level has nowhere to go
-    } else {
-        version.level_bytes(level) as f64 / options.compaction.max_bytes_for_level(level) as f64
-    }
+/// The compaction score of every level: at least 1 means it should be compacted. The last
+/// level's is 0: it has nowhere to go.
+pub fn level_scores(version: &Version, options: &Options) -> [f64; NUM_LEVELS] {
+    targets_and_scores(version, options, &InProgress::default()).1
+}
+
+/// The level targets of `version` and the scores under them, counting in the scores only the
+/// bytes that no compaction of `running` holds.
+pub(crate) fn targets_and_scores(
+    version: &Version,
+    options: &Options,
+    running: &InProgress,
+) -> (LevelTargets, [f64; NUM_LEVELS]) {
+    let targets = LevelTargets::new(version, &options.compaction);
+    let idle: [u64; NUM_LEVELS] = std::array::from_fn(|l| {
+        let files = version.files(l).iter();
+        files
+            .filter(|f| !running.is_busy(f.number))
+            .map(|f| f.file_size)
+            .sum()
+    });
+    let scores = targets.scores(&idle, l0_score(version, options));
+    (targets, scores)
+}
+
+/// L0's score by its shape: its depth (sublevels) against `l0_compaction_trigger`, or its file
+/// count against `l0_compaction_file_threshold`, whichever is higher.
+fn l0_score(version: &Version, options: &Options) -> f64 {
+    let depth = version.l0_depth() as f64 / options.compaction.l0_compaction_trigger as f64;
+    let files =
+        version.num_files(0) as f64 / options.compaction.l0_compaction_file_threshold as f64;
+    depth.max(files)
 }
 
 /// True if some level has a score of at least 1, or (partitioned mode) a table waits to be
 /// relocated to its range's new owner.
 pub fn needs_compaction(version: &Version, options: &Options) -> bool {
-    (0..NUM_LEVELS - 1).any(|l| level_score(version, options, l) >= 1.0)
+    level_scores(version, options).iter().any(|&s| s >= 1.0)
         || forwarded_tables(version).next().is_some()
         || crate::blob::gc::forced_compaction_due(version, &options.blob)
 }
@@ -49,14 +72,17 @@ pub fn pick(
     compact_pointers: &[Vec<u8>; NUM_LEVELS],
     running: &InProgress,
 ) -> Option<Compaction> {
-    let mut levels: Vec<(usize, f64)> = (0..NUM_LEVELS - 1)
-        .map(|l| (l, level_score(version, options, l)))
+    let (targets, scores) = targets_and_scores(version, options, running);
+    let base_level = targets.base_level();
+    let mut levels: Vec<(usize, f64)> = scores
+        .into_iter()
+        .enumerate()
         .filter(|(_, score)| *score >= 1.0)
         .collect();
     levels.sort_by(|a, b| b.1.total_cmp(&a.1));
     levels
         .into_iter()
-        .find_map(|(level, _)| pick_in_level(version, level, compact_pointers, running))
+        .find_map(|(level, _)| pick_in_level(version, level, base_level, compact_pointers, running))
         .or_else(|| relocation(version, running))
         .or_else(|| crate::blob::gc::forced_compaction(version, &options.blob, running))
 }
@@ -92,10 +118,12 @@ fn relocation(version: &Arc<Version>, running: &InProgress) -> Option<Compaction
         .find(|c| !running.conflicts(c))
 }
 
-/// The first compaction out of `level` that does not conflict with `running`.
+/// The first compaction out of `level` that does not conflict with `running`; L0 compacts
+/// into `base_level`.
 fn pick_in_level(
     version: &Arc<Version>,
     level: usize,
+    base_level: usize,
     compact_pointers: &[Vec<u8>; NUM_LEVELS],
     running: &InProgress,
 ) -> Option<Compaction> {
@@ -106,8 +134,8 @@ fn pick_in_level(
         return l0_seeds(version)
             .filter(|seed| !running.is_busy(seed.number))
             .map(|seed| {
-                let inputs0 = l0_inputs(version, seed, running);
-                expand(version, 0, inputs0, Reason::L0FileCount)
+                let inputs0 = l0_inputs(version, seed, base_level, running);
+                expand(version, 0, base_level, inputs0, Reason::L0FileCount)
             })
             .find(|c| !running.conflicts(c))
             .or_else(|| intra_l0(version, running));
@@ -122,7 +150,10 @@ fn pick_in_level(
         .iter()
         .chain(before)
         .filter(|seed| !running.is_busy(seed.number))
-        .map(|seed| expand(version, level, vec![Arc::clone(seed)], Reason::LevelSize))
+        .map(|seed| {
+            let inputs0 = vec![Arc::clone(seed)];
+            expand(version, level, level + 1, inputs0, Reason::LevelSize)
+        })
         .find(|c| !running.conflicts(c))
 }
 
@@ -151,11 +182,11 @@ fn l0_seeds(version: &Version) -> impl Iterator<Item = &Arc<FileMetaData>> {
 /// Fewest L0 files an intra-L0 compaction merges (RocksDB's `kMinFilesForIntraL0Compaction`).
 pub const MIN_INTRA_L0_FILES: usize = 4;
 
-/// The newest L0 files, merged into one L0 file, when L1 is busy. Only a run starting at the
-/// newest file qualifies: every L0 file left out is then older than every input, so the
-/// output (whose sequence numbers span the inputs') still sits above them.
+/// The newest L0 files, merged into one L0 file, when the base level is busy. Only a run
+/// starting at the newest file qualifies: every L0 file left out is then older than every
+/// input, so the output (whose sequence numbers span the inputs') still sits above them.
 fn intra_l0(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> {
-    // Partitioned mode: one output file would span ranges; the owners' L0 -> L1 compactions
+    // Partitioned mode: one output file would span ranges; the owners' L0 compactions
     // run independently instead.
     if version.range_map().is_some() {
         return None;
@@ -187,6 +218,7 @@ fn intra_l0(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> 
     let inputs = files[..n].to_vec();
     let c = Compaction {
         level: 0,
+        output_level: 0,
         inputs: [inputs, Vec::new()],
         grandparents: Vec::new(),
         bottommost: false,
@@ -196,29 +228,36 @@ fn intra_l0(version: &Arc<Version>, running: &InProgress) -> Option<Compaction> 
     (!running.conflicts(&c)).then_some(c)
 }
 
-/// Builds the compaction of `inputs0` (files of `level`) into `level + 1`.
+/// Builds the compaction of `inputs0` (files of `level`) into `output_level`. REQUIRES: the
+/// levels between the two are empty.
 pub fn expand(
     version: &Arc<Version>,
     level: usize,
+    output_level: usize,
     inputs0: Vec<Arc<FileMetaData>>,
     reason: Reason,
 ) -> Compaction {
+    debug_assert!(
+        (level + 1..output_level).all(|l| version.num_files(l) == 0),
+        "L{level} -> L{output_level} skips a level holding tables"
+    );
     let (lo, hi) = key_range(&inputs0);
-    let inputs1 = version.overlapping_files(level + 1, Some(&lo), Some(&hi));
+    let inputs1 = version.overlapping_files(output_level, Some(&lo), Some(&hi));
     let all: Vec<_> = inputs0.iter().chain(&inputs1).cloned().collect();
     let (all_lo, all_hi) = key_range(&all);
-    let grandparents = if level + 2 < NUM_LEVELS {
-        version.overlapping_files(level + 2, Some(&all_lo), Some(&all_hi))
+    let grandparents = if output_level + 1 < NUM_LEVELS {
+        version.overlapping_files(output_level + 1, Some(&all_lo), Some(&all_hi))
     } else {
         Vec::new()
     };
-    let bottommost = ((level + 2)..NUM_LEVELS).all(|l| {
+    let bottommost = ((output_level + 1)..NUM_LEVELS).all(|l| {
         version
             .overlapping_files(l, Some(&all_lo), Some(&all_hi))
             .is_empty()
     });
     Compaction {
         level,
+        output_level,
         inputs: [inputs0, inputs1],
         grandparents,
         bottommost,
@@ -264,6 +303,7 @@ pub(super) mod tests {
         // A staircase 1 <- 2 <- 3 is three sublevels deep.
         let opts = Options {
             compaction: CompactionOptions {
+                level_compaction_dynamic_level_bytes: false,
                 l0_compaction_trigger: 3,
                 ..CompactionOptions::default()
             },
@@ -288,6 +328,49 @@ pub(super) mod tests {
             vec![5]
         );
         assert!(c.bottommost);
+    }
+
+    #[test]
+    fn with_dynamic_sizing_l0_compacts_into_the_base_level() {
+        let opts = Options {
+            compaction: CompactionOptions {
+                level_compaction_dynamic_level_bytes: true,
+                l0_compaction_trigger: 2,
+                max_bytes_for_level_base: 1000,
+                ..CompactionOptions::default()
+            },
+            ..Options::default()
+        };
+        let l0 = || {
+            vec![
+                (0, table(1, "a", "c", 10, 1)),
+                (0, table(2, "b", "d", 10, 2)),
+            ]
+        };
+        // Nothing below L0: straight into the last level.
+        let c = pick(
+            &version(l0()),
+            &opts,
+            &Default::default(),
+            &InProgress::default(),
+        )
+        .unwrap();
+        assert_eq!((c.level, c.output_level()), (0, NUM_LEVELS - 1));
+        assert!(c.bottommost && c.grandparents.is_empty());
+        // 5000 bytes in L6 need L5 above it: L0 compacts into L5, with L6 below.
+        let mut files = l0();
+        files.push((5, table(3, "a", "b", 500, 0)));
+        files.push((5, table(4, "x", "y", 100, 0)));
+        files.push((6, table(5, "a", "z", 5000, 0)));
+        let v = version(files);
+        let c = pick(&v, &opts, &Default::default(), &InProgress::default()).unwrap();
+        assert_eq!((c.level, c.output_level()), (0, 5));
+        assert_eq!(
+            c.inputs[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+            vec![3]
+        );
+        assert_eq!(c.grandparents[0].number, 5);
+        assert!(!c.bottommost);
     }
 
     #[test]
@@ -444,7 +527,7 @@ pub(super) mod tests {
         let v = version(files);
         // An L1 -> L2 compaction holds the only L1 file.
         let mut running = InProgress::default();
-        running.register(&expand(&v, 1, v.files(1).to_vec(), Reason::LevelSize));
+        running.register(&expand(&v, 1, 2, v.files(1).to_vec(), Reason::LevelSize));
         let c = pick(&v, &opts, &Default::default(), &running).unwrap();
         assert_eq!(c.reason, Reason::IntraL0);
         assert_eq!((c.level, c.output_level()), (0, 0));
@@ -456,6 +539,7 @@ pub(super) mod tests {
         let newest = v.files(0)[0].clone();
         running.register(&Compaction {
             level: 0,
+            output_level: 0,
             inputs: [vec![newest], Vec::new()],
             grandparents: Vec::new(),
             bottommost: false,

@@ -52,7 +52,9 @@ pub struct RemoteJob<'a> {
     pub env: &'a JobEnv<'a>,
     /// The compaction's upper level.
     pub level: usize,
-    /// Whether its last input run comes from the level below `level`.
+    /// The level its outputs go to: the next one, L0's base level, or `level` itself.
+    pub output_level: usize,
+    /// Whether its last input run comes from `output_level`.
     pub has_lower_run: bool,
     /// Its input bytes.
     pub input_bytes: u64,

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use super::{Db, Tree};
 use crate::Result;
 use crate::compaction::manual::CompactOptions;
-use crate::compaction::picker::level_score;
+use crate::compaction::picker::targets_and_scores;
 use crate::metrics::{LevelMetrics, Metrics};
 use crate::version::edit::NUM_LEVELS;
 use crate::version::pin;
@@ -183,12 +183,17 @@ impl Tree {
         let c = &st.level_counters;
         let l0_sublevels = crate::version::l0_sublevels::l0_sublevels(v.files(0)).len();
         let stalls = self.counters.stall_metrics();
+        let (targets, scores) = targets_and_scores(v, &live, &st.compactions);
         let levels = (0..NUM_LEVELS)
             .map(|level| LevelMetrics {
                 level,
                 files: v.num_files(level),
                 size_bytes: v.level_bytes(level),
-                score: level_score(v, &live, level),
+                target_bytes: match targets.target(level) {
+                    u64::MAX => 0,
+                    target => target,
+                },
+                score: scores[level],
                 bytes_in: c.bytes_in[level],
                 bytes_read: c.bytes_read[level],
                 bytes_written: c.bytes_written[level],
@@ -215,6 +220,7 @@ impl Tree {
             recovery_dropped_bytes: recovery.dropped_bytes(),
             orphans_deleted_at_open: recovery.orphans_deleted as u64,
             levels,
+            base_level: targets.base_level(),
             flush: st.flush_metrics.clone(),
             compaction: st.compaction_metrics.clone(),
             trivial_moves: st.trivial_moves,

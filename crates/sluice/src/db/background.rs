@@ -30,7 +30,6 @@ use super::journal::Journal;
 use super::{Tree, TreeState};
 use crate::compaction::picker;
 use crate::options::Options;
-use crate::version::edit::NUM_LEVELS;
 use crate::{Error, Result};
 
 /// "There may be background work": shared by every tree of a database.
@@ -239,9 +238,12 @@ fn urgency(tree: &Tree) -> Option<Urgency> {
         let l0 = version.files(0).len();
         Urgency {
             stalling: l0 >= options.compaction.l0_slowdown_writes_trigger,
-            score: (0..NUM_LEVELS)
-                .map(|level| picker::level_score(version, &options, level))
-                .fold(0.0, f64::max),
+            score: {
+                let (targets, scores) =
+                    picker::targets_and_scores(version, &options, &st.compactions);
+                let max = scores.into_iter().fold(0.0, f64::max);
+                targets.comparable(max)
+            },
         }
     })
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 
 use super::journal::Journal;
 use super::{Db, Tree};
+use crate::compaction::level_targets::LevelTargets;
 use crate::ingest::{self, External, IngestOptions, IngestReport};
 use crate::memtable::MemTable;
 use crate::{Error, IoContext, Result};
@@ -135,7 +136,9 @@ impl Tree {
             let empty = st.mem.is_empty() && st.imm.is_empty();
             (Arc::clone(st.versions.current()), empty)
         };
-        let plan = ingest::plan(&version, externals, journal.snapshots.oldest().is_some());
+        let base_level = LevelTargets::new(&version, &self.live_options().compaction).base_level();
+        let snapshots_live = journal.snapshots.oldest().is_some();
+        let plan = ingest::plan(&version, base_level, externals, snapshots_live);
         if plan.needs_sequence && !memtables_empty {
             return Ok(Attempt::MemtablesNotEmpty);
         }

@@ -21,6 +21,7 @@ use crate::compaction::Compaction;
 use crate::compaction::choose::{self, History, Request};
 use crate::compaction::env::JobEnv;
 use crate::compaction::job::{self, JobOutcome, JobRecord, MergeRecord};
+use crate::compaction::level_targets::LevelTargets;
 use crate::compaction::manual::{self, CompactOptions, ManualEnv};
 use crate::events::{BackgroundErrorInfo, CompactionInfo, FileKind, FlushInfo, TableFileInfo};
 use crate::options::Options;
@@ -423,6 +424,10 @@ fn record_merge(st: &mut TreeState, m: &MergeRecord) {
 impl ManualEnv for Tree {
     fn current_version(&self) -> Arc<Version> {
         Arc::clone(self.state.lock().versions.current())
+    }
+
+    fn base_level(&self, version: &Version) -> usize {
+        LevelTargets::new(version, &self.live_options().compaction).base_level()
     }
 
     fn exec(&self, request: Request) -> ExecOptions {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sluice_sst::cache::BlockCache;
 
 use super::recover::{check_tables_exist, raise_next_file_number};
+use crate::compaction::level_targets::moves_to_the_bottom;
 use crate::filename::{create_dir_all_durably, manifest_file_name, sync_dir};
 use crate::flush::{flush_pieces, flush_split_keys, write_level0_tables};
 use crate::memtable::MemTable;
@@ -212,14 +213,49 @@ impl RecoveringTree {
                 sync_dir(&*self.options.fs, d)?;
             }
         }
-        Ok(VersionEdit {
+        let mut edit = VersionEdit {
             log_number: Some(log_number),
             range_map: self.new_range_map.take(),
             range_tombstones: std::mem::take(&mut self.range_tombstones),
             new_files: self.new_files.drain(..).map(|f| (0, f)).collect(),
             new_blob_files: std::mem::take(&mut self.new_blob_files),
             ..VersionEdit::default()
-        })
+        };
+        if self.options.compaction.level_compaction_dynamic_level_bytes {
+            self.move_levels_to_the_bottom(&mut edit);
+        }
+        Ok(edit)
+    }
+
+    /// Dynamic level sizing needs the levels above the base level empty: a tree written with
+    /// static sizing has its levels moved down whole, in order, by `edit`
+    /// ([`moves_to_the_bottom`]). A level's compact pointer stays with its files.
+    fn move_levels_to_the_bottom(&self, edit: &mut VersionEdit) {
+        let version = self.versions.current();
+        let moves = moves_to_the_bottom(version);
+        if moves.is_empty() {
+            return;
+        }
+        tracing::info!(
+            keyspace = self.name,
+            ?moves,
+            "dynamic level sizing: moving levels down to the last level"
+        );
+        for &(from, to) in &moves {
+            for f in version.files(from) {
+                edit.deleted_files.insert((from, f.number));
+                edit.new_files.push((to, (**f).clone()));
+            }
+        }
+        // Pointers are read from the version before the edit; a level that another level
+        // moves into keeps the pointer moved there instead of being cleared.
+        for &(from, to) in &moves {
+            let pointer = &self.versions.compact_pointers[from];
+            edit.compact_pointers.push((to, pointer.clone()));
+            if !moves.iter().any(|&(_, into)| into == from) {
+                edit.compact_pointers.push((from, Vec::new()));
+            }
+        }
     }
 
     /// Applies `edit` and starts a new MANIFEST describing the result, which becomes current.

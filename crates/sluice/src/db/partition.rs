@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use super::{Db, Tree, TreeState};
 use crate::compaction::in_progress::JobId;
+use crate::compaction::level_targets::LevelTargets;
 use crate::partition::balance::{plan_move, plan_split};
 use crate::partition::split::{choose_split_key, split_tables, tables_crossing};
 use crate::partition::stats::{PartitionStats, partition_stats};
@@ -253,7 +254,9 @@ impl Tree {
         };
         let options = self.live_options();
         let env = self.job_env(&options);
-        let result = split_tables(&crossing, at, &env).and_then(|new_files| {
+        let version = Arc::clone(self.state.lock().versions.current());
+        let base_level = LevelTargets::new(&version, &options.compaction).base_level();
+        let result = split_tables(&crossing, at, base_level, &env).and_then(|new_files| {
             let mut edit = VersionEdit {
                 range_map: Some(map),
                 new_files,

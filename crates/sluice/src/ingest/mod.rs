@@ -16,7 +16,9 @@
 //!   the file instead; Sluice's executors read blocks raw, so a number recorded beside the
 //!   entries would have to be honoured by every decoder). Such a file goes to the deepest
 //!   level above every table it overlaps: L0 if L0 overlaps it, otherwise the level just
-//!   above the first one that does.
+//!   above the first one that does. The levels above the base level (dynamic level sizing,
+//!   `compaction::level_targets`) are not places for it, as in RocksDB: they stay empty, and a
+//!   file that overlaps the base level goes to L0.
 //!   Every memtable is flushed first, under the barrier that holds writes off, so that writes
 //!   from before the ingest and after it never share a memtable (or a replayed WAL) whose L0
 //!   file would straddle the ingested sequence number.
@@ -223,8 +225,14 @@ pub(crate) struct Plan {
     pub levels: Vec<usize>,
 }
 
-/// Plans the files' places in `version`, with `snapshots_live` whether any snapshot is held.
-pub(crate) fn plan(version: &Version, externals: &[External], snapshots_live: bool) -> Plan {
+/// Plans the files' places in `version`, whose base level is `base_level`, with
+/// `snapshots_live` whether any snapshot is held.
+pub(crate) fn plan(
+    version: &Version,
+    base_level: usize,
+    externals: &[External],
+    snapshots_live: bool,
+) -> Plan {
     let overlaps = |e: &External, level: usize| {
         version
             .files(level)
@@ -247,7 +255,8 @@ pub(crate) fn plan(version: &Version, externals: &[External], snapshots_live: bo
         .iter()
         .map(|e| match needs_sequence {
             false => NUM_LEVELS - 1,
-            true => (0..NUM_LEVELS)
+            true => std::iter::once(0)
+                .chain(base_level..NUM_LEVELS)
                 .take_while(|&level| !overlaps(e, level))
                 .last()
                 .unwrap_or(0),

@@ -20,7 +20,11 @@ pub struct LevelMetrics {
     pub files: usize,
     /// Bytes of table files.
     pub size_bytes: u64,
-    /// Compaction score: L0 files over the trigger, or level bytes over the target.
+    /// The most bytes the level should hold (`LevelTargets`); 0 for L0, which is sized by
+    /// its depth, and for the levels above the base level, which hold nothing.
+    pub target_bytes: u64,
+    /// Compaction score: L0's depth over the trigger, or level bytes over the target; at
+    /// least 1 means due (with dynamic level sizing, a due score is scaled up tenfold).
     pub score: f64,
     /// Bytes that arrived in this level: flushed bytes for L0, upper-level input bytes of
     /// compactions into this level otherwise.
@@ -53,13 +57,16 @@ pub struct LevelMetrics {
 pub struct Metrics {
     /// One row per level, L0..L6.
     pub levels: Vec<LevelMetrics>,
+    /// The level L0 compacts into: L1, or with dynamic level sizing the first level whose
+    /// target reaches `max_bytes_for_level_base`.
+    pub base_level: usize,
     /// Flush totals.
     pub flush: JobMetrics,
     /// Compaction totals (trivial moves excluded).
     pub compaction: JobMetrics,
     /// Trivial moves performed.
     pub trivial_moves: u64,
-    /// Intra-L0 compactions (newest L0 files merged into one while L1 was busy).
+    /// Intra-L0 compactions (newest L0 files merged into one while the base level was busy).
     pub intra_l0_compactions: u64,
     /// Partitioned mode: tables rewritten from a former owner into their range's owner.
     pub relocations: u64,

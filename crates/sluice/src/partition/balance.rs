@@ -17,11 +17,12 @@
 //! big, the balancer splits one (`plan_split`, `partition::split`) and moves the piece.
 //!
 //! Ranges and owners are measured by their bytes below L0. L0 is a write buffer that
-//! compaction drains into L1 (where overwritten versions drop out), and a hot range's L0
-//! swings by a memtable's worth between its compactions: counted, it would make the hot range
-//! look alternately too big and too small, and bounce between owners. Owners are compared by
-//! the bytes of the ranges they own, wherever those bytes still are, so data waiting to be
-//! relocated counts for its new owner and the next plan does not undo a move in flight.
+//! compaction drains into the base level (where overwritten versions drop out), and a hot
+//! range's L0 swings by a memtable's worth between its compactions: counted, it would make
+//! the hot range look alternately too big and too small, and bounce between owners. Owners
+//! are compared by the bytes of the ranges they own, wherever those bytes still are, so data
+//! waiting to be relocated counts for its new owner and the next plan does not undo a move in
+//! flight.
 
 use std::fmt;
 

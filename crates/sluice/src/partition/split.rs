@@ -123,6 +123,7 @@ pub fn choose_split_key(
 pub(crate) fn split_tables(
     crossing: &[(usize, Arc<FileMetaData>)],
     at: &[u8],
+    base_level: usize,
     env: &JobEnv<'_>,
 ) -> Result<Vec<(usize, FileMetaData)>> {
     let executor = local_exec(env.options, &History::default(), Request::RangeSplit);
@@ -134,7 +135,7 @@ pub(crate) fn split_tables(
                 inputs: vec![vec![Arc::clone(&table)]],
                 snapshots: env.snapshots.clone(),
                 bottommost: false,
-                table: env.options.table_for_level(*level, false),
+                table: env.options.table_for_level(*level, base_level, false),
                 storage: env.options.background_storage(),
                 target_file_size: u64::MAX,
                 grandparents: Vec::new(),

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{owner_dir_index, owner_of_dir};
+use crate::compaction::level_targets::LevelTargets;
 use crate::options::Options;
 use crate::version::Version;
 use crate::version::edit::NUM_LEVELS;
@@ -82,12 +83,12 @@ impl PartitionStats {
 /// An estimate of the compaction input bytes a level's excess will cost: the fraction of a
 /// deeper level above its target, counted in each range's share of the level. (L0 is counted
 /// per range by [`pending_compaction_bytes`].)
-fn level_excess_fraction(version: &Version, options: &Options, level: usize) -> f64 {
+fn level_excess_fraction(version: &Version, targets: &LevelTargets, level: usize) -> f64 {
     if level == NUM_LEVELS - 1 {
         return 0.0;
     }
     let bytes = version.level_bytes(level);
-    let target = options.compaction.max_bytes_for_level(level);
+    let target = targets.target(level);
     if bytes <= target {
         0.0
     } else {
@@ -120,8 +121,9 @@ pub(crate) fn pending_compaction_bytes(
             *p += f.file_size as f64;
         }
     }
+    let targets = LevelTargets::new(version, &options.compaction);
     for level in 1..NUM_LEVELS {
-        let fraction = level_excess_fraction(version, options, level);
+        let fraction = level_excess_fraction(version, &targets, level);
         if fraction == 0.0 {
             continue;
         }
@@ -220,6 +222,7 @@ mod tests {
         let v = Version::default().apply(&edit).unwrap();
         let options = Options {
             compaction: CompactionOptions {
+                level_compaction_dynamic_level_bytes: false,
                 max_bytes_for_level_base: 90,
                 ..CompactionOptions::default()
             },

@@ -347,7 +347,16 @@ impl TreeRepair {
                 .collect(),
             snapshots: Vec::new(),
             bottommost: true,
-            table: options.table_for_level(NUM_LEVELS - 1, true),
+            // Every table goes to the last level, the base level of such a tree when its
+            // levels are sized dynamically.
+            table: options.table_for_level(
+                NUM_LEVELS - 1,
+                match options.compaction.level_compaction_dynamic_level_bytes {
+                    true => NUM_LEVELS - 1,
+                    false => 1,
+                },
+                true,
+            ),
             storage: options.background_storage(),
             target_file_size: options.compaction.target_file_size_base,
             grandparents: Vec::new(),

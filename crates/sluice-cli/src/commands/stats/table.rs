@@ -10,10 +10,11 @@ use sluice_bench::report::{pipeline_line, stage_profile_line};
 use crate::units::size;
 
 /// The level table's columns: Pebble's (files, size, score, r-amp, in, read, written,
-/// moved, w-amp) and RocksDB's compaction columns (`Comp(cnt)`, `Comp(sec)`, `KeyIn`,
-/// `KeyDrop`).
-const HEADER: &str = "level | files |       size | score | r-amp |         in |       read |    \
-                      written |      moved | w-amp | comps | comp sec |    keys in |  keys drop";
+/// moved, w-amp), the level's target size, and RocksDB's compaction columns (`Comp(cnt)`,
+/// `Comp(sec)`, `KeyIn`, `KeyDrop`).
+const HEADER: &str = "level | files |       size |     target | score | r-amp |         in |       \
+                      read |    written |      moved | w-amp | comps | comp sec |    keys in |  \
+                      keys drop";
 
 /// The level table, its totals, and one line per subsystem (Pebble's `db.Metrics()` text).
 pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
@@ -26,11 +27,15 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
     for l in &m.levels {
         writeln!(
             out,
-            "{:>5} | {:>5} | {:>10} | {:>5.2} | {:>5} | {:>10} | {:>10} | {:>10} | {:>10} | \
-             {:>5.2} | {:>5} | {:>8.3} | {:>10} | {:>10}",
+            "{:>5} | {:>5} | {:>10} | {:>10} | {:>5.2} | {:>5} | {:>10} | {:>10} | {:>10} | \
+             {:>10} | {:>5.2} | {:>5} | {:>8.3} | {:>10} | {:>10}",
             l.level,
             l.files,
             size(l.size_bytes),
+            match l.target_bytes {
+                0 => "-".to_string(),
+                target => size(target),
+            },
             l.score,
             l.read_amp,
             size(l.bytes_in),
@@ -47,10 +52,11 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
     let sum = |f: fn(&LevelMetrics) -> u64| m.levels.iter().map(f).sum::<u64>();
     writeln!(
         out,
-        "total | {:>5} | {:>10} | {:>5} | {:>5} | {:>10} | {:>10} | {:>10} | {:>10} | {:>5.2} | \
-         {:>5} | {:>8.3} | {:>10} | {:>10}",
+        "total | {:>5} | {:>10} | {:>10} | {:>5} | {:>5} | {:>10} | {:>10} | {:>10} | {:>10} | \
+         {:>5.2} | {:>5} | {:>8.3} | {:>10} | {:>10}",
         m.levels.iter().map(|l| l.files).sum::<usize>(),
         size(m.total_size_bytes()),
+        "-",
         "-",
         m.read_amp(),
         size(m.user_bytes_written),
@@ -65,9 +71,14 @@ pub fn write_table(m: &Metrics, out: &mut dyn Write) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "(in: flushed bytes for L0, bytes from the level above otherwise, user bytes in the \
+        "(in: flushed bytes for L0, bytes compacted in from above otherwise, user bytes in the \
          total; w-amp: written / in; comps and comp sec: the flushes or compactions that wrote \
-         into the level)"
+         into the level{})",
+        // Reports of builds before dynamic level sizing have no base level.
+        match m.base_level {
+            0 => String::new(),
+            base => format!("; L0 compacts into L{base}"),
+        }
     )?;
     writeln!(
         out,

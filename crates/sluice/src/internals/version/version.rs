@@ -134,8 +134,8 @@ impl Version {
     /// How deep L0 is, for the compaction score and the write stalls: the number of L0
     /// sublevels, which bounds the L0 files one key's read visits; in partitioned mode the
     /// most L0 files any one range holds. Not the file count: a flush cut into pieces (one per
-    /// range, or at L1's boundaries) adds several files but one layer, and must not make L0
-    /// look as many times deeper.
+    /// range, or at the base level's boundaries) adds several files but one layer, and must
+    /// not make L0 look as many times deeper.
     pub fn l0_depth(&self) -> usize {
         match self.l0_files_per_range() {
             Some(counts) => counts.into_iter().max().unwrap_or(0),
