@@ -148,7 +148,7 @@ func (e *engine) note(s string) { e.settingsDiffer = append(e.settingsDiffer, s)
 func (e *engine) describeDifferences() {
 	c := e.cfg
 	e.note(fmt.Sprintf("memtable: Pebble's first memtable is 256 KiB and each next one doubles up to --write-buffer-size (%s); queued memtables are flushed together, once they add up to half of it; Sluice's memtables are all write_buffer_size and each flush writes one", formatBytes(c.writeBufferSize)))
-	e.note("levels: Pebble always sizes levels dynamically (base level starts at L6 and moves up as data grows), so compactions out of L0 go to the base level, not to L1 as in Sluice")
+	e.note("levels: Pebble always sizes levels dynamically (base level starts at L6 and moves up as data grows), so compactions out of L0 go to the base level, as in Sluice")
 	e.note("L0: Pebble counts L0 in sublevels (read amplification) for its stop trigger and has no slowdown trigger (Sluice slows writes at 20 L0 files and stops at 36)")
 	if c.disableAutoCompact {
 		e.note("disable-auto-compactions: L0CompactionThreshold, L0CompactionFileThreshold and L0StopWritesThreshold raised to 2^30 so L0 can never stall the load (Sluice also turns its L0 stalls off with auto compactions)")

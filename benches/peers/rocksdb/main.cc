@@ -49,6 +49,7 @@ class Engine {
     o.max_write_buffer_number = 2;  // Sluice: a memtable and one being flushed
     o.max_background_jobs = f.compaction_threads;
     o.target_file_size_base = f.target_file_size;
+    o.level_compaction_dynamic_level_bytes = true;  // 7.8.3's default is off; Sluice's is on
     compression_ = f.compression;
     if (f.compression == "none") {
       o.compression = rocksdb::kNoCompression;
@@ -65,7 +66,7 @@ class Engine {
     notes_ = {
         "levels: RocksDB's leveled compaction with its defaults (L0 compaction trigger 4 files, "
         "slowdown 20, stop 36, as Sluice; max_bytes_for_level_base 256 MiB, x10 per level, "
-        "level_compaction_dynamic_level_bytes off)",
+        "level_compaction_dynamic_level_bytes on, as Sluice; 7.8.3's default is off)",
         "memtables: max_write_buffer_number 2 (Sluice: a memtable and one being flushed); "
         "max_background_jobs " + std::to_string(f.compaction_threads) +
             " (--compaction-threads) share flushes and compactions",

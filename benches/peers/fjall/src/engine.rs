@@ -150,7 +150,7 @@ impl Engine {
                 "compact: fjall's major_compact (a hidden but public API) merges every table into \
              the last level (L6) in one single-threaded job, cutting outputs at \
              {MAJOR_COMPACTION_TARGET} bytes whatever --target-file-size says; \
-             --parallel-compact has no effect; Sluice compacts level by level into L1"
+             --parallel-compact has no effect; Sluice compacts L0 into its base level (L6 here)"
             ));
             self.note(
                 "compact timing: the memtable is flushed before the timer starts (reported as \

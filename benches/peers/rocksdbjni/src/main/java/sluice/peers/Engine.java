@@ -143,7 +143,7 @@ final class Engine implements AutoCloseable {
         }
         note("levels: RocksDB " + version + "'s defaults: level_compaction_dynamic_level_bytes "
                 + options.levelCompactionDynamicLevelBytes() + " (L0 compacts into the base level, which "
-                + "is the last level, L6, while the tree is small; Sluice compacts L0 into L1), "
+                + "is the last level, L6, while the tree is small, as Sluice's), "
                 + "max_bytes_for_level_base " + options.maxBytesForLevelBase() / (1 << 20) + " MiB, x"
                 + String.valueOf(options.maxBytesForLevelMultiplier()).replaceAll("\\.0$", "")
                 + " per level, L0 compaction trigger "
