@@ -9,31 +9,17 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sluice::{CompactionOptions, Db, MemtableOptions, Metrics, Options, TableOptions};
+mod common;
 
-/// Small files and levels: L0 compacts at 2 sublevels, the base level holds 256 KiB, and each
-/// level four times the one above.
+use sluice::{CompactionOptions, Db, Metrics, Options};
+
+/// Small files and levels (`common::small`: L0 compacts at 2 sublevels, the base level holds
+/// 256 KiB), each level four times the one above.
 fn options(dynamic: bool) -> Options {
-    Options {
-        create_if_missing: true,
-        memtable: MemtableOptions {
-            write_buffer_size: 64 << 10,
-            ..MemtableOptions::default()
-        },
-        table: TableOptions {
-            block_size: 1024,
-            ..TableOptions::default()
-        },
-        compaction: CompactionOptions {
-            level_compaction_dynamic_level_bytes: dynamic,
-            l0_compaction_trigger: 2,
-            target_file_size_base: 64 << 10,
-            max_bytes_for_level_base: 256 << 10,
-            max_bytes_for_level_multiplier: 4,
-            ..CompactionOptions::default()
-        },
-        ..Options::default()
-    }
+    let mut options = common::small();
+    options.compaction.level_compaction_dynamic_level_bytes = dynamic;
+    options.compaction.max_bytes_for_level_multiplier = 4;
+    options
 }
 
 /// Writes `n` keys from the generator state `x` (a fifth of them overwrites) into `db` and
