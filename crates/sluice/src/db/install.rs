@@ -47,10 +47,12 @@ impl Tree {
                 }
             }
         }
-        // The new tables' directory entries must be durable before the MANIFEST names them, or
-        // a crash could leave the tree pointing at a file that is not there.
-        let dirs: std::collections::BTreeSet<u32> =
-            edit.new_files.iter().map(|(_, f)| f.dir_index).collect();
+        // The new tables' and blob files' directory entries must be durable before the
+        // MANIFEST names them, or a crash could leave the tree pointing at a file that is not
+        // there. A blob file may sit in another directory than the tables referencing it.
+        let tables = edit.new_files.iter().map(|(_, f)| f.dir_index);
+        let blobs = edit.new_blob_files.iter().map(|b| b.dir_index);
+        let dirs: std::collections::BTreeSet<u32> = tables.chain(blobs).collect();
         for dir in dirs {
             if let Some(path) = self.table_cache.dirs().get(dir as usize) {
                 sync_dir(&*self.options.fs, path)?;
