@@ -1,5 +1,8 @@
 //! What the compute-step benchmarks share: their table options, values and compaction spec.
 
+// Each benchmark is its own crate and uses only part of this.
+#![allow(dead_code, reason = "each benchmark uses part of this module")]
+
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::plan::SubTask;
 use sluice_sst::compression::CompressionType;

@@ -9,7 +9,7 @@
 //! Sub-tasks are sized by the bytes they move, not only those they read: when the compaction
 //! collects blob files ([`CompactionSpec::blob_relocation`]), a table's references into them
 //! move their values too, so each of its blocks counts its share of those values
-//! ([`moved_bytes_per_block`]). Without that, a sub-task over references into a collected file
+//! (`moved_bytes_per_block`). Without that, a sub-task over references into a collected file
 //! would read 512 KiB of references and write hundreds of megabytes of values, and one
 //! thread would carry the whole collection.
 //!
