@@ -14,7 +14,6 @@ use sluice_sst::compaction_iter::drop_log::{
 };
 use sluice_sst::key::{ValueKind, make_internal_key};
 use sluice_sst::range_del::{RangeTombstone, Tombstones};
-use sluice_sst::table::TableOptions;
 
 /// The written entries the log is placed among.
 const WRITTEN: [(&[u8], u64); 4] = [(b"b", 50), (b"b", 0), (b"k", 7), (b"x", 3)];
@@ -37,26 +36,15 @@ fuzz_target!(|data: &[u8]| {
         assert!(encode(&again) == canonical, "re-encoding is not stable");
     }
     let spec = CompactionSpec {
-        inputs: Vec::new(),
         snapshots: vec![u64::from(flags >> 1)],
         bottommost: flags & 1 == 1,
-        table: TableOptions::default(),
-        storage: Default::default(),
         target_file_size: 1 << 20,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
         range_tombstones: Some(Arc::new(Tombstones::new(&[RangeTombstone {
             start: b"a".to_vec(),
             end: b"m".to_vec(),
             seq: 100,
         }]))),
-        blob_relocation: None,
-        task_nonce: None,
-        log_drops: false,
+        ..CompactionSpec::default()
     };
     let Ok(mut audit) = DropAudit::new(&spec, None, None, log) else {
         return;

@@ -318,7 +318,6 @@ mod tests {
     use std::path::Path;
 
     use sluice_sst::compact::plan::plan;
-    use sluice_sst::fs::Storage;
     use sluice_sst::key::{ValueKind, make_internal_key};
     use sluice_sst::table::{Table, TableBuilder, TableOptions, TableReadOptions};
 
@@ -345,21 +344,9 @@ mod tests {
         let (a, m, x) = (table(dir, 1, "a"), table(dir, 2, "m"), table(dir, 3, "x"));
         CompactionSpec {
             inputs: vec![vec![a, Arc::clone(&m), x], vec![m]],
-            snapshots: Vec::new(),
             bottommost: true,
-            table: TableOptions::default(),
-            storage: Storage::default(),
             target_file_size: 1 << 20,
-            grandparents: Vec::new(),
-            max_grandparent_overlap_bytes: u64::MAX,
-            lower: None,
-            upper: None,
-            filter: None,
-            merge_operator: None,
-            range_tombstones: None,
-            blob_relocation: None,
-            task_nonce: None,
-            log_drops: false,
+            ..CompactionSpec::default()
         }
     }
 

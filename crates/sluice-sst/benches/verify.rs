@@ -64,22 +64,10 @@ fn output(path: &Path) -> Vec<u8> {
 
 fn spec() -> CompactionSpec {
     CompactionSpec {
-        inputs: Vec::new(),
-        snapshots: Vec::new(),
-        bottommost: false,
         table: table_options(),
-        storage: Default::default(),
         target_file_size: 64 << 20,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: None,
-        blob_relocation: None,
-        task_nonce: None,
         log_drops: true,
+        ..CompactionSpec::default()
     }
 }
 

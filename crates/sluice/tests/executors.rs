@@ -181,7 +181,6 @@ proptest! {
             snapshots,
             bottommost,
             table: table_options(),
-            storage: Storage::default(),
             target_file_size: target_kib << 10,
             grandparents: vec![GrandparentFile {
                 smallest: make_internal_key(b"key00500", 1, ValueKind::Value),
@@ -189,8 +188,6 @@ proptest! {
                 size: 64 << 10,
             }],
             max_grandparent_overlap_bytes: 32 << 10,
-            lower: None,
-            upper: None,
             filter: filtered.then(|| Arc::new(EveryThirdKey) as Arc<dyn CompactionFilter>),
             // Without an operator operands are copied as they are.
             merge_operator: merging.then(|| {
@@ -201,9 +198,8 @@ proptest! {
                 let t = |a: &str, b: &str, seq| RangeTombstone { start: a.into(), end: b.into(), seq };
                 Arc::new(Tombstones::new(&[t("key00300", "key00700", seq / 2), t("key00500", "key01200", seq / 3)]))
             }),
-            blob_relocation: None,
-            task_nonce: None,
             log_drops: true,
+            ..CompactionSpec::default()
         };
         let (reference, reference_drops) =
             run_mode(&spec, CompactionMode::Sequential, 1, &dir.path().join("seq"), 1);

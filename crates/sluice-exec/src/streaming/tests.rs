@@ -61,18 +61,8 @@ fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         snapshots: vec![250],
         bottommost: true,
         table: table_options(),
-        storage: sluice_sst::fs::Storage::default(),
         target_file_size: 4 << 10,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: None,
-        blob_relocation: None,
-        task_nonce: None,
-        log_drops: false,
+        ..CompactionSpec::default()
     }
 }
 

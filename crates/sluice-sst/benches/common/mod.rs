@@ -6,7 +6,6 @@
 use sluice_sst::compact::CompactionSpec;
 use sluice_sst::compact::plan::SubTask;
 use sluice_sst::compression::CompressionType;
-use sluice_sst::fs::Storage;
 use sluice_sst::table::TableOptions;
 
 pub fn table_options() -> TableOptions {
@@ -33,22 +32,9 @@ pub fn value(n: u64, len: usize) -> Vec<u8> {
 /// A bottommost compaction of everything into one unbounded output, with nothing else asked.
 pub fn spec() -> CompactionSpec {
     CompactionSpec {
-        inputs: Vec::new(),
-        snapshots: Vec::new(),
         bottommost: true,
         table: table_options(),
-        storage: Storage::default(),
-        target_file_size: u64::MAX,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: None,
-        blob_relocation: None,
-        task_nonce: None,
-        log_drops: false,
+        ..CompactionSpec::default()
     }
 }
 

@@ -264,21 +264,9 @@ pub(crate) mod tests {
     pub(crate) fn spec(inputs: Vec<Vec<Arc<Table>>>) -> CompactionSpec {
         CompactionSpec {
             inputs,
-            snapshots: Vec::new(),
             bottommost: true,
-            table: TableOptions::default(),
-            storage: crate::fs::Storage::default(),
             target_file_size: 1 << 20,
-            grandparents: Vec::new(),
-            max_grandparent_overlap_bytes: u64::MAX,
-            lower: None,
-            upper: None,
-            filter: None,
-            merge_operator: None,
-            range_tombstones: None,
-            blob_relocation: None,
-            task_nonce: None,
-            log_drops: false,
+            ..CompactionSpec::default()
         }
     }
 

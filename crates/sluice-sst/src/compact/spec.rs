@@ -75,6 +75,38 @@ pub struct CompactionSpec {
     pub log_drops: bool,
 }
 
+impl Default for CompactionSpec {
+    /// A spec with no inputs whose merge keeps every version, writes every value as it is
+    /// and writes one unbounded output: no snapshots, not bottommost, default table options
+    /// and storage, no file cut (`target_file_size` and the grandparent overlap at
+    /// `u64::MAX`), no key bounds, filter, merge operator, range tombstones, blob relocation,
+    /// task nonce or drop log.
+    ///
+    /// Tests, benchmarks and the engine's one-table rewrites (repair, partition splits) name
+    /// what they need and take the rest from here. The compaction job and the worker spell
+    /// out every field instead, so that a field added here makes them decide its value.
+    fn default() -> Self {
+        CompactionSpec {
+            inputs: Vec::new(),
+            snapshots: Vec::new(),
+            bottommost: false,
+            table: TableOptions::default(),
+            storage: Storage::default(),
+            target_file_size: u64::MAX,
+            grandparents: Vec::new(),
+            max_grandparent_overlap_bytes: u64::MAX,
+            lower: None,
+            upper: None,
+            filter: None,
+            merge_operator: None,
+            range_tombstones: None,
+            blob_relocation: None,
+            task_nonce: None,
+            log_drops: false,
+        }
+    }
+}
+
 /// What a compaction produced.
 #[derive(Debug)]
 pub struct CompactionOutput {

@@ -123,18 +123,9 @@ pub fn local(runs: &[Vec<Arc<Table>>], mode: CompactionMode, out: &Path) -> Comp
         snapshots: vec![250],
         bottommost: true,
         table: table_options(),
-        storage: sluice_sst::fs::Storage::default(),
         target_file_size: TARGET_FILE_SIZE,
-        grandparents: Vec::new(),
-        max_grandparent_overlap_bytes: u64::MAX,
-        lower: None,
-        upper: None,
-        filter: None,
-        merge_operator: None,
-        range_tombstones: None,
-        blob_relocation: None,
-        task_nonce: None,
         log_drops: true,
+        ..CompactionSpec::default()
     };
     let exec = ExecOptions {
         mode,

@@ -134,20 +134,11 @@ pub(crate) fn split_tables(
             let spec = CompactionSpec {
                 inputs: vec![vec![Arc::clone(&table)]],
                 snapshots: env.snapshots.clone(),
-                bottommost: false,
                 table: env.options.table_for_level(*level, base_level, false),
                 storage: env.options.background_storage(),
-                target_file_size: u64::MAX,
-                grandparents: Vec::new(),
-                max_grandparent_overlap_bytes: u64::MAX,
                 lower,
                 upper,
-                filter: None,
-                merge_operator: None,
-                range_tombstones: None,
-                blob_relocation: None,
-                task_nonce: None,
-                log_drops: false,
+                ..CompactionSpec::default()
             };
             let mut new_output =
                 || -> sluice_sst::Result<(u64, PathBuf)> { Ok(env.new_table(f.dir_index)) };

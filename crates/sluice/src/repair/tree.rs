@@ -345,7 +345,6 @@ impl TreeRepair {
                 .iter()
                 .map(|i| vec![Arc::clone(&i.table)])
                 .collect(),
-            snapshots: Vec::new(),
             bottommost: true,
             // Every table goes to the last level, the base level of such a tree when its
             // levels are sized dynamically.
@@ -359,16 +358,8 @@ impl TreeRepair {
             ),
             storage: options.background_storage(),
             target_file_size: options.compaction.target_file_size_base,
-            grandparents: Vec::new(),
-            max_grandparent_overlap_bytes: u64::MAX,
-            lower: None,
-            upper: None,
-            filter: None,
-            merge_operator: None,
             range_tombstones: Some(Arc::clone(tombstones)),
-            blob_relocation: None,
-            task_nonce: None,
-            log_drops: false,
+            ..CompactionSpec::default()
         };
         let exec = local_exec(options, &History::default(), Request::Repair);
         let table_cache = &self.table_cache;
