@@ -55,13 +55,19 @@ impl InProgress {
     /// True if `c` may not run beside the registered compactions.
     pub fn conflicts(&self, c: &Compaction) -> bool {
         let (lo, hi) = range_of(c);
+        c.all_inputs()
+            .any(|f| self.jobs.iter().any(|job| job.files.contains(&f.number)))
+            || self.writes_across(&lo, &hi, written_levels(c))
+    }
+
+    /// True if a registered job writes (or skips, or splits) within levels `top..=bottom`
+    /// somewhere in the user-key range `lo..=hi`.
+    pub fn writes_across(&self, lo: &[u8], hi: &[u8], (top, bottom): (usize, usize)) -> bool {
         self.jobs.iter().any(|job| {
-            c.all_inputs().any(|f| job.files.contains(&f.number))
-                || (job.levels.is_none_or(|(top, bottom)| {
-                    let (c_top, c_bottom) = written_levels(c);
-                    c_top <= bottom && top <= c_bottom
-                }) && lo.as_slice() <= job.hi.as_slice()
-                    && job.lo.as_slice() <= hi.as_slice())
+            job.levels
+                .is_none_or(|(job_top, job_bottom)| top <= job_bottom && job_top <= bottom)
+                && lo <= job.hi.as_slice()
+                && job.lo.as_slice() <= hi
         })
     }
 

@@ -9,8 +9,13 @@
 //!
 //! Since the base level's files under the inputs' key range are rewritten anyway, the inputs
 //! then grow to the rectangle above those files (Pebble's `extendCandidateToRectangle` and
-//! `extendL0ForBaseCompactionTo`): every L0 file inside their key range whose older
-//! overlapping files are all inputs joins, which costs no extra base-level bytes.
+//! `extendL0ForBaseCompactionTo`): every L0 file whose older overlapping files are all inputs
+//! joins if it overlaps no other base-level file, which costs no extra base-level bytes. The
+//! rectangle reaches to the base-level files on either side of the ones rewritten, not only to
+//! the ends of those: at the ends of the key space nothing bounds it, so the oldest and newest
+//! keys of later flushes (random writes put some below and above every key so far) do not
+//! leave their files behind to rewrite the same base-level file again (measured: design note
+//! 0020). A file joins only if the wider range crosses no running compaction's outputs.
 
 use std::sync::Arc;
 
@@ -56,19 +61,55 @@ pub fn l0_inputs(
     };
     let closure = chosen(&taken);
     // The range the outputs cover: the closure's, widened to the files of the output level it
-    // overlaps.
+    // overlaps; and how far it may grow without rewriting another file of that level.
     let (lo, hi) = key_range(&closure);
     let mut covered = version.overlapping_files(output_level, Some(&lo), Some(&hi));
+    let rewrites_base = !covered.is_empty();
     covered.extend(closure);
-    let (lo, hi) = key_range(&covered);
+    let (mut lo, mut hi) = key_range(&covered);
+    // How far the rectangle may reach: to the base-level files beside the rewritten ones. With
+    // none rewritten, a file left out costs nothing later, and disjoint stacks of L0 files
+    // compact side by side: it stays inside the range. So it does in partitioned mode, where
+    // reaching past the range would take another range's files into one compaction, whose
+    // outputs could then cross the boundary (design note 0006).
+    let base = version.files(output_level);
+    let reach = rewrites_base && version.range_map().is_none();
+    let neighbours = reach.then(|| {
+        let below = base
+            .iter()
+            .rev()
+            .map(|f| largest_user_key(f))
+            .find(|k| *k < lo.as_slice());
+        let above = base
+            .iter()
+            .map(|f| smallest_user_key(f))
+            .find(|k| *k > hi.as_slice());
+        (below.map(<[u8]>::to_vec), above.map(<[u8]>::to_vec))
+    });
+    let range = (lo.clone(), hi.clone());
+    let free = |f_lo: &[u8], f_hi: &[u8]| match &neighbours {
+        Some((below, above)) => {
+            below.as_deref().is_none_or(|b| b < f_lo) && above.as_deref().is_none_or(|a| f_hi < a)
+        }
+        None => range.0.as_slice() <= f_lo && f_hi <= range.1.as_slice(),
+    };
     // The rectangle, oldest first so that a file's older neighbours are decided before it.
     for i in (0..files.len()).rev() {
         let f = &files[i];
-        let inside = lo.as_slice() <= smallest_user_key(f) && largest_user_key(f) <= hi.as_slice();
-        if taken[i] || !inside || running.is_busy(f.number) {
+        let (f_lo, f_hi) = (smallest_user_key(f), largest_user_key(f));
+        if taken[i] || !free(f_lo, f_hi) || running.is_busy(f.number) {
+            continue;
+        }
+        let wider = (lo.as_slice().min(f_lo), hi.as_slice().max(f_hi));
+        if wider != (lo.as_slice(), hi.as_slice())
+            && running.writes_across(wider.0, wider.1, (1, output_level))
+        {
             continue;
         }
         taken[i] = (i + 1..files.len()).all(|j| taken[j] || !user_ranges_overlap(f, &files[j]));
+        if taken[i] {
+            (lo, hi) = (wider.0.to_vec(), wider.1.to_vec());
+        }
     }
     chosen(&taken)
 }
@@ -150,18 +191,108 @@ mod tests {
         assert_eq!(inputs(&v, 1, &running), vec![1, 3]);
     }
 
+    /// An L1 file.
+    fn l1(number: u64, lo: &str, hi: &str) -> (usize, FileMetaData) {
+        (1, meta(number, lo, hi).1)
+    }
+
     #[test]
     fn the_rectangle_reaches_as_far_as_the_l1_files_the_inputs_rewrite() {
-        // 1 [a-b] is the oldest; the L1 file under it spans [a-e], so 2 [c-d] joins too.
-        let mut l1 = meta(9, "a", "e");
-        l1.0 = 1;
+        // 1 [a-b] is the oldest; the L1 file under it spans [a-e], so 2 [c-d] joins too; 3
+        // [d-f] would also rewrite the next L1 file, [f-z].
         let v = version(vec![
             meta(1, "a", "b"),
             meta(2, "c", "d"),
             meta(3, "d", "f"),
-            l1,
+            l1(9, "a", "e"),
+            l1(10, "f", "z"),
         ]);
         assert_eq!(inputs(&v, 1, &InProgress::default()), vec![1, 2]);
+    }
+
+    #[test]
+    fn the_rectangle_reaches_to_the_l1_files_beside_the_rewritten_ones() {
+        // L1 holds [d-h] and [m-r]. Seeded by 1 [e-g], the compaction rewrites [d-h]: 2 [a-g]
+        // (below every L1 key) and 3 [e-k] (into the gap before [m-r]) join at no L1 cost;
+        // 4 [f-n] would rewrite [m-r] too.
+        let v = version(vec![
+            meta(1, "e", "g"),
+            meta(2, "a", "g"),
+            meta(3, "e", "k"),
+            meta(4, "f", "n"),
+            l1(8, "d", "h"),
+            l1(9, "m", "r"),
+        ]);
+        let c = expand(
+            &v,
+            0,
+            1,
+            l0_inputs(&v, &v.files(0)[3], 1, &InProgress::default()),
+            Reason::L0FileCount,
+        );
+        assert_eq!(numbers(&c.inputs[0]), vec![1, 2, 3]);
+        assert_eq!(
+            numbers(&c.inputs[1]),
+            vec![8],
+            "no other L1 file is rewritten"
+        );
+    }
+
+    #[test]
+    fn in_partitioned_mode_the_rectangle_stays_in_its_range() {
+        use crate::version::range_map::{RangeMap, owner_dir_index};
+        // Ranges [..m) and [m..). The seed 1 [b-c] rewrites L1's [a-d]; 2 [x-y], in the other
+        // range and above every L1 key, would join in a tree without ranges.
+        let in_range = |(level, f): (usize, FileMetaData), owner| {
+            let dir_index = owner_dir_index(owner);
+            (level, FileMetaData { dir_index, ..f })
+        };
+        let files = vec![
+            in_range(meta(1, "b", "c"), 0),
+            in_range(meta(2, "x", "y"), 1),
+            in_range(l1(8, "a", "d"), 0),
+        ];
+        let plain = version(files.clone());
+        assert_eq!(inputs(&plain, 1, &InProgress::default()), vec![1, 2]);
+        let edit = VersionEdit {
+            new_files: files,
+            range_map: Some(RangeMap::new(&[b"m".to_vec()], &[0, 1]).unwrap()),
+            ..VersionEdit::default()
+        };
+        let partitioned = Version::default().apply(&edit).unwrap();
+        assert_eq!(inputs(&partitioned, 1, &InProgress::default()), vec![1]);
+    }
+
+    #[test]
+    fn the_rectangle_does_not_grow_across_a_running_compactions_outputs() {
+        // As above, with 5 [i-j] compacting into L1's gap [h-m] already: 3 [e-k] would make
+        // the range cross its outputs and stays, 2 [a-g] still joins.
+        let v = version(vec![
+            meta(1, "e", "g"),
+            meta(2, "a", "g"),
+            meta(3, "e", "k"),
+            meta(5, "i", "j"),
+            l1(8, "d", "h"),
+            l1(9, "m", "r"),
+        ]);
+        let mut running = InProgress::default();
+        let five = v.files(0).iter().find(|f| f.number == 5).unwrap();
+        running.register(&expand(
+            &v,
+            0,
+            1,
+            vec![Arc::clone(five)],
+            Reason::L0FileCount,
+        ));
+        let c = expand(
+            &v,
+            0,
+            1,
+            l0_inputs(&v, &v.files(0)[3], 1, &running),
+            Reason::L0FileCount,
+        );
+        assert_eq!(numbers(&c.inputs[0]), vec![1, 2]);
+        assert!(!running.conflicts(&c));
     }
 
     #[test]

@@ -321,8 +321,9 @@ pub(super) mod tests {
         assert_eq!(c.level, 0);
         let mut l0: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
         l0.sort();
-        // 2 and 3 are newer: they may stay above the output, and 2 reaches past [a-c].
-        assert_eq!(l0, vec![1]);
+        // 2 and 3 rest on 1 and reach past [a-c] only into L1's gap before [m-n]: they join
+        // at no extra L1 cost. 4 lies past [m-n].
+        assert_eq!(l0, vec![1, 2, 3]);
         assert_eq!(
             c.inputs[1].iter().map(|f| f.number).collect::<Vec<_>>(),
             vec![5]
