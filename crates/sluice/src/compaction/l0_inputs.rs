@@ -10,12 +10,14 @@
 //! Since the base level's files under the inputs' key range are rewritten anyway, the inputs
 //! then grow to the rectangle above those files (Pebble's `extendCandidateToRectangle` and
 //! `extendL0ForBaseCompactionTo`): every L0 file whose older overlapping files are all inputs
-//! joins if it overlaps no other base-level file, which costs no extra base-level bytes. The
-//! rectangle reaches to the base-level files on either side of the ones rewritten, not only to
-//! the ends of those: at the ends of the key space nothing bounds it, so the oldest and newest
+//! joins if it lies strictly between the base-level files on either side of the rewritten
+//! ones, so that the widened range overlaps no other base-level file and costs no extra
+//! base-level bytes. At the ends of the key space nothing bounds it, so the lowest and highest
 //! keys of later flushes (random writes put some below and above every key so far) do not
 //! leave their files behind to rewrite the same base-level file again (measured: design note
-//! 0020). A file joins only if the wider range crosses no running compaction's outputs.
+//! 0020). A file joins only if the wider range crosses no running compaction's outputs. With
+//! no base-level file rewritten, and in partitioned mode, the rectangle stays inside the
+//! inputs' range.
 
 use std::sync::Arc;
 
@@ -74,17 +76,20 @@ pub fn l0_inputs(
     // outputs could then cross the boundary (design note 0006).
     let base = version.files(output_level);
     let reach = rewrites_base && version.range_map().is_none();
+    // The neighbours are found by where they start and end, not by their far keys: a
+    // neighbour may end at the user key the rewritten files start with, and a file reaching
+    // that key would overlap both.
     let neighbours = reach.then(|| {
         let below = base
             .iter()
             .rev()
-            .map(|f| largest_user_key(f))
-            .find(|k| *k < lo.as_slice());
+            .find(|f| smallest_user_key(f) < lo.as_slice())
+            .map(|f| largest_user_key(f).to_vec());
         let above = base
             .iter()
-            .map(|f| smallest_user_key(f))
-            .find(|k| *k > hi.as_slice());
-        (below.map(<[u8]>::to_vec), above.map(<[u8]>::to_vec))
+            .find(|f| largest_user_key(f) > hi.as_slice())
+            .map(|f| smallest_user_key(f).to_vec());
+        (below, above)
     });
     let range = (lo.clone(), hi.clone());
     let free = |f_lo: &[u8], f_hi: &[u8]| match &neighbours {
@@ -265,16 +270,18 @@ mod tests {
 
     #[test]
     fn the_rectangle_does_not_grow_across_a_running_compactions_outputs() {
-        // As above, with 5 [i-j] compacting into L1's gap [h-m] already: 3 [e-k] would make
-        // the range cross its outputs and stays, 2 [a-g] still joins.
+        // L1 holds [d-h] and [m-r]; 5 [i-j] compacts into the gap between them already. Seeded
+        // by 1 [e-g], 2 [a-g] joins, but 3 [k-l] would stretch the range across 5's outputs.
         let v = version(vec![
             meta(1, "e", "g"),
             meta(2, "a", "g"),
-            meta(3, "e", "k"),
+            meta(3, "k", "l"),
             meta(5, "i", "j"),
             l1(8, "d", "h"),
             l1(9, "m", "r"),
         ]);
+        // Idle, every one of them joins.
+        assert_eq!(inputs(&v, 1, &InProgress::default()), vec![1, 2, 3, 5]);
         let mut running = InProgress::default();
         let five = v.files(0).iter().find(|f| f.number == 5).unwrap();
         running.register(&expand(
@@ -293,6 +300,27 @@ mod tests {
         );
         assert_eq!(numbers(&c.inputs[0]), vec![1, 2]);
         assert!(!running.conflicts(&c));
+    }
+
+    #[test]
+    fn the_rectangle_stops_short_of_a_neighbour_sharing_a_user_key() {
+        // L1's [a-e] ends at the user key its neighbour [e-h] starts with. Seeded by 1 [f-g]
+        // the compaction rewrites [e-h] only: 2 [b-c] would take [a-e] too.
+        let v = version(vec![
+            meta(1, "f", "g"),
+            meta(2, "b", "c"),
+            l1(8, "a", "e"),
+            l1(9, "e", "h"),
+        ]);
+        let c = expand(
+            &v,
+            0,
+            1,
+            l0_inputs(&v, &v.files(0)[1], 1, &InProgress::default()),
+            Reason::L0FileCount,
+        );
+        assert_eq!(numbers(&c.inputs[0]), vec![1]);
+        assert_eq!(numbers(&c.inputs[1]), vec![9]);
     }
 
     #[test]
@@ -323,6 +351,55 @@ mod tests {
         );
         assert_eq!(numbers(&right.inputs[0]), vec![11, 13, 15]);
         assert!(!running.conflicts(&right), "disjoint intervals run at once");
+    }
+
+    #[test]
+    fn the_rectangle_never_rewrites_a_base_file_the_closure_does_not() {
+        // Random L0 files over random disjoint L1 files, some sharing boundary user keys:
+        // whatever the seed, the compaction rewrites exactly the L1 files under the seed's
+        // downward closure, and leaves no older file above a newer input.
+        let mut x = 11u64;
+        let mut next = |m: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % m
+        };
+        let mut files = Vec::new();
+        let mut at = 0;
+        for n in 100..120u64 {
+            let lo = at + next(40);
+            let hi = lo + next(60);
+            files.push(l1(n, &format!("{lo:04}"), &format!("{hi:04}")));
+            // Every third file ends where the next one starts.
+            at = if n % 3 == 0 { hi } else { hi + 1 };
+        }
+        for n in 1..=30u64 {
+            let lo = next(at + 100);
+            let hi = lo + next(150);
+            files.push(meta(n, &format!("{lo:04}"), &format!("{hi:04}")));
+        }
+        let v = version(files);
+        let l0 = v.files(0);
+        for (at, seed) in l0.iter().enumerate() {
+            // The downward closure, and the L1 files under its range.
+            let mut closure = vec![Arc::clone(seed)];
+            for older in &l0[at + 1..] {
+                if closure.iter().any(|f| user_ranges_overlap(f, older)) {
+                    closure.push(Arc::clone(older));
+                }
+            }
+            let (lo, hi) = key_range(&closure);
+            let under = numbers(&v.overlapping_files(1, Some(&lo), Some(&hi)));
+            let taken = l0_inputs(&v, seed, 1, &InProgress::default());
+            let c = expand(&v, 0, 1, taken.clone(), Reason::L0FileCount);
+            assert_eq!(numbers(&c.inputs[1]), under, "seed {}", seed.number);
+            for left in l0.iter().filter(|f| !taken.contains(f)) {
+                for input in &taken {
+                    assert!(!(user_ranges_overlap(left, input) && left.number < input.number));
+                }
+            }
+        }
     }
 
     #[test]
