@@ -196,6 +196,12 @@ mod tests {
         assert_eq!(inputs(&v, 1, &running), vec![1, 3]);
     }
 
+    /// The compaction into L1 that L0 file `seed` starts.
+    fn seeded(v: &Arc<Version>, seed: u64, running: &InProgress) -> Compaction {
+        let seed = v.files(0).iter().find(|f| f.number == seed).unwrap();
+        expand(v, 0, 1, l0_inputs(v, seed, 1, running), Reason::L0FileCount)
+    }
+
     /// An L1 file.
     fn l1(number: u64, lo: &str, hi: &str) -> (usize, FileMetaData) {
         (1, meta(number, lo, hi).1)
@@ -228,13 +234,7 @@ mod tests {
             l1(8, "d", "h"),
             l1(9, "m", "r"),
         ]);
-        let c = expand(
-            &v,
-            0,
-            1,
-            l0_inputs(&v, &v.files(0)[3], 1, &InProgress::default()),
-            Reason::L0FileCount,
-        );
+        let c = seeded(&v, 1, &InProgress::default());
         assert_eq!(numbers(&c.inputs[0]), vec![1, 2, 3]);
         assert_eq!(
             numbers(&c.inputs[1]),
@@ -291,13 +291,7 @@ mod tests {
             vec![Arc::clone(five)],
             Reason::L0FileCount,
         ));
-        let c = expand(
-            &v,
-            0,
-            1,
-            l0_inputs(&v, &v.files(0)[3], 1, &running),
-            Reason::L0FileCount,
-        );
+        let c = seeded(&v, 1, &running);
         assert_eq!(numbers(&c.inputs[0]), vec![1, 2]);
         assert!(!running.conflicts(&c));
     }
@@ -312,13 +306,7 @@ mod tests {
             l1(8, "a", "e"),
             l1(9, "e", "h"),
         ]);
-        let c = expand(
-            &v,
-            0,
-            1,
-            l0_inputs(&v, &v.files(0)[1], 1, &InProgress::default()),
-            Reason::L0FileCount,
-        );
+        let c = seeded(&v, 1, &InProgress::default());
         assert_eq!(numbers(&c.inputs[0]), vec![1]);
         assert_eq!(numbers(&c.inputs[1]), vec![9]);
     }
@@ -333,22 +321,10 @@ mod tests {
         }
         let v = version(files);
         let mut running = InProgress::default();
-        let left = expand(
-            &v,
-            0,
-            1,
-            l0_inputs(&v, &v.files(0)[5], 1, &running),
-            Reason::L0FileCount,
-        );
+        let left = seeded(&v, 10, &running);
         assert_eq!(numbers(&left.inputs[0]), vec![10, 12, 14]);
         running.register(&left);
-        let right = expand(
-            &v,
-            0,
-            1,
-            l0_inputs(&v, &v.files(0)[4], 1, &running),
-            Reason::L0FileCount,
-        );
+        let right = seeded(&v, 11, &running);
         assert_eq!(numbers(&right.inputs[0]), vec![11, 13, 15]);
         assert!(!running.conflicts(&right), "disjoint intervals run at once");
     }
