@@ -55,8 +55,7 @@ impl InProgress {
     /// True if `c` may not run beside the registered compactions.
     pub fn conflicts(&self, c: &Compaction) -> bool {
         let (lo, hi) = range_of(c);
-        c.all_inputs()
-            .any(|f| self.jobs.iter().any(|job| job.files.contains(&f.number)))
+        c.all_inputs().any(|f| self.is_busy(f.number))
             || self.writes_across(&lo, &hi, written_levels(c))
     }
 

@@ -221,19 +221,21 @@ mod tests {
         assert_eq!(inputs(&v, 1, &InProgress::default()), vec![1, 2]);
     }
 
+    /// L1 holds [d-h] and [m-r], with a gap between them; L0 holds 1 [e-g] at the bottom, 2
+    /// [a-g] on it (reaching below every L1 key), and `more`.
+    fn over_a_gap(more: &[(u64, &str, &str)]) -> Arc<Version> {
+        let mut files = vec![meta(1, "e", "g"), meta(2, "a", "g")];
+        files.extend(more.iter().map(|&(n, lo, hi)| meta(n, lo, hi)));
+        files.extend([l1(8, "d", "h"), l1(9, "m", "r")]);
+        version(files)
+    }
+
     #[test]
     fn the_rectangle_reaches_to_the_l1_files_beside_the_rewritten_ones() {
         // L1 holds [d-h] and [m-r]. Seeded by 1 [e-g], the compaction rewrites [d-h]: 2 [a-g]
         // (below every L1 key) and 3 [e-k] (into the gap before [m-r]) join at no L1 cost;
         // 4 [f-n] would rewrite [m-r] too.
-        let v = version(vec![
-            meta(1, "e", "g"),
-            meta(2, "a", "g"),
-            meta(3, "e", "k"),
-            meta(4, "f", "n"),
-            l1(8, "d", "h"),
-            l1(9, "m", "r"),
-        ]);
+        let v = over_a_gap(&[(3, "e", "k"), (4, "f", "n")]);
         let c = seeded(&v, 1, &InProgress::default());
         assert_eq!(numbers(&c.inputs[0]), vec![1, 2, 3]);
         assert_eq!(
@@ -272,14 +274,7 @@ mod tests {
     fn the_rectangle_does_not_grow_across_a_running_compactions_outputs() {
         // L1 holds [d-h] and [m-r]; 5 [i-j] compacts into the gap between them already. Seeded
         // by 1 [e-g], 2 [a-g] joins, but 3 [k-l] would stretch the range across 5's outputs.
-        let v = version(vec![
-            meta(1, "e", "g"),
-            meta(2, "a", "g"),
-            meta(3, "k", "l"),
-            meta(5, "i", "j"),
-            l1(8, "d", "h"),
-            l1(9, "m", "r"),
-        ]);
+        let v = over_a_gap(&[(3, "k", "l"), (5, "i", "j")]);
         // Idle, every one of them joins.
         assert_eq!(inputs(&v, 1, &InProgress::default()), vec![1, 2, 3, 5]);
         let mut running = InProgress::default();
