@@ -23,7 +23,8 @@
 //! own last version after that): an object someone else put under the name since `create`
 //! checked it fails the upload with [`io::ErrorKind::AlreadyExists`] instead of being
 //! overwritten. `object_store` cannot make a multipart upload conditional, so a table of
-//! [`MULTIPART_BYTES`] or more relies on `create`'s HEAD alone.
+//! [`MULTIPART_BYTES`] or more relies on `create`'s HEAD and on the fence checked before its
+//! completion (`fence.rs`).
 //!
 //! # Costs
 //!
@@ -46,8 +47,13 @@
 //! conditional PUT and naming the database by an id kept in its directory; another database
 //! opening on that prefix is refused before it writes or deletes anything there (`owner.rs`).
 //! Each open that takes the database's lock reads the marker: one GET.
+//!
+//! Each read-write open also takes the next epoch of the prefix, and checks before every
+//! upload, deletion and copy there that no later open (of a copy of its directory) has taken
+//! a newer one (`fence.rs`): a LIST each, and at open a LIST, a PUT and a DELETE.
 
 mod cache;
+mod fence;
 mod owner;
 pub mod proxy;
 mod readahead;
@@ -72,6 +78,7 @@ use sluice_sst::fs::{
 use tokio::task::JoinHandle;
 
 pub use cache::{CacheStats, ObjectCache};
+pub use fence::EPOCHS;
 pub use owner::{LOCAL_ID, MARKER};
 
 /// The database's lock file, whose exclusive lock claims the prefix.
@@ -103,6 +110,9 @@ struct Inner {
     cache: Option<ObjectCache>,
     /// Shared with the store's tasks: a background read counts its bytes when they arrive.
     requests: Arc<Requests>,
+    /// The epoch this file system holds the prefix by, while the database's lock is held
+    /// through it (`fence.rs`).
+    fence: parking_lot::Mutex<fence::Fence>,
     /// Runs the store's futures; callers block on them from the engine's threads (or from
     /// another runtime's, which is why they do not `block_on` this one). `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -149,6 +159,7 @@ impl ObjectFs {
                 prefix: ObjectPath::from(prefix),
                 cache: None,
                 requests: Arc::default(),
+                fence: parking_lot::Mutex::default(),
                 runtime: Some(runtime),
             }),
         })
@@ -386,6 +397,7 @@ impl FileSystem for ObjectFs {
             }
             return self.inner.local.remove(path);
         };
+        self.inner.check_fence()?;
         // S3 deletes a missing key without complaint; a missing file is NotFound here.
         self.inner.head(&location)?;
         self.inner.uncache(&location);
@@ -403,6 +415,7 @@ impl FileSystem for ObjectFs {
         match (self.inner.object(from), self.inner.object(to)) {
             (None, None) => self.inner.local.rename(from, to),
             (Some(from), Some(to)) => {
+                self.inner.check_fence()?;
                 self.inner.uncache(&from);
                 self.inner.uncache(&to);
                 Requests::count(&self.inner.requests.copies, 1);
@@ -430,6 +443,7 @@ impl FileSystem for ObjectFs {
             // A server-side copy stands for the link: objects are immutable, so the two names
             // hold the same bytes for good.
             (Some(from), Some(to)) => {
+                self.inner.check_fence()?;
                 match self.inner.head(&to) {
                     Ok(_) => return Err(io::ErrorKind::AlreadyExists.into()),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -455,7 +469,8 @@ impl FileSystem for ObjectFs {
             })?;
             let pages = (listed.len() as u64).div_ceil(LIST_PAGE).max(1);
             Requests::count(&self.inner.requests.lists, pages);
-            // The owner marker is the prefix's, not a file of the database directory.
+            // The owner marker is the prefix's, not a file of the database directory (nor are
+            // the epochs, which are in a directory of their own and not listed here).
             let marker = self.inner.prefix.clone().join(MARKER);
             names.extend(
                 listed
@@ -492,10 +507,14 @@ impl FileSystem for ObjectFs {
     /// (exclusive) or checks that another database does not own it (shared): see `owner.rs`.
     fn lock(&self, path: &Path, mode: LockMode) -> io::Result<Box<dyn FileLock>> {
         let lock = self.inner.local.lock(path, mode)?;
-        if path == self.inner.root.join(LOCK) {
-            self.inner.claim(mode == LockMode::Exclusive)?;
+        if path != self.inner.root.join(LOCK) {
+            return Ok(lock);
         }
-        Ok(lock)
+        self.inner.claim(mode == LockMode::Exclusive)?;
+        Ok(Box::new(DatabaseLock {
+            _local: lock,
+            inner: Arc::clone(&self.inner),
+        }))
     }
 
     fn is_remote(&self, path: &Path) -> bool {
@@ -512,6 +531,29 @@ impl FileSystem for ObjectFs {
     }
 }
 
+/// The database's lock, held through an [`ObjectFs`]: letting go of it lets go of the epoch
+/// taken with it, so that the file system checks no fence it no longer holds.
+struct DatabaseLock {
+    _local: Box<dyn FileLock>,
+    inner: Arc<Inner>,
+}
+
+impl Drop for DatabaseLock {
+    fn drop(&mut self) {
+        self.inner.let_go_of_epoch();
+    }
+}
+
+impl fmt::Debug for DatabaseLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DatabaseLock")
+            .field("root", &self.inner.root)
+            .finish()
+    }
+}
+
+impl FileLock for DatabaseLock {}
+
 /// Deletes every object under the prefix of `fs` (a database's tables and blob files, its
 /// owner marker, and anything else there, under nested prefixes too); returns how many. For
 /// tools that remove a database they made: it fails with
@@ -523,6 +565,7 @@ pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
         return Ok(0);
     }
     fs.inner.check_owned()?;
+    fs.inner.check_fence()?;
     for name in &names {
         let (store, location) = (Arc::clone(&fs.inner.store), ObjectPath::from(name.as_str()));
         Requests::count(&fs.inner.requests.deletes, 1);
@@ -533,11 +576,12 @@ pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
 }
 
 /// Lists the database's objects under the prefix of `fs`: every object but the owner marker
-/// (for tests and tools).
+/// and the epochs (for tests and tools).
 pub fn list_objects(fs: &ObjectFs) -> io::Result<Vec<String>> {
     let marker = fs.inner.prefix.clone().join(MARKER).to_string();
+    let epochs = fs.inner.prefix.clone().join(EPOCHS);
     let mut names = list_all(fs)?;
-    names.retain(|n| *n != marker);
+    names.retain(|n| *n != marker && !ObjectPath::from(n.as_str()).prefix_matches(&epochs));
     Ok(names)
 }
 

@@ -8,19 +8,21 @@
 //! - Taking the database's `LOCK` exclusively (a read-write open, `repair`, `destroy`) claims
 //!   the prefix: with no marker, the database writes its id locally, creates the marker with a
 //!   conditional PUT (`If-None-Match: *`) and reads it back, so of two hosts claiming one
-//!   prefix at once one succeeds; with a marker, its id must be this database's.
+//!   prefix at once one succeeds; with a marker, its id must be this database's. Then it takes
+//!   the next epoch (`fence.rs`), which fences an earlier open of a copy of this database.
 //! - A shared lock (a read-only open) only checks: a marker naming another database fails the
 //!   open, a missing one is left missing (read-only commands write nothing).
 //! - A database without a `CURRENT` (new, or one whose first claim a crash cut short) never
 //!   claims a prefix that already holds objects: they belong to a database that predates
 //!   markers, or to one whose marker was deleted. A database that has a `CURRENT` and no
 //!   marker claims the prefix it has been using.
+//! - No database claims a prefix inside another's: one with a marker on a level above it.
 //! - Removing the `LOCK` file (the last step of `Db::destroy`) releases the prefix, under the
-//!   lock: the marker, if it is this database's, and the local id go with it.
+//!   lock: the epochs, the marker, if it is this database's, and the local id go with it.
 //!
 //! A database moved to another directory keeps its id (it is a file of the directory). Two
-//! copies of one directory have one id: the marker keeps other databases out, not a copy of
-//! this one, which is the user's to avoid (design note 0017 lists what else it does not do).
+//! copies of one directory have one id: the marker keeps other databases out, and the epochs
+//! keep the earlier-opened copy from writing or deleting once the later one has opened.
 
 use std::io;
 use std::path::PathBuf;
@@ -92,15 +94,18 @@ impl Inner {
     }
 
     /// Claims the prefix for this database (`exclusive`), or checks that it is not another's.
+    /// A claim also takes the next epoch, which fences any earlier open of a copy of this
+    /// database (`fence.rs`).
     pub(crate) fn claim(&self, exclusive: bool) -> io::Result<()> {
         let local = self.read_local_id()?;
         let marker = self.read_marker()?;
         match (marker, local) {
-            (Some(m), Some(id)) if m.id == id => Ok(()),
-            (Some(m), local) => Err(self.not_ours(&m, local.as_ref())),
-            (None, _) if !exclusive => Ok(()),
+            (Some(m), Some(id)) if m.id == id => {}
+            (Some(m), local) => return Err(self.not_ours(&m, local.as_ref())),
+            (None, _) if !exclusive => {}
             (None, local) => {
                 self.refuse_if_taken(local.as_ref())?;
+                self.refuse_if_nested()?;
                 let id = match local {
                     Some(id) => id,
                     None => {
@@ -109,8 +114,12 @@ impl Inner {
                         id
                     }
                 };
-                self.create_marker(&id)
+                self.create_marker(&id)?;
             }
+        }
+        match exclusive {
+            true => self.take_epoch(),
+            false => Ok(()),
         }
     }
 
@@ -139,6 +148,9 @@ impl Inner {
             return Ok(());
         };
         if self.read_marker()?.is_some_and(|m| m.id == id) {
+            // The epochs first: a crash between the two leaves the marker, which still names
+            // this database.
+            self.release_epochs()?;
             Requests::count(&self.requests.deletes, 1);
             let (store, location) = (Arc::clone(&self.store), self.marker_location());
             self.wait(async move { store.delete(&location).await })?;
@@ -255,14 +267,40 @@ impl Inner {
             )
         })?;
         let text = String::from_utf8_lossy(&bytes);
-        let claimed_by: String = text
-            .lines()
-            .nth(2)
-            .unwrap_or("claimed by an unknown host")
-            .escape_debug()
-            .take(200)
-            .collect();
+        let claimed_by = describe(text.lines().nth(2).unwrap_or("claimed by an unknown host"));
         Ok(Some(Marker { id, claimed_by }))
+    }
+
+    /// Refuses a prefix inside another database's (`s3://b/db/x` when `s3://b/db` has a
+    /// marker): that one's tables, keyspaces and tools reach into it. A prefix with another
+    /// nested inside is not empty, so `refuse_if_taken` already keeps a new database off it.
+    /// One HEAD per level above the prefix, at a claim only.
+    fn refuse_if_nested(&self) -> io::Result<()> {
+        let mut above = ObjectPath::default();
+        for part in self.prefix.parts() {
+            let marker = above.clone().join(MARKER);
+            Requests::count(&self.requests.heads, 1);
+            let store = Arc::clone(&self.store);
+            let found = self.wait(async move {
+                match store.head(&marker).await {
+                    Ok(_) => Ok(Some(marker)),
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })?;
+            if let Some(marker) = found {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} in {} lies inside the prefix of another database ({marker} is its \
+                         owner marker): give each database a prefix outside every other's",
+                        self.prefix, self.store
+                    ),
+                ));
+            }
+            above = above.join(part);
+        }
+        Ok(())
     }
 
     /// Creates the marker for `id`, conditionally: if another claim got there first, the
@@ -312,8 +350,14 @@ fn remove_if_there(
     }
 }
 
-/// This machine's name, for the marker's reader.
-fn host_name() -> String {
+/// A line of a marker or an epoch for a message: anyone with the bucket's keys can write it,
+/// so it is escaped and cut short.
+pub(crate) fn describe(line: &str) -> String {
+    line.escape_debug().take(200).collect()
+}
+
+/// This machine's name, for the reader of a marker or an epoch.
+pub(crate) fn host_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "an unknown host".to_string())

@@ -7,9 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion, WriteMultipart,
-};
+use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, PutResult, UpdateVersion};
 use sluice_sst::fs::WriteFile;
 
 use crate::requests::Requests;
@@ -50,6 +48,70 @@ impl fmt::Debug for ObjectWriter {
     }
 }
 
+impl ObjectWriter {
+    /// A single PUT, conditional: see the crate docs.
+    fn put_whole(&self, data: Bytes) -> io::Result<PutResult> {
+        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        let mode = match (&self.etag, self.uploaded) {
+            (Some(e_tag), _) => PutMode::Update(UpdateVersion {
+                e_tag: Some(e_tag.clone()),
+                version: None,
+            }),
+            // Uploaded before, with no tag from the store to make the replacement conditional.
+            (None, Some(_)) => PutMode::Overwrite,
+            (None, None) => PutMode::Create,
+        };
+        self.inner.wait(async move {
+            let put = |mode| PutOptions {
+                mode,
+                ..PutOptions::default()
+            };
+            let payload = PutPayload::from(data);
+            let replacing = matches!(mode, PutMode::Update(_));
+            match store.put_opts(&location, payload.clone(), put(mode)).await {
+                // `object_store`'s local backend cannot replace a version conditionally; it
+                // serves one machine, where the LOCK file keeps out a second writer. A first
+                // upload is always conditional: a store that cannot make it so fails it.
+                Err(object_store::Error::NotImplemented { .. }) if replacing => {
+                    store
+                        .put_opts(&location, payload, put(PutMode::Overwrite))
+                        .await
+                }
+                other => other,
+            }
+        })
+    }
+
+    /// A multipart upload: its parts, then, the fence checked again (the parts may have taken
+    /// seconds), its completion. `object_store` cannot make it conditional.
+    fn put_in_parts(&self, data: Bytes) -> io::Result<PutResult> {
+        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        let mut upload = self.inner.wait(async move {
+            let mut upload = store.put_multipart(&location).await?;
+            let parts: Vec<_> = (0..data.len())
+                .step_by(PART_BYTES)
+                .map(|at| {
+                    let part = data.slice(at..data.len().min(at + PART_BYTES));
+                    upload.put_part(PutPayload::from(part))
+                })
+                .collect();
+            match futures::future::try_join_all(parts).await {
+                Ok(_) => Ok(upload),
+                Err(e) => {
+                    // The parts uploaded so far are the store's to drop; the error is the part's.
+                    let _ = upload.abort().await;
+                    Err(e)
+                }
+            }
+        })?;
+        if let Err(fenced) = self.inner.check_fence() {
+            let _ = self.inner.wait(async move { upload.abort().await });
+            return Err(fenced);
+        }
+        self.inner.wait(async move { upload.complete().await })
+    }
+}
+
 impl WriteFile for ObjectWriter {
     fn append(&mut self, data: &[u8]) -> io::Result<()> {
         self.buf.extend_from_slice(data);
@@ -60,45 +122,14 @@ impl WriteFile for ObjectWriter {
         if self.uploaded == Some(self.buf.len()) {
             return Ok(());
         }
-        let (store, location) = (Arc::clone(&self.inner.store), self.location.clone());
+        self.inner.check_fence()?;
         // Lent to the upload and taken back (without a copy once the upload has let go).
         let data = Bytes::from(std::mem::take(&mut self.buf));
         let lent = data.clone();
-        let mode = match (&self.etag, self.uploaded) {
-            (Some(e_tag), _) => PutMode::Update(UpdateVersion {
-                e_tag: Some(e_tag.clone()),
-                version: None,
-            }),
-            // Uploaded before, with no tag from the store to make the replacement conditional.
-            (None, Some(_)) => PutMode::Overwrite,
-            (None, None) => PutMode::Create,
+        let uploaded = match data.len() < MULTIPART_BYTES {
+            true => self.put_whole(data),
+            false => self.put_in_parts(data),
         };
-        let uploaded = self.inner.wait(async move {
-            if data.len() < MULTIPART_BYTES {
-                let put = |mode| PutOptions {
-                    mode,
-                    ..PutOptions::default()
-                };
-                let payload = PutPayload::from(data);
-                let replacing = matches!(mode, PutMode::Update(_));
-                return match store.put_opts(&location, payload.clone(), put(mode)).await {
-                    // `object_store`'s local backend cannot replace a version conditionally;
-                    // it serves one machine, where the LOCK file keeps out a second writer.
-                    // A first upload is always conditional: a store that cannot make it so
-                    // fails it.
-                    Err(object_store::Error::NotImplemented { .. }) if replacing => {
-                        store
-                            .put_opts(&location, payload, put(PutMode::Overwrite))
-                            .await
-                    }
-                    other => other,
-                };
-            }
-            let upload = store.put_multipart(&location).await?;
-            let mut parts = WriteMultipart::new_with_chunk_size(upload, PART_BYTES);
-            parts.put(data);
-            parts.finish().await
-        });
         self.buf = Vec::from(lent);
         let len = self.buf.len();
         // A multipart upload is its start, its parts and its completion.

@@ -1,8 +1,9 @@
 //! Model test with the tables in a real S3 server: random operation sequences (puts, deletes,
-//! range deletes, flushes, compactions, reopens and crashes, that is, drops without a close)
-//! run against a database on `ObjectFs` and against a `BTreeMap`; every read and a full scan
-//! at the end must agree, and after a last reopen the bucket must hold exactly the live
-//! tables. Half the cases read through an object cache, the other half with ranged GETs.
+//! range deletes, flushes, compactions, reopens, crashes, that is, drops without a close, and
+//! copies of the running database's directory that carry on in its place) run against a
+//! database on `ObjectFs` and against a `BTreeMap`; every read and a full scan at the end must
+//! agree, and after a last reopen the bucket must hold exactly the live tables. Half the cases
+//! read through an object cache, the other half with ranged GETs.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -37,6 +38,9 @@ enum Op {
     Reopen,
     /// Drop without closing (what a crash leaves of the process's state), then open again.
     Crash,
+    /// Copy the directory of the running database (its background work done) and open the
+    /// copy on the same prefix, which fences the original: its next flush must fail.
+    Copy,
 }
 
 fn key(k: u16) -> Vec<u8> {
@@ -66,6 +70,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Compact),
         1 => Just(Op::Reopen),
         1 => Just(Op::Crash),
+        1 => Just(Op::Copy),
     ]
 }
 
@@ -100,23 +105,22 @@ fn options(fs: &ObjectFs) -> Options {
 fn run(server: &S3Server, ops: Vec<Op>, cached: bool) -> Result<(), TestCaseError> {
     static CASE: AtomicU64 = AtomicU64::new(0);
     let prefix = format!("model{}", CASE.fetch_add(1, Ordering::Relaxed));
-    let dir = tempfile::tempdir().unwrap();
+    let dirs = tempfile::tempdir().unwrap();
     let caches = tempfile::tempdir().unwrap();
+    // The database's directory: a copy takes over from the original.
+    let mut dir = dirs.path().join("0");
+    std::fs::create_dir(&dir).unwrap();
     // Each open has a cache of its own: a dropped database's cache may still be locked by a
     // background thread finishing, as a crashed process's would be gone.
     let mut opens = 0;
-    let mut open = || {
+    let mut open = |dir: &Path| {
         opens += 1;
         let cache = caches.path().join(opens.to_string());
-        let fs = object_fs(
-            server,
-            dir.path(),
-            &prefix,
-            cached.then_some(cache.as_path()),
-        );
-        (Db::open(dir.path(), options(&fs)).unwrap(), fs)
+        let fs = object_fs(server, dir, &prefix, cached.then_some(cache.as_path()));
+        (Db::open(dir, options(&fs)).unwrap(), fs)
     };
-    let (mut db, _) = open();
+    let (mut db, _) = open(&dir);
+    let mut copies = 0;
     let mut model = Model::new();
     for op in ops {
         match op {
@@ -142,11 +146,26 @@ fn run(server: &S3Server, ops: Vec<Op>, cached: bool) -> Result<(), TestCaseErro
             Op::Compact => db.compact_range(None, None).unwrap(),
             Op::Reopen => {
                 db.close().unwrap();
-                (db, _) = open();
+                (db, _) = open(&dir);
             }
             Op::Crash => {
                 drop(db);
-                (db, _) = open();
+                (db, _) = open(&dir);
+            }
+            Op::Copy => {
+                db.wait_for_background_work().unwrap();
+                copies += 1;
+                let copy = dirs.path().join(format!("copy{copies}"));
+                copy_dir(&dir, &copy);
+                let original = std::mem::replace(&mut db, open(&copy).0);
+                dir = copy;
+                original.put(b"only in the original", b"x").unwrap();
+                let flushed = original.flush().map_err(|e| e.to_string());
+                prop_assert!(
+                    flushed.as_ref().is_err_and(|e| e.contains("fenced")),
+                    "the original's flush after the copy opened: {flushed:?}"
+                );
+                drop(original);
             }
         }
     }
@@ -156,17 +175,26 @@ fn run(server: &S3Server, ops: Vec<Op>, cached: bool) -> Result<(), TestCaseErro
     // running job), and the open's sweep collects every one: after a reopen the bucket holds
     // exactly the live tables, and every one of them checks.
     db.close().unwrap();
-    let fs = object_fs(server, dir.path(), &prefix, None);
+    let fs = object_fs(server, &dir, &prefix, None);
     let mut quiet = options(&fs);
     // No compaction may start and pin its inputs while the bucket is compared.
     quiet.compaction.disable_auto_compactions = true;
-    let db = Db::open(dir.path(), quiet).unwrap();
+    let db = Db::open(&dir, quiet).unwrap();
     let report = db.check().unwrap();
     prop_assert_eq!(list_objects(&fs).unwrap().len(), report.files);
     let scanned: Model = db.iter().map(|e| e.unwrap()).collect();
     prop_assert_eq!(&scanned, &model);
     db.close().unwrap();
     Ok(())
+}
+
+/// Copies the files of directory `from` into a new directory `to`, as a disk snapshot would.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
 }
 
 #[test]

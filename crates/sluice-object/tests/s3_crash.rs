@@ -147,13 +147,13 @@ fn s3_crash_child() {
 /// Reopens the database after a crash and checks it against the acknowledged writes (and the
 /// one in flight, `maybe`), and the bucket against the live tables.
 fn verify(
-    endpoint: &str,
+    server: &S3Server,
     dir: &Path,
     cache: &Path,
     model: &BTreeMap<Vec<u8>, Vec<u8>>,
     maybe: (u64, u64),
 ) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let fs = object_fs(endpoint, dir, cache);
+    let fs = object_fs(&server.endpoint, dir, cache);
     let db = Db::open(dir, options(Arc::new(fs.clone()))).expect("reopen after crash");
     // No compaction may be uploading a table the listing below would see before its install.
     db.wait_for_background_work().unwrap();
@@ -168,6 +168,9 @@ fn verify(
     );
     let got: BTreeMap<Vec<u8>, Vec<u8>> = db.iter().collect::<Result<_, _>>().unwrap();
     db.close().unwrap();
+    // The open took an epoch and deleted those before it, whatever a kill left behind.
+    let epochs = server.list(&format!("{PREFIX}/{}", sluice_object::EPOCHS));
+    assert_eq!(epochs.len(), 1, "one epoch after an open: {epochs:?}");
     if &got == model {
         return got;
     }
@@ -235,13 +238,7 @@ fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
         for i in 0..acked {
             apply(&mut model, round, i);
         }
-        model = verify(
-            &server.endpoint,
-            dir.path(),
-            cache.path(),
-            &model,
-            (round, acked),
-        );
+        model = verify(&server, dir.path(), cache.path(), &model, (round, acked));
     }
     assert!(!model.is_empty());
 }

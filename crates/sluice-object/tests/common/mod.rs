@@ -158,6 +158,17 @@ impl S3Server {
         }
     }
 
+    /// The names of the objects of the test bucket under `prefix`, in order.
+    pub fn list(&self, prefix: &str) -> Vec<String> {
+        use futures::TryStreamExt;
+        let (store, at) = (self.store(), object_store::path::Path::from(prefix));
+        let listed: Vec<_> =
+            block_on(async move { store.list(Some(&at)).try_collect::<Vec<_>>().await.unwrap() });
+        let mut names: Vec<String> = listed.into_iter().map(|m| m.location.to_string()).collect();
+        names.sort();
+        names
+    }
+
     /// Deletes object `key` of the test bucket, behind any database's back.
     pub fn delete(&self, key: &str) {
         use object_store::ObjectStoreExt;

@@ -1,0 +1,273 @@
+//! Fencing copies of one database. The owner marker (`owner.rs`) keeps *other* databases off a
+//! prefix by their ids, but two copies of one directory (a disk snapshot restored elsewhere, a
+//! directory copied to another machine while the first still runs) carry one id: each would
+//! upload among the other's tables and delete the other's as obsolete. So every open that
+//! claims the prefix also takes the next *epoch*, and the newest open owns the prefix (SlateDB
+//! fences its writers the same way, with an epoch in its manifest).
+//!
+//! - An epoch is the object `PREFIX/SLUICE-EPOCH/N`, `N` in 20 digits so that names sort as
+//!   numbers, holding a random token and where it was taken from. Taking one lists the epochs
+//!   and creates the one above the newest with a conditional PUT (`If-None-Match: *`): of two
+//!   opens after one number, the store lets one create it and the other takes the next. Then
+//!   it deletes the older ones.
+//! - Before every upload, deletion and copy under the prefix, the holder lists the epochs.
+//!   Unless the newest is still its own (its number and the entity tag the store gave it), a
+//!   later open has taken the prefix and this one is *fenced*: the operation fails with
+//!   [`io::ErrorKind::PermissionDenied`], naming that open, and so does every later one,
+//!   without a request. The engine logs a failed deletion and stops at a failed upload (its
+//!   background error), so a fenced copy neither deletes what the newer one reads nor writes
+//!   where it writes.
+//! - The tag matters when the holder's epoch object is gone and another with its number was
+//!   made since (the prefix released by `destroy` and claimed again): that one is not its own.
+//! - A file system that does not hold the database's lock (a worker's, a tool's) takes no
+//!   epoch and checks none: a worker writes only the names its host reserved, and the host
+//!   checks its own epoch before it deletes what a failed share left behind.
+//!
+//! What it does not do: the check and the operation are two requests, so an open that takes
+//! the prefix between them does not stop that one operation (S3 has no conditional delete to
+//! close the window). And the newest open wins: a copy opened later takes the prefix from a
+//! database still running, whose tables written since the copy become the newer one's to
+//! sweep. A store whose conditional create is not atomic (`s3s-fs`, see design note 0017) can
+//! let two opens at the same moment take one number; the first check after that finds the
+//! other's tag and fences the one whose object was replaced.
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectMeta, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+use crate::Inner;
+use crate::owner::{describe, host_name};
+use crate::requests::{LIST_PAGE, Requests};
+
+/// The directory of epochs under the prefix.
+pub const EPOCHS: &str = "SLUICE-EPOCH";
+
+/// The first line of an epoch object.
+const HEADER: &str = "sluice prefix epoch v1";
+
+/// The most bytes an epoch object is read for: one written here is under 200 plus the path.
+const MAX_EPOCH_BYTES: u64 = 4096;
+
+/// How many times an open tries for the next epoch while other opens keep taking it first.
+const TAKE_ATTEMPTS: usize = 8;
+
+/// Whether this file system holds the prefix, and by which epoch.
+#[derive(Debug, Default)]
+pub(crate) enum Fence {
+    /// No epoch held: the database's lock is not held through this file system.
+    #[default]
+    Unclaimed,
+    /// Holds this epoch, the newest when last checked.
+    Holding(Epoch),
+    /// A later open has taken the prefix: why, for every later refusal.
+    Fenced(String),
+}
+
+/// An epoch this file system created.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Epoch {
+    number: u64,
+    /// The store's tag for the object created, when it gives one.
+    e_tag: Option<String>,
+}
+
+impl Inner {
+    fn epochs_dir(&self) -> ObjectPath {
+        self.prefix.clone().join(EPOCHS)
+    }
+
+    fn epoch_location(&self, number: u64) -> ObjectPath {
+        self.epochs_dir().join(format!("{number:020}"))
+    }
+
+    /// The epochs under the prefix, oldest first. Objects there whose names are not epochs
+    /// are left out: a stray one must not fence every open.
+    fn list_epochs(&self) -> io::Result<Vec<(u64, ObjectMeta)>> {
+        let (store, dir) = (Arc::clone(&self.store), self.epochs_dir());
+        let listed: Vec<ObjectMeta> =
+            self.wait(async move { store.list(Some(&dir)).try_collect().await })?;
+        let pages = (listed.len() as u64).div_ceil(LIST_PAGE).max(1);
+        Requests::count(&self.requests.lists, pages);
+        let mut epochs: Vec<(u64, ObjectMeta)> = listed
+            .into_iter()
+            .filter_map(|meta| {
+                let name = meta.location.filename()?;
+                let digits = name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit());
+                let number = digits.then(|| name.parse().ok()).flatten()?;
+                Some((number, meta))
+            })
+            .collect();
+        epochs.sort_unstable_by_key(|(number, _)| *number);
+        Ok(epochs)
+    }
+
+    /// Takes the epoch above the newest (see the module docs), then deletes the older ones.
+    pub(crate) fn take_epoch(&self) -> io::Result<()> {
+        for _ in 0..TAKE_ATTEMPTS {
+            let older = self.list_epochs()?;
+            let number = match older.last() {
+                None => 1,
+                Some((newest, _)) => newest.checked_add(1).ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("{}: the epochs are used up", self.epochs_dir()),
+                    )
+                })?,
+            };
+            let text = format!(
+                "{HEADER}\ntoken {:032x}\nopened by {} for {}\n",
+                rand::random::<u128>(),
+                host_name(),
+                self.root.display()
+            );
+            Requests::count(&self.requests.puts, 1);
+            let (store, location) = (Arc::clone(&self.store), self.epoch_location(number));
+            let put = PutOptions {
+                mode: PutMode::Create,
+                ..PutOptions::default()
+            };
+            let payload = PutPayload::from(Bytes::from(text));
+            let created = self.wait(async move { store.put_opts(&location, payload, put).await });
+            match created {
+                Ok(done) => {
+                    *self.fence.lock() = Fence::Holding(Epoch {
+                        number,
+                        e_tag: done.e_tag,
+                    });
+                    self.delete_epochs(older.iter().map(|(n, _)| *n));
+                    return Ok(());
+                }
+                // Another open took this number first: the next one, then.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    let at = self.epoch_location(number);
+                    return Err(io::Error::new(e.kind(), format!("{at}: {e}")));
+                }
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "{} in {}: other opens of this database took the next epoch {TAKE_ATTEMPTS} \
+                 times in a row",
+                self.epochs_dir(),
+                self.store
+            ),
+        ))
+    }
+
+    /// Deletes the epochs `numbers`, as far as it can: one left behind is only listed again
+    /// (the newest decides, and it is not among them).
+    fn delete_epochs(&self, numbers: impl Iterator<Item = u64>) {
+        for number in numbers {
+            Requests::count(&self.requests.deletes, 1);
+            let (store, location) = (Arc::clone(&self.store), self.epoch_location(number));
+            if let Err(e) = self.wait(async move { store.delete(&location).await }) {
+                tracing::debug!(error = %e, epoch = number, "could not delete an older epoch");
+            }
+        }
+    }
+
+    /// Deletes every epoch: the prefix is being released (`owner.rs`).
+    pub(crate) fn release_epochs(&self) -> io::Result<()> {
+        *self.fence.lock() = Fence::Unclaimed;
+        let epochs = self.list_epochs()?;
+        self.delete_epochs(epochs.iter().map(|(n, _)| *n));
+        Ok(())
+    }
+
+    /// The database's lock is let go of through this file system: it holds no epoch now.
+    pub(crate) fn let_go_of_epoch(&self) {
+        *self.fence.lock() = Fence::Unclaimed;
+    }
+
+    /// Fails if a later open has taken the prefix from this one (see the module docs). Called
+    /// before every upload, deletion and copy under the prefix.
+    pub(crate) fn check_fence(&self) -> io::Result<()> {
+        let held = match &*self.fence.lock() {
+            Fence::Unclaimed => return Ok(()),
+            Fence::Holding(epoch) => epoch.clone(),
+            Fence::Fenced(why) => return Err(fenced(why)),
+        };
+        let epochs = self.list_epochs()?;
+        let newest = epochs.last();
+        if let Some((number, listed)) = newest
+            && self.is_held(&held, *number, listed)?
+        {
+            return Ok(());
+        }
+        let why = self.why_fenced(&held, newest);
+        let mut fence = self.fence.lock();
+        // Unless the database was closed and opened again meanwhile, with an epoch of its own.
+        if matches!(&*fence, Fence::Holding(epoch) if *epoch == held) {
+            *fence = Fence::Fenced(why.clone());
+        }
+        Err(fenced(&why))
+    }
+
+    /// The text of the small object at `location`, or nothing if it cannot be read (it is
+    /// only shown in a message).
+    fn read_small(&self, location: &ObjectPath) -> String {
+        Requests::count(&self.requests.gets, 1);
+        let (store, location) = (Arc::clone(&self.store), location.clone());
+        self.wait(async move { store.get(&location).await?.bytes().await })
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Whether the epoch `number` listed as `listed` is the object `held` created: its
+    /// number, and the tag the store gave it when it has one. A store that lists no tags
+    /// (`s3s-fs`) is asked for this one's with a HEAD.
+    fn is_held(&self, held: &Epoch, number: u64, listed: &ObjectMeta) -> io::Result<bool> {
+        if number != held.number {
+            return Ok(false);
+        }
+        let Some(mine) = &held.e_tag else {
+            return Ok(true);
+        };
+        if let Some(theirs) = &listed.e_tag {
+            return Ok(mine == theirs);
+        }
+        match self.head(&listed.location) {
+            Ok(meta) => Ok(meta.e_tag.as_ref() == Some(mine)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// What took the prefix from `held`: the newest epoch, named by what it says of itself.
+    fn why_fenced(&self, held: &Epoch, newest: Option<&(u64, ObjectMeta)>) -> String {
+        let taken = match newest {
+            None => "no epoch is left there (the prefix was released)".to_string(),
+            Some((number, meta)) => {
+                // Anyone with the bucket's keys can write it: what is read is bounded.
+                let text = match meta.size <= MAX_EPOCH_BYTES {
+                    true => self.read_small(&meta.location),
+                    false => String::new(),
+                };
+                let opened = text
+                    .lines()
+                    .nth(2)
+                    .map_or_else(|| "opened by an unknown host".to_string(), describe);
+                format!("epoch {number} is the newest, {opened}")
+            }
+        };
+        format!(
+            "{} in {}: this open of the database took epoch {}, and {taken}: a later open of \
+             this database (a copy of its directory?) has taken the prefix, and this one may \
+             no longer upload or delete there",
+            self.epochs_dir(),
+            self.store,
+            held.number
+        )
+    }
+}
+
+/// The error of a fenced operation.
+fn fenced(why: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::PermissionDenied, format!("fenced: {why}"))
+}
