@@ -19,9 +19,16 @@
 //!   where it writes.
 //! - The tag matters when the holder's epoch object is gone and another with its number was
 //!   made since (the prefix released by `destroy` and claimed again): that one is not its own.
-//! - A file system that does not hold the database's lock (a worker's, a tool's) takes no
-//!   epoch and checks none: a worker writes only the names its host reserved, and the host
-//!   checks its own epoch before it deletes what a failed share left behind.
+//! - The epoch stays this file system's after the database closes, and a fenced one stays
+//!   fenced, until its next claim: `destroy` (which releases the prefix after letting go of the
+//!   lock) and `remove_objects` check it too.
+//! - A worker writing into the bucket for a host checks the host's epoch, which every task
+//!   carries ([`FileSystem::write_fence`](sluice_sst::fs::FileSystem::write_fence) on the
+//!   host, [`ObjectFs::fenced_by`](crate::ObjectFs::fenced_by) on the worker): the host's
+//!   copy numbers its outputs as the host does, so a fenced host's worker would otherwise
+//!   upload under names the copy uses, or (a multipart upload) over its tables.
+//! - A file system that never claimed the prefix nor writes for one that did (a read-only
+//!   open's, a tool's) checks nothing.
 //!
 //! What it does not do: the check and the operation are two requests, so an open that takes
 //! the prefix between them does not stop that one operation (S3 has no conditional delete to
@@ -38,10 +45,12 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use parking_lot::Mutex;
+use sluice_sst::fs::WriteFence;
 
 use crate::Inner;
 use crate::owner::{describe, host_name};
-use crate::requests::{LIST_PAGE, Requests};
+use crate::requests::Requests;
 
 /// The directory of epochs under the prefix.
 pub const EPOCHS: &str = "SLUICE-EPOCH";
@@ -55,24 +64,28 @@ const MAX_EPOCH_BYTES: u64 = 4096;
 /// How many times an open tries for the next epoch while other opens keep taking it first.
 const TAKE_ATTEMPTS: usize = 8;
 
-/// Whether this file system holds the prefix, and by which epoch.
+/// Whether a file system holds the prefix, and by which epoch: an `ObjectFs`'s, shared with
+/// the writers it creates.
 #[derive(Debug, Default)]
 pub(crate) enum Fence {
-    /// No epoch held: the database's lock is not held through this file system.
+    /// No epoch: the prefix was never claimed through this file system (or was released).
     #[default]
     Unclaimed,
-    /// Holds this epoch, the newest when last checked.
-    Holding(Epoch),
-    /// A later open has taken the prefix: why, for every later refusal.
-    Fenced(String),
+    /// Took this epoch at its last claim (or writes for a host that did: a worker's), the
+    /// newest when last checked.
+    Holding(WriteFence),
+    /// A later claim has taken the prefix from `epoch`: `why`, for every later refusal.
+    Fenced { epoch: WriteFence, why: String },
 }
 
-/// An epoch this file system created.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Epoch {
-    number: u64,
-    /// The store's tag for the object created, when it gives one.
-    e_tag: Option<String>,
+impl Fence {
+    /// The epoch held, fenced or not.
+    pub(crate) fn epoch(&self) -> Option<&WriteFence> {
+        match self {
+            Fence::Unclaimed => None,
+            Fence::Holding(epoch) | Fence::Fenced { epoch, .. } => Some(epoch),
+        }
+    }
 }
 
 impl Inner {
@@ -90,8 +103,7 @@ impl Inner {
         let (store, dir) = (Arc::clone(&self.store), self.epochs_dir());
         let listed: Vec<ObjectMeta> =
             self.wait(async move { store.list(Some(&dir)).try_collect().await })?;
-        let pages = (listed.len() as u64).div_ceil(LIST_PAGE).max(1);
-        Requests::count(&self.requests.lists, pages);
+        self.requests.count_listing(listed.len());
         let mut epochs: Vec<(u64, ObjectMeta)> = listed
             .into_iter()
             .filter_map(|meta| {
@@ -106,7 +118,7 @@ impl Inner {
     }
 
     /// Takes the epoch above the newest (see the module docs), then deletes the older ones.
-    pub(crate) fn take_epoch(&self) -> io::Result<()> {
+    pub(crate) fn take_epoch(&self, fence: &Mutex<Fence>) -> io::Result<()> {
         for _ in 0..TAKE_ATTEMPTS {
             let older = self.list_epochs()?;
             let number = match older.last() {
@@ -134,11 +146,14 @@ impl Inner {
             let created = self.wait(async move { store.put_opts(&location, payload, put).await });
             match created {
                 Ok(done) => {
-                    *self.fence.lock() = Fence::Holding(Epoch {
-                        number,
+                    *fence.lock() = Fence::Holding(WriteFence {
+                        epoch: number,
                         e_tag: done.e_tag,
                     });
-                    self.delete_epochs(older.iter().map(|(n, _)| *n));
+                    // One left behind is only listed again: the newest decides.
+                    if let Err(e) = self.delete_epochs(older.iter().map(|(n, _)| *n)) {
+                        tracing::debug!(error = %e, "could not delete the older epochs");
+                    }
                     return Ok(());
                 }
                 // Another open took this number first: the next one, then.
@@ -149,49 +164,42 @@ impl Inner {
                 }
             }
         }
-        Err(io::Error::new(
-            io::ErrorKind::WouldBlock,
-            format!(
-                "{} in {}: other opens of this database took the next epoch {TAKE_ATTEMPTS} \
+        // Not `WouldBlock`: the engine reads that as a lock another process holds.
+        Err(io::Error::other(format!(
+            "{} in {}: other opens of this database took the next epoch {TAKE_ATTEMPTS} \
                  times in a row",
-                self.epochs_dir(),
-                self.store
-            ),
-        ))
+            self.epochs_dir(),
+            self.store
+        )))
     }
 
-    /// Deletes the epochs `numbers`, as far as it can: one left behind is only listed again
-    /// (the newest decides, and it is not among them).
-    fn delete_epochs(&self, numbers: impl Iterator<Item = u64>) {
+    /// Deletes the epochs `numbers`.
+    fn delete_epochs(&self, numbers: impl Iterator<Item = u64>) -> io::Result<()> {
         for number in numbers {
             Requests::count(&self.requests.deletes, 1);
             let (store, location) = (Arc::clone(&self.store), self.epoch_location(number));
-            if let Err(e) = self.wait(async move { store.delete(&location).await }) {
-                tracing::debug!(error = %e, epoch = number, "could not delete an older epoch");
-            }
+            self.wait(async move { store.delete(&location).await })?;
         }
-    }
-
-    /// Deletes every epoch: the prefix is being released (`owner.rs`).
-    pub(crate) fn release_epochs(&self) -> io::Result<()> {
-        *self.fence.lock() = Fence::Unclaimed;
-        let epochs = self.list_epochs()?;
-        self.delete_epochs(epochs.iter().map(|(n, _)| *n));
         Ok(())
     }
 
-    /// The database's lock is let go of through this file system: it holds no epoch now.
-    pub(crate) fn let_go_of_epoch(&self) {
-        *self.fence.lock() = Fence::Unclaimed;
+    /// Deletes every epoch, unless this file system is fenced: the prefix is being released
+    /// (`owner.rs`).
+    pub(crate) fn release_epochs(&self, fence: &Mutex<Fence>) -> io::Result<()> {
+        self.check_fence(fence)?;
+        let epochs = self.list_epochs()?;
+        self.delete_epochs(epochs.iter().map(|(n, _)| *n))?;
+        *fence.lock() = Fence::Unclaimed;
+        Ok(())
     }
 
     /// Fails if a later open has taken the prefix from this one (see the module docs). Called
     /// before every upload, deletion and copy under the prefix.
-    pub(crate) fn check_fence(&self) -> io::Result<()> {
-        let held = match &*self.fence.lock() {
+    pub(crate) fn check_fence(&self, fence: &Mutex<Fence>) -> io::Result<()> {
+        let held = match &*fence.lock() {
             Fence::Unclaimed => return Ok(()),
             Fence::Holding(epoch) => epoch.clone(),
-            Fence::Fenced(why) => return Err(fenced(why)),
+            Fence::Fenced { why, .. } => return Err(fenced(why)),
         };
         let epochs = self.list_epochs()?;
         let newest = epochs.last();
@@ -201,10 +209,13 @@ impl Inner {
             return Ok(());
         }
         let why = self.why_fenced(&held, newest);
-        let mut fence = self.fence.lock();
-        // Unless the database was closed and opened again meanwhile, with an epoch of its own.
+        let mut fence = fence.lock();
+        // Unless the database was opened again meanwhile, with an epoch of its own.
         if matches!(&*fence, Fence::Holding(epoch) if *epoch == held) {
-            *fence = Fence::Fenced(why.clone());
+            *fence = Fence::Fenced {
+                epoch: held,
+                why: why.clone(),
+            };
         }
         Err(fenced(&why))
     }
@@ -222,8 +233,8 @@ impl Inner {
     /// Whether the epoch `number` listed as `listed` is the object `held` created: its
     /// number, and the tag the store gave it when it has one. A store that lists no tags
     /// (`s3s-fs`) is asked for this one's with a HEAD.
-    fn is_held(&self, held: &Epoch, number: u64, listed: &ObjectMeta) -> io::Result<bool> {
-        if number != held.number {
+    fn is_held(&self, held: &WriteFence, number: u64, listed: &ObjectMeta) -> io::Result<bool> {
+        if number != held.epoch {
             return Ok(false);
         }
         let Some(mine) = &held.e_tag else {
@@ -240,14 +251,15 @@ impl Inner {
     }
 
     /// What took the prefix from `held`: the newest epoch, named by what it says of itself.
-    fn why_fenced(&self, held: &Epoch, newest: Option<&(u64, ObjectMeta)>) -> String {
+    fn why_fenced(&self, held: &WriteFence, newest: Option<&(u64, ObjectMeta)>) -> String {
         let taken = match newest {
             None => "no epoch is left there (the prefix was released)".to_string(),
             Some((number, meta)) => {
                 // Anyone with the bucket's keys can write it: what is read is bounded.
-                let text = match meta.size <= MAX_EPOCH_BYTES {
-                    true => self.read_small(&meta.location),
-                    false => String::new(),
+                let text = if meta.size <= MAX_EPOCH_BYTES {
+                    self.read_small(&meta.location)
+                } else {
+                    String::new()
                 };
                 let opened = text
                     .lines()
@@ -262,7 +274,7 @@ impl Inner {
              no longer upload or delete there",
             self.epochs_dir(),
             self.store,
-            held.number
+            held.epoch
         )
     }
 }

@@ -48,9 +48,10 @@
 //! opening on that prefix is refused before it writes or deletes anything there (`owner.rs`).
 //! Each open that takes the database's lock reads the marker: one GET.
 //!
-//! Each read-write open also takes the next epoch of the prefix, and checks before every
-//! upload, deletion and copy there that no later open (of a copy of its directory) has taken
-//! a newer one (`fence.rs`): a LIST each, and at open a LIST, a PUT and a DELETE.
+//! Each read-write open also takes the next epoch of the prefix, and from then on checks before
+//! every upload, deletion and copy there that no later open (of a copy of its directory) has
+//! taken a newer one (`fence.rs`): a LIST each, and at open a LIST, a PUT and a DELETE per
+//! older epoch (and, at the first claim of a prefix, a HEAD per level above it).
 
 mod cache;
 mod fence;
@@ -73,7 +74,8 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use sluice_sst::fs::{
-    FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
+    FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFence,
+    WriteFile,
 };
 use tokio::task::JoinHandle;
 
@@ -85,7 +87,7 @@ pub use owner::{LOCAL_ID, MARKER};
 const LOCK: &str = "LOCK";
 
 use reader::{ObjectReader, Source};
-use requests::{LIST_PAGE, Requests};
+use requests::Requests;
 use writer::ObjectWriter;
 
 /// Objects at least this large are uploaded in parts (S3 allows a single PUT up to 5 GB, but
@@ -99,6 +101,9 @@ const PART_BYTES: usize = 16 << 20;
 #[derive(Clone)]
 pub struct ObjectFs {
     inner: Arc<Inner>,
+    /// The epoch this file system took the prefix by at its last claim, or writes for
+    /// ([`ObjectFs::fenced_by`]); shared with its clones and the writers it creates.
+    fence: Arc<parking_lot::Mutex<fence::Fence>>,
 }
 
 struct Inner {
@@ -110,9 +115,6 @@ struct Inner {
     cache: Option<ObjectCache>,
     /// Shared with the store's tasks: a background read counts its bytes when they arrive.
     requests: Arc<Requests>,
-    /// The epoch this file system holds the prefix by, while the database's lock is held
-    /// through it (`fence.rs`).
-    fence: parking_lot::Mutex<fence::Fence>,
     /// Runs the store's futures; callers block on them from the engine's threads (or from
     /// another runtime's, which is why they do not `block_on` this one). `None` once dropped.
     runtime: Option<tokio::runtime::Runtime>,
@@ -159,9 +161,9 @@ impl ObjectFs {
                 prefix: ObjectPath::from(prefix),
                 cache: None,
                 requests: Arc::default(),
-                fence: parking_lot::Mutex::default(),
                 runtime: Some(runtime),
             }),
+            fence: Arc::default(),
         })
     }
 
@@ -177,6 +179,16 @@ impl ObjectFs {
         })?;
         inner.cache = Some(cache);
         Ok(self)
+    }
+
+    /// This file system, writing for the holder of `epoch` (a worker's, for its host): its
+    /// uploads, deletions and copies fail once a later claim has taken the prefix from that
+    /// epoch, as the holder's own do (`fence.rs`). Shares everything else with `self`.
+    pub fn fenced_by(&self, epoch: WriteFence) -> ObjectFs {
+        ObjectFs {
+            inner: Arc::clone(&self.inner),
+            fence: Arc::new(parking_lot::Mutex::new(fence::Fence::Holding(epoch))),
+        }
     }
 
     /// What the cache did so far (`None` without one).
@@ -381,6 +393,7 @@ impl FileSystem for ObjectFs {
         }
         Ok(Box::new(ObjectWriter::new(
             Arc::clone(&self.inner),
+            Arc::clone(&self.fence),
             location,
         )))
     }
@@ -393,11 +406,11 @@ impl FileSystem for ObjectFs {
                 // Under the lock again: an open that got in since the caller let it go keeps
                 // the prefix (this fails `WouldBlock`), and none gets in while it is released.
                 let _held = self.inner.local.lock(path, LockMode::Exclusive)?;
-                self.inner.release()?;
+                self.inner.release(&self.fence)?;
             }
             return self.inner.local.remove(path);
         };
-        self.inner.check_fence()?;
+        self.inner.check_fence(&self.fence)?;
         // S3 deletes a missing key without complaint; a missing file is NotFound here.
         self.inner.head(&location)?;
         self.inner.uncache(&location);
@@ -415,7 +428,7 @@ impl FileSystem for ObjectFs {
         match (self.inner.object(from), self.inner.object(to)) {
             (None, None) => self.inner.local.rename(from, to),
             (Some(from), Some(to)) => {
-                self.inner.check_fence()?;
+                self.inner.check_fence(&self.fence)?;
                 self.inner.uncache(&from);
                 self.inner.uncache(&to);
                 Requests::count(&self.inner.requests.copies, 1);
@@ -443,7 +456,7 @@ impl FileSystem for ObjectFs {
             // A server-side copy stands for the link: objects are immutable, so the two names
             // hold the same bytes for good.
             (Some(from), Some(to)) => {
-                self.inner.check_fence()?;
+                self.inner.check_fence(&self.fence)?;
                 match self.inner.head(&to) {
                     Ok(_) => return Err(io::ErrorKind::AlreadyExists.into()),
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -467,8 +480,7 @@ impl FileSystem for ObjectFs {
                     .await
                     .map(|l| l.objects)
             })?;
-            let pages = (listed.len() as u64).div_ceil(LIST_PAGE).max(1);
-            Requests::count(&self.inner.requests.lists, pages);
+            self.inner.requests.count_listing(listed.len());
             // The owner marker is the prefix's, not a file of the database directory (nor are
             // the epochs, which are in a directory of their own and not listed here).
             let marker = self.inner.prefix.clone().join(MARKER);
@@ -510,15 +522,16 @@ impl FileSystem for ObjectFs {
         if path != self.inner.root.join(LOCK) {
             return Ok(lock);
         }
-        self.inner.claim(mode == LockMode::Exclusive)?;
-        Ok(Box::new(DatabaseLock {
-            _local: lock,
-            inner: Arc::clone(&self.inner),
-        }))
+        self.inner.claim(mode == LockMode::Exclusive, &self.fence)?;
+        Ok(lock)
     }
 
     fn is_remote(&self, path: &Path) -> bool {
         self.inner.object(path).is_some()
+    }
+
+    fn write_fence(&self) -> Option<WriteFence> {
+        self.fence.lock().epoch().cloned()
     }
 
     fn store_requests(&self) -> Option<StoreRequests> {
@@ -531,29 +544,6 @@ impl FileSystem for ObjectFs {
     }
 }
 
-/// The database's lock, held through an [`ObjectFs`]: letting go of it lets go of the epoch
-/// taken with it, so that the file system checks no fence it no longer holds.
-struct DatabaseLock {
-    _local: Box<dyn FileLock>,
-    inner: Arc<Inner>,
-}
-
-impl Drop for DatabaseLock {
-    fn drop(&mut self) {
-        self.inner.let_go_of_epoch();
-    }
-}
-
-impl fmt::Debug for DatabaseLock {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("DatabaseLock")
-            .field("root", &self.inner.root)
-            .finish()
-    }
-}
-
-impl FileLock for DatabaseLock {}
-
 /// Deletes every object under the prefix of `fs` (a database's tables and blob files, its
 /// owner marker, and anything else there, under nested prefixes too); returns how many. For
 /// tools that remove a database they made: it fails with
@@ -565,7 +555,7 @@ pub fn remove_objects(fs: &ObjectFs) -> io::Result<usize> {
         return Ok(0);
     }
     fs.inner.check_owned()?;
-    fs.inner.check_fence()?;
+    fs.inner.check_fence(&fs.fence)?;
     for name in &names {
         let (store, location) = (Arc::clone(&fs.inner.store), ObjectPath::from(name.as_str()));
         Requests::count(&fs.inner.requests.deletes, 1);
@@ -589,11 +579,13 @@ pub fn list_objects(fs: &ObjectFs) -> io::Result<Vec<String>> {
 fn list_all(fs: &ObjectFs) -> io::Result<Vec<String>> {
     let store = Arc::clone(&fs.inner.store);
     let prefix = fs.inner.prefix.clone();
-    fs.inner.wait(async move {
+    let names: Vec<String> = fs.inner.wait(async move {
         store
             .list(Some(&prefix))
             .map_ok(|m| m.location.to_string())
             .try_collect()
             .await
-    })
+    })?;
+    fs.inner.requests.count_listing(names.len());
+    Ok(names)
 }

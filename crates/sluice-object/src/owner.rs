@@ -30,10 +30,12 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use parking_lot::Mutex;
 use sluice_sst::fs::IoMode;
 
 use crate::Inner;
+use crate::fence::Fence;
 use crate::requests::Requests;
 
 /// The marker's name under the prefix.
@@ -96,7 +98,7 @@ impl Inner {
     /// Claims the prefix for this database (`exclusive`), or checks that it is not another's.
     /// A claim also takes the next epoch, which fences any earlier open of a copy of this
     /// database (`fence.rs`).
-    pub(crate) fn claim(&self, exclusive: bool) -> io::Result<()> {
+    pub(crate) fn claim(&self, exclusive: bool, fence: &Mutex<Fence>) -> io::Result<()> {
         let local = self.read_local_id()?;
         let marker = self.read_marker()?;
         match (marker, local) {
@@ -106,21 +108,16 @@ impl Inner {
             (None, local) => {
                 self.refuse_if_taken(local.as_ref())?;
                 self.refuse_if_nested()?;
-                let id = match local {
-                    Some(id) => id,
-                    None => {
-                        let id = OwnerId::random();
-                        self.write_local_id(&id)?;
-                        id
-                    }
-                };
+                let id = local.unwrap_or_else(OwnerId::random);
+                // Written again for an id already there: it records the prefix now claimed.
+                self.write_local_id(&id)?;
                 self.create_marker(&id)?;
             }
         }
-        match exclusive {
-            true => self.take_epoch(),
-            false => Ok(()),
+        if exclusive {
+            self.take_epoch(fence)?;
         }
+        Ok(())
     }
 
     /// Fails unless the marker names this database.
@@ -142,7 +139,7 @@ impl Inner {
 
     /// Releases the prefix: deletes the marker if it names this database, then the local id
     /// (and the temporary file of a claim a crash interrupted).
-    pub(crate) fn release(&self) -> io::Result<()> {
+    pub(crate) fn release(&self, fence: &Mutex<Fence>) -> io::Result<()> {
         remove_if_there(&*self.local, &self.local_id_tmp())?;
         let Some(id) = self.read_local_id()? else {
             return Ok(());
@@ -150,7 +147,7 @@ impl Inner {
         if self.read_marker()?.is_some_and(|m| m.id == id) {
             // The epochs first: a crash between the two leaves the marker, which still names
             // this database.
-            self.release_epochs()?;
+            self.release_epochs(fence)?;
             Requests::count(&self.requests.deletes, 1);
             let (store, location) = (Arc::clone(&self.store), self.marker_location());
             self.wait(async move { store.delete(&location).await })?;
@@ -178,11 +175,14 @@ impl Inner {
 
     /// A database without a `CURRENT` (new, or one whose claim a crash interrupted) claims
     /// only an empty prefix; one that has a `CURRENT` has been using the prefix before markers
-    /// existed, or its marker was deleted. If all the prefix holds is a marker, another claim
-    /// made it since this one looked: the marker decides, and names its owner.
+    /// existed, or its marker was deleted, unless its id file records that it claimed another
+    /// prefix: then it too claims this one only empty. If all the prefix holds is a marker,
+    /// another claim made it since this one looked: the marker decides, and names its owner.
     fn refuse_if_taken(&self, local: Option<&OwnerId>) -> io::Result<()> {
         // The engine's `CURRENT` (this crate does not link the engine to name it).
-        if self.local.exists(&self.root.join("CURRENT"))? {
+        let used = self.local.exists(&self.root.join("CURRENT"))?;
+        let elsewhere = self.recorded_prefix()?.filter(|p| *p != self.prefix_name());
+        if used && elsewhere.is_none() {
             return Ok(());
         }
         Requests::count(&self.requests.lists, 1);
@@ -192,22 +192,65 @@ impl Inner {
             let mut listing = store.list(Some(&prefix));
             listing.try_next().await
         })?;
+        // The epochs sort before the marker: either means another claim may have made it.
+        let epochs = self.prefix.clone().join(crate::EPOCHS);
+        let claimed = |o: &ObjectMeta| {
+            o.location == self.marker_location() || o.location.prefix_matches(&epochs)
+        };
         match first {
             None => Ok(()),
-            Some(object) if object.location == self.marker_location() => {
-                match self.read_marker()? {
-                    Some(m) => Err(self.not_ours(&m, local)),
-                    None => Ok(()),
-                }
-            }
-            Some(object) => Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "{} holds objects ({} among them) and no owner marker: they belong to \
-                     another database; a new database needs a prefix of its own",
-                    self.prefix, object.location
-                ),
-            )),
+            Some(object) if claimed(&object) => match self.read_marker()? {
+                Some(m) => Err(self.not_ours(&m, local)),
+                // The marker was there and is gone (released since): the prefix is empty.
+                None if object.location == self.marker_location() => Ok(()),
+                // Epochs with no marker: what a deleted marker left.
+                None => Err(self.holds_objects(&object, used, elsewhere)),
+            },
+            Some(object) => Err(self.holds_objects(&object, used, elsewhere)),
+        }
+    }
+
+    /// The refusal of a prefix that holds `object` and no marker, for a database that `used`
+    /// a prefix before, recorded as `elsewhere` if it was another.
+    fn holds_objects(
+        &self,
+        object: &ObjectMeta,
+        used: bool,
+        elsewhere: Option<String>,
+    ) -> io::Error {
+        let this = match elsewhere {
+            Some(claimed) if used => format!(
+                "this database's tables are under {} (its {LOCAL_ID} says so)",
+                describe(&claimed)
+            ),
+            _ => "a new database needs a prefix of its own".to_string(),
+        };
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} holds objects ({} among them) and no owner marker: they belong to another \
+                 database; {this}",
+                self.prefix_name(),
+                object.location
+            ),
+        )
+    }
+
+    /// The prefix as the id file records it: the store, then the prefix.
+    fn prefix_name(&self) -> String {
+        format!("{}/{}", self.store, self.prefix)
+    }
+
+    /// The prefix the id file records this database claimed, if it records one (files
+    /// written before it did record none).
+    fn recorded_prefix(&self) -> io::Result<Option<String>> {
+        match self.local.read_prefix(&self.local_id_path(), 4096) {
+            Ok(text) => Ok(String::from_utf8_lossy(&text)
+                .lines()
+                .find_map(|line| line.strip_prefix("prefix "))
+                .map(str::to_string)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -225,15 +268,17 @@ impl Inner {
         }
     }
 
-    /// Writes the id into the database directory, durably, before any marker names it: a
-    /// crash between the two leaves an id and no marker, which the next claim completes.
+    /// Writes the id, and the prefix being claimed, into the database directory, durably,
+    /// before any marker names it: a crash between the two leaves an id and no marker, which
+    /// the next claim completes.
     fn write_local_id(&self, id: &OwnerId) -> io::Result<()> {
         let path = self.local_id_path();
         let tmp = self.local_id_tmp();
         // Left by a crash during an earlier claim: it names nothing yet.
         remove_if_there(&*self.local, &tmp)?;
         let mut file = self.local.create(&tmp, IoMode::Buffered)?;
-        file.append(format!("{HEADER}\nid {}\n", id.0).as_bytes())?;
+        let text = format!("{HEADER}\nid {}\nprefix {}\n", id.0, self.prefix_name());
+        file.append(text.as_bytes())?;
         file.sync()?;
         drop(file);
         self.local.rename(&tmp, &path)?;
@@ -285,6 +330,9 @@ impl Inner {
                 match store.head(&marker).await {
                     Ok(_) => Ok(Some(marker)),
                     Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    // Credentials for this prefix alone may not read above it (S3 answers 403
+                    // for a missing key it will not show): nothing to see there, then.
+                    Err(object_store::Error::PermissionDenied { .. }) => Ok(None),
                     Err(e) => Err(e),
                 }
             })?;

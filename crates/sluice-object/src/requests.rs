@@ -22,6 +22,11 @@ impl Requests {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Counts the LIST requests that returned `objects` objects: one per page.
+    pub(crate) fn count_listing(&self, objects: usize) {
+        Requests::count(&self.lists, (objects as u64).div_ceil(LIST_PAGE).max(1));
+    }
+
     pub(crate) fn snapshot(&self) -> StoreRequests {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         StoreRequests {

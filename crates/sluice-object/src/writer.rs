@@ -8,14 +8,19 @@ use std::sync::Arc;
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload, PutResult, UpdateVersion};
+use parking_lot::Mutex;
 use sluice_sst::fs::WriteFile;
 
+use crate::fence::Fence;
 use crate::requests::Requests;
 use crate::{Inner, MULTIPART_BYTES, PART_BYTES};
 
 /// An object being written: held in memory, uploaded whole by `sync`.
 pub(crate) struct ObjectWriter {
     inner: Arc<Inner>,
+    /// The file system's fence: checked before the upload, and before a multipart one's
+    /// completion.
+    fence: Arc<Mutex<Fence>>,
     location: ObjectPath,
     buf: Vec<u8>,
     /// The length uploaded by the last `sync`, if any.
@@ -26,9 +31,10 @@ pub(crate) struct ObjectWriter {
 
 impl ObjectWriter {
     /// A writer of the new object `location`, nothing uploaded yet.
-    pub(crate) fn new(inner: Arc<Inner>, location: ObjectPath) -> Self {
+    pub(crate) fn new(inner: Arc<Inner>, fence: Arc<Mutex<Fence>>, location: ObjectPath) -> Self {
         ObjectWriter {
             inner,
+            fence,
             location,
             buf: Vec::new(),
             uploaded: None,
@@ -104,7 +110,7 @@ impl ObjectWriter {
                 }
             }
         })?;
-        if let Err(fenced) = self.inner.check_fence() {
+        if let Err(fenced) = self.inner.check_fence(&self.fence) {
             let _ = self.inner.wait(async move { upload.abort().await });
             return Err(fenced);
         }
@@ -122,13 +128,14 @@ impl WriteFile for ObjectWriter {
         if self.uploaded == Some(self.buf.len()) {
             return Ok(());
         }
-        self.inner.check_fence()?;
+        self.inner.check_fence(&self.fence)?;
         // Lent to the upload and taken back (without a copy once the upload has let go).
         let data = Bytes::from(std::mem::take(&mut self.buf));
         let lent = data.clone();
-        let uploaded = match data.len() < MULTIPART_BYTES {
-            true => self.put_whole(data),
-            false => self.put_in_parts(data),
+        let uploaded = if data.len() < MULTIPART_BYTES {
+            self.put_whole(data)
+        } else {
+            self.put_in_parts(data)
         };
         self.buf = Vec::from(lent);
         let len = self.buf.len();

@@ -20,35 +20,44 @@ use sluice_sst::fs::{FileLock, FileSystem, IoMode, LockMode, os_fs};
 use common::S3Server;
 
 /// A store to run each test on, and what keeps it running.
-struct Backend {
-    store: Arc<dyn ObjectStore>,
-    _server: Option<S3Server>,
-    _dir: Option<tempfile::TempDir>,
+enum Backend {
+    S3(S3Server),
+    /// `object_store`'s local backend, and the directory it keeps objects in.
+    Local {
+        store: Arc<dyn ObjectStore>,
+        _dir: tempfile::TempDir,
+    },
+}
+
+impl Backend {
+    /// A client of the store. For S3 a new one each time: a client's pooled connections
+    /// belong to the runtime that made them, and each `ObjectFs` (and each test's direct call)
+    /// runs its own, which may be gone when another uses the client.
+    fn store(&self) -> Arc<dyn ObjectStore> {
+        match self {
+            Backend::S3(server) => server.store(),
+            Backend::Local { store, .. } => Arc::clone(store),
+        }
+    }
 }
 
 fn s3() -> Backend {
-    let server = S3Server::start();
-    Backend {
-        store: server.store(),
-        _server: Some(server),
-        _dir: None,
-    }
+    Backend::S3(S3Server::start())
 }
 
 fn local_backend() -> Backend {
     let dir = tempfile::tempdir().unwrap();
     let store = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
-    Backend {
+    Backend::Local {
         store: Arc::new(store),
-        _server: None,
-        _dir: Some(dir),
+        _dir: dir,
     }
 }
 
 /// The database directory `dir` with its tables under `prefix` of the backend's store.
 fn fs_at(backend: &Backend, dir: &Path, prefix: &str) -> ObjectFs {
     std::fs::create_dir_all(dir).unwrap();
-    ObjectFs::new(os_fs(), Arc::clone(&backend.store), dir, prefix).unwrap()
+    ObjectFs::new(os_fs(), backend.store(), dir, prefix).unwrap()
 }
 
 /// Takes the database's lock in `dir` exclusively, as a read-write open does.
@@ -67,7 +76,7 @@ fn upload(fs: &ObjectFs, dir: &Path, name: &str, bytes: &[u8]) -> std::io::Resul
 fn epochs(backend: &Backend, prefix: &str) -> Vec<String> {
     use futures::TryStreamExt;
     let at = object_store::path::Path::from(prefix).join(EPOCHS);
-    let store = Arc::clone(&backend.store);
+    let store = backend.store();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -179,7 +188,7 @@ fn an_epoch_is_its_object_not_its_number(backend: &Backend) {
         .enable_all()
         .build()
         .unwrap();
-    let store = Arc::clone(&backend.store);
+    let store = backend.store();
     let delete = |name: &str| {
         let at = object_store::path::Path::from(name);
         runtime.block_on(store.delete(&at)).unwrap();
@@ -321,4 +330,139 @@ fn prefixes_do_not_nest_on_s3() {
 #[test]
 fn prefixes_do_not_nest_on_the_local_backend() {
     prefixes_do_not_nest(&local_backend());
+}
+
+/// A worker's view of the bucket, fenced by its host's epoch (what a task carries): it writes
+/// while the host holds the prefix, and stops once a later claim has taken it.
+fn a_worker_stops_with_its_host(backend: &Backend) {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, w) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("worker"),
+    );
+    let fs_a = fs_at(backend, &a, "db");
+    let _held = lock(&fs_a, &a).unwrap();
+    let epoch = fs_a.write_fence().unwrap();
+    let worker = fs_at(backend, &w, "db").fenced_by(epoch.clone());
+    upload(&worker, &w, "000010.sst", b"an output").unwrap();
+
+    copy_dir(&a, &b);
+    let fs_b = fs_at(backend, &b, "db");
+    let _copy = lock(&fs_b, &b).unwrap();
+    let why = assert_fenced(upload(&worker, &w, "000011.sst", b"late"), "upload");
+    assert!(
+        why.contains(&format!("took epoch {}", epoch.epoch)),
+        "{why}"
+    );
+    assert_fenced(worker.remove(&w.join("000010.sst")), "delete");
+    // The host, fenced too, still names the epoch it held: its next tasks carry it, and fail.
+    assert_fenced(fs_a.remove(&a.join("000010.sst")), "the host");
+    assert_eq!(fs_a.write_fence(), Some(epoch));
+    assert!(fs_b.write_fence().unwrap().epoch > fs_a.write_fence().unwrap().epoch);
+}
+
+#[test]
+fn a_worker_stops_with_its_host_on_s3() {
+    a_worker_stops_with_its_host(&s3());
+}
+
+#[test]
+fn a_worker_stops_with_its_host_on_the_local_backend() {
+    a_worker_stops_with_its_host(&local_backend());
+}
+
+/// A multipart upload checks the fence again before its completion, since its parts can take
+/// long: a copy that takes the prefix while they upload (every response of the first open
+/// delayed by 300 ms here) stops the upload short of its completion, and no object appears.
+#[test]
+fn a_multipart_upload_fenced_while_its_parts_upload_is_not_completed() {
+    use std::time::Duration;
+
+    use sluice_object::proxy::LatencyProxy;
+
+    let server = S3Server::start();
+    let target = format!("127.0.0.1:{}", server.port()).parse().unwrap();
+    let delay = Duration::from_millis(300);
+    let proxy = LatencyProxy::start("127.0.0.1:0".parse().unwrap(), target, delay).unwrap();
+    let slow = common::store_at(&format!("http://{}", proxy.addr()));
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    let fs_a = ObjectFs::new(os_fs(), slow, &a, "db").unwrap();
+    let _held = lock(&fs_a, &a).unwrap();
+    copy_dir(&a, &b);
+    let fs_b = ObjectFs::new(os_fs(), server.store(), &b, "db").unwrap();
+
+    let before = fs_a.store_requests().unwrap();
+    let large = vec![7u8; sluice_object::MULTIPART_BYTES + 1];
+    let uploaded = std::thread::scope(|scope| {
+        let upload = scope.spawn(|| upload(&fs_a, &a, "000001.sst", &large));
+        // Each request is answered a delay after it reaches the server. Before the parts:
+        // `create`'s HEAD, then the check's LIST and (`s3s-fs` lists no tags) HEAD, done by
+        // 3 delays; then the upload's start and its parts, so that the check before the
+        // completion reaches the server after 5. The copy takes the prefix between the two.
+        std::thread::sleep(delay * 4);
+        let copy = lock(&fs_b, &b).unwrap();
+        (upload.join().unwrap(), copy)
+    });
+    assert_fenced(uploaded.0, "the multipart upload");
+    let requests = fs_a.store_requests().unwrap().since(&before);
+    assert!(
+        requests.puts >= 2,
+        "the upload passed the first check and sent its parts: {requests:?}"
+    );
+    assert!(!server.exists("db/000001.sst"));
+}
+
+/// A database whose marker is gone claims its own prefix back, but not another unmarked one
+/// that holds objects: its id file records which prefix it claimed.
+fn a_database_reclaims_only_its_own_unmarked_prefix(backend: &Backend) {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    for (dir, prefix) in [(&a, "one"), (&b, "two")] {
+        let fs = fs_at(backend, dir, prefix);
+        let db = Db::open(dir, options(&fs)).unwrap();
+        db.put("k", prefix).unwrap();
+        db.close().unwrap();
+    }
+    let id = std::fs::read_to_string(a.join(sluice_object::LOCAL_ID)).unwrap();
+    assert!(id.contains("prefix ") && id.contains("/one"), "{id}");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for prefix in ["one", "two"] {
+        let marker = object_store::path::Path::from(prefix).join(sluice_object::MARKER);
+        runtime.block_on(backend.store().delete(&marker)).unwrap();
+    }
+
+    // Pointed at the other database's prefix by mistake: refused, nothing taken.
+    let wrong = fs_at(backend, &a, "two");
+    let Err(refused) = Db::open(&a, options(&wrong)) else {
+        panic!("opened on another database's prefix");
+    };
+    let refused = refused.to_string();
+    assert!(
+        refused.contains("holds objects") && refused.contains("/one"),
+        "{refused}"
+    );
+    let db = Db::open(&b, options(&fs_at(backend, &b, "two"))).unwrap();
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"two"[..]));
+    db.close().unwrap();
+
+    // Its own prefix, unmarked: claimed back.
+    let db = Db::open(&a, options(&fs_at(backend, &a, "one"))).unwrap();
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"one"[..]));
+    db.close().unwrap();
+}
+
+#[test]
+fn a_database_reclaims_only_its_own_unmarked_prefix_on_s3() {
+    a_database_reclaims_only_its_own_unmarked_prefix(&s3());
+}
+
+#[test]
+fn a_database_reclaims_only_its_own_unmarked_prefix_on_the_local_backend() {
+    a_database_reclaims_only_its_own_unmarked_prefix(&local_backend());
 }

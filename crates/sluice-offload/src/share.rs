@@ -106,6 +106,7 @@ impl Job<'_> {
             keyspace: self.env.keyspace(),
             task_nonce: task_nonce(self.nonce_key, numbers.start),
             log_drops: self.audits_drops(),
+            fence: spec.storage.fs.write_fence(),
             numbers,
         }
         .to_wire()

@@ -7,6 +7,7 @@ use sluice_exec::{CompactionMode, ExecOptions};
 use sluice_rpc::convert::{mode_to_wire, table_format};
 use sluice_rpc::proto;
 use sluice_sst::compact::CompactionSpec;
+use sluice_sst::fs::WriteFence;
 
 /// One share of a compaction, as a worker is asked to run it.
 pub struct ShareTask<'a> {
@@ -36,6 +37,8 @@ pub struct ShareTask<'a> {
     pub task_nonce: u64,
     /// Ask for the drop log, to audit the worker's drop decisions.
     pub log_drops: bool,
+    /// The host's claim on its object-store prefix, which the worker's writes there check.
+    pub fence: Option<WriteFence>,
 }
 
 impl ShareTask<'_> {
@@ -105,6 +108,10 @@ impl ShareTask<'_> {
             keyspace: self.keyspace,
             task_nonce: self.task_nonce,
             log_drops: self.log_drops,
+            fence: self.fence.as_ref().map(|f| proto::WriteFence {
+                epoch: f.epoch,
+                e_tag: f.e_tag.clone(),
+            }),
             merge_operator: spec
                 .merge_operator
                 .as_ref()

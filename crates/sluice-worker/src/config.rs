@@ -2,12 +2,11 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use sluice_exec::decide::DecisionConfig;
 use sluice_exec::{CompactionMode, ExecOptions};
 use sluice_rpc::auth::Secret;
-use sluice_sst::fs::{IoMode, Storage, os_fs};
+use sluice_sst::fs::os_fs;
 
 /// Most tasks a worker runs at once (`--threads`).
 pub const MAX_THREADS: usize = 1024;
@@ -127,11 +126,11 @@ impl WorkerConfig {
         }
     }
 
-    /// Where tasks' files are, for `roots` as [`WorkerConfig::validate`] returned them: the
-    /// local file system, or the bucket of [`WorkerConfig::object_store`].
-    pub fn storage(&self, roots: &[Root]) -> Result<Storage, String> {
+    /// The bucket of [`WorkerConfig::object_store`], for `roots` as [`WorkerConfig::validate`]
+    /// returned them; `None` when tasks' files are on the local file system.
+    pub fn object_fs(&self, roots: &[Root]) -> Result<Option<sluice_object::ObjectFs>, String> {
         let (Some(store), Some(root)) = (&self.object_store, roots.first()) else {
-            return Ok(Storage::default());
+            return Ok(None);
         };
         let fs = sluice_object::ObjectFs::from_url(os_fs(), &store.url, &root.dir)
             .map_err(|e| format!("--object-store {}: {e}", store.url))?;
@@ -141,7 +140,7 @@ impl WorkerConfig {
                 .map_err(|e| format!("--object-cache-dir {}: {e}", dir.display()))?,
             None => fs,
         };
-        Ok(Storage::new(Arc::new(fs), IoMode::Buffered))
+        Ok(Some(fs))
     }
 
     /// Checks every field against its documented range, and that every root is an existing

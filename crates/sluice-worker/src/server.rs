@@ -42,8 +42,8 @@ pub async fn serve(
     let bound = listener
         .local_addr()
         .map_err(|e| format!("cannot read the listening address: {e}"))?;
-    let storage = config.storage(&roots)?;
-    let state = Arc::new(WorkerState::new(&config, roots, storage, bound));
+    let objects = config.object_fs(&roots)?;
+    let state = Arc::new(WorkerState::new(&config, roots, objects, bound));
     tracing::info!(
         worker_id = %state.worker_id,
         roots = ?state.roots,

@@ -109,7 +109,15 @@ impl WorkerService {
             Some(dir) => vec![crate::resolve::resolve_output_root(&database, dir)?],
             None => database.clone(),
         };
-        let objects = remote.then(|| Arc::clone(&self.state.storage.fs));
+        // The task's uploads and deletions stop once the host's claim on the bucket's prefix
+        // is taken by a later one (a copy of its database opened elsewhere).
+        let objects = self.state.objects.as_ref().map(|fs| {
+            let fs = match &task.fence {
+                Some(epoch) => fs.fenced_by(epoch.clone()),
+                None => fs.clone(),
+            };
+            Arc::new(fs) as Arc<dyn sluice_sst::fs::FileSystem>
+        });
         let outputs = Arc::new(OutputSet::new(roots, task.outputs, objects));
         let mut guard = JobGuard {
             job_id,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use sluice_exec::JobControl;
 use sluice_rpc::auth::Secret;
-use sluice_sst::fs::Storage;
+use sluice_sst::fs::{IoMode, Storage};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::{Root, WorkerConfig};
@@ -46,8 +46,11 @@ impl DeviceClock {
 pub(crate) struct WorkerState {
     /// Canonical roots, non-empty ([`WorkerConfig::validate`]).
     pub roots: Vec<Root>,
-    /// Where tasks' files are read and written ([`WorkerConfig::storage`]).
+    /// Where tasks' files are read and written: the local file system, or `objects`.
     pub storage: Storage,
+    /// The bucket, when tasks' files are objects ([`WorkerConfig::object_fs`]): a task's
+    /// outputs are written through a view of it fenced by the host's claim.
+    pub objects: Option<sluice_object::ObjectFs>,
     /// Whether they are objects in a bucket: paths under the root then name objects, and no
     /// directory of the host's is reachable.
     pub remote: bool,
@@ -96,12 +99,17 @@ impl WorkerState {
     pub fn new(
         config: &WorkerConfig,
         roots: Vec<Root>,
-        storage: Storage,
+        objects: Option<sluice_object::ObjectFs>,
         bound: SocketAddr,
     ) -> Self {
+        let storage = match &objects {
+            Some(fs) => Storage::new(Arc::new(fs.clone()), IoMode::Buffered),
+            None => Storage::default(),
+        };
         WorkerState {
             roots,
             storage,
+            objects,
             remote: config.object_store.is_some(),
             secret: config.secret.clone(),
             slots: Arc::new(Semaphore::new(config.threads)),
@@ -213,7 +221,7 @@ mod tests {
         let state = Arc::new(WorkerState::new(
             &config,
             roots,
-            Storage::default(),
+            None,
             "127.0.0.1:9".parse().unwrap(),
         ));
         assert!(state.worker_id.starts_with("127.0.0.1:9/"));

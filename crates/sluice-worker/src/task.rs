@@ -24,6 +24,7 @@ use sluice_rpc::names::check_file_name;
 use sluice_rpc::proto;
 use sluice_sst::compact::GrandparentFile;
 use sluice_sst::compaction_iter::CompactionFilter;
+use sluice_sst::fs::WriteFence;
 use sluice_sst::key::{SeqNo, compare_internal};
 use sluice_sst::merge_operator::{self, MergeOperator};
 use sluice_sst::range_del::{RangeTombstone, Tombstones};
@@ -112,6 +113,8 @@ pub struct CheckedTask {
     pub task_nonce: Option<u64>,
     /// Whether the reply carries the drop log.
     pub log_drops: bool,
+    /// The host's claim on its object-store prefix: outputs written into the bucket check it.
+    pub fence: Option<WriteFence>,
 }
 
 fn invalid(job_id: u64, what: impl std::fmt::Display) -> WorkerError {
@@ -259,6 +262,10 @@ impl CheckedTask {
             keyspace: task.keyspace,
             task_nonce: (task.task_nonce != 0).then_some(task.task_nonce),
             log_drops: task.log_drops,
+            fence: task.fence.as_ref().map(|f| WriteFence {
+                epoch: f.epoch,
+                e_tag: f.e_tag.clone(),
+            }),
         })
     }
 

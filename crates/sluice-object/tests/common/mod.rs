@@ -158,13 +158,15 @@ impl S3Server {
         }
     }
 
-    /// The names of the objects of the test bucket under `prefix`, in order.
+    /// The names of the objects of the test bucket directly under `prefix`, in order.
     pub fn list(&self, prefix: &str) -> Vec<String> {
-        use futures::TryStreamExt;
         let (store, at) = (self.store(), object_store::path::Path::from(prefix));
-        let listed: Vec<_> =
-            block_on(async move { store.list(Some(&at)).try_collect::<Vec<_>>().await.unwrap() });
-        let mut names: Vec<String> = listed.into_iter().map(|m| m.location.to_string()).collect();
+        let listed = block_on(async move { store.list_with_delimiter(Some(&at)).await.unwrap() });
+        let mut names: Vec<String> = listed
+            .objects
+            .into_iter()
+            .map(|m| m.location.to_string())
+            .collect();
         names.sort();
         names
     }

@@ -230,6 +230,10 @@ impl FileSystem for FaultInjectingFs {
         self.inner.is_remote(path)
     }
 
+    fn write_fence(&self) -> Option<super::WriteFence> {
+        self.inner.write_fence()
+    }
+
     fn open_read(&self, path: &Path, mode: IoMode) -> io::Result<Box<dyn ReadFile>> {
         self.state.fail_if_hit(FaultOp::Open, path)?;
         Ok(Box::new(FaultReadFile {

@@ -157,6 +157,18 @@ pub struct StoreRequests {
     pub cache_misses: u64,
 }
 
+/// The epoch by which a database claimed an object-store prefix ([`FileSystem::write_fence`]):
+/// a writer holding it may write and delete there only while no later claim has taken a
+/// newer epoch (`sluice_object`'s `fence.rs`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteFence {
+    /// The epoch's number: claims take them in increasing order.
+    pub epoch: u64,
+    /// The store's entity tag for the epoch's object, when it gives one: a deleted epoch made
+    /// again under the same number is another object.
+    pub e_tag: Option<String>,
+}
+
 impl StoreRequests {
     /// Requests of every kind.
     pub fn requests(&self) -> u64 {
@@ -293,6 +305,14 @@ pub trait FileSystem: Send + Sync + fmt::Debug {
     /// What this file system asked of a remote object store, if it keeps files in one
     /// (`None`, the default, for a local one). Wrappers report what they wrap.
     fn store_requests(&self) -> Option<StoreRequests> {
+        None
+    }
+
+    /// What a writer on another machine (a compaction worker) must check before it writes or
+    /// deletes where this file system does: the epoch by which it claimed a remote store's
+    /// prefix, if it did (`None`, the default, for a local file system, where the database's
+    /// `LOCK` keeps out a second writer). Wrappers answer for what they wrap.
+    fn write_fence(&self) -> Option<WriteFence> {
         None
     }
 

@@ -12,7 +12,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::{
-    FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFile,
+    FileLock, FileMetadata, FileSystem, IoMode, LockMode, ReadFile, StoreRequests, WriteFence,
+    WriteFile,
 };
 
 /// What a [`WrapWrites`] does to the files created through it.
@@ -100,6 +101,10 @@ impl<W: WriteWrapper> FileSystem for WrapWrites<W> {
 
     fn is_remote(&self, path: &Path) -> bool {
         self.inner.is_remote(path)
+    }
+
+    fn write_fence(&self) -> Option<WriteFence> {
+        self.inner.write_fence()
     }
 
     fn store_requests(&self) -> Option<StoreRequests> {

@@ -57,6 +57,10 @@ fn good() -> proto::CompactionTask {
         range_tombstones: Vec::new(),
         keyspace: 0,
         task_nonce: 0x1234_5678,
+        fence: Some(proto::WriteFence {
+            epoch: 7,
+            e_tag: Some("\"etag\"".to_string()),
+        }),
     }
 }
 
@@ -88,6 +92,11 @@ fn a_good_task_passes_with_defaults_filled_in() {
     );
     assert!(t.outputs.contains(100) && t.outputs.contains(103));
     assert!(!t.outputs.contains(99) && !t.outputs.contains(104));
+    let fence = t.fence.as_ref().unwrap();
+    assert_eq!((fence.epoch, fence.e_tag.as_deref()), (7, Some("\"etag\"")));
+    let mut unfenced = good();
+    unfenced.fence = None;
+    assert_eq!(CheckedTask::from_wire(&unfenced).unwrap().fence, None);
 
     let mut fixed = good();
     fixed.mode = ExecutorMode::Streaming as i32;

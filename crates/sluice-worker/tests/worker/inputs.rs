@@ -111,6 +111,7 @@ pub fn task(
         keyspace: 0,
         // None: the outputs are compared byte for byte with a local run's, which has none.
         task_nonce: 0,
+        fence: None,
         // Compared with the local run's, which logs too.
         log_drops: true,
     }
