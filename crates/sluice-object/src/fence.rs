@@ -6,10 +6,15 @@
 //! fences its writers the same way, with an epoch in its manifest).
 //!
 //! - An epoch is the object `PREFIX/SLUICE-EPOCH/N`, `N` in 20 digits so that names sort as
-//!   numbers, holding a random token and where it was taken from. Taking one lists the epochs
-//!   and creates the one above the newest with a conditional PUT (`If-None-Match: *`): of two
-//!   opens after one number, the store lets one create it and the other takes the next. Then
-//!   it deletes the older ones.
+//!   numbers, holding a random token and where it was taken from. Taking one lists the epochs,
+//!   records the next number and its token in the directory (`local_claim.rs`), and creates
+//!   that epoch with a conditional PUT (`If-None-Match: *`); of two copies after one number,
+//!   the store lets one create it and refuses the other. Then it deletes the older ones.
+//! - A claim is refused when the newest epoch is neither the one the directory recorded last
+//!   nor below it: another copy has opened since, and this one is stale. Its MANIFEST names
+//!   none of that copy's tables, so opening it for writing would sweep them away (which is
+//!   where the MANIFEST being local, unlike SlateDB's, shows). The error says how to take the
+//!   prefix back on purpose: delete the `epoch` line of the directory's record.
 //! - Before every upload, deletion and copy under the prefix, the holder lists the epochs.
 //!   Unless the newest is still its own (its number and the entity tag the store gave it), a
 //!   later open has taken the prefix and this one is *fenced*: the operation fails with
@@ -35,20 +40,21 @@
 //! close the window). And the newest open wins: a copy opened later takes the prefix from a
 //! database still running, whose tables written since the copy become the newer one's to
 //! sweep. A store whose conditional create is not atomic (`s3s-fs`, see design note 0017) can
-//! let two opens at the same moment take one number; the first check after that finds the
-//! other's tag and fences the one whose object was replaced.
+//! let two copies opening at the same moment take one number; the first check after that
+//! finds the other's tag and fences the one whose object was replaced, and its next claim is
+//! refused as stale.
 
 use std::io;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use parking_lot::Mutex;
 use sluice_sst::fs::WriteFence;
 
 use crate::Inner;
+use crate::local_claim::{LocalClaim, RecordedEpoch};
 use crate::owner::{describe, host_name};
 use crate::requests::Requests;
 
@@ -60,9 +66,6 @@ const HEADER: &str = "sluice prefix epoch v1";
 
 /// The most bytes an epoch object is read for: one written here is under 200 plus the path.
 const MAX_EPOCH_BYTES: u64 = 4096;
-
-/// How many times an open tries for the next epoch while other opens keep taking it first.
-const TAKE_ATTEMPTS: usize = 8;
 
 /// Whether a file system holds the prefix, and by which epoch: an `ObjectFs`'s, shared with
 /// the writers it creates.
@@ -98,11 +101,15 @@ impl Inner {
     }
 
     /// The epochs under the prefix, oldest first. Objects there whose names are not epochs
-    /// are left out: a stray one must not fence every open.
+    /// (nested deeper, too) are left out: a stray one must not fence every open.
     fn list_epochs(&self) -> io::Result<Vec<(u64, ObjectMeta)>> {
         let (store, dir) = (Arc::clone(&self.store), self.epochs_dir());
-        let listed: Vec<ObjectMeta> =
-            self.wait(async move { store.list(Some(&dir)).try_collect().await })?;
+        let listed: Vec<ObjectMeta> = self.wait(async move {
+            store
+                .list_with_delimiter(Some(&dir))
+                .await
+                .map(|l| l.objects)
+        })?;
         self.requests.count_listing(listed.len());
         let mut epochs: Vec<(u64, ObjectMeta)> = listed
             .into_iter()
@@ -118,59 +125,109 @@ impl Inner {
     }
 
     /// Takes the epoch above the newest (see the module docs), then deletes the older ones.
+    /// Refuses when another copy of the database has taken one since this directory's last
+    /// claim (`refuse_if_stale`), or takes the same number at the same moment.
     pub(crate) fn take_epoch(&self, fence: &Mutex<Fence>) -> io::Result<()> {
-        for _ in 0..TAKE_ATTEMPTS {
-            let older = self.list_epochs()?;
-            let number = match older.last() {
-                None => 1,
-                Some((newest, _)) => newest.checked_add(1).ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("{}: the epochs are used up", self.epochs_dir()),
-                    )
-                })?,
-            };
-            let text = format!(
-                "{HEADER}\ntoken {:032x}\nopened by {} for {}\n",
-                rand::random::<u128>(),
-                host_name(),
-                self.root.display()
-            );
-            Requests::count(&self.requests.puts, 1);
-            let (store, location) = (Arc::clone(&self.store), self.epoch_location(number));
-            let put = PutOptions {
-                mode: PutMode::Create,
-                ..PutOptions::default()
-            };
-            let payload = PutPayload::from(Bytes::from(text));
-            let created = self.wait(async move { store.put_opts(&location, payload, put).await });
-            match created {
-                Ok(done) => {
-                    *fence.lock() = Fence::Holding(WriteFence {
-                        epoch: number,
-                        e_tag: done.e_tag,
-                    });
-                    // One left behind is only listed again: the newest decides.
-                    if let Err(e) = self.delete_epochs(older.iter().map(|(n, _)| *n)) {
-                        tracing::debug!(error = %e, "could not delete the older epochs");
-                    }
-                    return Ok(());
+        let older = self.list_epochs()?;
+        let claim = self.read_local_claim()?;
+        let last = claim.as_ref().and_then(|c| c.epoch.as_ref());
+        if let (Some(last), Some((newest, meta))) = (last, older.last()) {
+            self.refuse_if_stale(last, *newest, meta)?;
+        }
+        let number = match older.last() {
+            None => 1,
+            Some((newest, _)) => newest.checked_add(1).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: the epochs are used up", self.epochs_dir()),
+                )
+            })?,
+        };
+        let token = format!("{:032x}", rand::random::<u128>());
+        // Recorded before the epoch is made: a crash between the two leaves a record above
+        // every epoch there, which the next claim accepts.
+        if let Some(claim) = claim {
+            self.write_local_claim(&LocalClaim {
+                prefix: Some(self.prefix_name()),
+                epoch: Some(RecordedEpoch {
+                    number,
+                    token: token.clone(),
+                }),
+                ..claim
+            })?;
+        }
+        let text = format!(
+            "{HEADER}\ntoken {token}\nopened by {} for {}\n",
+            host_name(),
+            self.root.display()
+        );
+        Requests::count(&self.requests.puts, 1);
+        let (store, location) = (Arc::clone(&self.store), self.epoch_location(number));
+        let put = PutOptions {
+            mode: PutMode::Create,
+            ..PutOptions::default()
+        };
+        let payload = PutPayload::from(Bytes::from(text));
+        match self.wait(async move { store.put_opts(&location, payload, put).await }) {
+            Ok(done) => {
+                *fence.lock() = Fence::Holding(WriteFence {
+                    epoch: number,
+                    e_tag: done.e_tag,
+                });
+                // One left behind is only listed again: the newest decides.
+                if let Err(e) = self.delete_epochs(older.iter().map(|(n, _)| *n)) {
+                    tracing::debug!(error = %e, "could not delete the older epochs");
                 }
-                // Another open took this number first: the next one, then.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    let at = self.epoch_location(number);
-                    return Err(io::Error::new(e.kind(), format!("{at}: {e}")));
-                }
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{}: another copy of this database took epoch {number} at the same moment, \
+                     and holds the prefix",
+                    self.epoch_location(number)
+                ),
+            )),
+            Err(e) => {
+                let at = self.epoch_location(number);
+                Err(io::Error::new(e.kind(), format!("{at}: {e}")))
             }
         }
-        // Not `WouldBlock`: the engine reads that as a lock another process holds.
-        Err(io::Error::other(format!(
-            "{} in {}: other opens of this database took the next epoch {TAKE_ATTEMPTS} \
-                 times in a row",
-            self.epochs_dir(),
-            self.store
-        )))
+    }
+
+    /// Refuses a claim when the newest epoch is not the one this directory took last (`last`)
+    /// nor below it: another copy of the database has taken the prefix since, and this one is
+    /// stale. Its MANIFEST does not name that copy's tables, so opening it for writing would
+    /// delete them. Below is fine: this directory recorded an epoch and a crash kept it from
+    /// making it.
+    fn refuse_if_stale(
+        &self,
+        last: &RecordedEpoch,
+        newest: u64,
+        meta: &ObjectMeta,
+    ) -> io::Result<()> {
+        let text = self.read_epoch(meta);
+        let token = text.lines().find_map(|l| l.strip_prefix("token "));
+        let ours =
+            newest < last.number || (newest == last.number && token == Some(last.token.as_str()));
+        if ours {
+            return Ok(());
+        }
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} in {}: epoch {newest} is the newest, {}, taken after this directory's last \
+                 claim (epoch {}): another copy of this database has opened on the prefix since, \
+                 so this copy is stale, and opening it for writing would delete that copy's \
+                 tables. If that copy is gone for good and this directory is to own the prefix \
+                 again, delete the line starting with `epoch` from {} and open again",
+                self.epochs_dir(),
+                self.store,
+                opened_by(&text),
+                last.number,
+                self.local_id_path().display()
+            ),
+        ))
     }
 
     /// Deletes the epochs `numbers`.
@@ -220,11 +277,14 @@ impl Inner {
         Err(fenced(&why))
     }
 
-    /// The text of the small object at `location`, or nothing if it cannot be read (it is
-    /// only shown in a message).
-    fn read_small(&self, location: &ObjectPath) -> String {
+    /// The text of the epoch `meta` lists, or nothing if it cannot be read or is larger than
+    /// any written here (anyone with the bucket's keys can write it: what is read is bounded).
+    fn read_epoch(&self, meta: &ObjectMeta) -> String {
+        if meta.size > MAX_EPOCH_BYTES {
+            return String::new();
+        }
         Requests::count(&self.requests.gets, 1);
-        let (store, location) = (Arc::clone(&self.store), location.clone());
+        let (store, location) = (Arc::clone(&self.store), meta.location.clone());
         self.wait(async move { store.get(&location).await?.bytes().await })
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default()
@@ -255,16 +315,7 @@ impl Inner {
         let taken = match newest {
             None => "no epoch is left there (the prefix was released)".to_string(),
             Some((number, meta)) => {
-                // Anyone with the bucket's keys can write it: what is read is bounded.
-                let text = if meta.size <= MAX_EPOCH_BYTES {
-                    self.read_small(&meta.location)
-                } else {
-                    String::new()
-                };
-                let opened = text
-                    .lines()
-                    .nth(2)
-                    .map_or_else(|| "opened by an unknown host".to_string(), describe);
+                let opened = opened_by(&self.read_epoch(meta));
                 format!("epoch {number} is the newest, {opened}")
             }
         };
@@ -277,6 +328,13 @@ impl Inner {
             held.epoch
         )
     }
+}
+
+/// Where an epoch's text says it was taken from, for a message.
+fn opened_by(text: &str) -> String {
+    text.lines()
+        .nth(2)
+        .map_or_else(|| "opened by an unknown host".to_string(), describe)
 }
 
 /// The error of a fenced operation.

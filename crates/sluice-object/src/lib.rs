@@ -55,6 +55,7 @@
 
 mod cache;
 mod fence;
+mod local_claim;
 mod owner;
 pub mod proxy;
 mod readahead;
@@ -81,7 +82,8 @@ use tokio::task::JoinHandle;
 
 pub use cache::{CacheStats, ObjectCache};
 pub use fence::EPOCHS;
-pub use owner::{LOCAL_ID, MARKER};
+pub use local_claim::LOCAL_ID;
+pub use owner::MARKER;
 
 /// The database's lock file, whose exclusive lock claims the prefix.
 const LOCK: &str = "LOCK";
@@ -410,9 +412,10 @@ impl FileSystem for ObjectFs {
             }
             return self.inner.local.remove(path);
         };
-        self.inner.check_fence(&self.fence)?;
-        // S3 deletes a missing key without complaint; a missing file is NotFound here.
+        // S3 deletes a missing key without complaint; a missing file is NotFound here (and
+        // costs no LIST: a failed share's reserved numbers are mostly never uploaded).
         self.inner.head(&location)?;
+        self.inner.check_fence(&self.fence)?;
         self.inner.uncache(&location);
         Requests::count(&self.inner.requests.deletes, 1);
         let store = Arc::clone(&self.inner.store);

@@ -25,42 +25,43 @@
 //! keep the earlier-opened copy from writing or deleting once the later one has opened.
 
 use std::io;
-use std::path::PathBuf;
+
 use std::sync::Arc;
 
 use bytes::Bytes;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 use parking_lot::Mutex;
-use sluice_sst::fs::IoMode;
 
 use crate::Inner;
 use crate::fence::Fence;
+use crate::local_claim::{LOCAL_ID, LocalClaim};
 use crate::requests::Requests;
 
 /// The marker's name under the prefix.
 pub const MARKER: &str = "SLUICE-OWNER";
 
-/// The file in the database directory that holds the database's id.
-pub const LOCAL_ID: &str = "OBJECT-STORE-OWNER";
-
 /// The most bytes a marker is read for: one written here is under 200 plus the path.
 const MAX_MARKER_BYTES: u64 = 4096;
 
 /// The first line of a marker and of the local id file.
-const HEADER: &str = "sluice prefix owner v1";
+pub(crate) const HEADER: &str = "sluice prefix owner v1";
 
 /// A database's id: 128 random bits, as 32 hex digits.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct OwnerId(String);
+pub(crate) struct OwnerId(String);
 
 impl OwnerId {
-    fn random() -> OwnerId {
+    pub(crate) fn random() -> OwnerId {
         OwnerId(format!("{:032x}", rand::random::<u128>()))
     }
 
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+
     /// The id in `text` (a marker or the local file): the line `id HEX` after the header.
-    fn parse(text: &[u8]) -> Option<OwnerId> {
+    pub(crate) fn parse(text: &[u8]) -> Option<OwnerId> {
         let text = std::str::from_utf8(text).ok()?;
         let mut lines = text.lines();
         (lines.next()? == HEADER).then_some(())?;
@@ -82,14 +83,6 @@ impl Inner {
         self.prefix.clone().join(MARKER)
     }
 
-    fn local_id_path(&self) -> PathBuf {
-        self.root.join(LOCAL_ID)
-    }
-
-    fn local_id_tmp(&self) -> PathBuf {
-        self.root.join(format!("{LOCAL_ID}.new"))
-    }
-
     /// Where the marker is: its name in the store.
     fn marker_name(&self) -> String {
         format!("{} in {}", self.marker_location(), self.store)
@@ -99,7 +92,8 @@ impl Inner {
     /// A claim also takes the next epoch, which fences any earlier open of a copy of this
     /// database (`fence.rs`).
     pub(crate) fn claim(&self, exclusive: bool, fence: &Mutex<Fence>) -> io::Result<()> {
-        let local = self.read_local_id()?;
+        let claim = self.read_local_claim()?;
+        let local = claim.as_ref().map(|c| c.id.clone());
         let marker = self.read_marker()?;
         match (marker, local) {
             (Some(m), Some(id)) if m.id == id => {}
@@ -110,7 +104,11 @@ impl Inner {
                 self.refuse_if_nested()?;
                 let id = local.unwrap_or_else(OwnerId::random);
                 // Written again for an id already there: it records the prefix now claimed.
-                self.write_local_id(&id)?;
+                self.write_local_claim(&LocalClaim {
+                    id: id.clone(),
+                    prefix: Some(self.prefix_name()),
+                    epoch: claim.and_then(|c| c.epoch),
+                })?;
                 self.create_marker(&id)?;
             }
         }
@@ -175,15 +173,26 @@ impl Inner {
 
     /// A database without a `CURRENT` (new, or one whose claim a crash interrupted) claims
     /// only an empty prefix; one that has a `CURRENT` has been using the prefix before markers
-    /// existed, or its marker was deleted, unless its id file records that it claimed another
-    /// prefix: then it too claims this one only empty. If all the prefix holds is a marker,
-    /// another claim made it since this one looked: the marker decides, and names its owner.
+    /// existed, or its marker was deleted, unless its claim records another prefix: then it
+    /// claims none without a marker. If all the prefix holds is a marker (or epochs), another
+    /// claim made it since this one looked: the marker decides, and names its owner.
     fn refuse_if_taken(&self, local: Option<&OwnerId>) -> io::Result<()> {
         // The engine's `CURRENT` (this crate does not link the engine to name it).
-        let used = self.local.exists(&self.root.join("CURRENT"))?;
-        let elsewhere = self.recorded_prefix()?.filter(|p| *p != self.prefix_name());
-        if used && elsewhere.is_none() {
-            return Ok(());
+        if self.local.exists(&self.root.join("CURRENT"))? {
+            let recorded = self.read_local_claim()?.and_then(|c| c.prefix);
+            return match recorded.filter(|p| *p != self.prefix_name()) {
+                None => Ok(()),
+                // Its tables are not here, whatever is: a mistaken URL, not a move.
+                Some(claimed) => Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} has no owner marker, and this database's tables are under {} (its \
+                         {LOCAL_ID} says so): open it with that prefix",
+                        self.prefix_name(),
+                        describe(&claimed)
+                    ),
+                )),
+            };
         }
         Requests::count(&self.requests.lists, 1);
         let (store, prefix) = (Arc::clone(&self.store), self.prefix.clone());
@@ -200,89 +209,33 @@ impl Inner {
         match first {
             None => Ok(()),
             Some(object) if claimed(&object) => match self.read_marker()? {
+                // A copy of this database claimed it at the same moment: the epochs decide.
+                Some(m) if Some(&m.id) == local => Ok(()),
                 Some(m) => Err(self.not_ours(&m, local)),
                 // The marker was there and is gone (released since): the prefix is empty.
                 None if object.location == self.marker_location() => Ok(()),
                 // Epochs with no marker: what a deleted marker left.
-                None => Err(self.holds_objects(&object, used, elsewhere)),
+                None => Err(self.holds_objects(&object)),
             },
-            Some(object) => Err(self.holds_objects(&object, used, elsewhere)),
+            Some(object) => Err(self.holds_objects(&object)),
         }
     }
 
-    /// The refusal of a prefix that holds `object` and no marker, for a database that `used`
-    /// a prefix before, recorded as `elsewhere` if it was another.
-    fn holds_objects(
-        &self,
-        object: &ObjectMeta,
-        used: bool,
-        elsewhere: Option<String>,
-    ) -> io::Error {
-        let this = match elsewhere {
-            Some(claimed) if used => format!(
-                "this database's tables are under {} (its {LOCAL_ID} says so)",
-                describe(&claimed)
-            ),
-            _ => "a new database needs a prefix of its own".to_string(),
-        };
+    /// The refusal of a prefix that holds `object` and no marker, for a new database.
+    fn holds_objects(&self, object: &ObjectMeta) -> io::Error {
         io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
                 "{} holds objects ({} among them) and no owner marker: they belong to another \
-                 database; {this}",
+                 database; a new database needs a prefix of its own",
                 self.prefix_name(),
                 object.location
             ),
         )
     }
 
-    /// The prefix as the id file records it: the store, then the prefix.
-    fn prefix_name(&self) -> String {
-        format!("{}/{}", self.store, self.prefix)
-    }
-
-    /// The prefix the id file records this database claimed, if it records one (files
-    /// written before it did record none).
-    fn recorded_prefix(&self) -> io::Result<Option<String>> {
-        match self.local.read_prefix(&self.local_id_path(), 4096) {
-            Ok(text) => Ok(String::from_utf8_lossy(&text)
-                .lines()
-                .find_map(|line| line.strip_prefix("prefix "))
-                .map(str::to_string)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
     fn read_local_id(&self) -> io::Result<Option<OwnerId>> {
-        let path = self.local_id_path();
-        match self.local.read_prefix(&path, 4096) {
-            Ok(text) => OwnerId::parse(&text).map(Some).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{}: not a prefix owner id", path.display()),
-                )
-            }),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Writes the id, and the prefix being claimed, into the database directory, durably,
-    /// before any marker names it: a crash between the two leaves an id and no marker, which
-    /// the next claim completes.
-    fn write_local_id(&self, id: &OwnerId) -> io::Result<()> {
-        let path = self.local_id_path();
-        let tmp = self.local_id_tmp();
-        // Left by a crash during an earlier claim: it names nothing yet.
-        remove_if_there(&*self.local, &tmp)?;
-        let mut file = self.local.create(&tmp, IoMode::Buffered)?;
-        let text = format!("{HEADER}\nid {}\nprefix {}\n", id.0, self.prefix_name());
-        file.append(text.as_bytes())?;
-        file.sync()?;
-        drop(file);
-        self.local.rename(&tmp, &path)?;
-        self.local.sync_dir(&self.root)
+        Ok(self.read_local_claim()?.map(|c| c.id))
     }
 
     fn read_marker(&self) -> io::Result<Option<Marker>> {
@@ -388,7 +341,7 @@ impl Inner {
 }
 
 /// Removes `path` from `local` if it is there.
-fn remove_if_there(
+pub(crate) fn remove_if_there(
     local: &dyn sluice_sst::fs::FileSystem,
     path: &std::path::Path,
 ) -> io::Result<()> {

@@ -72,23 +72,29 @@ fn upload(fs: &ObjectFs, dir: &Path, name: &str, bytes: &[u8]) -> std::io::Resul
     file.sync()
 }
 
-/// The epochs under `prefix`, as object names.
-fn epochs(backend: &Backend, prefix: &str) -> Vec<String> {
+/// Every object under `prefix`, in order.
+fn list_all(backend: &Backend, prefix: &str) -> Vec<String> {
     use futures::TryStreamExt;
-    let at = object_store::path::Path::from(prefix).join(EPOCHS);
+    let at = object_store::path::Path::from(prefix);
     let store = backend.store();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
-    let mut names: Vec<String> = runtime
-        .block_on(async move { store.list(Some(&at)).try_collect::<Vec<_>>().await })
+    let listed =
+        runtime.block_on(async move { store.list(Some(&at)).try_collect::<Vec<_>>().await });
+    let mut names: Vec<String> = listed
         .unwrap()
         .into_iter()
         .map(|m| m.location.to_string())
         .collect();
     names.sort();
     names
+}
+
+/// The epochs under `prefix`, as object names.
+fn epochs(backend: &Backend, prefix: &str) -> Vec<String> {
+    list_all(backend, &format!("{prefix}/{EPOCHS}"))
 }
 
 /// Copies the files of directory `from` into a new directory `to`.
@@ -154,10 +160,33 @@ fn a_later_copy_fences_the_earlier_open(backend: &Backend) {
     assert_fenced(upload(&fs_a, &a, "000005.sst", &large), "multipart upload");
     assert_eq!(list_objects(&fs_a).unwrap(), before);
 
-    // The copy works as the owner; a reopen of the first takes the prefix back.
+    // The copy works as the owner. The first is stale: opening it again is refused (its sweep
+    // would delete the copy's tables), until its record of its last epoch is deleted on
+    // purpose; then it takes the prefix back, and the copy is fenced in turn.
     upload(&fs_b, &b, "000006.sst", b"the copy's table").unwrap();
     fs_b.remove(&b.join("000001.sst")).unwrap();
     drop(held_a);
+    let Err(stale) = lock(&fs_a, &a) else {
+        panic!("a stale copy took the prefix back");
+    };
+    assert_eq!(stale.kind(), ErrorKind::PermissionDenied, "{stale}");
+    let stale = stale.to_string();
+    assert!(
+        stale.contains("this copy is stale") && stale.contains("epoch 2 is the newest"),
+        "{stale}"
+    );
+    assert_eq!(
+        epochs(backend, "db"),
+        ["db/SLUICE-EPOCH/00000000000000000002"]
+    );
+    let record = a.join(sluice_object::LOCAL_ID);
+    let kept: String = std::fs::read_to_string(&record)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("epoch "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&record, kept).unwrap();
     let _held_a = lock(&fs_a, &a).unwrap();
     assert_eq!(
         epochs(backend, "db"),
@@ -279,6 +308,16 @@ fn a_running_database_copied_and_opened_stops_writing_to_the_bucket() {
     let _ = first.compact_range(None, None);
     drop(first);
     assert_eq!(list_objects(&fs_b).unwrap(), owned);
+    // Reopened, or destroyed, the first is refused as stale: either would sweep the copy's
+    // tables away.
+    for refused in [
+        Db::open(&a, options(&fs_at(&backend, &a, "db"))).map(drop),
+        Db::destroy(&a, &options(&fs_at(&backend, &a, "db"))),
+    ] {
+        let refused = refused.unwrap_err().to_string();
+        assert!(refused.contains("this copy is stale"), "{refused}");
+    }
+    assert_eq!(list_objects(&fs_b).unwrap(), owned);
 
     copy.close().unwrap();
     let copy = Db::open(&b, options(&fs_b)).unwrap();
@@ -374,7 +413,7 @@ fn a_worker_stops_with_its_host_on_the_local_backend() {
 
 /// A multipart upload checks the fence again before its completion, since its parts can take
 /// long: a copy that takes the prefix while they upload (every response of the first open
-/// delayed by 300 ms here) stops the upload short of its completion, and no object appears.
+/// delayed by 500 ms here) stops the upload short of its completion, and no object appears.
 #[test]
 fn a_multipart_upload_fenced_while_its_parts_upload_is_not_completed() {
     use std::time::Duration;
@@ -383,7 +422,7 @@ fn a_multipart_upload_fenced_while_its_parts_upload_is_not_completed() {
 
     let server = S3Server::start();
     let target = format!("127.0.0.1:{}", server.port()).parse().unwrap();
-    let delay = Duration::from_millis(300);
+    let delay = Duration::from_millis(500);
     let proxy = LatencyProxy::start("127.0.0.1:0".parse().unwrap(), target, delay).unwrap();
     let slow = common::store_at(&format!("http://{}", proxy.addr()));
     let root = tempfile::tempdir().unwrap();
@@ -438,15 +477,17 @@ fn a_database_reclaims_only_its_own_unmarked_prefix(backend: &Backend) {
     }
 
     // Pointed at the other database's prefix by mistake: refused, nothing taken.
+    let two = list_all(backend, "two");
     let wrong = fs_at(backend, &a, "two");
     let Err(refused) = Db::open(&a, options(&wrong)) else {
         panic!("opened on another database's prefix");
     };
     let refused = refused.to_string();
     assert!(
-        refused.contains("holds objects") && refused.contains("/one"),
+        refused.contains("tables are under") && refused.contains("/one"),
         "{refused}"
     );
+    assert_eq!(list_all(backend, "two"), two);
     let db = Db::open(&b, options(&fs_at(backend, &b, "two"))).unwrap();
     assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"two"[..]));
     db.close().unwrap();

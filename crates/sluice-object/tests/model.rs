@@ -158,7 +158,7 @@ fn run(server: &S3Server, ops: Vec<Op>, cached: bool) -> Result<(), TestCaseErro
                 let copy = dirs.path().join(format!("copy{copies}"));
                 copy_dir(&dir, &copy);
                 let original = std::mem::replace(&mut db, open(&copy).0);
-                dir = copy;
+                let original_dir = std::mem::replace(&mut dir, copy);
                 original.put(b"only in the original", b"x").unwrap();
                 let flushed = original.flush().map_err(|e| e.to_string());
                 prop_assert!(
@@ -166,6 +166,16 @@ fn run(server: &S3Server, ops: Vec<Op>, cached: bool) -> Result<(), TestCaseErro
                     "the original's flush after the copy opened: {flushed:?}"
                 );
                 drop(original);
+                // Nor may it open again: its sweep would delete the copy's tables.
+                let fs = object_fs(server, &original_dir, &prefix, None);
+                let reopened = Db::open(&original_dir, options(&fs)).map(drop);
+                prop_assert!(
+                    reopened
+                        .as_ref()
+                        .is_err_and(|e| e.to_string().contains("stale")),
+                    "the original reopened after the copy: {:?}",
+                    reopened.err()
+                );
             }
         }
     }

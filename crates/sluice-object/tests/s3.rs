@@ -174,8 +174,9 @@ fn a_cache_serves_reads_and_never_a_replaced_object() {
     db.close().unwrap();
     let reopened = fs.cache_stats().unwrap();
     assert_eq!(counted.cache_hits, reopened.hits);
-    // The open's one GET is the prefix's owner marker (see `owner.rs`).
-    assert_eq!(counted.gets, 1, "every table read was local: {counted:?}");
+    // The open's two GETs are the prefix's owner marker (`owner.rs`) and its newest epoch,
+    // whose token shows that no other copy has claimed the prefix since (`fence.rs`).
+    assert_eq!(counted.gets, 2, "every table read was local: {counted:?}");
     assert!(reopened.hits > 0, "{reopened:?}");
     assert_eq!(reopened.misses, 0, "{reopened:?}");
     drop(fs);

@@ -14,6 +14,10 @@
 //! every live object, and the objects a crash left behind (uploaded but never installed, or
 //! installed but no longer live) are gone, so the bucket holds exactly the live tables. The
 //! database carries over from round to round, so later rounds crash over earlier recoveries.
+//!
+//! A second test kills an opening process inside its claim of the prefix (`fence.rs`), before
+//! and after the directory's record of the next epoch replaces the old one and before the
+//! epoch is made: the database then opens as the prefix's owner, neither stale nor unclaimed.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -241,4 +245,112 @@ fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
         model = verify(&server, dir.path(), cache.path(), &model, (round, acked));
     }
     assert!(!model.is_empty());
+}
+
+/// Where a claim-killing child dies: before the record of the next epoch replaces the old one
+/// (the epoch is then never made), and after it is renamed into place but before the directory
+/// sync and the epoch's PUT (the record names an epoch above every one in the bucket).
+const CLAIM_KILL_POINTS: [(FaultOp, &str); 2] = [
+    (FaultOp::Rename, "OBJECT-STORE-OWNER.new"),
+    (FaultOp::SyncDir, ""),
+];
+
+/// A child that opens the database and dies inside the claim of the prefix: its local file
+/// system (the one `ObjectFs` keeps the claim's record on) kills it.
+#[test]
+fn s3_claim_crash_child() {
+    let Ok(dir) = std::env::var("SLUICE_S3_CLAIM_CHILD") else {
+        return;
+    };
+    let endpoint = std::env::var("SLUICE_S3_CRASH_ENDPOINT").unwrap();
+    let round: usize = std::env::var("SLUICE_S3_CRASH_ROUND")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (op, files) = CLAIM_KILL_POINTS[round];
+    let local = FaultInjectingFs::new(os_fs());
+    // The directory's own sync is the one after the record's rename.
+    let files = if files.is_empty() {
+        dir.as_str()
+    } else {
+        files
+    };
+    local.inject(Fault::kill(op).on_paths_containing(files));
+    let fs = ObjectFs::new(local, store_at(&endpoint), Path::new(&dir), PREFIX).unwrap();
+    let _ = Db::open(&dir, options(Arc::new(fs)));
+}
+
+/// A process killed while it claims the prefix leaves a database that opens as the owner
+/// (neither stale nor unclaimed), holds every write, and one epoch in the bucket.
+#[test]
+fn a_claim_killed_midway_leaves_the_prefix_to_its_database() {
+    let server = S3Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let fs = object_fs(&server.endpoint, dir.path(), cache.path());
+    let db = Db::open(dir.path(), options(Arc::new(fs))).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..KEYS {
+        if is_delete(i) {
+            db.delete(key(i)).unwrap();
+        } else {
+            db.put(key(i), value(0, i)).unwrap();
+        }
+        apply(&mut model, 0, i);
+    }
+    db.close().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let epochs_dir = format!("{PREFIX}/{}", sluice_object::EPOCHS);
+    // The epoch the directory's record names.
+    let recorded = || {
+        let record = std::fs::read_to_string(dir.path().join(sluice_object::LOCAL_ID)).unwrap();
+        let line = record
+            .lines()
+            .find_map(|l| l.strip_prefix("epoch "))
+            .unwrap();
+        line.split(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    let newest = || {
+        let epochs = server.list(&epochs_dir);
+        epochs
+            .last()
+            .unwrap()
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    for (round, (op, _)) in CLAIM_KILL_POINTS.iter().enumerate() {
+        let before = (recorded(), newest());
+        assert_eq!(
+            before.0, before.1,
+            "round {round}: opened as the owner before"
+        );
+        let status = Command::new(&exe)
+            .args([
+                "--exact",
+                "s3_claim_crash_child",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("SLUICE_S3_CLAIM_CHILD", dir.path())
+            .env("SLUICE_S3_CRASH_ENDPOINT", &server.endpoint)
+            .env("SLUICE_S3_CRASH_ROUND", round.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(9),
+            "round {round}: the child must die in its claim, at {op:?} (status {status})"
+        );
+        // Killed before the record was replaced, or after, with no epoch made either way.
+        let record_moved = *op == FaultOp::SyncDir;
+        let after = (recorded(), newest());
+        assert_eq!(after.1, before.1, "round {round}: no epoch was made");
+        assert_eq!(after.0, before.0 + u64::from(record_moved), "round {round}");
+        model = verify(&server, dir.path(), cache.path(), &model, (0, KEYS));
+    }
 }

@@ -138,6 +138,26 @@ async fn an_output_root_takes_every_output_and_others_are_refused() {
     assert!(worker.terminate().success());
 }
 
+/// A task fenced by its host's claim on a bucket is for a worker that writes into that bucket:
+/// one that reads directories refuses it, before it writes anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_fenced_by_a_bucket_is_refused_by_a_worker_of_directories() {
+    let (_d, dir) = root();
+    let runs = standard(&[&dir]);
+    let worker = Worker::start(&[&dir], &[]);
+    let mut t = task(&runs, ExecutorMode::Sequential, 500, 1000);
+    t.fence = Some(sluice_rpc::proto::WriteFence {
+        epoch: 3,
+        e_tag: None,
+    });
+    let before = names(&dir);
+    let e = worker.execute(&t).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("--object-store"), "{}", e.message());
+    assert_eq!(names(&dir), before);
+    assert!(worker.terminate().success());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_decision_component_picks_sequential_for_large_values() {
     let (_d, dir) = root();
