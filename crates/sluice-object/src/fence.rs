@@ -25,8 +25,8 @@
 //! - The tag matters when the holder's epoch object is gone and another with its number was
 //!   made since (the prefix released by `destroy` and claimed again): that one is not its own.
 //! - The epoch stays this file system's after the database closes, and a fenced one stays
-//!   fenced, until its next claim: `destroy` (which releases the prefix after letting go of the
-//!   lock) and `remove_objects` check it too.
+//!   fenced (its next claim is refused as stale): `destroy` (which releases the prefix after
+//!   letting go of the lock) and `remove_objects` check it too.
 //! - A worker writing into the bucket for a host checks the host's epoch, which every task
 //!   carries ([`FileSystem::write_fence`](sluice_sst::fs::FileSystem::write_fence) on the
 //!   host, [`ObjectFs::fenced_by`](crate::ObjectFs::fenced_by) on the worker): the host's
@@ -64,7 +64,8 @@ pub const EPOCHS: &str = "SLUICE-EPOCH";
 /// The first line of an epoch object.
 const HEADER: &str = "sluice prefix epoch v1";
 
-/// The most bytes an epoch object is read for: one written here is under 200 plus the path.
+/// The most bytes read of an epoch object: its token is in the first hundred, and one written
+/// here is under 200 plus the path.
 const MAX_EPOCH_BYTES: u64 = 4096;
 
 /// Whether a file system holds the prefix, and by which epoch: an `ObjectFs`'s, shared with
@@ -124,14 +125,13 @@ impl Inner {
         Ok(epochs)
     }
 
-    /// Takes the epoch above the newest (see the module docs), then deletes the older ones.
-    /// Refuses when another copy of the database has taken one since this directory's last
-    /// claim (`refuse_if_stale`), or takes the same number at the same moment.
-    pub(crate) fn take_epoch(&self, fence: &Mutex<Fence>) -> io::Result<()> {
+    /// Takes the epoch above the newest for the database whose record is `claim` (see the
+    /// module docs), then deletes the older ones. Refuses when another copy of the database
+    /// has taken one since this directory's last claim (`refuse_if_stale`), or takes the same
+    /// number at the same moment.
+    pub(crate) fn take_epoch(&self, fence: &Mutex<Fence>, claim: LocalClaim) -> io::Result<()> {
         let older = self.list_epochs()?;
-        let claim = self.read_local_claim()?;
-        let last = claim.as_ref().and_then(|c| c.epoch.as_ref());
-        if let (Some(last), Some((newest, meta))) = (last, older.last()) {
+        if let (Some(last), Some((newest, meta))) = (&claim.epoch, older.last()) {
             self.refuse_if_stale(last, *newest, meta)?;
         }
         let number = match older.last() {
@@ -146,16 +146,14 @@ impl Inner {
         let token = format!("{:032x}", rand::random::<u128>());
         // Recorded before the epoch is made: a crash between the two leaves a record above
         // every epoch there, which the next claim accepts.
-        if let Some(claim) = claim {
-            self.write_local_claim(&LocalClaim {
-                prefix: Some(self.prefix_name()),
-                epoch: Some(RecordedEpoch {
-                    number,
-                    token: token.clone(),
-                }),
-                ..claim
-            })?;
-        }
+        self.write_local_claim(&LocalClaim {
+            prefix: Some(self.prefix_name()),
+            epoch: Some(RecordedEpoch {
+                number,
+                token: token.clone(),
+            }),
+            ..claim
+        })?;
         let text = format!(
             "{HEADER}\ntoken {token}\nopened by {} for {}\n",
             host_name(),
@@ -168,63 +166,90 @@ impl Inner {
             ..PutOptions::default()
         };
         let payload = PutPayload::from(Bytes::from(text));
-        match self.wait(async move { store.put_opts(&location, payload, put).await }) {
-            Ok(done) => {
-                *fence.lock() = Fence::Holding(WriteFence {
-                    epoch: number,
-                    e_tag: done.e_tag,
-                });
-                // One left behind is only listed again: the newest decides.
-                if let Err(e) = self.delete_epochs(older.iter().map(|(n, _)| *n)) {
-                    tracing::debug!(error = %e, "could not delete the older epochs");
-                }
-                Ok(())
+        let e_tag = match self.wait(async move { store.put_opts(&location, payload, put).await }) {
+            Ok(done) => done.e_tag,
+            // The store's client retries a PUT whose answer was lost, and the retry finds the
+            // object the first try made: ours if it holds our token.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                self.made_by_this_claim(number, &token)?
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "{}: another copy of this database took epoch {number} at the same moment, \
-                     and holds the prefix",
-                    self.epoch_location(number)
-                ),
-            )),
             Err(e) => {
                 let at = self.epoch_location(number);
-                Err(io::Error::new(e.kind(), format!("{at}: {e}")))
+                return Err(io::Error::new(e.kind(), format!("{at}: {e}")));
             }
+        };
+        *fence.lock() = Fence::Holding(WriteFence {
+            epoch: number,
+            e_tag,
+        });
+        // One left behind is only listed again: the newest decides.
+        if let Err(e) = self.delete_epochs(older.iter().map(|(n, _)| *n)) {
+            tracing::debug!(error = %e, "could not delete the older epochs");
         }
+        Ok(())
+    }
+
+    /// After the store answered that epoch `number` exists: its entity tag if it holds
+    /// `token` (this claim made it), else the refusal of a claim another copy won.
+    fn made_by_this_claim(&self, number: u64, token: &str) -> io::Result<Option<String>> {
+        let location = self.epoch_location(number);
+        let meta = self.head(&location).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("{location}: the store said it exists, and then: {e}"),
+            )
+        })?;
+        let text = self.read_epoch(&meta)?;
+        if token_of(&text) == Some(token) {
+            return Ok(meta.e_tag);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{location}: another copy of this database took epoch {number} at the same \
+                 moment ({}), and holds the prefix",
+                opened_by(&text)
+            ),
+        ))
     }
 
     /// Refuses a claim when the newest epoch is not the one this directory took last (`last`)
     /// nor below it: another copy of the database has taken the prefix since, and this one is
     /// stale. Its MANIFEST does not name that copy's tables, so opening it for writing would
     /// delete them. Below is fine: this directory recorded an epoch and a crash kept it from
-    /// making it.
+    /// making it. An epoch that cannot be read fails the claim with that error, not as stale.
     fn refuse_if_stale(
         &self,
         last: &RecordedEpoch,
         newest: u64,
         meta: &ObjectMeta,
     ) -> io::Result<()> {
-        let text = self.read_epoch(meta);
-        let token = text.lines().find_map(|l| l.strip_prefix("token "));
-        let ours =
-            newest < last.number || (newest == last.number && token == Some(last.token.as_str()));
-        if ours {
+        if newest < last.number {
             return Ok(());
         }
+        let text = if newest == last.number {
+            let text = self.read_epoch(meta)?;
+            if token_of(&text) == Some(last.token.as_str()) {
+                return Ok(());
+            }
+            text
+        } else {
+            // Only for the message.
+            self.read_epoch(meta).unwrap_or_default()
+        };
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
-                "{} in {}: epoch {newest} is the newest, {}, taken after this directory's last \
-                 claim (epoch {}): another copy of this database has opened on the prefix since, \
-                 so this copy is stale, and opening it for writing would delete that copy's \
-                 tables. If that copy is gone for good and this directory is to own the prefix \
-                 again, delete the line starting with `epoch` from {} and open again",
+                "{} in {}: epoch {newest} is the newest ({}), and this directory's last claim \
+                 took epoch {} (token {}): another copy of this database has opened on the \
+                 prefix since, so this copy is stale, and opening it for writing would delete \
+                 that copy's tables. If that copy is gone for good and this directory is to own \
+                 the prefix again, delete the line starting with `epoch` from {} and open again",
                 self.epochs_dir(),
                 self.store,
                 opened_by(&text),
                 last.number,
+                last.token,
                 self.local_id_path().display()
             ),
         ))
@@ -277,17 +302,18 @@ impl Inner {
         Err(fenced(&why))
     }
 
-    /// The text of the epoch `meta` lists, or nothing if it cannot be read or is larger than
-    /// any written here (anyone with the bucket's keys can write it: what is read is bounded).
-    fn read_epoch(&self, meta: &ObjectMeta) -> String {
-        if meta.size > MAX_EPOCH_BYTES {
-            return String::new();
+    /// The text of the epoch `meta` lists: its first [`MAX_EPOCH_BYTES`] (one written here
+    /// is far shorter; anyone with the bucket's keys can write a longer one).
+    fn read_epoch(&self, meta: &ObjectMeta) -> io::Result<String> {
+        let end = meta.size.min(MAX_EPOCH_BYTES);
+        if end == 0 {
+            return Ok(String::new());
         }
         Requests::count(&self.requests.gets, 1);
         let (store, location) = (Arc::clone(&self.store), meta.location.clone());
-        self.wait(async move { store.get(&location).await?.bytes().await })
-            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
-            .unwrap_or_default()
+        let bytes = self.wait(async move { store.get_range(&location, 0..end).await })?;
+        Requests::count(&self.requests.bytes_downloaded, bytes.len() as u64);
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
     /// Whether the epoch `number` listed as `listed` is the object `held` created: its
@@ -315,7 +341,7 @@ impl Inner {
         let taken = match newest {
             None => "no epoch is left there (the prefix was released)".to_string(),
             Some((number, meta)) => {
-                let opened = opened_by(&self.read_epoch(meta));
+                let opened = opened_by(&self.read_epoch(meta).unwrap_or_default());
                 format!("epoch {number} is the newest, {opened}")
             }
         };
@@ -328,6 +354,11 @@ impl Inner {
             held.epoch
         )
     }
+}
+
+/// The token an epoch's text holds.
+fn token_of(text: &str) -> Option<&str> {
+    text.lines().find_map(|l| l.strip_prefix("token "))
 }
 
 /// Where an epoch's text says it was taken from, for a message.

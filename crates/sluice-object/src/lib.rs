@@ -50,8 +50,10 @@
 //!
 //! Each read-write open also takes the next epoch of the prefix, and from then on checks before
 //! every upload, deletion and copy there that no later open (of a copy of its directory) has
-//! taken a newer one (`fence.rs`): a LIST each, and at open a LIST, a PUT and a DELETE per
-//! older epoch (and, at the first claim of a prefix, a HEAD per level above it).
+//! taken a newer one (`fence.rs`): a LIST each. At open that is a LIST, a GET of the newest
+//! epoch, a PUT, a DELETE per older epoch and a synced rewrite of the directory's record of
+//! its claim (at the first claim of a prefix also a HEAD per level above it, a second rewrite
+//! and the marker's PUT and GET).
 
 mod cache;
 mod fence;

@@ -7,8 +7,8 @@
 //! ```text
 //! sluice prefix owner v1
 //! id 0123456789abcdef0123456789abcdef
-//! prefix AmazonS3(tables)/db
 //! epoch 7 89abcdef0123456789abcdef01234567
+//! prefix AmazonS3(tables)/db
 //! ```
 //!
 //! The `prefix` and `epoch` lines are absent from files written before they were recorded;
@@ -27,7 +27,8 @@ use crate::owner::{HEADER, OwnerId, remove_if_there};
 /// The file in the database directory that holds the database's claim.
 pub const LOCAL_ID: &str = "OBJECT-STORE-OWNER";
 
-/// The most bytes of it that are read: one written here is under 300 plus the prefix.
+/// The most bytes it may hold: one written here is under 150 plus the prefix's name. A longer
+/// one is refused rather than read in part.
 const MAX_BYTES: u64 = 4096;
 
 /// What the database's directory records of its claim.
@@ -60,9 +61,10 @@ impl LocalClaim {
             None => None,
             Some(line) => {
                 let (number, token) = line.split_once(' ')?;
+                let hex = token.len() == 32 && token.bytes().all(|b| b.is_ascii_hexdigit());
                 Some(RecordedEpoch {
                     number: number.parse().ok()?,
-                    token: token.to_string(),
+                    token: hex.then(|| token.to_string())?,
                 })
             }
         };
@@ -71,11 +73,11 @@ impl LocalClaim {
 
     fn text(&self) -> String {
         let mut text = format!("{HEADER}\nid {}\n", self.id.as_str());
-        if let Some(prefix) = &self.prefix {
-            text.push_str(&format!("prefix {prefix}\n"));
-        }
         if let Some(epoch) = &self.epoch {
             text.push_str(&format!("epoch {} {}\n", epoch.number, epoch.token));
+        }
+        if let Some(prefix) = &self.prefix {
+            text.push_str(&format!("prefix {prefix}\n"));
         }
         text
     }
@@ -98,13 +100,19 @@ impl Inner {
     /// The directory's claim; `None` if it never claimed a prefix.
     pub(crate) fn read_local_claim(&self) -> io::Result<Option<LocalClaim>> {
         let path = self.local_id_path();
-        match self.local.read_prefix(&path, MAX_BYTES) {
-            Ok(text) => LocalClaim::parse(&text).map(Some).ok_or_else(|| {
-                io::Error::new(
-                    io::ErrorKind::InvalidData,
-                    format!("{}: not a prefix owner id", path.display()),
-                )
-            }),
+        match self.local.read_prefix(&path, MAX_BYTES + 1) {
+            Ok(text) => LocalClaim::parse(&text)
+                .filter(|_| text.len() as u64 <= MAX_BYTES)
+                .map(Some)
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "{}: not a prefix owner id (or longer than {MAX_BYTES} bytes)",
+                            path.display()
+                        ),
+                    )
+                }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -144,7 +152,12 @@ mod tests {
         let old = format!("{HEADER}\nid {}\n", id.as_str());
         let read = LocalClaim::parse(old.as_bytes()).unwrap();
         assert_eq!((read.id, read.prefix, read.epoch), (id.clone(), None, None));
-        for bad in ["epoch x y", "epoch 7"] {
+        for bad in [
+            "epoch x y",
+            "epoch 7",
+            "epoch 7 abc",
+            &format!("epoch 7 {}", "g".repeat(32)),
+        ] {
             let text = format!("{HEADER}\nid {}\n{bad}\n", id.as_str());
             assert_eq!(LocalClaim::parse(text.as_bytes()), None, "{bad}");
         }

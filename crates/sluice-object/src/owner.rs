@@ -22,10 +22,10 @@
 //!
 //! A database moved to another directory keeps its id (it is a file of the directory). Two
 //! copies of one directory have one id: the marker keeps other databases out, and the epochs
-//! keep the earlier-opened copy from writing or deleting once the later one has opened.
+//! keep the earlier-opened copy from writing or deleting once the later one has opened, and
+//! from opening for writing again (`fence.rs`).
 
 use std::io;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -94,28 +94,28 @@ impl Inner {
     pub(crate) fn claim(&self, exclusive: bool, fence: &Mutex<Fence>) -> io::Result<()> {
         let claim = self.read_local_claim()?;
         let local = claim.as_ref().map(|c| c.id.clone());
-        let marker = self.read_marker()?;
-        match (marker, local) {
-            (Some(m), Some(id)) if m.id == id => {}
+        let claim = match (self.read_marker()?, local) {
+            (Some(m), Some(id)) if m.id == id => claim,
             (Some(m), local) => return Err(self.not_ours(&m, local.as_ref())),
-            (None, _) if !exclusive => {}
+            (None, _) if !exclusive => return Ok(()),
             (None, local) => {
-                self.refuse_if_taken(local.as_ref())?;
+                self.refuse_if_taken(claim.as_ref())?;
                 self.refuse_if_nested()?;
-                let id = local.unwrap_or_else(OwnerId::random);
                 // Written again for an id already there: it records the prefix now claimed.
-                self.write_local_claim(&LocalClaim {
-                    id: id.clone(),
+                let claim = LocalClaim {
+                    id: local.unwrap_or_else(OwnerId::random),
                     prefix: Some(self.prefix_name()),
                     epoch: claim.and_then(|c| c.epoch),
-                })?;
-                self.create_marker(&id)?;
+                };
+                self.write_local_claim(&claim)?;
+                self.create_marker(&claim.id)?;
+                Some(claim)
             }
+        };
+        match claim.filter(|_| exclusive) {
+            Some(claim) => self.take_epoch(fence, claim),
+            None => Ok(()),
         }
-        if exclusive {
-            self.take_epoch(fence)?;
-        }
-        Ok(())
     }
 
     /// Fails unless the marker names this database.
@@ -176,11 +176,12 @@ impl Inner {
     /// existed, or its marker was deleted, unless its claim records another prefix: then it
     /// claims none without a marker. If all the prefix holds is a marker (or epochs), another
     /// claim made it since this one looked: the marker decides, and names its owner.
-    fn refuse_if_taken(&self, local: Option<&OwnerId>) -> io::Result<()> {
+    fn refuse_if_taken(&self, claim: Option<&LocalClaim>) -> io::Result<()> {
+        let local = claim.map(|c| &c.id);
         // The engine's `CURRENT` (this crate does not link the engine to name it).
         if self.local.exists(&self.root.join("CURRENT"))? {
-            let recorded = self.read_local_claim()?.and_then(|c| c.prefix);
-            return match recorded.filter(|p| *p != self.prefix_name()) {
+            let recorded = claim.and_then(|c| c.prefix.as_ref());
+            return match recorded.filter(|p| **p != self.prefix_name()) {
                 None => Ok(()),
                 // Its tables are not here, whatever is: a mistaken URL, not a move.
                 Some(claimed) => Err(io::Error::new(
@@ -189,7 +190,7 @@ impl Inner {
                         "{} has no owner marker, and this database's tables are under {} (its \
                          {LOCAL_ID} says so): open it with that prefix",
                         self.prefix_name(),
-                        describe(&claimed)
+                        describe(claimed)
                     ),
                 )),
             };

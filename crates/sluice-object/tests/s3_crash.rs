@@ -16,8 +16,8 @@
 //! database carries over from round to round, so later rounds crash over earlier recoveries.
 //!
 //! A second test kills an opening process inside its claim of the prefix (`fence.rs`), before
-//! and after the directory's record of the next epoch replaces the old one and before the
-//! epoch is made: the database then opens as the prefix's owner, neither stale nor unclaimed.
+//! and after the directory's record of the next epoch replaces the old one, and once the epoch
+//! is made: the database then opens as the prefix's owner, neither stale nor unclaimed.
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
@@ -248,11 +248,14 @@ fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
 }
 
 /// Where a claim-killing child dies: before the record of the next epoch replaces the old one
-/// (the epoch is then never made), and after it is renamed into place but before the directory
-/// sync and the epoch's PUT (the record names an epoch above every one in the bucket).
-const CLAIM_KILL_POINTS: [(FaultOp, &str); 2] = [
+/// (the epoch is then never made); after it is renamed into place but before the directory
+/// sync and the epoch's PUT (the record names an epoch above every one in the bucket); and at
+/// the first read of `CURRENT`, after the claim (the epoch made, the older ones deleted).
+const CLAIM_KILL_POINTS: [(FaultOp, &str); 3] = [
     (FaultOp::Rename, "OBJECT-STORE-OWNER.new"),
     (FaultOp::SyncDir, ""),
+    // After the claim: the epoch was made and the older ones deleted.
+    (FaultOp::Open, "CURRENT"),
 ];
 
 /// A child that opens the database and dies inside the claim of the prefix: its local file
@@ -346,10 +349,15 @@ fn a_claim_killed_midway_leaves_the_prefix_to_its_database() {
             Some(9),
             "round {round}: the child must die in its claim, at {op:?} (status {status})"
         );
-        // Killed before the record was replaced, or after, with no epoch made either way.
-        let record_moved = *op == FaultOp::SyncDir;
+        // Killed before the record was replaced, or after, with no epoch made either way, or
+        // once the epoch the record names was made.
+        let (record_moved, epoch_made) = match op {
+            FaultOp::Rename => (false, false),
+            FaultOp::SyncDir => (true, false),
+            _ => (true, true),
+        };
         let after = (recorded(), newest());
-        assert_eq!(after.1, before.1, "round {round}: no epoch was made");
+        assert_eq!(after.1, before.1 + u64::from(epoch_made), "round {round}");
         assert_eq!(after.0, before.0 + u64::from(record_moved), "round {round}");
         model = verify(&server, dir.path(), cache.path(), &model, (0, KEYS));
     }

@@ -89,6 +89,13 @@ impl WorkerService {
         task: CheckedTask,
     ) -> Result<(TaskResult, TaskFigures), WorkerError> {
         let job_id = task.job_id;
+        if task.fence.is_some() && !self.state.remote {
+            return Err(WorkerError::Invalid(
+                "the host keeps its tables in a bucket (the task carries its claim on the \
+                 prefix), and this worker reads directories: start it with --object-store"
+                    .into(),
+            ));
+        }
         let permit = Arc::clone(&self.state.slots)
             .acquire_owned()
             .await
@@ -109,13 +116,6 @@ impl WorkerService {
             Some(dir) => vec![crate::resolve::resolve_output_root(&database, dir)?],
             None => database.clone(),
         };
-        if task.fence.is_some() && !remote {
-            return Err(WorkerError::Invalid(
-                "the host keeps its tables in a bucket (the task carries its claim on the \
-                 prefix), and this worker reads directories: start it with --object-store"
-                    .into(),
-            ));
-        }
         // The task's uploads and deletions stop once the host's claim on the bucket's prefix
         // is taken by a later one (a copy of its database opened elsewhere).
         let objects = self.state.objects.as_ref().map(|fs| {
