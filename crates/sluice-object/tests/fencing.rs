@@ -54,6 +54,22 @@ fn local_backend() -> Backend {
     }
 }
 
+/// Runs `$body` (a function of a [`Backend`]) as two tests: `$s3` on the S3 server, `$local`
+/// on `object_store`'s local backend.
+macro_rules! on_both_backends {
+    ($body:ident, $s3:ident, $local:ident) => {
+        #[test]
+        fn $s3() {
+            $body(&s3());
+        }
+
+        #[test]
+        fn $local() {
+            $body(&local_backend());
+        }
+    };
+}
+
 /// The database directory `dir` with its tables under `prefix` of the backend's store.
 fn fs_at(backend: &Backend, dir: &Path, prefix: &str) -> ObjectFs {
     std::fs::create_dir_all(dir).unwrap();
@@ -197,15 +213,11 @@ fn a_later_copy_fences_the_earlier_open(backend: &Backend) {
     drop(held_b);
 }
 
-#[test]
-fn a_later_copy_fences_the_earlier_open_on_s3() {
-    a_later_copy_fences_the_earlier_open(&s3());
-}
-
-#[test]
-fn a_later_copy_fences_the_earlier_open_on_the_local_backend() {
-    a_later_copy_fences_the_earlier_open(&local_backend());
-}
+on_both_backends!(
+    a_later_copy_fences_the_earlier_open,
+    a_later_copy_fences_the_earlier_open_on_s3,
+    a_later_copy_fences_the_earlier_open_on_the_local_backend
+);
 
 /// An open whose epoch object is gone is fenced, even when another epoch with its number was
 /// created since (the prefix released and claimed again): the store's tag tells them apart.
@@ -256,15 +268,11 @@ fn an_epoch_is_its_object_not_its_number(backend: &Backend) {
     assert!(why.contains("no epoch is left"), "{why}");
 }
 
-#[test]
-fn an_epoch_is_its_object_not_its_number_on_s3() {
-    an_epoch_is_its_object_not_its_number(&s3());
-}
-
-#[test]
-fn an_epoch_is_its_object_not_its_number_on_the_local_backend() {
-    an_epoch_is_its_object_not_its_number(&local_backend());
-}
+on_both_backends!(
+    an_epoch_is_its_object_not_its_number,
+    an_epoch_is_its_object_not_its_number_on_s3,
+    an_epoch_is_its_object_not_its_number_on_the_local_backend
+);
 
 fn options(fs: &ObjectFs) -> Options {
     Options {
@@ -361,15 +369,11 @@ fn prefixes_do_not_nest(backend: &Backend) {
     upload(&beside, &dir("beside"), "000001.sst", b"beside").unwrap();
 }
 
-#[test]
-fn prefixes_do_not_nest_on_s3() {
-    prefixes_do_not_nest(&s3());
-}
-
-#[test]
-fn prefixes_do_not_nest_on_the_local_backend() {
-    prefixes_do_not_nest(&local_backend());
-}
+on_both_backends!(
+    prefixes_do_not_nest,
+    prefixes_do_not_nest_on_s3,
+    prefixes_do_not_nest_on_the_local_backend
+);
 
 /// A worker's view of the bucket, fenced by its host's epoch (what a task carries): it writes
 /// while the host holds the prefix, and stops once a later claim has taken it.
@@ -401,15 +405,11 @@ fn a_worker_stops_with_its_host(backend: &Backend) {
     assert!(fs_b.write_fence().unwrap().epoch > fs_a.write_fence().unwrap().epoch);
 }
 
-#[test]
-fn a_worker_stops_with_its_host_on_s3() {
-    a_worker_stops_with_its_host(&s3());
-}
-
-#[test]
-fn a_worker_stops_with_its_host_on_the_local_backend() {
-    a_worker_stops_with_its_host(&local_backend());
-}
+on_both_backends!(
+    a_worker_stops_with_its_host,
+    a_worker_stops_with_its_host_on_s3,
+    a_worker_stops_with_its_host_on_the_local_backend
+);
 
 /// A multipart upload checks the fence again before its completion, since its parts can take
 /// long: a copy that takes the prefix while they upload (every response of the first open
@@ -498,12 +498,8 @@ fn a_database_reclaims_only_its_own_unmarked_prefix(backend: &Backend) {
     db.close().unwrap();
 }
 
-#[test]
-fn a_database_reclaims_only_its_own_unmarked_prefix_on_s3() {
-    a_database_reclaims_only_its_own_unmarked_prefix(&s3());
-}
-
-#[test]
-fn a_database_reclaims_only_its_own_unmarked_prefix_on_the_local_backend() {
-    a_database_reclaims_only_its_own_unmarked_prefix(&local_backend());
-}
+on_both_backends!(
+    a_database_reclaims_only_its_own_unmarked_prefix,
+    a_database_reclaims_only_its_own_unmarked_prefix_on_s3,
+    a_database_reclaims_only_its_own_unmarked_prefix_on_the_local_backend
+);

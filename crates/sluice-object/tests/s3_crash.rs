@@ -148,6 +148,14 @@ fn s3_crash_child() {
     }
 }
 
+/// This test binary, to run only `test`: a child's body, which does nothing unless its
+/// environment says what to do.
+fn child(test: &str) -> Command {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command.args(["--exact", test, "--nocapture", "--test-threads=1"]);
+    command
+}
+
 /// Reopens the database after a crash and checks it against the acknowledged writes (and the
 /// one in flight, `maybe`), and the bucket against the live tables.
 fn verify(
@@ -189,16 +197,9 @@ fn killed_writers_lose_nothing_acknowledged_and_leave_no_stray_object() {
     let server = S3Server::start();
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut model = BTreeMap::new();
     for round in 0..KILL_POINTS.len() as u64 {
-        let mut child = Command::new(&exe)
-            .args([
-                "--exact",
-                "s3_crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+        let mut child = child("s3_crash_child")
             .env("SLUICE_S3_CRASH_CHILD", dir.path())
             .env("SLUICE_S3_CRASH_ENDPOINT", &server.endpoint)
             .env("SLUICE_S3_CRASH_CACHE", cache.path())
@@ -302,7 +303,6 @@ fn a_claim_killed_midway_leaves_the_prefix_to_its_database() {
         apply(&mut model, 0, i);
     }
     db.close().unwrap();
-    let exe = std::env::current_exe().unwrap();
     let epochs_dir = format!("{PREFIX}/{}", sluice_object::EPOCHS);
     // The epoch the directory's record names.
     let recorded = || {
@@ -330,13 +330,7 @@ fn a_claim_killed_midway_leaves_the_prefix_to_its_database() {
             before.0, before.1,
             "round {round}: opened as the owner before"
         );
-        let status = Command::new(&exe)
-            .args([
-                "--exact",
-                "s3_claim_crash_child",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+        let status = child("s3_claim_crash_child")
             .env("SLUICE_S3_CLAIM_CHILD", dir.path())
             .env("SLUICE_S3_CRASH_ENDPOINT", &server.endpoint)
             .env("SLUICE_S3_CRASH_ROUND", round.to_string())
