@@ -278,27 +278,26 @@ impl Inner {
         let mut above = ObjectPath::default();
         for part in self.prefix.parts() {
             let marker = above.clone().join(MARKER);
-            Requests::count(&self.requests.heads, 1);
-            let store = Arc::clone(&self.store);
-            let found = self.wait(async move {
-                match store.head(&marker).await {
-                    Ok(_) => Ok(Some(marker)),
-                    Err(object_store::Error::NotFound { .. }) => Ok(None),
-                    // Credentials for this prefix alone may not read above it (S3 answers 403
-                    // for a missing key it will not show): nothing to see there, then.
-                    Err(object_store::Error::PermissionDenied { .. }) => Ok(None),
-                    Err(e) => Err(e),
+            match self.head(&marker) {
+                Ok(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!(
+                            "{} in {} lies inside the prefix of another database ({marker} is \
+                             its owner marker): give each database a prefix outside every \
+                             other's",
+                            self.prefix, self.store
+                        ),
+                    ));
                 }
-            })?;
-            if let Some(marker) = found {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!(
-                        "{} in {} lies inside the prefix of another database ({marker} is its \
-                         owner marker): give each database a prefix outside every other's",
-                        self.prefix, self.store
-                    ),
-                ));
+                // Credentials for this prefix alone may not read above it (S3 answers 403 for
+                // a missing key it will not show): nothing to see there, then.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied
+                    ) => {}
+                Err(e) => return Err(e),
             }
             above = above.join(part);
         }
