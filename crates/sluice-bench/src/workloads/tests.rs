@@ -88,7 +88,10 @@ fn fillseq_then_reads_find_every_key() {
     let compact = &results[4];
     assert_eq!(compact.ops, 1);
     assert_eq!(compact.wait_seconds, 0.0, "only fills wait");
-    assert!(compact.engine.compaction.count >= 1, "{compact:?}");
+    // Sequential fills make tables that do not overlap: a background compaction may already
+    // have merged them, and what is left may go down by trivial moves alone.
+    let moved = compact.engine.compaction.count + compact.engine.trivial_moves;
+    assert!(moved >= 1, "{compact:?}");
     assert_eq!(compact.bytes, compact.engine.compaction.input_bytes);
     let m = db.metrics();
     let nonempty: Vec<usize> = m
