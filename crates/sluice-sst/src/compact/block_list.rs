@@ -30,9 +30,13 @@ impl BlockListIter {
         }
     }
 
+    /// Moves to block `index`, and starts loading the one after it (`prefetch.rs`).
     fn open(&mut self, index: usize) {
         self.index = index;
         self.current = self.blocks.get(index).map(|b| b.iter());
+        if let Some(next) = self.blocks.get(index + 1) {
+            super::prefetch::block(next.data());
+        }
     }
 
     fn skip_exhausted(&mut self) -> Result<()> {

@@ -9,6 +9,7 @@ pub mod block_list;
 pub mod drop_audit;
 pub mod output;
 pub mod plan;
+mod prefetch;
 pub mod relocate;
 pub mod spec;
 pub mod steps;
