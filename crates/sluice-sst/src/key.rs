@@ -155,7 +155,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
 }
 
 /// The user-key part of an internal key. Keys shorter than a trailer (which only corrupt data
-/// produces, and decoders reject first) yield the whole slice rather than panicking.
+/// produces, and decoders reject first) yield an empty user key rather than panicking.
 #[inline]
 pub fn user_key(ikey: &[u8]) -> &[u8] {
     ikey.get(..ikey.len().saturating_sub(TRAILER_LEN))
@@ -169,6 +169,24 @@ pub fn trailer(ikey: &[u8]) -> u64 {
         .checked_sub(TRAILER_LEN)
         .and_then(|s| get_fixed64(&ikey[s..]))
         .unwrap_or(0)
+}
+
+/// The first 8 bytes of an internal key's user key as a big-endian integer, zero-padded when
+/// the user key is shorter. Two keys whose prefixes differ compare as their prefixes do
+/// ([`compare_internal`] of the keys agrees with `<` of the prefixes), so a merge that keeps
+/// each input's prefix compares two integers for most keys instead of two slices. Equal
+/// prefixes say nothing ("ab" and "ab\0" both give `0x6162_0000_0000_0000`).
+#[inline]
+pub fn user_key_prefix(ikey: &[u8]) -> u64 {
+    let uk = user_key(ikey);
+    match uk.first_chunk::<8>() {
+        Some(first) => u64::from_be_bytes(*first),
+        None => {
+            let mut padded = [0u8; 8];
+            padded[..uk.len()].copy_from_slice(uk);
+            u64::from_be_bytes(padded)
+        }
+    }
 }
 
 /// Orders internal keys: user key ascending, then trailer (sequence, kind) descending.
@@ -227,6 +245,44 @@ mod tests {
         let seek = seek_key(b"k", 7);
         assert_eq!(compare_internal(&new, &seek), Ordering::Less);
         assert_eq!(compare_internal(&seek, &old), Ordering::Less);
+    }
+
+    proptest::proptest! {
+        /// Different prefixes order two keys as `compare_internal` does; equal ones are only
+        /// a hint to compare the keys.
+        #[test]
+        fn prefixes_that_differ_order_keys_as_the_keys_do(
+            a in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            b in proptest::collection::vec(0u8..3, 0..12),
+            seq_a in 0u64..4,
+            seq_b in 0u64..4,
+        ) {
+            let (ka, kb) = (
+                make_internal_key(&a, seq_a, ValueKind::Value),
+                make_internal_key(&b, seq_b, ValueKind::Value),
+            );
+            let (pa, pb) = (user_key_prefix(&ka), user_key_prefix(&kb));
+            if pa != pb {
+                proptest::prop_assert_eq!(pa.cmp(&pb), compare_internal(&ka, &kb));
+            }
+            if a == b {
+                proptest::prop_assert_eq!(pa, pb);
+            }
+        }
+    }
+
+    #[test]
+    fn a_prefix_is_the_first_eight_bytes_padded() {
+        let key = |uk: &[u8]| make_internal_key(uk, 1, ValueKind::Value);
+        assert_eq!(user_key_prefix(&key(b"")), 0);
+        assert_eq!(user_key_prefix(&key(b"ab")), 0x6162_0000_0000_0000);
+        assert_eq!(user_key_prefix(&key(b"ab\0")), 0x6162_0000_0000_0000);
+        assert_eq!(
+            user_key_prefix(&key(b"0123456789")),
+            u64::from_be_bytes(*b"01234567")
+        );
+        // Shorter than a trailer (corrupt): the user key is empty.
+        assert_eq!(user_key_prefix(b"z"), 0);
     }
 
     #[test]

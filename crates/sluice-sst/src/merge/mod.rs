@@ -4,7 +4,9 @@
 //! It keeps a *loser tree* (tournament tree) over child indices, so advancing costs exactly one
 //! match per level of the tree, `ceil(log2 k)` key comparisons for `k` children, against about
 //! `2 log2 k` for a binary heap's sift-down. Nothing is allocated and no key is copied per step:
-//! the tree holds indices and the comparisons borrow the children's keys.
+//! the tree holds indices and the comparisons borrow the children's keys. Beside each child
+//! sits the first 8 bytes of its user key as an integer ([`user_key_prefix`]), so a match
+//! between keys that differ there compares two integers and reads neither key.
 //!
 //! # Order
 //!
@@ -28,7 +30,7 @@ mod tests;
 
 use std::cmp::Ordering;
 
-use crate::key::compare_internal;
+use crate::key::{compare_internal, user_key_prefix};
 use crate::{InternalIterator, Result};
 
 /// Which way the iterator last moved; decides how children are positioned relative to the
@@ -55,6 +57,9 @@ pub struct MergingIterator<I = Box<dyn InternalIterator>> {
     /// at `k + i`, parent of node `p` at `p / 2`. `losers[p]` for `1 <= p < k` holds the child
     /// that *lost* the match at node `p`; `losers[0]` is unused. Valid only while `positioned`.
     losers: Vec<usize>,
+    /// Each child's [`user_key_prefix`] (0 when it is not valid), refreshed whenever the
+    /// child moves: before every `rebuild` and `replay`.
+    prefixes: Vec<u64>,
     /// The child that won the whole tournament: the current entry. `< k` whenever `k > 0`.
     winner: usize,
     direction: Direction,
@@ -69,6 +74,7 @@ impl<I: InternalIterator> MergingIterator<I> {
     pub fn new(children: Vec<I>) -> Self {
         let losers = vec![0; children.len().max(1)];
         MergingIterator {
+            prefixes: vec![0; children.len()],
             children,
             losers,
             winner: 0,
@@ -106,6 +112,9 @@ impl<I: InternalIterator> MergingIterator<I> {
 
     /// Replays every match of the tournament: `k - 1` comparisons.
     fn rebuild(&mut self) {
+        for child in 0..self.children.len() {
+            self.refresh_prefix(child);
+        }
         self.winner = match self.children.len() {
             0 | 1 => 0,
             _ => self.build(1),
@@ -135,6 +144,7 @@ impl<I: InternalIterator> MergingIterator<I> {
     /// come from, so one match per level restores the tournament.
     #[inline]
     fn replay(&mut self, leaf: usize) {
+        self.refresh_prefix(leaf);
         let mut winner = leaf;
         let mut node = (self.children.len() + leaf) / 2;
         while node >= 1 {
@@ -159,13 +169,28 @@ impl<I: InternalIterator> MergingIterator<I> {
             (false, true) => false,
             (false, false) => a < b,
             (true, true) => {
-                let order = compare_internal(ca.key(), cb.key()).then(a.cmp(&b));
+                let (pa, pb) = (self.prefixes[a], self.prefixes[b]);
+                let order = match pa == pb {
+                    true => compare_internal(ca.key(), cb.key()),
+                    false => pa.cmp(&pb),
+                };
+                let order = order.then(a.cmp(&b));
                 match self.direction {
                     Direction::Forward => order == Ordering::Less,
                     Direction::Reverse => order == Ordering::Greater,
                 }
             }
         }
+    }
+
+    /// Records where child `child` now is, after it moved.
+    #[inline]
+    fn refresh_prefix(&mut self, child: usize) {
+        let c = &self.children[child];
+        self.prefixes[child] = match c.valid() {
+            true => user_key_prefix(c.key()),
+            false => 0,
+        };
     }
 
     /// Moves every non-current child to its first entry after the current one in

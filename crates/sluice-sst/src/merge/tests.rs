@@ -223,6 +223,16 @@ fn key_reads_for_merge(runs: usize, per_run: usize) -> u64 {
     key_reads.load(AtomicOrdering::Relaxed)
 }
 
+/// Keys that differ in their first 8 bytes are ordered by their cached prefixes alone: the
+/// merge reads each key once, when its child moves onto it, and never in a comparison.
+#[test]
+fn keys_that_differ_early_are_read_once() {
+    for runs in [2usize, 8, 13] {
+        let total = (runs * 200) as u64;
+        assert_eq!(key_reads_for_merge(runs, 200), total, "runs={runs}");
+    }
+}
+
 #[test]
 fn merging_is_n_log_k_not_quadratic() {
     for runs in [1usize, 2, 3, 8, 13, 64] {
@@ -230,9 +240,10 @@ fn merging_is_n_log_k_not_quadratic() {
         let total = (runs * per_run) as u64;
         let depth = (runs as f64).log2().ceil() as u64;
         let reads = key_reads_for_merge(runs, per_run);
-        // Each step replays one root path: at most `depth` comparisons of two key reads, plus
-        // the initial build of `runs - 1` matches.
-        let bound = total * 2 * depth + 2 * runs as u64;
+        // Each step reads the moved child's key once for its prefix and replays one root
+        // path: at most `depth` comparisons of two key reads (when prefixes tie). The initial
+        // build reads every child's key for its prefix and plays `runs - 1` matches.
+        let bound = total * (2 * depth + 1) + 3 * runs as u64;
         assert!(
             reads <= bound,
             "runs={runs}: {reads} key reads > bound {bound}"
