@@ -42,9 +42,7 @@ pub const ENTRY_DIGEST_SEED: u64 = 0x5_1c1c_e0d1_9e57;
 /// [`entry_hash_parts`].
 #[inline]
 pub fn entry_hash(ikey: &[u8], value: &[u8]) -> u64 {
-    let split = ikey.len().saturating_sub(TRAILER_LEN);
-    let (user_key, trailer) = ikey.split_at(split);
-    entry_hash_parts(hash64(user_key), get_fixed64(trailer).unwrap_or(0), value)
+    EntryHash::of(ikey, value).entry
 }
 
 /// [`entry_hash`] from the user key's [`hash64`], the trailer (the internal key's last 8
@@ -52,6 +50,37 @@ pub fn entry_hash(ikey: &[u8], value: &[u8]) -> u64 {
 #[inline]
 pub fn entry_hash_parts(user_key_hash: u64, trailer: u64, value: &[u8]) -> u64 {
     xxh3_64_with_seed(value, user_key_hash ^ fmix64(trailer ^ ENTRY_DIGEST_SEED))
+}
+
+/// An entry's [`entry_hash`] together with its user key's [`hash64`] (which the filter needs
+/// as well), for a writer that has computed them to pass on: the table builder then does not
+/// hash the entry a second time. A value that does not belong to the entry it travels with
+/// makes the table's digest wrong, which every check of the digest equation reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EntryHash {
+    /// [`hash64`] of the user key.
+    pub user_key: u64,
+    /// [`entry_hash`] of the whole entry.
+    pub entry: u64,
+}
+
+impl EntryHash {
+    /// Both hashes of `(ikey, value)`.
+    #[inline]
+    pub fn of(ikey: &[u8], value: &[u8]) -> EntryHash {
+        let split = ikey.len().saturating_sub(TRAILER_LEN);
+        let (user_key, trailer) = ikey.split_at(split);
+        EntryHash::parts(hash64(user_key), get_fixed64(trailer).unwrap_or(0), value)
+    }
+
+    /// Both hashes from the user key's [`hash64`], the trailer and the value.
+    #[inline]
+    pub fn parts(user_key_hash: u64, trailer: u64, value: &[u8]) -> EntryHash {
+        EntryHash {
+            user_key: user_key_hash,
+            entry: entry_hash_parts(user_key_hash, trailer, value),
+        }
+    }
 }
 
 /// MurmurHash3's 64-bit finalizer: every input bit flips each output bit with probability
@@ -133,6 +162,13 @@ mod tests {
         assert_eq!(
             entry_hash(&ikey, b"value"),
             entry_hash_parts(hash64(b"key"), trailer, b"value")
+        );
+        assert_eq!(
+            EntryHash::of(&ikey, b"value"),
+            EntryHash {
+                user_key: hash64(b"key"),
+                entry: entry_hash(&ikey, b"value")
+            }
         );
     }
 

@@ -340,7 +340,8 @@ mod tests {
                 ValueKind::Value
             };
             let k = make_internal_key(format!("k{i}").as_bytes(), 10 + i as u64, kind);
-            block.add_entry(&k, &vec![0; size]);
+            let value = vec![0; size];
+            block.add_entry(&k, &value, crate::digest::EntryHash::of(&k, &value));
             block.last_key = k;
             if i % 3 == 2 {
                 p.add_block(&std::mem::take(&mut block));
@@ -393,7 +394,8 @@ mod tests {
                 offset: 16,
                 size,
             };
-            block.add_entry(&k, &blob.encode());
+            let value = blob.encode();
+            block.add_entry(&k, &value, crate::digest::EntryHash::of(&k, &value));
             block.last_key = k;
         }
         let mut p = TableProperties::default();

@@ -95,7 +95,7 @@ fn merge(
         while boundaries.next_if(|bound| uk >= *bound).is_some() {
             builder.seal_current();
         }
-        builder.add(input.key(), relocating.value(input.key(), input.value())?);
+        relocating.add_current(&input, &mut builder)?;
         input.next()?;
         listening = send_sealed(&mut builder, tx);
     }

@@ -12,11 +12,12 @@
 
 use std::fmt;
 
-use crate::Result;
 use crate::blob::BlobRef;
-use crate::compaction_iter::CompactionIterStats;
-use crate::digest::entry_hash;
+use crate::compaction_iter::{CompactionIterStats, CompactionIterator};
+use crate::digest::{EntryHash, entry_hash};
 use crate::key::{TRAILER_LEN, ValueKind};
+use crate::table::TableContentBuilder;
+use crate::{InternalIterator, Result};
 
 /// Which blob files a compaction collects, and how their live values are written again.
 pub trait BlobRelocation: Send + Sync + fmt::Debug {
@@ -63,19 +64,48 @@ impl<'a> Relocating<'a> {
 
     /// The value to write for the kept entry `(ikey, value)`.
     pub fn value<'e>(&'e mut self, ikey: &[u8], value: &'e [u8]) -> Result<&'e [u8]> {
+        Ok(match self.relocate(ikey, value)? {
+            Some(_) => &self.value,
+            None => value,
+        })
+    }
+
+    /// Adds the compaction iterator's current entry to `builder`, with its value moved first
+    /// when it points into a collected blob file. The hashes the iterator computed, or those
+    /// of the moved reference, go with it, so that the builder hashes only entries nobody has.
+    pub fn add_current<I: InternalIterator>(
+        &mut self,
+        input: &CompactionIterator<I>,
+        builder: &mut TableContentBuilder,
+    ) -> Result<()> {
+        let (key, value) = (input.key(), input.value());
+        match self.relocate(key, value)? {
+            Some(moved) => builder.add_hashed(key, &self.value, moved),
+            None => match input.written_hash() {
+                Some(hash) => builder.add_hashed(key, value, hash),
+                None => builder.add(key, value),
+            },
+        }
+        Ok(())
+    }
+
+    /// Moves the value of `(ikey, value)` into `self.value` when it is a reference into a
+    /// collected blob file, and returns the hashes of the entry with the new reference; `None`
+    /// when the entry stays as it is.
+    fn relocate(&mut self, ikey: &[u8], value: &[u8]) -> Result<Option<EntryHash>> {
         let Some(relocation) = self.relocation else {
-            return Ok(value);
+            return Ok(None);
         };
         let Some(split) = ikey.len().checked_sub(TRAILER_LEN) else {
-            return Ok(value);
+            return Ok(None);
         };
         if ikey[split] != ValueKind::BlobIndex as u8 {
-            return Ok(value);
+            return Ok(None);
         }
         // The compaction iterator failed on any reference that does not decode.
         let Some(blob) = BlobRef::decode(value).filter(|b| relocation.relocates(b.file_number))
         else {
-            return Ok(value);
+            return Ok(None);
         };
         let writer = match self.writer.take() {
             Some(writer) => writer,
@@ -87,9 +117,11 @@ impl<'a> Relocating<'a> {
         moved.encode_to(&mut self.value);
         self.moved += 1;
         self.moved_bytes += blob.size;
-        let (before, after) = (entry_hash(ikey, value), entry_hash(ikey, &self.value));
-        self.rewrite_digest = self.rewrite_digest.wrapping_add(before.wrapping_sub(after));
-        Ok(&self.value)
+        let (before, after) = (entry_hash(ikey, value), EntryHash::of(ikey, &self.value));
+        self.rewrite_digest = self
+            .rewrite_digest
+            .wrapping_add(before.wrapping_sub(after.entry));
+        Ok(Some(after))
     }
 
     /// Finishes the new blob files and adds the moves to `stats`.
@@ -187,5 +219,56 @@ mod tests {
         let mut stats = CompactionIterStats::default();
         r.finish(&mut stats).unwrap();
         assert_eq!(stats, CompactionIterStats::default());
+    }
+
+    /// What `add_current` writes carries the hashes of what is written: a moved reference,
+    /// a zeroed sequence number and an entry left as it is all give a block whose digest is
+    /// the sum of its entries' hashes.
+    #[test]
+    fn added_entries_carry_their_own_hashes() {
+        use std::path::Path;
+        use std::sync::Arc;
+
+        use crate::block::Block;
+        use crate::compaction_iter::CompactionIterator;
+        use crate::digest::EntryDigest;
+        use crate::iter::VecIterator;
+        use crate::table::{TableContentBuilder, TableOptions};
+
+        let relocation = ToFileNine::default();
+        let mut r = Relocating::new(Some(&relocation));
+        let entries = vec![
+            (make_internal_key(b"j", 3, ValueKind::Value), b"j".to_vec()),
+            (make_internal_key(b"k", 5, ValueKind::BlobIndex), blob(7)),
+            (make_internal_key(b"l", 4, ValueKind::Value), b"l".to_vec()),
+        ];
+        // Snapshot 4: j@3 and l@4 are zeroed at the bottom, k@5 stays above it.
+        let mut input = CompactionIterator::new(VecIterator::new(entries), vec![4], true);
+        input.seek_to_first().unwrap();
+        let mut builder = TableContentBuilder::new(&TableOptions::default());
+        let mut written = EntryDigest::default();
+        while input.valid() {
+            r.add_current(&input, &mut builder).unwrap();
+            input.next().unwrap();
+        }
+        builder.seal_current();
+        let block = builder.take_sealed().unwrap();
+        let path = Arc::from(Path::new("t"));
+        let mut it = Arc::new(Block::new(block.contents, path, 0).unwrap()).iter();
+        it.seek_to_first().unwrap();
+        let mut seqs = Vec::new();
+        while it.valid() {
+            written.add(it.key(), it.value());
+            seqs.push(crate::key::parse_internal_key(it.key()).unwrap().seq);
+            it.next().unwrap();
+        }
+        assert_eq!(seqs, [0, 5, 0]);
+        assert_eq!(
+            (block.meta.num_entries, block.meta.digest_sum),
+            (3, written.sum)
+        );
+        let mut stats = CompactionIterStats::default();
+        r.finish(&mut stats).unwrap();
+        assert_eq!(stats.blob_values_relocated, 1);
     }
 }

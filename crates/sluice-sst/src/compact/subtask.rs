@@ -141,7 +141,7 @@ pub fn merge_sub_task(
     let mut relocating = Relocating::new(spec.blob_relocation.as_deref());
     let mut out = Vec::new();
     while input.valid() {
-        builder.add(input.key(), relocating.value(input.key(), input.value())?);
+        relocating.add_current(&input, &mut builder)?;
         input.next()?;
         while let Some(sealed) = builder.take_sealed() {
             out.push(sealed);

@@ -130,7 +130,7 @@ mod tests;
 
 use crate::blob::BlobRef;
 use crate::coding::get_fixed64;
-use crate::digest::{EntryDigest, entry_hash, entry_hash_parts};
+use crate::digest::{EntryDigest, EntryHash, entry_hash, entry_hash_parts};
 use crate::filter::hash64;
 use crate::key::{
     MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
@@ -344,6 +344,9 @@ pub struct CompactionIterator<I: InternalIterator> {
     /// `value()` returns when `filtered` is true (and `position` is `AtInput`).
     filtered_value: Vec<u8>,
     filtered: bool,
+    /// The hashes of the current entry as written, when computing them was part of accounting
+    /// a change to it (and `position` is `AtInput`): see [`CompactionIterator::written_hash`].
+    written_hash: Option<EntryHash>,
     filter: Option<std::sync::Arc<dyn CompactionFilter>>,
     merge_operator: Option<std::sync::Arc<dyn MergeOperator>>,
     tombstones: Option<std::sync::Arc<Tombstones>>,
@@ -383,6 +386,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
             zeroed: false,
             filtered_value: Vec::new(),
             filtered: false,
+            written_hash: None,
             filter: None,
             merge_operator: None,
             tombstones: None,
@@ -528,6 +532,17 @@ impl<I: InternalIterator> CompactionIterator<I> {
         }
     }
 
+    /// The hashes of `(key(), value())` when the iterator computed them, which it does when it
+    /// changed the entry (a zeroed sequence number, a filtered value): a table builder given
+    /// them ([`crate::table::TableContentBuilder::add_hashed`]) need not hash the entry again.
+    /// REQUIRES: `valid()`.
+    pub fn written_hash(&self) -> Option<EntryHash> {
+        match self.position {
+            Position::AtInput => self.written_hash,
+            _ => None,
+        }
+    }
+
     /// Advances to the next entry to keep. REQUIRES: `valid()`.
     #[expect(
         clippy::should_implement_trait,
@@ -579,6 +594,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
         loop {
             self.zeroed = false;
             self.filtered = false;
+            self.written_hash = None;
             if !self.input.valid() {
                 self.finish();
                 return Ok(());
@@ -704,10 +720,10 @@ impl<I: InternalIterator> CompactionIterator<I> {
                         ValueKind::Deletion,
                     );
                     self.filtered_value.clear();
-                    self.stats.rewrite(
-                        entry_hash(ikey, self.input.value()),
-                        entry_hash(&self.zeroed_key, &[]),
-                    );
+                    let written = EntryHash::of(&self.zeroed_key, &[]);
+                    self.stats
+                        .rewrite(entry_hash(ikey, self.input.value()), written.entry);
+                    self.written_hash = Some(written);
                     self.stats.filter_removed += 1;
                     (self.zeroed, self.filtered) = (true, true);
                     kind = ValueKind::Deletion;
@@ -749,8 +765,10 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 } else {
                     self.input.key()
                 };
+                let written = EntryHash::of(key, &value);
                 self.stats
-                    .rewrite(entry_hash(key, self.input.value()), entry_hash(key, &value));
+                    .rewrite(entry_hash(key, self.input.value()), written.entry);
+                self.written_hash = Some(written);
                 self.stats.filter_changed += 1;
                 self.filtered_value = value;
                 self.filtered = true;
@@ -773,12 +791,13 @@ impl<I: InternalIterator> CompactionIterator<I> {
         let key_hash = hash64(key);
         let trailer_before = get_fixed64(&ikey[key.len()..]).unwrap_or(0);
         let before = entry_hash_parts(key_hash, trailer_before, value);
-        let after = entry_hash_parts(key_hash, pack_trailer(0, kind), value);
+        let after = EntryHash::parts(key_hash, pack_trailer(0, kind), value);
         self.stats.seqs_zeroed += 1;
         self.stats.rewrite_digest = self
             .stats
             .rewrite_digest
-            .wrapping_add(before.wrapping_sub(after));
+            .wrapping_add(before.wrapping_sub(after.entry));
+        self.written_hash = Some(after);
         self.zeroed = true;
     }
 

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use super::{BlockMeta, TableOptions};
 use crate::block::BlockBuilder;
+use crate::digest::EntryHash;
 use crate::filter::hash64;
 use crate::key::{TRAILER_LEN, compare_internal, user_key};
 use crate::prefix::PrefixExtractor;
@@ -63,6 +64,15 @@ impl TableContentBuilder {
     /// `ikey.len() + value.len() <= MAX_ENTRY_BYTES` (checked in debug builds; [`super::TableBuilder`]
     /// checks the size in every build).
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) {
+        self.add_hashed(ikey, value, EntryHash::of(ikey, value));
+    }
+
+    /// [`Self::add`] for a caller that knows the entry's hashes: a compaction that zeroed a
+    /// sequence number computed them to account the change, and hashing a value again is a
+    /// tenth of S4 (`benches/merge_floor.rs`).
+    ///
+    /// REQUIRES: as [`Self::add`], and `hash` is [`EntryHash::of`]`(ikey, value)`.
+    pub fn add_hashed(&mut self, ikey: &[u8], value: &[u8], hash: EntryHash) {
         debug_assert!(ikey.len() >= TRAILER_LEN, "not an internal key");
         debug_assert!(
             ikey.len() + value.len() <= crate::format::MAX_ENTRY_BYTES,
@@ -87,7 +97,7 @@ impl TableContentBuilder {
             self.last_prefix.clear();
             self.last_prefix.extend_from_slice(prefix);
         }
-        self.meta.add_entry(ikey, value);
+        self.meta.add_entry(ikey, value, hash);
         self.block.add(ikey, value);
         if self.block.estimated_size() >= self.block_size {
             self.seal_current();

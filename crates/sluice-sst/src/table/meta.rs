@@ -7,19 +7,17 @@
 //! `properties.rs` and `docs/format/sst.md`).
 
 use crate::blob::{BlobRef, BlobRefCounts};
-use crate::coding::get_fixed64;
-use crate::digest::entry_hash_parts;
-use crate::filter::hash64;
-use crate::key::{TRAILER_LEN, ValueKind, parse_internal_key, user_key};
+use crate::digest::EntryHash;
+use crate::key::{ValueKind, parse_internal_key};
 use crate::properties::{VALUE_SIZE_BUCKETS, value_size_bucket};
 
 /// Per-block summary of the entries in one data block.
 ///
 /// Invariants for a block built by [`super::TableContentBuilder`]: `num_entries > 0`,
 /// `first_key <= last_key` in internal-key order, and `filter_hashes` holds
-/// [`hash64`]`(user_key)` of the block's entries in order with consecutive equal hashes removed,
+/// [`hash64`](crate::filter::hash64)`(user_key)` of the block's entries in order with consecutive equal hashes removed,
 /// each preceded, when the table has a prefix extractor and the key's prefix differs from the
-/// previous key's in the block (or starts it), by [`hash64`]`(prefix)`. A user key whose
+/// previous key's in the block (or starts it), by `hash64(prefix)`. A user key whose
 /// versions span two blocks is hashed in both; the writer's filter builder drops the repeat.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockMeta {
@@ -78,24 +76,19 @@ impl BlockMeta {
     /// Accounts one entry, except `last_key`, which the content builder sets once at seal time
     /// (one copy per block instead of one per entry).
     ///
-    /// REQUIRES: entries arrive in internal-key order.
-    pub(crate) fn add_entry(&mut self, ikey: &[u8], value: &[u8]) {
+    /// REQUIRES: entries arrive in internal-key order, and `hash` is
+    /// [`EntryHash::of`]`(ikey, value)` (checked in debug builds).
+    pub(crate) fn add_entry(&mut self, ikey: &[u8], value: &[u8], hash: EntryHash) {
+        debug_assert_eq!(hash, EntryHash::of(ikey, value), "a hash of another entry");
         if self.num_entries == 0 {
             self.first_key.clear();
             self.first_key.extend_from_slice(ikey);
         }
-        let h = hash64(user_key(ikey));
-        if self.filter_hashes.last() != Some(&h) {
-            self.filter_hashes.push(h);
+        if self.filter_hashes.last() != Some(&hash.user_key) {
+            self.filter_hashes.push(hash.user_key);
         }
         self.num_entries += 1;
-        let trailer = ikey
-            .get(ikey.len().saturating_sub(TRAILER_LEN)..)
-            .and_then(get_fixed64)
-            .unwrap_or(0);
-        self.digest_sum = self
-            .digest_sum
-            .wrapping_add(entry_hash_parts(h, trailer, value));
+        self.digest_sum = self.digest_sum.wrapping_add(hash.entry);
         self.raw_key_bytes += ikey.len() as u64;
         self.raw_value_bytes += value.len() as u64;
         self.value_size_histogram[value_size_bucket(value.len() as u64)] += 1;
@@ -119,6 +112,7 @@ impl BlockMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::hash64;
     use crate::key::make_internal_key;
 
     #[test]
@@ -131,7 +125,7 @@ mod tests {
             (make_internal_key(b"c", 2, ValueKind::Value), vec![1; 5000]),
         ];
         for (k, v) in &entries {
-            m.add_entry(k, v);
+            m.add_entry(k, v, EntryHash::of(k, v));
         }
         assert_eq!(m.first_key, entries[0].0);
         assert!(m.last_key.is_empty(), "set by the content builder");
@@ -151,7 +145,7 @@ mod tests {
         let mut k = make_internal_key(b"x", 5, ValueKind::Value);
         let kind_at = k.len() - 8;
         k[kind_at] = 0x7f; // not a ValueKind
-        m.add_entry(&k, b"v");
+        m.add_entry(&k, b"v", EntryHash::of(&k, b"v"));
         assert_eq!((m.num_entries, m.num_deletions), (1, 0));
         assert_eq!((m.smallest_seq, m.largest_seq), (u64::MAX, 0));
         assert_eq!(m.filter_hashes, [hash64(b"x")]);

@@ -17,6 +17,7 @@ use super::read::{
 use super::{BlockMeta, TableIdentity, TableIter};
 use crate::block::{Block, BlockIter};
 use crate::cache::BlockCache;
+use crate::digest::EntryHash;
 use crate::filter::BloomFilter;
 use crate::format::{
     BLOCK_TRAILER_LEN, BlockHandle, FOOTER_LEN, Footer, MAX_BLOCK_BYTES, footer_checksum,
@@ -604,7 +605,7 @@ impl Table {
                             "entries out of order",
                         ));
                     }
-                    meta.add_entry(it.key(), it.value());
+                    meta.add_entry(it.key(), it.value(), EntryHash::of(it.key(), it.value()));
                     visit(it.key(), by_user_key.map(std::cmp::Ordering::is_eq))?;
                     last.clear();
                     last.extend_from_slice(it.key());
