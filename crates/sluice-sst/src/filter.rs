@@ -275,6 +275,19 @@ mod tests {
         assert_eq!(by_key.finish(), by_hash.finish());
     }
 
+    /// The bits a filter sets are part of the format: a filter built today must answer as the
+    /// ones already on disk do.
+    #[test]
+    fn the_filter_bits_are_frozen() {
+        let mut b = BloomFilterBuilder::new(10);
+        for i in 0..1000 {
+            b.add_key(&key(i));
+        }
+        let bytes = b.finish();
+        assert_eq!(bytes.len(), 20 * 64 + 2);
+        assert_eq!(crc32c::crc32c(&bytes), 0xff87_e2da);
+    }
+
     #[test]
     fn malformed_filters_are_rejected() {
         let good = {
