@@ -133,7 +133,8 @@ use crate::coding::get_fixed64;
 use crate::digest::{EntryDigest, EntryHash, entry_hash, entry_hash_parts};
 use crate::filter::hash64;
 use crate::key::{
-    MAX_SEQ, SeqNo, ValueKind, append_internal_key, pack_trailer, parse_internal_key, user_key,
+    MAX_SEQ, SeqNo, ValueKind, append_internal_key, compare_bytes, pack_trailer,
+    parse_internal_key, user_key,
 };
 use crate::merge_operator::MergeOperator;
 use crate::range_del::Tombstones;
@@ -616,7 +617,11 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 return Err(corrupt("a range tombstone among point entries"));
             }
             let trailer = pack_trailer(parsed.seq, parsed.kind);
-            let same_key = self.has_current_key && parsed.user_key == self.current_key.as_slice();
+            // One comparison gives whether the key repeats and whether it went backwards.
+            let order = self
+                .has_current_key
+                .then(|| compare_bytes(parsed.user_key, &self.current_key));
+            let same_key = order == Some(std::cmp::Ordering::Equal);
             if same_key {
                 // Versions must arrive newest first. An identical key (possible only from
                 // duplicated input) is tolerated: it falls in the same stripe and is shadowed.
@@ -626,7 +631,7 @@ impl<I: InternalIterator> CompactionIterator<I> {
                         parsed.seq
                     )));
                 }
-            } else if self.has_current_key && parsed.user_key < self.current_key.as_slice() {
+            } else if order == Some(std::cmp::Ordering::Less) {
                 return Err(corrupt("input out of order: user key went backwards"));
             }
 

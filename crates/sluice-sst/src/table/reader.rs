@@ -24,7 +24,7 @@ use crate::format::{
 };
 use crate::fs::{ReadFile, Storage};
 use crate::iter::InternalIterator;
-use crate::key::{compare_internal, trailer, user_key};
+use crate::key::{compare_bytes, compare_internal, trailer, user_key};
 use crate::prefix::PrefixExtractor;
 use crate::properties::TableProperties;
 use crate::{Error, IoContext, Result};
@@ -591,7 +591,8 @@ impl Table {
                         true => prev_last,
                     };
                     // One comparison gives the order and whether the user key repeats.
-                    let by_user_key = before.map(|b| user_key(b).cmp(user_key(it.key())));
+                    let by_user_key =
+                        before.map(|b| compare_bytes(user_key(b), user_key(it.key())));
                     let out_of_order = match (by_user_key, before) {
                         (Some(std::cmp::Ordering::Equal), Some(b)) => {
                             trailer(it.key()) >= trailer(b)
