@@ -158,8 +158,7 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<ParsedInternalKey<'_>> {
 /// produces, and decoders reject first) yield an empty user key rather than panicking.
 #[inline]
 pub fn user_key(ikey: &[u8]) -> &[u8] {
-    ikey.get(..ikey.len().saturating_sub(TRAILER_LEN))
-        .unwrap_or(ikey)
+    &ikey[..ikey.len().saturating_sub(TRAILER_LEN)]
 }
 
 /// The trailer of an internal key (0 if it is too short).
@@ -187,8 +186,8 @@ pub fn compare_internal(a: &[u8], b: &[u8]) -> Ordering {
     compare_bytes(user_key(a), user_key(b)).then_with(|| trailer(b).cmp(&trailer(a)))
 }
 
-/// Keys up to this long are compared in registers, 8 bytes at a time; longer ones by
-/// `memcmp`, whose vector loops win there.
+/// Strings whose common length (the shorter one's) is at most this are compared in
+/// registers, 8 bytes at a time; longer ones by `memcmp`, whose vector loops win there.
 const INLINE_COMPARE_BYTES: usize = 32;
 
 /// Orders byte strings as `a.cmp(b)` does. For the short keys an LSM mostly holds, comparing

@@ -4,7 +4,10 @@
 //! not follow a stream from one into the next. Asking for the next block's first lines and its
 //! last one when a block is opened lets those loads overlap the current block's entries.
 
-#![expect(unsafe_code, reason = "the prefetch intrinsic, which is only a hint")]
+#![cfg_attr(
+    all(target_arch = "x86_64", not(miri)),
+    expect(unsafe_code, reason = "the prefetch intrinsic, which is only a hint")
+)]
 
 /// Cache lines asked for at the start of a block: the hardware prefetcher takes over once the
 /// entries are read in order.
@@ -27,6 +30,7 @@ pub(crate) fn block(data: &[u8]) {
 /// A prefetch of the line holding `data[at]` (`at < data.len()`).
 #[inline(always)]
 fn hint(data: &[u8], at: usize) {
+    debug_assert!(at < data.len());
     let _ = (data, at);
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: `at` is inside `data`, and a prefetch is only a hint: it never faults, reads

@@ -62,14 +62,6 @@ impl<'a> Relocating<'a> {
         }
     }
 
-    /// The value to write for the kept entry `(ikey, value)`.
-    pub fn value<'e>(&'e mut self, ikey: &[u8], value: &'e [u8]) -> Result<&'e [u8]> {
-        Ok(match self.relocate(ikey, value)? {
-            Some(_) => &self.value,
-            None => value,
-        })
-    }
-
     /// Adds the compaction iterator's current entry to `builder`, with its value moved first
     /// when it points into a collected blob file. The hashes the iterator computed, or those
     /// of the moved reference, go with it, so that the builder hashes only entries nobody has.
@@ -78,10 +70,10 @@ impl<'a> Relocating<'a> {
         input: &CompactionIterator<I>,
         builder: &mut TableContentBuilder,
     ) -> Result<()> {
-        let (key, value) = (input.key(), input.value());
-        match self.relocate(key, value)? {
+        let (key, value, hash) = (input.key(), input.value(), input.written_hash());
+        match self.relocate(key, value, hash)? {
             Some(moved) => builder.add_hashed(key, &self.value, moved),
-            None => match input.written_hash() {
+            None => match hash {
                 Some(hash) => builder.add_hashed(key, value, hash),
                 None => builder.add(key, value),
             },
@@ -91,8 +83,13 @@ impl<'a> Relocating<'a> {
 
     /// Moves the value of `(ikey, value)` into `self.value` when it is a reference into a
     /// collected blob file, and returns the hashes of the entry with the new reference; `None`
-    /// when the entry stays as it is.
-    fn relocate(&mut self, ikey: &[u8], value: &[u8]) -> Result<Option<EntryHash>> {
+    /// when the entry stays as it is. `known` is the entry's own hashes, when computed already.
+    fn relocate(
+        &mut self,
+        ikey: &[u8],
+        value: &[u8],
+        known: Option<EntryHash>,
+    ) -> Result<Option<EntryHash>> {
         let Some(relocation) = self.relocation else {
             return Ok(None);
         };
@@ -117,7 +114,8 @@ impl<'a> Relocating<'a> {
         moved.encode_to(&mut self.value);
         self.moved += 1;
         self.moved_bytes += blob.size;
-        let (before, after) = (entry_hash(ikey, value), EntryHash::of(ikey, &self.value));
+        let before = known.map_or_else(|| entry_hash(ikey, value), |h| h.entry);
+        let after = EntryHash::of(ikey, &self.value);
         self.rewrite_digest = self
             .rewrite_digest
             .wrapping_add(before.wrapping_sub(after.entry));
@@ -193,9 +191,11 @@ mod tests {
         let reference = make_internal_key(b"k", 5, ValueKind::BlobIndex);
         let value = make_internal_key(b"k", 4, ValueKind::Value);
         // A value that happens to look like a reference is a value.
-        assert_eq!(r.value(&value, &blob(7)).unwrap(), blob(7));
-        assert_eq!(r.value(&reference, &blob(8)).unwrap(), blob(8));
-        let moved = r.value(&reference, &blob(7)).unwrap().to_vec();
+        assert_eq!(r.relocate(&value, &blob(7), None).unwrap(), None);
+        assert_eq!(r.relocate(&reference, &blob(8), None).unwrap(), None);
+        let hash = r.relocate(&reference, &blob(7), None).unwrap();
+        let moved = r.value.clone();
+        assert_eq!(hash, Some(EntryHash::of(&reference, &moved)));
         let moved_ref = BlobRef::decode(&moved).unwrap();
         assert_eq!((moved_ref.file_number, moved_ref.offset), (9, 16));
 
@@ -215,34 +215,38 @@ mod tests {
     fn without_a_relocation_nothing_moves_and_nothing_is_written() {
         let mut r = Relocating::new(None);
         let reference = make_internal_key(b"k", 5, ValueKind::BlobIndex);
-        assert_eq!(r.value(&reference, &blob(7)).unwrap(), blob(7));
+        assert_eq!(r.relocate(&reference, &blob(7), None).unwrap(), None);
         let mut stats = CompactionIterStats::default();
         r.finish(&mut stats).unwrap();
         assert_eq!(stats, CompactionIterStats::default());
     }
 
-    /// What `add_current` writes carries the hashes of what is written: a moved reference,
-    /// a zeroed sequence number and an entry left as it is all give a block whose digest is
-    /// the sum of its entries' hashes.
+    /// What `add_current` writes carries the hashes of what is written: a zeroed entry, a
+    /// zeroed and moved reference and an entry left as it is all give a block whose digest is
+    /// the sum of its entries' hashes, and the moves are accounted as rewrites.
     #[test]
     fn added_entries_carry_their_own_hashes() {
         use std::path::Path;
         use std::sync::Arc;
 
         use crate::block::Block;
-        use crate::compaction_iter::CompactionIterator;
         use crate::digest::EntryDigest;
         use crate::iter::VecIterator;
-        use crate::table::{TableContentBuilder, TableOptions};
+        use crate::table::TableOptions;
 
         let relocation = ToFileNine::default();
         let mut r = Relocating::new(Some(&relocation));
         let entries = vec![
             (make_internal_key(b"j", 3, ValueKind::Value), b"j".to_vec()),
-            (make_internal_key(b"k", 5, ValueKind::BlobIndex), blob(7)),
-            (make_internal_key(b"l", 4, ValueKind::Value), b"l".to_vec()),
+            (make_internal_key(b"k", 2, ValueKind::BlobIndex), blob(7)),
+            (make_internal_key(b"l", 5, ValueKind::Value), b"l".to_vec()),
         ];
-        // Snapshot 4: j@3 and l@4 are zeroed at the bottom, k@5 stays above it.
+        let mut read = EntryDigest::default();
+        for (k, v) in &entries {
+            read.add(k, v);
+        }
+        // Snapshot 4: j@3 and k@2 are zeroed at the bottom (k's reference also moves), l@5
+        // stays above it as it is.
         let mut input = CompactionIterator::new(VecIterator::new(entries), vec![4], true);
         input.seek_to_first().unwrap();
         let mut builder = TableContentBuilder::new(&TableOptions::default());
@@ -262,13 +266,15 @@ mod tests {
             seqs.push(crate::key::parse_internal_key(it.key()).unwrap().seq);
             it.next().unwrap();
         }
-        assert_eq!(seqs, [0, 5, 0]);
+        assert_eq!(seqs, [0, 0, 5]);
         assert_eq!(
             (block.meta.num_entries, block.meta.digest_sum),
             (3, written.sum)
         );
-        let mut stats = CompactionIterStats::default();
+        let mut stats = input.stats();
         r.finish(&mut stats).unwrap();
-        assert_eq!(stats.blob_values_relocated, 1);
+        assert_eq!((stats.seqs_zeroed, stats.blob_values_relocated), (2, 1));
+        // What was read is what was written, plus what was rewritten.
+        assert_eq!(read, written + stats.unwritten());
     }
 }

@@ -770,9 +770,12 @@ impl<I: InternalIterator> CompactionIterator<I> {
                 } else {
                     self.input.key()
                 };
+                // A zeroed entry's hash as it stood was computed when it was zeroed.
+                let before = self
+                    .written_hash
+                    .map_or_else(|| entry_hash(key, self.input.value()), |h| h.entry);
                 let written = EntryHash::of(key, &value);
-                self.stats
-                    .rewrite(entry_hash(key, self.input.value()), written.entry);
+                self.stats.rewrite(before, written.entry);
                 self.written_hash = Some(written);
                 self.stats.filter_changed += 1;
                 self.filtered_value = value;

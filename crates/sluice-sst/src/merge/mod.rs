@@ -58,7 +58,7 @@ pub struct MergingIterator<I = Box<dyn InternalIterator>> {
     /// that *lost* the match at node `p`; `losers[0]` is unused. Valid only while `positioned`.
     losers: Vec<usize>,
     /// Each child's [`user_key_prefix`] (0 when it is not valid), refreshed whenever the
-    /// child moves: before every `rebuild` and `replay`.
+    /// child moves: at the start of every `rebuild` and `replay`.
     prefixes: Vec<u64>,
     /// The child that won the whole tournament: the current entry. `< k` whenever `k > 0`.
     winner: usize,

@@ -67,9 +67,10 @@ impl TableContentBuilder {
         self.add_hashed(ikey, value, EntryHash::of(ikey, value));
     }
 
-    /// [`Self::add`] for a caller that knows the entry's hashes: a compaction that zeroed a
-    /// sequence number computed them to account the change, and hashing a value again is a
-    /// tenth of S4 (`benches/merge_floor.rs`).
+    /// [`Self::add`] for a caller that knows the entry's hashes: a compaction that changed the
+    /// entry (zeroed its sequence number, filtered its value, moved its blob reference)
+    /// computed them to account the change, and hashing a value again was a tenth of S4
+    /// (`benches/merge_floor.rs`).
     ///
     /// REQUIRES: as [`Self::add`], and `hash` is [`EntryHash::of`]`(ikey, value)`.
     pub fn add_hashed(&mut self, ikey: &[u8], value: &[u8], hash: EntryHash) {
