@@ -54,8 +54,8 @@ pub fn entry_hash_parts(user_key_hash: u64, trailer: u64, value: &[u8]) -> u64 {
 
 /// An entry's [`entry_hash`] together with its user key's [`hash64`] (which the filter needs
 /// as well), for a writer that has computed them to pass on: the table builder then does not
-/// hash the entry a second time. A value that does not belong to the entry it travels with
-/// makes the table's digest wrong, which every check of the digest equation reports.
+/// hash the entry a second time. Hashes handed on with an entry they do not belong to make
+/// the table's digest wrong, which every check of the digest equation reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryHash {
     /// [`hash64`] of the user key.
